@@ -24,24 +24,20 @@ class Config:
     """Holds the flags; read them as attributes (``config.jax_enable_x64``)."""
 
     def __init__(self):
-        object.__setattr__(self, "_values", {k: _from_env(k, v) for k, v in _DEFAULTS.items()})
+        # Flags are plain instance attributes: reading one is on hot paths.
+        for k, v in _DEFAULTS.items():
+            object.__setattr__(self, k, _from_env(k, v))
         object.__setattr__(self, "_listeners", [])
-
-    def __getattr__(self, name):
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"Unrecognized config option: {name!r}") from None
 
     def __setattr__(self, name, value):
         raise AttributeError("Use config.update(name, value) to change a flag.")
 
     def update(self, name, value):
         """Set flag ``name`` (e.g. ``"jax_enable_x64"``) to ``value``."""
-        if name not in self._values:
+        if name not in _DEFAULTS:
             raise AttributeError(
-                f"Unrecognized config option: {name!r}; known: {sorted(self._values)}")
-        self._values[name] = bool(value)
+                f"Unrecognized config option: {name!r}; known: {sorted(_DEFAULTS)}")
+        object.__setattr__(self, name, bool(value))
         for fn in self._listeners:
             fn(name, value)
 
@@ -52,7 +48,7 @@ class Config:
     # JAX-style read accessors.
     @property
     def x64_enabled(self):
-        return self._values["jax_enable_x64"]
+        return self.jax_enable_x64
 
 
 config = Config()

@@ -102,7 +102,7 @@ def default_int_dtype():
     >>> default_int_dtype()
     dtype('int32')
     """
-    return int64 if config.x64_enabled else int32
+    return int64 if config.jax_enable_x64 else int32
 
 
 def default_uint_dtype():
@@ -111,7 +111,7 @@ def default_uint_dtype():
     >>> default_uint_dtype()
     dtype('uint32')
     """
-    return uint64 if config.x64_enabled else uint32
+    return uint64 if config.jax_enable_x64 else uint32
 
 
 def default_float_dtype():
@@ -120,7 +120,7 @@ def default_float_dtype():
     >>> default_float_dtype()
     dtype('float32')
     """
-    return float64 if config.x64_enabled else float32
+    return float64 if config.jax_enable_x64 else float32
 
 
 def default_complex_dtype():
@@ -129,7 +129,7 @@ def default_complex_dtype():
     >>> default_complex_dtype()
     dtype('complex64')
     """
-    return complex128 if config.x64_enabled else complex64
+    return complex128 if config.jax_enable_x64 else complex64
 
 
 class _PythonScalarDtypes(collections.abc.Mapping):
@@ -138,7 +138,7 @@ class _PythonScalarDtypes(collections.abc.Mapping):
     def __getitem__(self, typ):
         if not isinstance(typ, type) or typ not in _PY_SCALAR_KEYS:
             raise KeyError(typ)
-        return _CANONICAL[config.x64_enabled][_PY_SCALAR_KEYS[typ][0]]
+        return _CANONICAL[config.jax_enable_x64][_PY_SCALAR_KEYS[typ][0]]
 
     def __iter__(self):
         return iter(_PY_SCALAR_KEYS)
@@ -174,7 +174,7 @@ def canonicalize_dtype(dtype):
     dtype('float32')
     """
     dt = _as_dtype(dtype)
-    out = _CANONICAL[config.x64_enabled].get(dt)
+    out = _CANONICAL[config.jax_enable_x64].get(dt)
     if out is None:
         raise _unsupported(dt, dtype)
     return out
@@ -226,7 +226,7 @@ def dtype(x, canonicalize=True):
     dt = getattr(x, "dtype", None)  # arrays and tracers first: the common case
     if type(dt) not in _DTYPE_CLASSES:
         dt = _raw_dtype(x)
-    out = _CANONICAL[config.x64_enabled if canonicalize else True].get(dt)
+    out = _CANONICAL[config.jax_enable_x64 if canonicalize else True].get(dt)
     if out is None:
         raise _unsupported(dt, x)
     return out
@@ -375,7 +375,7 @@ def promote_types(a, b):
     >>> promote_types("uint8", int)
     dtype('uint8')
     """
-    node = _JOIN[config.x64_enabled][_promotion_node(a), _promotion_node(b)]
+    node = _JOIN[config.jax_enable_x64][_promotion_node(a), _promotion_node(b)]
     # As in JAX, a weak-only result is np.dtype of the Python type (64-bit) here.
     return _node_dtype(node, x64=True)
 
@@ -465,7 +465,7 @@ def result_type(*args, return_weak_type_flag=False):
     >>> result_type(2, 1.5, return_weak_type_flag=True)
     (dtype('float32'), True)
     """
-    cache = _RESULT_CACHE[config.x64_enabled]
+    cache = _RESULT_CACHE[config.jax_enable_x64]
     n = len(args)
     if n == 2:
         key = _arg_key(args[0]) + _arg_key(args[1])
@@ -480,7 +480,7 @@ def result_type(*args, return_weak_type_flag=False):
     out = cache.get(key)
     if out is None:
         pairs = key if n > 2 else (key[:2], key[2:]) if n == 2 else (key,)
-        out = cache[key] = _result_type_uncached(pairs, config.x64_enabled)
+        out = cache[key] = _result_type_uncached(pairs, config.jax_enable_x64)
     return out if return_weak_type_flag else out[0]
 
 

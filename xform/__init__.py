@@ -1,0 +1,23 @@
+"""xform: composable function transformations (jit, grad, vmap) compiled with XLA.
+
+``import xform as jax; import xform.numpy as jnp`` runs JAX-style code.
+"""
+from xform.core import tree_util
+from xform.core.array import Array
+from xform.core.config import config
+from xform.core import errors
+from xform import lax
+from xform.interpreters import pjit as _pjit  # noqa: F401  (registers the call primitive)
+from xform.transforms.jit import (jit, make_jaxpr, eval_shape, ShapeDtypeStruct)
+from xform.transforms.ad import (grad, value_and_grad, jvp, vjp, linearize, jacfwd,
+                                 jacrev, hessian)
+from xform.transforms.vmap import vmap
+from xform.transforms.devices import (device_put, devices, device_count, local_devices,
+                                      default_backend, block_until_ready, disable_jit)
+
+try:  # installs Array/Tracer operators
+    from xform import numpy  # noqa: F401
+except ImportError:  # pragma: no cover  (only while xform.numpy is being written)
+    pass
+
+__version__ = "0.1.0"

@@ -1,0 +1,80 @@
+"""Abstract values: what a tracer knows about an array (shape, dtype, weak type)."""
+import numpy as np
+
+from xform.core import dtypes
+
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+          "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+          "complex64": "c64", "complex128": "c128", "bool": "bool"}
+
+
+def short_dtype_name(dtype) -> str:
+    return _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+class ShapedArray:
+    """An array of known shape and dtype; ``weak_type`` marks Python-scalar origin.
+
+    Immutable and hashable (the hash is computed once: avals are jit cache keys).
+    NB: xform has no ConcreteArray; tracers that know their value say so through
+    ``Tracer.to_concrete_value`` (the stackless design JAX uses now).
+    """
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self._hash == other._hash
+                and self.shape == other.shape and self.dtype == other.dtype
+                and self.weak_type == other.weak_type)
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def to_tangent_aval(self):
+        """The aval of this value's tangents: float0 for integer/bool values."""
+        if dtypes.is_inexact(self.dtype):
+            return self.strip_weak_type()
+        return ShapedArray(self.shape, dtypes.float0)
+
+    def str_short(self):
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+def aval_of_value(x) -> ShapedArray:
+    """The aval of a concrete value: a NumPy array or scalar, or a Python scalar."""
+    if isinstance(x, (bool, int, float, complex)):
+        dt = dtypes.dtype(x)
+        if isinstance(x, int) and not isinstance(x, bool):
+            _check_int_range(x, dt)
+        return ShapedArray((), dt, weak_type=not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid array type "
+                    "(expected an xform Array, a NumPy array or a Python scalar).")
+
+
+def _check_int_range(x, dt):
+    info = np.iinfo(dt)
+    if not info.min <= x <= info.max:
+        raise OverflowError(f"Python int {x} too large to convert to {dt.name}")

@@ -1,0 +1,72 @@
+"""User-facing errors with JAX's names; each docstring says the cause and the fix."""
+
+
+class JAXTypeError(TypeError):
+    """Base of errors raised when a traced value is used where a concrete one is needed."""
+
+
+class ConcretizationTypeError(JAXTypeError):
+    """A traced (abstract) value was used where Python needs a concrete value.
+
+    Under ``jit`` (or ``make_jaxpr``) arrays are abstract: only their shape and
+    dtype are known. Fixes: make the argument static (``static_argnums`` /
+    ``static_argnames``), use ``lax.cond``/``jnp.where`` for value-dependent choices,
+    or compute the value outside the transformed function.
+    """
+
+    def __init__(self, tracer, context=""):
+        super().__init__(
+            f"Abstract tracer value encountered where concrete value is expected: {tracer}\n"
+            f"{context}"
+            "The problem arose with a traced value whose value is not known at trace time "
+            "(e.g. an argument of a jit-compiled function). If it should be known, mark "
+            "the argument static with `static_argnums`/`static_argnames`; for a "
+            "value-dependent branch use `lax.cond` or `jnp.where` instead of Python "
+            "control flow.")
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool(x)`` (an ``if``/``while`` on an array) was applied to a traced value."""
+
+    def __init__(self, tracer):
+        super().__init__(
+            tracer, "Attempted boolean conversion of a traced array (an `if`, `while`, "
+            "`and`/`or` or `bool()` on a value computed from a transformed function's "
+            "arguments).\n")
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """``int(x)``/``operator.index(x)`` was applied to a traced value."""
+
+    def __init__(self, tracer):
+        super().__init__(tracer, "Attempted integer conversion of a traced array (e.g. "
+                                 "using it as a Python int, a shape or a range bound).\n")
+
+
+class TracerArrayConversionError(JAXTypeError):
+    """A traced value was converted to a NumPy array (``np.asarray(tracer)``).
+
+    NumPy functions cannot run on abstract values; use ``xform.numpy`` instead.
+    """
+
+    def __init__(self, tracer):
+        super().__init__(
+            f"The numpy.ndarray conversion method __array__() was called on traced array "
+            f"{tracer}. Use xform.numpy functions instead of numpy functions inside "
+            "transformed code.")
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it ("leaked").
+
+    Typically a traced value was stored in a global, a class attribute or a
+    closure and used after the jit/grad/vmap call returned. Return values
+    from the transformed function instead of stashing them.
+    """
+
+    def __init__(self, tracer, where=""):
+        super().__init__(
+            f"Encountered an unexpected tracer: {tracer}. A function transformed by xform "
+            f"had a side effect that leaked a traced value out of its transformation{where} "
+            "(e.g. it was stored in a global or a closure and used after the transformed "
+            "call returned). Return such values as outputs instead.")

@@ -1,0 +1,239 @@
+"""The IR: typed variables, equations, jaxprs; typecheck, evaluation and printing.
+
+Grammar (as printed, JAX's format)::
+
+    jaxpr ::= { lambda constvar* ; invar* . let eqn* in ( atom* ) }
+    eqn   ::= outvar* = primitive[param=value ...] atom*
+    atom  ::= var | literal            (literals print as 1.0:f32[])
+
+``eval_jaxpr`` calls ``bind``, so evaluating a jaxpr under a trace transforms it.
+"""
+import itertools
+
+import numpy as np
+
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+
+
+class Var:
+    """A variable of a jaxpr. Named only when printed (a, b, ..., ba, ...)."""
+    __slots__ = ("aval", "count")
+    _counter = itertools.count()
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.count = next(Var._counter)
+
+    def __repr__(self):
+        return f"Var({self.count}):{self.aval.str_short()}"
+
+
+class Literal:
+    """A scalar constant inlined in an equation."""
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val})"
+
+
+class JaxprEqn:
+    __slots__ = ("invars", "outvars", "primitive", "params")
+
+    def __init__(self, invars, outvars, primitive, params):
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.primitive = primitive
+        self.params = params
+
+    def __repr__(self):
+        return _pp_eqn(self, _Names(), 0)
+
+
+class Jaxpr:
+    """A closed-form program: ``constvars`` (bound by ClosedJaxpr.consts), ``invars``,
+    equations in order, ``outvars`` (Vars or Literals)."""
+    __slots__ = ("constvars", "invars", "outvars", "eqns")
+
+    def __init__(self, constvars, invars, outvars, eqns):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts):
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
+    """Run ``jaxpr`` by binding each equation's primitive under the current trace."""
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        invals = [a.val if type(a) is Literal else env[a] for a in eqn.invars]
+        outs = eqn.primitive.bind(*invals, **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        for v, x in zip(eqn.outvars, outs, strict=True):
+            env[v] = x
+    return [a.val if type(a) is Literal else env[a] for a in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr):
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is malformed (an internal error: please report it)."""
+
+
+def typecheck(jaxpr: Jaxpr):
+    """Check that every variable is bound once before use and every equation's
+    output types agree with its primitive's abstract evaluation."""
+    env = set()
+
+    def bind(v):
+        if v in env:
+            raise JaxprTypeError(f"variable {v} bound twice")
+        env.add(v)
+
+    def read(a):
+        if type(a) is Literal:
+            return a.aval
+        if a not in env:
+            raise JaxprTypeError(f"variable {a} used before it is bound")
+        return a.aval
+
+    for v in itertools.chain(jaxpr.constvars, jaxpr.invars):
+        bind(v)
+    for eqn in jaxpr.eqns:
+        in_avals = [read(a) for a in eqn.invars]
+        out = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
+        out = out if eqn.primitive.multiple_results else [out]
+        got = [v.aval for v in eqn.outvars]
+        if [(a.shape, a.dtype) for a in out] != [(a.shape, a.dtype) for a in got]:
+            raise JaxprTypeError(f"equation {eqn.primitive.name} outputs {got}, "
+                                 f"but its abstract evaluation gives {out}")
+        for v in eqn.outvars:
+            bind(v)
+    for a in jaxpr.outvars:
+        read(a)
+
+
+# ---- printing ----
+
+class _Names:
+    """Assigns a, b, ..., z, ba, bb, ... to variables in order of appearance."""
+
+    def __init__(self):
+        self.names = {}
+
+    def __call__(self, v):
+        if type(v) is Literal:
+            return _pp_literal(v)
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = _alpha(len(self.names))
+        return name
+
+
+def _alpha(n):
+    s = ""
+    while True:
+        s = chr(ord("a") + n % 26) + s
+        n //= 26
+        if n == 0:
+            return s
+
+
+def _pp_literal(lit):
+    val = lit.val
+    if isinstance(val, (np.ndarray, np.generic)):
+        val = val.item() if np.ndim(val) == 0 else val
+    return f"{val}:{lit.aval.str_short()}"
+
+
+def _pp_param(value, names, indent):
+    if isinstance(value, ClosedJaxpr):
+        value = value.jaxpr
+    if isinstance(value, Jaxpr):
+        return _pp_jaxpr(value, _Names(), indent + 4)
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr))
+                                                  for v in value):
+        return "(\n" + "".join(" " * (indent + 4) + _pp_param(v, names, indent) + "\n"
+                               for v in value) + " " * indent + ")"
+    return str(value)
+
+
+def _pp_eqn(eqn, names, indent):
+    lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
+    params = ""
+    if eqn.params:
+        items = [f"{k}={_pp_param(v, names, indent)}" for k, v in eqn.params.items()]
+        if any("\n" in s for s in items):
+            pad = " " * (indent + 2)
+            params = "[\n" + "".join(f"{pad}{s}\n" for s in items) + " " * indent + "]"
+        else:
+            params = "[" + " ".join(items) + "]"
+    args = " ".join(names(a) for a in eqn.invars)
+    return f"{lhs} = {eqn.primitive.name}{params} {args}".rstrip()
+
+
+def _pp_jaxpr(jaxpr, names, indent):
+    consts = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
+    invars = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
+    head = f"{{ lambda {consts}; {invars}. let"
+    body = [_pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+    outs = " ".join(names(v) for v in jaxpr.outvars)
+    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+    if len(body) <= 1 and "\n" not in "".join(body):
+        return f"{head} {' '.join(body)} in {outs} }}".replace("let  in", "let in")
+    pad = " " * (indent + 4)
+    lines = [head] + [pad + line for line in body]
+    lines.append(" " * (indent + 2) + f"in {outs} }}")
+    return "\n".join(lines)
+
+
+def pp_jaxpr(jaxpr: Jaxpr) -> str:
+    return _pp_jaxpr(jaxpr, _Names(), 0)
+
+
+def new_var(x_or_aval) -> Var:
+    aval = x_or_aval if isinstance(x_or_aval, ShapedArray) else get_aval(x_or_aval)
+    return Var(aval)

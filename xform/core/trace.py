@@ -1,0 +1,193 @@
+"""Primitives, traces and tracers: the stackless interpreter core.
+
+Every operation is ``prim.bind(*args, **params)``, which hands the primitive to
+the *current trace*. A transformation (jvp, vmap, jaxpr tracing) installs its
+trace as current while the user function runs; its rules run with the trace's
+parent as current, so nested transformations compose. Values that are not the
+trace's own tracers (constants, tracers of outer traces) are lifted as
+constants. This is the "stackless" design of autodidax part 2 and current JAX;
+the rejected alternative, a global stack of trace levels, needs
+level bookkeeping in every rule.
+"""
+import threading
+
+from xform.core.avals import ShapedArray, aval_of_value
+from xform.core.errors import (TracerArrayConversionError, TracerBoolConversionError,
+                               TracerIntegerConversionError, ConcretizationTypeError,
+                               UnexpectedTracerError)
+
+
+class Primitive:
+    """A named operation. Rules for each interpreter live in that interpreter's registry.
+
+    ``impl`` runs it on concrete values (the eval trace); ``abstract_eval`` maps
+    input avals to output aval(s). ``multiple_results`` primitives return lists.
+    """
+    multiple_results = False
+
+    def __init__(self, name):
+        self.name = name
+        self.impl = None
+        self._abstract_eval = None
+
+    def bind(self, *args, **params):
+        return _context.trace.process_primitive(self, args, params)
+
+    def bind_with_trace(self, trace, args, params):
+        return trace.process_primitive(self, args, params)
+
+    def def_impl(self, impl):
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, rule):
+        self._abstract_eval = rule
+        return rule
+
+    def abstract_eval(self, *avals, **params):
+        return self._abstract_eval(*avals, **params)
+
+    def __repr__(self):
+        return self.name
+
+
+class Trace:
+    """An interpreter of primitives. Subclasses implement ``process_primitive``."""
+    __slots__ = ("parent", "_valid", "__weakref__")
+
+    def __init__(self, parent=None):
+        self.parent = parent
+        self._valid = True
+
+    def process_primitive(self, prim, args, params):
+        raise NotImplementedError
+
+    def invalidate(self):
+        """Mark this trace finished: later use of its tracers is a leak."""
+        self._valid = False
+
+    def __repr__(self):
+        return f"{type(self).__name__}"
+
+
+class EvalTrace(Trace):
+    """The bottom trace: runs primitives on concrete values."""
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        for x in args:
+            if isinstance(x, Tracer):
+                raise UnexpectedTracerError(x, f" (it reached primitive '{prim.name}' "
+                                               "outside any transformation)")
+        return prim.impl(*args, **params)
+
+
+class _Context(threading.local):
+    def __init__(self):
+        self.trace = eval_trace
+
+
+eval_trace = EvalTrace()
+_context = _Context()
+
+
+def current_trace() -> Trace:
+    return _context.trace
+
+
+class set_current_trace:
+    """Context manager: make ``trace`` current for the duration of the block."""
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _context.trace
+        _context.trace = self.trace
+
+    def __exit__(self, *exc):
+        _context.trace = self.prev
+
+
+def check_valid(tracer):
+    """Raise UnexpectedTracerError if ``tracer``'s trace has ended."""
+    if not tracer._trace._valid:
+        raise UnexpectedTracerError(tracer)
+
+
+class Tracer:
+    """A value inside a transformation. Operators are installed by xform.numpy."""
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    def to_concrete_value(self):
+        """The concrete value if this trace knows it (e.g. a JVP primal), else None."""
+        return None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def _concrete_or(self, error):
+        value = self.to_concrete_value()
+        if value is None:
+            raise error(self)
+        return value
+
+    def __bool__(self):
+        return bool(self._concrete_or(TracerBoolConversionError))
+
+    def __int__(self):
+        return int(self._concrete_or(TracerIntegerConversionError))
+
+    def __index__(self):
+        return self._concrete_or(TracerIntegerConversionError).__index__()
+
+    def __float__(self):
+        return float(self._concrete_or(ConcretizationTypeError))
+
+    def __complex__(self):
+        return complex(self._concrete_or(ConcretizationTypeError))
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        return np.asarray(self._concrete_or(TracerArrayConversionError), dtype=dtype)
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are mutable "
+                        "from Python's view; use a static argument or `id()`)")
+
+    def __repr__(self):
+        return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+
+
+def get_aval(x) -> ShapedArray:
+    """The aval of any array-like value: an Array, a tracer, NumPy or Python scalar."""
+    try:
+        return x.aval
+    except AttributeError:
+        return aval_of_value(x)
+
+
+def to_concrete_value(x):
+    """Concrete value of ``x`` if known (Arrays, NumPy, scalars, JVP primals), else None."""
+    if isinstance(x, Tracer):
+        return x.to_concrete_value()
+    return x

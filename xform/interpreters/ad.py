@@ -1,0 +1,332 @@
+"""Forward mode (JVPTrace), linearize, and transposition of linear jaxprs.
+
+Reverse mode is not a tape: ``vjp`` = JVP under partial evaluation with unknown
+tangents (giving a linear jaxpr plus residuals), then ``backward_pass`` runs that
+jaxpr backwards with each linear primitive's transpose rule. Tangents and
+cotangents may be the symbolic ``Zero``, which rules skip.
+"""
+from xform.core import dtypes
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, eval_jaxpr
+from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
+                              to_concrete_value)
+from xform.interpreters import partial_eval as pe
+
+primitive_jvps = {}
+primitive_transposes = {}
+nondiff_primitives = set()
+
+
+class Zero:
+    """A symbolic zero tangent/cotangent of a given aval (never materialized by rules)."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    @staticmethod
+    def from_primal_value(x):
+        return Zero(get_aval(x).to_tangent_aval())
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+class UndefinedPrimal:
+    """Marks a linear input of an equation during transposition."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x):
+    return type(x) is UndefinedPrimal
+
+
+def _lax():
+    from xform import lax
+    return lax
+
+
+def zeros_like_aval(aval):
+    if aval.dtype == dtypes.float0:
+        import numpy as np
+        return np.zeros(aval.shape, dtypes.float0)
+    return _lax().full(aval.shape, 0, aval.dtype)
+
+
+def instantiate_zeros(t):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(x, y):
+    if type(x) is Zero:
+        return y
+    if type(y) is Zero:
+        return x
+    return _lax().add_any(x, y)
+
+
+# ---- registrars ----
+
+def defjvp(prim, *jvprules):
+    """JVP from one rule per argument: ``rule(t, *primals, **params)`` gives that
+    argument's contribution; ``None`` for arguments that don't affect the output."""
+    def jvp(primals, tangents, **params):
+        primal_out = prim.bind(*primals, **params)
+        out = Zero(get_aval(primal_out).to_tangent_aval())
+        for rule, t in zip(jvprules, tangents):
+            if rule is not None and type(t) is not Zero:
+                out = add_tangents(out, rule(t, *primals, **params))
+        return primal_out, out
+    primitive_jvps[prim] = jvp
+
+
+def defjvp2(prim, *jvprules):
+    """Like defjvp, but each rule also gets the output: ``rule(t, ans, *primals)``."""
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        out = Zero(get_aval(ans).to_tangent_aval())
+        for rule, t in zip(jvprules, tangents):
+            if rule is not None and type(t) is not Zero:
+                out = add_tangents(out, rule(t, ans, *primals, **params))
+        return ans, out
+    primitive_jvps[prim] = jvp
+
+
+def deflinear(prim, transpose_rule):
+    """A primitive linear in all its inputs: its JVP applies it to the tangents.
+    ``transpose_rule(ct, **params)`` returns the input cotangents."""
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(type(t) is Zero for t in tangents):
+            return out, Zero(get_aval(out).to_tangent_aval())
+        return out, prim.bind(*map(instantiate_zeros, tangents), **params)
+    primitive_jvps[prim] = jvp
+    primitive_transposes[prim] = lambda ct, *args, **params: transpose_rule(ct, **params)
+
+
+def defbilinear(prim, lhs_rule, rhs_rule):
+    """A primitive linear in each of two arguments separately (mul, dot_general).
+    ``lhs_rule(ct, x, y, **params)`` is the cotangent of x when x is the linear one."""
+    def jvp(primals, tangents, **params):
+        x, y = primals
+        tx, ty = tangents
+        out = prim.bind(x, y, **params)
+        t = Zero(get_aval(out).to_tangent_aval())
+        if type(tx) is not Zero:
+            t = add_tangents(t, prim.bind(tx, y, **params))
+        if type(ty) is not Zero:
+            t = add_tangents(t, prim.bind(x, ty, **params))
+        return out, t
+
+    def transpose(ct, x, y, **params):
+        if is_undefined_primal(x):
+            return [lhs_rule(ct, x, y, **params), None]
+        return [None, rhs_rule(ct, x, y, **params)]
+    primitive_jvps[prim] = jvp
+    primitive_transposes[prim] = transpose
+
+
+def defnondiff(prim):
+    """Outputs don't depend differentiably on inputs (comparisons, argmax, iota...)."""
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return out, [Zero(get_aval(o).to_tangent_aval()) for o in out]
+        return out, Zero(get_aval(out).to_tangent_aval())
+    primitive_jvps[prim] = jvp
+    nondiff_primitives.add(prim)
+
+
+# ---- JVP trace ----
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def to_concrete_value(self):
+        return to_concrete_value(self.primal)
+
+
+class JVPTrace(Trace):
+    __slots__ = ()
+
+    def lift(self, x):
+        if type(x) is JVPTracer and x._trace is self:
+            return x
+        pe._check_leak(x)
+        return JVPTracer(self, x, Zero.from_primal_value(x))
+
+    def process_primitive(self, prim, args, params):
+        tracers = [self.lift(x) for x in args]
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(type(t) is Zero for t in tangents):
+            with set_current_trace(self.parent):
+                return prim.bind(*primals, **params)
+        rule = primitive_jvps.get(prim)
+        if rule is None:
+            raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
+        with set_current_trace(self.parent):
+            primal_out, tangent_out = rule(primals, tangents, **params)
+        if prim.multiple_results:
+            return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+        return JVPTracer(self, primal_out, tangent_out)
+
+
+def jvp_flat(fun, primals, tangents):
+    """Run ``fun`` (flat in, flat out) on (primal, tangent) pairs.
+    Returns (primals_out, tangents_out), tangents possibly ``Zero``."""
+    trace = JVPTrace(parent=current_trace())
+    args = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*args)
+        outs = [trace.lift(o) for o in outs]
+        return [o.primal for o in outs], [o.tangent for o in outs]
+    finally:
+        trace.invalidate()
+
+
+# ---- linearize and transpose ----
+
+def linearize_flat(fun, primals):
+    """JVP under partial evaluation: returns ``(primals_out, linear, residuals)`` where
+    ``linear`` is a Jaxpr taking residuals as constvars and tangents as invars."""
+    pe_trace = pe.JaxprTrace(parent=current_trace())
+    tangents_in = [pe_trace.new_unknown(get_aval(p).to_tangent_aval()) for p in primals]
+    try:
+        with set_current_trace(pe_trace):
+            primals_out, tangents_out = jvp_flat(fun, primals, tangents_in)
+        primals_out = [pe_trace.lift(p) for p in primals_out]
+        if any(p.var is not None for p in primals_out):
+            raise AssertionError("primal output depends on tangents (internal error)")
+        with set_current_trace(pe_trace):
+            tangents_out = [pe_trace.lift(instantiate_zeros(t)) for t in tangents_out]
+        linear, residuals = pe_trace.build(tangents_in, tangents_out)
+        return [p.value for p in primals_out], linear, residuals
+    finally:
+        pe_trace.invalidate()
+
+
+def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
+    """Transpose ``jaxpr`` (linear in its invars; constvars bound to ``consts``).
+
+    ``cts_out`` are cotangents of the outputs (values or ``Zero``); returns the
+    cotangents of the invars (values or ``Zero``). Non-linear equations (those not
+    touching a linear input) are evaluated forward first.
+    """
+    env = dict(zip(jaxpr.constvars, consts, strict=True))
+    linear = set(jaxpr.invars)
+    lin_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(v) is Var and v in linear for v in eqn.invars):
+            linear.update(eqn.outvars)
+            lin_eqns.append(eqn)
+        else:
+            vals = [v.val if type(v) is Literal else env[v] for v in eqn.invars]
+            outs = eqn.primitive.bind(*vals, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            env.update(zip(eqn.outvars, outs))
+
+    ct_env = {}
+
+    def add_ct(v, ct):
+        if type(v) is Var and v in linear and type(ct) is not Zero and ct is not None:
+            ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+    for v, ct in zip(jaxpr.outvars, cts_out, strict=True):
+        add_ct(v, ct)
+    for eqn in reversed(lin_eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        rule = primitive_transposes.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"Transpose rule (for reverse-mode differentiation) for "
+                f"'{eqn.primitive.name}' not implemented")
+        args = [UndefinedPrimal(v.aval) if type(v) is Var and v in linear
+                else (v.val if type(v) is Literal else env[v]) for v in eqn.invars]
+        if eqn.primitive.multiple_results:
+            ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
+        else:
+            ct = cts[0]
+        cts_in = rule(ct, *args, **eqn.params)
+        for v, c in zip(eqn.invars, cts_in, strict=True):
+            add_ct(v, c)
+    return [ct_env.get(v, Zero(a)) for v, a in zip(jaxpr.invars, linear_avals, strict=True)]
+
+
+def vjp_flat(fun, primals):
+    """Returns ``(primals_out, vjp_fun)``; ``vjp_fun(cts_out)`` gives input cotangents."""
+    primals_out, linear, residuals = linearize_flat(fun, primals)
+    in_avals = [get_aval(p).to_tangent_aval() for p in primals]
+
+    def vjp_fun(cts_out):
+        return backward_pass(linear, residuals, in_avals, cts_out)
+    return primals_out, vjp_fun
+
+
+# ---- jaxpr-to-jaxpr transformations used by higher-order primitives ----
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):
+    """A jaxpr computing (primals_out, nonzero tangents_out) from (primals, nonzero
+    tangents). Returns (jaxpr, out_nonzeros)."""
+    n = len(closed.in_avals)
+    tangent_avals = [a.to_tangent_aval() for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(closed.out_avals)
+    result = {}
+
+    def fun(*args):
+        primals, tangents_nz = args[:n], iter(args[n:])
+        tangents = [next(tangents_nz) if nz else Zero(a.to_tangent_aval())
+                    for a, nz in zip(closed.in_avals, nonzeros)]
+        outs, touts = jvp_flat(lambda *xs: eval_jaxpr_closed(closed, xs), primals, tangents)
+        touts = [instantiate_zeros(t) if inst else t for t, inst in zip(touts, instantiate)]
+        result["out_nonzeros"] = [type(t) is not Zero for t in touts]
+        return list(outs) + [t for t in touts if type(t) is not Zero]
+
+    jaxpr = pe.trace_to_jaxpr(fun, list(closed.in_avals) + tangent_avals)
+    return jaxpr, result["out_nonzeros"]
+
+
+def eval_jaxpr_closed(closed, args):
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def transpose_jaxpr(closed: ClosedJaxpr, linear_mask):
+    """A jaxpr mapping (non-linear inputs, output cotangents) to the cotangents of the
+    linear inputs (instantiated as zeros where symbolic)."""
+    lin_avals = [a for a, lin in zip(closed.in_avals, linear_mask) if lin]
+    res_avals = [a for a, lin in zip(closed.in_avals, linear_mask) if not lin]
+    n_res = len(res_avals)
+
+    def fun(*args):
+        res, cts = iter(args[:n_res]), args[n_res:]
+        # Partially evaluate with the linear inputs unknown: what remains is linear in them.
+        known, unknown, _, num_res = pe.partial_eval_jaxpr(
+            closed, linear_mask, instantiate=True)
+        res_vals = list(res)
+        residuals = eval_jaxpr_closed(known, res_vals)[-num_res:] if num_res else []
+        lin = unknown.jaxpr
+        jaxpr = Jaxpr(lin.invars[:num_res], lin.invars[num_res:], lin.outvars, lin.eqns)
+        out = backward_pass(jaxpr, residuals, lin_avals, list(cts))
+        return [instantiate_zeros(c) for c in out]
+
+    out_ct_avals = [a.to_tangent_aval() for a in closed.out_avals]
+    return pe.trace_to_jaxpr(fun, res_avals + out_ct_avals)
+

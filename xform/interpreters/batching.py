@@ -1,0 +1,199 @@
+"""Vectorization: BatchTrace carries (value, batch_dim) and applies batching rules.
+
+A batching rule is ``rule(vals, dims, **params) -> (out, out_dim)`` (lists for
+multiple-result primitives); ``dims`` entries are an int or ``not_mapped``.
+Rules run under the parent trace, on values that include the batch axis.
+"""
+from xform.core.avals import ShapedArray
+from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
+from xform.interpreters import partial_eval as pe
+
+not_mapped = None
+primitive_batchers = {}
+
+
+def _lax():
+    from xform import lax
+    return lax
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace, val, batch_dim):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        aval = get_aval(self.val)
+        if self.batch_dim is not_mapped:
+            return aval
+        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+        return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+class BatchTrace(Trace):
+    __slots__ = ("axis_size", "axis_name")
+
+    def __init__(self, parent, axis_size, axis_name=None):
+        super().__init__(parent)
+        self.axis_size = axis_size
+        self.axis_name = axis_name
+
+    def lift(self, x):
+        if type(x) is BatchTracer and x._trace is self:
+            return x
+        pe._check_leak(x)
+        return BatchTracer(self, x, not_mapped)
+
+    def process_primitive(self, prim, args, params):
+        tracers = [self.lift(x) for x in args]
+        vals = [t.val for t in tracers]
+        dims = [t.batch_dim for t in tracers]
+        if all(d is not_mapped for d in dims):
+            with set_current_trace(self.parent):
+                return prim.bind(*vals, **params)
+        rule = primitive_batchers.get(prim)
+        if rule is None:
+            raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
+        with set_current_trace(self.parent):
+            out, out_dim = rule(vals, dims, **params)
+        if prim.multiple_results:
+            return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+        return BatchTracer(self, out, out_dim)
+
+
+def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None):
+    """Apply ``fun`` (flat in/out) to batched ``vals``; move outputs to the dims that
+    ``out_dims_fn(per-example out avals)`` gives (``not_mapped`` only for outputs that
+    don't depend on the batch)."""
+    trace = BatchTrace(current_trace(), axis_size, axis_name)
+    args = [BatchTracer(trace, v, d) if d is not not_mapped else v
+            for v, d in zip(vals, in_dims)]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*args)
+        outs = [trace.lift(o) for o in outs]
+        out_dims = out_dims_fn([o.aval for o in outs])
+    finally:
+        trace.invalidate()
+    return [matchaxis(axis_size, o.batch_dim, d, o.val) for o, d in zip(outs, out_dims)]
+
+
+def moveaxis(x, src, dst):
+    if src == dst:
+        return x
+    ndim = get_aval(x).ndim
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return _lax().transpose(x, perm)
+
+
+def broadcast(x, axis_size, axis):
+    """Insert a new axis of ``axis_size`` at ``axis``."""
+    aval = get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(axis, axis_size)
+    dims = [i for i in range(len(shape)) if i != axis]
+    return _lax().broadcast_in_dim(x, shape, dims)
+
+
+def matchaxis(axis_size, src, dst, x):
+    """Move ``x``'s batch axis from ``src`` to ``dst`` (creating it if unbatched)."""
+    if dst is not_mapped:
+        if src is not not_mapped:
+            raise ValueError("vmap has mapped output but out_axes is None (an output that "
+                             "depends on a mapped input must have an integer out_axes)")
+        return x
+    if src is not_mapped:
+        return broadcast(x, axis_size, dst)
+    return moveaxis(x, src, dst)
+
+
+def bdim_at_front(x, bdim, axis_size):
+    return matchaxis(axis_size, bdim, 0, x)
+
+
+def axis_size_of(vals, dims):
+    for v, d in zip(vals, dims):
+        if d is not not_mapped:
+            return get_aval(v).shape[d]
+    raise AssertionError("no batched argument")
+
+
+# ---- registrars ----
+
+def defvectorized(prim):
+    """Elementwise unary (or parameterized) primitive: apply directly, same dim."""
+    def rule(vals, dims, **params):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, **params), d
+    primitive_batchers[prim] = rule
+
+
+def defbroadcasting(prim):
+    """Elementwise n-ary primitive with lax's rank-0 broadcasting."""
+    def rule(vals, dims, **params):
+        shapes = {(get_aval(v).ndim, d) for v, d in zip(vals, dims) if d is not not_mapped}
+        avals = [get_aval(v) for v in vals]
+        if len(shapes) == 1 and all(
+                d is not not_mapped or a.ndim == 0 for a, d in zip(avals, dims)):
+            ndim, d = shapes.pop()
+            if all(a.ndim == ndim or a.ndim == 0 and dd is not_mapped
+                   for a, dd in zip(avals, dims)):
+                return prim.bind(*vals, **params), d
+        size = axis_size_of(vals, dims)
+        example_shape = ()
+        for a, d in zip(avals, dims):
+            shape = a.shape if d is not_mapped else a.shape[:d] + a.shape[d + 1:]
+            if shape:
+                example_shape = shape
+        out_shape = (size,) + tuple(example_shape)
+        args = []
+        for v, a, d in zip(vals, avals, dims):
+            if d is not_mapped:
+                if a.ndim == 0:
+                    args.append(v)
+                else:
+                    args.append(_lax().broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
+            else:
+                v = moveaxis(v, d, 0)
+                if a.ndim - 1 < len(example_shape):  # a batched per-example scalar
+                    v = _lax().broadcast_in_dim(v, out_shape, (0,))
+                args.append(v)
+        return prim.bind(*args, **params), 0
+    primitive_batchers[prim] = rule
+
+
+def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, axis_name=None):
+    """A jaxpr computing ``closed`` on batched inputs (batched at ``in_dims``); batched
+    outputs come out at axis 0. Returns (jaxpr, out_batched)."""
+    in_avals = []
+    for a, d in zip(closed.in_avals, in_dims):
+        if d is not_mapped:
+            in_avals.append(a)
+        else:
+            shape = list(a.shape)
+            shape.insert(d, axis_size)
+            in_avals.append(a.update(shape=tuple(shape)))
+    result = {}
+
+    def fun(*args):
+        trace = BatchTrace(current_trace(), axis_size, axis_name)
+        tracers = [BatchTracer(trace, v, d) if d is not not_mapped else v
+                   for v, d in zip(args, in_dims)]
+        try:
+            with set_current_trace(trace):
+                outs = eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+            outs = [trace.lift(o) for o in outs]
+        finally:
+            trace.invalidate()
+        result["out_batched"] = [o.batch_dim is not not_mapped for o in outs]
+        return [o.val if o.batch_dim is not_mapped else moveaxis(o.val, o.batch_dim, 0)
+                for o in outs]
+
+    jaxpr = pe.trace_to_jaxpr(fun, in_avals)
+    return jaxpr, result["out_batched"]

@@ -1,0 +1,142 @@
+"""Running things on XLA: host->device transfer, eager primitives, compiled jaxprs.
+
+Eager execution has no separate implementation: a primitive applied to concrete
+values is lowered alone into a one-op module, compiled once per
+(primitive, avals, params) and cached. The cache lookup and ``execute`` call are
+the whole hot path.
+"""
+import numpy as np
+
+from xform import backend
+from xform.core import dtypes
+from xform.core.array import Array
+from xform.core.avals import ShapedArray, aval_of_value
+from xform.core.config import config
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from xform.interpreters import mlir
+
+
+# ---- host -> device ----
+
+def _canonical_numpy(x, dtype=None):
+    x = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    dt = dtypes.canonicalize_dtype(x.dtype)
+    return x if dt == x.dtype else x.astype(dt)
+
+
+def device_put_value(x, device=None, weak_type=None) -> Array:
+    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``."""
+    if isinstance(x, Array):
+        if device is None or backend.buffer_device(x._buf) == device:
+            return x
+        return Array(backend.copy_to_device(x._buf, device), x.aval)
+    aval = aval_of_value(x)
+    if weak_type is not None:
+        aval = aval.update(weak_type=weak_type)
+    value = _canonical_numpy(x, aval.dtype)
+    return Array(backend.device_put(value, device), aval)
+
+
+_scalar_cache = {}
+
+
+def scalar_array(value, dtype, weak_type) -> Array:
+    """A cached rank-0 Array: Python scalars in eager ops reuse one device buffer."""
+    key = (type(value), value, dtype, weak_type)
+    if isinstance(value, float) and (value == 0.0 or value != value):
+        key = None  # -0.0 == 0.0 and nan != nan: don't cache these
+    arr = _scalar_cache.get(key) if key is not None else None
+    if arr is None:
+        arr = Array(backend.device_put(np.asarray(value, dtype)),
+                    ShapedArray((), dtype, weak_type))
+        if key is not None and len(_scalar_cache) < 4096:
+            _scalar_cache[key] = arr
+    return arr
+
+
+def to_buffer(x):
+    """The device buffer of an argument to a compiled program."""
+    if type(x) is Array:
+        return x._buf
+    if isinstance(x, (bool, int, float, complex)):
+        aval = aval_of_value(x)
+        return scalar_array(x, aval.dtype, aval.weak_type)._buf
+    return device_put_value(x)._buf
+
+
+# ---- eager primitives ----
+
+class _OneOp:
+    __slots__ = ("execute", "out_avals", "out_aval")
+
+    def __init__(self, exe, out_avals):
+        self.execute = exe.execute
+        self.out_avals = out_avals
+        self.out_aval = out_avals[0] if len(out_avals) == 1 else None
+
+
+_prim_cache = {}
+
+
+def _param_key(params):
+    return tuple(params.items())
+
+
+def apply_primitive(prim, *args, **params):
+    """Execute one primitive on concrete values (the eval trace's ``impl``)."""
+    avals = tuple([x.aval if type(x) is Array else aval_of_value(x) for x in args])
+    key = (prim, avals, tuple(params.items()) if params else None)
+    try:
+        entry = _prim_cache.get(key)
+    except TypeError:  # unhashable params (e.g. a list): compile without caching
+        key, entry = None, None
+    if entry is None:
+        entry = _compile_primitive(prim, avals, params)
+        if key is not None:
+            _prim_cache[key] = entry
+    outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
+    if entry.out_aval is not None and not prim.multiple_results:
+        return Array(outs[0], entry.out_aval)
+    return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+
+
+def _compile_primitive(prim, avals, params):
+    out = prim.abstract_eval(*avals, **params)
+    out_avals = list(out) if prim.multiple_results else [out]
+    invars = [Var(a) for a in avals]
+    outvars = [Var(a) for a in out_avals]
+    jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
+    text = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []))
+    return _OneOp(backend.compile(text), out_avals)
+
+
+# ---- compiled jaxprs (jit) ----
+
+class CompiledJaxpr:
+    """An XLA executable for a ClosedJaxpr; consts are device buffers passed first."""
+    __slots__ = ("execute", "const_bufs", "out_avals", "text", "executable")
+
+    def __init__(self, closed: ClosedJaxpr, device=None):
+        self.text = mlir.lower_jaxpr_to_module(closed, hoist_consts=True)
+        devices = [device] if device is not None else None
+        self.executable = backend.compile(self.text, devices)
+        self.execute = self.executable.execute
+        self.const_bufs = [to_buffer(c) for c in closed.consts]
+        self.out_avals = closed.out_avals
+        if config.jax_log_compiles:
+            import logging
+            logging.getLogger("xform").warning("Compiled a program with %d equations",
+                                               len(closed.jaxpr.eqns))
+
+    def __call__(self, args):
+        bufs = self.const_bufs + [to_buffer(x) for x in args]
+        return [Array(b, a) for b, a in zip(self.execute(bufs), self.out_avals)]
+
+
+def _clear_caches(name, value):
+    if name == "jax_enable_x64":
+        _prim_cache.clear()
+        _scalar_cache.clear()
+
+
+config._add_listener(_clear_caches)

@@ -1,0 +1,207 @@
+"""Lowering jaxprs to StableHLO modules with jaxlib's MLIR builders.
+
+A lowering rule is ``rule(ctx, *operands, **params)`` returning one ``ir.Value``
+(or a list for multiple-result primitives); ``ctx`` carries the input and output
+avals. Rules are registered next to their primitive with ``register_lowering``.
+"""
+import numpy as np
+
+from xform import backend
+from xform.core import dtypes
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from xform.core.avals import ShapedArray
+
+ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
+
+_lowerings = {}
+
+
+def register_lowering(prim, rule):
+    _lowerings[prim] = rule
+    return rule
+
+
+def has_lowering(prim):
+    return prim in _lowerings
+
+
+# ---- types and constants ----
+
+def dtype_to_ir_type(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return ir.IntegerType.get_signless(1)
+    if dtype.kind == "i":
+        return ir.IntegerType.get_signless(dtype.itemsize * 8)
+    if dtype.kind == "u":
+        return ir.IntegerType.get_unsigned(dtype.itemsize * 8)
+    if dtype == dtypes.bfloat16:
+        return ir.BF16Type.get()
+    if dtype == np.float16:
+        return ir.F16Type.get()
+    if dtype == np.float32:
+        return ir.F32Type.get()
+    if dtype == np.float64:
+        return ir.F64Type.get()
+    if dtype == np.complex64:
+        return ir.ComplexType.get(ir.F32Type.get())
+    if dtype == np.complex128:
+        return ir.ComplexType.get(ir.F64Type.get())
+    raise TypeError(f"No StableHLO type for dtype {dtype}")
+
+
+def aval_to_ir_type(aval: ShapedArray):
+    return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def ir_constant(x, dtype=None):
+    """A stablehlo.constant holding NumPy value ``x`` (cast to ``dtype`` if given)."""
+    x = np.asarray(x, dtype=dtype)
+    if x.dtype == dtypes.float0:
+        x = np.zeros(x.shape, np.bool_)
+    elt = dtype_to_ir_type(x.dtype)
+    if x.dtype == np.bool_:
+        data = np.packbits(x, bitorder="little")
+    elif x.dtype == dtypes.bfloat16:
+        data = x.view(np.uint16)
+    else:
+        data = x
+    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(data), type=elt, shape=x.shape)
+    return hlo.constant(attr)
+
+
+def full_like_aval(value, aval):
+    """A constant of ``aval``'s shape and dtype filled with ``value`` (splat + broadcast)."""
+    scalar = ir_constant(np.array(value, aval.dtype))
+    if not aval.shape:
+        return scalar
+    return hlo.broadcast_in_dim(aval_to_ir_type(aval), scalar, [])
+
+
+def broadcast_to(x, aval_in, aval_out):
+    """Broadcast a rank-0 operand to ``aval_out``'s shape (lax's scalar broadcasting)."""
+    if aval_in.shape == aval_out.shape:
+        return x
+    return hlo.broadcast_in_dim(
+        ir.RankedTensorType.get(aval_out.shape, dtype_to_ir_type(aval_in.dtype)), x, [])
+
+
+def dense_i64(xs):
+    return ir.DenseI64ArrayAttr.get(list(xs))
+
+
+# ---- rule helpers ----
+
+class LoweringRuleContext:
+    __slots__ = ("module_ctx", "avals_in", "avals_out", "primitive")
+
+    def __init__(self, module_ctx, primitive, avals_in, avals_out):
+        self.module_ctx = module_ctx
+        self.primitive = primitive
+        self.avals_in = avals_in
+        self.avals_out = avals_out
+
+
+def elementwise(op):
+    """Rule for an n-ary elementwise op whose StableHLO result type is inferred;
+    rank-0 operands are broadcast to the output shape first."""
+    def rule(ctx, *args):
+        out = ctx.avals_out[0]
+        args = [broadcast_to(a, av, out) for a, av in zip(args, ctx.avals_in)]
+        return op(*args)
+    return rule
+
+
+# ---- module construction ----
+
+class ModuleContext:
+    """State while lowering one module: the module and its lowered sub-functions."""
+
+    def __init__(self, module):
+        self.module = module
+        self.symbol_table = ir.SymbolTable(module.operation)
+        self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
+        self._count = 0
+
+    def unique_name(self, base):
+        self._count += 1
+        return f"{base}_{self._count}"
+
+
+def _make_func(module_ctx, name, in_avals, out_avals, public):
+    in_types = [aval_to_ir_type(a) for a in in_avals]
+    out_types = [aval_to_ir_type(a) for a in out_avals]
+    with ir.InsertionPoint(module_ctx.module.body):
+        fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
+    return fn
+
+
+def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
+    """Emit ``jaxpr``'s equations at the current insertion point; return output values.
+
+    ``consts`` are ir.Values (or NumPy/Array values, emitted as constants)."""
+    env = {}
+
+    def read(a):
+        if type(a) is Literal:
+            return ir_constant(np.asarray(a.val), a.aval.dtype)
+        return env[a]
+
+    for v, c in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = c if isinstance(c, ir.Value) else ir_constant(np.asarray(c), v.aval.dtype)
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        rule = _lowerings.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(f"No StableHLO lowering for primitive "
+                                      f"'{eqn.primitive.name}'")
+        ctx = LoweringRuleContext(module_ctx, eqn.primitive, [a.aval for a in eqn.invars],
+                                  [v.aval for v in eqn.outvars])
+        outs = rule(ctx, *[read(a) for a in eqn.invars], **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, x in zip(eqn.outvars, outs, strict=True):
+            env[v] = x
+    return [read(a) for a in jaxpr.outvars]
+
+
+def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main") -> str:
+    """StableHLO text of a module whose public ``@main`` runs ``closed``.
+
+    With ``hoist_consts`` the consts become leading parameters of ``@main`` (the
+    caller passes their buffers), so large closed-over arrays are not baked in.
+    """
+    jaxpr = closed.jaxpr
+    with backend.make_ir_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        module_ctx = ModuleContext(module)
+        const_avals = [v.aval for v in jaxpr.constvars] if hoist_consts else []
+        fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
+                        public=True)
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+            params = list(block.arguments)
+            consts = params[:len(const_avals)] if hoist_consts else closed.consts
+            outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
+            func_dialect.ReturnOp(outs)
+        return str(module)
+
+
+def call_lowering(ctx, args, closed: ClosedJaxpr, name):
+    """Lower a call of ``closed`` as a private func plus ``func.call`` (reused per jaxpr)."""
+    mctx = ctx.module_ctx
+    key = id(closed.jaxpr)
+    entry = mctx.funcs.get(key)
+    if entry is None:
+        fname = mctx.unique_name(name)
+        fn = _make_func(mctx, fname, closed.in_avals, closed.out_avals, public=False)
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+            outs = jaxpr_subcomp(mctx, closed.jaxpr, closed.consts, list(block.arguments))
+            func_dialect.ReturnOp(outs)
+        entry = mctx.funcs[key] = (closed, fname)  # keep `closed` alive so id() stays unique
+    out_types = [aval_to_ir_type(a) for a in closed.out_avals]
+    call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[1]), list(args))
+    return list(call.results)

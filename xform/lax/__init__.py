@@ -1,0 +1,16 @@
+"""``xform.lax``: the primitive operations, under JAX's names and signatures."""
+from xform.lax.elementwise import (
+    abs, add, add_any, convert_element_type, cos, div, eq, exp, ge, gt, integer_pow, le,
+    log, logistic, lt, max, min, mul, ne, neg, pow, rsqrt, select, select_n, sign, sin,
+    sqrt, stop_gradient, sub, tanh,
+    abs_p, add_p, add_any_p, convert_element_type_p, cos_p, div_p, eq_p, exp_p, ge_p, gt_p,
+    integer_pow_p, le_p, log_p, logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, pow_p,
+    rsqrt_p, select_n_p, sign_p, sin_p, sqrt_p, stop_gradient_p, sub_p, tanh_p)
+from xform.lax.shapes import (
+    broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full,
+    full_like, iota, pad, reshape, slice, squeeze, transpose, zeros_like_array,
+    broadcast_in_dim_p, concatenate_p, iota_p, pad_p, reshape_p, slice_p, squeeze_p,
+    transpose_p)
+from xform.lax.reductions import (argmax, reduce_max, reduce_min, reduce_sum, argmax_p,
+                                  reduce_max_p, reduce_min_p, reduce_sum_p)
+from xform.lax.dot import dot, dot_general, dot_general_p

@@ -1,0 +1,80 @@
+"""Family registrars for lax primitives: declare a primitive with its abstract
+evaluation, eager impl and (for elementwise families) batching in one call."""
+from functools import partial
+
+import numpy as np
+
+from xform.core import dtypes
+from xform.core.avals import ShapedArray
+from xform.core.trace import Primitive
+from xform.interpreters import batching, dispatch
+
+
+def standard_primitive(name, abstract_eval, multiple_results=False):
+    """A primitive executed eagerly by compiling its lowering (no separate impl)."""
+    prim = Primitive(name)
+    prim.multiple_results = multiple_results
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(partial(dispatch.apply_primitive, prim))
+    return prim
+
+
+def _dtype_names(allowed):
+    return ", ".join(sorted(np.dtype(d).name for d in allowed))
+
+
+def check_dtype(name, dtype, allowed):
+    if allowed is not None and np.dtype(dtype) not in allowed:
+        raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name}. "
+                        f"Accepted dtypes are: {_dtype_names(allowed)}.")
+
+
+def unop(name, allowed_dtypes, result_dtype=None):
+    """Elementwise unary primitive: same shape; dtype kept (or ``result_dtype(dtype)``)."""
+    def abstract_eval(x):
+        check_dtype(name, x.dtype, allowed_dtypes)
+        dt = x.dtype if result_dtype is None else result_dtype(x.dtype)
+        return ShapedArray(x.shape, dt, x.weak_type)
+    prim = standard_primitive(name, abstract_eval)
+    batching.defvectorized(prim)
+    return prim
+
+
+def broadcasting_shape(name, *avals):
+    """lax's elementwise shape rule: equal shapes, except rank-0 operands broadcast."""
+    shapes = {a.shape for a in avals if a.shape}
+    if len(shapes) > 1:
+        shown = ", ".join(str(a.shape) for a in avals)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.")
+    return shapes.pop() if shapes else ()
+
+
+def check_same_dtypes(name, *avals):
+    if len({a.dtype for a in avals}) > 1:
+        shown = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                        f"{shown}. (Tip: jnp.{name} is a similar function that does "
+                        "automatic type promotion on inputs.)")
+
+
+def naryop(name, allowed_dtypes, nargs=2, result_dtype=None):
+    """Elementwise n-ary primitive with rank-0 broadcasting and weak-type propagation."""
+    def abstract_eval(*avals):
+        assert len(avals) == nargs
+        for a in avals:
+            check_dtype(name, a.dtype, allowed_dtypes)
+        check_same_dtypes(name, *avals)
+        shape = broadcasting_shape(name, *avals)
+        weak = all(a.weak_type for a in avals) and result_dtype is None
+        dt = avals[0].dtype if result_dtype is None else result_dtype
+        return ShapedArray(shape, dt, weak)
+    prim = standard_primitive(name, abstract_eval)
+    batching.defbroadcasting(prim)
+    return prim
+
+
+float_dtypes = dtypes.float_dtypes
+inexact = dtypes.inexact_dtypes
+numeric = dtypes.numeric_dtypes
+integer = dtypes.int_dtypes
+any_dtype = None

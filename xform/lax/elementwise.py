@@ -1,0 +1,537 @@
+"""Elementwise primitives: arithmetic, transcendental functions, comparisons,
+select_n, convert_element_type, add_any and stop_gradient.
+
+Binary ops require equal dtypes (``xform.numpy`` promotes) and equal shapes, except
+that a rank-0 operand broadcasts, as in JAX (``mul a 2.0:f32[]``).
+"""
+import builtins
+
+import numpy as np
+
+from xform.core import dtypes
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import ad, batching, mlir
+from xform.interpreters.dispatch import scalar_array
+from xform.lax._prim import (any_dtype, check_dtype, inexact, naryop, numeric,
+                             standard_primitive, unop)
+from xform.lax import shapes as _shapes
+
+hlo, ir = mlir.hlo, mlir.ir
+
+
+def _const(x, value):
+    """A rank-0 weak constant of ``x``'s dtype (folds into literals under tracing)."""
+    return scalar_array(value, get_aval(x).dtype, True)
+
+
+def _scalar_arg(x, other):
+    """Python scalars in lax binary ops take the other operand's dtype (weakly)."""
+    if isinstance(x, (int, float, complex)) and not isinstance(x, bool) and not isinstance(
+            other, (int, float, complex)):
+        return scalar_array(x, get_aval(other).dtype, True)
+    return x
+
+
+def _bcast(t, shape):
+    """Broadcast a rank-0 tangent to ``shape`` (rank-0 operands broadcast in lax)."""
+    if get_aval(t).shape == tuple(shape):
+        return t
+    return _shapes.broadcast_in_dim(t, shape, ())
+
+
+def _unbroadcast(aval, ct):
+    """Cotangent for an operand of ``aval`` that was broadcast from rank 0."""
+    if get_aval(ct).shape == aval.shape:
+        return ct
+    return reduce_sum_all(ct)
+
+
+def reduce_sum_all(x):
+    from xform.lax.reductions import reduce_sum
+    return reduce_sum(x, tuple(range(get_aval(x).ndim)))
+
+
+def _out_shape(*xs):
+    for x in xs:
+        s = get_aval(x).shape
+        if s:
+            return s
+    return ()
+
+
+def _aval(x):
+    return x.aval if ad.is_undefined_primal(x) else get_aval(x)
+
+
+# ---- arithmetic ----
+
+def add(x, y):
+    r"""Elementwise addition: :math:`x + y`."""
+    return add_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+add_p = naryop("add", numeric)
+ad.defjvp(add_p, lambda t, x, y: _bcast(t, _out_shape(x, y)),
+          lambda t, x, y: _bcast(t, _out_shape(x, y)))
+ad.primitive_transposes[add_p] = lambda ct, x, y: [
+    _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+    _unbroadcast(y.aval, ct) if ad.is_undefined_primal(y) else None]
+mlir.register_lowering(add_p, mlir.elementwise(hlo.add))
+
+
+def sub(x, y):
+    r"""Elementwise subtraction: :math:`x - y`."""
+    return sub_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+sub_p = naryop("sub", numeric)
+ad.defjvp(sub_p, lambda t, x, y: _bcast(t, _out_shape(x, y)),
+          lambda t, x, y: _bcast(neg(t), _out_shape(x, y)))
+ad.primitive_transposes[sub_p] = lambda ct, x, y: [
+    _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+    _unbroadcast(y.aval, neg(ct)) if ad.is_undefined_primal(y) else None]
+mlir.register_lowering(sub_p, mlir.elementwise(hlo.subtract))
+
+
+def mul(x, y):
+    r"""Elementwise multiplication: :math:`x \times y`."""
+    return mul_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+mul_p = naryop("mul", numeric)
+ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+ad.primitive_transposes[mul_p] = lambda ct, x, y: [
+    _unbroadcast(x.aval, mul(ct, y)) if ad.is_undefined_primal(x) else None,
+    _unbroadcast(y.aval, mul(x, ct)) if ad.is_undefined_primal(y) else None]
+mlir.register_lowering(mul_p, mlir.elementwise(hlo.multiply))
+
+
+def div(x, y):
+    r"""Elementwise division: :math:`x / y` (integer division rounds toward zero)."""
+    return div_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+div_p = naryop("div", numeric)
+ad.defjvp2(div_p, lambda t, ans, x, y: _bcast(div(t, y), _out_shape(x, y)),
+           lambda t, ans, x, y: mul(neg(t), div(ans, y)))   # d(x/y)/dy = -(x/y)/y
+ad.primitive_transposes[div_p] = lambda ct, x, y: [
+    _unbroadcast(x.aval, div(ct, y)) if ad.is_undefined_primal(x) else None, None]
+mlir.register_lowering(div_p, mlir.elementwise(hlo.divide))
+
+
+def neg(x):
+    r"""Elementwise negation: :math:`-x`."""
+    return neg_p.bind(x)
+
+
+neg_p = unop("neg", numeric)
+ad.deflinear(neg_p, lambda ct: [neg(ct)])
+mlir.register_lowering(neg_p, mlir.elementwise(hlo.negate))
+
+
+def _balanced_eq(x, z, y):
+    """1 where x == z and y != z, 0.5 where both equal z, else 0 (ties split evenly)."""
+    one, half, zero = _const(z, 1), _const(z, 0.5), _const(z, 0)
+    return select_n(eq(x, z), _shapes.full_like(z, zero),
+                    select_n(eq(y, z), _shapes.full_like(z, one), _shapes.full_like(z, half)))
+
+
+def max(x, y):
+    r"""Elementwise maximum (NaN-propagating)."""
+    return max_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+max_p = naryop("max", numeric)
+ad.defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+           lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+mlir.register_lowering(max_p, mlir.elementwise(hlo.maximum))
+
+
+def min(x, y):
+    r"""Elementwise minimum (NaN-propagating)."""
+    return min_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+min_p = naryop("min", numeric)
+ad.defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+           lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+mlir.register_lowering(min_p, mlir.elementwise(hlo.minimum))
+
+
+def pow(x, y):
+    r"""Elementwise power :math:`x^y` (floating or complex operands)."""
+    return pow_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+
+
+def _pow_jvp_lhs(t, ans, x, y):
+    # d x^y / dx = y x^(y-1), defined as 0 where y == 0 (so 0^0 has zero derivative).
+    y_b = _bcast(y, _out_shape(x, y))
+    jac = select_n(eq(y_b, _const(y, 0)), mul(y_b, pow(x, sub(y_b, _const(y, 1)))),
+                   _shapes.full_like(ans, _const(ans, 0)))
+    return mul(_bcast(t, _out_shape(x, y)), jac)
+
+
+def _pow_jvp_rhs(t, ans, x, y):
+    # d x^y / dy = log(x) x^y, with log(0) replaced by 0 where x == 0.
+    safe_x = select_n(eq(x, _const(x, 0)), x, _shapes.full_like(x, _const(x, 1)))
+    return mul(_bcast(t, _out_shape(x, y)), mul(log(safe_x), ans))
+
+
+pow_p = naryop("pow", inexact)
+ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+mlir.register_lowering(pow_p, mlir.elementwise(hlo.power))
+
+
+def integer_pow(x, y: int):
+    r"""Elementwise :math:`x^y` for a static Python integer ``y``."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def _integer_pow_abstract_eval(x, *, y):
+    check_dtype("integer_pow", x.dtype, numeric)
+    if y < 0 and dtypes.is_integer(x.dtype):
+        raise TypeError(f"integer_pow with negative exponent {y} requires a floating "
+                        f"operand, got {x.dtype.name}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return _shapes.full_like(t, _const(t, 0))
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+def _integer_pow_lowering(ctx, x, *, y):
+    # Square-and-multiply; negative powers take the reciprocal at the end.
+    aval = ctx.avals_out[0]
+    acc, base, n = None, x, builtins.abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else hlo.multiply(acc, base)
+        n >>= 1
+        if n:
+            base = hlo.multiply(base, base)
+    if acc is None:
+        acc = mlir.full_like_aval(1, aval)
+    if y < 0:
+        acc = hlo.divide(mlir.full_like_aval(1, aval), acc)
+    return acc
+
+
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval)
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+batching.defvectorized(integer_pow_p)
+mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
+
+
+# ---- transcendental ----
+
+def exp(x):
+    r"""Elementwise exponential :math:`e^x`."""
+    return exp_p.bind(x)
+
+
+exp_p = unop("exp", inexact)
+ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
+mlir.register_lowering(exp_p, mlir.elementwise(hlo.exponential))
+
+
+def log(x):
+    r"""Elementwise natural logarithm."""
+    return log_p.bind(x)
+
+
+log_p = unop("log", inexact)
+ad.defjvp(log_p, lambda t, x: div(t, x))
+mlir.register_lowering(log_p, mlir.elementwise(hlo.log))
+
+
+def sin(x):
+    r"""Elementwise sine."""
+    return sin_p.bind(x)
+
+
+sin_p = unop("sin", inexact)
+ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
+mlir.register_lowering(sin_p, mlir.elementwise(hlo.sine))
+
+
+def cos(x):
+    r"""Elementwise cosine."""
+    return cos_p.bind(x)
+
+
+cos_p = unop("cos", inexact)
+ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
+mlir.register_lowering(cos_p, mlir.elementwise(hlo.cosine))
+
+
+def tanh(x):
+    r"""Elementwise hyperbolic tangent."""
+    return tanh_p.bind(x)
+
+
+tanh_p = unop("tanh", inexact)
+ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(_const(ans, 1), mul(ans, ans))))
+mlir.register_lowering(tanh_p, mlir.elementwise(hlo.tanh))
+
+
+def logistic(x):
+    r"""Elementwise logistic sigmoid :math:`1 / (1 + e^{-x})`."""
+    return logistic_p.bind(x)
+
+
+logistic_p = unop("logistic", inexact)
+ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
+mlir.register_lowering(logistic_p, mlir.elementwise(hlo.logistic))
+
+
+def sqrt(x):
+    r"""Elementwise square root."""
+    return sqrt_p.bind(x)
+
+
+sqrt_p = unop("sqrt", inexact)
+ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(_const(ans, 2), ans)))
+mlir.register_lowering(sqrt_p, mlir.elementwise(hlo.sqrt))
+
+
+def rsqrt(x):
+    r"""Elementwise reciprocal square root :math:`1/\sqrt{x}`."""
+    return rsqrt_p.bind(x)
+
+
+rsqrt_p = unop("rsqrt", inexact)
+ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
+mlir.register_lowering(rsqrt_p, mlir.elementwise(hlo.rsqrt))
+
+
+def abs(x):
+    r"""Elementwise absolute value."""
+    return abs_p.bind(x)
+
+
+abs_p = unop("abs", numeric)
+ad.defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+mlir.register_lowering(abs_p, mlir.elementwise(hlo.abs))
+
+
+def sign(x):
+    r"""Elementwise sign: -1, 0 or 1 (zero derivative)."""
+    return sign_p.bind(x)
+
+
+sign_p = unop("sign", numeric)
+ad.defnondiff(sign_p)
+mlir.register_lowering(sign_p, mlir.elementwise(hlo.sign))
+
+
+# ---- comparisons ----
+
+def _compare_lowering(direction):
+    def rule(ctx, x, y):
+        dt = ctx.avals_in[0].dtype
+        if dtypes.is_inexact(dt):
+            kind = "FLOAT"
+        elif dtypes.is_unsigned(dt) or dt == np.bool_:
+            kind = "UNSIGNED"
+        else:
+            kind = "SIGNED"
+        out = ctx.avals_out[0]
+        x = mlir.broadcast_to(x, ctx.avals_in[0], out)
+        y = mlir.broadcast_to(y, ctx.avals_in[1], out)
+        return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                           compare_type=hlo.ComparisonTypeAttr.get(kind))
+    return rule
+
+
+def _comparison(name, direction, doc):
+    prim = naryop(name, any_dtype, result_dtype=np.dtype(np.bool_))
+    ad.defnondiff(prim)
+    mlir.register_lowering(prim, _compare_lowering(direction))
+
+    def fn(x, y):
+        return prim.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise comparison ``{doc}`` (boolean result)."
+    return prim, fn
+
+
+eq_p, eq = _comparison("eq", "EQ", "x == y")
+ne_p, ne = _comparison("ne", "NE", "x != y")
+lt_p, lt = _comparison("lt", "LT", "x < y")
+le_p, le = _comparison("le", "LE", "x <= y")
+gt_p, gt = _comparison("gt", "GT", "x > y")
+ge_p, ge = _comparison("ge", "GE", "x >= y")
+
+
+# ---- select_n ----
+
+def select_n(which, *cases):
+    """Elementwise ``cases[which]``: ``which`` is bool (two cases) or int32.
+
+    ``which`` must have the cases' shape or be rank 0.
+    """
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """Elementwise ``on_true if pred else on_false``."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def _select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise TypeError("select_n must have at least one case")
+    if which.dtype != np.bool_ and not dtypes.is_integer(which.dtype):
+        raise TypeError(f"select_n `which` must be boolean or integer, got {which.dtype.name}")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a boolean `which` takes at most two cases")
+    if len({c.shape for c in cases}) != 1 or len({c.dtype for c in cases}) != 1:
+        raise TypeError("select_n cases must have the same shapes and dtypes, got "
+                        + ", ".join(c.str_short() for c in cases))
+    if which.shape and which.shape != cases[0].shape:
+        raise TypeError(f"select_n `which` must be scalar or have the cases' shape "
+                        f"{cases[0].shape}, got {which.shape}")
+    return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    tcases = tangents[1:]
+    if all(type(t) is ad.Zero for t in tcases):
+        return out, ad.Zero(get_aval(out).to_tangent_aval())
+    return out, select_n(which, *map(ad.instantiate_zeros, tcases))
+
+
+def _select_n_transpose(ct, which, *cases):
+    zeros = _shapes.full_like(ct, _const(ct, 0))
+    return [None] + [select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+                     if ad.is_undefined_primal(c) else None for i, c in enumerate(cases)]
+
+
+def _select_n_batch(vals, dims):
+    size = batching.axis_size_of(vals, dims)
+    which, *cases = vals
+    wdim, *cdims = dims
+    example_shape = (get_aval(cases[0]).shape if cdims[0] is None else
+                     tuple(s for i, s in enumerate(get_aval(cases[0]).shape) if i != cdims[0]))
+    cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, cdims)]
+    if wdim is None and not get_aval(which).shape:
+        return select_n(which, *cases), 0
+    which = batching.bdim_at_front(which, wdim, size)
+    if get_aval(which).ndim - 1 < len(example_shape):   # per-example scalar predicate
+        which = _shapes.broadcast_in_dim(which, (size,) + example_shape, (0,))
+    return select_n(which, *cases), 0
+
+
+def _select_n_lowering(ctx, which, *cases):
+    out = ctx.avals_out[0]
+    w_aval = ctx.avals_in[0]
+    if w_aval.shape != out.shape:
+        which = mlir.broadcast_to(which, w_aval, out.update(dtype=w_aval.dtype))
+    w_aval = w_aval.update(shape=out.shape)
+    if w_aval.dtype == np.bool_:
+        return hlo.select(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
+
+    def tree(lo, hi):  # cases[lo:hi], binary search on `which`
+        if hi - lo == 1:
+            return cases[lo]
+        mid = (lo + hi) // 2
+        pivot = mlir.full_like_aval(mid, w_aval)
+        pred = hlo.compare(which, pivot, hlo.ComparisonDirectionAttr.get("LT"),
+                           compare_type=hlo.ComparisonTypeAttr.get(
+                               "UNSIGNED" if dtypes.is_unsigned(w_aval.dtype) else "SIGNED"))
+        return hlo.select(pred, tree(lo, mid), tree(mid, hi))
+    return tree(0, len(cases))
+
+
+select_n_p = standard_primitive("select_n", _select_n_abstract_eval)
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch
+mlir.register_lowering(select_n_p, _select_n_lowering)
+
+
+# ---- dtype conversion ----
+
+def convert_element_type(x, new_dtype, weak_type=False):
+    """Cast ``x`` to ``new_dtype`` (canonicalized: float64 means float32 without x64)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if isinstance(x, (bool, int, float, complex)):
+        return scalar_array(x, new_dtype, weak_type)
+    aval = get_aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _convert_abstract_eval(x, *, new_dtype, weak_type):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is ad.Zero or not (dtypes.is_inexact(new_dtype)
+                                  and dtypes.is_inexact(get_aval(x).dtype)):
+        return out, ad.Zero(get_aval(out).to_tangent_aval())
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype,
+                                        weak_type=x.aval.weak_type)]
+
+
+def _convert_lowering(ctx, x, *, new_dtype, weak_type):
+    src = ctx.avals_in[0]
+    out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    if new_dtype == np.bool_ and src.dtype != np.bool_:
+        zero = mlir.full_like_aval(0, src)
+        kind = "FLOAT" if dtypes.is_inexact(src.dtype) else (
+            "UNSIGNED" if dtypes.is_unsigned(src.dtype) else "SIGNED")
+        return hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("NE"),
+                           compare_type=hlo.ComparisonTypeAttr.get(kind))
+    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(new_dtype):
+        x = hlo.real(x)
+    return hlo.convert(out_type, x)
+
+
+convert_element_type_p = standard_primitive("convert_element_type", _convert_abstract_eval)
+ad.primitive_jvps[convert_element_type_p] = _convert_jvp
+ad.primitive_transposes[convert_element_type_p] = _convert_transpose
+batching.defvectorized(convert_element_type_p)
+mlir.register_lowering(convert_element_type_p, _convert_lowering)
+
+
+# ---- structural ----
+
+def add_any(x, y):
+    """Sum of two tangents (the addition autodiff uses to accumulate)."""
+    return add_any_p.bind(x, y)
+
+
+def _add_any_abstract_eval(x, y):
+    if x.shape != y.shape or x.dtype != y.dtype:
+        raise TypeError(f"add_any got {x.str_short()} and {y.str_short()}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+
+
+add_any_p = standard_primitive("add_any", _add_any_abstract_eval)
+ad.deflinear(add_any_p, lambda ct: [ct, ct])
+batching.defbroadcasting(add_any_p)
+mlir.register_lowering(add_any_p, mlir.elementwise(hlo.add))
+
+
+def stop_gradient(x):
+    """The identity, with zero derivative: ``grad`` treats the result as a constant."""
+    from xform.core import tree_util
+    return tree_util.tree_map(stop_gradient_p.bind, x)
+
+
+stop_gradient_p = unop("stop_gradient", any_dtype)
+ad.defnondiff(stop_gradient_p)
+mlir.register_lowering(stop_gradient_p, lambda ctx, x: x)

@@ -1,0 +1,443 @@
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, iota, slice, pad,
+concatenate; plus compositions over them (full, broadcast, expand_dims)."""
+import operator
+
+import numpy as np
+
+from xform.core import dtypes
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import ad, batching, mlir
+from xform.interpreters.dispatch import scalar_array
+from xform.lax._prim import standard_primitive
+
+hlo, ir = mlir.hlo, mlir.ir
+
+
+def _ints(xs, what):
+    try:
+        return tuple(operator.index(x) for x in xs)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
+
+
+# ---- broadcast_in_dim ----
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """Broadcast ``operand`` to ``shape``; its dimension i becomes ``broadcast_dimensions[i]``."""
+    shape = _ints(shape, "broadcast_in_dim shape")
+    dims = _ints(broadcast_dimensions, "broadcast_dimensions")
+    aval = get_aval(operand)
+    if aval.shape == shape and dims == tuple(range(len(shape))):
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+
+
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+    dims = broadcast_dimensions
+    ok = (len(dims) == x.ndim and len(set(dims)) == len(dims)
+          and all(0 <= d < len(shape) for d in dims)
+          and all(x.shape[i] in (1, shape[d]) for i, d in enumerate(dims))
+          and list(dims) == sorted(dims))
+    if not ok:
+        raise TypeError(f"broadcast_in_dim cannot broadcast operand of shape {x.shape} to "
+                        f"shape {shape} with broadcast_dimensions={dims}: operand dimension "
+                        "i must be 1 or equal to shape[broadcast_dimensions[i]], with "
+                        "strictly increasing broadcast_dimensions.")
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    from xform.lax.reductions import reduce_sum
+    unit = [i for i, s in enumerate(x.aval.shape) if s == 1 and shape[broadcast_dimensions[i]] != 1]
+    kept = [d for i, d in enumerate(broadcast_dimensions) if i not in unit]
+    summed = reduce_sum(ct, tuple(i for i in range(len(shape)) if i not in kept))
+    return [reshape(summed, x.aval.shape)]
+
+
+def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    size = get_aval(x).shape[0]
+    return broadcast_in_dim(x, (size,) + shape,
+                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+
+
+def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
+    return hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
+                                mlir.dense_i64(broadcast_dimensions))
+
+
+broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_abstract_eval)
+ad.deflinear(broadcast_in_dim_p, lambda ct, **p: None)  # transpose set below (needs x)
+ad.primitive_transposes[broadcast_in_dim_p] = _broadcast_in_dim_transpose
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
+mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
+
+
+def broadcast(operand, sizes):
+    """Add leading dimensions of ``sizes`` to ``operand``."""
+    aval = get_aval(operand)
+    sizes = _ints(sizes, "sizes")
+    return broadcast_in_dim(operand, sizes + aval.shape,
+                            tuple(range(len(sizes), len(sizes) + aval.ndim)))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, or its own)."""
+    shape = _ints(shape, "full shape")
+    if dtype is None:
+        fill = fill_value if not isinstance(fill_value, (bool, int, float, complex)) \
+            else scalar_array(fill_value, dtypes.dtype(fill_value), False)
+    else:
+        from xform.lax.elementwise import convert_element_type
+        fill = convert_element_type(fill_value, dtype)
+    if get_aval(fill).shape:
+        raise TypeError(f"full must be called with a scalar fill_value, got shape "
+                        f"{get_aval(fill).shape}")
+    return broadcast_in_dim(fill, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
+    aval = get_aval(x)
+    return full(aval.shape if shape is None else shape, fill_value,
+                aval.dtype if dtype is None else dtype)
+
+
+def zeros_like_array(x):
+    return full_like(x, 0)
+
+
+# ---- reshape ----
+
+def reshape(operand, new_sizes, dimensions=None):
+    """Reshape ``operand`` to ``new_sizes`` (row-major); ``dimensions`` transposes first."""
+    new_sizes = _ints(new_sizes, "reshape new_sizes")
+    if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(operand).ndim)):
+        operand = transpose(operand, dimensions)
+    if get_aval(operand).shape == new_sizes:
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes)
+
+
+def _reshape_abstract_eval(x, *, new_sizes):
+    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes)) != x.size:
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
+                        f"for shape {x.shape}.")
+    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+def _reshape_batch(vals, dims, *, new_sizes):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return reshape(x, (get_aval(x).shape[0],) + new_sizes), 0
+
+
+reshape_p = standard_primitive("reshape", _reshape_abstract_eval)
+ad.deflinear(reshape_p, None)
+ad.primitive_transposes[reshape_p] = lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)]
+batching.primitive_batchers[reshape_p] = _reshape_batch
+mlir.register_lowering(reshape_p, lambda ctx, x, *, new_sizes: hlo.reshape(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), x))
+
+
+# ---- transpose ----
+
+def transpose(operand, permutation):
+    """Permute the dimensions of ``operand``."""
+    permutation = _ints(permutation, "permutation")
+    if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval(
+            operand).ndim:
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
+
+
+def _transpose_abstract_eval(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose permutation {permutation} is not a permutation of the "
+                        f"dimensions of an array of shape {x.shape}")
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+def _transpose_batch(vals, dims, *, permutation):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return transpose(x, (0,) + tuple(p + 1 for p in permutation)), 0
+
+
+transpose_p = standard_primitive("transpose", _transpose_abstract_eval)
+ad.deflinear(transpose_p, None)
+ad.primitive_transposes[transpose_p] = lambda ct, x, *, permutation: [
+    transpose(ct, tuple(np.argsort(permutation)))]
+batching.primitive_batchers[transpose_p] = _transpose_batch
+mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.transpose(
+    x, mlir.dense_i64(permutation)))
+
+
+# ---- squeeze / expand_dims ----
+
+def squeeze(array, dimensions):
+    """Remove the size-1 ``dimensions`` (negative indices allowed)."""
+    ndim = get_aval(array).ndim
+    dimensions = tuple(sorted(d % ndim if ndim else d for d in _ints(dimensions, "dimensions")))
+    if not dimensions:
+        return array
+    return squeeze_p.bind(array, dimensions=dimensions)
+
+
+def _squeeze_abstract_eval(x, *, dimensions):
+    for d in dimensions:
+        if not 0 <= d < x.ndim or x.shape[d] != 1:
+            raise TypeError(f"cannot select an axis to squeeze out which has size not equal "
+                            f"to one, got shape={x.shape} and dimensions={dimensions}")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
+                       x.dtype, x.weak_type)
+
+
+def _squeeze_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return squeeze(x, tuple(i + 1 for i in dimensions)), 0
+
+
+squeeze_p = standard_primitive("squeeze", _squeeze_abstract_eval)
+ad.deflinear(squeeze_p, None)
+ad.primitive_transposes[squeeze_p] = lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)]
+batching.primitive_batchers[squeeze_p] = _squeeze_batch
+mlir.register_lowering(squeeze_p, lambda ctx, x, *, dimensions: hlo.reshape(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), x))
+
+
+def expand_dims(array, dimensions):
+    """Insert size-1 dimensions at ``dimensions`` (a composition with broadcast_in_dim,
+    as in JAX, so it needs no rules of its own)."""
+    aval = get_aval(array)
+    ndim_out = aval.ndim + len(dimensions)
+    dims = sorted(d % ndim_out for d in _ints(dimensions, "dimensions"))
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in expand_dims: {dimensions}")
+    shape = list(aval.shape)
+    for d in dims:
+        shape.insert(d, 1)
+    kept = [i for i in range(ndim_out) if i not in dims]
+    return broadcast_in_dim(array, shape, kept)
+
+
+# ---- iota ----
+
+def iota(dtype, size):
+    """``[0, 1, ..., size-1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """An array of ``shape`` whose values count along ``dimension``."""
+    shape = _ints(shape, "iota shape")
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
+                       dimension=int(dimension))
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise TypeError(f"iota dimension {dimension} out of range for shape {shape}")
+    return ShapedArray(shape, dtype)
+
+
+iota_p = standard_primitive("iota", _iota_abstract_eval)
+ad.defnondiff(iota_p)
+batching.primitive_batchers[iota_p] = None  # no operands: never batched
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.iota(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), dimension))
+
+
+# ---- slice ----
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    """``operand[start:limit:stride]`` along every dimension (static bounds)."""
+    start = _ints(start_indices, "start_indices")
+    limit = _ints(limit_indices, "limit_indices")
+    strides = None if strides is None or all(s == 1 for s in strides) else _ints(
+        strides, "strides")
+    return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
+
+
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim) or any(
+            not 0 <= s <= l <= d or st < 1
+            for s, l, d, st in zip(start_indices, limit_indices, x.shape, strides)):
+        raise TypeError(f"slice of shape {x.shape} with start_indices={start_indices}, "
+                        f"limit_indices={limit_indices}, strides={strides} is out of bounds "
+                        "or has the wrong rank")
+    shape = tuple((l - s + st - 1) // st for s, l, st in zip(start_indices, limit_indices,
+                                                             strides))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+    shape = x.aval.shape
+    strides = strides or (1,) * len(shape)
+    out_shape = get_aval(ct).shape
+    real_limits = [s + (n - 1) * st + 1 if n else s
+                   for s, n, st in zip(start_indices, out_shape, strides)]
+    config = [(s, d - l, st - 1) for s, l, d, st in zip(start_indices, real_limits, shape,
+                                                         strides)]
+    from xform.lax.elementwise import _const
+    return [pad(ct, _const(ct, 0), config)]
+
+
+def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    size = get_aval(x).shape[d]
+    start = start_indices[:d] + (0,) + start_indices[d:]
+    limit = limit_indices[:d] + (size,) + limit_indices[d:]
+    st = None if strides is None else strides[:d] + (1,) + strides[d:]
+    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st), d
+
+
+def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    return hlo.slice(x, mlir.dense_i64(start_indices), mlir.dense_i64(limit_indices),
+                     mlir.dense_i64(strides))
+
+
+slice_p = standard_primitive("slice", _slice_abstract_eval)
+ad.deflinear(slice_p, None)
+ad.primitive_transposes[slice_p] = _slice_transpose
+batching.primitive_batchers[slice_p] = _slice_batch
+mlir.register_lowering(slice_p, _slice_lowering)
+
+
+# ---- pad ----
+
+def pad(operand, padding_value, padding_config):
+    """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
+    config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    from xform.lax.elementwise import _scalar_arg
+    return pad_p.bind(operand, _scalar_arg(padding_value, operand), padding_config=config)
+
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    if padding_value.shape or padding_value.dtype != x.dtype:
+        raise TypeError(f"pad padding_value must be a scalar of the operand's dtype "
+                        f"{x.dtype.name}, got {padding_value.str_short()}")
+    if len(padding_config) != x.ndim or any(i < 0 for _, _, i in padding_config):
+        raise TypeError(f"pad config {padding_config} does not match operand shape "
+                        f"{x.shape} (one (low, high, interior>=0) per dimension)")
+    shape = tuple(lo + hi + d + max(d - 1, 0) * i
+                  for d, (lo, hi, i) in zip(x.shape, padding_config))
+    if any(s < 0 for s in shape):
+        raise TypeError(f"pad of shape {x.shape} with {padding_config} gives negative "
+                        f"dimension sizes {shape}")
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    from xform.lax.elementwise import _const, sub
+    from xform.lax.reductions import reduce_sum
+    ct_x = ct_pv = None
+    if ad.is_undefined_primal(x):
+        unpad = [(-lo, -hi, 0) for lo, hi, _ in padding_config]
+        unpadded = pad(ct, _const(ct, 0), unpad)
+        ct_x = slice(unpadded, (0,) * len(padding_config), get_aval(unpadded).shape,
+                     tuple(i + 1 for _, _, i in padding_config))
+    if ad.is_undefined_primal(padding_value):
+        total = lambda v: reduce_sum(v, tuple(range(get_aval(v).ndim)))  # noqa: E731
+        ct_pv = total(ct) if ct_x is None else sub(total(ct), total(ct_x))
+    return [ct_x, ct_pv]
+
+
+def _pad_batch(vals, dims, *, padding_config):
+    (x, pv), (d, pd) = vals, dims
+    if pd is None:
+        config = list(padding_config)
+        config.insert(d, (0, 0, 0))
+        return pad_p.bind(x, pv, padding_config=tuple(config)), d
+    # A batched padding value: pad with zeros, then select it in by a mask.
+    from xform.lax.elementwise import _const, select_n
+    size = get_aval(pv).shape[pd]
+    x = batching.bdim_at_front(x, d, size)
+    config = ((0, 0, 0),) + padding_config
+    padded = pad_p.bind(x, _const(x, 0), padding_config=config)
+    ones = full(get_aval(x).shape, True, np.bool_)
+    mask = pad_p.bind(ones, scalar_array(False, np.dtype(np.bool_), False),
+                      padding_config=config)
+    pv = broadcast_in_dim(batching.moveaxis(pv, pd, 0), get_aval(padded).shape, (0,))
+    return select_n(mask, pv, padded), 0
+
+
+def _pad_lowering(ctx, x, pv, *, padding_config):
+    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    return hlo.pad(x, pv, mlir.dense_i64(lo), mlir.dense_i64(hi), mlir.dense_i64(interior))
+
+
+pad_p = standard_primitive("pad", _pad_abstract_eval)
+ad.deflinear(pad_p, None)
+ad.primitive_transposes[pad_p] = _pad_transpose
+batching.primitive_batchers[pad_p] = _pad_batch
+mlir.register_lowering(pad_p, _pad_lowering)
+
+
+# ---- concatenate ----
+
+def concatenate(operands, dimension):
+    """Join ``operands`` along ``dimension``."""
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def _concatenate_abstract_eval(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate requires at least one operand")
+    nd = xs[0].ndim
+    if not 0 <= dimension < nd or any(
+            x.ndim != nd or x.dtype != xs[0].dtype or
+            any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension)
+            for x in xs):
+        raise TypeError(f"Cannot concatenate arrays with shapes "
+                        f"{[x.str_short() for x in xs]} along dimension {dimension}: shapes "
+                        "and dtypes must agree except along that dimension")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    out, start = [], 0
+    ct_shape = get_aval(ct).shape
+    for x in xs:
+        size = (x.aval if ad.is_undefined_primal(x) else get_aval(x)).shape[dimension]
+        if ad.is_undefined_primal(x):
+            lo = [0] * len(ct_shape)
+            hi = list(ct_shape)
+            lo[dimension], hi[dimension] = start, start + size
+            out.append(slice(ct, lo, hi))
+        else:
+            out.append(None)
+        start += size
+    return out
+
+
+def _concatenate_batch(vals, dims, *, dimension):
+    size = batching.axis_size_of(vals, dims)
+    xs = [batching.bdim_at_front(x, d, size) for x, d in zip(vals, dims)]
+    return concatenate(xs, dimension + 1), 0
+
+
+def _concatenate_jvp(primals, tangents, *, dimension):
+    out = concatenate(primals, dimension)
+    if all(type(t) is ad.Zero for t in tangents):
+        return out, ad.Zero(get_aval(out).to_tangent_aval())
+    ts = [ad.instantiate_zeros(t) for t in tangents]
+    return out, concatenate(ts, dimension)
+
+
+concatenate_p = standard_primitive("concatenate", _concatenate_abstract_eval)
+ad.primitive_jvps[concatenate_p] = _concatenate_jvp
+ad.primitive_transposes[concatenate_p] = _concatenate_transpose
+batching.primitive_batchers[concatenate_p] = _concatenate_batch
+mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.concatenate(
+    list(xs), dimension))

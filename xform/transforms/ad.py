@@ -1,0 +1,407 @@
+"""Differentiation API: ``jvp``, ``vjp``, ``linearize``, ``grad``, ``value_and_grad``,
+``jacfwd``, ``jacrev``, ``hessian``. Wrappers only: pytrees, argnums, has_aux and
+argument checks; the mechanism is in ``xform.interpreters.ad``."""
+import functools
+
+import numpy as np
+
+from xform.core import dtypes, tree_util
+from xform.core.array import Array
+from xform.core.jaxpr import eval_jaxpr
+from xform.core.trace import Tracer, get_aval
+from xform.interpreters import ad
+from xform.interpreters.dispatch import device_put_value
+
+
+def _as_array(x):
+    if isinstance(x, (Array, Tracer)):
+        return x
+    try:
+        return device_put_value(x)
+    except TypeError:
+        raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid array "
+                        "type for differentiation.") from None
+
+
+def _flatten_fun(fun, in_tree, has_aux=False):
+    """Flat-in/flat-out version of ``fun``; the output tree (and aux) land in ``store``."""
+    store = {}
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, flat))
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                f"(output, auxiliary data), got {type(out).__name__}")
+            out, store["aux"] = out
+        leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        return leaves
+    return flat_fun, store
+
+
+def _strip_aux_tracers(aux):
+    # Aux outputs leave the transformation with their primal values.
+    def strip(x):
+        while isinstance(x, ad.JVPTracer):
+            x = x.primal
+        from xform.interpreters.partial_eval import JaxprTracer
+        if isinstance(x, JaxprTracer) and x.var is None:
+            return strip(x.value)
+        return x
+    return tree_util.tree_map(strip, aux)
+
+
+def _check_tangent(p, t):
+    pa, ta = get_aval(p), get_aval(t)
+    expected = pa.to_tangent_aval()
+    if ta.shape != pa.shape:
+        raise ValueError(f"jvp called with different primal and tangent shapes: got primal "
+                         f"shape {pa.shape} and tangent shape {ta.shape}")
+    if ta.dtype != expected.dtype:
+        raise TypeError(f"primal and tangent arguments to jvp do not match; dtypes must be "
+                        f"equal, or in case of int/bool primal dtype the tangent dtype must "
+                        f"be float0. Got primal dtype {pa.dtype.name} and so expected "
+                        f"tangent dtype {expected.dtype.name}, but got tangent dtype "
+                        f"{ta.dtype.name} instead.")
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Forward-mode derivative: ``(fun(*primals), J(primals) @ tangents)``.
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.jvp(jnp.sin, (0.0,), (2.0,))
+    (Array(0., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    p_flat, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_flat, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jvp must have the same tree "
+                        f"structure; primals have tree structure {p_tree} whereas tangents "
+                        f"have tree structure {t_tree}.")
+    p_flat = [_as_array(p) for p in p_flat]
+    tangents_in = []
+    for p, t in zip(p_flat, t_flat):
+        if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+            tangents_in.append(ad.Zero(get_aval(p).to_tangent_aval()))
+            continue
+        t = _as_array(t)
+        _check_tangent(p, t)
+        tangents_in.append(t)
+    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    outs, touts = ad.jvp_flat(flat_fun, p_flat, tangents_in)
+    touts = [ad.instantiate_zeros(t) for t in touts]
+    out_tree = store["out_tree"]
+    result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
+    if has_aux:
+        return result + (_strip_aux_tracers(store["aux"]),)
+    return result
+
+
+def linearize(fun, *primals, has_aux=False):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP linearly
+    from saved residuals (no re-run of ``fun``)."""
+    p_flat, p_tree = tree_util.tree_flatten(primals)
+    p_flat = [_as_array(p) for p in p_flat]
+    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    outs, linear, residuals = ad.linearize_flat(flat_fun, p_flat)
+    out_tree = store["out_tree"]
+
+    def f_jvp(*tangents):
+        t_flat, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function called on tangents with tree structure "
+                            f"{t_tree}, expected {p_tree}")
+        for p, t in zip(p_flat, t_flat):
+            _check_tangent(p, t)
+        return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear, residuals, *t_flat))
+
+    result = (tree_util.tree_unflatten(out_tree, outs), f_jvp)
+    return result + (_strip_aux_tracers(store["aux"]),) if has_aux else result
+
+
+def vjp(fun, *primals, has_aux=False):
+    """Reverse-mode: ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of
+    cotangents, one per primal.
+
+    >>> import xform, xform.numpy as jnp
+    >>> y, f_vjp = xform.vjp(jnp.sin, 0.0)
+    >>> f_vjp(1.0)
+    (Array(1., dtype=float32, weak_type=True),)
+    """
+    p_flat, p_tree = tree_util.tree_flatten(primals)
+    p_flat = [_as_array(p) for p in p_flat]
+    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    outs, vjp_flat = ad.vjp_flat(flat_fun, p_flat)
+    out_tree = store["out_tree"]
+    out_avals = [get_aval(o) for o in outs]
+
+    def vjp_fun(ct):
+        ct_flat, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                            f"structure of primal output {out_tree}.")
+        cts = []
+        for c, a in zip(ct_flat, out_avals):
+            if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
+                cts.append(ad.Zero(a.to_tangent_aval()))
+                continue
+            c = _as_array(c)
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                                 f"{ca.shape} must be the same as the shape of corresponding "
+                                 f"primal input {a.shape}.")
+            cts.append(c)
+        cts_in = vjp_flat(cts)
+        cts_in = [_zeros_or_float0(c) for c in cts_in]
+        return tree_util.tree_unflatten(p_tree, cts_in)
+
+    result = (tree_util.tree_unflatten(out_tree, outs), vjp_fun)
+    return result + (_strip_aux_tracers(store["aux"]),) if has_aux else result
+
+
+def _zeros_or_float0(c):
+    if type(c) is ad.Zero:
+        if c.aval.dtype == dtypes.float0:
+            return np.zeros(c.aval.shape, dtypes.float0)
+        return ad.zeros_like_aval(c.aval)
+    return c
+
+
+def _check_argnums(argnums, nargs, name):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{name} requires at least one argnum, got argnums={argnums!r}")
+    for i in nums:
+        if not isinstance(i, int) or not -nargs <= i < nargs:
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                            f"least {max(nums) + 1 if isinstance(i, int) else '?'} positional "
+                            f"arguments to be passed by the caller, but got only {nargs} "
+                            "positional arguments.")
+    return tuple(i % nargs for i in nums)
+
+
+def _check_input_dtype(x, allow_int, holomorphic, name):
+    dt = get_aval(x).dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
+                            f"dtype, but got {dt.name}.")
+    elif dtypes.is_complex(dt) or (not dtypes.is_floating(dt) and not allow_int):
+        raise TypeError(
+            f"{name} requires real- or complex-valued inputs (input dtype that is a "
+            f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- or "
+            "integer-valued inputs, use vjp or set allow_int to True."
+            if not dtypes.is_complex(dt) else
+            f"{name} with complex input dtype {dt.name} requires holomorphic=True.")
+
+
+def _partial_args(fun, args, kwargs, nums):
+    def f(*dyn):
+        full = list(args)
+        for i, d in zip(nums, dyn):
+            full[i] = d
+        return fun(*full, **kwargs)
+    return f
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
+    """``fun``'s value and its gradient with respect to positional ``argnums``.
+
+    Args:
+      fun: function returning a scalar (or ``(scalar, aux)`` with ``has_aux``).
+      argnums: int or tuple of ints: which positional arguments to differentiate.
+      has_aux: ``fun`` returns ``(value, aux)``; aux is returned undifferentiated.
+      holomorphic: complex inputs and outputs, holomorphic ``fun``.
+      allow_int: allow integer inputs (their gradient is float0 zeros).
+
+    Returns:
+      A function returning ``(value, grad)`` (``((value, aux), grad)`` with has_aux).
+
+    Raises:
+      TypeError: for non-scalar or non-float outputs, or integer inputs.
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.value_and_grad(lambda x: jnp.sum(x ** 2))(jnp.arange(3.0))
+    (Array(5., dtype=float32), Array([0., 2., 4.], dtype=float32))
+    """
+    name = "grad"
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), name)
+        dyn = tuple(args[i] for i in nums)
+        for leaf in tree_util.tree_leaves(dyn):
+            _check_input_dtype(_as_array(leaf), allow_int, holomorphic, name)
+        f = _partial_args(fun, args, kwargs, nums)
+        if has_aux:
+            out, f_vjp, aux = vjp(f, *dyn, has_aux=True)
+        else:
+            out, f_vjp = vjp(f, *dyn)
+        out_aval = get_aval(out) if isinstance(out, (Array, Tracer)) else None
+        if out_aval is None or out_aval.shape != ():
+            shape = out_aval.shape if out_aval is not None else type(out).__name__
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output "
+                            f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
+        if holomorphic:
+            if not dtypes.is_complex(out_aval.dtype):
+                raise TypeError("grad with holomorphic=True requires complex outputs, got "
+                                f"{out_aval.dtype.name}.")
+        elif not dtypes.is_floating(out_aval.dtype):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {out_aval.dtype.name}. For "
+                            "holomorphic differentiation, pass holomorphic=True.")
+        from xform import lax
+        g = f_vjp(lax.full((), 1, out_aval.dtype))
+        g = g[0] if isinstance(argnums, int) else g
+        return ((out, aux), g) if has_aux else (out, g)
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    """Gradient of scalar-valued ``fun`` with respect to positional ``argnums``.
+
+    Same arguments as :func:`value_and_grad`; returns only the gradient (and aux).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.grad(jnp.tanh)(0.0)
+    Array(1., dtype=float32, weak_type=True)
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+    return grad_f
+
+
+# ---- Jacobians ----
+
+def _std_basis(flat_avals, dtype):
+    """Rows of the identity, split per input leaf: leaf i gets shape (N,) + shape_i."""
+    from xform import lax
+    sizes = [a.size for a in flat_avals]
+    n = sum(sizes)
+    eye = lax.convert_element_type(
+        lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
+               lax.broadcasted_iota(np.int32, (n, n), 1)), dtype)
+    out, start = [], 0
+    for a, s in zip(flat_avals, sizes):
+        out.append(lax.reshape(lax.slice(eye, (0, start), (n, start + s)), (n,) + a.shape))
+        start += s
+    return out
+
+
+def _split_last(x, in_avals, lead_shape):
+    """Split x's last axis per input leaf and reshape to lead_shape + input shape."""
+    from xform import lax
+    out, start = [], 0
+    xa = get_aval(x)
+    for a in in_avals:
+        lo = [0] * xa.ndim
+        hi = list(xa.shape)
+        lo[-1], hi[-1] = start, start + a.size
+        out.append(lax.reshape(lax.slice(x, lo, hi), tuple(lead_shape) + a.shape))
+        start += a.size
+    return out
+
+
+def _split_first(x, out_avals, tail_shape):
+    from xform import lax
+    out, start = [], 0
+    xa = get_aval(x)
+    for a in out_avals:
+        lo = [0] * xa.ndim
+        hi = list(xa.shape)
+        lo[0], hi[0] = start, start + a.size
+        out.append(lax.reshape(lax.slice(x, lo, hi), a.shape + tuple(tail_shape)))
+        start += a.size
+    return out
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Jacobian by forward mode (vmap of jvp over the input basis)."""
+    from xform.transforms.vmap import vmap
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "jacfwd")
+        dyn = tuple(_as_tree(args[i]) for i in nums)
+        x_flat, x_tree = tree_util.tree_flatten(dyn)
+        for x in x_flat:
+            _check_input_dtype(x, False, holomorphic, "jacfwd")
+        f = _partial_args(fun, args, kwargs, nums)
+        x_avals = [get_aval(x) for x in x_flat]
+        dtype = dtypes.result_type(*[a.dtype for a in x_avals])
+        basis = _std_basis(x_avals, dtype)
+
+        def pushfwd(*basis_flat):
+            tangents = tree_util.tree_unflatten(x_tree, list(basis_flat))
+            if has_aux:
+                y, ty, aux = jvp(f, dyn, tangents, has_aux=True)
+                return y, ty, aux
+            y, ty = jvp(f, dyn, tangents)
+            return y, ty
+
+        outs = vmap(pushfwd, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
+        y, jac = outs[0], outs[1]
+        y_flat, y_tree = tree_util.tree_flatten(y)
+        jac_flat = tree_util.tree_leaves(jac)
+        rows = []
+        for yl, jl in zip(y_flat, jac_flat):
+            parts = _split_last(jl, x_avals, get_aval(yl).shape)
+            per_arg = tree_util.tree_unflatten(x_tree, parts)
+            rows.append(per_arg[0] if isinstance(argnums, int) else per_arg)
+        result = tree_util.tree_unflatten(y_tree, rows)
+        return (result, outs[2]) if has_aux else result
+    return jacfun
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
+    from xform.transforms.vmap import vmap
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        nums = _check_argnums(argnums, len(args), "jacrev")
+        dyn = tuple(_as_tree(args[i]) for i in nums)
+        for x in tree_util.tree_leaves(dyn):
+            _check_input_dtype(x, allow_int, holomorphic, "jacrev")
+        f = _partial_args(fun, args, kwargs, nums)
+        if has_aux:
+            y, pullback, aux = vjp(f, *dyn, has_aux=True)
+        else:
+            y, pullback = vjp(f, *dyn)
+        y_flat, y_tree = tree_util.tree_flatten(y)
+        y_avals = [get_aval(v) for v in y_flat]
+        dtype = dtypes.result_type(*[a.dtype for a in y_avals])
+        basis = _std_basis(y_avals, dtype)
+
+        def pull(*b):
+            return pullback(tree_util.tree_unflatten(y_tree, list(b)))
+        jac = vmap(pull)(*basis)   # tuple over args; leaves (M,) + x.shape
+        x_leaves, x_tree = tree_util.tree_flatten(jac)
+        per_x = [_split_first(j, y_avals, get_aval(j).shape[1:]) for j in x_leaves]
+        rows = []
+        for i in range(len(y_flat)):
+            per_arg = tree_util.tree_unflatten(x_tree, [p[i] for p in per_x])
+            rows.append(per_arg[0] if isinstance(argnums, int) else per_arg)
+        result = tree_util.tree_unflatten(y_tree, rows)
+        return (result, aux) if has_aux else result
+    return jacfun
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Hessian as ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+def _as_tree(x):
+    return tree_util.tree_map(_as_array, x)

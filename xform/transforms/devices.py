@@ -1,0 +1,53 @@
+"""Device placement and synchronization: ``device_put``, ``devices``,
+``block_until_ready``, and the ``disable_jit`` context manager."""
+import contextlib
+
+from xform import backend
+from xform.core import tree_util
+from xform.core.config import config
+from xform.interpreters.dispatch import device_put_value
+
+
+def devices(backend_name=None):
+    """The devices xform can run on (CPU devices here)."""
+    return backend.devices()
+
+
+local_devices = devices
+
+
+def device_count(backend_name=None):
+    return backend.device_count()
+
+
+def default_backend():
+    return "cpu"
+
+
+def device_put(x, device=None):
+    """Put every leaf of pytree ``x`` on ``device`` (default: the first device) as an Array.
+
+    >>> import numpy as np, xform
+    >>> xform.device_put(np.ones(2, np.float32))
+    Array([1., 1.], dtype=float32)
+    """
+    return tree_util.tree_map(lambda v: device_put_value(v, device), x)
+
+
+def block_until_ready(x):
+    """Wait until every array in pytree ``x`` is computed; returns ``x``."""
+    for leaf in tree_util.tree_leaves(x):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x
+
+
+@contextlib.contextmanager
+def disable_jit(disable=True):
+    """Run jitted functions op by op inside this block (for debugging with print)."""
+    prev = config.jax_disable_jit
+    config.update("jax_disable_jit", disable)
+    try:
+        yield
+    finally:
+        config.update("jax_disable_jit", prev)
