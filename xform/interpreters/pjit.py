@@ -37,7 +37,7 @@ class _IdCache:
 _compiled = _IdCache()
 _derived = _IdCache()
 
-pjit_p = Primitive("pjit")
+pjit_p = Primitive("jit")
 pjit_p.multiple_results = True
 
 
