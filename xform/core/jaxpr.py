@@ -191,7 +191,7 @@ def _pp_param(value, names, indent):
     if isinstance(value, ClosedJaxpr):
         value = value.jaxpr
     if isinstance(value, Jaxpr):
-        return _pp_jaxpr(value, _Names(), indent + 4)
+        return _pp_jaxpr(value, _Names(), indent + 2)
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr))
@@ -205,8 +205,12 @@ def _pp_eqn(eqn, names, indent):
     lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
     params = ""
     if eqn.params:
-        items = [f"{k}={_pp_param(v, names, indent)}" for k, v in eqn.params.items()]
-        if any("\n" in s for s in items):
+        # Nested jaxprs go last and switch to one param per line, as JAX prints them.
+        nested = lambda v: isinstance(v, (Jaxpr, ClosedJaxpr)) or (  # noqa: E731
+            isinstance(v, tuple) and v and isinstance(v[0], (Jaxpr, ClosedJaxpr)))
+        ordered = sorted(eqn.params.items(), key=lambda kv: nested(kv[1]))
+        items = [f"{k}={_pp_param(v, names, indent)}" for k, v in ordered]
+        if any(nested(v) for v in eqn.params.values()) or any("\n" in s for s in items):
             pad = " " * (indent + 2)
             params = "[\n" + "".join(f"{pad}{s}\n" for s in items) + " " * indent + "]"
         else:
