@@ -127,6 +127,7 @@ class JitWrapped:
         self._jaxprs = {}   # key -> (ClosedJaxpr, out_tree)
         self._entries = {}  # key -> _Entry
         self._fast = {}     # tuple of avals (positional Arrays, no statics) -> _Entry
+        self._hoisted_cache = {}  # key -> (closed, jaxpr with consts as inputs, consts)
         self._plain = not self._static_argnums and not self._static_argnames
         _all_jitted.add(self)
 
@@ -164,8 +165,19 @@ class JitWrapped:
                     self._fast[tuple(a.aval for a in args)] = entry
             outs = entry.compiled(leaves)
         else:
-            outs = pjit_p.bind(*leaves, jaxpr=closed, name=self._name)
+            # Consts become explicit operands so outer transformations see them (they may
+            # be tracers the function closed over).
+            hoisted, consts = self._hoisted(key, closed)
+            outs = pjit_p.bind(*consts, *leaves, jaxpr=hoisted, name=self._name)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    def _hoisted(self, key, closed):
+        hit = self._hoisted_cache.get(key)
+        if hit is None or hit[0] is not closed:
+            hit = (closed,) + pe.convert_constvars_jaxpr(closed)
+            if key in self._jaxprs:
+                self._hoisted_cache[key] = hit
+        return hit[1], hit[2]
 
     def _split_static(self, args, kwargs):
         nums, names = self._static_argnums, self._static_argnames
@@ -197,7 +209,11 @@ class JitWrapped:
         key = (in_tree, avals, static, len(args), config.jax_enable_x64)
         hit = self._jaxprs.get(key)
         if hit is None:
-            hit = self._jaxprs[key] = self._trace(in_tree, avals, args, kwargs, nums)
+            hit = self._trace(in_tree, avals, args, kwargs, nums)
+            # A jaxpr that captured tracers of an enclosing transformation is valid only
+            # for this call: don't cache it.
+            if not any(isinstance(c, Tracer) for c in hit[0].consts):
+                self._jaxprs[key] = hit
         return (key, leaves) + hit
 
     def _trace(self, in_tree, avals, args, kwargs, static_nums):
@@ -232,6 +248,7 @@ class JitWrapped:
         self._jaxprs.clear()
         self._entries.clear()
         self._fast.clear()
+        self._hoisted_cache.clear()
 
 
 class Traced:
