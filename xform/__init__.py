@@ -2,11 +2,9 @@
 
 ``import xform as jax; import xform.numpy as jnp`` runs JAX-style code.
 """
-from xform.core import tree_util
+from xform import dtypes, errors, lax, tree_util
 from xform.core.array import Array
 from xform.core.config import config
-from xform.core import errors
-from xform import lax
 from xform.interpreters import pjit as _pjit  # noqa: F401  (registers the call primitive)
 from xform.transforms.jit import (jit, make_jaxpr, eval_shape, ShapeDtypeStruct)
 from xform.transforms.ad import (grad, value_and_grad, jvp, vjp, linearize, jacfwd,

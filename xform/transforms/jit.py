@@ -62,7 +62,13 @@ def _abstractify(x, path_fn):
             f"problematic value is of type {type(x)} and was passed to the function at "
             f"path {path_fn()[1]}.\nThis typically means that a jit-wrapped function was "
             "called with a non-array argument, and this argument was not marked as static "
-            "using the static_argnums or static_argnames parameters of jax.jit.") from None
+            "using the static_argnums or static_argnames parameters of jit.") from None
+
+
+def _arg_path(path):
+    """Show a key path into ``(args, kwargs)`` as ``args[0]['a']`` / ``kwargs['b']``."""
+    head, rest = path[0], path[1:]
+    return ("args" if head.idx == 0 else "kwargs") + tree_util.keystr(rest)
 
 
 def _flat_avals(fun_name, leaves, in_tree):
@@ -72,10 +78,9 @@ def _flat_avals(fun_name, leaves, in_tree):
             avals.append(x.aval)
         else:
             def path_fn(i=i):
-                paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
-                    tree_util.tree_unflatten(in_tree, [None] * in_tree.num_leaves),
-                    is_leaf=lambda v: v is None)]
-                return fun_name, paths[i] if i < len(paths) else f"leaf {i}"
+                tree = tree_util.tree_unflatten(in_tree, leaves)
+                path = tree_util.tree_flatten_with_path(tree)[0][i][0]
+                return fun_name, _arg_path(path)
             avals.append(_abstractify(x, path_fn))
     return tuple(avals)
 

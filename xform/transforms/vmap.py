@@ -80,9 +80,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         dims = [_normalize_axis(d, a.ndim, "in_axes", a) for d, a in zip(dims, avals)]
         sizes = {a.shape[d] for a, d in zip(avals, dims) if d is not None}
         if len(sizes) > 1:
-            paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
-                (args, kwargs))]
-            paths = [p.replace("[0]", "args", 1) if p.startswith("[0]") else p for p in paths]
+            from xform.transforms.jit import _arg_path
+            paths = [_arg_path(p) for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
             raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
                              + _describe_sizes(leaves, dims, paths))
         if not sizes:

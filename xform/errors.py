@@ -1,0 +1,4 @@
+"""Public error classes (``jax.errors`` names)."""
+from xform.core.errors import (ConcretizationTypeError, JAXTypeError,  # noqa: F401
+                               TracerArrayConversionError, TracerBoolConversionError,
+                               TracerIntegerConversionError, UnexpectedTracerError)
