@@ -1,0 +1,160 @@
+"""xform vs JAX on the shared benchmark scripts: interleaved rounds, one markdown table.
+
+usage: python benchmarks/run.py [--rounds N] [--quick] [--bench-dir DIR] [--only a,b]
+
+Each round runs every script once per library (jax, xform; the order alternates between
+rounds), each in a fresh process, and collects its JSON line. A cell is the median across
+rounds of that run's own median. Raw lines go to benchmarks/results/<timestamp>.jsonl.
+Exit status 1 if a script failed (its stderr tail is printed) or no result came back.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_BENCH_DIR = REPO.parent / "shared" / "bench"
+RESULTS_DIR = REPO / "benchmarks" / "results"
+SCRIPTS = ["dispatch", "eager_chain", "mlp_train", "per_example_grads", "compile_time", "hessian"]
+LIBS = ["jax", "xform"]
+# Per-run metadata and problem sizes: not measurements.
+SKIP = {"nproc", "n", "n_ops", "size", "batch", "steps", "lr", "layers", "d_model", "heads",
+        "seq", "compiled", "round"}
+# The issue's targets: (script, metric, max ratio xform/jax).
+TARGETS = [("dispatch", "jit_us", 3.0, "jit cache-hit dispatch"),
+           ("dispatch", "eager_sin_us", 2.0, "eager single op (sin)"),
+           ("mlp_train", "step_ms", 1.1, "steady-state jitted MLP step")]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    p.add_argument("--quick", action="store_true",
+                   help="pass --quick to the scripts (smoke test; numbers not meaningful)")
+    p.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR,
+                   help=f"folder with the shared scripts (default {DEFAULT_BENCH_DIR})")
+    p.add_argument("--only", default=",".join(SCRIPTS),
+                   help="comma-separated subset of scripts (default: all six)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per script run")
+    p.add_argument("--out", type=Path, help="JSON-lines file (default benchmarks/results/...)")
+    return p.parse_args(argv)
+
+
+def run_script(bench_dir, script, lib, quick, timeout):
+    """Run one script in a fresh process; return (record, stderr tail or None)."""
+    cmd = [sys.executable, f"{script}.py", "--lib", lib] + (["--quick"] if quick else [])
+    env = dict(os.environ)  # make the checkout's xform importable even when not installed
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    try:
+        proc = subprocess.run(cmd, cwd=bench_dir, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"script": script, "lib": lib, "error": f"timeout after {timeout:.0f} s"}, ""
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+    if proc.returncode != 0 or not lines:
+        return {"script": script, "lib": lib, "error": f"exit {proc.returncode}"}, tail
+    return json.loads(lines[-1]), None
+
+
+def collect(records):
+    """{(script, metric): {lib: [values]}} in first-seen order."""
+    vals = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if "error" in r:
+            continue
+        for k, v in r.items():
+            if k not in SKIP and isinstance(v, (int, float)) and not isinstance(v, bool):
+                vals[(r["script"], k)][r["lib"]].append(v)
+    return vals
+
+
+def _fmt(v, metric):
+    if "loss" in metric or "checksum" in metric:
+        return f"{v:.7g}"
+    if "err" in metric:
+        return f"{v:.3g}"
+    return f"{v:.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
+
+
+def _median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def table(vals, scripts):
+    rows = ["| script | metric | jax median | xform median | xform/jax |",
+            "|---|---|---|---|---|"]
+    for (script, metric), by_lib in sorted(vals.items(), key=lambda kv: scripts.index(kv[0][0])):
+        j, x = _median(by_lib.get("jax", [])), _median(by_lib.get("xform", []))
+        cells = ["" if v is None else _fmt(v, metric) for v in (j, x)]
+        ratio = f"{x / j:.2f}" if j and x is not None else ""
+        rows.append(f"| {script} | {metric} | {cells[0]} | {cells[1]} | {ratio} |")
+    return "\n".join(rows)
+
+
+def targets(vals):
+    rows = ["| target | metric | xform/jax | limit | result |", "|---|---|---|---|---|"]
+    for script, metric, limit, what in TARGETS:
+        by_lib = vals.get((script, metric), {})
+        j, x = _median(by_lib.get("jax", [])), _median(by_lib.get("xform", []))
+        if j and x is not None:
+            r = x / j
+            res = "pass" if r <= limit else "FAIL"
+            rows.append(f"| {what} | {script}.{metric} | {r:.2f} | <= {limit:g} | {res} |")
+        else:
+            rows.append(f"| {what} | {script}.{metric} | n/a | <= {limit:g} | no data |")
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    bench_dir = args.bench_dir.resolve()
+    scripts = [s for s in args.only.split(",") if s]
+    missing = [s for s in scripts if not (bench_dir / f"{s}.py").is_file()]
+    if missing:
+        sys.exit(f"error: {', '.join(m + '.py' for m in missing)} not found in {bench_dir}")
+    out = args.out or RESULTS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    records, failures = [], []
+    t_start = time.perf_counter()
+    with open(out, "w") as fh:
+        for rnd in range(args.rounds):
+            libs = LIBS if rnd % 2 == 0 else LIBS[::-1]  # alternate who goes first
+            for script in scripts:
+                for lib in libs:
+                    t0 = time.perf_counter()
+                    rec, err = run_script(bench_dir, script, lib, args.quick, args.timeout)
+                    rec.setdefault("round", rnd)
+                    records.append(rec)
+                    fh.write(json.dumps(rec) + "\n")
+                    fh.flush()
+                    state = "ok" if err is None else rec["error"]
+                    print(f"[round {rnd + 1}/{args.rounds}] {script:<18} {lib:<6} "
+                          f"{time.perf_counter() - t0:6.1f} s  {state}", file=sys.stderr)
+                    if err is not None:
+                        failures.append((rnd, script, lib, rec["error"], err))
+
+    vals = collect(records)
+    print(f"\n## xform vs jax ({args.rounds} interleaved round(s)"
+          f"{', --quick: numbers not meaningful' if args.quick else ''})\n")
+    print(table(vals, scripts))
+    print("\n## targets\n")
+    print(targets(vals))
+    if failures:
+        print("\n## failures\n")
+        for rnd, script, lib, what, tail in failures:
+            print(f"- round {rnd + 1}, {script}.py --lib {lib}: {what}")
+            if tail:
+                print("  ```\n" + "\n".join("  " + ln for ln in tail.splitlines()) + "\n  ```")
+    print(f"\nraw JSON lines: {out} ({time.perf_counter() - t_start:.0f} s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
