@@ -261,11 +261,6 @@ def test_make_jaxpr_text():
     assert str(xform.make_jaxpr(f)(x, x)) == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "xform bug: printing a jaxpr with an empty-tuple param next to another param "
-    "crashes in core/jaxpr.py _pp_eqn (sort key mixes () and bool): "
-    "str(make_jaxpr(lambda x: lax.broadcast_in_dim(x, (2,), ()))(np.float32(1))) "
-    "raises TypeError"))
 def test_make_jaxpr_of_grad_is_a_jaxpr_of_primitives():
     jaxpr = xform.make_jaxpr(xform.grad(lambda x: xlax.reduce_sum(xlax.sin(x), (0,))))(
         np.ones(3, np.float32))

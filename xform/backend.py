@@ -56,10 +56,15 @@ def _jax_aval(shape, dtype):
 
 
 def device_put(x: np.ndarray, device=None):
-    """Copy a host NumPy array (already of a canonical dtype) to ``device``."""
+    """Copy a host NumPy array (already of a canonical dtype) to ``device``.
+
+    ``enable_x64=True``: xform canonicalizes dtypes itself, so jaxlib must not narrow
+    64-bit data according to jax's own x64 flag.
+    """
     device = device or default_device()
     return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device),
-                                   [x], [device], True)
+                                   [x], [device], True, False,
+                                   _jax.HostBufferSemantics.ZERO_COPY, True)
 
 
 def to_numpy(buf) -> np.ndarray:

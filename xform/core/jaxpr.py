@@ -206,7 +206,7 @@ def _pp_eqn(eqn, names, indent):
     params = ""
     if eqn.params:
         # Nested jaxprs go last and switch to one param per line, as JAX prints them.
-        nested = lambda v: isinstance(v, (Jaxpr, ClosedJaxpr)) or (  # noqa: E731
+        nested = lambda v: isinstance(v, (Jaxpr, ClosedJaxpr)) or bool(  # noqa: E731
             isinstance(v, tuple) and v and isinstance(v[0], (Jaxpr, ClosedJaxpr)))
         ordered = sorted(eqn.params.items(), key=lambda kv: nested(kv[1]))
         items = [f"{k}={_pp_param(v, names, indent)}" for k, v in ordered]
@@ -224,7 +224,7 @@ def _pp_jaxpr(jaxpr, names, indent):
     invars = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
     head = f"{{ lambda {consts}; {invars}. let"
     body = [_pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-    outs = " ".join(names(v) for v in jaxpr.outvars)
+    outs = ", ".join(names(v) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
     if len(body) <= 1 and "\n" not in "".join(body):
         return f"{head} {' '.join(body)} in {outs} }}".replace("let  in", "let in")

@@ -85,9 +85,19 @@ def sub(x, y):
     return sub_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
 
 
+def _sub_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    out = sub(x, y)
+    shape = get_aval(out).shape
+    if type(tx) is ad.Zero:
+        t = ad.Zero(get_aval(out).to_tangent_aval()) if type(ty) is ad.Zero else neg(ty)
+    else:
+        t = tx if type(ty) is ad.Zero else sub(tx, ty)
+    return out, t if type(t) is ad.Zero else _bcast(t, shape)
+
+
 sub_p = naryop("sub", numeric)
-ad.defjvp(sub_p, lambda t, x, y: _bcast(t, _out_shape(x, y)),
-          lambda t, x, y: _bcast(neg(t), _out_shape(x, y)))
+ad.primitive_jvps[sub_p] = _sub_jvp
 ad.primitive_transposes[sub_p] = lambda ct, x, y: [
     _unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
     _unbroadcast(y.aval, neg(ct)) if ad.is_undefined_primal(y) else None]
