@@ -55,6 +55,8 @@ def main():
     x = jnp.asarray(np.linspace(-1, 1, 4, dtype=np.float32))
     print("f(x) = sum(tanh(x) * 2 + 1)")
     print(jax.make_jaxpr(f)(x))
+    print("grad(f) = linearize + transpose, again a jaxpr:")
+    print(jax.make_jaxpr(jax.grad(f))(x))
 
     _section("2. jit(f).lower(x).as_text(): StableHLO handed to XLA")
     print(jax.jit(f).lower(x).as_text())
