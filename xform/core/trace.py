@@ -71,15 +71,20 @@ class Trace:
 
 
 class EvalTrace(Trace):
-    """The bottom trace: runs primitives on concrete values."""
+    """The bottom trace: runs primitives on concrete values.
+
+    A tracer reaching it has leaked; impls detect that where they convert non-Array
+    arguments (``check_not_tracer``), which keeps the all-Array hot path free of checks.
+    """
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        for x in args:
-            if isinstance(x, Tracer):
-                raise UnexpectedTracerError(x, f" (it reached primitive '{prim.name}' "
-                                               "outside any transformation)")
         return prim.impl(*args, **params)
+
+
+def check_not_tracer(x, where=""):
+    if isinstance(x, Tracer):
+        raise UnexpectedTracerError(x, where)
 
 
 class _Context(threading.local):

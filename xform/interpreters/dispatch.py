@@ -13,6 +13,7 @@ from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from xform.core.trace import Tracer, check_not_tracer
 from xform.interpreters import mlir
 
 
@@ -30,6 +31,8 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
         if device is None or backend.buffer_device(x._buf) == device:
             return x
         return Array(backend.copy_to_device(x._buf, device), x.aval)
+    if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
+        return x
     aval = aval_of_value(x)
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
@@ -58,6 +61,7 @@ def to_buffer(x):
     """The device buffer of an argument to a compiled program."""
     if type(x) is Array:
         return x._buf
+    check_not_tracer(x, " (it reached a compiled computation outside any transformation)")
     if isinstance(x, (bool, int, float, complex)):
         aval = aval_of_value(x)
         return scalar_array(x, aval.dtype, aval.weak_type)._buf
@@ -84,7 +88,7 @@ def _param_key(params):
 
 def apply_primitive(prim, *args, **params):
     """Execute one primitive on concrete values (the eval trace's ``impl``)."""
-    avals = tuple([x.aval if type(x) is Array else aval_of_value(x) for x in args])
+    avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
     key = (prim, avals, tuple(params.items()) if params else None)
     try:
         entry = _prim_cache.get(key)
@@ -98,6 +102,11 @@ def apply_primitive(prim, *args, **params):
     if entry.out_aval is not None and not prim.multiple_results:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+
+
+def _eager_aval(prim, x):
+    check_not_tracer(x, f" (it reached primitive '{prim.name}' outside any transformation)")
+    return aval_of_value(x)
 
 
 def _compile_primitive(prim, avals, params):
