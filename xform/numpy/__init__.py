@@ -1,0 +1,78 @@
+"""``xform.numpy``: a NumPy-compatible API over ``xform.lax`` with JAX's semantics
+(JAX's result dtypes and weak types, immutable arrays).
+
+Importing this module installs the operators and methods (``x + 1``, ``x[0]``,
+``x.sum()``) on ``Array`` and on every ``Tracer``.
+
+>>> import xform.numpy as jnp
+>>> x = jnp.arange(4)
+>>> (x * 2 + 1).sum(), (x / 2).dtype
+(Array(16, dtype=int32), dtype('float32'))
+"""
+import numpy as _np
+
+from xform.core import dtypes as _dtypes
+from xform.core.array import Array as _Array
+from xform.core.trace import Tracer as _Tracer
+
+from xform.numpy._scalar_types import (
+    bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
+    int32, int64, uint8, uint16, uint32, uint64)
+from xform.numpy._creation import (
+    arange, array, asarray, empty, empty_like, eye, full, full_like, identity, linspace,
+    ones, ones_like, zeros, zeros_like)
+from xform.numpy._ufuncs import (
+    abs, absolute, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clip, cos,
+    divide, equal, exp, exp2, floor_divide, greater, greater_equal, invert, isfinite, isinf,
+    isnan, less, less_equal, log, log2, log10, logical_and, logical_not, logical_or,
+    logical_xor, maximum, minimum, mod, multiply, negative, not_equal, positive, pow, power,
+    reciprocal, remainder, sign, sin, sqrt, square, subtract, tanh, true_divide, where)
+from xform.numpy._reductions import (
+    all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var)
+from xform.numpy._products import dot, inner, matmul, outer, tensordot, vdot
+from xform.numpy._shape import (
+    atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_shapes, broadcast_to,
+    concatenate, expand_dims, flip, hstack, matrix_transpose, moveaxis, ndim, ravel,
+    reshape, shape, size, squeeze, stack, swapaxes, transpose, vstack)
+from xform.numpy import _array_methods
+
+# ---- dtypes ----
+dtype = _np.dtype
+result_type = _dtypes.result_type
+promote_types = _dtypes.promote_types
+issubdtype = _dtypes.issubdtype
+finfo = _dtypes.finfo
+iinfo = _dtypes.iinfo
+generic, number, inexact, floating, complexfloating = (
+    _np.generic, _np.number, _np.inexact, _np.floating, _np.complexfloating)
+integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
+
+# ---- constants ----
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+
+
+class _ArrayMeta(type):
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, (_Array, _Tracer))
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, (_Array, _Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):
+    """The array type, for ``isinstance`` checks: concrete Arrays and tracers alike.
+
+    NB: a virtual class rather than ``Array`` itself, so that ``isinstance(x,
+    jnp.ndarray)`` also holds for traced values inside jit/grad/vmap, as it does for
+    ``jax.Array`` in JAX.
+
+    >>> isinstance(jnp.arange(2), jnp.ndarray), isinstance(np.zeros(2), jnp.ndarray)
+    (True, False)
+    """
+
+
+_array_methods.install()

@@ -1,0 +1,120 @@
+"""Operators and NumPy-style methods, installed on both ``Array`` and ``Tracer`` so
+concrete and traced values behave alike (``x + 1``, ``x[0]``, ``x.sum()``).
+
+Binary operators defer (return NotImplemented) for operand types they don't know,
+so Python's reflected-operator protocol and identity ``==`` fallback apply.
+"""
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.core.array import Array
+from xform.core.trace import Tracer
+from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs
+
+_KNOWN = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _binop(fn, reflected=False):
+    if reflected:
+        def op(self, other):
+            if not isinstance(other, _KNOWN):
+                return NotImplemented
+            return fn(other, self)
+    else:
+        def op(self, other):
+            if not isinstance(other, _KNOWN):
+                return NotImplemented
+            return fn(self, other)
+    return op
+
+
+def _add(self, other):  # the hottest operator: skip the generic wrapper
+    if type(other) is float or type(other) is int or isinstance(other, _KNOWN):
+        return _ufuncs.add(self, other)
+    return NotImplemented
+
+
+_OPERATORS = {
+    "sub": _ufuncs.subtract, "mul": _ufuncs.multiply, "truediv": _ufuncs.true_divide,
+    "floordiv": _ufuncs.floor_divide, "mod": _ufuncs.remainder, "pow": _ufuncs.power,
+    "matmul": _products.matmul, "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or,
+    "xor": _ufuncs.bitwise_xor,
+}
+_COMPARISONS = {
+    "eq": _ufuncs.equal, "ne": _ufuncs.not_equal, "lt": _ufuncs.less,
+    "le": _ufuncs.less_equal, "gt": _ufuncs.greater, "ge": _ufuncs.greater_equal,
+}
+
+
+def _axes_arg(args):
+    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` alike."""
+    return args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+def _reshape(self, *shape, order="C"):
+    """Like numpy.ndarray.reshape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``."""
+    return _shape.reshape(self, _axes_arg(shape), order)
+
+
+def _transpose(self, *axes):
+    """Like numpy.ndarray.transpose: ``x.transpose()``, ``x.transpose(1, 0)`` or
+    ``x.transpose((1, 0))``."""
+    return _shape.transpose(self, _axes_arg(axes) if axes else None)
+
+
+def _astype(self, dtype, copy=False):
+    """Cast to ``dtype`` (the result is strongly typed)."""
+    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype), False)
+
+
+def _flatten(self, order="C"):
+    return _shape.ravel(self, order)
+
+
+def _squeeze(self, axis=None):
+    return _shape.squeeze(self, axis)
+
+
+def _swapaxes(self, axis1, axis2):
+    return _shape.swapaxes(self, axis1, axis2)
+
+
+def _clip(self, min=None, max=None):
+    return _ufuncs.clip(self, min, max)
+
+
+def _dot(self, b, *, precision=None, preferred_element_type=None):
+    return _products.dot(self, b, precision=precision,
+                         preferred_element_type=preferred_element_type)
+
+
+_METHODS = {
+    "__getitem__": _indexing.getitem,
+    "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
+    "__invert__": _ufuncs.invert,
+    "__add__": _add, "__radd__": _binop(_ufuncs.add, reflected=True),
+    "T": property(lambda self: _shape.transpose(self)),
+    "mT": property(_shape.matrix_transpose),
+    "astype": _astype, "reshape": _reshape, "transpose": _transpose,
+    "ravel": _shape.ravel, "flatten": _flatten, "squeeze": _squeeze,
+    "swapaxes": _swapaxes, "clip": _clip, "dot": _dot,
+    "sum": _reductions.sum, "prod": _reductions.prod, "mean": _reductions.mean,
+    "var": _reductions.var, "std": _reductions.std,
+    "max": _reductions.max, "min": _reductions.min,
+    "any": _reductions.any, "all": _reductions.all,
+    "argmax": _reductions.argmax, "argmin": _reductions.argmin,
+}
+for _name, _fn in _OPERATORS.items():
+    _METHODS[f"__{_name}__"] = _binop(_fn)
+    _METHODS[f"__r{_name}__"] = _binop(_fn, reflected=True)
+for _name, _fn in _COMPARISONS.items():
+    _METHODS[f"__{_name}__"] = _binop(_fn)
+
+
+def install(classes=(Array, Tracer)):
+    """Set the operators and methods on ``classes`` (class attributes: both use
+    ``__slots__``)."""
+    for cls in classes:
+        for name, fn in _METHODS.items():
+            setattr(cls, name, fn)

@@ -1,0 +1,278 @@
+"""Array creation: array, asarray, zeros/ones/full/empty (and *_like), arange,
+linspace, eye, identity. Values are built with lax ops (iota, broadcast_in_dim), as in
+JAX, so the same code traces under jit and keeps jaxprs small."""
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.core.errors import ConcretizationTypeError
+from xform.core.trace import Tracer
+from xform.interpreters.dispatch import device_put_value
+from xform.numpy import _util
+from xform.numpy._util import asarray as _asarray
+from xform.numpy._util import canonical_shape, user_dtype
+
+_PY_SCALAR_TYPES = frozenset(_util.PY_SCALARS)
+
+
+def _leaves(obj, out):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            _leaves(o, out)
+    else:
+        out.append(obj)
+    return out
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):
+    """Like numpy.array, with JAX's dtypes.
+
+    A Python scalar gives a weakly typed array; in a (nested) list the dtype is the
+    JAX promotion of the elements (Python ints give the default int). Lists that hold
+    arrays or tracers are stacked, so this works under transformations too.
+
+    >>> jnp.array([1, 2.5])
+    Array([1. , 2.5], dtype=float32)
+    >>> jnp.array(3)
+    Array(3, dtype=int32, weak_type=True)
+    """
+    if order not in (None, "K", "A", "C"):
+        raise NotImplementedError(f"jnp.array: order={order!r} is not supported.")
+    dt = user_dtype(dtype)
+    t = type(object)
+    if _util.is_array(object):
+        out = object if dt is None else lax.convert_element_type(object, dt)
+    elif t in _PY_SCALAR_TYPES:
+        # NB: no wrap-around here (JAX raises OverflowError too), unlike ``x + 300``.
+        out = _util.scalar_array(object, dt or dtypes.dtype(object),
+                                 dt is None and t is not bool)
+    elif isinstance(object, (np.ndarray, np.generic)):
+        out = device_put_value(np.asarray(object) if dt is None
+                               else np.asarray(object).astype(dt))
+    elif isinstance(object, (list, tuple)):
+        leaves = _leaves(object, [])
+        if any(leaf is None for leaf in leaves):
+            raise TypeError("None is not a valid value for jnp.array")
+        if dt is None:
+            if not leaves:
+                dt = dtypes.default_float_dtype()
+            elif all(type(leaf) in _PY_SCALAR_TYPES for leaf in leaves):
+                dt = dtypes.result_type(*{type(leaf) for leaf in leaves})
+            else:
+                dt = dtypes.result_type(*leaves)
+        if any(_util.is_array(leaf) for leaf in leaves):
+            from xform.numpy._shape import stack
+            out = stack([array(o, dt) for o in object])
+        else:
+            host = [np.asarray(leaf) if isinstance(leaf, np.ndarray) else leaf
+                    for leaf in object] if isinstance(object, tuple) else object
+            out = device_put_value(np.array(host, dtype=dt))
+    else:
+        value = np.asarray(object)
+        if value.dtype == object:
+            raise TypeError(f"Cannot convert {type(object).__name__} to an xform array.")
+        out = device_put_value(value if dt is None else value.astype(dt))
+    nd = out.aval.ndim
+    if ndmin > nd:
+        out = lax.reshape(out, (1,) * (ndmin - nd) + out.aval.shape)
+    return out
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """Like numpy.asarray (see :func:`array` for the dtype rules)."""
+    return array(a, dtype, copy=False, order=order or "K")
+
+
+def _filled(shape, fill, dt, weak):
+    """``fill`` (a scalar or array) broadcast to ``shape`` as ``dt``."""
+    if type(fill) in _PY_SCALAR_TYPES:
+        fill = _util.scalar_operand(fill, dt, weak)
+    else:
+        fill = lax.convert_element_type(_asarray(fill, "full"), dt, weak)
+    if not fill.aval.shape:
+        return lax.broadcast_in_dim(fill, shape, ())
+    return _util.broadcast_to(fill, shape)
+
+
+def full(shape, fill_value, dtype=None):
+    """Like numpy.full; without ``dtype`` the result has ``fill_value``'s dtype and
+    weak type.
+
+    >>> jnp.full((2,), 1.0)
+    Array([1., 1.], dtype=float32, weak_type=True)
+    """
+    shape = canonical_shape(shape)
+    if dtype is None:
+        fill = _asarray(fill_value, "full")
+        return _filled(shape, fill, fill.aval.dtype, fill.aval.weak_type)
+    return _filled(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
+
+
+def zeros(shape, dtype=None):
+    """Like numpy.zeros (default dtype: the default float)."""
+    return _filled(canonical_shape(shape), 0, user_dtype(dtype) or
+                   dtypes.default_float_dtype(), False)
+
+
+def ones(shape, dtype=None):
+    """Like numpy.ones (default dtype: the default float)."""
+    return _filled(canonical_shape(shape), 1, user_dtype(dtype) or
+                   dtypes.default_float_dtype(), False)
+
+
+def empty(shape, dtype=None):
+    """Like numpy.empty, but zero-filled (arrays are immutable)."""
+    return zeros(shape, dtype)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """Like numpy.full_like; keeps ``a``'s weak type when ``dtype`` is None."""
+    _util.check_arraylike("full_like", a)
+    weak = dtype is None and dtypes.is_weakly_typed(a)
+    dt = dtypes.dtype(a) if dtype is None else dtypes.canonicalize_dtype(dtype)
+    shp = _util.shape(a) if shape is None else canonical_shape(shape)
+    return _filled(shp, fill_value, dt, weak)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """Like numpy.zeros_like."""
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+    """Like numpy.ones_like."""
+    return full_like(a, 1, dtype, shape)
+
+
+def empty_like(a, dtype=None, shape=None):
+    """Like numpy.empty_like, but zero-filled."""
+    return full_like(a, 0, dtype, shape)
+
+
+def _concrete(x, what):
+    if isinstance(x, Tracer):
+        value = x.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(x, f"It arose in the jnp.arange argument "
+                                             f"'{what}'.\n")
+        x = value
+    if x is not None and np.ndim(x) != 0:
+        raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {what}={x}")
+    return x
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """Like numpy.arange, with JAX's dtypes (Python ints give the default int).
+
+    Arguments must be concrete scalars. Floating ranges are computed as
+    ``start + step * iota`` in the result dtype (float32 for narrower floats).
+
+    >>> jnp.arange(3), jnp.arange(0, 1, 0.25)
+    (Array([0, 1, 2], dtype=int32), Array([0.  , 0.25, 0.5 , 0.75], dtype=float32))
+    """
+    start = _concrete(start, "stop" if stop is None and step is None else "start")
+    stop, step = _concrete(stop, "stop"), _concrete(step, "step")
+    if dtype is None:
+        dt = dtypes.result_type(start, *(v for v in (stop, step) if v is not None))
+    else:
+        dt = dtypes.canonicalize_dtype(dtype)
+    if any(dtypes.is_complex(dtypes.dtype(v)) for v in (start, stop, step)
+           if v is not None):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is not supported.")
+    start, stop, step = (None if v is None else np.asarray(v).item()
+                         for v in (start, stop, step))
+    if stop is None:
+        start, stop = 0, start
+    if step is not None:
+        if step == 0:
+            raise ValueError("arange: step must not be zero.")
+        work = (dtypes.float32 if dtypes.is_floating(dt) and dt.itemsize < 4 else dt)
+        size = max(0, int(np.ceil((stop - start) / step)))
+        out = lax.add(_util.scalar_operand(start, work, False),
+                      lax.mul(_util.scalar_operand(step, work, False),
+                              lax.iota(work, size)))
+        return lax.convert_element_type(out, dt)
+    size = max(0, int(np.ceil(stop - start)))
+    if start == 0:
+        return lax.iota(dt, size)
+    return lax.add(_util.scalar_operand(start, dt, False), lax.iota(dt, size))
+
+
+def _floor_to_int(x, dt):
+    """floor(x) as integer dtype ``dt`` (truncating conversion, then fix negatives)."""
+    t = lax.convert_element_type(x, dt)
+    back = lax.convert_element_type(t, x.aval.dtype)
+    return lax.select(lax.gt(back, x), lax.sub(t, _util.scalar_array(1, dt, False)), t)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """Like numpy.linspace, computed as JAX does:
+    ``start * (1 - i/d) + stop * (i/d)``, so both endpoints are exact.
+
+    >>> jnp.linspace(0, 1, 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    from xform.numpy._shape import concatenate
+    from xform.numpy._ufuncs import add, multiply, subtract, true_divide
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    start, stop = _asarray(start, "linspace"), _asarray(stop, "linspace", 1)
+    if dtype is None:
+        dt = dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+    else:
+        dt = dtypes.canonicalize_dtype(dtype)
+    comp = dtypes.to_inexact_dtype(dt)
+    start = lax.convert_element_type(start, comp)
+    stop = lax.convert_element_type(stop, comp)
+    bshape = _util.broadcast_shapes(start.aval.shape, stop.aval.shape)
+    b_start, b_stop = _util.broadcast_to(start, bshape), _util.broadcast_to(stop, bshape)
+    axis = len(bshape) + axis + 1 if axis < 0 else axis
+    bounds = list(bshape)
+    bounds.insert(axis, 1)
+    div = num - 1 if endpoint else num
+    if num > 1:
+        delta = true_divide(subtract(stop, start), _util.scalar_array(div, comp, False))
+        iota_shape = [1] * len(bounds)
+        iota_shape[axis] = div
+        real = np.dtype(dtypes.finfo(comp).dtype)
+        step = true_divide(lax.reshape(lax.iota(real, div), iota_shape),
+                           _util.scalar_array(div, real, False))
+        step = lax.convert_element_type(step, comp)
+        out = add(multiply(lax.reshape(b_start, bounds), subtract(1, step)),
+                  multiply(lax.reshape(b_stop, bounds), step))
+        if endpoint:
+            out = concatenate([out, lax.expand_dims(b_stop, (axis,))], axis)
+    elif num == 1:
+        delta = _util.scalar_array(np.nan, comp, False) if endpoint else subtract(stop, start)
+        out = lax.reshape(b_start, bounds)
+    else:
+        bounds[axis] = 0
+        delta = _util.scalar_array(np.nan, comp, False)
+        out = zeros(bounds, dt)
+    if dtypes.is_integer(dt) and not dtypes.is_integer(out.aval.dtype):
+        out = _floor_to_int(out, dt)
+    out = lax.convert_element_type(out, dt)
+    return (out, delta) if retstep else out
+
+
+def eye(N, M=None, k=0, dtype=None):
+    """Like numpy.eye."""
+    N = operator.index(N)
+    M = N if M is None else operator.index(M)
+    k = operator.index(k)
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+    dt = user_dtype(dtype) or dtypes.default_float_dtype()
+    rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    if k:
+        rows = lax.add(rows, _util.scalar_array(k, dtypes.int32, False))
+    return lax.convert_element_type(lax.eq(rows, cols), dt)
+
+
+def identity(n, dtype=None):
+    """Like numpy.identity."""
+    return eye(n, dtype=dtype)

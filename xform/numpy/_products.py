@@ -1,0 +1,132 @@
+"""Products: dot, matmul, vdot, inner, outer, tensordot, each one ``lax.dot_general``
+after JAX's dtype promotion."""
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy._shape import ravel
+from xform.numpy._ufuncs import multiply
+
+
+def _general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
+    """dot_general that also takes bool operands (an OR of ANDs, as in XLA)."""
+    if a.aval.dtype == dtypes.bool_:
+        i32 = dtypes.int32
+        out = lax.dot_general(lax.convert_element_type(a, i32),
+                              lax.convert_element_type(b, i32), (contract, batch), precision)
+        out = lax.ne(out, _util.scalar_array(0, i32, False))
+        return out if preferred_element_type is None else lax.convert_element_type(
+            out, preferred_element_type)
+    return lax.dot_general(a, b, (contract, batch), precision, preferred_element_type)
+
+
+def _check_contract(name, a, b, ca, cb):
+    sa, sb = a.aval.shape, b.aval.shape
+    if [sa[i] for i in ca] != [sb[i] for i in cb]:
+        raise TypeError(f"{name}: contracting dimensions {tuple(ca)} of lhs shape {sa} and "
+                        f"{tuple(cb)} of rhs shape {sb} must have equal sizes.")
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    """Like numpy.dot: contracts ``a``'s last axis with ``b``'s second-to-last (or only)
+    axis; the result has ``a``'s free axes, then ``b``'s."""
+    a, b = _util.promote_dtypes("dot", a, b)
+    if not a.aval.ndim or not b.aval.ndim:
+        return multiply(a, b)
+    ca = (a.aval.ndim - 1,)
+    cb = (0,) if b.aval.ndim == 1 else (b.aval.ndim - 2,)
+    _check_contract("dot", a, b, ca, cb)
+    return _general(a, b, (ca, cb), precision=precision,
+                    preferred_element_type=preferred_element_type)
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """Like numpy.matmul: batched over broadcast leading dimensions; 1-D operands are
+    treated as vectors (their dimension is removed from the result)."""
+    a, b = _util.promote_dtypes("matmul", a, b)
+    sa, sb = a.aval.shape, b.aval.shape
+    for i, s in enumerate((sa, sb)):
+        if not s:
+            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it "
+                             "has ndim 0")
+    ca, cb = len(sa) - 1, 0 if len(sb) == 1 else len(sb) - 2
+    _check_contract("matmul", a, b, (ca,), (cb,))
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+    a_batch, b_batch = sa[:-2], sb[:-2]
+    if not a_batch or not b_batch:
+        # One side has no batch dimensions: a plain contraction, no broadcasting.
+        out = _general(a, b, ((ca,), (cb,)), **kw)
+        if len(sa) == 2 and b_batch:  # (n, B..., m) -> (B..., n, m)
+            nb = len(b_batch)
+            out = lax.transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
+        return out
+    batch = _util.broadcast_shapes(a_batch, b_batch, name="matmul")
+    a = _util.broadcast_to(a, batch + sa[-2:])
+    b = _util.broadcast_to(b, batch + sb[-2:])
+    nb = len(batch)
+    dims = tuple(range(nb))
+    return _general(a, b, ((nb + 1,), (nb,)), (dims, dims), **kw)
+
+
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """Like numpy.vdot for real inputs: the dot product of the flattened arrays.
+
+    Raises:
+      NotImplementedError: for complex inputs (xform.lax has no conjugate).
+    """
+    a, b = _util.promote_dtypes("vdot", a, b)
+    if dtypes.is_complex(a.aval.dtype):
+        raise NotImplementedError("jnp.vdot of complex arrays needs a conjugate, which "
+                                  "xform.lax does not have yet.")
+    return dot(ravel(a), ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
+
+
+def inner(a, b, *, precision=None, preferred_element_type=None):
+    """Like numpy.inner: contracts the last axes of ``a`` and ``b``."""
+    a, b = _util.promote_dtypes("inner", a, b)
+    if not a.aval.ndim or not b.aval.ndim:
+        return multiply(a, b)
+    ca, cb = (a.aval.ndim - 1,), (b.aval.ndim - 1,)
+    _check_contract("inner", a, b, ca, cb)
+    return _general(a, b, (ca, cb), precision=precision,
+                    preferred_element_type=preferred_element_type)
+
+
+def outer(a, b):
+    """Like numpy.outer (inputs are flattened)."""
+    a, b = _util.promote_dtypes("outer", a, b)
+    a, b = ravel(a), ravel(b)
+    return multiply(lax.reshape(a, (a.aval.size, 1)), lax.reshape(b, (1, b.aval.size)))
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    """Like numpy.tensordot: ``axes`` is an int N (last N of ``a`` with first N of
+    ``b``) or a pair of axis sequences."""
+    a, b = _util.promote_dtypes("tensordot", a, b)
+    na, nb = a.aval.ndim, b.aval.ndim
+    if isinstance(axes, (int, np.integer)):
+        n = operator.index(axes)
+        if not 0 <= n <= min(na, nb):
+            raise TypeError(f"tensordot: axes={n} must be between 0 and the smaller rank "
+                            f"({na} and {nb})")
+        ca, cb = tuple(range(na - n, na)), tuple(range(n))
+    else:
+        try:
+            ax_a, ax_b = axes
+        except (TypeError, ValueError):
+            raise TypeError(f"tensordot: axes must be an int or a pair of sequences, got "
+                            f"{axes!r}") from None
+        ax_a = ax_a if isinstance(ax_a, (tuple, list)) else (ax_a,)
+        ax_b = ax_b if isinstance(ax_b, (tuple, list)) else (ax_b,)
+        if len(ax_a) != len(ax_b):
+            raise TypeError(f"tensordot: axes sequences must have equal length, got "
+                            f"{axes!r}")
+        ca = tuple(_util.canonicalize_axis(x, na) for x in ax_a)
+        cb = tuple(_util.canonicalize_axis(x, nb) for x in ax_b)
+    _check_contract("tensordot", a, b, ca, cb)
+    return _general(a, b, (ca, cb), precision=precision,
+                    preferred_element_type=preferred_element_type)

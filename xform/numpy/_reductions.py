@@ -1,0 +1,321 @@
+"""Reductions: sum, prod, mean, var, std, max, min, any, all, argmax, argmin.
+
+Result dtypes follow JAX: sum and prod promote small integers and bool to the default
+int (unsigned to the default uint), mean/var/std of integers give the default float,
+float16/bfloat16 are accumulated in float32; results are never weakly typed.
+"""
+import builtins
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy._ufuncs import logical_and, logical_or
+from xform.numpy._util import asarray, canonicalize_axes
+
+
+def _promote_integer_dtype(dt):
+    if dt == dtypes.bool_:
+        return dtypes.default_int_dtype()
+    if dtypes.is_unsigned(dt):
+        default = dtypes.default_uint_dtype()
+        return default if dt.itemsize < default.itemsize else dt
+    if dtypes.is_integer(dt):
+        default = dtypes.default_int_dtype()
+        return default if dt.itemsize < default.itemsize else dt
+    return dt
+
+
+def _upcast_f16(dt):
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+
+def _const(x, value):
+    return _util.scalar_array(value, x.aval.dtype, False)
+
+
+def _keep(r, axes, keepdims):
+    return lax.expand_dims(r, axes) if keepdims and axes else r
+
+
+def _strong(r, dtype):
+    """Convert to ``dtype`` and drop any weak type (reductions are strongly typed)."""
+    return lax.convert_element_type(r, dtype, False)
+
+
+def _masked(name, x, where, fill):
+    if where is None:
+        return x
+    where = asarray(where, name)
+    if where.aval.dtype != dtypes.bool_:
+        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
+                         f"dtype={where.aval.dtype.name}.")
+    where = _util.broadcast_to(where, x.aval.shape)
+    return lax.select(where, x, lax.full_like(x, _const(x, fill)))
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def _bool_reduce(x, axes, op):
+    """any/all over ``axes`` (lax reductions take no bools: go through uint8)."""
+    u = lax.convert_element_type(x, np.uint8)
+    return lax.convert_element_type(op(u, axes), dtypes.bool_)
+
+
+def _tree_prod(x, axes):
+    """Product over ``axes`` by pairwise multiplication (xform.lax has no reduce_prod).
+
+    The reduced axes are moved last and flattened; each round multiplies the first
+    half by the second (padding odd lengths with 1): log2(n) rounds of slice + mul.
+    """
+    shape = x.aval.shape
+    kept = [i for i in range(len(shape)) if i not in axes]
+    kept_shape = tuple(shape[i] for i in kept)
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    if n == 0:
+        return lax.full(kept_shape, _const(x, 1))
+    x = lax.reshape(lax.transpose(x, tuple(kept) + tuple(axes)), kept_shape + (n,))
+    lead = [(0, 0, 0)] * len(kept_shape)
+    zeros, ends = (0,) * len(kept_shape), kept_shape
+    while n > 1:
+        if n % 2:
+            x = lax.pad(x, _const(x, 1), lead + [(0, 1, 0)])
+            n += 1
+        h = n // 2
+        x = lax.mul(lax.slice(x, zeros + (0,), ends + (h,)),
+                    lax.slice(x, zeros + (h,), ends + (n,)))
+        n = h
+    return lax.reshape(x, kept_shape)
+
+
+def _sum_or_prod(name, a, axis, dtype, out, keepdims, initial, where, promote_integers):
+    _no_out(name, out)
+    a = asarray(a, name)
+    axes = canonicalize_axes(axis, a.aval.ndim)
+    if dtype is None:
+        result_dtype = a.aval.dtype
+        if promote_integers:
+            result_dtype = _promote_integer_dtype(result_dtype)
+        comp_dtype = _upcast_f16(result_dtype)
+    else:
+        result_dtype = comp_dtype = dtypes.canonicalize_dtype(dtype)
+    is_sum = name == "sum"
+    x = _util.convert(a, comp_dtype)
+    if comp_dtype == dtypes.bool_:  # sum of bools is "any", product "all"
+        x = _masked(name, x, where, not is_sum)
+        r = _bool_reduce(x, axes, lax.reduce_max if is_sum else lax.reduce_min)
+        combine = logical_or if is_sum else logical_and
+    else:
+        x = _masked(name, x, where, 0 if is_sum else 1)
+        r = lax.reduce_sum(x, axes) if is_sum else _tree_prod(x, axes)
+        combine = lax.add if is_sum else lax.mul
+    if initial is not None:
+        init = _util.convert(initial, comp_dtype)
+        if init.aval.shape:
+            raise ValueError(f"initial value must be a scalar. Got array of shape "
+                             f"{init.aval.shape}")
+        r = combine(r, init)
+    return _strong(_keep(r, axes, keepdims), result_dtype)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    """Like numpy.sum, with JAX's dtypes: bool and small ints sum in the default int.
+
+    float16/bfloat16 inputs are accumulated in float32 (when ``dtype`` is None).
+
+    >>> jnp.sum(jnp.array([True, True, False]))
+    Array(2, dtype=int32)
+    """
+    return _sum_or_prod("sum", a, axis, dtype, out, keepdims, initial, where,
+                        promote_integers)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    """Like numpy.prod, with JAX's dtypes (as :func:`sum`).
+
+    NB: computed by pairwise multiplication (xform.lax has no product reduction), so
+    floating results may differ from JAX's in the last bits.
+
+    >>> jnp.prod(jnp.array([1, 2, 3, 4]))
+    Array(24, dtype=int32)
+    """
+    return _sum_or_prod("prod", a, axis, dtype, out, keepdims, initial, where,
+                        promote_integers)
+
+
+def _identity_of(dt, is_max):
+    if dt == dtypes.bool_:
+        return not is_max
+    if dtypes.is_integer(dt):
+        info = np.iinfo(dt)
+        return int(info.min if is_max else info.max)
+    return -np.inf if is_max else np.inf
+
+
+def _max_or_min(name, a, axis, out, keepdims, initial, where):
+    _no_out(name, out)
+    a = asarray(a, name)
+    is_max = name == "max"
+    shape = a.aval.shape
+    axes = canonicalize_axes(axis, len(shape))
+    if initial is None:
+        if where is not None:
+            raise ValueError(f"reduction operation {name} does not have an identity, so "
+                             "to use a where mask one has to specify 'initial'")
+        if builtins.any(shape[d] == 0 for d in axes):
+            raise ValueError(f"zero-size array to reduction operation {name} which has "
+                             "no identity")
+    dt = a.aval.dtype
+    x = _masked(name, a, where, _identity_of(dt, is_max))
+    if dt == dtypes.bool_:
+        r = _bool_reduce(x, axes, lax.reduce_max if is_max else lax.reduce_min)
+    else:
+        r = (lax.reduce_max if is_max else lax.reduce_min)(x, axes)
+    if initial is not None:
+        init = _util.convert(initial, dt)
+        r = (logical_or if is_max else logical_and)(r, init) if dt == dtypes.bool_ \
+            else (lax.max if is_max else lax.min)(r, init)
+    return _strong(_keep(r, axes, keepdims), dt)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.max (NaN-propagating)."""
+    return _max_or_min("max", a, axis, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.min (NaN-propagating)."""
+    return _max_or_min("min", a, axis, out, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def _any_or_all(name, a, axis, out, keepdims, where):
+    _no_out(name, out)
+    a = asarray(a, name)
+    axes = canonicalize_axes(axis, a.aval.ndim)
+    x = a if a.aval.dtype == dtypes.bool_ else lax.ne(a, _const(a, 0))
+    x = _masked(name, x, where, name == "all")
+    r = _bool_reduce(x, axes, lax.reduce_max if name == "any" else lax.reduce_min)
+    return _strong(_keep(r, axes, keepdims), dtypes.bool_)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    """Like numpy.any."""
+    return _any_or_all("any", a, axis, out, keepdims, where)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    """Like numpy.all."""
+    return _any_or_all("all", a, axis, out, keepdims, where)
+
+
+def _count(a, axes, keepdims, where, dtype):
+    if where is None:
+        n = int(np.prod([a.aval.shape[d] for d in axes], dtype=np.int64))
+        return _util.scalar_array(n, dtype, False)
+    return sum(_util.broadcast_to(asarray(where, "mean"), a.aval.shape), axes, dtype=dtype,
+               keepdims=keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Like numpy.mean; integer and bool inputs give the default float dtype.
+
+    float16/bfloat16 inputs are accumulated in float32.
+
+    >>> jnp.mean(jnp.array([1, 2]))
+    Array(1.5, dtype=float32)
+    """
+    _no_out("mean", out)
+    a = asarray(a, "mean")
+    axes = canonicalize_axes(axis, a.aval.ndim)
+    result_dtype = (dtypes.to_inexact_dtype(a.aval.dtype) if dtype is None
+                    else dtypes.canonicalize_dtype(dtype))
+    comp_dtype = _upcast_f16(result_dtype)
+    total = sum(a, axes, dtype=comp_dtype, keepdims=keepdims, where=where)
+    return _strong(lax.div(total, _count(a, axes, keepdims, where, comp_dtype)),
+                   result_dtype)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
+    """Like numpy.var; integer inputs give the default float dtype.
+
+    >>> jnp.var(jnp.array([1.0, 3.0]))
+    Array(1., dtype=float32)
+    """
+    _no_out("var", out)
+    a = asarray(a, "var")
+    a_dtype = a.aval.dtype
+    if dtype is None:
+        result_dtype = dtypes.to_inexact_dtype(a_dtype)
+        comp_dtype = _upcast_f16(result_dtype)
+    else:
+        result_dtype = comp_dtype = dtypes.canonicalize_dtype(dtype)
+    if dtypes.is_complex(comp_dtype):
+        raise NotImplementedError("jnp.var of complex values is not supported in xform.")
+    axes = canonicalize_axes(axis, a.aval.ndim)
+    x = _util.convert(a, comp_dtype)
+    centered = lax.sub(x, _util.broadcast_to(
+        mean(x, axes, dtype=comp_dtype, keepdims=True, where=where), x.aval.shape))
+    centered = lax.integer_pow(centered, 2)
+    count = _count(x, axes, keepdims, where, comp_dtype)
+    normalizer = lax.sub(count, _util.scalar_array(ddof, comp_dtype, False))
+    total = sum(centered, axes, dtype=comp_dtype, keepdims=keepdims, where=where)
+    return _strong(lax.div(total, normalizer), result_dtype)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
+    """Like numpy.std (the square root of :func:`var`)."""
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where))
+
+
+def _arg_prep(name, a, axis, out):
+    _no_out(name, out)
+    a = asarray(a, name)
+    if axis is None:
+        dims = tuple(range(a.aval.ndim))
+        a = lax.reshape(a, (a.aval.size,))
+        axis = 0
+    else:
+        axis = _util.canonicalize_axis(axis, a.aval.ndim)
+        dims = (axis,)
+    if a.aval.shape[axis] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    return a, axis, dims
+
+
+def argmax(a, axis=None, out=None, keepdims=None):
+    """Like numpy.argmax: first maximal index (NaN counts as maximal); default int dtype."""
+    a, axis, dims = _arg_prep("argmax", a, axis, out)
+    if a.aval.dtype == dtypes.bool_:
+        a = lax.convert_element_type(a, np.uint8)
+    r = lax.argmax(a, axis, dtypes.default_int_dtype())
+    return _keep(r, dims, keepdims)
+
+
+def argmin(a, axis=None, out=None, keepdims=None):
+    """Like numpy.argmin: first minimal index (NaN counts as minimal).
+
+    Computed as argmax of an order-reversing map: ``-x`` for floats, ``~x`` (exact,
+    no overflow) for integers.
+    """
+    a, axis, dims = _arg_prep("argmin", a, axis, out)
+    dt = a.aval.dtype
+    if dt == dtypes.bool_:
+        a = lax.eq(a, _util.scalar_array(False, dtypes.bool_, False))
+    elif dtypes.is_unsigned(dt):
+        a = lax.sub(_const(a, np.iinfo(dt).max), a)
+    elif dtypes.is_integer(dt):
+        a = lax.sub(lax.neg(a), _const(a, 1))
+    else:
+        a = lax.neg(a)
+    if a.aval.dtype == dtypes.bool_:
+        a = lax.convert_element_type(a, np.uint8)
+    return _keep(lax.argmax(a, axis, dtypes.default_int_dtype()), dims, keepdims)

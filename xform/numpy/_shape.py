@@ -1,0 +1,286 @@
+"""Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, expand_dims,
+squeeze, flip, stack, concatenate, hstack, vstack, broadcast_to, atleast_Nd."""
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy._util import asarray, canonicalize_axis, canonicalize_axes
+
+
+def shape(a):
+    """Like numpy.shape."""
+    return _util.shape(a)
+
+
+def ndim(a):
+    """Like numpy.ndim."""
+    return len(_util.shape(a))
+
+
+def size(a, axis=None):
+    """Like numpy.size."""
+    s = _util.shape(a)
+    if axis is None:
+        return int(np.prod(s, dtype=np.int64))
+    return s[canonicalize_axis(axis, len(s))]
+
+
+def _resolve_shape(old_shape, new_shape):
+    size = int(np.prod(old_shape, dtype=np.int64))
+    new_shape = tuple(operator.index(d) for d in (
+        (new_shape,) if isinstance(new_shape, (int, np.integer)) else new_shape))
+    unknown = [i for i, d in enumerate(new_shape) if d == -1]
+    known = int(np.prod([d for d in new_shape if d != -1], dtype=np.int64))
+    bad = len(unknown) > 1 or any(d < -1 for d in new_shape) or (
+        unknown and (known == 0 or size % known)) or (not unknown and known != size)
+    if bad:
+        raise TypeError(f"cannot reshape array of shape {tuple(old_shape)} (size {size}) "
+                        f"into shape {new_shape}" + (
+                            " (size {})".format(known) if not unknown else ""))
+    if unknown:
+        new_shape = new_shape[:unknown[0]] + (size // known,) + new_shape[unknown[0] + 1:]
+    return new_shape
+
+
+def reshape(a, shape, order="C"):
+    """Like numpy.reshape: one dimension may be -1; ``order`` is "C" or "F".
+
+    >>> jnp.reshape(jnp.arange(6), (2, -1)).shape
+    (2, 3)
+    """
+    a = asarray(a, "reshape")
+    new_shape = _resolve_shape(a.aval.shape, shape)
+    if order == "C":
+        return lax.reshape(a, new_shape)
+    if order == "F":
+        rev = tuple(range(a.aval.ndim))[::-1]
+        out = lax.reshape(lax.transpose(a, rev), new_shape[::-1])
+        return lax.transpose(out, tuple(range(len(new_shape)))[::-1])
+    raise NotImplementedError(f"jnp.reshape: order={order!r} is not supported (use 'C' "
+                              "or 'F').")
+
+
+def ravel(a, order="C"):
+    """Like numpy.ravel."""
+    a = asarray(a, "ravel")
+    return reshape(a, (a.aval.size,), order)
+
+
+def transpose(a, axes=None):
+    """Like numpy.transpose (negative axes allowed)."""
+    a = asarray(a, "transpose")
+    nd = a.aval.ndim
+    if axes is None:
+        perm = tuple(range(nd))[::-1]
+    else:
+        perm = tuple(canonicalize_axis(ax, nd) for ax in axes)
+        if sorted(perm) != list(range(nd)):
+            raise ValueError(f"axes {tuple(axes)} don't match array of shape "
+                             f"{a.aval.shape}")
+    return lax.transpose(a, perm)
+
+
+def matrix_transpose(x, /):
+    """Transpose the last two dimensions (``x.mT``)."""
+    x = asarray(x, "matrix_transpose")
+    nd = x.aval.ndim
+    if nd < 2:
+        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got "
+                         f"ndim={nd}")
+    return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def swapaxes(a, axis1, axis2):
+    """Like numpy.swapaxes."""
+    a = asarray(a, "swapaxes")
+    perm = list(range(a.aval.ndim))
+    i, j = canonicalize_axis(axis1, len(perm)), canonicalize_axis(axis2, len(perm))
+    perm[i], perm[j] = perm[j], perm[i]
+    return lax.transpose(a, tuple(perm))
+
+
+def moveaxis(a, source, destination):
+    """Like numpy.moveaxis (ints or sequences of ints)."""
+    a = asarray(a, "moveaxis")
+    nd = a.aval.ndim
+    src = canonicalize_axes(source, nd)
+    dst = canonicalize_axes(destination, nd)
+    if len(src) != len(dst):
+        raise ValueError("Inconsistent number of elements: "
+                         f"{len(src)} vs {len(dst)}")
+    perm = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return lax.transpose(a, tuple(perm))
+
+
+def expand_dims(a, axis):
+    """Like numpy.expand_dims (an int or a tuple of ints)."""
+    a = asarray(a, "expand_dims")
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out_nd = a.aval.ndim + len(axes)
+    return lax.expand_dims(a, canonicalize_axes(tuple(axes), out_nd))
+
+
+def squeeze(a, axis=None):
+    """Like numpy.squeeze."""
+    a = asarray(a, "squeeze")
+    shp = a.aval.shape
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(shp) if d == 1)
+    else:
+        axes = canonicalize_axes(axis, len(shp))
+        if any(shp[i] != 1 for i in axes):
+            raise ValueError(f"cannot select an axis to squeeze out which has size not "
+                             f"equal to one, got shape={shp} and dimensions={axes}")
+    return lax.squeeze(a, axes)
+
+
+def reverse(x, axis):
+    """``x`` reversed along ``axis`` using only pad/slice/reshape/concatenate.
+
+    xform.lax has no ``rev``: the axis is padded at the front to a power of two
+    2**k, reshaped to k axes of size 2 (the index's bits), and each size-2 axis is
+    swapped (slice + concatenate), which maps index i to 2**k - 1 - i. Exact for
+    every dtype, 3k + 4 primitives.
+    """
+    shp = x.aval.shape
+    n = shp[axis]
+    if n <= 1:
+        return x
+    nd = len(shp)
+    k = (n - 1).bit_length()
+    full = 1 << k
+    perm = tuple(i for i in range(nd) if i != axis) + (axis,)
+    y = lax.transpose(x, perm)
+    lead = y.aval.shape[:-1]
+    if full != n:
+        pad_value = _util.scalar_array(0, x.aval.dtype, False)
+        y = lax.pad(y, pad_value, [(0, 0, 0)] * (nd - 1) + [(full - n, 0, 0)])
+    y = lax.reshape(y, lead + (2,) * k)
+    zeros, ends = (0,) * (nd - 1 + k), lead + (2,) * k
+    for j in range(len(lead), len(lead) + k):
+        lo = lax.slice(y, zeros, ends[:j] + (1,) + ends[j + 1:])
+        hi = lax.slice(y, zeros[:j] + (1,) + zeros[j + 1:], ends)
+        y = lax.concatenate([hi, lo], j)
+    y = lax.reshape(y, lead + (full,))
+    if full != n:
+        y = lax.slice(y, (0,) * nd, lead + (n,))
+    return lax.transpose(y, tuple(int(i) for i in np.argsort(perm)))
+
+
+def flip(m, axis=None):
+    """Like numpy.flip."""
+    m = asarray(m, "flip")
+    for ax in canonicalize_axes(axis, m.aval.ndim):
+        m = reverse(m, ax)
+    return m
+
+
+def broadcast_to(array, shape):
+    """Like numpy.broadcast_to."""
+    return _util.broadcast_to(asarray(array, "broadcast_to"), _util.canonical_shape(shape))
+
+
+def broadcast_shapes(*shapes):
+    """Like numpy.broadcast_shapes."""
+    return _util.broadcast_shapes(*[_util.canonical_shape(s) for s in shapes])
+
+
+def broadcast_arrays(*args):
+    """Like numpy.broadcast_arrays (returns a list)."""
+    arrays = [asarray(x, "broadcast_arrays", i) for i, x in enumerate(args)]
+    return _util.broadcast_arrays("broadcast_arrays", *arrays, scalars_ok=False)
+
+
+def _sequence(name, arrays):
+    if _util.is_array(arrays) or isinstance(arrays, np.ndarray):
+        return [arrays[i] for i in range(len(arrays))]
+    arrays = list(arrays)
+    return [asarray(x, name, i) for i, x in enumerate(arrays)]
+
+
+def _promote_all(arrays, dtype):
+    if dtype is not None:
+        dt = dtypes.canonicalize_dtype(dtype)
+        return [lax.convert_element_type(x, dt) for x in arrays]
+    dt, weak = _util.result_type(*arrays)
+    return [_util.convert(x, dt, weak) for x in arrays]
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    """Like numpy.concatenate; ``axis=None`` flattens the inputs first.
+
+    Dtypes are promoted like a binary operation.
+    """
+    arrays = _sequence("concatenate", arrays)
+    if not arrays:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        arrays, axis = [ravel(x) for x in arrays], 0
+    if any(not x.aval.ndim for x in arrays):
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, arrays[0].aval.ndim)
+    arrays = _promote_all(arrays, dtype)
+    ref = arrays[0].aval.shape
+    for x in arrays[1:]:
+        s = x.aval.shape
+        if len(s) != len(ref) or any(a != b for i, (a, b) in enumerate(zip(s, ref))
+                                     if i != axis):
+            raise ValueError(f"jnp.concatenate: all input array dimensions other than "
+                             f"axis {axis} must match, got shapes "
+                             f"{[x.aval.shape for x in arrays]}")
+    return lax.concatenate(arrays, axis)
+
+
+def stack(arrays, axis=0, out=None, dtype=None):
+    """Like numpy.stack."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    arrays = _sequence("stack", arrays)
+    if not arrays:
+        raise ValueError("Need at least one array to stack.")
+    shapes = {x.aval.shape for x in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"All input arrays must have the same shape, got "
+                         f"{[x.aval.shape for x in arrays]}")
+    axis = canonicalize_axis(axis, arrays[0].aval.ndim + 1)
+    return concatenate([lax.expand_dims(x, (axis,)) for x in arrays], axis, dtype)
+
+
+def atleast_1d(*arys):
+    """Like numpy.atleast_1d."""
+    out = [x if x.aval.ndim >= 1 else lax.reshape(x, (1,))
+           for x in map(asarray, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    """Like numpy.atleast_2d."""
+    out = [x if x.aval.ndim >= 2 else lax.reshape(x, (1,) * (2 - x.aval.ndim) + x.aval.shape)
+           for x in map(asarray, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    """Like numpy.atleast_3d: (N,) becomes (1, N, 1) and (M, N) becomes (M, N, 1)."""
+    def fix(x):
+        s = x.aval.shape
+        new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s), s)
+        return lax.reshape(x, new)
+    out = [fix(x) for x in map(asarray, arys)]
+    return out[0] if len(out) == 1 else out
+
+
+def hstack(tup, dtype=None):
+    """Like numpy.hstack."""
+    arrays = [atleast_1d(x) for x in _sequence("hstack", tup)]
+    return concatenate(arrays, 0 if arrays and arrays[0].aval.ndim == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    """Like numpy.vstack."""
+    return concatenate([atleast_2d(x) for x in _sequence("vstack", tup)], 0, dtype)

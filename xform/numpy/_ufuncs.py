@@ -1,0 +1,512 @@
+"""Elementwise functions: arithmetic, transcendental, comparisons, logical ops, where,
+clip. Each promotes like JAX and broadcasts like NumPy, then applies one lax primitive.
+
+Binary functions start with a fast path (``_fast_pair``) for the two common eager
+cases, which skips ``result_type`` and broadcasting: two arrays of one dtype and
+shape, and an array with a Python scalar that takes the array's dtype (weakly).
+
+Comparisons of two weakly typed operands give weakly typed bools, as in JAX (e.g.
+``int_array < 1.5``); xform.lax comparisons are always strong, so these get a
+``convert_element_type`` that marks them weak.
+"""
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.core.array import Array
+from xform.core.trace import Tracer
+from xform.numpy import _util
+from xform.numpy._util import asarray, convert, promote_args
+
+_INT_KINDS = frozenset(d for d in dtypes.all_dtypes if d.kind in "iu")
+# Python scalar type -> array dtypes it joins without changing them (weakly).
+_WEAK_OK = {
+    int: frozenset(dtypes.numeric_dtypes),
+    float: frozenset(dtypes.inexact_dtypes),
+}
+_INT_BOUNDS = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in _INT_KINDS}
+
+
+def _fast_pair(x, y, allowed=None):
+    """Operands ready for a lax binary op without promotion, or None (slow path).
+
+    ``allowed`` restricts the dtypes the fast path may produce (e.g. inexact for
+    true_divide).
+    """
+    tx, ty = type(x), type(y)
+    if ty is float or ty is int:
+        if tx is Array or isinstance(x, Tracer):
+            dt = x.aval.dtype
+            if dt in _WEAK_OK[ty] and (allowed is None or dt in allowed):
+                if dt in _INT_BOUNDS and not _INT_BOUNDS[dt][0] <= y <= _INT_BOUNDS[dt][1]:
+                    return None
+                return x, _util.scalar_array(y, dt, True)
+        return None
+    if tx is float or tx is int:
+        if ty is Array or isinstance(y, Tracer):
+            dt = y.aval.dtype
+            if dt in _WEAK_OK[tx] and (allowed is None or dt in allowed):
+                if dt in _INT_BOUNDS and not _INT_BOUNDS[dt][0] <= x <= _INT_BOUNDS[dt][1]:
+                    return None
+                return _util.scalar_array(x, dt, True), y
+        return None
+    if (tx is Array or isinstance(x, Tracer)) and (ty is Array or isinstance(y, Tracer)):
+        ax, ay = x.aval, y.aval
+        if ax.dtype == ay.dtype and ax.shape == ay.shape and (
+                allowed is None or ax.dtype in allowed):
+            return x, y
+    return None
+
+
+def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, comparison=False):
+    """A NumPy binary function over ``prim``; ``bool_fn(a, b)`` handles bool operands
+    (lax arithmetic takes no bools: JAX's add is "or" on them, multiply "and")."""
+    bind = prim.bind
+    if bool_fn is not None:
+        allowed = dtypes.numeric_dtypes
+
+    def fn(x1, x2, /):
+        ops = _fast_pair(x1, x2, allowed)
+        if ops is None:
+            ops = promote_args(name, x1, x2, to=to)
+            if bool_fn is not None and ops[0].aval.dtype == dtypes.bool_:
+                return bool_fn(*ops)
+        out = bind(*ops)
+        if comparison and ops[0].aval.weak_type and ops[1].aval.weak_type:
+            return _weak_bool(out)
+        return out
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _bool_or(a, b):
+    return logical_or(a, b)
+
+
+def _bool_and(a, b):
+    return logical_and(a, b)
+
+
+add = _binary("add", lax.add_p, "Like numpy.add (logical or on bools).", bool_fn=_bool_or)
+subtract = _binary("subtract", lax.sub_p, "Like numpy.subtract.")
+multiply = _binary("multiply", lax.mul_p, "Like numpy.multiply (logical and on bools).",
+                   bool_fn=_bool_and)
+maximum = _binary("maximum", lax.max_p, "Like numpy.maximum (NaN-propagating).",
+                  bool_fn=_bool_or)
+minimum = _binary("minimum", lax.min_p, "Like numpy.minimum (NaN-propagating).",
+                  bool_fn=_bool_and)
+true_divide = _binary("true_divide", lax.div_p, """Like numpy.true_divide.
+
+    Integer and bool operands are promoted to the default float dtype first.
+
+    >>> jnp.true_divide(jnp.arange(3), 2)
+    Array([0. , 0.5, 1. ], dtype=float32)
+    """, to="inexact", allowed=dtypes.inexact_dtypes)
+divide = true_divide
+equal = _binary("equal", lax.eq_p, "Like numpy.equal.", comparison=True)
+not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.", comparison=True)
+less = _binary("less", lax.lt_p, "Like numpy.less.", comparison=True)
+less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.", comparison=True)
+greater = _binary("greater", lax.gt_p, "Like numpy.greater.", comparison=True)
+greater_equal = _binary("greater_equal", lax.ge_p, "Like numpy.greater_equal.",
+                        comparison=True)
+
+
+def _weak_bool(out):
+    # JAX's rule: a comparison of two weakly typed operands is a weakly typed bool.
+    # xform.lax comparisons always give strong bools, so mark it with a (free under
+    # jit) convert_element_type.
+    return lax.convert_element_type(out, dtypes.bool_, True)
+
+
+def _compare(fn, a, b):
+    out = fn(a, b)
+    return _weak_bool(out) if a.aval.weak_type and b.aval.weak_type else out
+
+
+_INEXACT = dtypes.inexact_dtypes
+
+
+def _unary_inexact(name, lax_fn):
+    def fn(x, /):
+        aval = getattr(x, "aval", None)
+        if aval is not None and aval.dtype in _INEXACT:  # fast path: nothing to promote
+            return lax_fn(x)
+        x, = _util.promote_dtypes(name, x, to="inexact")
+        return lax_fn(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Like numpy.{name} (integer and bool inputs are promoted to float)."
+    return fn
+
+
+exp = _unary_inexact("exp", lax.exp)
+log = _unary_inexact("log", lax.log)
+sin = _unary_inexact("sin", lax.sin)
+cos = _unary_inexact("cos", lax.cos)
+tanh = _unary_inexact("tanh", lax.tanh)
+sqrt = _unary_inexact("sqrt", lax.sqrt)
+
+
+def _const(x, value):
+    return _util.scalar_array(value, x.aval.dtype, True)
+
+
+def _full_like(x, value, weak=None):
+    """``value`` broadcast to ``x``'s shape and dtype (and weak type, by default)."""
+    fill = _util.scalar_array(value, x.aval.dtype, x.aval.weak_type if weak is None else weak)
+    return lax.broadcast_in_dim(fill, x.aval.shape, ())
+
+
+def exp2(x, /):
+    """Like numpy.exp2: computed as ``exp(ln(2) * x)``, as JAX's lowering does."""
+    x, = _util.promote_dtypes("exp2", x, to="inexact")
+    return lax.exp(lax.mul(x, _const(x, np.log(2.0))))
+
+
+def log2(x, /):
+    """Like numpy.log2: computed as ``log(x) / log(2)``, as JAX does."""
+    x, = _util.promote_dtypes("log2", x, to="inexact")
+    return lax.div(lax.log(x), lax.log(_const(x, 2)))
+
+
+def log10(x, /):
+    """Like numpy.log10: computed as ``log(x) / log(10)``, as JAX does."""
+    x, = _util.promote_dtypes("log10", x, to="inexact")
+    return lax.div(lax.log(x), lax.log(_const(x, 10)))
+
+
+def negative(x, /):
+    """Like numpy.negative (unsigned integers wrap around)."""
+    return lax.neg(asarray(x, "negative"))
+
+
+def positive(x, /):
+    """Like numpy.positive."""
+    return asarray(x, "positive")
+
+
+def absolute(x, /):
+    """Like numpy.absolute; bool and unsigned inputs are returned unchanged."""
+    x = asarray(x, "absolute")
+    dt = x.aval.dtype
+    return x if dt == dtypes.bool_ or dtypes.is_unsigned(dt) else lax.abs(x)
+
+
+abs = absolute
+
+
+def sign(x, /):
+    """Like numpy.sign."""
+    x = asarray(x, "sign")
+    if dtypes.is_unsigned(x.aval.dtype):  # stablehlo.sign takes no unsigned types
+        return lax.convert_element_type(lax.ne(x, _const(x, 0)), x.aval.dtype,
+                                        x.aval.weak_type)
+    return lax.sign(x)
+
+
+def square(x, /):
+    """Like numpy.square (``integer_pow(x, 2)``; bool is promoted to int)."""
+    x, = _util.promote_dtypes("square", x, to="numeric")
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x, /):
+    """Like numpy.reciprocal, but integer inputs are promoted to float (as in JAX).
+
+    >>> jnp.reciprocal(jnp.array([1, 2, 4]))
+    Array([1.  , 0.5 , 0.25], dtype=float32)
+    """
+    x, = _util.promote_dtypes("reciprocal", x, to="inexact")
+    return lax.integer_pow(x, -1)
+
+
+# ---- power ----
+
+def _concrete_int(x):
+    """``x`` as a Python int if it is a concrete integer scalar, else None."""
+    if type(x) is int or type(x) is bool:
+        return int(x)
+    if isinstance(x, Tracer):
+        x = x.to_concrete_value()
+        if x is None:
+            return None
+    if isinstance(x, (Array, np.ndarray, np.generic)):
+        if x.shape or not dtypes.is_integer(x.dtype):
+            return None
+    elif not isinstance(x, int):
+        return None
+    return operator.index(x)
+
+
+def _pow_int_int(x1, x2):
+    # Binary exponentiation over the exponent's low 6 bits (more would overflow for
+    # |x1| > 1), matching JAX; the bits are read with div/sub as lax has no bitwise ops.
+    zero, one = _const(x1, 0), _const(x1, 1)
+    acc = lax.select(logical_and(lax.eq(x1, zero), lax.ne(x2, _const(x2, 0))),
+                     _full_like(x1, 0, weak=False), _full_like(x1, 1, weak=False))
+    r = lax.sub(x2, lax.mul(lax.div(x2, _const(x2, 64)), _const(x2, 64)))
+    bits = lax.select(lax.lt(r, _const(r, 0)), lax.add(r, _const(r, 64)), r)  # x2 mod 64
+    for _ in range(6):
+        half = lax.div(bits, _const(bits, 2))
+        odd = lax.ne(lax.sub(bits, lax.mul(half, _const(bits, 2))), _const(bits, 0))
+        acc = lax.select(odd, lax.mul(acc, x1), acc)
+        x1, bits = lax.mul(x1, x1), half
+    return acc
+
+
+def power(x1, x2, /):
+    """Like numpy.power, with JAX's rules.
+
+    A concrete integer exponent uses exact repeated multiplication
+    (``lax.integer_pow``); integer bases with integer array exponents use binary
+    exponentiation (negative exponents give implementation-defined values instead of
+    NumPy's error).
+
+    >>> jnp.power(jnp.arange(4), 2)
+    Array([0, 1, 4, 9], dtype=int32)
+    """
+    if type(x2) is int and (type(x1) is Array or isinstance(x1, Tracer)) \
+            and x1.aval.dtype in dtypes.numeric_dtypes:
+        return lax.integer_pow(x1, x2)  # fast path for x ** 2
+    _util.check_arraylike("power", x1, x2)
+    n = _concrete_int(x2)
+    if n is not None:
+        x1, = _util.promote_dtypes("power", x1, to="numeric")
+        return lax.integer_pow(x1, n)
+    a1, a2 = asarray(x1, "power"), asarray(x2, "power", 1)
+    a1, a2 = _util.broadcast_arrays("power", a1, a2)
+    d1, d2 = a1.aval.dtype, a2.aval.dtype
+    if dtypes.is_inexact(d1) and dtypes.is_integer(d2):
+        # The base keeps its dtype (differentiable in x1 at 0, as JAX's lax.pow).
+        return lax.pow(a1, lax.convert_element_type(a2, d1, a2.aval.weak_type))
+    p1, p2 = _util.promote_dtypes("power", x1, x2, to="numeric")
+    p1, p2 = _util.broadcast_arrays("power", p1, p2, scalars_ok=False)
+    if dtypes.is_integer(p1.aval.dtype):
+        return _pow_int_int(p1, p2)
+    return lax.pow(p1, p2)
+
+
+pow = power
+
+
+# ---- integer division ----
+
+def _int_only(name, dt):
+    if not dtypes.is_integer(dt):
+        raise NotImplementedError(
+            f"jnp.{name} of {np.dtype(dt).name} operands is not supported: xform.lax has "
+            "no floor or remainder primitive to compute it exactly. Use integer operands, "
+            "or true division.")
+
+
+def _rem(x1, x2):
+    # Truncated remainder, exact for integers (XLA: x / 0 == -1, so x % 0 == x).
+    return lax.sub(x1, lax.mul(lax.div(x1, x2), x2))
+
+
+def floor_divide(x1, x2, /):
+    """Like numpy.floor_divide, for integer and bool operands only.
+
+    Raises:
+      NotImplementedError: for floating operands (no exact floor in xform.lax).
+
+    >>> jnp.floor_divide(jnp.array([-3, 3]), 2)
+    Array([-2,  1], dtype=int32)
+    """
+    x1, x2 = promote_args("floor_divide", x1, x2, to="numeric")
+    dt = x1.aval.dtype
+    _int_only("floor_divide", dt)
+    if dtypes.is_unsigned(dt):
+        return lax.div(x1, x2)
+    x1, x2 = _util.broadcast_arrays("floor_divide", x1, x2, scalars_ok=False)
+    quotient = lax.div(x1, x2)
+    fix = logical_and(lax.ne(lax.sign(x1), lax.sign(x2)),
+                      lax.ne(_rem(x1, x2), _const(x1, 0)))
+    return lax.select(fix, lax.sub(quotient, _const(quotient, 1)), quotient)
+
+
+def remainder(x1, x2, /):
+    """Like numpy.remainder (result has the sign of ``x2``), for integer and bool
+    operands only; ``x % 0`` is 0 as in JAX.
+
+    Raises:
+      NotImplementedError: for floating operands (no exact remainder in xform.lax).
+
+    >>> jnp.remainder(jnp.array([-3, 3]), 2)
+    Array([1, 1], dtype=int32)
+    """
+    x1, x2 = promote_args("remainder", x1, x2, to="numeric")
+    _int_only("remainder", x1.aval.dtype)
+    x1, x2 = _util.broadcast_arrays("remainder", x1, x2, scalars_ok=False)
+    zero = _const(x1, 0)
+    x2 = lax.select(lax.eq(x2, zero), _full_like(x2, 1), x2)
+    trunc = _rem(x1, x2)
+    plus = logical_and(lax.ne(lax.lt(trunc, zero), lax.lt(x2, zero)), lax.ne(trunc, zero))
+    return lax.select(plus, lax.add(trunc, x2), trunc)
+
+
+mod = remainder
+
+
+# ---- logical and bitwise ----
+
+def _false():
+    return _util.scalar_array(False, dtypes.bool_, False)
+
+
+def _to_bool(x):
+    return x if x.aval.dtype == dtypes.bool_ else _compare(lax.ne, x, _const(x, 0))
+
+
+def _not(b):
+    out = lax.eq(b, _false())
+    return _weak_bool(out) if b.aval.weak_type else out
+
+
+def _logical(out, *operands):
+    # JAX's logical_* results are weak only for rank-0 all-weak operands (arrays give
+    # strong bools even from weak inputs); match that.
+    weak = not out.aval.shape and all(x.aval.weak_type for x in operands)
+    return lax.convert_element_type(out, dtypes.bool_, weak)
+
+
+def logical_not(x, /):
+    """Like numpy.logical_not."""
+    b = _to_bool(asarray(x, "logical_not"))
+    return _logical(lax.eq(b, _false()), b)
+
+
+def _bools(name, x1, x2):
+    x1, x2 = promote_args(name, x1, x2)
+    return _util.broadcast_arrays(name, _to_bool(x1), _to_bool(x2), scalars_ok=False)
+
+
+def logical_and(x1, x2, /):
+    """Like numpy.logical_and."""
+    a, b = _bools("logical_and", x1, x2)
+    return _logical(lax.select_n(a, a, b), a, b)  # a ? b : a
+
+
+def logical_or(x1, x2, /):
+    """Like numpy.logical_or."""
+    a, b = _bools("logical_or", x1, x2)
+    return _logical(lax.select_n(a, b, a), a, b)  # a ? a : b
+
+
+def logical_xor(x1, x2, /):
+    """Like numpy.logical_xor."""
+    a, b = _bools("logical_xor", x1, x2)
+    return _logical(lax.ne(a, b), a, b)
+
+
+def _bool_only(name, fn):
+    def op(x1, x2, /):
+        x1, x2 = promote_args(name, x1, x2)
+        if x1.aval.dtype != dtypes.bool_:
+            raise NotImplementedError(
+                f"jnp.{name} supports only bool arrays in xform (xform.lax has no bitwise "
+                f"primitives), got {x1.aval.dtype.name}.")
+        return fn(x1, x2)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Like numpy.{name}, for bool operands only."
+    return op
+
+
+bitwise_and = _bool_only("bitwise_and", logical_and)
+bitwise_or = _bool_only("bitwise_or", logical_or)
+bitwise_xor = _bool_only("bitwise_xor", logical_xor)
+
+
+def invert(x, /):
+    """Like numpy.invert (``~x``) for bool and integer arrays.
+
+    Computed as ``-x - 1`` (signed) or ``max - x`` (unsigned): exact in two's complement.
+    """
+    x = asarray(x, "invert")
+    dt = x.aval.dtype
+    if dt == dtypes.bool_:
+        return _not(x)
+    if dtypes.is_unsigned(dt):
+        return lax.sub(_const(x, np.iinfo(dt).max), x)
+    if dtypes.is_integer(dt):
+        return lax.sub(lax.neg(x), _const(x, 1))
+    raise TypeError(f"invert requires a bool or integer array, got {dt.name}.")
+
+
+bitwise_not = invert
+
+
+def isnan(x, /):
+    """Like numpy.isnan."""
+    x = asarray(x, "isnan")
+    if not dtypes.is_inexact(x.aval.dtype):
+        return lax.full(x.aval.shape, False)
+    return _compare(lax.ne, x, x)
+
+
+def isfinite(x, /):
+    """Like numpy.isfinite (``x - x == 0`` exactly when ``x`` is finite)."""
+    x = asarray(x, "isfinite")
+    if not dtypes.is_inexact(x.aval.dtype):
+        return lax.full(x.aval.shape, True)
+    return _compare(lax.eq, lax.sub(x, x), _const(x, 0))
+
+
+def isinf(x, /):
+    """Like numpy.isinf."""
+    x = asarray(x, "isinf")
+    if not dtypes.is_inexact(x.aval.dtype):
+        return lax.full(x.aval.shape, False)
+    return lax.eq(lax.abs(x), _util.scalar_array(np.inf, x.aval.dtype, False))
+
+
+# ---- selection ----
+
+def where(condition, x=None, y=None, /):
+    """Like numpy.where with three arguments.
+
+    Raises:
+      NotImplementedError: for the one-argument form (``nonzero``), whose output
+        shape depends on the values.
+
+    >>> jnp.where(jnp.arange(4) > 1, 1.0, 0.0)
+    Array([0., 0., 1., 1.], dtype=float32, weak_type=True)
+    """
+    if x is None or y is None:
+        if x is None and y is None:
+            raise NotImplementedError("jnp.where(condition) (nonzero) is not supported: "
+                                      "its shape depends on the values. Pass x and y.")
+        raise ValueError("Either both or neither of the x and y arguments should be "
+                         "provided to jnp.where, got only one of them.")
+    _util.check_arraylike("where", condition, x, y)
+    x, y = _util.promote_dtypes("where", x, y)
+    cond = _to_bool(asarray(condition, "where"))
+    out_shape = _util.broadcast_shapes(cond.aval.shape, x.aval.shape, y.aval.shape)
+    if cond.aval.shape != out_shape and cond.aval.shape:
+        cond = _util.broadcast_to(cond, out_shape)
+    return lax.select_n(cond, _util.broadcast_to(y, out_shape),
+                        _util.broadcast_to(x, out_shape))
+
+
+def clip(arr=None, /, min=None, max=None):
+    """Like numpy.clip: ``minimum(max, maximum(min, arr))``; either bound may be None.
+
+    >>> jnp.clip(jnp.arange(5), 1, 3)
+    Array([1, 1, 2, 3, 3], dtype=int32)
+    """
+    if arr is None:
+        raise ValueError("No input was provided to the clip function.")
+    _util.check_arraylike("clip", arr)
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return asarray(arr, "clip")
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "operator", "np", "lax", "dtypes", "Array", "Tracer", "asarray", "convert",
+    "promote_args")]
