@@ -91,9 +91,13 @@ class Array:
         return self.aval.shape[0]
 
     def __iter__(self):
+        # Unstack through the host: one transfer per row instead of compiling a slice
+        # program per index.
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.aval.shape[0]))
+        from xform.interpreters.dispatch import device_put_value
+        weak = self.aval.weak_type
+        return (device_put_value(row, weak_type=weak) for row in self._value())
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'")

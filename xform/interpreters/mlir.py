@@ -4,6 +4,8 @@ A lowering rule is ``rule(ctx, *operands, **params)`` returning one ``ir.Value``
 (or a list for multiple-result primitives); ``ctx`` carries the input and output
 avals. Rules are registered next to their primitive with ``register_lowering``.
 """
+import threading
+
 import numpy as np
 
 from xform import backend
@@ -167,6 +169,18 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
     return [read(a) for a in jaxpr.outvars]
 
 
+_contexts = threading.local()
+
+
+def _ir_context():
+    """One MLIR context per thread: creating one (registering dialects) costs ~2 ms,
+    a noticeable part of every eager op's first compile."""
+    ctx = getattr(_contexts, "ctx", None)
+    if ctx is None:
+        ctx = _contexts.ctx = backend.make_ir_context()
+    return ctx
+
+
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main") -> str:
     """StableHLO text of a module whose public ``@main`` runs ``closed``.
 
@@ -174,7 +188,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main") -
     caller passes their buffers), so large closed-over arrays are not baked in.
     """
     jaxpr = closed.jaxpr
-    with backend.make_ir_context(), ir.Location.unknown():
+    with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         module_ctx = ModuleContext(module)
         const_avals = [v.aval for v in jaxpr.constvars] if hoist_consts else []
