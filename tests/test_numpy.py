@@ -4,7 +4,6 @@ Each check runs the same expression on both libraries (``m`` is the module) with
 same NumPy inputs and compares shape, dtype, ``weak_type`` and values.
 """
 import collections
-import itertools
 
 import jax
 import jax.numpy as jnp

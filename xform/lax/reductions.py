@@ -7,8 +7,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
-from xform.lax.elementwise import (_const, add, convert_element_type, div, eq, mul,
-                                   select_n)
+from xform.lax.elementwise import convert_element_type, div, eq, mul
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -42,16 +41,6 @@ def _reduce_batch(prim):
         out_d = d - sum(1 for a in new_axes if a < d)
         return prim.bind(x, axes=new_axes), out_d
     return rule
-
-
-def _reduce_region(op, aval_scalar, ctx_types, n=1):
-    """Attach a reducer body ``op(acc..., x...)`` to a stablehlo.reduce op."""
-    def build(reduce_op):
-        block = reduce_op.regions[0].blocks.append(*(ctx_types * 2))
-        with ir.InsertionPoint(block):
-            outs = op(*block.arguments)
-            hlo.return_(outs if isinstance(outs, (list, tuple)) else [outs])
-    return build
 
 
 def _lower_reduce(ctx, operands, inits, axes, body):
@@ -126,30 +115,25 @@ def _reduce_chooser_jvp(prim):
     return jvp
 
 
-def reduce_max(operand, axes):
-    """Maximum over ``axes``."""
-    aval = get_aval(operand)
-    axes = _canonical_axes(axes, aval.ndim, "reduce_max") if aval.ndim else ()
-    return reduce_max_p.bind(operand, axes=axes) if axes else operand
+def _chooser(name, combine, identity):
+    """A reduction picking one element (max/min): its JVP averages tied positions."""
+    prim = standard_primitive(name, _reduce_abstract_eval(name))
+    ad.primitive_jvps[prim] = _reduce_chooser_jvp(prim)
+    batching.primitive_batchers[prim] = _reduce_batch(prim)
+    mlir.register_lowering(prim, _identity_reduce_lowering(combine, identity))
+
+    def reduce(operand, axes):
+        aval = get_aval(operand)
+        axes = _canonical_axes(axes, aval.ndim, name) if aval.ndim else ()
+        return prim.bind(operand, axes=axes) if axes else operand
+    reduce.__name__ = name
+    return prim, reduce
 
 
-reduce_max_p = standard_primitive("reduce_max", _reduce_abstract_eval("reduce_max"))
-ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
-batching.primitive_batchers[reduce_max_p] = _reduce_batch(reduce_max_p)
-mlir.register_lowering(reduce_max_p, _identity_reduce_lowering(hlo.maximum, _lowest))
-
-
-def reduce_min(operand, axes):
-    """Minimum over ``axes``."""
-    aval = get_aval(operand)
-    axes = _canonical_axes(axes, aval.ndim, "reduce_min") if aval.ndim else ()
-    return reduce_min_p.bind(operand, axes=axes) if axes else operand
-
-
-reduce_min_p = standard_primitive("reduce_min", _reduce_abstract_eval("reduce_min"))
-ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
-batching.primitive_batchers[reduce_min_p] = _reduce_batch(reduce_min_p)
-mlir.register_lowering(reduce_min_p, _identity_reduce_lowering(hlo.minimum, _highest))
+reduce_max_p, reduce_max = _chooser("reduce_max", hlo.maximum, _lowest)
+reduce_max.__doc__ = "Maximum over ``axes``."
+reduce_min_p, reduce_min = _chooser("reduce_min", hlo.minimum, _highest)
+reduce_min.__doc__ = "Minimum over ``axes``."
 
 
 # ---- argmax ----

@@ -18,7 +18,7 @@ from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
 from xform.numpy import _util
-from xform.numpy._util import asarray, convert, promote_args
+from xform.numpy._util import asarray, promote_args
 
 _INT_KINDS = frozenset(d for d in dtypes.all_dtypes if d.kind in "iu")
 # Python scalar type -> array dtypes it joins without changing them (weakly).
@@ -244,7 +244,7 @@ def _concrete_int(x):
 def _pow_int_int(x1, x2):
     # Binary exponentiation over the exponent's low 6 bits (more would overflow for
     # |x1| > 1), matching JAX; the bits are read with div/sub as lax has no bitwise ops.
-    zero, one = _const(x1, 0), _const(x1, 1)
+    zero = _const(x1, 0)
     acc = lax.select(logical_and(lax.eq(x1, zero), lax.ne(x2, _const(x2, 0))),
                      _full_like(x1, 0, weak=False), _full_like(x1, 1, weak=False))
     r = lax.sub(x2, lax.mul(lax.div(x2, _const(x2, 64)), _const(x2, 64)))

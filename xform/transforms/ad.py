@@ -299,29 +299,16 @@ def _std_basis(flat_avals, dtype):
     return out
 
 
-def _split_last(x, in_avals, lead_shape):
-    """Split x's last axis per input leaf and reshape to lead_shape + input shape."""
+def _split(x, axis, avals, shape_of):
+    """Split ``x`` along ``axis`` into pieces of each aval's size, piece i reshaped to
+    ``shape_of(avals[i])``."""
     from xform import lax
     out, start = [], 0
     xa = get_aval(x)
-    for a in in_avals:
-        lo = [0] * xa.ndim
-        hi = list(xa.shape)
-        lo[-1], hi[-1] = start, start + a.size
-        out.append(lax.reshape(lax.slice(x, lo, hi), tuple(lead_shape) + a.shape))
-        start += a.size
-    return out
-
-
-def _split_first(x, out_avals, tail_shape):
-    from xform import lax
-    out, start = [], 0
-    xa = get_aval(x)
-    for a in out_avals:
-        lo = [0] * xa.ndim
-        hi = list(xa.shape)
-        lo[0], hi[0] = start, start + a.size
-        out.append(lax.reshape(lax.slice(x, lo, hi), a.shape + tuple(tail_shape)))
+    for a in avals:
+        lo, hi = [0] * xa.ndim, list(xa.shape)
+        lo[axis], hi[axis] = start, start + a.size
+        out.append(lax.reshape(lax.slice(x, lo, hi), shape_of(a)))
         start += a.size
     return out
 
@@ -356,7 +343,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         jac_flat = tree_util.tree_leaves(jac)
         rows = []
         for yl, jl in zip(y_flat, jac_flat):
-            parts = _split_last(jl, x_avals, get_aval(yl).shape)
+            lead = get_aval(yl).shape
+            parts = _split(jl, -1, x_avals, lambda a: lead + a.shape)
             per_arg = tree_util.tree_unflatten(x_tree, parts)
             rows.append(per_arg[0] if isinstance(argnums, int) else per_arg)
         result = tree_util.tree_unflatten(y_tree, rows)
@@ -388,7 +376,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             return pullback(tree_util.tree_unflatten(y_tree, list(b)))
         jac = vmap(pull)(*basis)   # tuple over args; leaves (M,) + x.shape
         x_leaves, x_tree = tree_util.tree_flatten(jac)
-        per_x = [_split_first(j, y_avals, get_aval(j).shape[1:]) for j in x_leaves]
+        per_x = [_split(j, 0, y_avals, lambda a, tail=get_aval(j).shape[1:]: a.shape + tail)
+                 for j in x_leaves]
         rows = []
         for i in range(len(y_flat)):
             per_arg = tree_util.tree_unflatten(x_tree, [p[i] for p in per_x])
