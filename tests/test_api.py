@@ -130,6 +130,15 @@ def test_disable_jit_runs_python_each_call():
     with xform.disable_jit():
         f(1.0)
     assert traces[-1] == "float" and len(traces) == 2  # the Python value itself, as in JAX
+    x = xform.device_put(np.float32(1.0))
+    f(x)
+    f(x)  # now served by the all-Array fast path
+    n = len(traces)
+    with xform.disable_jit():
+        f(x)
+    assert len(traces) == n + 1 and traces[-1] == "Array"
+    f(x)
+    assert len(traces) == n + 1  # compiled again, without re-tracing
     assert not xform.config.jax_disable_jit
 
 

@@ -343,9 +343,13 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 def _clear_all(name, value):
-    if name == "jax_enable_x64":
-        for f in list(_all_jitted):
+    # x64 changes what tracing produces; disable_jit must bypass the fast path, which
+    # checks no flags (it stays empty while jit is disabled: _call returns early).
+    for f in list(_all_jitted):
+        if name == "jax_enable_x64":
             f.clear_cache()
+        elif name == "jax_disable_jit":
+            f._fast.clear()
 
 
 config._add_listener(_clear_all)
