@@ -112,26 +112,10 @@ class Executable:
     def hlo_text(self):
         return self._exe.hlo_modules()[0].to_string()
 
-    def execute_replicated(self, per_device_args):
-        """Run a replicated program: ``per_device_args[i]`` lists device i's buffers.
 
-        Returns the outputs as ``outs[j][i]``: output j on device i.
-        """
-        n_args = len(per_device_args[0]) if per_device_args else 0
-        results = self._exe.execute_sharded(
-            [[per_device_args[d][a] for d in range(len(self.devices))] for a in range(n_args)])
-        return results.disassemble_into_single_device_arrays()
-
-
-def compile(module_text: str, devices=None, num_replicas: int = 1) -> Executable:
+def compile(module_text: str, devices=None) -> Executable:
     """Compile a StableHLO module (text) with XLA for ``devices`` (default: one device)."""
     devices = list(devices) if devices is not None else [default_device()]
     options = _jax.CompileOptions()
-    if num_replicas > 1:
-        build = options.executable_build_options
-        build.num_replicas = num_replicas
-        build.num_partitions = 1
-        build.device_assignment = _jax.DeviceAssignment.create(
-            np.array([[d.id] for d in devices], dtype=np.int32))
     exe = client().compile_and_load(module_text, _jax.DeviceList(tuple(devices)), options)
     return Executable(exe, devices, module_text)

@@ -13,7 +13,6 @@ import itertools
 import numpy as np
 
 from xform.core.avals import ShapedArray
-from xform.core.trace import get_aval
 
 
 class Var:
@@ -111,10 +110,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         for v, x in zip(eqn.outvars, outs, strict=True):
             env[v] = x
     return [a.val if type(a) is Literal else env[a] for a in jaxpr.outvars]
-
-
-def jaxpr_as_fun(closed: ClosedJaxpr):
-    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
 class JaxprTypeError(TypeError):
@@ -237,7 +232,3 @@ def _pp_jaxpr(jaxpr, names, indent):
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
     return _pp_jaxpr(jaxpr, _Names(), 0)
 
-
-def new_var(x_or_aval) -> Var:
-    aval = x_or_aval if isinstance(x_or_aval, ShapedArray) else get_aval(x_or_aval)
-    return Var(aval)

@@ -115,12 +115,6 @@ class set_current_trace:
         _context.trace = self.prev
 
 
-def check_valid(tracer):
-    """Raise UnexpectedTracerError if ``tracer``'s trace has ended."""
-    if not tracer._trace._valid:
-        raise UnexpectedTracerError(tracer)
-
-
 class Tracer:
     """A value inside a transformation. Operators are installed by xform.numpy."""
     __slots__ = ("_trace",)

@@ -6,14 +6,13 @@ jaxpr backwards with each linear primitive's transpose rule. Tangents and
 cotangents may be the symbolic ``Zero``, which rules skip.
 """
 from xform.core import dtypes
-from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, eval_jaxpr
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                               to_concrete_value)
 from xform.interpreters import partial_eval as pe
 
 primitive_jvps = {}
 primitive_transposes = {}
-nondiff_primitives = set()
 
 
 class Zero:
@@ -99,14 +98,15 @@ def defjvp2(prim, *jvprules):
 
 def deflinear(prim, transpose_rule):
     """A primitive linear in all its inputs: its JVP applies it to the tangents.
-    ``transpose_rule(ct, **params)`` returns the input cotangents."""
+    ``transpose_rule(ct, *args, **params)`` returns the input cotangents (args are
+    ``UndefinedPrimal``s carrying the operands' avals)."""
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         if all(type(t) is Zero for t in tangents):
             return out, Zero(get_aval(out).to_tangent_aval())
         return out, prim.bind(*map(instantiate_zeros, tangents), **params)
     primitive_jvps[prim] = jvp
-    primitive_transposes[prim] = lambda ct, *args, **params: transpose_rule(ct, **params)
+    primitive_transposes[prim] = transpose_rule
 
 
 def defbilinear(prim, lhs_rule, rhs_rule):
@@ -139,7 +139,6 @@ def defnondiff(prim):
             return out, [Zero(get_aval(o).to_tangent_aval()) for o in out]
         return out, Zero(get_aval(out).to_tangent_aval())
     primitive_jvps[prim] = jvp
-    nondiff_primitives.add(prim)
 
 
 # ---- JVP trace ----
@@ -295,17 +294,13 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):
         primals, tangents_nz = args[:n], iter(args[n:])
         tangents = [next(tangents_nz) if nz else Zero(a.to_tangent_aval())
                     for a, nz in zip(closed.in_avals, nonzeros)]
-        outs, touts = jvp_flat(lambda *xs: eval_jaxpr_closed(closed, xs), primals, tangents)
+        outs, touts = jvp_flat(closed, primals, tangents)
         touts = [instantiate_zeros(t) if inst else t for t, inst in zip(touts, instantiate)]
         result["out_nonzeros"] = [type(t) is not Zero for t in touts]
         return list(outs) + [t for t in touts if type(t) is not Zero]
 
     jaxpr = pe.trace_to_jaxpr(fun, list(closed.in_avals) + tangent_avals)
     return jaxpr, result["out_nonzeros"]
-
-
-def eval_jaxpr_closed(closed, args):
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
 
 
 def transpose_jaxpr(closed: ClosedJaxpr, linear_mask):
@@ -321,7 +316,7 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear_mask):
         known, unknown, _, num_res = pe.partial_eval_jaxpr(
             closed, linear_mask, instantiate=True)
         res_vals = list(res)
-        residuals = eval_jaxpr_closed(known, res_vals)[-num_res:] if num_res else []
+        residuals = known(*res_vals)[-num_res:] if num_res else []
         lin = unknown.jaxpr
         jaxpr = Jaxpr(lin.invars[:num_res], lin.invars[num_res:], lin.outvars, lin.eqns)
         out = backward_pass(jaxpr, residuals, lin_avals, list(cts))

@@ -82,10 +82,6 @@ class _OneOp:
 _prim_cache = {}
 
 
-def _param_key(params):
-    return tuple(params.items())
-
-
 def apply_primitive(prim, *args, **params):
     """Execute one primitive on concrete values (the eval trace's ``impl``)."""
     avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])

@@ -121,7 +121,6 @@ class ModuleContext:
 
     def __init__(self, module):
         self.module = module
-        self.symbol_table = ir.SymbolTable(module.operation)
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
 

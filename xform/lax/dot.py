@@ -92,24 +92,13 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
     return shapes.transpose(out, tuple(pos[d] for d in range(x_aval.ndim)))
 
 
-def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, **_):
+    return _transpose_lhs(ct, x.aval, y, dimension_numbers)
+
+
+def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, **_):
     (xc, yc), (xb, yb) = dimension_numbers
-    if ad.is_undefined_primal(x):
-        return [_transpose_lhs(ct, x.aval, y, dimension_numbers), None]
-    swapped = ((yc, xc), (yb, xb))
-    return [None, _transpose_lhs(ct, y.aval, x, swapped, swap_ans=True)]
-
-
-def _dot_general_jvp(primals, tangents, **params):
-    x, y = primals
-    tx, ty = tangents
-    out = dot_general_p.bind(x, y, **params)
-    t = ad.Zero(get_aval(out).to_tangent_aval())
-    if type(tx) is not ad.Zero:
-        t = ad.add_tangents(t, dot_general_p.bind(tx, y, **params))
-    if type(ty) is not ad.Zero:
-        t = ad.add_tangents(t, dot_general_p.bind(x, ty, **params))
-    return out, t
+    return _transpose_lhs(ct, y.aval, x, ((yc, xc), (yb, xb)), swap_ans=True)
 
 
 def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
@@ -149,7 +138,6 @@ def _dot_general_lowering(ctx, x, y, *, dimension_numbers, precision, preferred_
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_abstract_eval)
-ad.primitive_jvps[dot_general_p] = _dot_general_jvp
-ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
 mlir.register_lowering(dot_general_p, _dot_general_lowering)

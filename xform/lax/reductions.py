@@ -82,8 +82,7 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 
 reduce_sum_p = standard_primitive("reduce_sum", _reduce_abstract_eval("reduce_sum"))
-ad.deflinear(reduce_sum_p, None)
-ad.primitive_transposes[reduce_sum_p] = _reduce_sum_transpose
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
 batching.primitive_batchers[reduce_sum_p] = _reduce_batch(reduce_sum_p)
 mlir.register_lowering(reduce_sum_p, _identity_reduce_lowering(
     hlo.add, lambda dt: False if dt == np.bool_ else 0))

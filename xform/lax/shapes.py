@@ -69,8 +69,7 @@ def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_abstract_eval)
-ad.deflinear(broadcast_in_dim_p, lambda ct, **p: None)  # transpose set below (needs x)
-ad.primitive_transposes[broadcast_in_dim_p] = _broadcast_in_dim_transpose
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
 
@@ -135,8 +134,7 @@ def _reshape_batch(vals, dims, *, new_sizes):
 
 
 reshape_p = standard_primitive("reshape", _reshape_abstract_eval)
-ad.deflinear(reshape_p, None)
-ad.primitive_transposes[reshape_p] = lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)]
+ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
 batching.primitive_batchers[reshape_p] = _reshape_batch
 mlir.register_lowering(reshape_p, lambda ctx, x, *, new_sizes: hlo.reshape(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x))
@@ -167,9 +165,8 @@ def _transpose_batch(vals, dims, *, permutation):
 
 
 transpose_p = standard_primitive("transpose", _transpose_abstract_eval)
-ad.deflinear(transpose_p, None)
-ad.primitive_transposes[transpose_p] = lambda ct, x, *, permutation: [
-    transpose(ct, tuple(np.argsort(permutation)))]
+ad.deflinear(transpose_p, lambda ct, x, *, permutation: [
+    transpose(ct, tuple(np.argsort(permutation)))])
 batching.primitive_batchers[transpose_p] = _transpose_batch
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.transpose(
     x, mlir.dense_i64(permutation)))
@@ -202,8 +199,7 @@ def _squeeze_batch(vals, dims, *, dimensions):
 
 
 squeeze_p = standard_primitive("squeeze", _squeeze_abstract_eval)
-ad.deflinear(squeeze_p, None)
-ad.primitive_transposes[squeeze_p] = lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)]
+ad.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
 mlir.register_lowering(squeeze_p, lambda ctx, x, *, dimensions: hlo.reshape(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x))
@@ -303,8 +299,7 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
 
 
 slice_p = standard_primitive("slice", _slice_abstract_eval)
-ad.deflinear(slice_p, None)
-ad.primitive_transposes[slice_p] = _slice_transpose
+ad.deflinear(slice_p, _slice_transpose)
 batching.primitive_batchers[slice_p] = _slice_batch
 mlir.register_lowering(slice_p, _slice_lowering)
 
@@ -373,8 +368,7 @@ def _pad_lowering(ctx, x, pv, *, padding_config):
 
 
 pad_p = standard_primitive("pad", _pad_abstract_eval)
-ad.deflinear(pad_p, None)
-ad.primitive_transposes[pad_p] = _pad_transpose
+ad.deflinear(pad_p, _pad_transpose)
 batching.primitive_batchers[pad_p] = _pad_batch
 mlir.register_lowering(pad_p, _pad_lowering)
 
@@ -427,17 +421,8 @@ def _concatenate_batch(vals, dims, *, dimension):
     return concatenate(xs, dimension + 1), 0
 
 
-def _concatenate_jvp(primals, tangents, *, dimension):
-    out = concatenate(primals, dimension)
-    if all(type(t) is ad.Zero for t in tangents):
-        return out, ad.Zero(get_aval(out).to_tangent_aval())
-    ts = [ad.instantiate_zeros(t) for t in tangents]
-    return out, concatenate(ts, dimension)
-
-
 concatenate_p = standard_primitive("concatenate", _concatenate_abstract_eval)
-ad.primitive_jvps[concatenate_p] = _concatenate_jvp
-ad.primitive_transposes[concatenate_p] = _concatenate_transpose
+ad.deflinear(concatenate_p, _concatenate_transpose)
 batching.primitive_batchers[concatenate_p] = _concatenate_batch
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.concatenate(
     list(xs), dimension))
