@@ -24,11 +24,13 @@ class Primitive:
     input avals to output aval(s). ``multiple_results`` primitives return lists.
     """
     multiple_results = False
+    registry = []   # every primitive ever declared (the rule-completeness test walks it)
 
     def __init__(self, name):
         self.name = name
         self.impl = None
         self._abstract_eval = None
+        Primitive.registry.append(self)
 
     def bind(self, *args, **params):
         return _context.trace.process_primitive(self, args, params)

@@ -1,0 +1,1 @@
+"""Structured control flow as higher-order primitives (cond, while, scan, ...)."""

@@ -1,0 +1,62 @@
+"""Shared machinery of the control-flow primitives: tracing user functions to
+jaxprs ("initial style") and checking that their output types agree.
+
+Control-flow primitives hold closed jaxprs in their params. A user function is
+traced once to a jaxpr; the values it closes over (possibly tracers of enclosing
+transformations) become explicit leading operands, so every interpreter sees them.
+"""
+from xform.core import tree_util
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import partial_eval as pe
+
+
+def abstractify(x):
+    """The aval of an operand (Array, tracer, NumPy value or Python scalar)."""
+    return get_aval(x)
+
+
+def trace_jaxpr(fun, in_tree, in_avals):
+    """Trace ``fun`` (taking pytree arguments with structure ``in_tree``) at ``in_avals``.
+
+    Returns ``(closed, consts, out_tree)``: ``closed`` has no consts of its own; its
+    leading inputs take ``consts`` (the values ``fun`` closed over), then the flat args.
+    """
+    out_tree_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, flat))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        return leaves
+
+    closed = pe.trace_to_jaxpr(flat_fun, in_avals)
+    converted, consts = pe.convert_constvars_jaxpr(closed)
+    return converted, list(consts), out_tree_box[0]
+
+
+def _type_str(avals):
+    return ", ".join(a.str_short() for a in avals)
+
+
+def check_same_types(what, names, trees, aval_lists):
+    """Raise a TypeError naming ``names`` unless all output trees and avals agree.
+
+    Weak types may differ (the result is then strong, as in JAX); shapes and dtypes
+    may not.
+    """
+    first_tree, first_avals = trees[0], aval_lists[0]
+    for name, tree, avals in zip(names[1:], trees[1:], aval_lists[1:]):
+        if tree != first_tree:
+            raise TypeError(f"{what}: {names[0]} and {name} must have the same output "
+                            f"structure, got {first_tree} and {tree}.")
+        if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in first_avals]:
+            raise TypeError(f"{what}: {names[0]} and {name} must have identical output "
+                            f"types, got\n  {_type_str(first_avals)}\nand\n"
+                            f"  {_type_str(avals)}.")
+
+
+def join_weak_types(aval_lists):
+    """Output avals of several branches: weak only where every branch is weak."""
+    return [ShapedArray(col[0].shape, col[0].dtype, all(b.weak_type for b in col))
+            for col in zip(*aval_lists)]
