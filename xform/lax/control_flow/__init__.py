@@ -1,1 +1,2 @@
 """Structured control flow as higher-order primitives (cond, while, scan, ...)."""
+from xform.lax.control_flow.loops import while_loop  # noqa: F401
