@@ -530,9 +530,16 @@ def _add_any_abstract_eval(x, y):
     return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
 
 
+def _add_any_batch(vals, dims):
+    # No rank-0 broadcasting here (unlike add): an unmapped tangent is broadcast.
+    size = batching.axis_size_of(vals, dims)
+    x, y = (batching.bdim_at_front(v, d, size) for v, d in zip(vals, dims))
+    return add_any(x, y), 0
+
+
 add_any_p = standard_primitive("add_any", _add_any_abstract_eval)
 ad.deflinear(add_any_p, lambda ct, x, y: [ct, ct])
-batching.defbroadcasting(add_any_p)
+batching.primitive_batchers[add_any_p] = _add_any_batch
 mlir.register_lowering(add_any_p, mlir.elementwise(hlo.add))
 
 
