@@ -14,4 +14,4 @@ from xform.lax.shapes import (
 from xform.lax.reductions import (argmax, reduce_max, reduce_min, reduce_sum, argmax_p,
                                   reduce_max_p, reduce_min_p, reduce_sum_p)
 from xform.lax.dot import dot, dot_general, dot_general_p
-from xform.lax.control_flow import while_loop
+from xform.lax.control_flow import cond, switch, while_loop
