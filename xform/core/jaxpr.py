@@ -191,8 +191,8 @@ def _pp_param(value, names, indent):
         return value.name
     if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr))
                                                   for v in value):
-        return "(\n" + "".join(" " * (indent + 4) + _pp_param(v, names, indent) + "\n"
-                               for v in value) + " " * indent + ")"
+        return "(\n" + "".join(" " * (indent + 4) + _pp_param(v, names, indent + 2) + "\n"
+                               for v in value) + " " * (indent + 2) + ")"
     return str(value)
 
 
