@@ -13,5 +13,8 @@ from xform.lax.shapes import (
     transpose_p)
 from xform.lax.reductions import (argmax, reduce_max, reduce_min, reduce_sum, argmax_p,
                                   reduce_max_p, reduce_min_p, reduce_sum_p)
+from xform.lax.reductions import (
+    argmin, reduce_and, reduce_or, reduce_precision, reduce_prod, reduce_xor, argmin_p,
+    reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
 from xform.lax.dot import dot, dot_general, dot_general_p
 from xform.lax.control_flow import cond, switch, while_loop
