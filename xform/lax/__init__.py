@@ -18,3 +18,5 @@ from xform.lax.reductions import (
     reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
 from xform.lax.dot import dot, dot_general, dot_general_p
 from xform.lax.control_flow import cond, switch, while_loop
+from xform.lax.control_flow.scan import fori_loop, map, scan  # noqa: A004
+from xform.lax.control_flow.associative_scan import associative_scan
