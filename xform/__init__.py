@@ -12,6 +12,8 @@ from xform.transforms.ad import (grad, value_and_grad, jvp, vjp, linearize, jacf
 from xform.transforms.vmap import vmap
 from xform.transforms.devices import (device_put, devices, device_count, local_devices,
                                       default_backend, block_until_ready, disable_jit)
+from xform import debug  # noqa: E402  (xform.debug.print / callback)
+from xform.interpreters.callback import pure_callback
 
 try:  # installs Array/Tracer operators
     from xform import numpy  # noqa: F401

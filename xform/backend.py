@@ -97,14 +97,17 @@ def dlpack_device(buf):
 
 
 class Executable:
-    """A compiled XLA program; ``execute(buffers) -> buffers``."""
-    __slots__ = ("_exe", "execute", "devices", "text")
+    """A compiled XLA program; ``execute(buffers) -> buffers``.
 
-    def __init__(self, exe, devices, text):
+    It holds the program's host callbacks: XLA calls them while it runs."""
+    __slots__ = ("_exe", "execute", "devices", "text", "host_callbacks")
+
+    def __init__(self, exe, devices, text, host_callbacks=()):
         self._exe = exe
         self.execute = exe.execute  # bound method: the dispatch hot path calls it directly
         self.devices = devices
         self.text = text
+        self.host_callbacks = host_callbacks
 
     def cost_analysis(self):
         return self._exe.cost_analysis()
@@ -113,9 +116,57 @@ class Executable:
         return self._exe.hlo_modules()[0].to_string()
 
 
-def compile(module_text: str, devices=None) -> Executable:
-    """Compile a StableHLO module (text) with XLA for ``devices`` (default: one device)."""
+def compile(module_text: str, devices=None, host_callbacks=()) -> Executable:
+    """Compile a StableHLO module (text) with XLA for ``devices`` (default: one device).
+
+    ``host_callbacks[i]`` is the Python function the module's i-th host-callback
+    custom call runs (see ``PYTHON_CALLBACK_TARGET``).
+    """
     devices = list(devices) if devices is not None else [default_device()]
     options = _jax.CompileOptions()
-    exe = client().compile_and_load(module_text, _jax.DeviceList(tuple(devices)), options)
-    return Executable(exe, devices, module_text)
+    device_list = _jax.DeviceList(tuple(devices))
+    if not host_callbacks:
+        exe = client().compile_and_load(module_text, device_list, options)
+        return Executable(exe, devices, module_text)
+    errors = []
+    wrapped = [_recording_errors(fn, errors) for fn in host_callbacks]
+    with make_ir_context():  # the overload taking callbacks wants an ir.Module
+        module = ir.Module.parse(module_text)
+        exe = client().compile_and_load(module, device_list, options, wrapped)
+    result = Executable(exe, devices, module_text, tuple(wrapped))
+    result.execute = _reraising(exe.execute, errors)
+    return result
+
+
+# ---- host callbacks ----
+# jaxlib 0.10.2 on CPU: a program calls back into Python through the typed-FFI
+# custom call PYTHON_CALLBACK_TARGET (api_version 4) whose ``mhlo.backend_config``
+# is ``{index = i : ui64}``; ``i`` indexes the ``host_callbacks`` passed to
+# ``compile_and_load``. XLA calls that function with one NumPy array per operand
+# and expects a tuple of NumPy arrays, one per result, of exactly the result types.
+# A ``has_side_effect`` call is never removed by XLA.
+PYTHON_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
+
+
+def _recording_errors(fn, errors):
+    """``fn`` remembering what it raises: XLA reports only a generic INTERNAL error."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except BaseException as e:
+            errors.append(e)
+            raise
+    return call
+
+
+def _reraising(execute, errors):
+    """``execute`` raising a failed host callback's own exception (not XLA's wrapper)."""
+    def run(bufs):
+        errors.clear()
+        try:
+            return execute(bufs)
+        except _jax.JaxRuntimeError as e:
+            if errors:
+                raise errors[-1] from e
+            raise
+    return run

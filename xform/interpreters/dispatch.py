@@ -112,22 +112,67 @@ def _compile_primitive(prim, avals, params):
     outvars = [Var(a) for a in out_avals]
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
     text = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []))
-    return _OneOp(backend.compile(text), out_avals)
+    entry = _OneOp(backend.compile(text), out_avals)
+    if config.jax_debug_nans:  # baked in: the caches are cleared when the flag flips
+        entry.execute = _nan_checked(entry.execute, out_avals,
+                                     lambda bufs: _raise_nan(prim.name))
+    return entry
+
+
+# ---- jax_debug_nans ----
+
+def _nan_checked(execute, out_avals, on_nan):
+    """``execute`` calling ``on_nan(input buffers)`` when a floating output has a NaN."""
+    checked = [i for i, a in enumerate(out_avals) if a.dtype in dtypes.inexact_dtypes]
+    if not checked:
+        return execute
+
+    def run(bufs):
+        outs = execute(bufs)
+        if any(np.isnan(backend.to_numpy(outs[i])).any() for i in checked):
+            on_nan(bufs)
+        return outs
+    return run
+
+
+def _raise_nan(name):
+    raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+
+
+def _rerun_op_by_op(closed, name, bufs):
+    """A compiled program produced a NaN: run its jaxpr again one primitive at a time,
+    so that the first primitive producing a NaN raises (eager primitives check too)."""
+    from xform.core.jaxpr import eval_jaxpr
+    args = [Array(b, a) for b, a in zip(bufs[len(closed.consts):], closed.in_avals)]
+    eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    raise FloatingPointError(
+        f"invalid value (nan) encountered in {name}. Because jax_debug_nans is set, the "
+        "program was re-run one primitive at a time to find the primitive that produced "
+        "it, but none did: the NaN may come from a constant or input returned as is, "
+        "or from an XLA optimization of the compiled program.")
 
 
 # ---- compiled jaxprs (jit) ----
 
 class CompiledJaxpr:
-    """An XLA executable for a ClosedJaxpr; consts are device buffers passed first."""
+    """An XLA executable for a ClosedJaxpr; consts are device buffers passed first.
+
+    With ``jax_debug_nans`` set when it is built, ``execute`` checks the outputs and on a
+    NaN re-runs the jaxpr op by op to name the primitive that produced it."""
     __slots__ = ("execute", "const_bufs", "out_avals", "text", "executable")
 
-    def __init__(self, closed: ClosedJaxpr, device=None):
-        self.text = mlir.lower_jaxpr_to_module(closed, hoist_consts=True)
+    def __init__(self, closed: ClosedJaxpr, device=None, name="jit"):
+        callbacks = []
+        self.text = mlir.lower_jaxpr_to_module(closed, hoist_consts=True,
+                                               host_callbacks=callbacks)
         devices = [device] if device is not None else None
-        self.executable = backend.compile(self.text, devices)
+        self.executable = backend.compile(self.text, devices, callbacks)
         self.execute = self.executable.execute
         self.const_bufs = [to_buffer(c) for c in closed.consts]
         self.out_avals = closed.out_avals
+        if config.jax_debug_nans:
+            self.execute = _nan_checked(self.execute, self.out_avals,
+                                        lambda bufs: _rerun_op_by_op(closed, name, bufs))
         if config.jax_log_compiles:
             import logging
             logging.getLogger("xform").warning("Compiled a program with %d equations",
@@ -142,6 +187,8 @@ def _clear_caches(name, value):
     if name == "jax_enable_x64":
         _prim_cache.clear()
         _scalar_cache.clear()
+    elif name == "jax_debug_nans":
+        _prim_cache.clear()
 
 
 config._add_listener(_clear_caches)

@@ -117,12 +117,19 @@ def elementwise(op):
 # ---- module construction ----
 
 class ModuleContext:
-    """State while lowering one module: the module and its lowered sub-functions."""
+    """State while lowering one module: the module, its lowered sub-functions and the
+    Python functions its host-callback custom calls run (passed on to compile)."""
 
-    def __init__(self, module):
+    def __init__(self, module, host_callbacks=None):
         self.module = module
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
+        self.host_callbacks = [] if host_callbacks is None else host_callbacks
+
+    def add_host_callback(self, fn):
+        """Register ``fn``; returns its index (the custom call's ``index`` attribute)."""
+        self.host_callbacks.append(fn)
+        return len(self.host_callbacks) - 1
 
     def unique_name(self, base):
         self._count += 1
@@ -180,16 +187,19 @@ def _ir_context():
     return ctx
 
 
-def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main") -> str:
+def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
+                          host_callbacks=None) -> str:
     """StableHLO text of a module whose public ``@main`` runs ``closed``.
 
     With ``hoist_consts`` the consts become leading parameters of ``@main`` (the
     caller passes their buffers), so large closed-over arrays are not baked in.
+    Host callbacks the module calls are appended to the list ``host_callbacks``;
+    pass them to ``backend.compile``.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
-        module_ctx = ModuleContext(module)
+        module_ctx = ModuleContext(module, host_callbacks)
         const_avals = [v.aval for v in jaxpr.constvars] if hoist_consts else []
         fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
                         public=True)

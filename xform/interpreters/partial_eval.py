@@ -190,12 +190,36 @@ class JaxprTrace(Trace):
         return jaxpr, residuals
 
 
+# Effects, minimally: an effectful primitive (a host callback such as debug.print) must
+# run even when nothing uses its outputs, so DCE keeps it, and keeps any higher-order
+# equation (jit, cond, ...) whose jaxpr params contain one. Effects are unordered; JAX's
+# per-effect types, tokens and ordering are not modeled.
+effectful_primitives = set()
+
+
+def _param_jaxprs(value):
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _param_jaxprs(v)
+
+
+def has_effects(eqn: JaxprEqn) -> bool:
+    return eqn.primitive in effectful_primitives or any(
+        has_effects(e) for p in eqn.params.values() for j in _param_jaxprs(p)
+        for e in j.eqns)
+
+
 def dce_jaxpr(jaxpr: Jaxpr, prune_constvars=False):
-    """Drop equations whose outputs are unused. Returns (jaxpr, used constvar mask)."""
+    """Drop equations whose outputs are unused (unless they have effects). Returns
+    (jaxpr, used constvar mask)."""
     live = {v for v in jaxpr.outvars if type(v) is Var}
     eqns = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or has_effects(eqn):
             eqns.append(eqn)
             live.update(v for v in eqn.invars if type(v) is Var)
     eqns.reverse()

@@ -7,6 +7,7 @@ memoized per source jaxpr so repeated calls reuse compiled executables.
 """
 import collections
 
+from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr
 from xform.core.trace import Primitive, set_current_trace
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -46,8 +47,17 @@ def pjit_call(closed: ClosedJaxpr, args, name="jit"):
 
 
 def _pjit_impl(*args, jaxpr, name):
-    compiled = _compiled.get(jaxpr, None, lambda: dispatch.CompiledJaxpr(jaxpr))
+    compiled = _compiled.get(jaxpr, None,
+                             lambda: dispatch.CompiledJaxpr(jaxpr, name=f"jit({name})"))
     return compiled(args)
+
+
+def _clear_compiled(name, value):
+    if name == "jax_debug_nans":  # executables bake the flag in
+        _compiled.data.clear()
+
+
+config._add_listener(_clear_compiled)
 
 
 def _pjit_abstract_eval(*avals, jaxpr, name):

@@ -165,7 +165,8 @@ class JitWrapped:
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             entry = self._entries.get(key)
             if entry is None:
-                entry = self._entries[key] = _Entry(dispatch.CompiledJaxpr(closed), out_tree)
+                entry = self._entries[key] = _Entry(
+                    dispatch.CompiledJaxpr(closed, name=f"jit({self._name})"), out_tree)
                 if self._plain and not kwargs and all(type(a) is Array for a in args):
                     self._fast[tuple(a.aval for a in args)] = entry
             outs = entry.compiled(leaves)
@@ -349,6 +350,9 @@ def _clear_all(name, value):
         if name == "jax_enable_x64":
             f.clear_cache()
         elif name == "jax_disable_jit":
+            f._fast.clear()
+        elif name == "jax_debug_nans":  # executables bake the flag in
+            f._entries.clear()
             f._fast.clear()
 
 

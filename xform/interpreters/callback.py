@@ -1,0 +1,289 @@
+"""Host callbacks: Python functions called from traced and compiled programs.
+
+``debug_callback_p`` (``debug.print``, ``debug.callback``) has no results and an
+effect: DCE keeps it (``partial_eval.effectful_primitives``) and XLA keeps its
+side-effecting custom call. ``pure_callback_p`` has typed results and no effect.
+
+The ``callback`` param of both is a *host function*: it takes one NumPy array per
+operand (Arrays when run eagerly) and returns a tuple of arrays, one per result.
+``_UserCallback`` adapts a user's function to that convention (pytree arguments
+rebuilt as Arrays). Eagerly the impl calls the host function directly; compiled,
+it is registered with the module (``ModuleContext.add_host_callback``) and called
+by XLA through ``backend.PYTHON_CALLBACK_TARGET``. vmap transforms the host
+function itself (a host-side loop or broadcast, ``_HostBatched``), so a batched
+callback is still a single custom call.
+"""
+import numpy as np
+
+from xform import backend
+from xform.core import dtypes, tree_util
+from xform.core.array import Array
+from xform.core.avals import ShapedArray
+from xform.core.trace import Primitive, Tracer, eval_trace, set_current_trace
+from xform.interpreters import ad, batching, dispatch, mlir
+from xform.interpreters import partial_eval as pe
+
+ir, hlo = mlir.ir, mlir.hlo
+
+
+# ---- host functions ----
+
+def _is_dynamic(x):
+    """Arguments that become operands (arrays, scalars); the rest are passed as is."""
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def split_static(args, kwargs):
+    """Flatten ``(args, kwargs)``: returns (operands, treedef, {leaf index: static leaf})."""
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    static = {i: x for i, x in enumerate(leaves) if not _is_dynamic(x)}
+    return [x for x in leaves if _is_dynamic(x)], tree, static
+
+
+class _UserCallback:
+    """A user function as a host function: rebuilds its pytree arguments (operands as
+    Arrays, static leaves as given) and returns its flattened results."""
+    __slots__ = ("fn", "tree", "static")
+
+    def __init__(self, fn, tree, static):
+        self.fn, self.tree, self.static = fn, tree, static
+
+    def __call__(self, *operands):
+        it = iter(operands)
+        leaves = [self.static[i] if i in self.static else _as_array(next(it))
+                  for i in range(len(operands) + len(self.static))]
+        args, kwargs = tree_util.tree_unflatten(self.tree, leaves)
+        with set_current_trace(eval_trace):  # XLA may call back on any thread
+            return tree_util.tree_leaves(self.fn(*args, **kwargs))
+
+    def __repr__(self):
+        return getattr(self.fn, "__name__", type(self.fn).__name__)
+
+
+def _as_array(x):
+    return x if isinstance(x, Array) else dispatch.device_put_value(x)
+
+
+def _checked_results(outs, avals):
+    """The callback's results as NumPy arrays of exactly ``avals`` (else RuntimeError)."""
+    outs = list(outs) if outs is not None else []
+    if len(outs) != len(avals):
+        raise RuntimeError("Mismatched number of outputs from callback. "
+                           f"Expected: {len(avals)}, Actual: {len(outs)}")
+    checked = []
+    for i, (x, aval) in enumerate(zip(outs, avals)):
+        x = np.asarray(x)
+        dtype = dtypes.canonicalize_dtype(x.dtype)
+        x = x if dtype == x.dtype else x.astype(dtype)
+        if x.shape != aval.shape:
+            raise RuntimeError(f"Incorrect output shape for return value #{i}: "
+                               f"Expected: {aval.shape}, Actual: {x.shape}")
+        if x.dtype != aval.dtype:
+            raise RuntimeError(f"Incorrect output dtype for return value #{i}: "
+                               f"Expected: {aval.dtype}, Actual: {x.dtype}")
+        checked.append(x if x.flags.c_contiguous else x.copy(order="C"))
+    return tuple(checked)
+
+
+class _HostBatched:
+    """``callback`` vmapped on the host, the way JAX's ``vmap_method`` says:
+    ``sequential``: once per batch element, results stacked; ``expand_dims`` /
+    ``broadcast_all``: once, batch axes moved to the front and unbatched operands given
+    a leading axis of size 1 / the batch size; ``legacy_vectorized``: once, batch axes
+    moved to the front, unbatched operands as they are."""
+    __slots__ = ("callback", "dims", "size", "method", "result_avals")
+
+    def __init__(self, callback, dims, size, method, result_avals):
+        self.callback, self.dims, self.size = callback, tuple(dims), size
+        self.method, self.result_avals = method, result_avals
+
+    def __call__(self, *operands):
+        xs = [np.asarray(x) for x in operands]
+        if self.method == "sequential":
+            outs = [self.callback(*[x if d is None else np.take(x, i, axis=d)
+                                    for x, d in zip(xs, self.dims)])
+                    for i in range(self.size)]
+            if self.result_avals is None:  # a debug callback: results are ignored
+                return ()
+            outs = [_checked_results(o, self.result_avals) for o in outs]
+            return tuple(np.stack(o) for o in zip(*outs)) if outs else (
+                tuple(np.zeros((0,) + a.shape, a.dtype) for a in self.result_avals))
+        lead = {"expand_dims": 1, "broadcast_all": self.size}.get(self.method)
+        xs = [np.moveaxis(x, d, 0) if d is not None else
+              x if lead is None else np.broadcast_to(x[None], (lead,) + x.shape)
+              for x, d in zip(xs, self.dims)]
+        return self.callback(*xs)
+
+    def __repr__(self):
+        return f"vmap[{self.method}]({self.callback!r})"
+
+
+def _emit_callback(ctx, host_fn, operands, result_avals, has_side_effect):
+    """A host-callback custom call running ``host_fn`` (see ``backend.compile``)."""
+    index = ctx.module_ctx.add_host_callback(host_fn)
+    op = hlo.CustomCallOp(
+        [mlir.aval_to_ir_type(a) for a in result_avals], list(operands),
+        backend.PYTHON_CALLBACK_TARGET, has_side_effect=has_side_effect,
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+        backend_config=ir.DictAttr.get(
+            {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}))
+    return list(op.results)
+
+
+# ---- debug_callback ----
+
+def debug_callback(callback, *args, **kwargs):
+    """Stage ``callback(*args, **kwargs)`` for its side effect (``xform.debug.callback``)."""
+    operands, tree, static = split_static(args, kwargs)
+    debug_callback_p.bind(*operands, callback=_UserCallback(callback, tree, static))
+
+
+def _debug_callback_impl(*args, callback):
+    callback(*args)
+    return []
+
+
+def _debug_callback_jvp(primals, tangents, *, callback):
+    # Called with the primal values only; nothing to differentiate.
+    return debug_callback_p.bind(*primals, callback=callback), []
+
+
+def _debug_callback_transpose(cts, *args, callback):
+    return [None] * len(args)
+
+
+def _debug_callback_batch(vals, dims, *, callback):
+    # NB: as JAX, one call per batch element (JAX unrolls them in the program; here
+    # the loop runs on the host). Nested vmaps loop outer-axis-major.
+    size = batching.axis_size_of(vals, dims)
+    debug_callback_p.bind(*vals, callback=_HostBatched(callback, dims, size,
+                                                       "sequential", None))
+    return [], []
+
+
+def _debug_callback_lowering(ctx, *args, callback):
+    def host(*xs):
+        callback(*xs)
+        return ()
+    return _emit_callback(ctx, host, args, [], has_side_effect=True)
+
+
+debug_callback_p = Primitive("debug_callback")
+debug_callback_p.multiple_results = True
+debug_callback_p.def_impl(_debug_callback_impl)
+debug_callback_p.def_abstract_eval(lambda *avals, callback: [])
+pe.effectful_primitives.add(debug_callback_p)
+ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
+ad.primitive_transposes[debug_callback_p] = _debug_callback_transpose
+batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
+mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
+
+
+# ---- pure_callback ----
+
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                "legacy_vectorized", None)
+
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
+                  **kwargs):
+    """Call a pure Python function from inside transformed or compiled code.
+
+    ``callback`` receives ``args``/``kwargs`` as pytrees of Arrays and must return a
+    pytree of arrays matching ``result_shape_dtypes``. Being pure, it may be called
+    any number of times (or not at all when its results are unused).
+
+    Args:
+      callback: the host function.
+      result_shape_dtypes: pytree of objects with ``shape`` and ``dtype`` (e.g.
+        ``xform.ShapeDtypeStruct``) describing the results.
+      *args: positional arguments for ``callback``.
+      sharding: accepted for JAX compatibility; the callback runs on the host.
+      vmap_method: how it batches under ``vmap``: ``"sequential"`` (one call per
+        element, ``"sequential_unrolled"`` alike), ``"expand_dims"`` (one call,
+        unbatched operands get a leading axis of size 1), ``"broadcast_all"`` (one
+        call, all operands batched) or ``"legacy_vectorized"`` (one call, unbatched
+        operands unchanged). ``None`` (the default) makes ``vmap`` raise.
+      **kwargs: keyword arguments for ``callback``.
+
+    Returns:
+      A pytree of Arrays with the structure of ``result_shape_dtypes``.
+
+    Raises:
+      ValueError: for an unknown ``vmap_method``, 64-bit result dtypes while x64 is
+        disabled, or under differentiation (wrap it in ``custom_jvp``).
+      RuntimeError: when the callback returns results of other shapes or dtypes.
+
+    >>> import numpy as np, xform, xform.numpy as jnp
+    >>> f = lambda x: xform.pure_callback(np.sin, xform.ShapeDtypeStruct((2,), jnp.float32), x)
+    >>> xform.jit(f)(jnp.zeros(2))
+    Array([0., 0.], dtype=float32)
+    """
+    del sharding
+    if vmap_method not in VMAP_METHODS:
+        raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
+                         f"but got: {vmap_method}")
+    result_leaves, out_tree = tree_util.tree_flatten(result_shape_dtypes)
+    result_avals = tuple(_result_aval(r) for r in result_leaves)
+    operands, tree, static = split_static(args, kwargs)
+    if vmap_method == "sequential_unrolled":
+        vmap_method = "sequential"
+    outs = pure_callback_p.bind(*operands, callback=_UserCallback(callback, tree, static),
+                                result_avals=result_avals, vmap_method=vmap_method)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _result_aval(r):
+    if not (hasattr(r, "shape") and hasattr(r, "dtype")):
+        raise TypeError("pure_callback: result_shape_dtypes leaves must have `shape` and "
+                        f"`dtype` attributes (e.g. xform.ShapeDtypeStruct), got {r!r}")
+    dtype = np.dtype(r.dtype)
+    if dtypes.canonicalize_dtype(dtype) != dtype:
+        raise ValueError("result_shape_dtypes cannot specify 64-bit types when "
+                         "`jax_enable_x64` is disabled")
+    return ShapedArray(tuple(r.shape), dtype)
+
+
+def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+    outs = _checked_results(callback(*args), result_avals)
+    return [dispatch.device_put_value(x) for x in outs]
+
+
+def _pure_callback_jvp(primals, tangents, **params):
+    raise ValueError("Pure callbacks do not support JVP. "
+                     "Please use `jax.custom_jvp` to use callbacks while taking gradients.")
+
+
+def _pure_callback_transpose(cts, *args, **params):
+    raise ValueError("Pure callbacks do not support transpose. "
+                     "Please use `jax.custom_vjp` to use callbacks while taking gradients.")
+
+
+def _pure_callback_batch(vals, dims, *, callback, result_avals, vmap_method):
+    if vmap_method is None:
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is "
+            "one of 'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', "
+            "or 'legacy_vectorized'. Got vmap_method=None.")
+    size = batching.axis_size_of(vals, dims)
+    batched = tuple(ShapedArray((size,) + a.shape, a.dtype) for a in result_avals)
+    host = _HostBatched(callback, dims, size, vmap_method, result_avals)
+    outs = pure_callback_p.bind(*vals, callback=host, result_avals=batched,
+                                vmap_method=vmap_method)
+    return outs, [0] * len(outs)
+
+
+def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
+    def host(*xs):
+        return _checked_results(callback(*xs), result_avals)
+    return _emit_callback(ctx, host, args, result_avals, has_side_effect=False)
+
+
+pure_callback_p = Primitive("pure_callback")
+pure_callback_p.multiple_results = True
+pure_callback_p.def_impl(_pure_callback_impl)
+pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
+ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
+batching.primitive_batchers[pure_callback_p] = _pure_callback_batch
+mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
