@@ -26,6 +26,7 @@ LINEAR = {
     "reduce_sum", "broadcast_in_dim", "reshape", "transpose", "squeeze", "slice",
     "pad", "concatenate",
     "dot_general",
+    "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter", "scatter-mul",
     "jit",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate

@@ -20,3 +20,11 @@ from xform.lax.dot import dot, dot_general, dot_general_p
 from xform.lax.control_flow import cond, switch, while_loop
 from xform.lax.control_flow.scan import fori_loop, map, scan  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
+from xform.lax.slicing import (
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, scatter,
+    scatter_add, scatter_max, scatter_min, scatter_mul, gather_p, scatter_p, scatter_add_p,
+    scatter_max_p, scatter_min_p, scatter_mul_p)
+from xform.lax.dynamic_slicing import (
+    dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
+    dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim, slice_in_dim,
+    dynamic_slice_p, dynamic_update_slice_p)

@@ -1,0 +1,322 @@
+"""Dynamic slicing: dynamic_slice and dynamic_update_slice (start indices are traced
+scalars, one operand each, clamped so the window lies in bounds, as in XLA and JAX),
+and the ``*_in_dim`` conveniences composed from them and ``slice``.
+
+Under vmap with batched start indices they become gathers and scatters (slicing.py).
+"""
+import numpy as np
+
+from xform.core import dtypes
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import ad, batching, mlir
+from xform.interpreters.dispatch import scalar_array
+from xform.lax._prim import standard_primitive
+from xform.lax.elementwise import _const, add, convert_element_type, lt, select_n
+from xform.lax.shapes import (_ints, broadcast_in_dim, concatenate, expand_dims, full,
+                              reshape, squeeze)
+from xform.lax import shapes as _shapes
+from xform.lax.slicing import (GatherDimensionNumbers, GatherScatterMode,
+                               ScatterDimensionNumbers, _both_zero, _gather_batch,
+                               _scatter_batch, _zero_out, scatter_p)
+
+hlo, ir = mlir.hlo, mlir.ir
+
+
+# ---- dynamic_slice / dynamic_update_slice ----
+
+def _dynamic_indices(operand, start_indices, allow_negative_indices):
+    """One scalar index per dimension; negative ones wrap (statically where known)."""
+    shape = get_aval(operand).shape
+    if not isinstance(start_indices, (list, tuple)):
+        if get_aval(start_indices).ndim != 1:
+            raise ValueError(f"Slice indices must be a 1D sequence, got shape "
+                             f"{get_aval(start_indices).shape}")
+        start_indices = list(start_indices)
+    if len(start_indices) != len(shape):
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                         f"({len(start_indices)} vs {shape})")
+    if isinstance(allow_negative_indices, bool):
+        allow_negative_indices = [allow_negative_indices] * len(shape)
+    out = []
+    for i, d, neg_ok in zip(start_indices, shape, allow_negative_indices):
+        if isinstance(i, (int, np.integer)):
+            if i < 0 and not neg_ok:
+                raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
+                                 "allow_negative_indices=False")
+            i = int(i) + d if i < 0 else int(i)
+            out.append(scalar_array(i, dtypes.canonicalize_dtype(np.int64), True))
+        elif neg_ok and not dtypes.is_unsigned(get_aval(i).dtype):
+            out.append(select_n(lt(i, _const(i, 0)), i, add(i, _const(i, d))))
+        else:
+            out.append(i)
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+    """``operand[start:start+size]`` along every dimension with traced ``start_indices``.
+
+    Start indices are clamped so the slice lies in bounds (as in XLA and JAX);
+    negative ones count from the end.
+
+    Args:
+      operand: the array to slice.
+      start_indices: one scalar integer (array) per dimension.
+      slice_sizes: static slice size per dimension.
+      allow_negative_indices: whether negative indices wrap (per dimension or all).
+
+    Returns:
+      The slice, of shape ``slice_sizes``.
+
+    >>> import numpy as np
+    >>> dynamic_slice(np.arange(6), (4,), (3,))
+    Array([3, 4, 5], dtype=int32)
+    """
+    starts = _dynamic_indices(operand, start_indices, allow_negative_indices)
+    return dynamic_slice_p.bind(operand, *starts,
+                                slice_sizes=_ints(slice_sizes, "slice_sizes"))
+
+
+def _check_starts(name, operand, starts):
+    if len(starts) != operand.ndim:
+        raise TypeError(f"{name} needs one start index per dimension of operand shape "
+                        f"{operand.shape}, got {len(starts)}")
+    for s in starts:
+        if s.ndim != 0 or not dtypes.is_integer(s.dtype):
+            raise TypeError(f"{name} start indices must be integer scalars, got "
+                            f"{[a.str_short() for a in starts]}")
+
+
+def _dynamic_slice_abstract_eval(operand, *starts, slice_sizes):
+    _check_starts("dynamic_slice", operand, starts)
+    if len(slice_sizes) != operand.ndim or any(
+            not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+        raise TypeError(f"dynamic_slice slice_sizes must be between 0 and the operand "
+                        f"shape, got slice_sizes {slice_sizes} for operand shape "
+                        f"{operand.shape}.")
+    return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    operand, *starts = primals
+    out = dynamic_slice_p.bind(operand, *starts, slice_sizes=slice_sizes)
+    if type(tangents[0]) is ad.Zero:
+        return out, _zero_out(out)
+    return out, dynamic_slice_p.bind(tangents[0], *starts, slice_sizes=slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
+    zeros = full(operand.aval.shape, 0, get_aval(ct).dtype)
+    return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
+
+
+def _batched_index_vector(starts, dims):
+    """Stack scalar start indices into index vectors ``(n,)`` or, batched, ``(B, n)``."""
+    if not starts:
+        return np.zeros((0,), np.int32), batching.not_mapped
+    dt = np.result_type(*[get_aval(s).dtype for s in starts])
+    starts = [convert_element_type(s, dt) for s in starts]
+    if all(d is batching.not_mapped for d in dims):
+        return concatenate([reshape(s, (1,)) for s in starts], 0), batching.not_mapped
+    size = batching.axis_size_of(starts, dims)
+    cols = [broadcast_in_dim(s, (size, 1), () if d is batching.not_mapped else (0,))
+            for s, d in zip(starts, dims)]
+    return concatenate(cols, 1), 0
+
+
+def _dynamic_slice_batch(vals, dims, *, slice_sizes):
+    (operand, *starts), (op_bd, *start_bds) = vals, dims
+    n = len(starts)
+    index, idx_bd = _batched_index_vector(starts, start_bds)
+    dn = GatherDimensionNumbers(tuple(range(n)), (), tuple(range(n)))
+    return _gather_batch([operand, index], [op_bd, idx_bd], dimension_numbers=dn,
+                         slice_sizes=slice_sizes, unique_indices=True,
+                         indices_are_sorted=True, mode=GatherScatterMode.CLIP,
+                         fill_value=None)
+
+
+def _common_index_values(avals, starts):
+    """StableHLO wants all start indices of one type: widen to i64 if they differ."""
+    if len({a.dtype for a in avals}) <= 1:
+        return list(starts)
+    i64 = ir.RankedTensorType.get((), mlir.dtype_to_ir_type(np.int64))
+    return [hlo.convert(i64, s) for s in starts]
+
+
+def _dynamic_slice_lowering(ctx, operand, *starts, slice_sizes):
+    return hlo.dynamic_slice(operand, _common_index_values(ctx.avals_in[1:], starts),
+                             mlir.dense_i64(slice_sizes))
+
+
+dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_abstract_eval)
+ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
+ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
+batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
+mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """``operand`` with ``update`` written at ``start_indices`` (clamped into bounds).
+
+    Args:
+      operand: the array to update.
+      update: the block to write, of ``operand``'s rank and dtype.
+      start_indices: one scalar integer (array) per dimension; negative ones wrap.
+      allow_negative_indices: whether negative indices wrap (per dimension or all).
+
+    Returns:
+      The updated copy of ``operand``.
+
+    >>> import numpy as np
+    >>> dynamic_update_slice(np.zeros(5), np.ones(2), (4,))
+    Array([0., 0., 0., 1., 1.], dtype=float32)
+    """
+    starts = _dynamic_indices(operand, start_indices, allow_negative_indices)
+    return dynamic_update_slice_p.bind(operand, update, *starts)
+
+
+def _dynamic_update_slice_abstract_eval(operand, update, *starts):
+    _check_starts("dynamic_update_slice", operand, starts)
+    if update.ndim != operand.ndim or any(u > d for u, d in zip(update.shape, operand.shape)):
+        raise TypeError(f"dynamic_update_slice update shape {update.shape} must have the "
+                        f"rank of operand shape {operand.shape} and fit inside it.")
+    if update.dtype != operand.dtype:
+        raise TypeError(f"dynamic_update_slice update dtype {update.dtype.name} must equal "
+                        f"the operand dtype {operand.dtype.name}.")
+    return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
+
+
+def _dynamic_update_slice_jvp(primals, tangents):
+    operand, update, *starts = primals
+    t_op, t_upd = tangents[:2]
+    out = dynamic_update_slice_p.bind(operand, update, *starts)
+    if _both_zero(t_op, t_upd):
+        return out, _zero_out(out)
+    return out, dynamic_update_slice_p.bind(ad.instantiate_zeros(t_op),
+                                            ad.instantiate_zeros(t_upd), *starts)
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *starts):
+    u_aval = update.aval if ad.is_undefined_primal(update) else get_aval(update)
+    ct_op = ct_upd = None
+    if ad.is_undefined_primal(operand):   # the overwritten block gets no cotangent
+        ct_op = dynamic_update_slice_p.bind(ct, full(u_aval.shape, 0, get_aval(ct).dtype),
+                                            *starts)
+    if ad.is_undefined_primal(update):
+        ct_upd = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_aval.shape)
+    return [ct_op, ct_upd] + [None] * len(starts)
+
+
+def _dynamic_update_slice_batch(vals, dims):
+    (operand, update, *starts), (op_bd, upd_bd, *start_bds) = vals, dims
+    n = len(starts)
+    index, idx_bd = _batched_index_vector(starts, start_bds)
+    dn = ScatterDimensionNumbers(tuple(range(n)), (), tuple(range(n)))
+    return _scatter_batch(scatter_p)(
+        [operand, index, update], [op_bd, idx_bd, upd_bd], dimension_numbers=dn,
+        indices_are_sorted=True, unique_indices=True, mode=GatherScatterMode.CLIP)
+
+
+def _dynamic_update_slice_lowering(ctx, operand, update, *starts):
+    return hlo.dynamic_update_slice(operand, update,
+                                    _common_index_values(ctx.avals_in[2:], starts))
+
+
+dynamic_update_slice_p = standard_primitive("dynamic_update_slice",
+                                            _dynamic_update_slice_abstract_eval)
+ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
+ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
+batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch
+mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
+
+
+# ---- conveniences (compositions) ----
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """``operand[start:limit:stride]`` along ``axis`` (None and negative bounds allowed).
+
+    >>> import numpy as np
+    >>> slice_in_dim(np.arange(6), -4, None, 2)
+    Array([2, 4], dtype=int32)
+    """
+    shape = get_aval(operand).shape
+    axis = int(axis) % len(shape)
+    start, limit, _ = slice(start_index, limit_index).indices(shape[axis])
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, max(start, limit), int(stride)
+    return _shapes.slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    """``operand[index]`` along ``axis`` for a static ``index`` (negative wraps).
+
+    >>> import numpy as np
+    >>> index_in_dim(np.arange(6).reshape(2, 3), -1, 1, keepdims=False)
+    Array([2, 5], dtype=int32)
+    """
+    shape = get_aval(operand).shape
+    axis = int(axis) % len(shape)
+    index = int(index)
+    if not -shape[axis] <= index < shape[axis]:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size "
+                         f"{shape[axis]}")
+    index %= shape[axis]
+    out = slice_in_dim(operand, index, index + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
+    """``dynamic_slice`` along one ``axis`` (other dimensions whole).
+
+    >>> import numpy as np
+    >>> dynamic_slice_in_dim(np.arange(6), 5, 2)
+    Array([4, 5], dtype=int32)
+    """
+    shape = get_aval(operand).shape
+    axis = int(axis) % len(shape)
+    starts = [0] * len(shape)
+    sizes = list(shape)
+    starts[axis], sizes[axis] = start_index, int(slice_size)
+    return dynamic_slice(operand, starts, sizes,
+                         allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    """``operand[index]`` along ``axis`` for a traced ``index`` (clamped).
+
+    >>> import numpy as np
+    >>> dynamic_index_in_dim(np.arange(6), np.int32(2), keepdims=False)
+    Array(2, dtype=int32)
+    """
+    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    return out if keepdims else squeeze(out, (int(axis) % get_aval(operand).ndim,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    """``dynamic_update_slice`` at ``start_index`` along ``axis`` (0 elsewhere).
+
+    >>> import numpy as np
+    >>> dynamic_update_slice_in_dim(np.zeros(4), np.ones(2), 1, 0)
+    Array([0., 1., 1., 0.], dtype=float32)
+    """
+    ndim = get_aval(operand).ndim
+    starts = [0] * ndim
+    starts[int(axis) % ndim] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    """Write ``update`` at ``index`` along ``axis``; ``update`` may lack that axis.
+
+    >>> import numpy as np
+    >>> dynamic_update_index_in_dim(np.zeros((2, 2)), np.ones(2), 1, 0)
+    Array([[0., 0.],
+           [1., 1.]], dtype=float32)
+    """
+    ndim = get_aval(operand).ndim
+    axis = int(axis) % ndim
+    if get_aval(update).ndim == ndim - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
+
