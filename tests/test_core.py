@@ -27,6 +27,7 @@ LINEAR = {
     "pad", "concatenate",
     "dot_general",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter", "scatter-mul",
+    "rev", "split",
     "jit",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate

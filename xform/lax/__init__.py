@@ -28,3 +28,5 @@ from xform.lax.dynamic_slicing import (
     dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
     dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim, slice_in_dim,
     dynamic_slice_p, dynamic_update_slice_p)
+from xform.lax.shapes import rev, split, rev_p, split_p
+from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
