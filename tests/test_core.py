@@ -28,6 +28,7 @@ LINEAR = {
     "dot_general",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter", "scatter-mul",
     "rev", "split",
+    "custom_lin", "remat", "name",
     "jit",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate

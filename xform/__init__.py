@@ -10,6 +10,7 @@ from xform.transforms.jit import (jit, make_jaxpr, eval_shape, ShapeDtypeStruct)
 from xform.transforms.ad import (grad, value_and_grad, jvp, vjp, linearize, jacfwd,
                                  jacrev, hessian)
 from xform.transforms.vmap import vmap
+from xform.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
 from xform.transforms.devices import (device_put, devices, device_count, local_devices,
                                       default_backend, block_until_ready, disable_jit)
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
