@@ -426,3 +426,87 @@ ad.deflinear(concatenate_p, _concatenate_transpose)
 batching.primitive_batchers[concatenate_p] = _concatenate_batch
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.concatenate(
     list(xs), dimension))
+
+
+# ---- rev ----
+
+def rev(operand, dimensions):
+    """Reverse ``operand`` along each of ``dimensions``.
+
+    >>> import numpy as np
+    >>> rev(np.arange(6).reshape(2, 3), (1,))
+    Array([[2, 1, 0],
+           [5, 4, 3]], dtype=int32)
+    """
+    return rev_p.bind(operand, dimensions=_ints(dimensions, "rev dimensions"))
+
+
+def _rev_abstract_eval(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions) or any(
+            not 0 <= d < x.ndim for d in dimensions):
+        raise TypeError(f"rev dimensions must be unique and in [0, {x.ndim}) for operand "
+                        f"shape {x.shape}, got {dimensions}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _rev_batch(vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    return rev(x, tuple(a + (a >= d) for a in dimensions)), d
+
+
+rev_p = standard_primitive("rev", _rev_abstract_eval)
+ad.deflinear(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])  # self-transpose
+batching.primitive_batchers[rev_p] = _rev_batch
+mlir.register_lowering(rev_p, lambda ctx, x, *, dimensions: hlo.reverse(
+    x, mlir.dense_i64(dimensions)))
+
+
+# ---- split ----
+
+def split(operand, sizes, axis=0):
+    """Split ``operand`` along ``axis`` into pieces of ``sizes`` (summing to its size).
+
+    >>> import numpy as np
+    >>> [p.shape for p in split(np.zeros((5, 2)), (2, 3))]
+    [(2, 2), (3, 2)]
+    """
+    ndim = get_aval(operand).ndim
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"split axis {axis} is out of bounds for an array of rank {ndim}")
+    return split_p.bind(operand, sizes=_ints(sizes, "split sizes"), axis=axis % ndim)
+
+
+def _split_abstract_eval(x, *, sizes, axis):
+    if any(s < 0 for s in sizes) or sum(sizes) != x.shape[axis]:
+        raise ValueError(f"split sizes must be nonnegative and sum to the size of axis "
+                         f"{axis} of the operand (shape {x.shape}), got sizes={sizes}")
+    return [x.update(shape=x.shape[:axis] + (s,) + x.shape[axis + 1:]) for s in sizes]
+
+
+def _split_transpose(cts, x, *, sizes, axis):
+    return [concatenate([ad.instantiate_zeros(c) for c in cts], axis)]
+
+
+def _split_batch(vals, dims, *, sizes, axis):
+    (x,), (d,) = vals, dims
+    new_axis = axis + (axis >= d)
+    return split_p.bind(x, sizes=sizes, axis=new_axis), [d] * len(sizes)
+
+
+def _split_lowering(ctx, x, *, sizes, axis):
+    shape = ctx.avals_in[0].shape
+    outs, start = [], 0
+    for s in sizes:
+        lo, hi = [0] * len(shape), list(shape)
+        lo[axis], hi[axis] = start, start + s
+        outs.append(hlo.slice(x, mlir.dense_i64(lo), mlir.dense_i64(hi),
+                              mlir.dense_i64([1] * len(shape))))
+        start += s
+    return outs
+
+
+split_p = standard_primitive("split", _split_abstract_eval, multiple_results=True)
+ad.deflinear(split_p, _split_transpose)
+batching.primitive_batchers[split_p] = _split_batch
+mlir.register_lowering(split_p, _split_lowering)
