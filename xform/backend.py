@@ -14,6 +14,7 @@ from jax._src.interpreters import mlir as _jmlir
 from jax._src.sharding_impls import SingleDeviceSharding as _SingleDeviceSharding
 from jaxlib import _jax
 from jaxlib.mlir import ir  # noqa: F401  (re-exported for xform.interpreters.mlir)
+from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA legalizes)
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 

@@ -19,12 +19,13 @@ from xform import test_util
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 I32, BOOL = np.dtype(np.int32), np.dtype(np.bool_)
+U32, C64, C128 = np.dtype(np.uint32), np.dtype(np.complex64), np.dtype(np.complex128)
 FLOAT0 = np.dtype([("float0", np.void, 0)])
 
 # Tolerances of values vs jax: both lower to the same XLA ops, so nearly exact.
-VALUE_TOL = {F16: 1e-3, F32: 1e-6, F64: 1e-13}
+VALUE_TOL = {F16: 1e-3, F32: 1e-6, F64: 1e-13, C64: 1e-6, C128: 1e-13}
 # jvp/vjp vs jax: the same math, possibly in a different order.
-AD_TOL = {F32: 2e-5, F64: 1e-12}
+AD_TOL = {F32: 2e-5, F64: 1e-12, C64: 2e-5, C128: 1e-12}
 
 
 # ---- input domains: one description, two sources (numpy rng or hypothesis) ----
@@ -41,6 +42,9 @@ class RandGen:
     def real(self, shape, dtype):
         if dtype == BOOL:
             return self._out(self.rng.rand(*shape) < 0.5, dtype)
+        if np.issubdtype(dtype, np.complexfloating):   # both parts in [-3, 3]
+            parts = self.rng.uniform(-3, 3, (2,) + tuple(shape))
+            return self._out(parts[0] + 1j * parts[1], dtype)
         if np.issubdtype(dtype, np.integer):
             return self._out(self.rng.randint(-5, 6, size=shape), dtype)
         return self._out(self.rng.uniform(-3, 3, size=shape), dtype)
@@ -48,6 +52,9 @@ class RandGen:
     def positive(self, shape, dtype):
         if np.issubdtype(dtype, np.integer):
             return self._out(self.rng.randint(1, 6, size=shape), dtype)
+        if np.issubdtype(dtype, np.complexfloating):   # Re in [0.5, 3]: off the branch cuts
+            re, im = self.rng.uniform(0.5, 3, shape), self.rng.uniform(-1, 1, shape)
+            return self._out(re + 1j * im, dtype)
         return self._out(self.rng.uniform(0.5, 3, size=shape), dtype)
 
     def nonzero(self, shape, dtype):
@@ -231,7 +238,8 @@ def assert_same(actual, expected, tol, what):
         return
     if np.issubdtype(actual.dtype, np.inexact):
         t = tol[actual.dtype] if isinstance(tol, dict) else tol
-        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+        wide = np.complex128 if np.iscomplexobj(actual) else np.float64
+        np.testing.assert_allclose(actual.astype(wide), expected.astype(wide),
                                    rtol=t, atol=t, equal_nan=True, err_msg=what)
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=what)

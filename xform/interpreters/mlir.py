@@ -14,6 +14,7 @@ from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from xform.core.avals import ShapedArray
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
+chlo = backend.chlo
 
 _lowerings = {}
 

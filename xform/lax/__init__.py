@@ -6,6 +6,20 @@ from xform.lax.elementwise import (
     abs_p, add_p, add_any_p, convert_element_type_p, cos_p, div_p, eq_p, exp_p, ge_p, gt_p,
     integer_pow_p, le_p, log_p, logistic_p, lt_p, max_p, min_p, mul_p, ne_p, neg_p, pow_p,
     rsqrt_p, select_n_p, sign_p, sin_p, sqrt_p, stop_gradient_p, sub_p, tanh_p)
+from xform.lax.special import (
+    acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cosh, digamma, erf, erf_inv, erfc,
+    exp2, expm1, lgamma, log1p, polygamma, reciprocal, sinh, square, tan,
+    acos_p, acosh_p, asin_p, asinh_p, atan_p, atan2_p, atanh_p, cbrt_p, cosh_p, digamma_p,
+    erf_p, erf_inv_p, erfc_p, exp2_p, expm1_p, lgamma_p, log1p_p, polygamma_p, sinh_p,
+    square_p, tan_p)
+from xform.lax.bitwise import (
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clz, population_count, shift_left,
+    shift_right_arithmetic, shift_right_logical, and_p, clz_p, not_p, or_p,
+    population_count_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, xor_p)
+from xform.lax.rounding import (
+    RoundingMethod, ceil, clamp, floor, is_finite, nextafter, rem, round, ceil_p, clamp_p,
+    floor_p, is_finite_p, nextafter_p, rem_p, round_p)
+from xform.lax.complex import complex, conj, imag, real, complex_p, conj_p, imag_p, real_p
 from xform.lax.shapes import (
     broadcast, broadcast_in_dim, broadcasted_iota, concatenate, expand_dims, full,
     full_like, iota, pad, reshape, slice, squeeze, transpose, zeros_like_array,

@@ -322,8 +322,18 @@ def abs(x):
     return abs_p.bind(x)
 
 
-abs_p = unop("abs", numeric)
-ad.defjvp(abs_p, lambda t, x: mul(t, sign(x)))
+def _abs_jvp(t, ans, x):
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return mul(t, sign(x))
+    # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0 (as JAX does).
+    from xform.lax.complex import conj, real
+    safe = select_n(eq(ans, _const(ans, 0)), ans, _shapes.full_like(ans, _const(ans, 1)))
+    return real(mul(t, div(conj(x), convert_element_type(safe, get_aval(x).dtype))))
+
+
+abs_p = unop("abs", numeric,   # |complex| is real
+             result_dtype=lambda d: np.finfo(d).dtype if dtypes.is_complex(d) else d)
+ad.defjvp2(abs_p, _abs_jvp)
 mlir.register_lowering(abs_p, mlir.elementwise(hlo.abs))
 
 
