@@ -190,13 +190,11 @@ def _check_input_dtype(x, allow_int, holomorphic, name):
         if not dtypes.is_complex(dt):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
                             f"dtype, but got {dt.name}.")
-    elif dtypes.is_complex(dt) or (not dtypes.is_floating(dt) and not allow_int):
+    elif not dtypes.is_inexact(dt) and not allow_int:   # complex inputs: as JAX, allowed
         raise TypeError(
             f"{name} requires real- or complex-valued inputs (input dtype that is a "
             f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- or "
-            "integer-valued inputs, use vjp or set allow_int to True."
-            if not dtypes.is_complex(dt) else
-            f"{name} with complex input dtype {dt.name} requires holomorphic=True.")
+            "integer-valued inputs, use vjp or set allow_int to True.")
 
 
 def _partial_args(fun, args, kwargs, nums):
