@@ -34,6 +34,20 @@ from xform.numpy._shape import (
     atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_shapes, broadcast_to,
     concatenate, expand_dims, flip, hstack, matrix_transpose, moveaxis, ndim, ravel,
     reshape, shape, size, squeeze, stack, swapaxes, transpose, vstack)
+from xform.numpy._math import (
+    allclose, array_equal, array_equiv, bitwise_invert, cbrt, conj, conjugate, copysign,
+    deg2rad, degrees, divmod, fabs, float_power, fmax, fmin, heaviside, hypot, imag,
+    iscomplex, iscomplexobj, isclose, isneginf, isposinf, isreal, isrealobj, logaddexp,
+    logaddexp2, nan_to_num, rad2deg, radians, real, signbit, sinc)
+from xform.numpy._matrix import (
+    cross, diag, diag_indices, diag_indices_from, diagflat, diagonal, fill_diagonal,
+    indices, ix_, kron, mask_indices, matvec, meshgrid, trace, tri, tril, tril_indices,
+    tril_indices_from, triu, triu_indices, triu_indices_from, vander, vecdot, vecmat)
+from xform.numpy._einsum import einsum, einsum_path
+from xform.numpy._manip import (
+    append, array_split, block, column_stack, concat, delete, dsplit, dstack, fliplr,
+    flipud, hsplit, insert, permute_dims, repeat, resize, roll, rollaxis, rot90, split,
+    tile, trim_zeros, unstack, vsplit)
 from xform.numpy import _array_methods
 
 # ---- dtypes ----

@@ -201,3 +201,24 @@ def canonical_shape(shape, name="shape"):
 def user_dtype(dtype):
     """The canonical dtype of a user-given dtype-like, or None."""
     return None if dtype is None else dtypes.canonicalize_dtype(dtype)
+
+
+def filled_like(x, value):
+    """``value`` broadcast to ``x``'s shape, dtype and weak type."""
+    fill = scalar_operand(value, x.aval.dtype, x.aval.weak_type)
+    return lax.broadcast_in_dim(fill, x.aval.shape, ())
+
+
+def concrete_or_error(x, what, name):
+    """``x`` as a NumPy value if it is concrete; ConcretizationTypeError naming the
+    argument ``what`` of ``jnp.name`` if it is traced."""
+    from xform.core.errors import ConcretizationTypeError
+    if isinstance(x, Tracer):
+        value = x.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(
+                x, f"The argument '{what}' of jnp.{name} must be concrete here: its value "
+                f"decides the output shape. Pass it as a static value, or use the "
+                f"`size=` argument where jnp.{name} has one.\n")
+        x = value
+    return np.asarray(x)

@@ -1,0 +1,201 @@
+"""The numpy op table: each row runs one expression (a function of the module ``m``
+and NumPy inputs) with jax.numpy (under jax.jit, or eagerly for rows whose outputs'
+shapes depend on values) and with xform.numpy eagerly and under ``xform.jit``, and
+compares shapes, dtypes, weak types and values. GRADS rows add check_grads (order 2,
+fwd + rev, float64) and VMAPS rows vmap vs a Python loop.
+
+Compile budget: rows bundle several calls into one expression and share shapes;
+jit is the default path (one compile per row), eager runs on a subset of rows.
+"""
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+from xform.test_util import check_grads
+from test_numpy import check, rand, _to
+
+Row = collections.namedtuple("Row", "name fn args jit eager tol")
+
+
+def row(name, fn, *args, jit=True, eager=False, tol=None):
+    """``jit=False``: the expression needs concrete values (no jit on either side, so
+    it runs eagerly). ``eager=True``: also run xform eagerly (every primitive is then
+    one XLA compile, so only a representative subset of rows does)."""
+    return Row(name, fn, args, jit, eager or not jit, tol)
+
+
+F23, F34, F4 = rand((2, 3), "float32"), rand((3, 4), "float32"), rand((4,), "float32")
+I34, I5, B34 = rand((3, 4), "int32"), rand((5,), "int32"), rand((3, 4), "bool")
+F234 = rand((2, 3, 4), "float32")
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)
+
+ROWS = [
+    # ---- _math
+    row("logaddexp", lambda m, x, y: (m.logaddexp(x, y), m.logaddexp(x, 1.0),
+                                     m.logaddexp2(x, y), m.logaddexp(m.inf, 1.0)), F34, F4, eager=True),
+    row("hypot", lambda m, x, y, i: (m.hypot(x, y), m.hypot(i, 2), m.hypot(3.0, 4.0)),
+        F34, F4, I34),
+    row("angles", lambda m, x, i: (m.deg2rad(x), m.radians(i), m.rad2deg(x), m.degrees(3)),
+        F34, I34),
+    row("fabs_fmax", lambda m, x, y, s: (m.fabs(x), m.fabs(y), m.fmax(x, s[:4]),
+                                         m.fmin(s, 1.0), m.fmax(s, s[::-1])),
+        F34, I34, SPECIAL),
+    row("heaviside_copysign", lambda m, x, s, i: (
+        m.heaviside(s, 0.5), m.heaviside(i, i), m.copysign(x, -1.0),
+        m.copysign(3, s[:4]), m.signbit(s[:6]), m.signbit(i), m.sinc(x), m.sinc(0.0),
+        m.float_power(i, 2), m.cbrt(x)), F34, SPECIAL, I34, tol=1e-5),
+    row("inf_predicates", lambda m, s, i: (
+        m.isposinf(s), m.isneginf(s), m.isposinf(i), m.isreal(s), m.iscomplex(i),
+        m.isreal(1.0), m.real(s), m.imag(i), m.conj(s), m.conjugate(i), m.real(3.0),
+        m.nan_to_num(s), m.nan_to_num(s, nan=1.0, posinf=2.0, neginf=-2.0),
+        m.nan_to_num(i)), SPECIAL, I34, eager=True),
+    row("isclose", lambda m, s, x, i: (
+        m.isclose(s, s), m.isclose(s, s, equal_nan=True), m.isclose(x, x + 1e-6),
+        m.isclose(x, 1.0), m.isclose(i, 1), m.isclose(1.0, 1.0 + 1e-9), m.allclose(x, x),
+        m.allclose(s, s, equal_nan=True), m.array_equal(x, x), m.array_equal(x, x[:1]),
+        m.array_equal(s, s, equal_nan=True), m.array_equiv(x, x[:1]),
+        m.array_equiv(x[0], x)), SPECIAL, F34, I34),
+    row("divmod", lambda m, i: m.divmod(i, 3) + m.divmod(-7, i[0] + 10), I34),
+    # ---- _matrix
+    row("tri", lambda m, x, b: (
+        m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),
+        m.tri(2, 4, 1, int), m.tril(m.full((2, 2), 1.0)), m.triu(x[None])), F34, B34, eager=True),
+    row("diagonal", lambda m, x, y: (
+        m.diagonal(x), m.diagonal(x, 1), m.diagonal(x, -2), m.diagonal(x, 5),
+        m.diagonal(y, 0, 2, 0), m.diagonal(y, -1, -1, 1), m.trace(x), m.trace(y, 1, 1, 2),
+        m.trace(x.astype("int8")), m.trace(x, dtype="int32"), m.diag(x), m.diag(x[0]),
+        m.diag(x[0], -2), m.diag(x[:, 0], 1), m.diagflat(x[:2, :2]),
+        m.fill_diagonal(x, 9.0, inplace=False),
+        m.fill_diagonal(x, m.arange(2.0), inplace=False)), F34, F234),
+    row("index_grids", lambda m: (
+        m.tril_indices(3), m.triu_indices(3, 1, 4), m.tril_indices_from(np.ones((2, 3))),
+        m.triu_indices_from(np.ones((3, 3)), -1), m.diag_indices(3), m.diag_indices(2, 3),
+        m.diag_indices_from(np.ones((2, 2))), m.indices((2, 3)),
+        m.indices((2, 3), sparse=True), m.indices((2,), "int8"),
+        m.ix_(np.arange(2), np.arange(3))), eager=True),
+    row("mask_indices", lambda m: (m.mask_indices(3, m.triu), m.mask_indices(3, m.tril, -1)),
+        jit=False),
+    row("meshgrid", lambda m, x, i: (
+        m.meshgrid(x, i), m.meshgrid(x, i, indexing="ij"), m.meshgrid(x, i, x[:2]),
+        m.meshgrid(x, i, sparse=True), m.meshgrid(x)), F4, I5),
+    row("kron_vander_cross", lambda m, x, i, a, b: (
+        m.kron(x, i[:2]), m.kron(x[0], x), m.kron(i[:3], 2.0), m.vander(x[0]),
+        m.vander(i, 3, increasing=True), m.cross(a, b), m.cross(a[:, :2], b[:, :2]),
+        m.cross(a[:, :2], b), m.cross(a.T, b.T, axis=0),
+        m.cross(a, b[0], axisc=0)), F34, I5, rand((5, 3), "float32"), rand((5, 3), "float32"),
+        tol=1e-5),
+    row("vecdot", lambda m, x, y, i: (
+        m.vecdot(x, y), m.vecdot(x, x[0], axis=-1), m.vecdot(x.T, x.T, axis=0),
+        m.vecdot(i, i), m.matvec(y.T, y[:, 0]), m.matvec(x, y[0]), m.vecmat(x[0], y.T),
+        m.vecmat(i, x.T.astype("int32"))), F34, F34, I34, tol=1e-5),
+    # ---- _einsum
+    row("einsum", lambda m, x, y, z, i: (
+        m.einsum("ij,jk->ik", x, y), m.einsum("ij,kj", x, x), m.einsum("ii", y[:3, :3]),
+        m.einsum("ii->i", y[:3, :3]), m.einsum("ij->", x), m.einsum("ij->ji", x),
+        m.einsum("...j,j->...", z, x[0]), m.einsum("bij,bjk->bik", z, m.ones((2, 4, 2))),
+        m.einsum("ij,jk,kl->il", x, y, y.T, optimize=True),
+        m.einsum("ij,jk,kl->il", x, y, y.T, optimize=False),
+        m.einsum("ij,jk,kl->il", x, y, y.T, optimize="greedy"),
+        m.einsum("i,i,i->", x[0], x[0], x[0]), m.einsum("i,j->ij", x[0], x[1]),
+        m.einsum("ij,ij->i", i, i), m.einsum(x, [0, 1], y, [1, 2], [0, 2]),
+        m.einsum("...ii->...i", m.ones((2, 3, 3))), m.einsum("ijk,k->ij", z, x[0, :4] * 0 + 1),
+        m.einsum("ab,ab->", x, x)), F34, rand((4, 4), "float32"), F234, I34, tol=1e-5, eager=True),
+    # ---- _manip
+    row("roll_rot", lambda m, x, y: (
+        m.roll(x, 1), m.roll(x, -2, 1), m.roll(x, (1, 2), (0, 1)), m.roll(y, 7, -1),
+        m.roll(x, 0), m.rot90(x), m.rot90(x, 2), m.rot90(x, -1), m.rot90(y, 1, (1, 2)),
+        m.rot90(x, 4), m.fliplr(x), m.flipud(y)), F34, F234, eager=True),
+    row("axes", lambda m, y: (
+        m.rollaxis(y, 2), m.rollaxis(y, 0, 3), m.rollaxis(y, -1, 1), m.permute_dims(y, (2, 0, 1)),
+        m.concat([y, y], axis=-1), m.unstack(y), m.unstack(y, axis=1)), F234),
+    row("stacks", lambda m, x, i: (
+        m.column_stack([x[0], x[1]]), m.column_stack([x, i]), m.dstack([x, x]),
+        m.dstack([x[0], i[0]]), m.block([[x, x], [x, x]]), m.block([x[0], i[0]]),
+        m.block([[1.0, 2.0]]), m.block(x)), F34, I34, eager=True),
+    row("split", lambda m, x, y: (
+        m.split(x, 2, 1), m.split(x, [1, 2]), m.split(y, [1, 3], axis=-1),
+        m.array_split(x, 3, 1), m.array_split(y, 5, 2), m.hsplit(x, 2), m.hsplit(x[0], [1]),
+        m.vsplit(x, 3), m.dsplit(y, 2)), F34, F234, eager=True),
+    row("tile_repeat", lambda m, x, i: (
+        m.tile(x, 2), m.tile(x, (2, 1, 2)), m.tile(i[0], (2, 3)), m.tile(x, ()),
+        m.repeat(x, 2), m.repeat(x, 3, axis=-1), m.repeat(i, 1, 0),
+        m.repeat(x, 2, total_repeat_length=5), m.repeat(x, 2, axis=0, total_repeat_length=9),
+        m.resize(x, (2, 7)), m.resize(i, 3), m.resize(x, (0,))), F34, I34),
+    row("append_delete_insert", lambda m, x, i: (
+        m.append(x, i), m.append(x, x, axis=1), m.append(i[0], 1.5),
+        m.delete(x, 1), m.delete(x, np.array([0, 2]), axis=1), m.delete(x, slice(1, None), 0),
+        m.delete(i, -1, None), m.insert(i[0], 1, 9), m.insert(x, 2, 7.0, axis=1),
+        m.insert(x, np.array([0, 2, 2]), 1.5, axis=1), m.insert(x, 1, np.arange(4), axis=0),
+        m.insert(i, 1, np.array([7, 8, 9]), axis=1), m.insert(x, slice(0, 2), 0.0, axis=0)),
+        F34, I34),
+    row("trim_zeros", lambda m, a: (m.trim_zeros(a), m.trim_zeros(a, "f"),
+                                    m.trim_zeros(a, "b"), m.trim_zeros(a * 0)),
+        np.array([0, 0, 1, 0, 2, 0], np.int32), jit=False),
+]
+
+
+def _run_jax(r):
+    args = _to(jnp, r.args)
+    if r.jit:
+        return jax.jit(lambda *a: r.fn(jnp, *a))(*args)
+    return r.fn(jnp, *args)
+
+
+@pytest.mark.parametrize("r", ROWS, ids=lambda r: r.name)
+def test_row(r):
+    expected = _run_jax(r)
+    args = _to(xnp, r.args)
+    if r.eager:
+        check(r.fn(xnp, *args), expected, r.tol)
+    if r.jit:
+        check(xform.jit(lambda *a: r.fn(xnp, *a))(*args), expected, r.tol)
+
+
+# ---- gradients: check_grads (order 2 on a few rows, 1 on most), fwd + rev, float64
+
+GRADS = [
+    ("logaddexp", 1, lambda m, x, y: m.logaddexp(x, y), (3, 4), (4,)),
+    ("hypot", 1, lambda m, x, y: m.hypot(x, y), (3,), (3,)),
+    ("sinc_cbrt", 1, lambda m, x: m.sinc(x) + m.cbrt(x) + m.deg2rad(x), (3,)),
+    ("tril_diag_trace", 2, lambda m, x: (m.tril(x, 1), m.diagonal(x, -1), m.trace(x),
+                                      m.diag(x[0], 1)), (3, 4)),
+    ("kron_cross", 1, lambda m, x, y: (m.kron(x, y), m.cross(x, y)), (3,), (3,)),
+    ("einsum", 2, lambda m, x, y: (m.einsum("ij,jk->ik", x, y.T), m.einsum("ij,ij->", x, y),
+                                m.einsum("ii->", x[:, :3])), (3, 4), (3, 4)),
+    ("manip", 1, lambda m, x: (m.roll(x, 1, 1), m.rot90(x), m.tile(x, 2), m.repeat(x, 2, 0),
+                            m.split(x, 2, 1)[1], m.insert(x, 1, 0.5, axis=1),
+                            m.delete(x, 0, 0)), (3, 4)),
+]
+
+
+@pytest.mark.parametrize("name,order,fn,shapes", [(g[0], g[1], g[2], g[3:]) for g in GRADS],
+                         ids=[g[0] for g in GRADS])
+def test_grads(x64, name, order, fn, shapes):
+    rng = np.random.default_rng(1)
+    args = tuple(xnp.asarray(rng.uniform(0.3, 2.0, s)) for s in shapes)
+    check_grads(lambda *a: fn(xnp, *a), args, order=order, modes=("fwd", "rev"))
+
+
+# ---- vmap vs a Python loop
+
+VMAPS = [
+    ("diagonal", lambda m, x: m.diagonal(x, 1), (3, 4)),
+    ("einsum", lambda m, x: m.einsum("ij,kj->ik", x, x), (3, 4)),
+    ("roll_tile", lambda m, x: (m.roll(x, 1), m.tile(x, 2)), (3, 4)),
+    ("cross", lambda m, x: m.cross(x[:, :3], x[:, 1:]), (3, 4)),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape", VMAPS, ids=[v[0] for v in VMAPS])
+def test_vmap(name, fn, shape):
+    xs = rand((3,) + shape, "float32")
+    out = xform.vmap(lambda x: fn(xnp, x))(xnp.asarray(xs))
+    loop = [fn(xnp, xnp.asarray(x)) for x in xs]
+    expected = jax.tree_util.tree_map(lambda *ys: np.stack(ys), *loop)
+    for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,252 @@
+"""einsum and einsum_path: Einstein summation as a sequence of pairwise
+``dot_general`` contractions.
+
+Each operand first loses its repeated labels (diagonals) and the labels no one else
+needs (summed out); then pairs are contracted along a path, greedily by default: at
+each step the pair whose result is smallest. Labels shared by the pair and still needed
+later become dot_general batch dimensions, the others are contracted.
+"""
+import itertools
+import operator
+import string
+
+import numpy as np
+
+from xform import lax
+from xform.numpy import _util
+from xform.numpy._matrix import diagonal
+from xform.numpy._products import _general
+
+_LETTERS = string.ascii_letters
+
+
+def _sublist_to_str(sub):
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        else:
+            s = operator.index(s)
+            if not 0 <= s < len(_LETTERS):
+                raise ValueError(f"einsum: subscript {s} is out of range [0, 52)")
+            out.append(_LETTERS[s])
+    return "".join(out)
+
+
+def _interleaved(args):
+    """``einsum(op0, sub0, op1, sub1, ..., [out])`` to a subscripts string."""
+    args = list(args)
+    out = args.pop() if len(args) % 2 else None
+    ops, subs = args[0::2], args[1::2]
+    spec = ",".join(_sublist_to_str(s) for s in subs)
+    if out is not None:
+        spec += "->" + _sublist_to_str(out)
+    return spec, ops
+
+
+def _parse(subscripts, shapes):
+    """Labels per operand and for the output, with each ``...`` expanded to fresh
+    labels (right-aligned across operands, as NumPy broadcasts them)."""
+    spec = subscripts.replace(" ", "")
+    if "->" in spec:
+        lhs, out = spec.split("->")
+        explicit = True
+    else:
+        lhs, out, explicit = spec, "", False
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise ValueError(f"einsum: {len(ins)} operand subscripts in {subscripts!r} but "
+                         f"{len(shapes)} operands were given")
+    used = set(c for c in spec if c.isalpha())
+    for c in spec:
+        if not (c.isalpha() or c in ".,->"):
+            raise ValueError(f"einsum: invalid subscript character {c!r} in {subscripts!r}")
+    fresh = [c for c in _LETTERS if c not in used]
+    n_ell = 0
+    for term, shape in zip(ins, shapes):
+        if "..." in term:
+            n_ell = max(n_ell, len(shape) - (len(term) - 3))
+    ell = "".join(fresh[:n_ell])
+    labels = []
+    for k, (term, shape) in enumerate(zip(ins, shapes)):
+        if "..." in term:
+            n = len(shape) - (len(term) - 3)
+            if n < 0:
+                raise ValueError(f"einsum: operand {k} has {len(shape)} dimensions, fewer "
+                                 f"than its subscripts {term!r}")
+            term = term.replace("...", ell[n_ell - n:])
+        if len(term) != len(shape):
+            raise ValueError(f"einsum: operand {k} has shape {shape} but subscripts "
+                             f"{term!r} name {len(term)} dimensions")
+        labels.append(term)
+    if explicit:
+        out = out.replace("...", ell)
+        for c in out:
+            if not any(c in t for t in labels):
+                raise ValueError(f"einsum: output subscript {c!r} does not appear in the "
+                                 "inputs")
+    else:
+        counts = {}
+        for t in labels:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    return labels, out
+
+
+def _sizes(ops, labels):
+    """Label sizes; operands' size-1 dimensions that broadcast against a larger size
+    are squeezed out (then that operand simply lacks the label)."""
+    sizes = {}
+    for x, lab in zip(ops, labels):
+        for c, d in zip(lab, x.aval.shape):
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+            elif d not in (1, sizes[c]):
+                raise ValueError(f"einsum: size of label {c!r} is {sizes[c]} in one operand "
+                                 f"and {d} in another")
+    new_ops, new_labels = [], []
+    for x, lab in zip(ops, labels):
+        drop = tuple(i for i, c in enumerate(lab) if x.aval.shape[i] == 1 and sizes[c] != 1)
+        if drop:
+            x = lax.squeeze(x, drop)
+            lab = "".join(c for i, c in enumerate(lab) if i not in drop)
+        new_ops.append(x)
+        new_labels.append(lab)
+    return new_ops, new_labels, sizes
+
+
+def _greedy_path(labels, out, sizes):
+    labels = list(labels)
+    path = []
+    while len(labels) > 1:
+        best = None
+        for i, j in itertools.combinations(range(len(labels)), 2):
+            keep = _result_labels(labels, i, j, out)
+            cost = int(np.prod([sizes[c] for c in keep], dtype=np.int64))
+            if best is None or cost < best[0]:
+                best = (cost, i, j, keep)
+        _, i, j, keep = best
+        path.append((i, j))
+        labels = [t for k, t in enumerate(labels) if k not in (i, j)] + [keep]
+    return path
+
+
+def _result_labels(labels, i, j, out):
+    others = set(out).union(*(t for k, t in enumerate(labels) if k not in (i, j)))
+    a, b = labels[i], labels[j]
+    batch = [c for c in a if c in b and c in others]
+    return "".join(batch + [c for c in a + b if c not in batch and c in others])
+
+
+def _path(optimize, labels, out, sizes):
+    if optimize is False or optimize is None or len(labels) < 2:
+        return [(0, 1)] * (len(labels) - 1)
+    if isinstance(optimize, (list, tuple)):
+        path = [tuple(p) for p in optimize if p != "einsum_path"]
+        if any(len(p) != 2 for p in path) or len(path) != len(labels) - 1:
+            raise ValueError(f"einsum: optimize path {optimize} must be {len(labels) - 1} "
+                             "pairs of operand positions")
+        return path
+    if optimize in (True, "greedy", "optimal", "auto", "dp", "branch-2"):
+        return _greedy_path(labels, out, sizes)
+    raise ValueError(f"einsum: optimize={optimize!r} is not one of False, True, 'greedy', "
+                     "'optimal', 'auto' or a contraction path")
+
+
+def _remove_repeats(x, lab):
+    while True:
+        dup = next((c for c in lab if lab.count(c) > 1), None)
+        if dup is None:
+            return x, lab
+        p = lab.index(dup)
+        q = lab.index(dup, p + 1)
+        x = diagonal(x, 0, p, q)
+        lab = "".join(c for k, c in enumerate(lab) if k not in (p, q)) + dup
+
+
+def _sum_unneeded(x, lab, needed):
+    axes = tuple(k for k, c in enumerate(lab) if c not in needed)
+    if not axes:
+        return x, lab
+    return lax.reduce_sum(x, axes), "".join(c for c in lab if c in needed)
+
+
+def _prepare(subscripts, operands):
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved((subscripts,) + tuple(operands))
+    _util.check_arraylike("einsum", *operands)
+    ops = _util.promote_dtypes("einsum", *operands)
+    labels, out = _parse(subscripts, [x.aval.shape for x in ops])
+    ops, labels, sizes = _sizes(ops, labels)
+    return ops, labels, out, sizes
+
+
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None):
+    """Like numpy.einsum: Einstein summation over the operands' labelled axes.
+
+    Args:
+      subscripts: e.g. ``"ij,jk->ik"`` (``...`` broadcasts; without ``->`` the output
+        is the labels used once, sorted), or the interleaved form ``einsum(x, [0, 1],
+        y, [1, 2], [0, 2])``.
+      *operands: the arrays.
+      optimize: the contraction order: ``False`` (left to right), ``True``/"greedy"/
+        "optimal"/"auto" (greedy pairwise: smallest intermediate first), or a path as
+        returned by :func:`einsum_path`.
+      precision, preferred_element_type: passed to ``lax.dot_general``.
+
+    Returns:
+      The contraction, with the operands' promoted dtype.
+
+    >>> jnp.einsum("ij,j->i", jnp.ones((2, 3)), jnp.arange(3.0))
+    Array([3., 3.], dtype=float32)
+    """
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
+    ops, labels, out_labels, sizes = _prepare(subscripts, operands)
+    path = _path(optimize, labels, out_labels, sizes)
+    ops, labels = list(ops), list(labels)
+    for k in range(len(ops)):
+        ops[k], labels[k] = _remove_repeats(ops[k], labels[k])
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
+    for i, j in path:
+        if not (0 <= i < len(ops) and 0 <= j < len(ops)) or i == j:
+            raise ValueError(f"einsum: invalid contraction {(i, j)} for {len(ops)} operands")
+        others = set(out_labels).union(*(t for k, t in enumerate(labels) if k not in (i, j)))
+        a, la = _sum_unneeded(ops[i], labels[i], others | set(labels[j]))
+        b, lb = _sum_unneeded(ops[j], labels[j], others | set(la))
+        batch = [c for c in la if c in lb and c in others]
+        contract = [c for c in la if c in lb and c not in others]
+        dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+                (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
+        r = _general(a, b, *dims, **kw)
+        lr = "".join(batch + [c for c in la if c not in batch and c not in contract]
+                     + [c for c in lb if c not in batch and c not in contract])
+        ops = [x for k, x in enumerate(ops) if k not in (i, j)] + [r]
+        labels = [t for k, t in enumerate(labels) if k not in (i, j)] + [lr]
+    x, lab = _sum_unneeded(ops[0], labels[0], set(out_labels))
+    x = lax.transpose(x, tuple(lab.index(c) for c in out_labels))
+    if preferred_element_type is not None:
+        x = lax.convert_element_type(x, _util.user_dtype(preferred_element_type))
+    return x
+
+
+def einsum_path(subscripts, /, *operands, optimize="greedy"):
+    """Like numpy.einsum_path: the greedy pairwise contraction order :func:`einsum`
+    would use, and a short description.
+
+    Returns:
+      ``(path, description)``: ``path`` is a list of position pairs (each contracted
+      pair's result is appended at the end of the operand list), usable as
+      ``einsum(..., optimize=path)``.
+
+    >>> jnp.einsum_path("ij,jk,kl->il", jnp.ones((2, 3)), jnp.ones((3, 4)),
+    ...                 jnp.ones((4, 1)))[0]
+    [(1, 2), (0, 1)]
+    """
+    _, labels, out, sizes = _prepare(subscripts, operands)
+    path = _path(optimize if optimize is not None else False, labels, out, sizes)
+    desc = (f"  Complete contraction:  {','.join(labels)}->{out}\n"
+            f"  Contraction path: {path}")
+    return path, desc

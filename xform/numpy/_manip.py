@@ -1,0 +1,393 @@
+"""More array manipulation: roll, rot90, flips, splits, tile, repeat, block and the
+stacking helpers, append/delete/insert, resize, trim_zeros. Static shapes throughout:
+the arguments that decide the output shape must be concrete."""
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy._shape import (atleast_3d, concatenate, flip, moveaxis, ravel, reshape,
+                                transpose)
+from xform.numpy._util import asarray, canonicalize_axis
+
+
+def _slice_axis(a, start, stop, axis):
+    start_idx = [0] * a.aval.ndim
+    limit = list(a.aval.shape)
+    start_idx[axis], limit[axis] = start, stop
+    return lax.slice(a, start_idx, limit)
+
+
+def roll(a, shift, axis=None):
+    """Like numpy.roll: elements shifted along ``axis`` (flattened if None), wrapping
+    around; ``shift`` and ``axis`` may be tuples.
+
+    >>> jnp.roll(jnp.arange(4), 1)
+    Array([3, 0, 1, 2], dtype=int32)
+    """
+    a = asarray(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), a.aval.shape)
+    shifts = np.atleast_1d(_util.concrete_or_error(shift, "shift", "roll"))
+    axes = np.atleast_1d(np.asarray(axis))
+    shifts, axes = np.broadcast_arrays(shifts, axes)
+    for s, ax in zip(shifts.tolist(), axes.tolist()):
+        ax = canonicalize_axis(ax, a.aval.ndim)
+        n = a.aval.shape[ax]
+        if n == 0:
+            continue
+        s = -int(s) % n
+        if s:
+            a = lax.concatenate([_slice_axis(a, s, n, ax), _slice_axis(a, 0, s, ax)], ax)
+    return a
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Like numpy.rot90: rotate by 90 degrees ``k`` times in the ``axes`` plane."""
+    m = asarray(m, "rot90")
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    ax0, ax1 = (canonicalize_axis(x, m.aval.ndim) for x in axes)
+    if ax0 == ax1:
+        raise ValueError("Axes must be different")
+    k = operator.index(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(m, (ax0, ax1))
+    perm = list(range(m.aval.ndim))
+    perm[ax0], perm[ax1] = perm[ax1], perm[ax0]
+    if k == 1:
+        return transpose(flip(m, ax1), perm)
+    return flip(transpose(m, perm), ax1)
+
+
+def fliplr(m):
+    """Like numpy.fliplr (reverse axis 1)."""
+    return flip(m, 1)
+
+
+def flipud(m):
+    """Like numpy.flipud (reverse axis 0)."""
+    return flip(m, 0)
+
+
+def rollaxis(a, axis, start=0):
+    """Like numpy.rollaxis: move ``axis`` to before position ``start``."""
+    a = asarray(a, "rollaxis")
+    nd = a.aval.ndim
+    axis = canonicalize_axis(axis, nd)
+    if not -nd <= start <= nd:
+        raise ValueError(f"start={start} must satisfy {-nd} <= start <= {nd}")
+    start = start + nd if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def permute_dims(a, /, axes):
+    """Like numpy.permute_dims (the array API name of transpose)."""
+    return transpose(a, axes)
+
+
+def concat(arrays, /, *, axis=0):
+    """Like numpy.concat (the array API name of concatenate)."""
+    return concatenate(arrays, axis)
+
+
+def unstack(x, /, *, axis=0):
+    """Like numpy.unstack: a tuple of the slices along ``axis``."""
+    x = asarray(x, "unstack")
+    if x.aval.ndim == 0:
+        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array "
+                         "was passed.")
+    axis = canonicalize_axis(axis, x.aval.ndim)
+    return tuple(lax.squeeze(_slice_axis(x, i, i + 1, axis), (axis,))
+                 for i in range(x.aval.shape[axis]))
+
+
+def column_stack(tup):
+    """Like numpy.column_stack: 1-D inputs become columns."""
+    arrays = [asarray(x, "column_stack", i) for i, x in enumerate(tup)]
+    arrays = [lax.reshape(x, (x.aval.size, 1)) if x.aval.ndim < 2 else x for x in arrays]
+    return concatenate(arrays, 1)
+
+
+def dstack(tup, dtype=None):
+    """Like numpy.dstack: stack along the third axis."""
+    return concatenate([atleast_3d(asarray(x, "dstack", i)) for i, x in enumerate(tup)],
+                       2, dtype)
+
+
+def block(arrays):
+    """Like numpy.block: assemble an array from nested lists of blocks."""
+    def depth(x):
+        return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list)
+                                                                    else 0)
+
+    def leaves(x):
+        return [y for z in x for y in leaves(z)] if isinstance(x, list) else [x]
+
+    if isinstance(arrays, tuple):
+        raise TypeError("jnp.block: arrays is a tuple; only lists can be used to arrange "
+                        "blocks.")
+    list_ndim = depth(arrays)
+    ndim = max([list_ndim] + [np.ndim(x) if not _util.is_array(x) else x.aval.ndim
+                              for x in leaves(arrays)])
+
+    def rec(x, d):
+        if not isinstance(x, list):
+            x = asarray(x, "block")
+            return lax.reshape(x, (1,) * (ndim - x.aval.ndim) + x.aval.shape)
+        if not x:
+            raise ValueError("jnp.block: lists cannot be empty")
+        return concatenate([rec(y, d + 1) for y in x], ndim - list_ndim + d)
+
+    return rec(arrays, 0)
+
+
+# ---- splits ----
+
+def _split(name, ary, indices_or_sections, axis, strict):
+    ary = asarray(ary, name)
+    axis = canonicalize_axis(axis, ary.aval.ndim)
+    n = ary.aval.shape[axis]
+    sections = _util.concrete_or_error(indices_or_sections, "indices_or_sections", name)
+    if sections.ndim == 0:
+        k = int(sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if strict and n % k:
+            raise ValueError("array split does not result in an equal division")
+        q, r = divmod(n, k)
+        bounds = [0] + list(np.cumsum([q + 1] * r + [q] * (k - r)))
+    else:
+        bounds = [0] + [min(max(int(i) + n if i < 0 else int(i), 0), n)
+                        for i in sections.tolist()] + [n]
+    return [_slice_axis(ary, lo, max(lo, hi), axis) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Like numpy.split: equal sections (an int) or split points (a sequence).
+
+    >>> [p.tolist() for p in jnp.split(jnp.arange(4), 2)]
+    [[0, 1], [2, 3]]
+    """
+    return _split("split", ary, indices_or_sections, axis, True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Like numpy.array_split: like :func:`split`, but sections may be unequal."""
+    return _split("array_split", ary, indices_or_sections, axis, False)
+
+
+def _nd_split(name, ary, indices_or_sections, axis, min_ndim):
+    a = asarray(ary, name)
+    if a.aval.ndim < min_ndim:
+        raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
+    return _split(name, a, indices_or_sections, axis, True)
+
+
+def hsplit(ary, indices_or_sections):
+    """Like numpy.hsplit (axis 1, or 0 for 1-D arrays)."""
+    a = asarray(ary, "hsplit")
+    return _nd_split("hsplit", a, indices_or_sections, 0 if a.aval.ndim == 1 else 1, 1)
+
+
+def vsplit(ary, indices_or_sections):
+    """Like numpy.vsplit (axis 0)."""
+    return _nd_split("vsplit", ary, indices_or_sections, 0, 2)
+
+
+def dsplit(ary, indices_or_sections):
+    """Like numpy.dsplit (axis 2)."""
+    return _nd_split("dsplit", ary, indices_or_sections, 2, 3)
+
+
+# ---- tile, repeat, resize ----
+
+def tile(A, reps):
+    """Like numpy.tile: ``A`` repeated ``reps`` times along each axis.
+
+    >>> jnp.tile(jnp.array([1, 2]), 2)
+    Array([1, 2, 1, 2], dtype=int32)
+    """
+    A = asarray(A, "tile")
+    reps = tuple(operator.index(r) for r in np.atleast_1d(np.asarray(reps)).tolist())
+    nd = max(len(reps), A.aval.ndim)
+    reps = (1,) * (nd - len(reps)) + reps
+    A = lax.reshape(A, (1,) * (nd - A.aval.ndim) + A.aval.shape)
+    shape = A.aval.shape
+    big = tuple(d for r, s in zip(reps, shape) for d in (r, s))
+    out = lax.broadcast_in_dim(A, big, tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Like numpy.repeat: each element repeated ``repeats`` times (an int, or one count
+    per element, which must then be concrete unless ``total_repeat_length`` is given).
+
+    >>> jnp.repeat(jnp.array([1, 2]), 2)
+    Array([1, 1, 2, 2], dtype=int32)
+    """
+    a = asarray(a, "repeat")
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(axis, a.aval.ndim)
+    n = a.aval.shape[axis]
+    if _util.is_array(repeats) and repeats.aval.shape and total_repeat_length is not None:
+        return _repeat_traced(a, repeats, axis, total_repeat_length)
+    reps = _util.concrete_or_error(repeats, "repeats", "repeat")
+    if reps.ndim == 0 or reps.size == 1:
+        r = int(reps.reshape(()))
+        if r < 0:
+            raise ValueError(f"repeats may not contain negative values, got {r}")
+        shape = a.aval.shape
+        out = lax.broadcast_in_dim(a, shape[:axis + 1] + (r,) + shape[axis + 1:],
+                                   tuple(i for i in range(a.aval.ndim + 1) if i != axis + 1))
+        out = lax.reshape(out, shape[:axis] + (n * r,) + shape[axis + 1:])
+    else:
+        if reps.shape != (n,):
+            raise ValueError(f"repeats has shape {reps.shape}, which does not match the "
+                             f"{n} elements along axis {axis}")
+        if (reps < 0).any():
+            raise ValueError("repeats may not contain negative values")
+        from xform.numpy._indexing_fns import take
+        out = take(a, np.repeat(np.arange(n), reps), axis=axis)
+    if total_repeat_length is not None:
+        out = _fit_length(out, total_repeat_length, axis)
+    return out
+
+
+def _fit_length(x, length, axis):
+    """Cut ``x`` to ``length`` along ``axis``, or pad it with its last element (zeros
+    if empty), as JAX's ``total_repeat_length``."""
+    n = x.aval.shape[axis]
+    if n >= length:
+        return _slice_axis(x, 0, length, axis)
+    shape = list(x.aval.shape)
+    shape[axis] = length - n
+    fill = (_util.broadcast_to(_slice_axis(x, n - 1, n, axis), tuple(shape)) if n else
+            lax.full(tuple(shape), _util.scalar_array(0, x.aval.dtype, False)))
+    return lax.concatenate([x, fill], axis)
+
+
+def _repeat_traced(a, repeats, axis, total):
+    """repeat with traced per-element counts: output position k takes element i where
+    ``cumsum(repeats)[i-1] <= k < cumsum(repeats)[i]`` (a comparison count)."""
+    from xform.numpy._cumulative import cumsum
+    from xform.numpy._indexing_fns import take
+    ends = cumsum(lax.convert_element_type(repeats, dtypes.int32))
+    k = lax.iota(dtypes.int32, total)
+    idx = lax.reduce_sum(lax.convert_element_type(
+        lax.ge(lax.broadcast_in_dim(k, (total, ends.aval.shape[0]), (0,)),
+               lax.broadcast_in_dim(ends, (total, ends.aval.shape[0]), (1,))),
+        dtypes.int32), (1,))
+    idx = lax.min(idx, _util.scalar_array(a.aval.shape[axis] - 1, dtypes.int32, False))
+    return take(a, idx, axis=axis)
+
+
+def resize(a, new_shape):
+    """Like numpy.resize: the flattened input repeated (cyclically) to ``new_shape``."""
+    a = ravel(asarray(a, "resize"))
+    new_shape = _util.canonical_shape(new_shape, "new_shape")
+    size = int(np.prod(new_shape, dtype=np.int64))
+    if a.aval.size == 0 or size == 0:
+        return lax.full(new_shape, _util.scalar_array(0, a.aval.dtype, False))
+    reps = -(-size // a.aval.size)
+    return lax.reshape(lax.slice(tile(a, reps), (0,), (size,)), new_shape)
+
+
+# ---- append, delete, insert, trim_zeros ----
+
+def append(arr, values, axis=None):
+    """Like numpy.append (flattens both when ``axis`` is None)."""
+    if axis is None:
+        return concatenate([ravel(asarray(arr, "append")), ravel(asarray(values,
+                                                                         "append", 1))], 0)
+    return concatenate([arr, values], axis)
+
+
+def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+    """Like numpy.delete; ``obj`` (a slice, int or index array) must be concrete."""
+    del assume_unique_indices
+    _util.check_arraylike("delete", arr)
+    a = asarray(arr, "delete")
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(axis, a.aval.ndim)
+    n = a.aval.shape[axis]
+    if isinstance(obj, slice):
+        drop = np.arange(n)[obj]
+    else:
+        _util.check_arraylike("delete", obj)
+        drop = _util.concrete_or_error(obj, "obj", "delete")
+        if not np.issubdtype(drop.dtype, np.integer):
+            raise ValueError("index array argument obj to delete must be one dimensional "
+                             "or a slice, with integer values")
+        if ((drop < -n) | (drop >= n)).any():
+            raise IndexError(f"index {drop.tolist()} is out of bounds for axis {axis} "
+                             f"with size {n}")
+        drop = drop % n if n else drop
+    keep = np.setdiff1d(np.arange(n), drop)
+    pieces = [_slice_axis(a, int(i), int(i) + 1, axis) for i in keep]
+    return lax.concatenate(pieces, axis) if pieces else _slice_axis(a, 0, 0, axis)
+
+
+def insert(arr, obj, values, axis=None):
+    """Like numpy.insert; ``obj`` (an int, slice or index array) must be concrete."""
+    _util.check_arraylike("insert", arr, values)
+    a = asarray(arr, "insert")
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(axis, a.aval.ndim)
+    n = a.aval.shape[axis]
+    if isinstance(obj, slice):
+        idx = np.arange(n + 1)[obj]
+    else:
+        idx = _util.concrete_or_error(obj, "obj", "insert")
+    scalar = idx.ndim == 0
+    idx = np.where(np.atleast_1d(idx) < 0, np.atleast_1d(idx) + n, np.atleast_1d(idx))
+    values = lax.convert_element_type(asarray(values, "insert", 2), a.aval.dtype,
+                                      a.aval.weak_type)
+    vshape = list(a.aval.shape)
+    if scalar:  # NumPy: all of ``values`` goes in at that one position
+        if values.aval.ndim < a.aval.ndim:
+            values = lax.reshape(values, (1,) * (a.aval.ndim - values.aval.ndim)
+                                 + values.aval.shape)
+        values = moveaxis(values, 0, axis)
+        vshape[axis] = values.aval.shape[axis]
+        idx = np.full(vshape[axis], idx[0])
+    else:
+        vshape[axis] = len(idx)
+    v = _util.broadcast_to(values, tuple(vshape))
+    chunks = [_slice_axis(v, j, j + 1, axis) for j in range(len(idx))]
+    order = np.argsort(idx, kind="stable")
+    pieces, prev = [], 0
+    for j in order:
+        pos = int(idx[j])
+        if pos > prev:
+            pieces.append(_slice_axis(a, prev, pos, axis))
+            prev = pos
+        pieces.append(chunks[j])
+    if prev < n:
+        pieces.append(_slice_axis(a, prev, n, axis))
+    return lax.concatenate(pieces, axis)
+
+
+def trim_zeros(filt, trim="fb"):
+    """Like numpy.trim_zeros for a concrete 1-D array (the result's shape depends on
+    the values)."""
+    value = _util.concrete_or_error(filt, "filt", "trim_zeros")
+    a = asarray(filt, "trim_zeros")
+    if value.ndim != 1:
+        raise ValueError(f"trim_zeros requires a 1-D input, got shape {value.shape}")
+    nz = np.flatnonzero(value)
+    if nz.size == 0:
+        return lax.slice(a, (0,), (0,))
+    start = int(nz[0]) if "f" in trim.lower() else 0
+    stop = int(nz[-1]) + 1 if "b" in trim.lower() else value.shape[0]
+    return lax.slice(a, (start,), (stop,))
+

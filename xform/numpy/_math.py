@@ -1,0 +1,305 @@
+"""More elementwise math composed from the basic ufuncs: logaddexp, hypot, angle
+conversions, fmax/fmin, heaviside, copysign, sinc, isclose/allclose, array_equal,
+nan_to_num, real/imag/conj and dtype predicates."""
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
+from xform.numpy._reductions import all as _all
+from xform.numpy._util import asarray
+
+
+def _inexact(name, *args):
+    return _util.promote_args(name, *args, to="inexact")
+
+
+def _inexact1(name, x):
+    x, = _util.promote_dtypes(name, x, to="inexact")
+    return x
+
+
+def _like(x, value):
+    return _util.scalar_array(value, x.aval.dtype, True)
+
+
+def logaddexp(x1, x2, /):
+    """Like numpy.logaddexp: ``log(exp(x1) + exp(x2))`` without overflow.
+
+    >>> jnp.logaddexp(0.0, 0.0)
+    Array(0.6931472, dtype=float32, weak_type=True)
+    """
+    x1, x2 = _inexact("logaddexp", x1, x2)
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    # log(1 + e^-|d|): tiny when |d| is large, so plain log loses nothing that matters.
+    soft = lax.log(lax.add(_like(delta, 1), lax.exp(lax.neg(lax.abs(delta)))))
+    return uf.where(uf.isnan(delta), lax.add(x1, x2), lax.add(amax, soft))
+
+
+def logaddexp2(x1, x2, /):
+    """Like numpy.logaddexp2: ``log2(2**x1 + 2**x2)``."""
+    x1, x2 = _inexact("logaddexp2", x1, x2)
+    ln2 = _like(x1, np.log(2))
+    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+
+
+def hypot(x1, x2, /):
+    """Like numpy.hypot: ``sqrt(x1**2 + x2**2)``, scaled to avoid overflow.
+
+    >>> jnp.hypot(3.0, 4.0)
+    Array(5., dtype=float32, weak_type=True)
+    """
+    x1, x2 = _inexact("hypot", x1, x2)
+    x1, x2 = _util.broadcast_arrays("hypot", lax.abs(x1), lax.abs(x2), scalars_ok=False)
+    big, small = lax.max(x1, x2), lax.min(x1, x2)
+    zero = lax.eq(big, _like(big, 0))
+    ratio = lax.div(small, uf.where(zero, _like(big, 1), big))
+    out = uf.where(zero, big, lax.mul(big, lax.sqrt(lax.add(_like(big, 1),
+                                                             lax.integer_pow(ratio, 2)))))
+    return uf.where(uf.logical_or(uf.isinf(x1), uf.isinf(x2)), _like(big, np.inf), out)
+
+
+def deg2rad(x, /):
+    """Like numpy.deg2rad."""
+    x = _inexact1("deg2rad", x)
+    return lax.mul(x, _like(x, np.pi / 180))
+
+
+def rad2deg(x, /):
+    """Like numpy.rad2deg."""
+    x = _inexact1("rad2deg", x)
+    return lax.mul(x, _like(x, 180 / np.pi))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def fabs(x, /):
+    """Like numpy.fabs (integers are promoted to float)."""
+    x = _inexact1("fabs", x)
+    if dtypes.is_complex(x.aval.dtype):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return lax.abs(x)
+
+
+def fmax(x1, x2):
+    """Like numpy.fmax: the maximum, ignoring a NaN operand."""
+    return uf.where(uf.logical_or(uf.greater(x1, x2), uf.isnan(x2)), x1, x2)
+
+
+def fmin(x1, x2):
+    """Like numpy.fmin: the minimum, ignoring a NaN operand."""
+    return uf.where(uf.logical_or(uf.less(x1, x2), uf.isnan(x2)), x1, x2)
+
+
+def heaviside(x1, x2, /):
+    """Like numpy.heaviside: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where
+    ``x1 == 0`` (NaN stays NaN)."""
+    x1, x2 = _inexact("heaviside", x1, x2)
+    zero = _like(x1, 0)
+    at_zero = uf.where(lax.eq(x1, zero), x2, x1)
+    return uf.where(lax.lt(x1, zero), zero, uf.where(lax.gt(x1, zero), _like(x1, 1), at_zero))
+
+
+def signbit(x, /):
+    """Like numpy.signbit.
+
+    NB: xform.lax has no bitcast, so the sign bit of a float is read as ``x < 0`` or
+    ``x == 0 and 1/x < 0`` (right for -0.0); a NaN's sign bit reads as False.
+    """
+    x = asarray(x, "signbit")
+    dt = x.aval.dtype
+    if dt == dtypes.bool_ or dtypes.is_unsigned(dt):
+        return lax.full(x.aval.shape, False)
+    zero = _util.scalar_array(0, dt, False)
+    neg = lax.lt(x, zero)
+    if dtypes.is_integer(dt):
+        return neg
+    one = _util.scalar_array(1, dt, False)
+    neg_zero = uf.logical_and(lax.eq(x, zero), lax.lt(lax.div(one, x), zero))
+    return uf.logical_or(neg, neg_zero)
+
+
+def copysign(x1, x2, /):
+    """Like numpy.copysign (see :func:`signbit` for NaN signs)."""
+    x1, x2 = _inexact("copysign", x1, x2)
+    mag = lax.abs(x1)
+    return uf.where(signbit(x2), lax.neg(mag), mag)
+
+
+def sinc(x, /):
+    """Like numpy.sinc: ``sin(pi x) / (pi x)``, 1 at 0."""
+    x = _inexact1("sinc", x)
+    is_zero = lax.eq(x, _like(x, 0))
+    pi_x = lax.mul(_like(x, np.pi), uf.where(is_zero, _like(x, 1), x))
+    return uf.where(is_zero, _like(x, 1), lax.div(lax.sin(pi_x), pi_x))
+
+
+def float_power(x1, x2, /):
+    """Like numpy.float_power: :func:`power` after promotion to an inexact dtype."""
+    return uf.power(*_inexact("float_power", x1, x2))
+
+
+def cbrt(x, /):
+    """Like numpy.cbrt: ``sign(x) * |x| ** (1/3)``."""
+    x = _inexact1("cbrt", x)
+    return lax.mul(lax.sign(x), lax.pow(lax.abs(x), _like(x, 1 / 3)))
+
+
+def isposinf(x, /):
+    """Like numpy.isposinf."""
+    x = asarray(x, "isposinf")
+    if not dtypes.is_floating(x.aval.dtype):
+        return lax.full(x.aval.shape, False)
+    return lax.eq(x, _util.scalar_array(np.inf, x.aval.dtype, False))
+
+
+def isneginf(x, /):
+    """Like numpy.isneginf."""
+    x = asarray(x, "isneginf")
+    if not dtypes.is_floating(x.aval.dtype):
+        return lax.full(x.aval.shape, False)
+    return lax.eq(x, _util.scalar_array(-np.inf, x.aval.dtype, False))
+
+
+def iscomplexobj(x):
+    """Like numpy.iscomplexobj: whether ``x``'s dtype is complex (a Python bool)."""
+    return x is not None and dtypes.is_complex(dtypes.dtype(x))
+
+
+def isrealobj(x):
+    """Like numpy.isrealobj."""
+    return not iscomplexobj(x)
+
+
+def real(val, /):
+    """Like numpy.real (complex inputs need xform.lax complex support)."""
+    val = asarray(val, "real")
+    if dtypes.is_complex(val.aval.dtype):
+        return lax.real(val)
+    return val
+
+
+def imag(val, /):
+    """Like numpy.imag (zeros for real inputs)."""
+    val = asarray(val, "imag")
+    if dtypes.is_complex(val.aval.dtype):
+        return lax.imag(val)
+    return lax.full_like(val, 0)
+
+
+def conjugate(x, /):
+    """Like numpy.conjugate (real inputs are returned unchanged)."""
+    x = asarray(x, "conjugate")
+    return lax.conj(x) if dtypes.is_complex(x.aval.dtype) else x
+
+
+conj = conjugate
+
+
+def isreal(x, /):
+    """Like numpy.isreal: the imaginary part is zero."""
+    x = asarray(x, "isreal")
+    if not dtypes.is_complex(x.aval.dtype):
+        return _const_bool(x, True)
+    return uf.equal(imag(x), 0)
+
+
+def iscomplex(x, /):
+    """Like numpy.iscomplex: the imaginary part is non-zero."""
+    x = asarray(x, "iscomplex")
+    if not dtypes.is_complex(x.aval.dtype):
+        return _const_bool(x, False)
+    return uf.not_equal(imag(x), 0)
+
+
+def _const_bool(x, value):
+    out = lax.full(x.aval.shape, value)
+    return lax.convert_element_type(out, dtypes.bool_, x.aval.weak_type)
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Like numpy.isclose: ``|a - b| <= atol + rtol * |b|``, with infinities equal only
+    to themselves and NaN equal to NaN only if ``equal_nan``.
+
+    >>> jnp.isclose(jnp.array([1.0, 1.1]), 1.0)
+    Array([ True, False], dtype=bool)
+    """
+    a, b = _util.promote_args("isclose", a, b)
+    dt = a.aval.dtype
+    if not dtypes.is_inexact(dt):
+        return uf.equal(a, b)
+    a, b = _util.broadcast_arrays("isclose", a, b, scalars_ok=False)
+    real_dt = np.dtype(dtypes.finfo(dt).dtype)
+    bound = lax.add(_util.scalar_array(atol, real_dt, False),
+                    lax.mul(_util.scalar_array(rtol, real_dt, False), lax.abs(b)))
+    out = lax.le(lax.abs(lax.sub(a, b)), bound)
+    a_inf, b_inf = uf.isinf(a), uf.isinf(b)
+    out = uf.logical_and(out, uf.logical_not(uf.logical_or(a_inf, b_inf)))
+    out = uf.logical_or(out, uf.logical_and(uf.logical_and(a_inf, b_inf), lax.eq(a, b)))
+    a_nan, b_nan = uf.isnan(a), uf.isnan(b)
+    out = uf.logical_and(out, uf.logical_not(uf.logical_or(a_nan, b_nan)))
+    if equal_nan:
+        out = uf.logical_or(out, uf.logical_and(a_nan, b_nan))
+    return lax.convert_element_type(out, dtypes.bool_, False)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Like numpy.allclose: ``all(isclose(...))``."""
+    return _all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """Like numpy.array_equal: same shape and equal elements (a bool Array)."""
+    _util.check_arraylike("array_equal", a1, a2)
+    a1, a2 = asarray(a1, "array_equal"), asarray(a2, "array_equal", 1)
+    if a1.aval.shape != a2.aval.shape:
+        return _util.scalar_array(False, dtypes.bool_, False)
+    eq = uf.equal(a1, a2)
+    if equal_nan:
+        eq = uf.logical_or(eq, uf.logical_and(uf.isnan(a1), uf.isnan(a2)))
+    return _all(eq)
+
+
+def array_equiv(a1, a2):
+    """Like numpy.array_equiv: broadcastable and equal elements."""
+    _util.check_arraylike("array_equiv", a1, a2)
+    a1, a2 = asarray(a1, "array_equiv"), asarray(a2, "array_equiv", 1)
+    try:
+        _util.broadcast_shapes(a1.aval.shape, a2.aval.shape)
+    except ValueError:
+        return _util.scalar_array(False, dtypes.bool_, False)
+    return _all(uf.equal(a1, a2))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Like numpy.nan_to_num: NaN to ``nan``, infinities to the largest finite values
+    (or ``posinf``/``neginf``).
+
+    >>> jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf, 1.0]))
+    Array([0.0000000e+00, 3.4028235e+38, 1.0000000e+00], dtype=float32)
+    """
+    del copy
+    x = asarray(x, "nan_to_num")
+    dt = x.aval.dtype
+    if not dtypes.is_inexact(dt):
+        return x
+    if dtypes.is_complex(dt):
+        return lax.complex(nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = dtypes.finfo(dt)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = uf.where(uf.isnan(x), _util.scalar_array(nan, dt, False), x)
+    out = uf.where(isposinf(out), _util.scalar_array(posinf, dt, False), out)
+    return uf.where(isneginf(out), _util.scalar_array(neginf, dt, False), out)
+
+
+def divmod(x1, x2, /):
+    """Like numpy.divmod: ``(floor_divide(x1, x2), remainder(x1, x2))``."""
+    return uf.floor_divide(x1, x2), uf.remainder(x1, x2)
+
+
+bitwise_invert = uf.invert
