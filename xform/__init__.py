@@ -11,6 +11,8 @@ from xform.transforms.ad import (grad, value_and_grad, jvp, vjp, linearize, jacf
                                  jacrev, hessian)
 from xform.transforms.vmap import vmap
 from xform.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
+from xform.transforms.checkpoint import checkpoint, remat, checkpoint_policies
+from xform import ad_checkpoint  # noqa: E402
 from xform.transforms.devices import (device_put, devices, device_count, local_devices,
                                       default_backend, block_until_ready, disable_jit)
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
