@@ -63,7 +63,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
                 dtypes.is_complex(aval.dtype):
             raise TypeError(f"lax.cond: pred must be a boolean or real number, got dtype "
                             f"{aval.dtype.name}.")
-        pred = ew.ne(pred, 0)
+        pred = ew.ne(pred, np.zeros((), aval.dtype))
     if config.jax_disable_jit:
         concrete = to_concrete_value(pred)
         if concrete is not None:
