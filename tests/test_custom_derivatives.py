@@ -295,3 +295,22 @@ def test_custom_vjp_closure_and_closure_convert():
     with pytest.raises(Exception, match="closed-over value"):
         xform.grad(closes_over)(1.)
     close(xform.jit(closes_over)(3.), 6.)  # no differentiation: fine
+
+
+def test_custom_vjp_under_vmap_with_unbatched_argument_and_remat():
+    def build(lib, np_):
+        @lib.custom_vjp
+        def f(x, y):
+            return np_.sin(x) * y
+        f.defvjp(lambda x, y: (f(x, y), (np_.cos(x), np_.sin(x), y)),
+                 lambda r, g: (r[0] * g * r[2], r[1] * g))
+        return f
+    xf, jf = build(xform, jnp), build(jax, jjnp)
+    xs = np.linspace(0., 1., 3).astype(np.float32)
+    # y is unbatched: its cotangent is the sum over the batch of bwd's per-example ones
+    same(xform.grad(lambda y: xform.vmap(xf, (0, None))(xs, y).sum())(2.),
+         jax.grad(lambda y: jax.vmap(jf, (0, None))(xs, y).sum())(2.))
+    close(xform.vmap(xform.grad(lambda y: xform.vmap(xf, (0, None))(xs, y).sum()))(xs),
+          jax.vmap(jax.grad(lambda y: jax.vmap(jf, (0, None))(xs, y).sum()))(xs))
+    same(xform.grad(xform.checkpoint(lambda y: xf(0.3, y) * xf(y, y)))(2.),
+         jax.grad(jax.checkpoint(lambda y: jf(0.3, y) * jf(y, y)))(2.))
