@@ -74,11 +74,12 @@ def test_values_match_jax(r, dtype, shapes):
     args = r.args_maker(RandGen(_rng(r.name, dtype.name, shapes)), shapes, dtype)
     expected = r.fn_jax(*args)
     eager = r.fn_xform(*[xform.device_put(a) for a in args])
-    assert isinstance(eager, xform.Array)
-    assert_same(eager, expected, r.tol, f"{r.name} eager")
-    assert eager.aval.weak_type == expected.weak_type, f"{r.name}: weak_type"
+    assert_tree_same(eager, expected, r.tol, f"{r.name} eager")
+    for i, (x, e) in enumerate(zip(_leaves(eager), _leaves(expected))):
+        assert isinstance(x, xform.Array), f"{r.name}[{i}]: {type(x)}"
+        assert x.aval.weak_type == e.weak_type, f"{r.name}[{i}]: weak_type"
     jitted = xform.jit(r.fn_xform)(*args)
-    assert_same(jitted, expected, r.tol, f"{r.name} jit")
+    assert_tree_same(jitted, expected, r.tol, f"{r.name} jit")
 
 
 # ---- (b) vmap vs a Python loop, batch axis anywhere ----
@@ -97,13 +98,15 @@ def test_vmap_matches_loop(r, seed):
         in_axes[int(rng.randint(len(shapes)))] = 0
     batched = [examples[0][i] if ax is None else
                np.stack([ex[i] for ex in examples], axis=ax) for i, ax in enumerate(in_axes)]
-    loop = [np.asarray(r.fn_xform(*[examples[b if ax is not None else 0][i]
-                                    for i, ax in enumerate(in_axes)]))
-            for b in range(size)]
-    out_axis = int(rng.randint(-loop[0].ndim - 1, loop[0].ndim + 1))
+    loop = [r.fn_xform(*[examples[b if ax is not None else 0][i]
+                         for i, ax in enumerate(in_axes)]) for b in range(size)]
+    ndim = min(np.ndim(x) for x in _leaves(loop[0]))
+    out_axis = int(rng.randint(-ndim - 1, ndim + 1))
     got = xform.vmap(r.fn_xform, in_axes=tuple(in_axes), out_axes=out_axis)(*batched)
-    assert_same(got, np.stack(loop, axis=out_axis), r.tol,
-                f"{r.name} vmap in_axes={in_axes} out_axes={out_axis}")
+    want = [np.stack([np.asarray(_leaves(o)[i]) for o in loop], axis=out_axis)
+            for i in range(len(_leaves(loop[0])))]
+    assert_tree_same(_leaves(got), want, r.tol,
+                     f"{r.name} vmap in_axes={in_axes} out_axes={out_axis}")
 
 
 def test_vmap_of_nullary_op_broadcasts():
@@ -133,17 +136,31 @@ def test_jvp_vjp_dot_product(x64, r):
         f, dyn = _diff_fn(r, args)
         v = tuple(rng.standard_normal(np.shape(x)).astype(r.grad_dtype) for x in dyn)
         y, jv = xform.jvp(f, dyn, v)
-        u = rng.standard_normal(np.shape(y)).astype(y.dtype)
+        u = _random_like(rng, y)
         y2, f_vjp = xform.vjp(f, *dyn)
         jtu = f_vjp(u)
-        np.testing.assert_array_equal(y, y2)
-        lhs = float(np.sum(u.astype(F64) * np.asarray(jv, F64)))
-        rhs = sum(float(np.sum(np.asarray(c, F64) * t)) for c, t in zip(jtu, v))
-        scale = float(np.sum(np.abs(u) * np.abs(np.asarray(jv, F64)))) + sum(
-            float(np.sum(np.abs(np.asarray(c, F64) * t))) for c, t in zip(jtu, v))
-        tol = 1e-12 if y.dtype == F64 else 1e-6
+        for a, b in zip(_leaves(y), _leaves(y2)):
+            np.testing.assert_array_equal(a, b)
+        pairs = list(zip(_leaves(u), _leaves(jv))) + list(zip(_leaves(jtu), v))
+        lhs = sum(float(np.sum(np.asarray(a, F64) * np.asarray(b, F64)))
+                  for a, b in pairs[:len(_leaves(u))])
+        rhs = sum(float(np.sum(np.asarray(a, F64) * np.asarray(b, F64)))
+                  for a, b in pairs[len(_leaves(u)):])
+        scale = sum(float(np.sum(np.abs(np.asarray(a, F64) * np.asarray(b, F64))))
+                    for a, b in pairs)
+        tol = 1e-12 if _leaves(y)[0].dtype == F64 else 1e-6
         assert abs(lhs - rhs) <= tol * scale + 1e-300, (
             f"{r.name} shapes {shapes}: <u, Jv> = {lhs!r} but <J^T u, v> = {rhs!r}")
+
+
+def _leaves(tree):
+    return jax.tree_util.tree_leaves(tree)
+
+
+def _random_like(rng, tree):
+    """A random cotangent for each (floating) leaf of ``tree``, same structure."""
+    return jax.tree_util.tree_map(
+        lambda y: rng.standard_normal(np.shape(y)).astype(np.asarray(y).dtype), tree)
 
 
 # ---- (e) jvp and vjp values vs jax ----
@@ -164,8 +181,8 @@ def test_jvp_vjp_match_jax(r, precision, request):
                          f"{r.name} {shapes} jvp")
         y, x_vjp = xform.vjp(fx, *dyn)
         y_j, j_vjp = jax.vjp(fj, *dyn)
-        assert_same(y, y_j, AD_TOL, f"{r.name} {shapes} vjp primal")
-        ct = rng.standard_normal(np.shape(y)).astype(np.asarray(y_j).dtype)
+        assert_tree_same(y, y_j, AD_TOL, f"{r.name} {shapes} vjp primal")
+        ct = _random_like(rng, y_j)
         assert_tree_same(x_vjp(ct), j_vjp(ct), AD_TOL, f"{r.name} {shapes} vjp")
 
 

@@ -41,6 +41,14 @@ def device_count():
     return client().device_count()
 
 
+def lapack_target(fn_base, dtype):
+    """Name of jaxlib's LAPACK FFI custom-call target (e.g. ``lapack_sgetrf_ffi``) for
+    ``dtype``, after making sure jaxlib registered the LAPACK kernels with XLA."""
+    from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
+    from jaxlib import lapack as _lapack
+    return _lapack.prepare_lapack_call(fn_base, np.dtype(dtype))
+
+
 def make_ir_context():
     """An MLIR context with the StableHLO, func and other dialects jaxlib registers."""
     return _jmlir.make_ir_context()

@@ -229,3 +229,18 @@ def call_lowering(ctx, args, closed: ClosedJaxpr, name):
     out_types = [aval_to_ir_type(a) for a in closed.out_avals]
     call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[1]), list(args))
     return list(call.results)
+
+
+def lower_fun(fun, multiple_results=True):
+    """A lowering rule that traces ``fun`` (written with lax ops) at the rule's input
+    avals and emits it inline: for primitives whose lowering is a composition."""
+    def rule(ctx, *args, **params):
+        from xform.interpreters.partial_eval import trace_to_jaxpr
+
+        def flat(*xs):
+            out = fun(*xs, **params)
+            return list(out) if multiple_results else [out]
+        closed = trace_to_jaxpr(flat, ctx.avals_in)
+        outs = jaxpr_subcomp(ctx.module_ctx, closed.jaxpr, closed.consts, list(args))
+        return outs if multiple_results else outs[0]
+    return rule

@@ -1,0 +1,370 @@
+"""``xform.numpy.linalg``: NumPy's linear algebra with JAX's semantics, composed
+from the ``xform.lax.linalg`` factorizations (so every function differentiates
+through their JVP rules, batches over leading dimensions, and jits).
+"""
+import collections
+import operator
+
+import numpy as np
+
+import xform.numpy as jnp
+from xform.core import dtypes
+from xform.lax import linalg as lax_linalg
+from xform.numpy import _util
+
+EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = collections.namedtuple("QRResult", ["Q", "R"])
+SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def _inexact(name, *xs):
+    """Arrays promoted to a common inexact dtype (ints become the default float)."""
+    xs = [_util.asarray(x, name, i) for i, x in enumerate(xs)]
+    dt = dtypes.to_inexact_dtype(_util.result_type(*xs)[0])
+    return [_util.convert(x, dt) for x in xs]
+
+
+def _square(name, a):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name}: argument must be a (batch of) square matrices, got "
+                         f"shape {a.shape}")
+
+
+def _batch_broadcast(a, b, b_core):
+    """Broadcast the batch dimensions of a (..., n, n) and b (..., *b_core)."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - b_core])
+    a = jnp.broadcast_to(a, (*batch, *a.shape[-2:]))
+    b = jnp.broadcast_to(b, (*batch, *b.shape[b.ndim - b_core:]))
+    return a, b
+
+
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    """Cholesky factor of a Hermitian positive-definite matrix (lower, or upper)."""
+    (a,) = _inexact("cholesky", a)
+    _square("cholesky", a)
+    L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
+    return jnp.conj(jnp.matrix_transpose(L)) if upper else L
+
+
+def _permute_rows(b, perm):
+    p = lax_linalg._permutation_matrix(perm, b.dtype)
+    return jnp.matmul(p, b)
+
+
+def solve(a, b):
+    """Solve ``a @ x = b``; ``b`` is a vector (ndim 1) or a (batch of) matrices.
+
+    >>> solve(xform.numpy.array([[2., 0.], [0., 4.]]), xform.numpy.array([2., 2.]))
+    Array([1. , 0.5], dtype=float32)
+    """
+    a, b = _inexact("solve", a, b)
+    _square("solve", a)
+    vector = b.ndim == 1
+    if vector:
+        b = b[:, None]
+    if b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"solve: a {a.shape} and b {b.shape} have incompatible shapes")
+    a, b = _batch_broadcast(a, b, 2)
+    lu_, _, perm = lax_linalg.lu(a)
+    x = _permute_and_solve(lu_, perm, b)
+    return x[..., 0] if vector else x
+
+
+def _permute_and_solve(lu_, perm, b):
+    b = _permute_rows(b, perm)
+    y = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=True, unit_diagonal=True)
+    return lax_linalg.triangular_solve(lu_, y, left_side=True, lower=False)
+
+
+def inv(a):
+    """Inverse of a (batch of) square matrices."""
+    (a,) = _inexact("inv", a)
+    _square("inv", a)
+    eye = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    lu_, _, perm = lax_linalg.lu(a)
+    return _permute_and_solve(lu_, perm, eye)
+
+
+def _lu_sign_and_diag(a):
+    lu_, pivots, _ = lax_linalg.lu(a)
+    diag = jnp.diagonal(lu_, axis1=-2, axis2=-1)
+    swaps = jnp.sum(pivots != jnp.arange(a.shape[-1], dtype=pivots.dtype), axis=-1)
+    parity = jnp.where(swaps % 2 == 1, -1, 1).astype(a.dtype)
+    return parity, diag
+
+
+def det(a):
+    """Determinant of a (batch of) square matrices (via LU)."""
+    (a,) = _inexact("det", a)
+    _square("det", a)
+    parity, diag = _lu_sign_and_diag(a)
+    return parity * jnp.prod(diag, axis=-1)
+
+
+def slogdet(a, *, method=None):
+    """``(sign, log|det|)`` of a (batch of) square matrices, stable for large sizes."""
+    if method not in (None, "lu"):
+        raise ValueError(f"slogdet: unsupported method {method!r}; use 'lu'")
+    (a,) = _inexact("slogdet", a)
+    _square("slogdet", a)
+    parity, diag = _lu_sign_and_diag(a)
+    absdiag = jnp.abs(diag)
+    sign = parity * jnp.prod(diag / jnp.where(absdiag == 0, 1, absdiag).astype(diag.dtype),
+                             axis=-1)
+    logabs = jnp.sum(jnp.log(absdiag), axis=-1)
+    return SlogdetResult(sign, logabs)
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition; ``mode`` is "reduced", "complete", "r" or "raw" (unsupported)."""
+    (a,) = _inexact("qr", a)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: unsupported mode {mode!r}; expected 'reduced', 'complete' "
+                         "or 'r'")
+    q, r = lax_linalg.qr(a, full_matrices=(mode == "complete"))
+    return r if mode == "r" else QRResult(q, r)
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix."""
+    (a,) = _inexact("eigh", a)
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    v, w = lax_linalg.eigh(a, lower=(UPLO != "U"), symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO="L"):
+    """Eigenvalues (ascending) of a Hermitian matrix."""
+    return eigh(a, UPLO).eigenvalues
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular value decomposition; ``SVDResult(U, S, Vh)`` or ``S``."""
+    (a,) = _inexact("svd", a)
+    if not compute_uv:
+        return lax_linalg.svd(a, compute_uv=False)
+    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices)
+    return SVDResult(u, s, vh)
+
+
+def svdvals(x):
+    """Singular values, descending."""
+    return svd(x, compute_uv=False)
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    r, c = axes
+    if ord in (None, "fro", "f"):
+        out = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axes, keepdims=keepdims))
+    elif ord in (1, -1):
+        red = jnp.max if ord == 1 else jnp.min
+        out = red(jnp.sum(jnp.abs(x), axis=r, keepdims=True), axis=c, keepdims=True)
+    elif ord in (np.inf, -np.inf):
+        red = jnp.max if ord > 0 else jnp.min
+        out = red(jnp.sum(jnp.abs(x), axis=c, keepdims=True), axis=r, keepdims=True)
+    elif ord in (2, -2, "nuc"):
+        moved = jnp.moveaxis(x, (r, c), (-2, -1))
+        s = svd(moved, compute_uv=False)
+        out = jnp.sum(s, -1) if ord == "nuc" else (s[..., 0] if ord == 2 else s[..., -1])
+        if keepdims:
+            out = jnp.expand_dims(out, axes)
+        return out
+    else:
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+    if not keepdims:
+        out = jnp.squeeze(out, axis=axes) if out.ndim > x.ndim - 2 else out
+    return out
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    ax = jnp.abs(x)
+    if ord is None or ord == 2:
+        return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims))
+    if ord == np.inf:
+        return jnp.max(ax, axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return jnp.min(ax, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(ax.dtype)
+    if ord == 1:
+        return jnp.sum(ax, axis=axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    return jnp.sum(ax ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """Vector or matrix norm, as ``numpy.linalg.norm``.
+
+    >>> norm(xform.numpy.array([3., 4.]))
+    Array(5., dtype=float32)
+    """
+    (x,) = _inexact("norm", x)
+    if axis is None:
+        if ord is None:
+            out = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x))))
+            return jnp.reshape(out, (1,) * x.ndim) if keepdims else out
+        if x.ndim not in (1, 2):
+            raise ValueError("norm: improper number of dimensions to norm")
+        axis = tuple(range(x.ndim))
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    axis = tuple(_util.canonicalize_axis(a, x.ndim) for a in axis)
+    if len(axis) == 1:
+        return _vector_norm(x, ord, axis[0], keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
+    raise ValueError(f"norm: axis must name 1 or 2 axes, got {axis}")
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    (x,) = _inexact("vector_norm", x)
+    if axis is None:
+        out = _vector_norm(jnp.ravel(x), ord, 0, False)
+        return jnp.reshape(out, (1,) * x.ndim) if keepdims else out
+    return _vector_norm(x, ord, axis, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def _default_rtol(a):
+    return np.finfo(a.dtype).eps * max(a.shape[-2:])
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    """Moore-Penrose pseudo-inverse via the SVD, cutting off small singular values."""
+    (a,) = _inexact("pinv", a)
+    rtol = rcond if rtol is None else rtol
+    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    rtol = _default_rtol(a) if rtol is None else rtol
+    cutoff = jnp.asarray(rtol, s.dtype)[..., None] * s[..., :1]
+    s_inv = jnp.where(s > cutoff, 1 / jnp.where(s > cutoff, s, 1), 0).astype(a.dtype)
+    return jnp.matmul(jnp.conj(jnp.matrix_transpose(vh)) * s_inv[..., None, :],
+                      jnp.conj(jnp.matrix_transpose(u)))
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """Least-squares solution of ``a @ x = b``: ``(x, residuals, rank, s)``."""
+    a, b = _inexact("lstsq", a, b)
+    if a.ndim != 2:
+        raise ValueError(f"lstsq: a must be a matrix, got shape {a.shape}")
+    vector = b.ndim == 1
+    b2 = b[:, None] if vector else b
+    m, n = a.shape
+    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    rcond = np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond
+    mask = s >= jnp.asarray(rcond, s.dtype) * s[0]
+    rank = jnp.sum(mask).astype(np.int32)
+    s_inv = jnp.where(mask, 1 / jnp.where(mask, s, 1), 0).astype(a.dtype)
+    uTb = jnp.matmul(jnp.conj(u.T), b2)
+    x = jnp.matmul(jnp.conj(vh.T), s_inv[:, None] * uTb)
+    r = b2 - jnp.matmul(a, x)
+    resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
+    if numpy_resid and not (m > n):
+        resid = jnp.zeros((0,), resid.dtype)
+    if vector:
+        x, resid = x[:, 0], resid
+    return x, resid, rank, s
+
+
+def matrix_power(a, n):
+    """``a`` to the integer power ``n`` by repeated squaring (inverse for n < 0)."""
+    a = _util.asarray(a, "matrix_power")
+    _square("matrix_power", a)
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}") from e
+    if n == 0:
+        return jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    base = a
+    while n:
+        if n & 1:
+            result = base if result is None else jnp.matmul(result, base)
+        n >>= 1
+        if n:
+            base = jnp.matmul(base, base)
+    return result
+
+
+def matrix_rank(M, rtol=None, *, tol=None):
+    (M,) = _inexact("matrix_rank", M)
+    s = svd(M, compute_uv=False)
+    if tol is None:
+        rtol = _default_rtol(M) if rtol is None else rtol
+        tol = s[..., :1] * jnp.asarray(rtol, s.dtype)
+    return jnp.sum(s > tol, axis=-1)
+
+
+def cond(x, p=None):
+    """Condition number (2-norm by default)."""
+    if p in (None, 2, -2):
+        s = svd(x, compute_uv=False)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    return norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+
+
+def multi_dot(arrays):
+    """Chained matrix product, left to right."""
+    if len(arrays) < 2:
+        raise ValueError("multi_dot: expecting at least two arrays")
+    out = arrays[0]
+    for x in arrays[1:]:
+        out = jnp.matmul(out, x)
+    return out
+
+
+def tensorsolve(a, b, axes=None):
+    (a, b) = _inexact("tensorsolve", a, b)
+    if axes is not None:
+        a = jnp.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+    out_shape = a.shape[b.ndim:]
+    n = int(np.prod(out_shape))
+    x = solve(jnp.reshape(a, (-1, n)), jnp.ravel(b))
+    return jnp.reshape(x, out_shape)
+
+
+def tensorinv(a, ind=2):
+    (a,) = _inexact("tensorinv", a)
+    out_shape = a.shape[ind:] + a.shape[:ind]
+    n = int(np.prod(a.shape[:ind]))
+    return jnp.reshape(inv(jnp.reshape(a, (n, -1))), out_shape)
+
+
+# NumPy-namespace aliases that numpy.linalg also exposes.
+def matmul(x1, x2, /):
+    return jnp.matmul(x1, x2)
+
+
+def outer(x1, x2, /):
+    return jnp.outer(x1, x2)
+
+
+def matrix_transpose(x, /):
+    return jnp.matrix_transpose(x)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    return jnp.vecdot(x1, x2, axis=axis)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    return jnp.cross(x1, x2, axis=axis)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    return jnp.tensordot(x1, x2, axes=axes)

@@ -1,0 +1,121 @@
+"""``xform.scipy.linalg``: SciPy's triangular and Cholesky/LU solvers with JAX's
+semantics, over the ``xform.lax.linalg`` primitives."""
+import xform.numpy as jnp
+from xform.lax import linalg as lax_linalg
+from xform.numpy import linalg as np_linalg
+
+
+def _trans_flags(trans):
+    table = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
+             2: (True, True), "C": (True, True)}
+    if trans not in table:
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got "
+                         f"{trans!r}")
+    return table[trans]
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     debug=None, check_finite=True):
+    """Solve ``op(a) @ x = b`` for triangular ``a`` (only its ``lower``/upper part is read).
+
+    >>> a = xform.numpy.array([[2., 0.], [1., 1.]])
+    >>> solve_triangular(a, xform.numpy.array([2., 3.]), lower=True)
+    Array([1., 2.], dtype=float32)
+    """
+    del overwrite_b, debug, check_finite
+    a, b = np_linalg._inexact("solve_triangular", a, b)
+    transpose_a, conjugate_a = _trans_flags(trans)
+    vector = b.ndim == a.ndim - 1
+    if vector:
+        b = b[..., None]
+    a, b = np_linalg._batch_broadcast(a, b, 2)
+    x = lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
+                                    transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                    unit_diagonal=unit_diagonal)
+    return x[..., 0] if vector else x
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """Cholesky factor; upper triangular unless ``lower``."""
+    del overwrite_a, check_finite
+    return np_linalg.cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """``(c, lower)`` for ``cho_solve``."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """Solve ``a @ x = b`` given ``cho_factor(a)``."""
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    c, b = np_linalg._inexact("cho_solve", c, b)
+    vector = b.ndim == c.ndim - 1
+    if vector:
+        b = b[..., None]
+    c, b = np_linalg._batch_broadcast(c, b, 2)
+    # a = L L^H: solve L y = b, then L^H x = y (with L = c^H when c is upper).
+    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
+                                    transpose_a=not lower, conjugate_a=not lower)
+    x = lax_linalg.triangular_solve(c, y, left_side=True, lower=lower,
+                                    transpose_a=lower, conjugate_a=lower)
+    return x[..., 0] if vector else x
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """``(lu, piv)`` for ``lu_solve`` (``piv`` as LAPACK's row swaps, 0-based)."""
+    (a,) = np_linalg._inexact("lu_factor", a)
+    lu_, pivots, _ = lax_linalg.lu(a)
+    return lu_, pivots
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """Solve ``a @ x = b`` given ``lu_factor(a)`` (``trans=0`` only)."""
+    if trans != 0:
+        raise NotImplementedError("lu_solve: only trans=0 is supported")
+    lu_, pivots = lu_and_piv
+    m = lu_.shape[-1]
+    perm = jnp.arange(m)
+    for i in range(pivots.shape[-1]):       # row swaps to a permutation (static length)
+        j = pivots[i]
+        pi, pj = perm[i], perm[j]
+        perm = jnp.where(jnp.arange(m) == i, pj, jnp.where(jnp.arange(m) == j, pi, perm))
+    b = jnp.asarray(b, dtype=lu_.dtype)
+    vector = b.ndim == 1
+    b2 = b[:, None] if vector else b
+    x = np_linalg._permute_and_solve(lu_, perm.astype("int32"), b2)
+    return x[:, 0] if vector else x
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """``(p, l, u)`` with ``a = p @ l @ u`` (or ``(p @ l, u)`` with ``permute_l``)."""
+    (a,) = np_linalg._inexact("lu", a)
+    lu_, _, perm = lax_linalg.lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    l_ = jnp.tril(lu_[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
+    u = jnp.triu(lu_[..., :k, :])
+    p = jnp.matrix_transpose(lax_linalg._permutation_matrix(perm, a.dtype))
+    return (jnp.matmul(p, l_), u) if permute_l else (p, l_, u)
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
+          check_finite=True, assume_a="gen"):
+    """Solve ``a @ x = b``; ``assume_a="pos"`` uses Cholesky."""
+    if assume_a == "pos":
+        return cho_solve(cho_factor(a, lower=lower), b)
+    if assume_a not in ("gen", "sym", "her"):
+        raise ValueError(f"solve: unsupported assume_a={assume_a!r}")
+    return np_linalg.solve(a, b)
+
+
+inv = np_linalg.inv
+det = np_linalg.det
+eigh = lambda a, lower=True, eigvals_only=False, **kw: (  # noqa: E731
+    np_linalg.eigvalsh(a, "L" if lower else "U") if eigvals_only else
+    tuple(np_linalg.eigh(a, "L" if lower else "U")))
+svd = lambda a, full_matrices=True, compute_uv=True, **kw: np_linalg.svd(  # noqa: E731
+    a, full_matrices, compute_uv)
+qr = lambda a, mode="full", pivoting=False, **kw: tuple(np_linalg.qr(  # noqa: E731
+    a, "complete" if mode == "full" else "reduced" if mode == "economic" else mode))
