@@ -89,6 +89,8 @@ LINEAR_OPS = {
     "conj": (lambda L, z: L.conj(z), (C64,)),
     "conj_of_real": (lambda L, x: L.conj(x), (F32,)),
     "mul_conj": (lambda L, z, w: L.mul(L.conj(z), w), (C64, C64)),
+    "convert_to_complex": (lambda L, x: L.convert_element_type(x, C64), (F32,)),
+    "convert_to_real": (lambda L, z: L.convert_element_type(z, F32), (C64,)),
 }
 
 
@@ -132,3 +134,5 @@ def test_complex_dtype_errors():
         xlax.real(np.float32(1))
     with pytest.raises(TypeError, match="conj does not accept dtype int32"):
         xlax.conj(np.int32(1))
+    with pytest.raises(TypeError, match="lt does not accept dtype complex64"):
+        xlax.lt(np.complex64(1), np.complex64(2))   # complex numbers are not ordered

@@ -101,3 +101,13 @@ def test_round_accepts_int_rounding_method():
     np.testing.assert_array_equal(xlax.round(x, 1), jlax.round(x, 1))
     np.testing.assert_array_equal(xlax.round(x, xlax.RoundingMethod.AWAY_FROM_ZERO),
                                   jlax.round(x, jlax.RoundingMethod.AWAY_FROM_ZERO))
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+    for name in ["xform.lax.special", "xform.lax.bitwise", "xform.lax.rounding",
+                 "xform.lax.complex"]:
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, name

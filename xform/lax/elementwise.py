@@ -366,8 +366,8 @@ def _compare_lowering(direction):
     return rule
 
 
-def _comparison(name, direction, doc):
-    prim = naryop(name, any_dtype, result_dtype=np.dtype(np.bool_))
+def _comparison(name, direction, doc, allowed=any_dtype):
+    prim = naryop(name, allowed, result_dtype=np.dtype(np.bool_))
     ad.defnondiff(prim)
     mlir.register_lowering(prim, _compare_lowering(direction))
 
@@ -380,10 +380,11 @@ def _comparison(name, direction, doc):
 
 eq_p, eq = _comparison("eq", "EQ", "x == y")
 ne_p, ne = _comparison("ne", "NE", "x != y")
-lt_p, lt = _comparison("lt", "LT", "x < y")
-le_p, le = _comparison("le", "LE", "x <= y")
-gt_p, gt = _comparison("gt", "GT", "x > y")
-ge_p, ge = _comparison("ge", "GE", "x >= y")
+_ordered = dtypes.all_dtypes - dtypes.complex_dtypes   # complex numbers have no order
+lt_p, lt = _comparison("lt", "LT", "x < y", _ordered)
+le_p, le = _comparison("le", "LE", "x <= y", _ordered)
+gt_p, gt = _comparison("gt", "GT", "x > y", _ordered)
+ge_p, ge = _comparison("ge", "GE", "x >= y", _ordered)
 
 
 # ---- select_n ----
