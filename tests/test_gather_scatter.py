@@ -121,3 +121,13 @@ def test_dynamic_slice_errors():
         xlax.dynamic_slice(x, (np.float32(1), 0), (2, 2))
     with pytest.raises(TypeError, match="fit inside"):
         xlax.dynamic_update_slice(x, np.zeros((5, 1), np.float32), (0, 0))
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+    for name in ("xform.lax.slicing", "xform.lax.dynamic_slicing", "xform.lax.sorting"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name
+        assert result.attempted > 0, name
