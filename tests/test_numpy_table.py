@@ -32,6 +32,8 @@ def row(name, fn, *args, jit=True, eager=False, tol=None):
 F23, F34, F4 = rand((2, 3), "float32"), rand((3, 4), "float32"), rand((4,), "float32")
 I34, I5, B34 = rand((3, 4), "int32"), rand((5,), "int32"), rand((3, 4), "bool")
 F234 = rand((2, 3, 4), "float32")
+U34 = rand((3, 4), "float32") / 2.5
+HALVES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], np.float32)
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)
 
 ROWS = [
@@ -61,6 +63,31 @@ ROWS = [
         m.array_equal(s, s, equal_nan=True), m.array_equiv(x, x[:1]),
         m.array_equiv(x[0], x)), SPECIAL, F34, I34),
     row("divmod", lambda m, i: m.divmod(i, 3) + m.divmod(-7, i[0] + 10), I34),
+    # ---- _elementwise
+    row("trig", lambda m, x, p, u, i: (
+        m.tan(x), m.arcsin(u), m.arccos(u), m.arctan(x), m.sinh(x), m.cosh(i), m.arcsinh(x),
+        m.arccosh(p + 1), m.arctanh(u), m.expm1(x), m.log1p(p), m.arctan2(x, p), m.atan2(i, 2),
+        m.asin(0.5), m.tan(i)), F34, rand((3, 4), "float32", "pos"), U34, I34, tol=1e-5,
+        eager=True),
+    row("rounding", lambda m, x, i, s, h: (
+        m.floor(x), m.ceil(x), m.trunc(x), m.rint(x), m.round(x), m.round(x, 2),
+        m.around(x * 100, -1), m.round(h, 1), m.floor(i), m.ceil(i), m.rint(i), m.round(i),
+        m.modf(x), m.modf(i), m.floor(s), m.trunc(s), m.rint(HALVES), m.round(HALVES),
+        m.round(2.5)), F34 * 3, I34, SPECIAL, rand((3,), "float16"), eager=True),
+    row("fmod_floordiv", lambda m, x, y, i, j: (
+        m.fmod(x, y), m.fmod(i, j), m.fmod(i, 0), m.fmod(-7.5, y), m.floor_divide(x, y),
+        m.remainder(x, y), x // 0.7, x % -0.7, m.divmod(x, y), m.remainder(5.0, y),
+        m.mod(i, j)), F34 * 3, rand((3, 4), "float32", "nonzero"), I34,
+        rand((3, 4), "int32", "nonzero"), tol=1e-5),
+    row("integer_fns", lambda m, i, j, u: (
+        m.gcd(i, j), m.gcd(12, i), m.lcm(i, j), m.lcm(i, 0), m.left_shift(i, 2),
+        m.right_shift(i, 1), m.right_shift(u, 1), m.bitwise_left_shift(u, 3),
+        m.bitwise_right_shift(i, j % 3 * 0 + 2), m.bitwise_count(i), m.bitwise_count(u),
+        m.bitwise_and(i, j), m.bitwise_or(i, 6), m.bitwise_xor(u, u[::-1]), i & j, i | 1,
+        u ^ u), I34, rand((3, 4), "int32", "nonzero"), rand((5,), "uint8")),
+    row("nextafter_angle", lambda m, x, s, i: (
+        m.nextafter(x, 0.0), m.nextafter(s, m.inf), m.spacing(x), m.spacing(i),
+        m.angle(x), m.angle(i, deg=True), m.angle(-1.0)), F34, SPECIAL, I34),
     # ---- _matrix
     row("tri", lambda m, x, b: (
         m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),
@@ -159,6 +186,8 @@ def test_row(r):
 # ---- gradients: check_grads (order 2 on a few rows, 1 on most), fwd + rev, float64
 
 GRADS = [
+    ("trig", 1, lambda m, x: (m.tan(x / 2), m.arcsinh(x), m.arctan2(x, 1.5), m.log1p(x),
+                              m.expm1(x), m.cosh(x), m.arccos(x / 3)), (3,)),
     ("logaddexp", 1, lambda m, x, y: m.logaddexp(x, y), (3, 4), (4,)),
     ("hypot", 1, lambda m, x, y: m.hypot(x, y), (3,), (3,)),
     ("sinc_cbrt", 1, lambda m, x: m.sinc(x) + m.cbrt(x) + m.deg2rad(x), (3,)),

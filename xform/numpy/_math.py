@@ -33,8 +33,7 @@ def logaddexp(x1, x2, /):
     x1, x2 = _inexact("logaddexp", x1, x2)
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
-    # log(1 + e^-|d|): tiny when |d| is large, so plain log loses nothing that matters.
-    soft = lax.log(lax.add(_like(delta, 1), lax.exp(lax.neg(lax.abs(delta)))))
+    soft = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
     return uf.where(uf.isnan(delta), lax.add(x1, x2), lax.add(amax, soft))
 
 
@@ -143,9 +142,8 @@ def float_power(x1, x2, /):
 
 
 def cbrt(x, /):
-    """Like numpy.cbrt: ``sign(x) * |x| ** (1/3)``."""
-    x = _inexact1("cbrt", x)
-    return lax.mul(lax.sign(x), lax.pow(lax.abs(x), _like(x, 1 / 3)))
+    """Like numpy.cbrt: the real cube root."""
+    return lax.cbrt(_inexact1("cbrt", x))
 
 
 def isposinf(x, /):
@@ -299,7 +297,10 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 def divmod(x1, x2, /):
     """Like numpy.divmod: ``(floor_divide(x1, x2), remainder(x1, x2))``."""
-    return uf.floor_divide(x1, x2), uf.remainder(x1, x2)
+    a, b = _util.promote_args("divmod", x1, x2, to="numeric")
+    if dtypes.is_inexact(a.aval.dtype):
+        return uf._float_floor_mod(*_util.broadcast_arrays("divmod", a, b, scalars_ok=False))
+    return uf.floor_divide(a, b), uf.remainder(a, b)
 
 
 bitwise_invert = uf.invert

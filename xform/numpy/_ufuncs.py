@@ -294,31 +294,36 @@ pow = power
 
 # ---- integer division ----
 
-def _int_only(name, dt):
-    if not dtypes.is_integer(dt):
-        raise NotImplementedError(
-            f"jnp.{name} of {np.dtype(dt).name} operands is not supported: xform.lax has "
-            "no floor or remainder primitive to compute it exactly. Use integer operands, "
-            "or true division.")
-
-
 def _rem(x1, x2):
     # Truncated remainder, exact for integers (XLA: x / 0 == -1, so x % 0 == x).
     return lax.sub(x1, lax.mul(lax.div(x1, x2), x2))
 
 
-def floor_divide(x1, x2, /):
-    """Like numpy.floor_divide, for integer and bool operands only.
+def _float_floor_mod(x1, x2):
+    """(floor(x1 / x2), x1 mod x2) for floats, as JAX: from the truncated remainder,
+    corrected where its sign differs from ``x2``'s."""
+    mod = lax.rem(x1, x2)
+    zero = _const(mod, 0)
+    div = lax.div(lax.select(lax.eq(x2, zero), x1, lax.sub(x1, mod)), x2)
+    fix = logical_and(lax.ne(mod, zero), lax.ne(lax.sign(x2), lax.sign(mod)))
+    mod = lax.select(fix, lax.add(mod, x2), mod)
+    div = lax.select(fix, lax.sub(div, _const(div, 1)), div)
+    return lax.round(div), mod
 
-    Raises:
-      NotImplementedError: for floating operands (no exact floor in xform.lax).
+
+def floor_divide(x1, x2, /):
+    """Like numpy.floor_divide.
 
     >>> jnp.floor_divide(jnp.array([-3, 3]), 2)
     Array([-2,  1], dtype=int32)
     """
     x1, x2 = promote_args("floor_divide", x1, x2, to="numeric")
     dt = x1.aval.dtype
-    _int_only("floor_divide", dt)
+    if dtypes.is_complex(dt):
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    if dtypes.is_inexact(dt):
+        x1, x2 = _util.broadcast_arrays("floor_divide", x1, x2, scalars_ok=False)
+        return _float_floor_mod(x1, x2)[0]
     if dtypes.is_unsigned(dt):
         return lax.div(x1, x2)
     x1, x2 = _util.broadcast_arrays("floor_divide", x1, x2, scalars_ok=False)
@@ -329,21 +334,22 @@ def floor_divide(x1, x2, /):
 
 
 def remainder(x1, x2, /):
-    """Like numpy.remainder (result has the sign of ``x2``), for integer and bool
-    operands only; ``x % 0`` is 0 as in JAX.
-
-    Raises:
-      NotImplementedError: for floating operands (no exact remainder in xform.lax).
+    """Like numpy.remainder: the result has the sign of ``x2``; integer ``x % 0`` is 0
+    as in JAX.
 
     >>> jnp.remainder(jnp.array([-3, 3]), 2)
     Array([1, 1], dtype=int32)
     """
     x1, x2 = promote_args("remainder", x1, x2, to="numeric")
-    _int_only("remainder", x1.aval.dtype)
+    if dtypes.is_complex(x1.aval.dtype):
+        raise TypeError("remainder does not support complex-valued inputs")
     x1, x2 = _util.broadcast_arrays("remainder", x1, x2, scalars_ok=False)
     zero = _const(x1, 0)
-    x2 = lax.select(lax.eq(x2, zero), _full_like(x2, 1), x2)
-    trunc = _rem(x1, x2)
+    if dtypes.is_inexact(x1.aval.dtype):
+        trunc = lax.rem(x1, x2)
+    else:
+        x2 = lax.select(lax.eq(x2, zero), _full_like(x2, 1), x2)
+        trunc = _rem(x1, x2)
     plus = logical_and(lax.ne(lax.lt(trunc, zero), lax.lt(x2, zero)), lax.ne(trunc, zero))
     return lax.select(plus, lax.add(trunc, x2), trunc)
 
@@ -402,22 +408,24 @@ def logical_xor(x1, x2, /):
     return _logical(lax.ne(a, b), a, b)
 
 
-def _bool_only(name, fn):
+def _bitwise(name, bool_fn, int_fn):
     def op(x1, x2, /):
         x1, x2 = promote_args(name, x1, x2)
-        if x1.aval.dtype != dtypes.bool_:
-            raise NotImplementedError(
-                f"jnp.{name} supports only bool arrays in xform (xform.lax has no bitwise "
-                f"primitives), got {x1.aval.dtype.name}.")
-        return fn(x1, x2)
+        dt = x1.aval.dtype
+        if dt == dtypes.bool_:
+            return bool_fn(x1, x2)
+        if not dtypes.is_integer(dt):
+            raise TypeError(f"jnp.{name} requires integer or bool arguments, got "
+                            f"{dt.name}.")
+        return int_fn(*_util.broadcast_arrays(name, x1, x2, scalars_ok=False))
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Like numpy.{name}, for bool operands only."
+    op.__doc__ = f"Like numpy.{name}, for integer and bool operands."
     return op
 
 
-bitwise_and = _bool_only("bitwise_and", logical_and)
-bitwise_or = _bool_only("bitwise_or", logical_or)
-bitwise_xor = _bool_only("bitwise_xor", logical_xor)
+bitwise_and = _bitwise("bitwise_and", logical_and, lax.bitwise_and)
+bitwise_or = _bitwise("bitwise_or", logical_or, lax.bitwise_or)
+bitwise_xor = _bitwise("bitwise_xor", logical_xor, lax.bitwise_xor)
 
 
 def invert(x, /):

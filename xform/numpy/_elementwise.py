@@ -1,0 +1,234 @@
+"""Elementwise functions over the special, rounding and bitwise lax primitives:
+trigonometric/hyperbolic and their inverses, expm1/log1p, rounding (floor, ceil, trunc,
+rint, round, modf), fmod, gcd/lcm, shifts, bit counts, nextafter/spacing, angle."""
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
+from xform.numpy._util import asarray
+
+_INEXACT = dtypes.inexact_dtypes
+
+
+def _unary(name, lax_fn, doc):
+    def fn(x, /):
+        aval = getattr(x, "aval", None)
+        if aval is None or aval.dtype not in _INEXACT:
+            x, = _util.promote_dtypes(name, x, to="inexact")
+        return lax_fn(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Like numpy.{name}{doc} (integer and bool inputs are promoted to float)."
+    return fn
+
+
+tan = _unary("tan", lax.tan, "")
+arcsin = _unary("arcsin", lax.asin, ": the inverse sine")
+arccos = _unary("arccos", lax.acos, ": the inverse cosine")
+arctan = _unary("arctan", lax.atan, ": the inverse tangent")
+sinh = _unary("sinh", lax.sinh, ": the hyperbolic sine")
+cosh = _unary("cosh", lax.cosh, ": the hyperbolic cosine")
+arcsinh = _unary("arcsinh", lax.asinh, ": the inverse hyperbolic sine")
+arccosh = _unary("arccosh", lax.acosh, ": the inverse hyperbolic cosine")
+arctanh = _unary("arctanh", lax.atanh, ": the inverse hyperbolic tangent")
+expm1 = _unary("expm1", lax.expm1, ": ``exp(x) - 1``, accurate near 0")
+log1p = _unary("log1p", lax.log1p, ": ``log(1 + x)``, accurate near 0")
+asin, acos, atan = arcsin, arccos, arctan
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+
+
+def arctan2(x1, x2, /):
+    """Like numpy.arctan2: the angle of the point ``(x2, x1)``.
+
+    >>> jnp.arctan2(1.0, -1.0)
+    Array(2.3561945, dtype=float32, weak_type=True)
+    """
+    return lax.atan2(*_util.promote_args("arctan2", x1, x2, to="inexact"))
+
+
+atan2 = arctan2
+
+
+# ---- rounding ----
+
+def _exact_or(name, x, fn):
+    """``fn(x)`` for floats; integer and bool inputs are returned unchanged (as JAX)."""
+    x = asarray(x, name)
+    if not dtypes.is_inexact(x.aval.dtype):
+        return x
+    if dtypes.is_complex(x.aval.dtype):
+        raise TypeError(f"jnp.{name} does not support complex-valued inputs.")
+    return fn(x)
+
+
+def floor(x, /):
+    """Like numpy.floor (integers are returned unchanged)."""
+    return _exact_or("floor", x, lax.floor)
+
+
+def ceil(x, /):
+    """Like numpy.ceil (integers are returned unchanged)."""
+    return _exact_or("ceil", x, lax.ceil)
+
+
+def trunc(x, /):
+    """Like numpy.trunc: round toward zero."""
+    return _exact_or("trunc", x, lambda v: uf.where(
+        lax.lt(v, _util.scalar_array(0, v.aval.dtype, False)), lax.ceil(v), lax.floor(v)))
+
+
+
+def rint(x, /):
+    """Like numpy.rint: round to the nearest integer, ties to even (ints become float)."""
+    x = asarray(x, "rint")
+    if not dtypes.is_inexact(x.aval.dtype):
+        x, = _util.promote_dtypes("rint", x, to="inexact")
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def round(a, decimals=0, out=None):
+    """Like numpy.round: ties to even, at ``decimals`` decimal places (scaled by
+    ``10**decimals``, so results can be off by one ulp, as in JAX).
+
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.25]), 1)
+    Array([0.5, 1.5, 2.2], dtype=float32)
+    """
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    a = asarray(a, "round")
+    dt = a.aval.dtype
+    if not dtypes.is_inexact(dt):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return a
+    if dtypes.is_complex(dt):
+        from xform.numpy._math import imag, real
+        return lax.complex(round(real(a), decimals), round(imag(a), decimals))
+    even = lax.RoundingMethod.TO_NEAREST_EVEN
+    if decimals == 0:
+        return lax.round(a, even)
+    x = lax.convert_element_type(a, dtypes.float32) if dt == dtypes.float16 else a
+    factor = _util.scalar_array(10.0 ** decimals, x.aval.dtype, False)
+    out = lax.div(lax.round(lax.mul(x, factor), even), factor)
+    return lax.convert_element_type(out, dt, a.aval.weak_type)
+
+
+around = round
+
+
+def modf(x, /, out=None):
+    """Like numpy.modf: ``(fractional part, integral part)``, both with ``x``'s sign."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    x, = _util.promote_dtypes("modf", x, to="inexact")
+    whole = trunc(x)
+    return lax.sub(x, whole), whole
+
+
+def fmod(x1, x2, /):
+    """Like numpy.fmod: the remainder of truncated division (sign of ``x1``)."""
+    x1, x2 = _util.promote_args("fmod", x1, x2, to="numeric")
+    if dtypes.is_integer(x1.aval.dtype):
+        x1, x2 = _util.broadcast_arrays("fmod", x1, x2, scalars_ok=False)
+        x2 = uf.where(lax.eq(x2, _util.scalar_array(0, x2.aval.dtype, False)),
+                      _util.filled_like(x2, 1), x2)
+    return lax.rem(x1, x2)
+
+
+# ---- integer functions ----
+
+def _ints(name, x1, x2):
+    x1, x2 = _util.promote_args(name, x1, x2, to="numeric")
+    if not dtypes.is_integer(x1.aval.dtype):
+        raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
+    return _util.broadcast_arrays(name, x1, x2, scalars_ok=False)
+
+
+def gcd(x1, x2, /):
+    """Like numpy.gcd: Euclid's algorithm in a ``while_loop`` (until every lane is done).
+
+    >>> jnp.gcd(12, jnp.array([8, 9, 0]))
+    Array([4, 3, 12], dtype=int32)
+    """
+    x1, x2 = _ints("gcd", x1, x2)
+    x1, x2 = uf.absolute(x1), uf.absolute(x2)
+    zero = _util.scalar_array(0, x1.aval.dtype, False)
+
+    def body(carry):
+        a, b = carry
+        nz = lax.ne(b, zero)
+        return uf.where(nz, b, a), uf.where(nz, lax.rem(a, uf.where(nz, b, a)), zero)
+
+    def cond(carry):
+        from xform.numpy._reductions import any as _any
+        return _any(lax.ne(carry[1], zero))
+
+    return lax.while_loop(cond, body, (x1, x2))[0]
+
+
+def lcm(x1, x2, /):
+    """Like numpy.lcm: ``|x1 * (x2 // gcd)|``, 0 if both are 0."""
+    x1, x2 = _ints("lcm", x1, x2)
+    d = gcd(x1, x2)
+    zero = _util.scalar_array(0, d.aval.dtype, False)
+    safe = uf.where(lax.eq(d, zero), _util.filled_like(d, 1), d)
+    return uf.where(lax.eq(d, zero), zero, uf.absolute(lax.mul(x1, lax.div(x2, safe))))
+
+
+def left_shift(x1, x2, /):
+    """Like numpy.left_shift."""
+    x1, x2 = _util.promote_args("left_shift", x1, x2, to="numeric")
+    return lax.shift_left(*_util.broadcast_arrays("left_shift", x1, x2, scalars_ok=False))
+
+
+def right_shift(x1, x2, /):
+    """Like numpy.right_shift (arithmetic for signed, logical for unsigned integers)."""
+    x1, x2 = _util.promote_args("right_shift", x1, x2, to="numeric")
+    x1, x2 = _util.broadcast_arrays("right_shift", x1, x2, scalars_ok=False)
+    if dtypes.is_unsigned(x1.aval.dtype):
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def bitwise_count(x, /):
+    """Like numpy.bitwise_count: the number of 1 bits in ``|x|`` (as uint8)."""
+    x = asarray(x, "bitwise_count")
+    if not dtypes.is_integer(x.aval.dtype):
+        raise TypeError(f"bitwise_count requires an integer array, got "
+                        f"{x.aval.dtype.name}")
+    return lax.convert_element_type(lax.population_count(uf.absolute(x)), dtypes.uint8)
+
+
+# ---- floating-point neighbours ----
+
+def nextafter(x1, x2, /):
+    """Like numpy.nextafter: the next representable value after ``x1`` toward ``x2``."""
+    return lax.nextafter(*_util.promote_args("nextafter", x1, x2, to="inexact"))
+
+
+def spacing(x, /):
+    """Like numpy.spacing: the distance to the next representable value away from 0."""
+    x, = _util.promote_dtypes("spacing", x, to="inexact")
+    if dtypes.is_complex(x.aval.dtype):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    from xform.numpy._math import copysign
+    target = copysign(_util.filled_like(x, np.inf), x)
+    return lax.sub(lax.nextafter(x, lax.convert_element_type(target, x.aval.dtype,
+                                                             x.aval.weak_type)), x)
+
+
+def angle(z, deg=False):
+    """Like numpy.angle: ``arctan2(imag(z), real(z))`` (in degrees if ``deg``)."""
+    from xform.numpy._math import imag, real
+    z = asarray(z, "angle")
+    re, im = real(z), imag(z)
+    if not dtypes.is_inexact(re.aval.dtype):
+        re, im = _util.promote_dtypes("angle", re, im, to="inexact")
+    out = lax.atan2(im, re)
+    if deg:
+        out = lax.mul(out, _util.scalar_array(180 / np.pi, out.aval.dtype, True))
+    return out
