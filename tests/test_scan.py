@@ -202,6 +202,20 @@ def test_grad_stores_residuals_instead_of_recomputing():
         v.aval.shape == (3, 3) for v in bwd.invars[:bwd.params["num_consts"]])
 
 
+def test_grad_hoists_loop_invariant_residuals():
+    def f(w, xs):   # tanh(w) is the same every iteration: computed once, not stacked
+        return xlax.scan(lambda h, x: (xjnp.tanh(w) @ xjnp.sin(h) + x, None),
+                         np.zeros(3, np.float32), xs)[0].sum()
+    jaxpr = xform.make_jaxpr(xform.grad(f))(W, X).jaxpr
+    fwd, bwd = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
+    assert not any(v.aval.shape == (5, 3, 3) for v in fwd.outvars), fwd.outvars
+    assert "tanh" not in {e.primitive.name for e in fwd.params["jaxpr"].eqns}
+    consts = bwd.invars[:bwd.params["num_consts"]]
+    assert any(v.aval.shape == (3, 3) for v in consts), consts
+    assert_same(xform.grad(f)(W, X), jax.grad(lambda w, xs: jlax.scan(
+        lambda h, x: (jjnp.tanh(w) @ jjnp.sin(h) + x, None), jjnp.zeros(3), xs)[0].sum())(W, X))
+
+
 # ---- an ODE solve: 200 RK4 steps, differentiated w.r.t. the ODE parameters ----
 
 def rk4_solve(api, L, N):

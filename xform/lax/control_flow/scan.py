@@ -303,32 +303,45 @@ def _scan_partial_eval(trace, tracers, params):
     in_uk = const_uk + carry_uk + xs_uk
     known_tracers = [t for t, u in zip(tracers, in_uk) if not u]
     n_kc, n_kcarry = num_consts - sum(const_uk), num_carry - sum(carry_uk)
-    # Classify residuals: a known const (or constvar) of the body, a known x, or computed
-    # per iteration (these become extra ys of the known scan).
-    kj = known.jaxpr
-    n_known_out = len(kj.outvars) - num_res
-    where = {v: i for i, v in enumerate(kj.invars)}
+    # Hoist loop-invariant work: split the known body again, with only its consts
+    # known. Residuals computable from the consts alone (``theta[0]``, ``w.T``, or a
+    # const itself) are computed once, outside the loop, and become consts of the
+    # unknown scan; the rest of the known body (k_loop) is the known scan's body.
+    n_known_out = len(known.out_avals) - num_res
+    k_inv, k_loop, loop_out, n_res2 = pe.partial_eval_jaxpr(
+        known, [False] * n_kc + [True] * (len(known.in_avals) - n_kc),
+        instantiate=[True] * n_known_out + [False] * num_res)
+    with set_current_trace(trace.parent):
+        inv_vals = k_inv(*[t.value for t in known_tracers[:n_kc]])
+    inv_vals, res2_vals = _split(inv_vals, len(inv_vals) - n_res2)
+    # Classify the residuals: loop-invariant, a known x itself (forwarded), or computed
+    # per iteration (stacked: extra ys of the known scan).
+    lj = k_loop.jaxpr
+    where = {v: i for i, v in enumerate(lj.invars)}
+    n_x0 = n_res2 + n_kcarry   # where the known xs start among k_loop's inputs
+    loop_res = iter(lj.outvars[n_known_out:])
+    inv_it = iter(inv_vals)
     const_res, xs_res, stacked = [], [], []
-    for r, v in enumerate(kj.outvars[n_known_out:]):
+    for r, is_loop in enumerate(loop_out[n_known_out:]):
+        if not is_loop:
+            const_res.append((r, next(inv_it)))
+            continue
+        v = next(loop_res)
         i = where.get(v, -1)
-        if v in kj.constvars:
-            const_res.append((r, known.consts[kj.constvars.index(v)]))
-        elif 0 <= i < n_kc:
-            const_res.append((r, known_tracers[i]))
-        elif i >= n_kc + n_kcarry:
-            xs_res.append((r, known_tracers[i]))
+        if i >= n_x0:
+            xs_res.append((r, known_tracers[n_kc + n_kcarry + i - n_x0]))
         else:
-            stacked.append(r)
-    known_j = Jaxpr(kj.constvars, kj.invars,
-                    kj.outvars[:n_known_out] + [kj.outvars[n_known_out + r] for r in stacked],
-                    kj.eqns)
+            stacked.append((r, v))
+    known_j = Jaxpr(lj.constvars, lj.invars,
+                    lj.outvars[:n_known_out] + [v for _, v in stacked], lj.eqns)
     known_j, _ = pe.dce_jaxpr(known_j)
-    k_linear = tuple(lin for lin, u in zip(params["linear"], in_uk) if not u)
+    k_linear = (False,) * n_res2 + tuple(
+        lin for lin, u in zip(params["linear"][num_consts:], in_uk[num_consts:]) if not u)
     with set_current_trace(trace.parent):
         known_outs = _bind(
-            *[t.value for t in known_tracers], reverse=params["reverse"], length=length,
-            jaxpr=ClosedJaxpr(known_j, known.consts), num_consts=n_kc, num_carry=n_kcarry,
-            linear=k_linear, unroll=params["unroll"])
+            *res2_vals, *[t.value for t in known_tracers[n_kc:]], reverse=params["reverse"],
+            length=length, jaxpr=ClosedJaxpr(known_j, k_loop.consts), num_consts=n_res2,
+            num_carry=n_kcarry, linear=k_linear, unroll=params["unroll"])
     known_outs, stacked_vals = _split(known_outs, n_known_out)
     # The unknown scan: consts = const residuals + unknown consts; xs = unknown xs +
     # forwarded xs + stacked residuals.
@@ -336,7 +349,7 @@ def _scan_partial_eval(trace, tracers, params):
     res_vars, uk_vars = _split(uj.invars, num_res)
     uk_consts, uk_carry, uk_xs = _split(uk_vars, sum(const_uk), sum(carry_uk))
     invars = ([res_vars[r] for r, _ in const_res] + uk_consts + uk_carry + uk_xs
-              + [res_vars[r] for r, _ in xs_res] + [res_vars[r] for r in stacked])
+              + [res_vars[r] for r, _ in xs_res] + [res_vars[r] for r, _ in stacked])
     unknown_j = ClosedJaxpr(Jaxpr([], invars, uj.outvars, uj.eqns), [])
     lift = lambda x: x if isinstance(x, pe.JaxprTracer) else pe.JaxprTracer(  # noqa: E731
         trace, value=x)
