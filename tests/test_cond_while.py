@@ -37,14 +37,20 @@ def assert_tree_close(actual, expected, what="", tol=2e-5, weak=True):
             np.testing.assert_allclose(a, e, rtol=tol, atol=tol, err_msg=f"{what} leaf {i}")
 
 
-def both(make, *args, jit=False, **kw):
-    """Run ``make(lib, jnp, lax)`` (returning a function) on ``args`` in both libraries."""
-    outs = []
-    for name in ("xform", "jax"):
-        lib, jnp, lax = LIBS[name]
-        f = make(lib, jnp, lax)
-        outs.append((lib.jit(f) if jit else f)(*args, **kw))
-    return outs
+def pair(make, jit=False):
+    """``make(lib, jnp, lax)`` (returning a function) built in xform and in jax."""
+    fs = [make(*LIBS[name]) for name in ("xform", "jax")]
+    return [LIBS[name][0].jit(f) if jit else f for name, f in zip(("xform", "jax"), fs)]
+
+
+def both(make, *args, jit=False):
+    """Run ``make(lib, jnp, lax)`` on ``args`` in both libraries."""
+    return [f(*args) for f in pair(make, jit)]
+
+
+def check_pair(fs, args, what, **kw):
+    ours, theirs = fs
+    assert_tree_close(ours(*args), theirs(*args), what, **kw)
 
 
 # ---- values ----
@@ -76,18 +82,18 @@ def test_cond_weak_types_and_operand_keyword():
         return lambda p, x: (lax.cond(p, lambda v: v + 1.0, lambda v: v * 2.0, operand=x),
                              lax.cond(p, lambda: 1.0, lambda: 2.0),
                              lax.cond(p, lambda v: v, lambda v: -v, 3))
+    fs = pair(make)
     for p in (True, False):
-        got, want = both(make, p, 1.5)
-        assert_tree_close(got, want, f"weak types pred={p}")
+        check_pair(fs, (p, 1.5), f"weak types pred={p}")
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 def test_switch_values_clamped(jit):
     def make(lib, jnp, lax):
         return lambda i, x: lax.switch(i, [lambda v: v + 1.0, lambda v: v * v, jnp.sin], x)
+    fs = pair(make, jit)
     for i in (-3, 0, 1, 2, 7):
-        got, want = both(make, np.int32(i), np.float32([1.5, 2.0]), jit=jit)
-        assert_tree_close(got, want, f"switch index {i}")
+        check_pair(fs, (np.int32(i), np.float32([1.5, 2.0])), f"switch index {i}")
 
 
 def test_switch_single_branch_and_uint_index():
@@ -112,9 +118,9 @@ def test_grad_cond_closures_pytrees_int_operands():
             return jnp.sum(out["y"]) * out["i"].astype(np.float32)
         return lib.grad(loss, argnums=(0, 1))
     x, w = np.float32([0.3, -1.2]), np.float32([2.0, 0.5])
+    fs = pair(make)
     for pred in (True, False):
-        got, want = both(make, x, w, pred)
-        assert_tree_close(got, want, f"grad pred={pred}", weak=False)
+        check_pair(fs, (x, w, pred), f"grad pred={pred}", weak=False)
 
 
 def test_grad_switch_and_second_order():
@@ -125,10 +131,10 @@ def test_grad_switch_and_second_order():
                              lib.hessian(lambda v: lax.cond(v[0] > 0, lambda u: jnp.sum(
                                  jnp.sin(u) * u[::-1]), lambda u: jnp.sum(u ** 3), v))(
                                  jnp.stack([x, x * 2]))))
+    fs = pair(make)
     for i in range(3):
         for x in (0.7, -0.4):
-            got, want = both(make, np.float32(x), i)
-            assert_tree_close(got, want, f"branch {i} x={x}", tol=1e-4, weak=False)
+            check_pair(fs, (np.float32(x), i), f"branch {i} x={x}", tol=1e-4, weak=False)
 
 
 def test_grad_cond_with_integer_output_and_linearize():
@@ -137,18 +143,24 @@ def test_grad_cond_with_integer_output_and_linearize():
             y, k = lax.cond(x > 1.0, lambda v: (v * v, 1), lambda v: (jnp.sin(v), 2), x)
             return y * k
         return lambda x: (lib.grad(f)(x), lib.linearize(f, x)[1](np.float32(2.0)))
+    fs = pair(make)
     for x in (0.5, 3.0):
-        got, want = both(make, np.float32(x))
-        assert_tree_close(got, want, f"x={x}", weak=False)
+        check_pair(fs, (np.float32(x),), f"x={x}", weak=False)
+
+
+def _cond_fn(pred):
+    def f(x, w):
+        return xlax.cond(pred, lambda a, b: xjnp.sin(a) * b + a ** 2,
+                         lambda a, b: xjnp.tanh(a * b) * a, x, w)
+    return xform.jit(f)   # compiled once: finite differences and examples reuse it
+
+
+_COND_FNS = {p: _cond_fn(p) for p in (True, False)}
 
 
 @given(st.floats(-2, 2), st.floats(-2, 2), st.booleans())
 def test_check_grads_cond(x64, x0, x1, pred):
-    @xform.jit   # compiled once: the finite differences then reuse the executable
-    def f(x, w):
-        return xlax.cond(pred, lambda a, b: xjnp.sin(a) * b + a ** 2,
-                         lambda a, b: xjnp.tanh(a * b) * a, x, w)
-    check_grads(f, (np.float64([x0, x1]), np.float64([0.5, -1.5])), order=2,
+    check_grads(_COND_FNS[pred], (np.float64([x0, x1]), np.float64([0.5, -1.5])), order=2,
                 modes=("fwd", "rev"))
 
 
@@ -205,22 +217,23 @@ def test_vmap_cond_batched_pred_and_switch_index_vs_loop():
 
     def g(i, x):
         return xlax.switch(i, [lambda v: v + 1.0, xjnp.sin, lambda v: v * v], x)
+    f_loop, g_loop = xform.jit(f), xform.jit(g)   # the per-lane reference, compiled once
     ps = np.array([True, False, True, False])
     xs = np.float32([[1., 2.], [3., 4.], [5., 6.], [7., 8.]])
     y = np.float32([0.5, -0.5])
     out = xform.vmap(f, in_axes=(0, 0, None))(ps, xs, y)
     for k in range(4):
-        assert_tree_close(tuple(o[k] for o in out), f(ps[k], xs[k], y), f"lane {k}")
+        assert_tree_close(tuple(o[k] for o in out), f_loop(ps[k], xs[k], y), f"lane {k}")
     idx = np.int32([-1, 0, 1, 2, 5])
     xs = np.float32([0.1, 0.2, 0.3, 0.4, 0.5])
     out = xform.vmap(g)(idx, xs)
-    np.testing.assert_allclose(np.asarray(out), [float(g(i, x)) for i, x in zip(idx, xs)],
+    np.testing.assert_allclose(np.asarray(out), [float(g_loop(i, x)) for i, x in zip(idx, xs)],
                                rtol=1e-6)
     # operands batched along axis 1, outputs along axis 1
     xs = np.float32([[1., 2.], [3., 4.], [5., 6.], [7., 8.]])
     out = xform.vmap(f, in_axes=(0, 1, None), out_axes=1)(ps, xs.T, y)
     for k in range(4):
-        assert_tree_close(tuple(o[:, k] for o in out), f(ps[k], xs[k], y), f"lane {k}")
+        assert_tree_close(tuple(o[:, k] for o in out), f_loop(ps[k], xs[k], y), f"lane {k}")
 
 
 def _newton_sqrt(lax, jnp, a):
@@ -239,7 +252,8 @@ def test_newton_sqrt_vmap_per_lane_iteration_counts():
     a = np.float32([1.0, 2.0, 16.0, 1e4, 0.25])
     roots, counts = xform.vmap(lambda v: _newton_sqrt(xlax, xjnp, v))(a)
     np.testing.assert_allclose(np.asarray(roots), np.sqrt(a), rtol=1e-5)
-    loop = [_newton_sqrt(xlax, xjnp, np.float32(v)) for v in a]
+    one = xform.jit(lambda v: _newton_sqrt(xlax, xjnp, v))
+    loop = [one(np.float32(v)) for v in a]
     np.testing.assert_array_equal(np.asarray(counts), [int(n) for _, n in loop])
     assert len(set(np.asarray(counts).tolist())) > 2   # lanes really differ
     jroots, jcounts = jax.vmap(lambda v: _newton_sqrt(jlax, jjnp, v))(a)
@@ -253,7 +267,7 @@ def test_vmap_while_unbatched_pred_batched_carry_and_consts():
     xs, w = np.float32([1.0, 2.0, 3.0]), np.float32(0.5)
     out = xform.vmap(f, in_axes=(0, None))(xs, w)
     for k in range(3):
-        assert_tree_close(tuple(o[k] for o in out), f(xs[k], w), f"lane {k}")
+        assert_tree_close(tuple(o[k] for o in out), xform.jit(f)(xs[k], w), f"lane {k}")
 
 
 # ---- while: values, jacfwd, reverse-mode error ----
