@@ -19,6 +19,14 @@ def _arg(op, axis, shape, domain, dtypes=NUM, tag="", grad_order=0):
                call_jax=lambda L, x: getattr(L, op)(x, canon, np.int32), axis=axis)
 
 
+def _cum(op, axis, shape, reverse, domain="real", dtypes=NUM):
+    canon = axis % len(shape)
+    return rec(f"{op}_{axis}{'_reverse' if reverse else ''}", 1, dtypes, [(shape,)],
+               domains(domain), call=lambda L, x: getattr(L, op)(x, axis, reverse),
+               call_jax=lambda L, x: getattr(L, op)(x, canon, reverse), axis=axis,
+               reverse=reverse)
+
+
 # NB: grad_order=None (no zero-tangent test) for bool/int-only rows: the harness draws
 # tangents of the operand dtype, which jvp rejects for bool/int primals.
 LOGICAL = (BOOL, I32)
@@ -44,6 +52,15 @@ RECORDS = [
     _arg("argmin", 0, (6, 5), "ties_nan", FLOAT, tag="nan"),
     _arg("argmin", -2, (2, 3, 4), "ties", tag="negative_axis"),
     _arg("argmin", 1, (3, 4), "ties", (BOOL,), tag="bool", grad_order=None),
+    # -- cumulative ops: odd and even lengths, reverse, negative axis --
+    _cum("cumsum", 1, (3, 5), False),
+    _cum("cumsum", -2, (4, 3), True),
+    _cum("cumprod", -1, (2, 5), False),
+    _cum("cumprod", 0, (4, 2), True),
+    _cum("cummax", 1, (3, 5), False, "distinct"),
+    _cum("cummax", 0, (4, 3), True, "distinct"),
+    _cum("cummin", -1, (2, 5), True, "distinct"),
+    _cum("cumsum", 0, (0, 2), False),
     # -- reduce_precision: to bfloat16 (values only: a step function for finite
     #    differences), and to float64's own format (the identity; differentiable) --
     rec("reduce_precision_bf16", 1, (F32,), [((3, 4),)], domains("real"), None,

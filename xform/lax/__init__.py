@@ -34,6 +34,8 @@ from xform.lax.dot import dot, dot_general, dot_general_p
 from xform.lax.windowed import (
     padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
     reduce_window_sum_p)
+from xform.lax.cumulative import (cummax, cummin, cumprod, cumsum, cummax_p, cummin_p,
+                                  cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
 from xform.lax.control_flow.scan import fori_loop, map, scan  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
