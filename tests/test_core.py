@@ -30,6 +30,7 @@ LINEAR = {
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter", "scatter-mul",
     "rev", "split",
     "custom_lin", "remat", "name",
+    "cond",
     "jit",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate
