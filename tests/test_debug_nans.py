@@ -98,3 +98,24 @@ def test_off_does_nothing_and_flag_flips_take_effect():
         xform.config.update("jax_debug_nans", False)
     assert np.isnan(float(f(-1.0))) and np.isnan(float(g(-1.0)))
     assert np.isnan(float(jnp.log(-1.0)))
+
+
+def test_hot_paths_unwrapped_when_off():
+    """The flag is baked in at compile time: off, eager and jit execute jaxlib directly."""
+    from xform.interpreters import dispatch
+    x = xform.device_put(np.ones(3, np.float32))
+    f = xform.jit(lambda x: x + 1.0)
+
+    def executes():
+        jnp.sin(x)
+        f(x)
+        return [e.execute for e in dispatch._prim_cache.values()] + [
+            e.compiled.execute for e in f._fast.values()]
+    assert executes() and not any("_nan_checked" in ex.__qualname__ for ex in executes())
+    xform.config.update("jax_debug_nans", True)
+    try:
+        checked = [ex for ex in executes() if "_nan_checked" in ex.__qualname__]
+        assert len(checked) >= 2  # sin and the jitted add (both have float outputs)
+    finally:
+        xform.config.update("jax_debug_nans", False)
+    assert not any("_nan_checked" in ex.__qualname__ for ex in executes())
