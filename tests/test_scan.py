@@ -352,3 +352,12 @@ def test_errors_by_message():
         xlax.while_loop(lambda v: v, lambda v: v, 1., max_steps=3)
     with pytest.raises(ValueError, match="same size along axis 0"):
         xlax.associative_scan(xlax.add, (X, X[:2]))
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+    for name in ("xform.lax.control_flow.scan", "xform.lax.control_flow.associative_scan"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, name

@@ -31,6 +31,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     Raises:
       ValueError: if the leaves' sizes along ``axis`` differ or ``axis`` is out of range.
 
+    >>> import numpy as np
     >>> from xform import lax
     >>> lax.associative_scan(lax.add, np.arange(5.)).tolist()
     [0.0, 1.0, 3.0, 6.0, 10.0]

@@ -82,7 +82,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     >>> from xform import lax
     >>> carry, ys = lax.scan(lambda c, x: (c + x, c * x), 0., np.arange(4.))
     >>> float(carry), ys.tolist()
-    (6.0, [0.0, 1.0, 3.0, 9.0])
+    (6.0, [0.0, 0.0, 2.0, 9.0])
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
