@@ -284,3 +284,12 @@ def test_pure_callback_allowed_in_custom_jvp():
     x = jnp.array([0.1, 0.5], dtype=jnp.float32)
     np.testing.assert_allclose(np.asarray(xform.grad(lambda x: f(x).sum())(x)),
                                np.cos(np.asarray(x)), rtol=1e-6)
+
+
+def test_docstring_examples():
+    import doctest
+    from xform import debug
+    from xform.interpreters import callback
+    for module in (debug, callback):
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.attempted and not result.failed, module.__name__

@@ -37,8 +37,8 @@ def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
     Raises:
       TypeError: if ``callback`` is not callable.
 
-    >>> import xform, xform.numpy as jnp
-    >>> xform.jit(lambda x: xform.debug.callback(print, x * 2))(jnp.arange(3))
+    >>> import builtins, xform, xform.numpy as jnp
+    >>> xform.jit(lambda x: xform.debug.callback(builtins.print, x * 2))(jnp.arange(3))
     [0 2 4]
     """
     def call(callback, *args, **kwargs):
