@@ -87,6 +87,14 @@ def test_cond_weak_types_and_operand_keyword():
         check_pair(fs, (p, 1.5), f"weak types pred={p}")
 
 
+def test_cond_mixed_weak_branches_give_strong_output():
+    # NB: JAX takes the false branch's weak type; xform is weak only if all branches are.
+    for p in (True, False):
+        for t, f in ((lambda: 1.0, lambda: np.float32(2)), (lambda: np.float32(2), lambda: 1.0)):
+            out = xlax.cond(p, t, f)
+            assert out.dtype == F32 and not out.weak_type
+
+
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 def test_switch_values_clamped(jit):
     def make(lib, jnp, lax):
@@ -286,13 +294,14 @@ def test_while_values_and_weak_promotion(jit):
     assert_tree_close(got, want, "while values")
 
 
-def test_jacfwd_and_jvp_through_while():
+def test_jacfwd_jvp_and_linearize_through_while():
     def make(lib, jnp, lax):
         def f(x):
             return lax.while_loop(lambda c: c[1] < 3,
                                   lambda c: (jnp.sin(c[0]) * x + c[0], c[1] + 1),
                                   (x * x, 0))[0]
-        return lambda x: (lib.jacfwd(f)(x), lib.jvp(f, (x,), (jnp.ones_like(x),)))
+        return lambda x: (lib.jacfwd(f)(x), lib.jvp(f, (x,), (jnp.ones_like(x),)),
+                          lib.linearize(f, x)[1](x * 2.0))
     got, want = both(make, np.float32([0.3, -0.7, 1.1]))
     assert_tree_close(got, want, "jacfwd", tol=1e-4, weak=False)
 

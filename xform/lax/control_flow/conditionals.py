@@ -6,6 +6,9 @@ closed-over values, as in JAX). ``cond(pred, t, f)`` is ``branches=(f, t)`` inde
 ``int32(pred)``. Under vmap with a batched index, every branch runs and ``select_n``
 picks per lane; reverse mode splits each branch into known and unknown parts, all
 branches emitting the same residuals (zeros for the other branches' ones).
+
+NB: an output is weakly typed only if it is weak in every branch; JAX takes the weak
+type of ``branches[0]`` (the false branch of ``cond``), which depends on branch order.
 """
 import numpy as np
 
