@@ -293,3 +293,32 @@ def test_docstring_examples():
     for module in (debug, callback):
         result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.attempted and not result.failed, module.__name__
+
+
+def test_callbacks_inside_control_flow(capfd):
+    from xform import lax
+
+    def body(c, x):
+        xform.debug.print("c={} x={}", c, x)
+        return c + x, c * x
+    xs = jnp.arange(3.0)
+    want = "c=0.0 x=0.0\nc=0.0 x=1.0\nc=1.0 x=2.0\n"
+    for run in (lambda: lax.scan(body, 0.0, xs),   # eager scan: a one-op executable
+                lambda: xform.jit(lambda xs: lax.scan(body, 0.0, xs))(xs)):
+        run()
+        assert capfd.readouterr().out == want
+
+    def f(x):
+        return lax.cond(x > 0, lambda x: xform.debug.print("pos {}", x),
+                        lambda x: xform.debug.print("neg {}", x), x)
+    xform.jit(f)(2.0)
+    xform.jit(f)(-3.0)
+    assert capfd.readouterr().out == "pos 2.0\nneg -3.0\n"
+
+
+def test_compile_refuses_callbacks_it_was_not_given():
+    from xform import backend
+    text = xform.jit(lambda x: xform.debug.print("{}", x)).lower(1.0).as_text()
+    assert backend.PYTHON_CALLBACK_TARGET in text
+    with pytest.raises(ValueError, match="This module calls host callbacks: pass them"):
+        backend.compile(text)

@@ -135,6 +135,9 @@ def compile(module_text: str, devices=None, host_callbacks=()) -> Executable:
     options = _jax.CompileOptions()
     device_list = _jax.DeviceList(tuple(devices))
     if not host_callbacks:
+        if PYTHON_CALLBACK_TARGET in module_text:  # XLA would crash calling index 0
+            raise ValueError("This module calls host callbacks: pass them to compile "
+                             "(lower_jaxpr_to_module(..., host_callbacks=list) collects them)")
         exe = client().compile_and_load(module_text, device_list, options)
         return Executable(exe, devices, module_text)
     errors = []
@@ -143,7 +146,7 @@ def compile(module_text: str, devices=None, host_callbacks=()) -> Executable:
         module = ir.Module.parse(module_text)
         exe = client().compile_and_load(module, device_list, options, wrapped)
     result = Executable(exe, devices, module_text, tuple(wrapped))
-    result.execute = _reraising(exe.execute, errors)
+    result.execute = _reraising(exe.execute, errors, wrapped)
     return result
 
 
@@ -168,8 +171,9 @@ def _recording_errors(fn, errors):
     return call
 
 
-def _reraising(execute, errors):
-    """``execute`` raising a failed host callback's own exception (not XLA's wrapper)."""
+def _reraising(execute, errors, callbacks):
+    """``execute`` raising a failed host callback's own exception (not XLA's wrapper).
+    It holds ``callbacks`` alive: callers may keep only this function."""
     def run(bufs):
         errors.clear()
         try:
@@ -178,4 +182,5 @@ def _reraising(execute, errors):
             if errors:
                 raise errors[-1] from e
             raise
+    run.host_callbacks = callbacks
     return run

@@ -111,8 +111,9 @@ def _compile_primitive(prim, avals, params):
     invars = [Var(a) for a in avals]
     outvars = [Var(a) for a in out_avals]
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
-    text = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []))
-    entry = _OneOp(backend.compile(text), out_avals)
+    callbacks = []  # higher-order primitives (scan, cond) may hold host callbacks
+    text = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), host_callbacks=callbacks)
+    entry = _OneOp(backend.compile(text, None, callbacks), out_avals)
     if config.jax_debug_nans:  # baked in: the caches are cleared when the flag flips
         entry.execute = _nan_checked(entry.execute, out_avals,
                                      lambda bufs: _raise_nan(prim.name))
