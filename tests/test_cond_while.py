@@ -343,6 +343,8 @@ def test_reverse_mode_through_while_raises_jax_error():
      "lax.switch: index must be an integer scalar, got dtype float32"),
     (lambda: xlax.switch(np.int32([0, 1]), [lambda: 1.0, lambda: 2.0]), TypeError,
      r"lax.switch: index must be a scalar, got shape \(2,\)"),
+    (lambda: xlax.switch(True, [lambda: 1.0, lambda: 2.0]), TypeError,
+     "lax.switch: index must be an integer scalar, got dtype bool"),
     (lambda: xlax.switch(0, []), ValueError, "empty branch sequence"),
     (lambda: xlax.switch(0, [lambda: 1.0, 2.0]), TypeError, "sequence of callables"),
     (lambda: xlax.switch(0, [lambda: 1.0, lambda: np.float32([1.0])]), TypeError,
