@@ -1,4 +1,5 @@
 """Public error classes (``jax.errors`` names)."""
 from xform.core.errors import (ConcretizationTypeError, JAXTypeError,  # noqa: F401
+                               NonConcreteBooleanIndexError,
                                TracerArrayConversionError, TracerBoolConversionError,
                                TracerIntegerConversionError, UnexpectedTracerError)

@@ -70,3 +70,19 @@ class UnexpectedTracerError(Exception):
             f"had a side effect that leaked a traced value out of its transformation{where} "
             "(e.g. it was stored in a global or a closure and used after the transformed "
             "call returned). Return such values as outputs instead.")
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """An array was indexed with a traced boolean mask (``x[mask]`` under ``jit``).
+
+    The result's shape would depend on how many entries of the mask are True, which is
+    not known at trace time. Fixes: ``jnp.where(mask, x, 0)`` keeps the shape; or make
+    the mask concrete (a static argument, or computed outside the transformation).
+    """
+
+    def __init__(self, tracer):
+        super().__init__(
+            f"Array boolean indices must be concrete; got {tracer}\nA traced boolean mask "
+            "would make the result's shape data-dependent (it is the number of True "
+            "entries). Use jnp.where(mask, x, fill) to keep the shape, or make the mask "
+            "concrete (a static argument or a value computed outside jit).")

@@ -90,7 +90,7 @@ def _dot(self, b, *, precision=None, preferred_element_type=None):
 
 
 _METHODS = {
-    "__getitem__": _indexing.getitem,
+    "__getitem__": _indexing.getitem, "at": property(_indexing.at),
     "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
     "__invert__": _ufuncs.invert,
     "__add__": _add, "__radd__": _binop(_ufuncs.add, reflected=True),

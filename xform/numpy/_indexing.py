@@ -1,121 +1,567 @@
-"""Basic indexing (``x[...]``) with static ints, slices, None and Ellipsis.
+"""NumPy indexing on Arrays and tracers: ``x[idx]`` and ``x.at[idx].set/add/...``.
 
-An index becomes at most one ``lax.slice`` (all dimensions at once, positive strides),
-one ``reverse`` per negative-step slice, and one ``lax.reshape`` that drops the
-integer-indexed dimensions and inserts the ``None`` ones.
+An index is parsed once into entries (none, slice, int, bool, array) and then lowered
+the cheapest way that is exact, as JAX does:
+- only static ints, slices, None and Ellipsis: one ``lax.slice``, ``rev`` for negative
+  steps, ``squeeze`` for the ints, ``expand_dims`` for the Nones (no gather);
+- plus traced/Array scalar ints and unit-step slices: one ``dynamic_slice``;
+- anything else (integer/boolean arrays, strided slices with traced ints, fill modes):
+  one ``gather`` whose index vectors stack every indexed dimension. ``.at`` updates are
+  always the matching ``scatter`` (the transpose of that gather).
 
-NB: an out-of-range integer raises IndexError, as in NumPy; JAX clamps it instead.
-Advanced indexing (integer/boolean arrays) and traced indices are not supported yet:
-they need gather / dynamic_slice, which xform.lax does not have.
+Out-of-bounds: gathers use the requested mode; the default (PROMISE_IN_BOUNDS) clamps,
+as XLA does, so ``x[jnp.array([12])]`` on 10 elements gives ``x[9]`` as in JAX. Scatters
+default to FILL_OR_DROP: out-of-bounds updates are dropped.
+
+NB: a static Python int out of range raises IndexError, as in NumPy (and as JAX does
+with ``jax_check_static_indices``); JAX's default clamps it silently.
 """
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
 from xform import lax
 from xform.core import dtypes
 from xform.core.array import Array
+from xform.core.errors import NonConcreteBooleanIndexError
 from xform.core.trace import Tracer
-from xform.numpy._shape import reverse
+from xform.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from xform.numpy import _creation, _ufuncs, _util
 
-_VALID = ("only integers, slices (`:`), ellipsis (`...`) and numpy.newaxis (`None`) are "
-          "valid indices")
-
-
-def _advanced(idx):
-    return NotImplementedError(
-        f"Advanced indexing (integer or boolean arrays, lists) is not supported by "
-        f"xform yet: got an index of type {type(idx).__name__}. Use basic indexing "
-        "(ints, slices, None, ...) or jnp.where.")
+_NONE, _ELLIPSIS, _SLICE, _INT, _BOOL, _ARRAY = range(6)
+_STATIC_KINDS = frozenset((_NONE, _ELLIPSIS, _SLICE, _INT))
+_SLICEABLE_MODES = (None, GatherScatterMode.PROMISE_IN_BOUNDS, GatherScatterMode.CLIP)
 
 
-def _static_int(idx):
-    """A Python int for an integer index, or raise the matching error."""
-    if type(idx) is int:
-        return idx
+# ---- parsing ----
+
+def _kind(idx):
+    """(kind, value) of one index entry; sequences become NumPy or xform arrays."""
+    if idx is None:
+        return _NONE, idx
+    if idx is Ellipsis:
+        return _ELLIPSIS, idx
+    if isinstance(idx, slice):
+        return _SLICE, idx
     if isinstance(idx, (bool, np.bool_)):
-        raise NotImplementedError("Boolean scalar indices are not supported by xform yet.")
-    if isinstance(idx, Tracer):
-        value = idx.to_concrete_value()
-        if value is None:
-            raise NotImplementedError(
-                f"Indexing with a traced value ({idx.aval.str_short()}) is not supported "
-                "by xform yet: it needs dynamic_slice/gather, which xform.lax does not "
-                "have. Index with a static Python int instead.")
-        return _static_int(value)
-    if isinstance(idx, (Array, np.ndarray, np.generic)):
-        if idx.shape == () and dtypes.is_integer(idx.dtype):
-            return operator.index(idx)
-        if dtypes.is_integer(idx.dtype) or idx.dtype == dtypes.bool_:
-            raise _advanced(idx)
-        raise IndexError(f"{_VALID}; got an array of dtype {idx.dtype}.")
+        return _BOOL, bool(idx)
+    if isinstance(idx, (int, np.integer)):
+        return _INT, idx
+    if isinstance(idx, (Array, Tracer, np.ndarray)):
+        if idx.dtype == np.bool_:
+            return (_BOOL, bool(idx)) if isinstance(idx, np.ndarray) and not idx.ndim \
+                else (_BOOL, idx)
+        if dtypes.is_integer(idx.dtype):
+            return _ARRAY, idx
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{idx.dtype}")
+    if isinstance(idx, str):
+        raise TypeError(f"xform does not support string indexing; got idx={idx!r}")
     if isinstance(idx, (list, tuple)):
-        raise _advanced(idx)
-    try:
-        return operator.index(idx)
-    except TypeError:
-        raise IndexError(f"{_VALID}; got {idx!r}.") from None
+        if not idx:
+            return _ARRAY, np.zeros((0,), np.int32)
+        if any(_util.is_array(e) for e in np.ravel(np.asarray(idx, dtype=object))):
+            return _kind(_creation.asarray(idx))
+        return _kind(np.asarray(idx))
+    if isinstance(idx, (float, complex, np.generic)):
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{np.dtype(type(idx))}")
+    raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
+                     f"integer or boolean arrays are valid indices. Got {idx!r}")
 
 
-def getitem(x, idx):
-    """``x[idx]`` for basic indices."""
-    shape = x.aval.shape
-    items = idx if type(idx) is tuple else (idx,)
-    norm = []
-    for item in items:
-        if item is None or item is Ellipsis or isinstance(item, slice):
-            norm.append(item)
-        else:
-            norm.append(_static_int(item))
-    n_ellipsis = sum(1 for item in norm if item is Ellipsis)
+def _entries(idx, shape):
+    """Parse ``idx`` into [(kind, value)]; check the ellipsis and the index count."""
+    if type(idx) is not tuple:
+        if isinstance(idx, list):
+            raise TypeError(
+                "Using a non-tuple sequence for multidimensional indexing is not allowed; "
+                "use `arr[array(seq)]` (integer array) or `arr[tuple(seq)]` (one index per "
+                "dimension) instead of `arr[seq]`.")
+        idx = (idx,)
+    entries = [_kind(i) for i in idx]
+    n_ellipsis = sum(kind == _ELLIPSIS for kind, _ in entries)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    n_real = len(norm) - n_ellipsis - sum(1 for item in norm if item is None)
-    if n_real > len(shape):
-        raise IndexError(f"Too many indices: {len(shape)}-dimensional array indexed with "
-                         f"{n_real} regular indices.")
-    fill = [slice(None)] * (len(shape) - n_real)
-    if n_ellipsis:
-        at = next(i for i, item in enumerate(norm) if item is Ellipsis)
-        norm[at:at + 1] = fill
-    else:
-        norm += fill
+    used = sum(_ndim(v) if kind == _BOOL else kind not in (_NONE, _ELLIPSIS)
+               for kind, v in entries)
+    if used > len(shape):
+        raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but {used} "
+                         "were indexed")
+    return entries
 
-    start, limit, strides, out_shape, reversed_dims = [], [], [], [], []
-    dim = 0
-    for item in norm:
-        if item is None:
-            out_shape.append(1)
+
+def _ndim(v):
+    return v.ndim if hasattr(v, "ndim") else np.ndim(v)
+
+
+def _static_slice(slc, position):
+    """``slc`` with concrete int entries (Array and concrete tracer values allowed)."""
+    parts = []
+    for v in (slc.start, slc.stop, slc.step):
+        if isinstance(v, Tracer) and v.to_concrete_value() is None:
+            raise IndexError(f"Slice entries must be static integers. Got {slc} at position "
+                             f"{position}: use lax.dynamic_slice for a traced start.")
+        parts.append(None if v is None else operator.index(v))
+    if parts[2] == 0:
+        raise ValueError("slice step cannot be zero")
+    return slice(*parts)
+
+
+def _expand_ellipsis(entries, ndim):
+    """Entries with the ellipsis (and the implicit trailing dims) as full slices."""
+    used = sum(_ndim(v) if kind == _BOOL else kind not in (_NONE, _ELLIPSIS)
+               for kind, v in entries)
+    fill = [(_SLICE, slice(None))] * (ndim - used)
+    for i, (kind, _) in enumerate(entries):
+        if kind == _ELLIPSIS:
+            return entries[:i] + fill + entries[i + 1:]
+    return entries + fill
+
+
+def _check_int(i, axis, size, clip):
+    """A static int index in range (clamped with ``clip``), else IndexError."""
+    if size == 0:
+        raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+    if clip:
+        return min(max(i + size if i < 0 else i, 0), size - 1)
+    if not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
+    return i % size
+
+
+# ---- x[idx] ----
+
+def getitem(x, idx):
+    """``x[idx]``: NumPy's basic and advanced indexing with JAX's semantics."""
+    return rewriting_take(x, idx)
+
+
+def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                   fill_value=None, normalize=True):
+    """``x[idx]`` lowered to slice, dynamic_slice or gather (the cheapest that fits)."""
+    x = _util.asarray(x)
+    shape = x.aval.shape
+    entries = _entries(idx, shape)
+    parsed = None if mode is None else GatherScatterMode.from_any(mode)
+    if parsed in _SLICEABLE_MODES:
+        clip = parsed is GatherScatterMode.CLIP
+        kinds = {kind for kind, _ in entries}
+        if kinds <= _STATIC_KINDS:
+            return _static_take(x, _expand_ellipsis(entries, len(shape)), clip)
+        if kinds <= _STATIC_KINDS | {_ARRAY} and all(
+                kind != _ARRAY or not _ndim(v) for kind, v in entries) and all(
+                kind != _SLICE or _static_slice(v, i).step in (None, 1, -1)
+                for i, (kind, v) in enumerate(entries)):
+            return _dynamic_take(x, _expand_ellipsis(entries, len(shape)), clip, normalize)
+    g = _to_gather(x, entries, normalize)
+    if fill_value is not None:
+        fill_value = _util.concrete_or_error(fill_value, "fill_value", "ndarray.at[].get")
+        if np.ndim(fill_value):
+            raise ValueError("fill_value argument to indexed get() must be a scalar")
+        fill_value = fill_value.item()
+    y = g.operand
+    if 0 in g.slice_shape:
+        return lax.full(g.slice_shape, _util.scalar_operand(0, x.aval.dtype, x.aval.weak_type))
+    if g.indices is not None:
+        y = lax.gather(y, g.indices, g.dnums, g.slice_sizes,
+                       unique_indices=unique_indices or g.unique,
+                       indices_are_sorted=indices_are_sorted or g.unique, mode=parsed,
+                       fill_value=fill_value)
+    return lax.expand_dims(y, g.newaxis_dims) if g.newaxis_dims else y
+
+
+def _static_take(x, entries, clip):
+    """Static ints/slices/None: slice + rev + squeeze + expand_dims."""
+    shape = x.aval.shape
+    start, limit, strides, rev_axes, squeeze_axes, newaxis_dims = [], [], [], [], [], []
+    out_pos = axis = 0
+    for position, (kind, v) in enumerate(entries):
+        if kind == _NONE:
+            newaxis_dims.append(out_pos)
+            out_pos += 1
             continue
-        n = shape[dim]
-        if isinstance(item, slice):
-            r = range(*item.indices(n))
-            m = len(r)
-            if m == 0:
-                lo, hi, step = 0, 0, 1
+        n = shape[axis]
+        if kind == _INT:
+            i = _check_int(operator.index(v), axis, n, clip)
+            lo, hi, step = i, i + 1, 1
+            squeeze_axes.append(axis)
+        else:
+            r = range(*_static_slice(v, position).indices(n))
+            if not r:
+                lo = hi = 0
+                step = 1
             elif r.step > 0:
                 lo, hi, step = r.start, r[-1] + 1, r.step
-            else:  # take the same elements with a positive step, then reverse
+            else:  # the same elements with a positive step, then reversed
                 lo, hi, step = r[-1], r.start + 1, -r.step
-                if m > 1:
-                    reversed_dims.append(dim)
-            out_shape.append(m)
-        else:
-            if not -n <= item < n:
-                raise IndexError(f"index {item} is out of bounds for axis {dim} with "
-                                 f"size {n}")
-            lo, hi, step = item % n, item % n + 1, 1
+                if len(r) > 1:
+                    rev_axes.append(axis)
+            out_pos += 1
         start.append(lo)
         limit.append(hi)
         strides.append(step)
-        dim += 1
-
+        axis += 1
     y = x
-    if tuple(start) != (0,) * len(shape) or tuple(limit) != shape or any(
-            s != 1 for s in strides):
-        y = lax.slice(y, start, limit, strides)
-    for d in reversed_dims:
-        y = reverse(y, d)
-    if tuple(out_shape) != y.aval.shape:
-        y = lax.reshape(y, tuple(out_shape))
+    if tuple(start) != (0,) * len(shape) or tuple(limit) != shape or set(strides) - {1}:
+        y = lax.slice(y, start, limit, None if set(strides) <= {1} else strides)
+    if rev_axes:
+        y = lax.rev(y, rev_axes)
+    if squeeze_axes:
+        y = lax.squeeze(y, squeeze_axes)
+    if newaxis_dims:
+        y = lax.expand_dims(y, newaxis_dims)
     return y
+
+
+def _dynamic_take(x, entries, clip, normalize):
+    """Scalar (traced) ints and unit-step slices: dynamic_slice + rev + squeeze."""
+    shape = x.aval.shape
+    index_dtype = _index_dtype(shape)
+    starts, sizes, rev_axes, squeeze_axes, newaxis_dims = [], [], [], [], []
+    out_pos = axis = 0
+    for position, (kind, v) in enumerate(entries):
+        if kind == _NONE:
+            newaxis_dims.append(out_pos)
+            out_pos += 1
+            continue
+        n = shape[axis]
+        if kind == _INT:
+            starts.append(_check_int(operator.index(v), axis, n, clip))
+            sizes.append(1)
+            squeeze_axes.append(axis)
+        elif kind == _ARRAY:
+            if n == 0:
+                raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+            starts.append(lax.convert_element_type(_util.asarray(v), index_dtype))
+            sizes.append(1)
+            squeeze_axes.append(axis)
+        else:
+            r = range(*_static_slice(v, position).indices(n))
+            starts.append(min(r) if r else 0)
+            sizes.append(len(r))
+            if r.step < 0 and len(r) > 1:
+                rev_axes.append(axis)
+            out_pos += 1
+        axis += 1
+    wrap = [normalize and type(s) is not int for s in starts]  # static ones are in range
+    starts = [_util.scalar_operand(s, index_dtype, False) if type(s) is int else s
+              for s in starts]
+    y = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
+    if rev_axes:
+        y = lax.rev(y, rev_axes)
+    if squeeze_axes:
+        y = lax.squeeze(y, squeeze_axes)
+    if newaxis_dims:
+        y = lax.expand_dims(y, newaxis_dims)
+    return y
+
+
+# ---- the gather form of an index (shared by x[idx] and x.at[idx]) ----
+
+class _Gather(NamedTuple):
+    operand: object        # x, with a size-1 dim inserted per scalar-bool index
+    indices: object        # index vectors (last dim), or None when nothing is indexed
+    dnums: GatherDimensionNumbers
+    slice_sizes: tuple
+    slice_shape: tuple     # shape of x[idx] (with the None dims)
+    newaxis_dims: tuple    # positions of the None dims in slice_shape
+    scalar_bool_dims: tuple
+    unique: bool           # no advanced index: indices unique and sorted
+
+
+def _index_dtype(shape):
+    return np.dtype(np.int32 if max(shape, default=0) < 2 ** 31 else np.int64)
+
+
+def _expand_bool_arrays(entries, shape):
+    """Boolean array entries (concrete only) as their integer ``nonzero`` entries."""
+    out, axis = [], 0
+    for position, (kind, v) in enumerate(entries):
+        if kind == _ELLIPSIS:
+            axis += len(shape) - sum(_ndim(u) if k == _BOOL else k not in (_NONE, _ELLIPSIS)
+                                     for k, u in entries)
+        if kind != _BOOL:
+            out.append((kind, v))
+            axis += kind in (_SLICE, _INT, _ARRAY)
+            continue
+        if isinstance(v, Tracer):
+            concrete = v.to_concrete_value()
+            if concrete is None:
+                raise NonConcreteBooleanIndexError(v)
+            v = concrete
+        mask = np.asarray(v)
+        if not mask.ndim:
+            out.append((_BOOL, bool(mask)))
+            continue
+        want = shape[axis:axis + mask.ndim]
+        if any(s not in (0, w) for s, w in zip(mask.shape, want)):
+            raise IndexError(f"boolean index did not match shape of indexed array in index "
+                             f"{position}: got {mask.shape}, expected {list(want)}")
+        out.extend((_ARRAY, i) for i in np.nonzero(mask))
+        axis += mask.ndim
+    return out
+
+
+def _normalized(v, size, dtype, normalize):
+    """An index array as ``dtype`` with negative entries wrapped (NumPy or traced)."""
+    if isinstance(v, (np.ndarray, int, np.integer)):
+        v = np.asarray(v)
+        if normalize and not dtypes.is_unsigned(v.dtype):
+            v = np.where(v < 0, v + size, v)
+        return v.astype(dtype)
+    v = _util.asarray(v)
+    if normalize and not dtypes.is_unsigned(v.aval.dtype):
+        v = lax.select(lax.lt(v, _util.scalar_operand(0, v.aval.dtype, False)),
+                       lax.add(v, _util.scalar_operand(size, v.aval.dtype, False)), v)
+    return lax.convert_element_type(v, dtype)
+
+
+def _to_gather(x, entries, normalize):
+    """The gather (operand, index vectors, dimension numbers) computing ``x[idx]``."""
+    entries = _expand_bool_arrays(entries, x.aval.shape)
+    adv_positions = [i for i, (kind, _) in enumerate(entries) if kind in (_ARRAY, _INT)]
+    contiguous = all(b - a == 1 for a, b in zip(adv_positions, adv_positions[1:]))
+    # scalar booleans: a new size-1 axis indexed by arange(0) or arange(1)
+    shape = list(x.aval.shape)
+    expanded, scalar_bool_dims, axis = [], [], 0
+    for kind, v in _expand_ellipsis(entries, len(shape)):
+        if kind == _BOOL:
+            scalar_bool_dims.append(axis)
+            shape.insert(axis, 1)
+            kind, v = _ARRAY, np.arange(int(v))
+        expanded.append((kind, v))
+        axis += kind != _NONE
+    operand = lax.expand_dims(x, scalar_bool_dims) if scalar_bool_dims else x
+    entries = expanded
+
+    index_dtype = _index_dtype(shape)
+    advanced = any(kind == _ARRAY and _ndim(v) for kind, v in entries)
+    adv_idx = [i for i, (kind, _) in enumerate(entries) if kind in (_ARRAY, _INT)] \
+        if advanced else []
+    parts = []             # (index array, first dim in the batch shape)
+    batch_shape = []       # shape of the index arrays (without the vector dim)
+    offset_dims, collapsed, start_index_map = [], [], []
+    slice_sizes, slice_shape, newaxis_dims = [], [], []
+    out_pos = axis = 0     # out_pos: position in the gather output (no None dims)
+    for position, (kind, v) in enumerate(entries):
+        if adv_idx and position == (adv_idx[0] if contiguous else 0):
+            axes = [sum(k != _NONE for k, _ in entries[:i]) for i in adv_idx]
+            arrays = [_normalized(entries[i][1], shape[a], index_dtype, normalize)
+                      for i, a in zip(adv_idx, axes)]
+            try:
+                bshape = _util.broadcast_shapes(*(_util.shape(a) for a in arrays))
+            except ValueError:
+                raise IndexError(
+                    "shape mismatch: indexing arrays could not be broadcast together with "
+                    f"shapes {' '.join(str(tuple(_util.shape(a))) for a in arrays)}") from None
+            parts.extend((a, len(batch_shape), bshape) for a in arrays)
+            batch_shape.extend(bshape)
+            start_index_map.extend(axes)
+            collapsed.extend(axes)
+            slice_shape.extend(bshape)
+            out_pos += len(bshape)
+        if position in adv_idx:
+            slice_sizes.append(1)
+            axis += 1
+            continue
+        if kind == _NONE:
+            newaxis_dims.append(len(slice_shape))
+            slice_shape.append(1)
+            continue
+        n = shape[axis]
+        if kind in (_INT, _ARRAY):  # a scalar index
+            if n == 0:
+                raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+            parts.append((_normalized(v, n, index_dtype, normalize), len(batch_shape), ()))
+            collapsed.append(axis)
+            start_index_map.append(axis)
+            slice_sizes.append(1)
+        else:
+            r = range(*_static_slice(v, position).indices(n))
+            slice_shape.append(len(r))
+            if r.step == 1:
+                if len(r) != n:
+                    parts.append((np.asarray(r.start, index_dtype), len(batch_shape), ()))
+                    start_index_map.append(axis)
+                slice_sizes.append(len(r))
+                offset_dims.append(out_pos)
+            else:  # a strided slice gathers its elements as a batch dimension
+                parts.append((np.asarray(r, index_dtype), len(batch_shape), (len(r),)))
+                batch_shape.append(len(r))
+                start_index_map.append(axis)
+                collapsed.append(axis)
+                slice_sizes.append(1)
+            out_pos += 1
+        axis += 1
+    dnums = GatherDimensionNumbers(tuple(offset_dims), tuple(sorted(collapsed)),
+                                   tuple(start_index_map))
+    return _Gather(operand, _stack_indices(parts, batch_shape, index_dtype), dnums,
+                   tuple(slice_sizes), tuple(slice_shape), tuple(newaxis_dims),
+                   tuple(scalar_bool_dims), not advanced)
+
+
+def _stack_indices(parts, batch_shape, dtype):
+    """One index array of shape ``batch_shape + (len(parts),)``: each part broadcast
+    with its dimensions starting at its recorded position (NumPy when all static)."""
+    if not parts:
+        return None
+    full = tuple(batch_shape)
+    # an advanced index aligns its trailing dims with its block (NumPy broadcasting)
+    if all(isinstance(a, np.ndarray) for a, _, _ in parts):
+        cols = []
+        for a, start, block in parts:
+            lead = start + len(block) - a.ndim
+            a = a.reshape((1,) * lead + a.shape + (1,) * (len(full) - lead - a.ndim))
+            cols.append(np.broadcast_to(a, full))
+        return np.stack(cols, axis=-1).astype(dtype)
+    cols = []
+    for a, start, block in parts:
+        a = _util.asarray(a) if isinstance(a, np.ndarray) else a
+        lead = start + len(block) - a.aval.ndim
+        cols.append(lax.broadcast_in_dim(a, full + (1,), tuple(range(lead, lead + a.aval.ndim))))
+    return lax.concatenate(cols, len(full))
+
+
+# ---- x.at[idx] ----
+
+def _scatter_update(x, idx, y, scatter_op, indices_are_sorted, unique_indices, mode,
+                    normalize):
+    """``x[idx] op= y`` as a scatter, returned in ``x``'s dtype and weak type."""
+    x = _util.asarray(x)
+    dtype, weak = x.aval.dtype, x.aval.weak_type
+    if type(y) is int and dtypes.is_integer(dtype) and \
+            np.iinfo(dtype).min <= y <= np.iinfo(dtype).max:
+        y = _util.scalar_operand(y, dtype, False)
+    g = _to_gather(x, _entries(idx, x.aval.shape), normalize)
+    if 0 in g.slice_shape:
+        return x
+    operand, y = _util.promote_dtypes("ndarray.at", g.operand, y)
+    y = _util.broadcast_to(y, g.slice_shape)
+    if g.newaxis_dims:
+        y = lax.squeeze(y, g.newaxis_dims)
+    dn = ScatterDimensionNumbers(g.dnums.offset_dims, g.dnums.collapsed_slice_dims,
+                                 g.dnums.start_index_map)
+    # no index vectors (every dimension taken whole): one window, the whole operand
+    indices = np.zeros((0,), np.int32) if g.indices is None else g.indices
+    out = scatter_op(operand, indices, y, dn, indices_are_sorted=indices_are_sorted or g.unique,
+                     unique_indices=unique_indices or g.unique, mode=mode)
+    if g.scalar_bool_dims:
+        out = lax.squeeze(out, g.scalar_bool_dims)
+    return lax.convert_element_type(out, dtype, weak)
+
+
+def _scatter_sub(operand, indices, updates, dn, **kw):
+    return lax.scatter_add(operand, indices, _ufuncs.negative(updates), dn, **kw)
+
+
+class _IndexUpdateHelper:
+    """``x.at``: index it (``x.at[idx]``) to get a ref with pure update methods.
+
+    >>> import xform.numpy as jnp
+    >>> jnp.zeros(4).at[jnp.array([1, 1, 3])].add(1.)
+    Array([0., 2., 0., 1.], dtype=float32)
+    """
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self):
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: functional versions of ``x[idx] = v``, ``x[idx] += v``, ...
+
+    Every method returns an updated copy of ``x`` in ``x``'s dtype (values are cast).
+    Keyword arguments: ``indices_are_sorted``/``unique_indices`` (promises that may
+    speed things up), ``mode`` (``'promise_in_bounds'``, ``'clip'``, or ``'drop'``/
+    ``'fill'``, the default for updates, which drops out-of-bounds updates), and
+    ``wrap_negative_indices`` (default True).
+    """
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            fill_value=None, wrap_negative_indices=True):
+        """``x[idx]``; with ``mode='fill'`` out-of-bounds entries are ``fill_value``
+        (default NaN for inexact dtypes, the extreme value for integers)."""
+        return rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                              unique_indices=unique_indices, mode=mode,
+                              fill_value=fill_value, normalize=wrap_negative_indices)
+
+    def _update(self, op, values, indices_are_sorted, unique_indices, mode,
+                wrap_negative_indices, array=None):
+        return _scatter_update(self.array if array is None else array, self.index, values,
+                               op, indices_are_sorted, unique_indices, mode,
+                               wrap_negative_indices)
+
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        """``x[idx] = values`` (with repeated indices, which update wins is unspecified)."""
+        return self._update(lax.scatter, values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
+
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        """``x[idx] += values`` (repeated indices accumulate)."""
+        return self._update(lax.scatter_add, values, indices_are_sorted, unique_indices,
+                            mode, wrap_negative_indices)
+
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True):
+        """``x[idx] -= values`` (repeated indices accumulate)."""
+        return self._update(_scatter_sub, values, indices_are_sorted, unique_indices,
+                            mode, wrap_negative_indices)
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True):
+        """``x[idx] *= values`` (repeated indices accumulate)."""
+        return self._update(lax.scatter_mul, values, indices_are_sorted, unique_indices,
+                            mode, wrap_negative_indices)
+
+    mul = multiply
+
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               wrap_negative_indices=True):
+        """``x[idx] /= values``: ``x`` divided by a scatter-multiplied array of ones (so
+        integer ``x`` gives a float result, as ``true_divide`` does)."""
+        ones = _creation.ones_like(self.array)
+        return _ufuncs.true_divide(self.array, self._update(
+            lax.scatter_mul, values, indices_are_sorted, unique_indices, mode,
+            wrap_negative_indices, ones))
+
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """``x[idx] **= values``: ``x`` to the power of a scatter-multiplied array of ones."""
+        ones = _creation.ones_like(self.array)
+        return _ufuncs.power(self.array, self._update(
+            lax.scatter_mul, values, indices_are_sorted, unique_indices, mode,
+            wrap_negative_indices, ones))
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        """``x[idx] = minimum(x[idx], values)``."""
+        return self._update(lax.scatter_min, values, indices_are_sorted, unique_indices,
+                            mode, wrap_negative_indices)
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        """``x[idx] = maximum(x[idx], values)``."""
+        return self._update(lax.scatter_max, values, indices_are_sorted, unique_indices,
+                            mode, wrap_negative_indices)
+
+
+def at(x):
+    """The ``x.at`` property."""
+    return _IndexUpdateHelper(x)
