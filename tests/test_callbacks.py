@@ -180,6 +180,23 @@ def test_pure_callback_vmap_methods(method, in_axes):
         np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-6)
 
 
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all",
+                                    "legacy_vectorized"])
+def test_pure_callback_nested_vmap(method):
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    y = np.arange(4, dtype=np.float32) + 1
+    want_rec, got_rec = [], []
+
+    def nested(lib, rec):
+        return lib.vmap(lib.vmap(_pure(lib, method, rec), in_axes=(1, None)),
+                        in_axes=(0, None))
+    want = nested(jax, want_rec)(x, y)
+    got = xform.jit(nested(xform, got_rec))(x, y)
+    assert got_rec == want_rec
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
 def test_pure_callback_pytrees_kwargs_and_nested_vmap():
     def host(d, scale):
         return {"s": np.asarray(d["a"] + d["b"]) * scale, "n": np.asarray(d["a"]).sum()}

@@ -10,8 +10,9 @@ operand (Arrays when run eagerly) and returns a tuple of arrays, one per result.
 rebuilt as Arrays). Eagerly the impl calls the host function directly; compiled,
 it is registered with the module (``ModuleContext.add_host_callback``) and called
 by XLA through ``backend.PYTHON_CALLBACK_TARGET``. vmap transforms the host
-function itself (a host-side loop or broadcast, ``_HostBatched``), so a batched
-callback is still a single custom call.
+function into a host-side loop (``_Sequential``) for debug callbacks and
+``vmap_method="sequential"``, so a batched callback is still one custom call; the
+vectorized methods move and broadcast the operands in the program, as JAX does.
 """
 import numpy as np
 
@@ -85,37 +86,30 @@ def _checked_results(outs, avals):
     return tuple(checked)
 
 
-class _HostBatched:
-    """``callback`` vmapped on the host, the way JAX's ``vmap_method`` says:
-    ``sequential``: once per batch element, results stacked; ``expand_dims`` /
-    ``broadcast_all``: once, batch axes moved to the front and unbatched operands given
-    a leading axis of size 1 / the batch size; ``legacy_vectorized``: once, batch axes
-    moved to the front, unbatched operands as they are."""
-    __slots__ = ("callback", "dims", "size", "method", "result_avals")
+class _Sequential:
+    """``callback`` vmapped on the host: called once per batch element (operands sliced
+    along their batch dims ``dims``; ``None``: unbatched), results checked against the
+    per-element ``result_avals`` and stacked (``None``: a debug callback, no results).
+    Nested vmaps nest these: the outer one slices first, so inner ``dims`` stay right."""
+    __slots__ = ("callback", "dims", "size", "result_avals")
 
-    def __init__(self, callback, dims, size, method, result_avals):
+    def __init__(self, callback, dims, size, result_avals):
         self.callback, self.dims, self.size = callback, tuple(dims), size
-        self.method, self.result_avals = method, result_avals
+        self.result_avals = result_avals
 
     def __call__(self, *operands):
         xs = [np.asarray(x) for x in operands]
-        if self.method == "sequential":
-            outs = [self.callback(*[x if d is None else np.take(x, i, axis=d)
-                                    for x, d in zip(xs, self.dims)])
-                    for i in range(self.size)]
-            if self.result_avals is None:  # a debug callback: results are ignored
-                return ()
-            outs = [_checked_results(o, self.result_avals) for o in outs]
-            return tuple(np.stack(o) for o in zip(*outs)) if outs else (
-                tuple(np.zeros((0,) + a.shape, a.dtype) for a in self.result_avals))
-        lead = {"expand_dims": 1, "broadcast_all": self.size}.get(self.method)
-        xs = [np.moveaxis(x, d, 0) if d is not None else
-              x if lead is None else np.broadcast_to(x[None], (lead,) + x.shape)
-              for x, d in zip(xs, self.dims)]
-        return self.callback(*xs)
+        outs = [self.callback(*[x if d is None else np.take(x, i, axis=d)
+                                for x, d in zip(xs, self.dims)])
+                for i in range(self.size)]
+        if self.result_avals is None:
+            return ()
+        outs = [_checked_results(o, self.result_avals) for o in outs]
+        return tuple(np.stack(o) for o in zip(*outs)) if outs else (
+            tuple(np.zeros((0,) + a.shape, a.dtype) for a in self.result_avals))
 
     def __repr__(self):
-        return f"vmap[{self.method}]({self.callback!r})"
+        return f"sequential({self.callback!r})"
 
 
 def _emit_callback(ctx, host_fn, operands, result_avals, has_side_effect):
@@ -156,8 +150,7 @@ def _debug_callback_batch(vals, dims, *, callback):
     # NB: as JAX, one call per batch element (JAX unrolls them in the program; here
     # the loop runs on the host). Nested vmaps loop outer-axis-major.
     size = batching.axis_size_of(vals, dims)
-    debug_callback_p.bind(*vals, callback=_HostBatched(callback, dims, size,
-                                                       "sequential", None))
+    debug_callback_p.bind(*vals, callback=_Sequential(callback, dims, size, None))
     return [], []
 
 
@@ -267,8 +260,16 @@ def _pure_callback_batch(vals, dims, *, callback, result_avals, vmap_method):
             "or 'legacy_vectorized'. Got vmap_method=None.")
     size = batching.axis_size_of(vals, dims)
     batched = tuple(ShapedArray((size,) + a.shape, a.dtype) for a in result_avals)
-    host = _HostBatched(callback, dims, size, vmap_method, result_avals)
-    outs = pure_callback_p.bind(*vals, callback=host, result_avals=batched,
+    if vmap_method == "sequential":
+        callback = _Sequential(callback, dims, size, result_avals)
+    else:
+        # One call on operands with the batch axis in front: unbatched ones get a leading
+        # axis of size 1 (expand_dims), of the batch size (broadcast_all) or none (legacy).
+        lead = {"expand_dims": 1, "broadcast_all": size}.get(vmap_method)
+        vals = [batching.moveaxis(x, d, 0) if d is not batching.not_mapped else
+                x if lead is None else batching.broadcast(x, lead, 0)
+                for x, d in zip(vals, dims)]
+    outs = pure_callback_p.bind(*vals, callback=callback, result_avals=batched,
                                 vmap_method=vmap_method)
     return outs, [0] * len(outs)
 
