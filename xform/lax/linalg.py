@@ -159,15 +159,18 @@ def _cholesky_jvp(primals, tangents):
     return L, _matmul(L, phi)
 
 
+def _cholesky_finish(l):
+    # StableHLO defines only the lower triangle; a failed factorization (not positive
+    # definite) has NaNs in it, and like JAX we then return NaNs everywhere.
+    from xform.lax.reductions import reduce_and
+    l = tril(l)
+    ok = reduce_and(ew.eq(l, l), (l.ndim - 2, l.ndim - 1))
+    return [_nan_unless(ok, l)]
+
+
 def _cholesky_lowering(ctx, x):
-    aval = ctx.avals_out[0]
     out = hlo.cholesky(x, lower=ir.BoolAttr.get(True))
-    # Only the lower triangle is defined by StableHLO: zero the rest.
-    shape, nd = aval.shape, len(aval.shape)
-    i32 = ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(32))
-    rows, cols = hlo.iota(i32, nd - 2), hlo.iota(i32, nd - 1)
-    lower = hlo.compare(rows, cols, hlo.ComparisonDirectionAttr.get("GE"))
-    return hlo.select(lower, out, mlir.full_like_aval(0, aval))
+    return _in_lowering(ctx, _cholesky_finish, [out], ctx.avals_out)[0]
 
 
 cholesky_p = standard_primitive("cholesky", _square_abstract_eval("cholesky"))

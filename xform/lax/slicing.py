@@ -15,7 +15,6 @@ from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.interpreters import partial_eval as pe
 from xform.interpreters.dispatch import scalar_array
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax.elementwise import (_const, add, convert_element_type, div, eq, gt, lt, mul,
@@ -118,8 +117,7 @@ def _check_indices(op, indices, what="indices"):
 
 def _lower_traced(ctx, fun, *args, **params):
     """Lower ``fun`` (written with lax ops on ``ctx.avals_in``) inline: one output."""
-    closed = pe.trace_to_jaxpr(lambda *xs: [fun(*xs, **params)], ctx.avals_in)
-    return mlir.jaxpr_subcomp(ctx.module_ctx, closed.jaxpr, closed.consts, list(args))[0]
+    return mlir.lower_fun(fun, multiple_results=False)(ctx, *args, **params)
 
 
 def _index_dtype(indices_dtype):
