@@ -38,6 +38,10 @@ def _cases(lib):
         # (jit checks outputs only: grad(f)(-1) = 2/x is fine, grad(log(x) * x) is not)
         "jit_grad": (lib.jit(lib.grad(lambda x: np_.log(x) * x)), -1.0),
         "vmap_jit": (lib.vmap(lib.jit(f)), np.array([1.0, -1.0], np.float32)),
+        # eager higher-order primitives are one compiled op: the error names them
+        "eager_scan": (lambda xs: lib.lax.scan(lambda c, x: (c, np_.log(x)), 0.0, xs),
+                       np.array([1.0, -1.0], np.float32)),
+        "eager_cond": (lambda x: lib.lax.cond(True, np_.log, lambda x: x, x), -1.0),
     }
 
 
@@ -46,7 +50,8 @@ def lax_div(lib, x, y):
 
 
 @pytest.mark.parametrize("case", ["eager", "eager_binary", "jit", "jit_div", "nested_jit",
-                                  "grad_forward", "jit_grad", "vmap_jit"])
+                                  "grad_forward", "jit_grad", "vmap_jit", "eager_scan",
+                                  "eager_cond"])
 def test_names_the_primitive_like_jax(case, debug_nans):
     # Device arrays as inputs: JAX re-runs the Python function on the given arguments.
     fn, x = _cases(jax)[case]
