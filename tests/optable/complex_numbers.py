@@ -6,8 +6,8 @@ checks jvp, vjp and grad of complex functions against jax.
 """
 from optable import C64, F32, binary, domains, rec
 
-SHAPES1 = [((3, 4),), ((),)]
-SHAPES2 = [((3, 4), (3, 4)), ((), (2, 3))]
+SHAPES1 = [((3, 4),)]                       # one shape each: real-valued rows cover
+SHAPES2 = [((2, 3), ())]                     # the other shapes; this one broadcasts
 
 
 def _unary(name, dtypes=(C64,), domain="real", **kw):
