@@ -31,6 +31,10 @@ from xform.lax.reductions import (
     argmin, reduce_and, reduce_or, reduce_precision, reduce_prod, reduce_xor, argmin_p,
     reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
 from xform.lax.dot import dot, dot_general, dot_general_p
+from xform.lax.dot import Precision
+from xform.lax.conv import (
+    ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+    conv_with_general_padding, conv_general_dilated_p)
 from xform.lax.windowed import (
     padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
     reduce_window_sum_p)

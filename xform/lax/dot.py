@@ -1,5 +1,7 @@
-"""dot_general: contraction with batch dimensions (matmul, einsum-like products)."""
-import numpy as np
+"""dot_general: contraction with batch dimensions (matmul, einsum-like products);
+the ``Precision`` enum shared with convolutions."""
+import enum
+
 
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
@@ -7,28 +9,112 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
+from xform.lax.elementwise import convert_element_type
 
 hlo, ir = mlir.hlo, mlir.ir
+
+
+class Precision(enum.Enum):
+    """Precision of matmuls and convolutions on accelerators (CPU always computes at
+    full precision). Strings accepted: 'default'/'fastest'/'bfloat16',
+    'high'/'tensorfloat32'/'bfloat16_3x', 'highest'/'float32'."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        return _PRECISION_NAMES.get(value)
+
+    def __repr__(self):
+        return f"Precision.{self.name}"
+
+    __str__ = __repr__
+
+
+_PRECISION_NAMES = {
+    "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
+    "high": Precision.HIGH, "tensorfloat32": Precision.HIGH, "bfloat16_3x": Precision.HIGH,
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST}
+
+
+def canonicalize_precision(precision):
+    """``None`` or a pair of ``Precision`` (lhs, rhs) from the API's forms."""
+    if precision is None:
+        return None
+    if isinstance(precision, (str, Precision)):
+        precision = (precision, precision)
+    if isinstance(precision, (tuple, list)) and len(precision) == 2:
+        try:
+            return tuple(p if isinstance(p, Precision) else Precision(p) for p in precision)
+        except ValueError:
+            pass
+    raise ValueError(f"precision must be None, a lax.Precision, one of "
+                     f"{sorted(_PRECISION_NAMES)}, or a pair of those; got {precision!r}")
+
+
+def precision_attr(precision):
+    """The ``precision_config`` attribute of stablehlo dot_general/convolution."""
+    if precision is None:
+        return None
+    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in precision])
+
+
+def preferred_dtype(preferred_element_type):
+    return None if preferred_element_type is None else dtypes.canonicalize_dtype(
+        preferred_element_type)
+
+
+def check_preferred(name, dtype, preferred):
+    if preferred is not None and dtypes.is_inexact(dtype) != dtypes.is_inexact(preferred):
+        raise TypeError(f"{name}: preferred_element_type {preferred.name} and the operand "
+                        f"dtype {dtype.name} must both be integral or both be floating "
+                        "point.")
+
+
+def accumulate_lowering(ctx, emit):
+    """Emit ``emit(result ir type)`` computing directly in the preferred element type when
+    it is of the inputs' kind (e.g. int8 -> int32, bf16 -> f32), else in the input dtype
+    followed by a conversion."""
+    out_aval, in_dtype = ctx.avals_out[0], ctx.avals_in[0].dtype
+    same_kind = dtypes.is_inexact(in_dtype) == dtypes.is_inexact(out_aval.dtype)
+    if same_kind or out_aval.dtype == in_dtype:
+        return emit(mlir.aval_to_ir_type(out_aval))
+    result = emit(mlir.aval_to_ir_type(out_aval.update(dtype=in_dtype)))
+    return hlo.convert(mlir.aval_to_ir_type(out_aval), result)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """General tensor contraction.
 
-    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
-    The result's dimensions are the batch dimensions, then lhs's free dimensions,
-    then rhs's free dimensions (each in order).
+    Args:
+      lhs, rhs: arrays of the same dtype.
+      dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+      precision: ``None``, a ``lax.Precision`` (or its string name), or a pair of them.
+      preferred_element_type: the result (accumulation) dtype, e.g. ``jnp.int32`` for
+        int8 operands or ``jnp.float32`` for bfloat16 ones.
+
+    Returns:
+      The batch dimensions, then lhs's free dimensions, then rhs's free dimensions.
+
+    >>> x = jnp.ones((2, 3, 4)); y = jnp.ones((2, 4, 5))
+    >>> dot_general(x, y, (((2,), (1,)), ((0,), (0,)))).shape
+    (2, 3, 5)
     """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
-    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
-        preferred_element_type)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
-                              preferred_element_type=pet)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonicalize_precision(precision),
+                              preferred_element_type=preferred_dtype(preferred_element_type))
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix products: contracts lhs's last and rhs's first dimension."""
+    """Vector/matrix products: contracts lhs's last and rhs's first dimension.
+
+    >>> dot(jnp.ones((2, 3)), jnp.ones(3), precision=Precision.HIGHEST)
+    Array([3., 3.], dtype=float32)
+    """
     l, r = get_aval(lhs), get_aval(rhs)
     if l.ndim not in (1, 2) or r.ndim not in (1, 2):
         raise TypeError(f"dot only supports rank 1 or 2 operands, got shapes {l.shape} and "
@@ -48,6 +134,7 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"dot_general requires operands of the same dtype, got "
                         f"{lhs.dtype.name} and {rhs.dtype.name}")
+    check_preferred("dot_general", lhs.dtype, preferred_element_type)
     for dims, x, what in ((lc, lhs, "lhs contracting"), (rc, rhs, "rhs contracting"),
                           (lb, lhs, "lhs batch"), (rb, rhs, "rhs batch")):
         if any(not 0 <= d < x.ndim for d in dims) or len(set(dims)) != len(dims):
@@ -71,7 +158,7 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
 
 
-def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
+def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, swap_ans=False):
     """Cotangent of the lhs ``x``: contract ct with y, then permute into x's layout."""
     (xc, yc), (xb, yb) = dimension_numbers
     y_aval = get_aval(y)
@@ -83,7 +170,11 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
     else:
         ans_y = range(nb + len(x_kept), nb + len(x_kept) + len(y_kept))
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(range(nb)), tuple(yb)))
-    out = dot_general(ct, y, dims, preferred_element_type=x_aval.dtype)
+    if get_aval(y).dtype != get_aval(ct).dtype:   # preferred_element_type != inputs'
+        y = convert_element_type(y, get_aval(ct).dtype)
+    out = dot_general(ct, y, dims, precision)
+    if get_aval(out).dtype != x_aval.dtype:
+        out = convert_element_type(out, x_aval.dtype)
     # out dims: batch (in xb order), x's free dims, then y's contracting dims in sorted order.
     y_rest = sorted(yc)
     pos = {d: i for i, d in enumerate(xb)}
@@ -92,13 +183,14 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
     return shapes.transpose(out, tuple(pos[d] for d in range(x_aval.ndim)))
 
 
-def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, **_):
-    return _transpose_lhs(ct, x.aval, y, dimension_numbers)
+def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision, **_):
+    return _transpose_lhs(ct, x.aval, y, dimension_numbers, precision)
 
 
-def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, **_):
+def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision, **_):
     (xc, yc), (xb, yb) = dimension_numbers
-    return _transpose_lhs(ct, y.aval, x, ((yc, xc), (yb, xb)), swap_ans=True)
+    return _transpose_lhs(ct, y.aval, x, ((yc, xc), (yb, xb)),
+                          precision and precision[::-1], swap_ans=True)
 
 
 def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
@@ -125,16 +217,8 @@ def _dot_general_lowering(ctx, x, y, *, dimension_numbers, precision, preferred_
     dn = hlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
         lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
-    out_aval = ctx.avals_out[0]
-    in_dtype = ctx.avals_in[0].dtype
-    if preferred_element_type is not None and np.dtype(preferred_element_type) != in_dtype \
-            and not (dtypes.is_inexact(in_dtype) and dtypes.is_integer(preferred_element_type)):
-        result = hlo.dot_general(mlir.aval_to_ir_type(out_aval), x, y, dn)
-        return result
-    result = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=in_dtype)), x, y, dn)
-    if out_aval.dtype != in_dtype:
-        result = hlo.convert(mlir.aval_to_ir_type(out_aval), result)
-    return result
+    return accumulate_lowering(ctx, lambda ty: hlo.dot_general(
+        ty, x, y, dn, precision_config=precision_attr(precision)))
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_abstract_eval)
