@@ -26,6 +26,7 @@ LINEAR = {
     "reduce_sum", "broadcast_in_dim", "reshape", "transpose", "squeeze", "slice",
     "pad", "concatenate",
     "dot_general",
+    "cumsum", "reduce_window_sum", "conv_general_dilated", "reduce_precision",
     "real", "imag", "conj", "complex",
     "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add", "scatter", "scatter-mul",
     "rev", "split",
