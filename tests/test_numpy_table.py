@@ -88,6 +88,116 @@ ROWS = [
     row("nextafter_angle", lambda m, x, s, i: (
         m.nextafter(x, 0.0), m.nextafter(s, m.inf), m.spacing(x), m.spacing(i),
         m.angle(x), m.angle(i, deg=True), m.angle(-1.0)), F34, SPECIAL, I34),
+    # ---- _cumulative
+    row("cumulative", lambda m, x, i, b, s: (
+        m.cumsum(x), m.cumsum(x, 0), m.cumsum(i, -1), m.cumsum(b, 1), m.cumsum(i.astype("int8")),
+        m.cumsum(x, 1, dtype="int32"), m.cumsum(i, dtype=bool), m.cumprod(x, 1), m.cumprod(i),
+        m.nancumsum(s), m.nancumprod(s[2:4]), m.cumulative_sum(x, axis=1),
+        m.cumulative_sum(i[0], include_initial=True), m.cumulative_prod(x, axis=0,
+                                                                        include_initial=True),
+        x.cumsum() if hasattr(x, "cumsum") and m is jnp else m.cumsum(x)), F34, I34, B34,
+        SPECIAL, tol=1e-5, eager=True),
+    row("diff", lambda m, x, i, b: (
+        m.diff(x), m.diff(x, 2, 0), m.diff(i, axis=0), m.diff(b), m.diff(x, 0),
+        m.diff(x, prepend=0.0), m.diff(i, append=i[:, :1]), m.ediff1d(x),
+        m.ediff1d(i, to_begin=-1, to_end=np.array([5, 6])), m.gradient(x), m.gradient(x, 2.0),
+        m.gradient(x[0], np.array([0.0, 1.0, 3.0, 4.0], np.float32)), m.gradient(x, axis=-1),
+        m.gradient(i), m.trapezoid(x), m.trapezoid(x, dx=0.5, axis=0),
+        m.trapezoid(x, np.array([0.0, 1.0, 3.0, 4.0], np.float32))), F34, I34, B34,
+        tol=1e-5),
+    # ---- _take
+    row("take", lambda m, x, i, j: (
+        m.take(x, j), m.take(x, j, axis=1), m.take(x, j[:2], axis=-2), m.take(i, j, mode="clip"),
+        m.take(x, j, axis=1, mode="wrap"), m.take(x, j, 1, fill_value=-1.0),
+        m.take(i, np.array([[0, 1], [2, 3]])), m.take_along_axis(x, m.argsort(x, 1), 1),
+        m.take_along_axis(x, j[:3, None] % 4, axis=1), m.take_along_axis(x, j[None, :4] % 3, 0),
+        m.take_along_axis(i, m.argsort(i, axis=None), None),
+        m.put_along_axis(x, j[:3, None] % 4, 9.0, 1, inplace=False),
+        m.put(x, j, np.arange(3.0, dtype=np.float32), inplace=False),
+        m.put(i, j % 12, 7, mode="clip", inplace=False),
+        m.place(x, x > 0, np.array([1.0, 2.0], np.float32), inplace=False)),
+        F34, I34, np.array([0, 3, -1, 5, 2], np.int32), eager=True),
+    row("choose_select", lambda m, x, i, c: (
+        m.choose(c, [x[0], x[1], x[2]], mode="clip"), m.choose(c + 1, [i[0], x[1]], mode="wrap"),
+        m.select([x > 0.5, x < -0.5], [x, -x]), m.select([x > 0], [i], default=-1.5),
+        m.piecewise(x, [x < 0, x > 1], [lambda v: -v, lambda v: v * 2, 0.5]),
+        m.piecewise(i, [i > 0], [1, lambda v: v - 1]), m.piecewise(x, x > 0, [lambda v: v ** 2] * 3)),
+        F34, I34, np.array([0, 1, 2, 1], np.int32)),
+    row("choose_raise", lambda m, x, c: m.choose(c, [x[0], x[1], x[2]]), F34,
+        np.array([0, 1, 2, 1], np.int32), jit=False),
+    row("compress", lambda m, x, i: (
+        m.compress(np.array([True, False, True]), x, 0), m.compress(np.array([1, 0, 1, 1]), x, 1),
+        m.compress(np.array([True, False]), i), m.extract(x > 0, x),
+        m.compress(np.array([True, False, True, True, False]), i, axis=1)), F34, I34, jit=False),
+    row("compress_size", lambda m, x, i: (
+        m.compress(x[:, 0] > 0, x, 0, size=2), m.extract(x > 0, x, size=5, fill_value=-9.0),
+        m.extract(i > 0, i, size=12)), F34, I34),
+    row("unravel", lambda m, i, j: (
+        m.unravel_index(i, (3, 4)), m.unravel_index(j, (2, 3)), m.unravel_index(7, (3, 4)),
+        m.ravel_multi_index((i[0] % 3, j[:4] % 4), (3, 4), mode="wrap"),
+        m.ravel_multi_index((i[0], j[:4]), (3, 4), mode="clip"),
+        m.ravel_multi_index((i[0] % 3, j[:4] % 4), (3, 4), mode="clip", order="F")),
+        I34 % 12, np.array([0, 3, -1, 5, 2, 30], np.int32)),
+    row("apply", lambda m, x, y: (
+        m.apply_along_axis(lambda v: v.sum(), 0, x), m.apply_along_axis(lambda v: v * 2, 1, x),
+        m.apply_along_axis(lambda v: m.outer(v, v), -1, x),
+        m.apply_along_axis(lambda v, k: v[:k], 1, y, 2), m.apply_over_axes(m.sum, y, [0, 2]),
+        m.apply_over_axes(m.mean, x, [1])), F34, F234, tol=1e-5),
+    # ---- _sorting
+    row("sort", lambda m, x, i, s, b: (
+        m.sort(x), m.sort(x, 0), m.sort(x, None), m.sort(s), m.sort(i, descending=True),
+        m.sort(b), m.argsort(x), m.argsort(i, axis=0), m.argsort(s), m.argsort(i, stable=True,
+                                                                             descending=True),
+        m.argsort(x, axis=None), m.lexsort((i[0], i[1])), m.lexsort([x, i], axis=0),
+        m.partition(x, 1), m.partition(i, -1, axis=0), m.argpartition(x, 2),
+        m.argpartition(i[0], 0), m.sort_complex(i[0])), F34, I34 % 3, SPECIAL, B34,
+        eager=True),
+    row("searchsorted", lambda m, a, v, s, i: (
+        m.searchsorted(a, v), m.searchsorted(a, v, side="right"), m.searchsorted(a, 2.0),
+        m.searchsorted(s, s), m.searchsorted(s, s, "right"),
+        m.searchsorted(a[::-1], v, sorter=np.arange(4)[::-1].astype(np.int32)),
+        m.searchsorted(a, i, method="compare_all"), m.digitize(v, a), m.digitize(v, a, True),
+        m.digitize(v, a[::-1]), m.digitize(i, a), m.digitize(v, a[:0])),
+        np.array([-1.0, 0.0, 1.0, 1.0], np.float32), F34 * 2,
+        np.sort(np.array([0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)), I34),
+    row("nonzero", lambda m, x, i, b: (
+        m.nonzero(x > 0), m.nonzero(i[0]), m.flatnonzero(i), m.argwhere(b), m.argwhere(i[0, 0]),
+        m.where(b), b.nonzero() if m is jnp else m.nonzero(b), m.argwhere(i[0])), F34, I34, B34,
+        jit=False),
+    row("nonzero_size", lambda m, x, i, b: (
+        m.nonzero(x > 0, size=4), m.nonzero(i, size=20, fill_value=-1),
+        m.nonzero(b, size=3, fill_value=(7, 8)), m.flatnonzero(i, size=2),
+        m.argwhere(b, size=13, fill_value=-1), m.where(b, size=5)), F34, I34, B34,
+        eager=True),
+    row("unique", lambda m, i, s, x: (
+        m.unique(i), m.unique(i, return_index=True, return_inverse=True, return_counts=True),
+        m.unique(s), m.unique(s, equal_nan=False), m.unique(x[:0]), m.unique(i[0, 0]),
+        m.unique_values(i), m.unique_counts(i), m.unique_inverse(i), m.unique_all(i)),
+        I34 % 3, np.array([1.0, np.nan, 0.0, -0.0, np.nan, 1.0], np.float32), F34, jit=False),
+    row("unique_size", lambda m, i, s: (
+        m.unique(i, size=5), m.unique(i, size=2, fill_value=-1),
+        m.unique(i, return_index=True, return_inverse=True, return_counts=True, size=6),
+        m.unique(s, size=6, fill_value=9.0), m.unique_counts(i, size=4)),
+        I34 % 3, np.array([1.0, np.nan, 0.0, -0.0, np.nan, 1.0], np.float32)),
+    row("setops", lambda m, a, b, x: (
+        m.isin(a, b), m.isin(a, b, invert=True), m.isin(x, m.stack([0.5, x[0, 0]])), m.union1d(a, b),
+        m.intersect1d(a, b), m.intersect1d(a, b, return_indices=True), m.setdiff1d(a, b),
+        m.setxor1d(a, b), m.setdiff1d(a, a)), I5 % 4, np.array([1, 3, 3, 7], np.int32), F34,
+        jit=False),
+    row("setops_size", lambda m, a, b: (
+        m.union1d(a, b, size=8, fill_value=-1), m.intersect1d(a, b, size=3, fill_value=0),
+        m.setdiff1d(a, b, size=4, fill_value=-2), m.setxor1d(a, b, size=6, fill_value=99)),
+        I5 % 4, np.array([1, 3, 3, 7], np.int32)),
+    row("bincount", lambda m, a, w: (
+        m.bincount(a, length=6), m.bincount(a, w, length=4), m.bincount(a, minlength=9, length=9),
+        m.bincount(a, length=2)), np.array([0, 1, 1, 3, -2, 5], np.int32),
+        rand((6,), "float32")),
+    row("bincount_concrete", lambda m, a: (m.bincount(a), m.bincount(a, minlength=8),
+                                           m.repeat(a, np.abs(a)), m.repeat(a, 2, axis=0)),
+        np.array([0, 1, 1, 3, 2, 5], np.int32), jit=False),
+    row("repeat_traced", lambda m, a, r: (m.repeat(a, r, total_repeat_length=7),
+                                          m.repeat(a, r, total_repeat_length=3)),
+        np.array([4, 5, 6], np.int32), np.array([2, 0, 3], np.int32)),
     # ---- _matrix
     row("tri", lambda m, x, b: (
         m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),
@@ -196,6 +306,13 @@ GRADS = [
     ("kron_cross", 1, lambda m, x, y: (m.kron(x, y), m.cross(x, y)), (3,), (3,)),
     ("einsum", 2, lambda m, x, y: (m.einsum("ij,jk->ik", x, y.T), m.einsum("ij,ij->", x, y),
                                 m.einsum("ii->", x[:, :3])), (3, 4), (3, 4)),
+    ("cumulative", 1, lambda m, x: (m.cumsum(x, 1), m.cumprod(x, 0), m.diff(x, 2),
+                                    m.gradient(x), m.trapezoid(x)), (3, 4)),
+    ("take_sort", 1, lambda m, x: (m.take(x, np.array([2, 0, 1, 2]), axis=1),
+                                   m.take_along_axis(x, np.array([[1], [0], [3]]), 1),
+                                   m.sort(x, 0), m.partition(x[0], 1),
+                                   m.piecewise(x, [x < 1], [lambda v: v * v, lambda v: -v]),
+                                   m.select([x > 1], [x * 2], x)), (3, 4)),
     ("manip", 1, lambda m, x: (m.roll(x, 1, 1), m.rot90(x), m.tile(x, 2), m.repeat(x, 2, 0),
                             m.split(x, 2, 1)[1], m.insert(x, 1, 0.5, axis=1),
                             m.delete(x, 0, 0)), (3, 4)),
@@ -213,6 +330,10 @@ def test_grads(x64, name, order, fn, shapes):
 # ---- vmap vs a Python loop
 
 VMAPS = [
+    ("sort_take", lambda m, x: (m.sort(x, 0), m.argsort(x, 1),
+                                m.take(x, np.array([2, 0]), axis=1), m.cumsum(x, 1),
+                                m.searchsorted(m.sort(x[0]), x[1])), (3, 4)),
+    ("nonzero_size", lambda m, x: (m.nonzero(x > 0, size=5), m.unique(x, size=4)), (3, 4)),
     ("diagonal", lambda m, x: m.diagonal(x, 1), (3, 4)),
     ("einsum", lambda m, x: m.einsum("ij,kj->ik", x, x), (3, 4)),
     ("roll_tile", lambda m, x: (m.roll(x, 1), m.tile(x, 2)), (3, 4)),
@@ -228,3 +349,13 @@ def test_vmap(name, fn, shape):
     expected = jax.tree_util.tree_map(lambda *ys: np.stack(ys), *loop)
     for a, b in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(expected)):
         np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-5)
+
+
+def test_value_dependent_shapes_need_size_under_jit():
+    from xform.errors import ConcretizationTypeError
+    x = xnp.arange(4)
+    for fn in [xnp.nonzero, xnp.flatnonzero, xnp.argwhere, xnp.unique, xnp.where,
+               lambda a: xnp.bincount(a), lambda a: xnp.setdiff1d(a, a),
+               lambda a: xnp.repeat(a, a), lambda a: xnp.extract(a > 1, a)]:
+        with pytest.raises(ConcretizationTypeError, match="size"):
+            xform.jit(fn)(x)

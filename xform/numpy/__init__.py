@@ -53,6 +53,16 @@ from xform.numpy._manip import (
     append, array_split, block, column_stack, concat, delete, dsplit, dstack, fliplr,
     flipud, hsplit, insert, permute_dims, repeat, resize, roll, rollaxis, rot90, split,
     tile, trim_zeros, unstack, vsplit)
+from xform.numpy._cumulative import (
+    cumprod, cumsum, cumulative_prod, cumulative_sum, diff, ediff1d, gradient, nancumprod,
+    nancumsum, trapezoid)
+from xform.numpy._take import (
+    apply_along_axis, apply_over_axes, choose, compress, extract, piecewise, place, put,
+    put_along_axis, ravel_multi_index, select, take, take_along_axis, unravel_index)
+from xform.numpy._sorting import (
+    argpartition, argsort, argwhere, bincount, digitize, flatnonzero, intersect1d, isin,
+    lexsort, nonzero, partition, searchsorted, setdiff1d, setxor1d, sort, sort_complex,
+    union1d, unique, unique_all, unique_counts, unique_inverse, unique_values)
 from xform.numpy import _array_methods
 
 # ---- dtypes ----

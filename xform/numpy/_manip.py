@@ -254,7 +254,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
                              f"{n} elements along axis {axis}")
         if (reps < 0).any():
             raise ValueError("repeats may not contain negative values")
-        from xform.numpy._indexing_fns import take
+        from xform.numpy._take import take
         out = take(a, np.repeat(np.arange(n), reps), axis=axis)
     if total_repeat_length is not None:
         out = _fit_length(out, total_repeat_length, axis)
@@ -278,7 +278,7 @@ def _repeat_traced(a, repeats, axis, total):
     """repeat with traced per-element counts: output position k takes element i where
     ``cumsum(repeats)[i-1] <= k < cumsum(repeats)[i]`` (a comparison count)."""
     from xform.numpy._cumulative import cumsum
-    from xform.numpy._indexing_fns import take
+    from xform.numpy._take import take
     ends = cumsum(lax.convert_element_type(repeats, dtypes.int32))
     k = lax.iota(dtypes.int32, total)
     idx = lax.reduce_sum(lax.convert_element_type(

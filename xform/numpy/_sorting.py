@@ -1,0 +1,457 @@
+"""Sorting, searching and set operations: sort/argsort/lexsort/partition,
+searchsorted/digitize, nonzero/argwhere/flatnonzero, unique and the set functions,
+isin, bincount.
+
+Functions whose output shape depends on the values (nonzero, unique, the set ops) take
+``size=`` (and ``fill_value=``) to work under jit; without it their input must be
+concrete (ConcretizationTypeError otherwise). Selections are done by one stable
+multi-operand sort keyed on ``(not selected, value)``, so the same code serves the
+concrete and the sized forms.
+"""
+import collections
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.lax.sorting import argsort as _lax_argsort
+from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
+from xform.numpy._reductions import any as _any
+from xform.numpy._reductions import sum as _sum
+from xform.numpy._shape import concatenate, moveaxis, ravel, stack
+from xform.numpy._take import take
+from xform.numpy._util import asarray, canonicalize_axis
+
+
+def _flat_axis(a, axis):
+    if axis is None:
+        return ravel(a), 0
+    return a, canonicalize_axis(axis, a.aval.ndim)
+
+
+def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """Like numpy.sort (NaNs last; ``axis=None`` flattens; ``descending`` reverses).
+
+    >>> jnp.sort(jnp.array([3, 1, 2]))
+    Array([1, 2, 3], dtype=int32)
+    """
+    if order is not None:
+        raise ValueError("The 'order' argument to jnp.sort is not supported.")
+    a, axis = _flat_axis(asarray(a, "sort"), axis)
+    out = lax.sort(a, axis, is_stable=stable)
+    return lax.rev(out, (axis,)) if descending else out
+
+
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """Like numpy.argsort (int32 indices; equal keys keep their order, also when
+    ``descending``)."""
+    if order is not None:
+        raise ValueError("The 'order' argument to jnp.argsort is not supported.")
+    a, axis = _flat_axis(asarray(a, "argsort"), axis)
+    return _lax_argsort(a, axis, is_stable=stable, descending=descending)
+
+
+def lexsort(keys, axis=-1):
+    """Like numpy.lexsort: indices sorting by the last key, then the one before, ..."""
+    keys = [asarray(k, "lexsort", i) for i, k in enumerate(keys)]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({k.aval.shape for k in keys}) != 1:
+        raise ValueError("all keys need to be the same shape")
+    if keys[0].aval.ndim == 0:
+        return _util.scalar_array(0, dtypes.default_int_dtype(), False)
+    axis = canonicalize_axis(axis, keys[0].aval.ndim)
+    iota = lax.broadcasted_iota(dtypes.default_int_dtype(), keys[0].aval.shape, axis)
+    return lax.sort(tuple(keys[::-1]) + (iota,), axis, num_keys=len(keys))[-1]
+
+
+def partition(a, kth, axis=-1):
+    """Like numpy.partition: the ``kth`` smallest value at position ``kth``, smaller
+    ones before it and larger ones after (each group in JAX's order, via top_k)."""
+    a = moveaxis(asarray(a, "partition"), axis, -1)
+    n = a.aval.shape[-1]
+    kth = operator.index(kth)
+    kth = kth + n if kth < 0 else kth
+    if not 0 <= kth < n:
+        raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
+    bottom = uf.negative(lax.top_k(uf.negative(a), kth + 1)[0])
+    top = lax.top_k(a, n - kth - 1)[0]
+    return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
+
+
+def argpartition(a, kth, axis=-1):
+    """Like numpy.argpartition: indices that :func:`partition` ``a``."""
+    from xform.numpy._creation import ones
+    from xform.numpy._take import put_along_axis
+    a = moveaxis(asarray(a, "argpartition"), axis, -1)
+    n = a.aval.shape[-1]
+    kth = operator.index(kth)
+    kth = kth + n if kth < 0 else kth
+    if not 0 <= kth < n:
+        raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
+    bottom = lax.top_k(uf.negative(a), kth + 1)[1]
+    # The rest: top_k of a proxy that is 0 at the bottom indices (duplicates-safe).
+    proxy = put_along_axis(ones(a.aval.shape), bottom, 0.0, -1, inplace=False)
+    top = lax.top_k(proxy, n - kth - 1)[1]
+    return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
+
+
+def sort_complex(a):
+    """Like numpy.sort_complex: sorted along the last axis, as a complex array."""
+    a = asarray(a, "sort_complex")
+    if dtypes.is_complex(a.aval.dtype):
+        re, im = lax.sort((lax.real(a), lax.imag(a)), -1, num_keys=2)
+        return lax.complex(re, im)
+    out = lax.sort(a, -1)
+    complex_dt = (dtypes.complex128 if out.aval.dtype.itemsize == 8
+                  else dtypes.default_complex_dtype())
+    return lax.convert_element_type(out, complex_dt)
+
+
+# ---- searching ----
+
+def _total_lt(x, y):
+    """``x < y`` in sort order (NaNs last, as lax.sort orders them)."""
+    lt = lax.lt(x, y)
+    if dtypes.is_inexact(x.aval.dtype):
+        lt = uf.logical_or(lt, uf.logical_and(uf.isnan(y), uf.logical_not(uf.isnan(x))))
+    return lt
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Like numpy.searchsorted: where ``v``'s elements would go in the sorted 1-D
+    ``a`` (NaNs sort last). Computed by comparing every pair (JAX's "compare_all"; the
+    ``method`` argument is accepted for compatibility).
+
+    >>> jnp.searchsorted(jnp.array([1, 2, 3]), jnp.array([2, 5]))
+    Array([1, 3], dtype=int32)
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one "
+                         "of ['left', 'right'].")
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(f"invalid argument method={method!r}, expected 'scan', "
+                         "'scan_unrolled', 'sort' or 'compare_all'")
+    a, v = _util.promote_dtypes("searchsorted", a, v)
+    if a.aval.ndim != 1:
+        raise ValueError("a should be 1-dimensional")
+    if sorter is not None:
+        a = take(a, sorter)
+    n = a.aval.shape[0]
+    shape = v.aval.shape + (n,)
+    ab = lax.broadcast_in_dim(a, shape, (len(shape) - 1,))
+    vb = lax.broadcast_in_dim(v, shape, tuple(range(v.aval.ndim)))
+    hit = _total_lt(ab, vb) if side == "left" else uf.logical_not(_total_lt(vb, ab))
+    return lax.reduce_sum(lax.convert_element_type(hit, dtypes.int32), (len(shape) - 1,))
+
+
+def digitize(x, bins, right=False, *, method=None):
+    """Like numpy.digitize: the bin of each ``x`` (bins increasing or decreasing)."""
+    x = asarray(x, "digitize")
+    bins = asarray(bins, "digitize", 1)
+    if bins.aval.ndim != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array; got {bins}")
+    n = bins.aval.shape[0]
+    if n == 0:
+        return lax.full(x.aval.shape, 0, dtypes.int32)
+    side = "left" if right else "right"
+    kw = dict(side=side) if method is None else dict(side=side, method=method)
+    up = searchsorted(bins, x, **kw)
+    down = uf.subtract(n, searchsorted(lax.rev(bins, (0,)), x, **kw))
+    increasing = uf.greater_equal(lax.slice(bins, (n - 1,), (n,)), lax.slice(bins, (0,), (1,)))
+    return uf.where(lax.reshape(increasing, ()), up, down)
+
+
+# ---- value-dependent selections ----
+
+def masked_indices(name, mask, size):
+    """Positions of the true entries of the 1-D bool ``mask``, in order: all of them
+    (concrete ``mask``) or the first ``size`` padded with 0, plus a validity mask."""
+    n = mask.aval.shape[0]
+    if size is None:
+        value = _util.concrete_or_error(mask, "mask" if name == "compress" else "a", name)
+        idx = np.flatnonzero(value).astype(dtypes.default_int_dtype())
+        return asarray(idx), None
+    size = operator.index(size)
+    idx = _lax_argsort(uf.logical_not(mask), 0)  # stable: selected positions first
+    if size <= n:
+        idx = lax.slice(idx, (0,), (size,))
+    else:
+        idx = lax.pad(idx, _util.scalar_array(0, idx.aval.dtype, False), [(0, size - n, 0)])
+    count = _sum(mask, dtype=idx.aval.dtype)
+    valid = lax.lt(lax.iota(idx.aval.dtype, size), count)
+    return lax.select(valid, idx, lax.full_like(idx, 0)), valid
+
+
+def _fill(x, valid, fill_value):
+    if valid is None or fill_value is None:
+        return x
+    fill = lax.convert_element_type(asarray(fill_value, "fill_value"), x.aval.dtype)
+    return uf.where(valid, x, fill)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Like numpy.nonzero: a tuple of index arrays, one per dimension.
+
+    Args:
+      a: the array.
+      size: if given, the number of indices returned (padded with ``fill_value`` or
+        truncated), which makes the output shape static: needed under jit.
+      fill_value: padding (default 0); a scalar or one value per dimension.
+
+    Raises:
+      ConcretizationTypeError: if ``a`` is traced and ``size`` is None.
+
+    >>> jnp.nonzero(jnp.array([0, 3, 0, 4]), size=3, fill_value=-1)
+    (Array([ 1,  3, -1], dtype=int32),)
+    """
+    a = asarray(a, "nonzero")
+    if a.aval.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
+    mask = ravel(a if a.aval.dtype == dtypes.bool_ else uf.not_equal(a, 0))
+    idx, valid = masked_indices("nonzero", mask, size)
+    coords = [idx] if a.aval.ndim == 1 else list(_unravel(idx, a.aval.shape))
+    fills = (fill_value if isinstance(fill_value, (tuple, list))
+             else [fill_value] * len(coords))
+    if len(fills) != len(coords):
+        raise ValueError(f"fill_value must be a scalar or a tuple of length {len(coords)}; "
+                         f"got {fill_value}")
+    return tuple(_fill(c, valid, f) for c, f in zip(coords, fills))
+
+
+def _unravel(idx, shape):
+    out = []
+    for d in reversed(shape):
+        dd = _util.scalar_array(max(d, 1), idx.aval.dtype, False)
+        out.append(lax.rem(idx, dd))
+        idx = lax.div(idx, dd)
+    return reversed(out)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """Like numpy.flatnonzero (``size``/``fill_value`` as :func:`nonzero`)."""
+    return nonzero(ravel(asarray(a, "flatnonzero")), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """Like numpy.argwhere: the indices of non-zero elements, one row each."""
+    a = asarray(a, "argwhere")
+    coords = nonzero(a if a.aval.ndim else lax.reshape(a, (1,)), size=size,
+                     fill_value=fill_value)
+    out = stack(coords, -1)
+    return out if a.aval.ndim else lax.slice(out, (0, 0), (out.aval.shape[0], 0))
+
+
+def _selection(name, values, mask, size, fill_value, payload=()):
+    """The selected ``values`` sorted (with ``payload`` arrays permuted alike), the
+    first ``size`` of them if given (padded with ``fill_value``, default the first)."""
+    key = lax.convert_element_type(uf.logical_not(mask), dtypes.int32)
+    out = lax.sort((key, values) + tuple(payload), 0, num_keys=2)[1:]
+    count = _sum(mask, dtype=dtypes.int32)
+    if size is None:
+        k = int(_util.concrete_or_error(count, "ar", name))
+        return [lax.slice(x, (0,), (k,)) for x in out]
+    n = values.aval.shape[0]
+    size = operator.index(size)
+    res = []
+    for x in out:
+        x = (lax.slice(x, (0,), (size,)) if size <= n else
+             lax.pad(x, _util.scalar_array(0, x.aval.dtype, False), [(0, size - n, 0)]))
+        valid = lax.lt(lax.iota(dtypes.int32, size), count)
+        first = lax.broadcast_in_dim(lax.slice(x, (0,), (1,)), (size,), (0,)) if n else x
+        x = lax.select(valid, x, first)
+        res.append(x)
+    res[0] = _fill(res[0], valid, fill_value)
+    return res
+
+
+def _first_of_runs(s, equal_nan=True):
+    """For sorted ``s``: True at the first element of each run of equal values."""
+    n = s.aval.shape[0]
+    hi, lo = lax.slice(s, (1,), (n,)), lax.slice(s, (0,), (n - 1,))
+    new = lax.ne(hi, lo)
+    if equal_nan and dtypes.is_inexact(s.aval.dtype):
+        new = uf.logical_and(new, uf.logical_not(uf.logical_and(uf.isnan(hi), uf.isnan(lo))))
+    return lax.concatenate([lax.full((1,), True), new], 0)
+
+
+UniqueAllResult = collections.namedtuple("UniqueAllResult",
+                                         "values indices inverse_indices counts")
+UniqueCountsResult = collections.namedtuple("UniqueCountsResult", "values counts")
+UniqueInverseResult = collections.namedtuple("UniqueInverseResult",
+                                             "values inverse_indices")
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan=True, size=None, fill_value=None, sorted=True):
+    """Like numpy.unique for flattened input (``axis=None``), with JAX's ``size`` and
+    ``fill_value`` for use under jit (padding defaults to the smallest value).
+
+    >>> jnp.unique(jnp.array([3, 1, 3, 2]))
+    Array([1, 2, 3], dtype=int32)
+    """
+    if axis is not None:
+        raise NotImplementedError("jnp.unique: axis is not supported by xform yet.")
+    x = asarray(ar, "unique")
+    shape = x.aval.shape
+    x = ravel(x)
+    n = x.aval.shape[0]
+    int_dt = dtypes.default_int_dtype()
+    iota = lax.iota(int_dt, n)
+    s, perm = lax.sort((x, iota), 0, num_keys=1)
+    if n:
+        mask = _first_of_runs(s, equal_nan)
+    else:
+        mask = lax.full((0,), True)
+    values, pos = _selection("unique", s, mask, size, fill_value, (iota,))
+    out = [values]
+    if return_index:
+        out.append(take(perm, pos, mode="clip") if n else perm)
+    if return_inverse:
+        from xform.numpy._cumulative import cumsum
+        run = uf.subtract(cumsum(mask, dtype=int_dt), 1)
+        inv = lax.sort((perm, run), 0, num_keys=1)[1]
+        out.append(lax.reshape(inv, shape) if n else lax.full(shape, 0, int_dt))
+    if return_counts:
+        if n:
+            k = pos.aval.shape[0]
+            nxt = lax.concatenate([lax.slice(pos, (1,), (k,)), lax.full((1,), n, int_dt)], 0)
+            if size is not None:
+                count = _sum(mask, dtype=int_dt)
+                i = lax.iota(int_dt, k)
+                nxt = lax.select(lax.lt(lax.add(i, lax.full_like(i, 1)),
+                                        lax.broadcast_in_dim(count, (k,), ())),
+                                 nxt, lax.full_like(nxt, n))
+                pos = lax.select(lax.lt(i, lax.broadcast_in_dim(count, (k,), ())), pos,
+                                 lax.full_like(pos, n))
+            out.append(lax.sub(nxt, pos))
+        else:
+            out.append(lax.full((0,), 0, int_dt))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unique_values(x, /, *, size=None, fill_value=None):
+    """Like numpy.unique_values."""
+    return unique(x, size=size, fill_value=fill_value)
+
+
+def unique_counts(x, /, *, size=None, fill_value=None):
+    """Like numpy.unique_counts: ``(values, counts)``."""
+    return UniqueCountsResult(*unique(x, return_counts=True, size=size,
+                                      fill_value=fill_value))
+
+
+def unique_inverse(x, /, *, size=None, fill_value=None):
+    """Like numpy.unique_inverse: ``(values, inverse_indices)``."""
+    return UniqueInverseResult(*unique(x, return_inverse=True, size=size,
+                                       fill_value=fill_value))
+
+
+def unique_all(x, /, *, size=None, fill_value=None):
+    """Like numpy.unique_all: ``(values, indices, inverse_indices, counts)``."""
+    return UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
+                                   return_counts=True, size=size, fill_value=fill_value))
+
+
+# ---- set operations ----
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+    """Like numpy.isin: whether each element occurs in ``test_elements`` (compares all
+    pairs)."""
+    element, test = _util.promote_dtypes("isin", element, test_elements)
+    test = ravel(test)
+    shape = element.aval.shape + test.aval.shape
+    eq = lax.eq(lax.broadcast_in_dim(element, shape, tuple(range(element.aval.ndim))),
+                lax.broadcast_in_dim(test, shape, (len(shape) - 1,)))
+    out = _any(eq, -1)
+    return uf.logical_not(out) if invert else out
+
+
+def _sorted_unique_mask(a):
+    s = lax.sort(ravel(a), 0)
+    return s, (_first_of_runs(s) if s.aval.shape[0] else lax.full((0,), True))
+
+
+def union1d(ar1, ar2, *, size=None, fill_value=None):
+    """Like numpy.union1d: the sorted unique values of both."""
+    ar1, ar2 = _util.promote_dtypes("union1d", ar1, ar2)
+    return unique(concatenate([ravel(ar1), ravel(ar2)]), size=size, fill_value=fill_value)
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
+                fill_value=None):
+    """Like numpy.intersect1d: the sorted unique values in both (``return_indices``
+    adds the first index of each in ``ar1`` and ``ar2``)."""
+    ar1, ar2 = _util.promote_dtypes("intersect1d", ar1, ar2)
+    ar1, ar2 = ravel(ar1), ravel(ar2)
+    s, first = _sorted_unique_mask(ar1)
+    values = _selection("intersect1d", s, uf.logical_and(first, isin(s, ar2)), size,
+                        fill_value)[0]
+    if not return_indices:
+        return values
+    return values, _first_index(values, ar1), _first_index(values, ar2)
+
+
+def _first_index(values, ar):
+    shape = values.aval.shape + ar.aval.shape
+    eq = lax.eq(lax.broadcast_in_dim(values, shape, (0,)),
+                lax.broadcast_in_dim(ar, shape, (1,)))
+    return lax.argmax(lax.convert_element_type(eq, np.uint8), 1, dtypes.default_int_dtype())
+
+
+def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """Like numpy.setdiff1d: the sorted unique values of ``ar1`` not in ``ar2``."""
+    ar1, ar2 = _util.promote_dtypes("setdiff1d", ar1, ar2)
+    s, first = _sorted_unique_mask(ar1)
+    return _selection("setdiff1d", s, uf.logical_and(first, isin(s, ar2, invert=True)),
+                      size, fill_value)[0]
+
+
+def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """Like numpy.setxor1d: the sorted unique values in exactly one of the inputs."""
+    ar1, ar2 = _util.promote_dtypes("setxor1d", ar1, ar2)
+    s1, f1 = _sorted_unique_mask(ar1)
+    s2, f2 = _sorted_unique_mask(ar2)
+    m1 = uf.logical_and(f1, isin(s1, ar2, invert=True))
+    m2 = uf.logical_and(f2, isin(s2, ar1, invert=True))
+    return _selection("setxor1d", concatenate([s1, s2]), concatenate([m1, m2]), size,
+                      fill_value)[0]
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """Like numpy.bincount: counts (or summed ``weights``) of each non-negative int;
+    ``length`` (static) is needed under jit. Negative values are clipped to 0, values
+    past ``length`` dropped (as in JAX).
+
+    >>> jnp.bincount(jnp.array([0, 1, 1, 3]))
+    Array([1, 2, 0, 1], dtype=int32)
+    """
+    from xform.lax import ScatterDimensionNumbers
+    x = asarray(x, "bincount")
+    if x.aval.dtype == dtypes.bool_:
+        x = lax.convert_element_type(x, dtypes.int32)
+    if not dtypes.is_integer(x.aval.dtype):
+        raise TypeError(f"x argument to bincount must have an integer type; got "
+                        f"{x.aval.dtype}")
+    if x.aval.ndim != 1:
+        raise ValueError("only 1-dimensional input supported.")
+    minlength = operator.index(minlength)
+    if length is None:
+        value = _util.concrete_or_error(x, "x", "bincount")
+        length = max(minlength, int(max(0, value.max())) + 1 if value.size else 0)
+    length = operator.index(length)
+    if weights is None:
+        w = lax.full(x.aval.shape, 1, dtypes.default_int_dtype())
+    else:
+        w = asarray(weights, "bincount", 1)
+        if w.aval.shape != x.aval.shape:
+            raise ValueError(f"shape of weights {w.aval.shape} must match shape of x "
+                             f"{x.aval.shape}")
+    x = lax.max(x, lax.full_like(x, 0))
+    dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                 scatter_dims_to_operand_dims=(0,))
+    zeros = lax.full((length,), 0, w.aval.dtype)
+    return lax.scatter_add(zeros, lax.expand_dims(x, (1,)), w, dn, mode="drop")
