@@ -105,3 +105,5 @@ class ndarray(metaclass=_ArrayMeta):
 
 
 _array_methods.install()
+
+from xform.numpy import linalg  # noqa: E402  (submodule; needs the names above)
