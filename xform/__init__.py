@@ -20,6 +20,7 @@ from xform.interpreters.callback import pure_callback
 
 try:  # installs Array/Tracer operators
     from xform import numpy  # noqa: F401
+    from xform import nn  # noqa: F401
 except ImportError:  # pragma: no cover  (only while xform.numpy is being written)
     pass
 
