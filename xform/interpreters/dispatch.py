@@ -12,7 +12,7 @@ from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
-from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.trace import Tracer, check_not_tracer
 from xform.interpreters import mlir
 
@@ -98,6 +98,65 @@ def apply_primitive(prim, *args, **params):
     if entry.out_aval is not None and not prim.multiple_results:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+
+
+# ---- eager higher-order primitives: compiled once per body *structure* ----
+# Every eager ``scan``/``cond``/``while`` call traces its functions to fresh jaxprs,
+# so the cache above (keyed by param identity) would miss each time and grow without
+# bound. Structurally equal jaxprs are mapped to one canonical ClosedJaxpr first.
+
+_canonical_jaxprs = {}
+
+
+def structural_key(closed: ClosedJaxpr):
+    """A hashable key equal for jaxprs that compile to the same program (avals with weak
+    types, literal values, params with nested jaxprs, consts by identity); raises
+    TypeError for unhashable params."""
+    j = closed.jaxpr
+    ids = {}
+
+    def atom(v):
+        if type(v) is Literal:
+            val = np.asarray(v.val)
+            return ("lit", v.aval, val.dtype.str, val.tobytes())
+        return ids.setdefault(v, (len(ids), v.aval))
+
+    def param(v):
+        if isinstance(v, ClosedJaxpr):
+            return structural_key(v)
+        if isinstance(v, tuple):
+            return tuple(param(x) for x in v)
+        hash(v)
+        return v
+
+    head = tuple(atom(v) for v in j.constvars + j.invars)
+    eqns = tuple((e.primitive, tuple(atom(v) for v in e.invars),
+                  tuple(sorted((k, param(v)) for k, v in e.params.items())),
+                  tuple(atom(v) for v in e.outvars)) for e in j.eqns)
+    return head, eqns, tuple(atom(v) for v in j.outvars), tuple(id(c) for c in closed.consts)
+
+
+def _canonical(closed):
+    try:
+        key = structural_key(closed)
+    except TypeError:
+        return closed
+    if len(_canonical_jaxprs) > 1024:
+        _canonical_jaxprs.clear()
+    return _canonical_jaxprs.setdefault(key, closed)
+
+
+def def_structural_impl(prim):
+    """Eager impl for a primitive whose params hold ClosedJaxprs (or tuples of them):
+    canonicalize them structurally, then compile and cache like any primitive."""
+    def impl(*args, **params):
+        for k, v in params.items():
+            if isinstance(v, ClosedJaxpr):
+                params[k] = _canonical(v)
+            elif isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr):
+                params[k] = tuple(_canonical(x) for x in v)
+        return apply_primitive(prim, *args, **params)
+    prim.def_impl(impl)
 
 
 def _eager_aval(prim, x):

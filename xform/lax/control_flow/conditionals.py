@@ -16,7 +16,7 @@ from xform.core import dtypes, tree_util
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from xform.core.trace import get_aval, set_current_trace, to_concrete_value
-from xform.interpreters import ad, batching, mlir
+from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.common import (batch_jaxpr, check_same_types, join_weak_types,
@@ -318,6 +318,7 @@ def _cond_lowering(ctx, index, *ops, branches):
 
 
 cond_p = standard_primitive("cond", _cond_abstract_eval, multiple_results=True)
+dispatch.def_structural_impl(cond_p)
 ad.primitive_jvps[cond_p] = _cond_jvp
 ad.primitive_transposes[cond_p] = _cond_transpose
 pe.partial_eval_rules[cond_p] = _cond_partial_eval

@@ -13,7 +13,7 @@ from xform.core import dtypes, tree_util
 from xform.core.config import config
 from xform.core.errors import ConcretizationTypeError
 from xform.core.trace import get_aval, set_current_trace
-from xform.interpreters import ad, batching, mlir
+from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.common import batch_jaxpr, trace_jaxpr
@@ -298,6 +298,7 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
 
 while_p = standard_primitive("while", _while_abstract_eval, multiple_results=True)
+dispatch.def_structural_impl(while_p)
 ad.primitive_jvps[while_p] = _while_jvp
 ad.primitive_transposes[while_p] = _while_transpose
 pe.partial_eval_rules[while_p] = _while_partial_eval

@@ -22,7 +22,7 @@ import numpy as np
 from xform.core import dtypes, tree_util
 from xform.core.avals import ShapedArray
 from xform.core.errors import ConcretizationTypeError
-from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.trace import Tracer, get_aval, set_current_trace, to_concrete_value
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -485,55 +485,8 @@ def _scan_lowering(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, li
     return carry_out + ys_out
 
 
-# ---- eager: compiled once per body *structure* ----
-# Every eager ``scan`` call traces its body to a fresh jaxpr, so the per-primitive
-# compile cache (keyed by param identity) would miss each time. Structurally equal
-# bodies are mapped to one canonical ClosedJaxpr first.
-
-_canonical = {}
-
-
-def _structural_key(closed):
-    """A hashable key equal for jaxprs that compile to the same program (avals with weak
-    types, literal values, params with nested jaxprs, consts by identity); raises
-    TypeError for unhashable params."""
-    j = closed.jaxpr
-    ids = {}
-
-    def atom(v):
-        if type(v) is Literal:
-            val = np.asarray(v.val)
-            return ("lit", v.aval, val.dtype.str, val.tobytes())
-        return ids.setdefault(v, (len(ids), v.aval))
-
-    def param(v):
-        if isinstance(v, ClosedJaxpr):
-            return _structural_key(v)
-        if isinstance(v, tuple):
-            return tuple(param(x) for x in v)
-        hash(v)
-        return v
-
-    head = tuple(atom(v) for v in j.constvars + j.invars)
-    eqns = tuple((e.primitive, tuple(atom(v) for v in e.invars),
-                  tuple(sorted((k, param(v)) for k, v in e.params.items())),
-                  tuple(atom(v) for v in e.outvars)) for e in j.eqns)
-    return head, eqns, tuple(atom(v) for v in j.outvars), tuple(id(c) for c in closed.consts)
-
-
-def _scan_impl(*args, **params):
-    try:
-        key = _structural_key(params["jaxpr"])
-    except TypeError:
-        return dispatch.apply_primitive(scan_p, *args, **params)
-    if len(_canonical) > 512:
-        _canonical.clear()
-    params["jaxpr"] = _canonical.setdefault(key, params["jaxpr"])
-    return dispatch.apply_primitive(scan_p, *args, **params)
-
-
 scan_p = standard_primitive("scan", _scan_abstract_eval, multiple_results=True)
-scan_p.def_impl(_scan_impl)
+dispatch.def_structural_impl(scan_p)
 ad.primitive_jvps[scan_p] = _scan_jvp
 ad.primitive_transposes[scan_p] = _scan_transpose
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
