@@ -339,3 +339,18 @@ def test_compile_refuses_callbacks_it_was_not_given():
     assert backend.PYTHON_CALLBACK_TARGET in text
     with pytest.raises(ValueError, match="This module calls host callbacks: pass them"):
         backend.compile(text)
+
+
+def test_callback_params_equal_for_equal_calls():
+    def f(x):
+        xform.debug.print("x={x}", x=x)
+        xform.debug.callback(np.shape, x, "s")
+        return xform.pure_callback(np.sin, xform.ShapeDtypeStruct((), np.float32), x)
+    first, second = (xform.make_jaxpr(f)(1.0).jaxpr.eqns for _ in range(2))
+    assert [e.params for e in first] == [e.params for e in second]
+    assert len({hash(tuple(e.params.items())) for e in first + second}) == 3
+    assert "debug_callback[callback=print('x={x}')]" in str(xform.make_jaxpr(f)(1.0))
+    g = lambda x: xform.debug.print("y={}", x)  # noqa: E731
+    with np.printoptions(precision=2):
+        other = xform.make_jaxpr(g)(1.0).jaxpr.eqns[0].params
+    assert other != xform.make_jaxpr(g)(1.0).jaxpr.eqns[0].params

@@ -99,16 +99,7 @@ def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=F
     def call(fmt, *args, **kwargs):
         if not skip_format_check:
             _FormatChecker().format(fmt, *args, **kwargs)
-        placeholders = any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
-        printoptions = np.get_printoptions()
-
-        def show(*args, **kwargs):
-            with np.printoptions(**printoptions):
-                msg = (fmt.format(*args, **kwargs) if placeholders
-                       else " ".join([fmt, *map(str, args)]))
-            sys.stdout.write(msg + "\n")
-        show.__name__ = f"print({fmt!r})"
-        debug_callback(show, *args, **kwargs)
+        debug_callback(_Printer(fmt, np.get_printoptions()), *args, **kwargs)
 
     if fmt is not None:
         return call(fmt, *args, **kwargs)
@@ -116,3 +107,30 @@ def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=F
         raise TypeError("debug_print received unexpected arguments in the two-call "
                         f"form: {args=} {kwargs=}")
     return call
+
+
+class _Printer:
+    """The host side of ``print``: formats with the NumPy print options of the call.
+    Equal for equal format and options, so repeated prints share compiled programs."""
+    __slots__ = ("fmt", "printoptions", "placeholders")
+
+    def __init__(self, fmt, printoptions):
+        self.fmt, self.printoptions = fmt, printoptions
+        self.placeholders = any(field is not None
+                                for _, field, _, _ in string.Formatter().parse(fmt))
+
+    def __call__(self, *args, **kwargs):
+        with np.printoptions(**self.printoptions):
+            msg = (self.fmt.format(*args, **kwargs) if self.placeholders
+                   else " ".join([self.fmt, *map(str, args)]))
+        sys.stdout.write(msg + "\n")
+
+    def __eq__(self, other):
+        return (type(other) is _Printer and self.fmt == other.fmt
+                and self.printoptions == other.printoptions)
+
+    def __hash__(self):
+        return hash(self.fmt)
+
+    def __repr__(self):
+        return f"print({self.fmt!r})"

@@ -57,8 +57,17 @@ class _UserCallback:
         with set_current_trace(eval_trace):  # XLA may call back on any thread
             return tree_util.tree_leaves(self.fn(*args, **kwargs))
 
+    # Equal for the same function and argument structure (as JAX's _FlatCallback), so
+    # caches keyed on params (eager primitives, jaxprs) see repeated calls as one.
+    def __eq__(self, other):
+        return (type(other) is _UserCallback and self.fn == other.fn
+                and self.tree == other.tree and self.static == other.static)
+
+    def __hash__(self):
+        return hash((self.fn, self.tree, tuple(self.static)))
+
     def __repr__(self):
-        return getattr(self.fn, "__name__", type(self.fn).__name__)
+        return getattr(self.fn, "__name__", None) or repr(self.fn)
 
 
 def _as_array(x):
