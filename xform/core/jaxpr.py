@@ -211,7 +211,8 @@ def _pp_eqn(eqn, names, indent):
         else:
             params = "[" + " ".join(items) + "]"
     args = " ".join(names(a) for a in eqn.invars)
-    return f"{lhs} = {eqn.primitive.name}{params} {args}".rstrip()
+    head = f"{lhs} = " if lhs else ""   # effects-only equations print without "="
+    return f"{head}{eqn.primitive.name}{params} {args}".rstrip()
 
 
 def _pp_jaxpr(jaxpr, names, indent):
