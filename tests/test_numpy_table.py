@@ -33,6 +33,8 @@ F23, F34, F4 = rand((2, 3), "float32"), rand((3, 4), "float32"), rand((4,), "flo
 I34, I5, B34 = rand((3, 4), "int32"), rand((5,), "int32"), rand((3, 4), "bool")
 F234 = rand((2, 3, 4), "float32")
 U34 = rand((3, 4), "float32") / 2.5
+NANS = np.where(rand((3, 4), "bool"), np.nan, rand((3, 4), "float32")).astype(np.float32)
+NANS[1] = np.nan
 HALVES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], np.float32)
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)
 
@@ -198,6 +200,39 @@ ROWS = [
     row("repeat_traced", lambda m, a, r: (m.repeat(a, r, total_repeat_length=7),
                                           m.repeat(a, r, total_repeat_length=3)),
         np.array([4, 5, 6], np.int32), np.array([2, 0, 3], np.int32)),
+    # ---- _statistics
+    row("nan_reductions", lambda m, n, i: (
+        m.nansum(n), m.nansum(n, 0), m.nanprod(n, 1, keepdims=True), m.nanmax(n, 1),
+        m.nanmin(n, 0), m.nanmax(i), m.nanargmax(n, 1), m.nanargmin(n, 0), m.nanargmax(i, 0),
+        m.nanmean(n), m.nanmean(n, 1), m.nanmean(i), m.nanvar(n, 1), m.nanvar(n, 0, ddof=1),
+        m.nanstd(n, keepdims=True), m.nanvar(i), m.nansum(i, dtype="float32")), NANS, I34,
+        tol=1e-5, eager=True),
+    row("counts_average", lambda m, x, i, w: (
+        m.count_nonzero(i), m.count_nonzero(i, 1, keepdims=True), m.ptp(x), m.ptp(i, 0),
+        m.average(x), m.average(i, 1), m.average(x, 1, w), m.average(x, 0, x + 3),
+        m.average(x, 1, w, returned=True), m.average(x, returned=True),
+        m.average(x, (0, 1), x * x, keepdims=True)), F34, I34, np.arange(1, 5, dtype=np.float32),
+        tol=1e-5),
+    row("quantile", lambda m, x, i, n: (
+        m.quantile(x, 0.3), m.quantile(x, np.array([0.1, 0.9], np.float32), axis=1),
+        m.quantile(x, 0.5, axis=0, keepdims=True), m.quantile(i, 0.25, method="lower"),
+        m.quantile(x, 0.6, 1, method="higher"), m.quantile(x, 0.45, method="nearest"),
+        m.quantile(x, 0.5, (0, 1), method="midpoint"), m.percentile(x, 40),
+        m.percentile(i, np.array([10, 50]), axis=1), m.median(x), m.median(x, 1, keepdims=True),
+        m.median(i, 0), m.quantile(n, 0.5, 1), m.nanquantile(n, 0.5, 1), m.nanmedian(n),
+        m.nanmedian(n, 0), m.nanpercentile(n, 75, 1, keepdims=True)), F34, I34, NANS,
+        tol=1e-5),
+    row("cov", lambda m, x, y, f: (
+        m.cov(x), m.cov(x, rowvar=False), m.cov(x[0], x[1]), m.cov(x, bias=True),
+        m.cov(x, ddof=0), m.cov(x, fweights=f), m.cov(x, aweights=f * 0.5),
+        m.cov(x, fweights=f, aweights=f + 1.0), m.cov(x[0]), m.corrcoef(x), m.corrcoef(x[0], y[0]),
+        m.corrcoef(x, rowvar=False)), F34, F34 * 2 + 1, np.array([1, 2, 1, 3], np.int32),
+        tol=1e-5),
+    row("histogram", lambda m, x, i, w: (
+        m.histogram(x), m.histogram(x, 4, (-1.0, 1.0)), m.histogram(x, 3, weights=w),
+        m.histogram(x, np.array([-2.0, 0.0, 0.5, 2.0], np.float32)), m.histogram(x, density=True),
+        m.histogram(i, 3), m.histogram_bin_edges(x, 5), m.histogram(m.ones(3))), F34, I34,
+        F34 + 2),
     # ---- _matrix
     row("tri", lambda m, x, b: (
         m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),
@@ -313,6 +348,9 @@ GRADS = [
                                    m.sort(x, 0), m.partition(x[0], 1),
                                    m.piecewise(x, [x < 1], [lambda v: v * v, lambda v: -v]),
                                    m.select([x > 1], [x * 2], x)), (3, 4)),
+    ("statistics", 1, lambda m, x: (m.nansum(x), m.nanmean(x, 0), m.nanvar(x, 1),
+                                    m.quantile(x, 0.3, 1), m.median(x, 0), m.average(x, 1, x),
+                                    m.cov(x), m.ptp(x, 1)), (3, 4)),
     ("manip", 1, lambda m, x: (m.roll(x, 1, 1), m.rot90(x), m.tile(x, 2), m.repeat(x, 2, 0),
                             m.split(x, 2, 1)[1], m.insert(x, 1, 0.5, axis=1),
                             m.delete(x, 0, 0)), (3, 4)),

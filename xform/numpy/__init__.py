@@ -63,6 +63,10 @@ from xform.numpy._sorting import (
     argpartition, argsort, argwhere, bincount, digitize, flatnonzero, intersect1d, isin,
     lexsort, nonzero, partition, searchsorted, setdiff1d, setxor1d, sort, sort_complex,
     union1d, unique, unique_all, unique_counts, unique_inverse, unique_values)
+from xform.numpy._statistics import (
+    average, corrcoef, count_nonzero, cov, histogram, histogram_bin_edges, median,
+    nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod,
+    nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile)
 from xform.numpy import _array_methods
 
 # ---- dtypes ----

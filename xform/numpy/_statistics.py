@@ -1,0 +1,389 @@
+"""Statistics: NaN-ignoring reductions, count_nonzero, ptp, average, quantile/
+percentile/median (and nan-), cov/corrcoef, histogram. Compositions of the basic
+reductions, sort and take_along_axis, with JAX's dtypes."""
+import builtins
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
+from xform.numpy import _reductions as red
+from xform.numpy._shape import moveaxis, ravel
+from xform.numpy._util import asarray, canonicalize_axes
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """Like numpy.count_nonzero (default int dtype)."""
+    a = asarray(a, "count_nonzero")
+    return red.sum(uf.not_equal(a, 0), axis, dtype=dtypes.default_int_dtype(),
+                   keepdims=keepdims)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """Like numpy.ptp: ``max - min`` along ``axis``."""
+    return uf.subtract(red.max(a, axis, out, keepdims), red.min(a, axis, None, keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """Like numpy.average: the (``weights``-)weighted mean; ``returned`` also gives the
+    sum of the weights.
+
+    >>> jnp.average(jnp.array([1.0, 2.0]), weights=jnp.array([3.0, 1.0]))
+    Array(1.25, dtype=float32)
+    """
+    a = asarray(a, "average")
+    if weights is None:
+        avg = red.mean(a, axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        n = a.aval.size // builtins.max(avg.aval.size, 1) if a.aval.size else 0
+        return avg, lax.full(avg.aval.shape, n, avg.aval.dtype)
+    a, w = _util.promote_dtypes("average", a, weights, to="inexact")
+    if w.aval.shape != a.aval.shape:
+        if axis is None:
+            raise ValueError("Axis must be specified when shapes of a and weights differ.")
+        axes = canonicalize_axes(axis, a.aval.ndim)
+        if w.aval.ndim != len(axes) or w.aval.shape != tuple(a.aval.shape[d] for d in axes):
+            raise ValueError(f"Shape of weights {w.aval.shape} must be consistent with "
+                             f"the shape of a {a.aval.shape} along axis {axis}")
+        w = lax.broadcast_in_dim(w, a.aval.shape, axes)
+    w_sum = red.sum(w, axis, keepdims=keepdims)
+    avg = uf.true_divide(red.sum(uf.multiply(a, w), axis, keepdims=keepdims), w_sum)
+    if returned:
+        return avg, _util.broadcast_to(w_sum, avg.aval.shape)
+    return avg
+
+
+# ---- NaN-ignoring reductions ----
+
+def _nan_reduce(fn, name, a, fill, nan_if_all_nan, axis, keepdims, **kw):
+    a = asarray(a, name)
+    if not dtypes.is_inexact(a.aval.dtype):
+        return fn(a, axis, keepdims=keepdims, **kw)
+    nan = uf.isnan(a)
+    out = fn(uf.where(nan, _util.scalar_array(fill, a.aval.dtype, False), a), axis,
+             keepdims=keepdims, **kw)
+    if nan_if_all_nan:
+        out = uf.where(red.all(nan, axis, keepdims=keepdims),
+                       _util.scalar_array(np.nan, out.aval.dtype, False), out)
+    return out
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.nansum: NaNs count as 0."""
+    return _nan_reduce(red.sum, "nansum", a, 0, False, axis, keepdims, dtype=dtype, out=out,
+                       initial=initial, where=where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.nanprod: NaNs count as 1."""
+    return _nan_reduce(red.prod, "nanprod", a, 1, False, axis, keepdims, dtype=dtype,
+                       out=out, initial=initial, where=where)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.nanmax: the maximum ignoring NaNs (NaN where all are NaN)."""
+    return _nan_reduce(red.max, "nanmax", a, -np.inf, True, axis, keepdims, out=out,
+                       initial=initial, where=where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Like numpy.nanmin: the minimum ignoring NaNs (NaN where all are NaN)."""
+    return _nan_reduce(red.min, "nanmin", a, np.inf, True, axis, keepdims, out=out,
+                       initial=initial, where=where)
+
+
+def _nanarg(name, fn, fill, a, axis, out, keepdims):
+    a = asarray(a, name)
+    if not dtypes.is_inexact(a.aval.dtype):
+        return fn(a, axis, out, keepdims)
+    nan = uf.isnan(a)
+    res = fn(uf.where(nan, _util.scalar_array(fill, a.aval.dtype, False), a), axis, out,
+             keepdims)
+    all_nan = red.all(nan, axis, keepdims=bool(keepdims))
+    return uf.where(all_nan, _util.scalar_array(-1, res.aval.dtype, False), res)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    """Like numpy.nanargmax, but -1 (not an error) where all values are NaN."""
+    return _nanarg("nanargmax", red.argmax, -np.inf, a, axis, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    """Like numpy.nanargmin, but -1 (not an error) where all values are NaN."""
+    return _nanarg("nanargmin", red.argmin, np.inf, a, axis, out, keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """Like numpy.nanmean: the mean of the non-NaN values."""
+    a = asarray(a, "nanmean")
+    if not dtypes.is_inexact(a.aval.dtype):
+        return red.mean(a, axis, dtype, out, keepdims, where=where)
+    dt = dtypes.to_inexact_dtype(a.aval.dtype) if dtype is None else \
+        dtypes.canonicalize_dtype(dtype)
+    count = red.sum(uf.logical_not(uf.isnan(a)), axis, dtype=dt, keepdims=keepdims,
+                    where=where)
+    return lax.div(nansum(a, axis, dt, out, keepdims, where=where), count)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    """Like numpy.nanvar: the variance of the non-NaN values (NaN where fewer than
+    ``ddof + 1`` remain)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
+    a = asarray(a, "nanvar")
+    result_dt = dtypes.to_inexact_dtype(a.aval.dtype) if dtype is None else \
+        dtypes.canonicalize_dtype(dtype)
+    comp = red._upcast_f16(result_dt) if dtype is None else result_dt
+    a = lax.convert_element_type(a, comp)
+    nan = uf.isnan(a)
+    centered = uf.where(nan, _util.scalar_array(0, comp, False),
+                        uf.subtract(a, nanmean(a, axis, comp, keepdims=True, where=where)))
+    sq = lax.integer_pow(centered, 2)
+    count = red.sum(uf.logical_not(nan), axis, keepdims=keepdims, where=where)
+    normalizer = uf.subtract(count, ddof)
+    bad = uf.less_equal(normalizer, 0)
+    total = red.sum(sq, axis, keepdims=keepdims, where=where)
+    total = uf.where(bad, _util.scalar_array(np.nan, comp, False), total)
+    divisor = lax.convert_element_type(uf.where(bad, 1, normalizer), comp)
+    return lax.convert_element_type(lax.div(total, divisor), result_dt)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    """Like numpy.nanstd (square root of :func:`nanvar`)."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+
+
+# ---- quantiles ----
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf",
+            "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf",
+            "hazen", "weibull", "median_unbiased", "normal_unbiased")
+
+
+def _quantile(name, a, q, axis, method, keepdims, squash_nans):
+    if method not in _METHODS[:5]:
+        raise ValueError(f"{name}: method={method!r} is not supported; use one of "
+                         f"{_METHODS[:5]}")
+    a, = _util.promote_dtypes(name, a, to="inexact")
+    q = lax.convert_element_type(asarray(q, name, 1), a.aval.dtype)
+    nd = a.aval.ndim
+    axes = canonicalize_axes(axis, nd)
+    keep_shape = tuple(1 if d in axes else s for d, s in enumerate(a.aval.shape))
+    a = moveaxis(a, axes, tuple(range(nd - len(axes), nd)))
+    batch = a.aval.shape[:nd - len(axes)]
+    n = int(np.prod(a.aval.shape[nd - len(axes):], dtype=np.int64))
+    a = lax.reshape(a, batch + (n,))
+    s = lax.sort(a, len(batch))
+    nq = q.aval.ndim
+    dt = a.aval.dtype
+    if squash_nans:
+        counts = red.sum(uf.logical_not(uf.isnan(a)), -1, dtype=dt)
+    else:
+        counts = lax.full(batch, n, dt)
+    # Positions in the sorted data, shape batch + q.shape.
+    qb = lax.broadcast_in_dim(q, batch + q.aval.shape, tuple(range(len(batch), len(batch) + nq)))
+    cb = lax.broadcast_in_dim(counts, batch + q.aval.shape, tuple(range(len(batch))))
+    pos = lax.mul(qb, lax.sub(cb, _util.scalar_array(1, dt, False)))
+    low, high = lax.floor(pos), lax.ceil(pos)
+    high_w = lax.sub(pos, low)
+    last = _util.scalar_array(builtins.max(n - 1, 0), dt, False)
+    zero = _util.scalar_array(0, dt, False)
+    low_i = lax.convert_element_type(lax.clamp(zero, low, last), dtypes.int32)
+    high_i = lax.convert_element_type(lax.clamp(zero, high, last), dtypes.int32)
+    from xform.numpy._take import take_along_axis
+    arr = lax.reshape(s, batch + (1,) * nq + (n,))
+
+    def at(idx):
+        out = take_along_axis(arr, lax.expand_dims(idx, (idx.aval.ndim,)), -1)
+        return lax.squeeze(out, (out.aval.ndim - 1,))
+
+    lo_v, hi_v = at(low_i), at(high_i)
+    if method == "linear":
+        out = lax.add(lax.mul(lo_v, lax.sub(_util.scalar_array(1, dt, False), high_w)),
+                      lax.mul(hi_v, high_w))
+    elif method == "lower":
+        out = lo_v
+    elif method == "higher":
+        out = hi_v
+    elif method == "nearest":
+        out = lax.select(lax.le(high_w, _util.scalar_array(0.5, dt, False)), lo_v, hi_v)
+    else:
+        out = lax.mul(lax.add(lo_v, hi_v), _util.scalar_array(0.5, dt, False))
+    if not squash_nans:
+        has_nan = lax.broadcast_in_dim(red.any(uf.isnan(a), -1), out.aval.shape,
+                                       tuple(range(len(batch))))
+        out = lax.select(has_nan, lax.full_like(out, np.nan), out)
+    out = moveaxis(out, tuple(range(len(batch), len(batch) + nq)), tuple(range(nq)))
+    if keepdims:
+        out = lax.reshape(out, q.aval.shape + keep_shape)
+    return out
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False):
+    """Like numpy.quantile for ``method`` "linear", "lower", "higher", "nearest" or
+    "midpoint"; the ``q`` dimensions come first. NaN if the reduced data has a NaN.
+
+    >>> jnp.quantile(jnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)
+    Array(2.5, dtype=float32)
+    """
+    _no_out("quantile", out)
+    return _quantile("quantile", a, q, axis, method, keepdims, False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False):
+    """Like numpy.nanquantile: :func:`quantile` ignoring NaNs."""
+    _no_out("nanquantile", out)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+
+
+def _percent(name, q):
+    q = asarray(q, name, 1)
+    q, = _util.promote_dtypes(name, q, to="inexact")
+    return uf.true_divide(q, 100)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False):
+    """Like numpy.percentile: :func:`quantile` of ``q / 100``."""
+    _no_out("percentile", out)
+    return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims,
+                     False)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False):
+    """Like numpy.nanpercentile."""
+    _no_out("nanpercentile", out)
+    return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method,
+                     keepdims, True)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Like numpy.median (the 0.5 quantile, "midpoint")."""
+    _no_out("median", out)
+    return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """Like numpy.nanmedian."""
+    _no_out("nanmedian", out)
+    return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+# ---- covariance ----
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+    """Like numpy.cov: the covariance matrix of the rows (variables) of ``m``."""
+    from xform.numpy._products import dot
+    from xform.numpy._shape import atleast_2d, concatenate
+    m, = _util.promote_dtypes("cov", m, to="inexact")
+    X = atleast_2d(m)
+    if not rowvar and X.aval.shape[0] != 1:
+        X = X.T
+    if y is not None:
+        y, = _util.promote_dtypes("cov", y, to="inexact")
+        y = atleast_2d(y)
+        if not rowvar and y.aval.shape[0] != 1:
+            y = y.T
+        X = concatenate([X, y], 0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = None
+    for wt, what in ((fweights, "fweights"), (aweights, "aweights")):
+        if wt is not None:
+            wt = asarray(wt, "cov")
+            if wt.aval.ndim != 1 or wt.aval.shape[0] != X.aval.shape[1]:
+                raise ValueError(f"cov: {what} must be 1-D with one entry per observation")
+            w = wt if w is None else uf.multiply(w, wt)
+    avg, w_sum = average(X, 1, w, returned=True)
+    w_sum = w_sum[0]
+    if w is None:
+        f = X.aval.shape[1] - ddof
+    elif ddof == 0:
+        f = w_sum
+    elif aweights is None:
+        f = uf.subtract(w_sum, ddof)
+    else:
+        f = uf.subtract(w_sum, uf.true_divide(
+            uf.multiply(ddof, red.sum(uf.multiply(w, aweights))), w_sum))
+    X = uf.subtract(X, lax.expand_dims(avg, (1,)))
+    X_T = X.T if w is None else uf.multiply(X, w).T
+    from xform.numpy._math import conjugate
+    from xform.numpy._shape import squeeze
+    return squeeze(uf.true_divide(dot(X, conjugate(X_T)), f))
+
+
+def corrcoef(x, y=None, rowvar=True):
+    """Like numpy.corrcoef: :func:`cov` normalized by the standard deviations, clipped
+    to [-1, 1]."""
+    from xform.numpy._math import real
+    from xform.numpy._matrix import diag
+    c = cov(x, y, rowvar)
+    if c.aval.ndim == 0:
+        return uf.true_divide(c, c)
+    std = lax.sqrt(real(diag(c)))
+    c = uf.true_divide(uf.true_divide(c, lax.expand_dims(std, (1,))),
+                       lax.expand_dims(std, (0,)))
+    return uf.clip(c, -1, 1)
+
+
+# ---- histograms ----
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """Like numpy.histogram_bin_edges for an int ``bins`` (or explicit edges)."""
+    from xform.numpy._creation import linspace
+    a = ravel(asarray(a, "histogram_bin_edges"))
+    if not isinstance(bins, (int, np.integer)):
+        return asarray(bins, "histogram_bin_edges", 1)
+    bins = operator.index(bins)
+    dt = dtypes.to_inexact_dtype(a.aval.dtype)
+    if range is None:
+        lo, hi = red.min(a), red.max(a)
+    else:
+        lo, hi = (_util.scalar_array(v, dt, False) for v in range)
+    lo, hi = (lax.convert_element_type(v, dt) for v in (lo, hi))
+    same = lax.eq(lo, hi)
+    half = _util.scalar_array(0.5, dt, False)
+    lo = lax.select(same, lax.sub(lo, half), lo)
+    hi = lax.select(same, lax.add(hi, half), hi)
+    return linspace(lo, hi, bins + 1)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):
+    """Like numpy.histogram: ``(counts, bin_edges)``; the last bin includes its right
+    edge."""
+    from xform.numpy._sorting import searchsorted
+    from xform.lax import ScatterDimensionNumbers
+    a, = _util.promote_dtypes("histogram", ravel(asarray(a, "histogram")), to="inexact")
+    edges = histogram_bin_edges(a, bins, range, weights)
+    if weights is None:
+        w = lax.full(a.aval.shape, 1, a.aval.dtype)
+    else:
+        w = ravel(asarray(weights, "histogram", 3))
+    n = edges.aval.shape[0]
+    idx = searchsorted(edges, a, side="right")
+    last = lax.broadcast_in_dim(lax.reshape(lax.slice(edges, (n - 1,), (n,)), ()),
+                                a.aval.shape, ())
+    idx = lax.select(lax.eq(lax.convert_element_type(a, edges.aval.dtype), last),
+                     lax.full_like(idx, n - 1), idx)
+    dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                 scatter_dims_to_operand_dims=(0,))
+    counts = lax.scatter_add(lax.full((n,), 0, w.aval.dtype), lax.expand_dims(idx, (1,)), w,
+                             dn, mode="drop")
+    counts = lax.slice(counts, (1,), (n,))
+    if density:
+        from xform.numpy._cumulative import diff
+        widths = diff(edges)
+        counts = uf.true_divide(uf.true_divide(counts, widths), red.sum(counts))
+    return counts, edges
