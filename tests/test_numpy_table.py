@@ -233,6 +233,19 @@ ROWS = [
         m.histogram(x, np.array([-2.0, 0.0, 0.5, 2.0], np.float32)), m.histogram(x, density=True),
         m.histogram(i, 3), m.histogram_bin_edges(x, 5), m.histogram(m.ones(3))), F34, I34,
         F34 + 2),
+    # ---- _pad
+    row("pad", lambda m, x, i, v: (
+        m.pad(x, 1), m.pad(x, ((1, 2), (0, 3))), m.pad(i, (2, 1), constant_values=7),
+        m.pad(x, 1, constant_values=((1.0, 2.0), (3.0, 4.0))), m.pad(x, 2, "edge"),
+        m.pad(v, 2, "reflect"), m.pad(v, 9, "reflect"), m.pad(v, (7, 2), "symmetric"),
+        m.pad(v, 4, "reflect", reflect_type="odd"), m.pad(v, (9, 5), "symmetric",
+                                                         reflect_type="odd"),
+        m.pad(x, ((0, 5), (6, 1)), "wrap"), m.pad(x, 3, "linear_ramp"),
+        m.pad(i, (2, 3), "linear_ramp", end_values=(5, -5)), m.pad(x, 2, "maximum"),
+        m.pad(x, 2, "minimum", stat_length=2), m.pad(x, ((1, 1), (2, 2)), "mean"),
+        m.pad(i, 2, "mean"), m.pad(i, 1, "median", stat_length=((1, 2), (3, 1))),
+        m.pad(x, 1, "empty") * 0, m.pad(x[:1], 2, "reflect"), m.pad(x, 0, "wrap")), F34, I34,
+        rand((4,), "float32"), eager=True),
     # ---- _matrix
     row("tri", lambda m, x, b: (
         m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),
@@ -351,6 +364,10 @@ GRADS = [
     ("statistics", 1, lambda m, x: (m.nansum(x), m.nanmean(x, 0), m.nanvar(x, 1),
                                     m.quantile(x, 0.3, 1), m.median(x, 0), m.average(x, 1, x),
                                     m.cov(x), m.ptp(x, 1)), (3, 4)),
+    ("pad", 1, lambda m, x: (m.pad(x, 2, "reflect"), m.pad(x, 1, "edge"),
+                             m.pad(x, (2, 1), "symmetric", reflect_type="odd"),
+                             m.pad(x, 2, "wrap"), m.pad(x, 1, "mean"),
+                             m.pad(x, 2, "linear_ramp")), (3, 4)),
     ("manip", 1, lambda m, x: (m.roll(x, 1, 1), m.rot90(x), m.tile(x, 2), m.repeat(x, 2, 0),
                             m.split(x, 2, 1)[1], m.insert(x, 1, 0.5, axis=1),
                             m.delete(x, 0, 0)), (3, 4)),

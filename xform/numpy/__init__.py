@@ -67,6 +67,7 @@ from xform.numpy._statistics import (
     average, corrcoef, count_nonzero, cov, histogram, histogram_bin_edges, median,
     nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod,
     nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile)
+from xform.numpy._pad import pad
 from xform.numpy import _array_methods
 
 # ---- dtypes ----
