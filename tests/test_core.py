@@ -33,6 +33,7 @@ LINEAR = {
     "custom_lin", "remat", "name",
     "cond",
     "jit",
+    "fft",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate
 

@@ -53,3 +53,4 @@ from xform.lax.dynamic_slicing import (
     dynamic_slice_p, dynamic_update_slice_p)
 from xform.lax.shapes import rev, split, rev_p, split_p
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
+from xform.lax.fft import FftType, fft, fft_p
