@@ -246,6 +246,20 @@ ROWS = [
         m.pad(i, 2, "mean"), m.pad(i, 1, "median", stat_length=((1, 2), (3, 1))),
         m.pad(x, 1, "empty") * 0, m.pad(x[:1], 2, "reflect"), m.pad(x, 0, "wrap")), F34, I34,
         rand((4,), "float32"), eager=True),
+    # ---- fft
+    row("fft", lambda m, x, c, i: (
+        m.fft.fft(x), m.fft.fft(x, 6), m.fft.fft(x, 3, axis=0), m.fft.ifft(c),
+        m.fft.ifft(c, norm="ortho"), m.fft.rfft(x), m.fft.rfft(i, 5, 0, norm="forward"),
+        m.fft.irfft(c), m.fft.irfft(c, 7, norm="ortho"), m.fft.hfft(c), m.fft.ihfft(x),
+        m.fft.fft2(x), m.fft.ifft2(c, (2, 6)), m.fft.rfft2(x), m.fft.irfft2(c),
+        m.fft.fftn(x[None]), m.fft.ifftn(c, axes=(0,)), m.fft.rfftn(x, (4, 4)),
+        m.fft.irfftn(c, (3, 6), norm="forward"), m.fft.fftn(x, axes=(1, 0))), F34,
+        (F34 + 1j * F34[::-1]).astype(np.complex64), I34, tol=2e-5, eager=True),
+    row("fft_freq_shift", lambda m, x: (
+        m.fft.fftfreq(5), m.fft.fftfreq(6, 0.5), m.fft.fftfreq(4, dtype="float16"),
+        m.fft.rfftfreq(7, 2.0), m.fft.rfftfreq(8), m.fft.fftshift(x), m.fft.ifftshift(x),
+        m.fft.fftshift(x, 1), m.fft.ifftshift(x, (0,)), m.fft.fftshift(m.fft.fftfreq(5))),
+        F34),
     # ---- _matrix
     row("tri", lambda m, x, b: (
         m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),
@@ -368,6 +382,9 @@ GRADS = [
                              m.pad(x, (2, 1), "symmetric", reflect_type="odd"),
                              m.pad(x, 2, "wrap"), m.pad(x, 1, "mean"),
                              m.pad(x, 2, "linear_ramp")), (3, 4)),
+    ("fft", 2, lambda m, x: (m.real(m.fft.fft(x)), m.imag(m.fft.ifft2(x)),
+                             m.fft.irfft(m.fft.rfft(x) * 2), m.imag(m.fft.rfftn(x)),
+                             m.fft.irfft(m.fft.fft(x), 5)), (3, 4)),
     ("manip", 1, lambda m, x: (m.roll(x, 1, 1), m.rot90(x), m.tile(x, 2), m.repeat(x, 2, 0),
                             m.split(x, 2, 1)[1], m.insert(x, 1, 0.5, axis=1),
                             m.delete(x, 0, 0)), (3, 4)),
@@ -385,6 +402,8 @@ def test_grads(x64, name, order, fn, shapes):
 # ---- vmap vs a Python loop
 
 VMAPS = [
+    ("fft", lambda m, x: (m.fft.fft(x), m.fft.rfft2(x), m.fft.irfft(m.fft.rfft(x, axis=0), 3, 0)),
+     (3, 4)),
     ("sort_take", lambda m, x: (m.sort(x, 0), m.argsort(x, 1),
                                 m.take(x, np.array([2, 0]), axis=1), m.cumsum(x, 1),
                                 m.searchsorted(m.sort(x[0]), x[1])), (3, 4)),

@@ -68,6 +68,7 @@ from xform.numpy._statistics import (
     nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod,
     nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile)
 from xform.numpy._pad import pad
+from xform.numpy import fft
 from xform.numpy import _array_methods
 
 # ---- dtypes ----
