@@ -61,7 +61,7 @@ def _kind(idx):
     if isinstance(idx, (list, tuple)):
         if not idx:
             return _ARRAY, np.zeros((0,), np.int32)
-        if any(_util.is_array(e) for e in np.ravel(np.asarray(idx, dtype=object))):
+        if _holds_arrays(idx):
             return _kind(_creation.asarray(idx))
         return _kind(np.asarray(idx))
     if isinstance(idx, (float, complex, np.generic)):
@@ -69,6 +69,11 @@ def _kind(idx):
                         f"{np.dtype(type(idx))}")
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
                      f"integer or boolean arrays are valid indices. Got {idx!r}")
+
+
+def _holds_arrays(seq):
+    return any(_holds_arrays(e) if isinstance(e, (list, tuple)) else _util.is_array(e)
+               for e in seq)
 
 
 def _entries(idx, shape):
@@ -352,10 +357,9 @@ def _to_gather(x, entries, normalize):
                       for i, a in zip(adv_idx, axes)]
             try:
                 bshape = _util.broadcast_shapes(*(_util.shape(a) for a in arrays))
-            except ValueError:
-                raise IndexError(
-                    "shape mismatch: indexing arrays could not be broadcast together with "
-                    f"shapes {' '.join(str(tuple(_util.shape(a))) for a in arrays)}") from None
+            except ValueError as e:  # ValueError, as in JAX (NumPy: IndexError)
+                raise ValueError(f"{e}: the integer-array indices of an index must "
+                                 "broadcast together") from None
             parts.extend((a, len(batch_shape), bshape) for a in arrays)
             batch_shape.extend(bshape)
             start_index_map.extend(axes)
