@@ -246,6 +246,30 @@ ROWS = [
         m.pad(i, 2, "mean"), m.pad(i, 1, "median", stat_length=((1, 2), (3, 1))),
         m.pad(x, 1, "empty") * 0, m.pad(x[:1], 2, "reflect"), m.pad(x, 0, "wrap")), F34, I34,
         rand((4,), "float32"), eager=True),
+    # ---- _polynomial
+    row("convolve", lambda m, a, v, i: (
+        m.convolve(a, v), m.convolve(a, v, "same"), m.convolve(a, v, "valid"),
+        m.convolve(v, a), m.convolve(i, i[:2]), m.correlate(a, v), m.correlate(a, v, "full"),
+        m.correlate(v, a, "same"), m.correlate(i, a[:3], "full"),
+        m.convolve(a, v, preferred_element_type="float32")), rand((7,), "float32"),
+        rand((3,), "float32"), I5, tol=1e-5),
+    row("poly", lambda m, p, q, x, i: (
+        m.polyval(p, x), m.polyval(i, 2), m.polyval(p, 1.5), m.polyval(i, i),
+        m.polyadd(p, q), m.polysub(q, p), m.polymul(p, q), m.polymul(i, i[:2]),
+        m.polyder(p), m.polyder(p, 2), m.polyder(i, 0), m.polyint(p), m.polyint(q, 2, 3.0),
+        m.polyint(p, 2, np.array([1.0, 2.0], np.float32)), m.poly(q), m.polydiv(p, q),
+        m.polydiv(p, p[:1])), rand((4,), "float32"), rand((2,), "float32", "nonzero"), F34,
+        I5, tol=1e-4),
+    row("polyfit", lambda m, x, y: (m.polyfit(x, y, 2), m.polyfit(x, y, 1, w=x + 3.0)),
+        np.linspace(0, 1, 8).astype(np.float32),
+        (np.linspace(0, 1, 8) ** 2 * 3 + 1).astype(np.float32), tol=1e-3),
+    row("interp", lambda m, x, xp, fp: (
+        m.interp(x, xp, fp), m.interp(x, xp, fp, left=-1.0, right=9.0), m.interp(2, xp, fp),
+        m.interp(x, xp, fp, period=3.0), m.interp(x.astype("int32"), xp, fp),
+        m.interp(x, xp[:1], fp[:1]), m.unwrap(x * 3), m.unwrap(x, axis=0, period=1.0),
+        m.unwrap(x * 5, discont=4.0)), F34 * 3,
+        np.array([-1.0, 0.0, 0.5, 2.0, 2.5], np.float32),
+        np.array([1.0, -2.0, 0.5, 3.0, 0.0], np.float32), tol=1e-5),
     # ---- fft
     row("fft", lambda m, x, c, i: (
         m.fft.fft(x), m.fft.fft(x, 6), m.fft.fft(x, 3, axis=0), m.fft.ifft(c),
@@ -385,6 +409,9 @@ GRADS = [
     ("fft", 2, lambda m, x: (m.real(m.fft.fft(x)), m.imag(m.fft.ifft2(x)),
                              m.fft.irfft(m.fft.rfft(x) * 2), m.imag(m.fft.rfftn(x)),
                              m.fft.irfft(m.fft.fft(x), 5)), (3, 4)),
+    ("poly", 1, lambda m, p, x: (m.polyval(p, x), m.convolve(p, x), m.correlate(x, p, "same"),
+                                 m.polyint(p), m.polyder(p, 2), m.polymul(p, x),
+                                 m.interp(x, m.sort(p), p * 2)), (4,), (3,)),
     ("manip", 1, lambda m, x: (m.roll(x, 1, 1), m.rot90(x), m.tile(x, 2), m.repeat(x, 2, 0),
                             m.split(x, 2, 1)[1], m.insert(x, 1, 0.5, axis=1),
                             m.delete(x, 0, 0)), (3, 4)),

@@ -68,6 +68,9 @@ from xform.numpy._statistics import (
     nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod,
     nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile)
 from xform.numpy._pad import pad
+from xform.numpy._polynomial import (
+    convolve, correlate, interp, poly, polyadd, polyder, polydiv, polyfit, polyint,
+    polymul, polysub, polyval, unwrap)
 from xform.numpy import fft
 from xform.numpy import _array_methods
 

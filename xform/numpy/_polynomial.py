@@ -1,0 +1,283 @@
+"""Polynomials (coefficients highest power first, as NumPy's poly* functions),
+convolve/correlate (one ``conv_general_dilated``), interp and unwrap."""
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
+from xform.numpy._shape import flip
+from xform.numpy._util import asarray
+
+
+def _conv(name, x, y, mode, precision, preferred_element_type):
+    from xform.numpy._math import conjugate
+    x, y = asarray(x, name), asarray(y, name, 1)
+    if x.aval.ndim != 1 or y.aval.ndim != 1:
+        raise ValueError(f"{name}() only support 1-dimensional inputs.")
+    if preferred_element_type is None:
+        x, y = _util.promote_dtypes(name, x, y, to="inexact")
+    if not x.aval.size or not y.aval.size:
+        raise ValueError(f"{name}: inputs cannot be empty, got shapes {x.aval.shape} and "
+                         f"{y.aval.shape}.")
+    reverse = False
+    if name == "correlate":
+        y = conjugate(y)
+        if x.aval.shape[0] < y.aval.shape[0]:
+            x, y, reverse = y, x, True
+    elif x.aval.shape[0] < y.aval.shape[0]:
+        x, y = y, x
+    if name == "convolve":
+        y = flip(y)
+    m = y.aval.shape[0]
+    if mode == "valid":
+        padding = [(0, 0)]
+    elif mode == "same":
+        padding = [(m // 2, m - m // 2 - 1)]
+    elif mode == "full":
+        padding = [(m - 1, m - 1)]
+    else:
+        raise ValueError("mode must be one of ['full', 'same', 'valid']")
+    out = lax.conv_general_dilated(lax.reshape(x, (1, 1) + x.aval.shape),
+                                   lax.reshape(y, (1, 1) + y.aval.shape), (1,), padding,
+                                   precision=precision,
+                                   preferred_element_type=preferred_element_type)
+    out = lax.reshape(out, out.aval.shape[2:])
+    return lax.rev(out, (0,)) if reverse else out
+
+
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    """Like numpy.convolve: the discrete linear convolution of 1-D arrays ("full",
+    "same" or "valid"); integer inputs are promoted to float, as in JAX.
+
+    >>> jnp.convolve(jnp.array([1.0, 2.0]), jnp.array([1.0, 1.0, 1.0]))
+    Array([1., 3., 3., 2.], dtype=float32)
+    """
+    return _conv("convolve", a, v, mode, precision, preferred_element_type)
+
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """Like numpy.correlate: cross-correlation ``sum_n a[n + k] conj(v[n])``."""
+    return _conv("correlate", a, v, mode, precision, preferred_element_type)
+
+
+# ---- polynomials ----
+
+def polyval(p, x, *, unroll=16):
+    """Like numpy.polyval: Horner's rule over the (leading-axis) coefficients.
+
+    >>> jnp.polyval(jnp.array([1, 0, -1]), 3)
+    Array(8, dtype=int32)
+    """
+    del unroll
+    p, x = _util.promote_dtypes("polyval", p, x)
+    if p.aval.ndim == 0:
+        raise ValueError("polyval: p must be at least 1-dimensional")
+    shape = _util.broadcast_shapes(p.aval.shape[1:], x.aval.shape)
+    y = lax.full(shape, 0, x.aval.dtype)
+    y = lax.convert_element_type(y, x.aval.dtype, x.aval.weak_type and p.aval.weak_type)
+    for k in range(p.aval.shape[0]):
+        y = uf.add(uf.multiply(y, x), p[k])
+    return y
+
+
+def _align(name, a1, a2):
+    a1, a2 = _util.promote_dtypes(name, a1, a2)
+    n = max(a1.aval.shape[0], a2.aval.shape[0])
+    zero = _util.scalar_array(0, a1.aval.dtype, False)
+    return [lax.pad(a, zero, [(n - a.aval.shape[0], 0, 0)]) for a in (a1, a2)]
+
+
+def polyadd(a1, a2):
+    """Like numpy.polyadd (aligned at the lowest power)."""
+    return uf.add(*_align("polyadd", a1, a2))
+
+
+def polysub(a1, a2):
+    """Like numpy.polysub."""
+    return uf.subtract(*_align("polysub", a1, a2))
+
+
+def polymul(a1, a2, *, trim_leading_zeros=False):
+    """Like numpy.polymul: the convolution of the coefficients."""
+    a1, a2 = _util.promote_dtypes("polymul", a1, a2, to="inexact")
+    if trim_leading_zeros and (a1.aval.shape[0] > 1 or a2.aval.shape[0] > 1):
+        from xform.numpy._manip import trim_zeros
+        a1, a2 = trim_zeros(a1, "f"), trim_zeros(a2, "f")
+    if not a1.aval.shape[0]:
+        a1 = lax.full((1,), 0, a2.aval.dtype)
+    if not a2.aval.shape[0]:
+        a2 = lax.full((1,), 0, a1.aval.dtype)
+    return convolve(a1, a2, mode="full")
+
+
+def polyder(p, m=1):
+    """Like numpy.polyder: the ``m``-th derivative's coefficients."""
+    p, = _util.promote_dtypes("polyder", p, to="inexact")
+    m = operator.index(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive")
+    n = p.aval.shape[0]
+    if m == 0:
+        return p
+    powers = np.arange(n - 1, m - 1, -1)
+    coeff = np.prod([powers - j for j in range(m)], axis=0)
+    return uf.multiply(lax.slice(p, (0,), (max(n - m, 0),)),
+                       lax.convert_element_type(asarray(coeff.astype(np.float64)),
+                                                p.aval.dtype))
+
+
+def polyint(p, m=1, k=None):
+    """Like numpy.polyint: the ``m``-th antiderivative, with integration constants
+    ``k`` (a scalar or ``m`` values)."""
+    m = operator.index(m)
+    p, kk = _util.promote_dtypes("polyint", p, 0 if k is None else k, to="inexact")
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    kk = lax.reshape(kk, (kk.aval.size,))
+    if kk.aval.shape[0] == 1:
+        kk = _util.broadcast_to(kk, (m,))
+    if kk.aval.shape != (m,):
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
+    for i in range(m):
+        n = p.aval.shape[0]
+        div = lax.convert_element_type(asarray(np.arange(n, 0, -1).astype(np.float64)),
+                                       p.aval.dtype)
+        p = lax.concatenate([uf.true_divide(p, div), lax.slice(kk, (i,), (i + 1,))], 0)
+    return p
+
+
+def poly(seq_of_zeros):
+    """Like numpy.poly for a 1-D sequence of roots: the monic polynomial with those
+    roots."""
+    z, = _util.promote_dtypes("poly", seq_of_zeros, to="inexact")
+    z = lax.reshape(z, (z.aval.size,)) if z.aval.ndim == 0 else z
+    if z.aval.ndim != 1:
+        raise NotImplementedError("jnp.poly of a square matrix needs eigvals, which "
+                                  "xform.numpy.linalg does not have; pass the roots.")
+    a = lax.full((1,), 1, z.aval.dtype)
+    for k in range(z.aval.shape[0]):
+        root = lax.slice(z, (k,), (k + 1,))
+        a = convolve(a, lax.concatenate([lax.full((1,), 1, z.aval.dtype), uf.negative(root)],
+                                        0), mode="full")
+    return a
+
+
+def polydiv(u, v, *, trim_leading_zeros=False):
+    """Like numpy.polydiv: ``(quotient, remainder)``; the remainder keeps ``u``'s length
+    unless ``trim_leading_zeros`` (concrete inputs only)."""
+    u, v = _util.promote_dtypes("polydiv", u, v, to="inexact")
+    m, n = u.aval.shape[0] - 1, v.aval.shape[0] - 1
+    scale = uf.true_divide(1.0, v[0])
+    q = []
+    for k in range(m - n + 1):
+        d = uf.multiply(scale, u[k])
+        q.append(lax.reshape(d, (1,)))
+        sub = lax.pad(uf.multiply(d, v), _util.scalar_array(0, u.aval.dtype, False),
+                      [(k, m - n - k, 0)])
+        u = uf.subtract(u, sub)
+    quotient = lax.concatenate(q, 0) if q else lax.full((1,), 0, u.aval.dtype)
+    if trim_leading_zeros:
+        value = np.asarray(_util.concrete_or_error(u, "u", "polydiv"))
+        tol = np.sqrt(dtypes.finfo(u.aval.dtype).eps)
+        big = np.flatnonzero(np.abs(value) > tol)
+        u = lax.slice(u, (int(big[0]) if big.size else value.shape[0],), u.aval.shape)
+    return quotient, u
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """Like numpy.polyfit (least squares on the Vandermonde matrix; ``full`` and
+    ``cov`` are not supported)."""
+    from xform.numpy import linalg
+    from xform.numpy._matrix import vander
+    if full or cov:
+        raise NotImplementedError("jnp.polyfit: full=True and cov=True are not supported.")
+    x, y = _util.promote_dtypes("polyfit", x, y, to="inexact")
+    deg = operator.index(deg)
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    lhs = vander(x, deg + 1)
+    rhs = y
+    if w is not None:
+        w = asarray(w, "polyfit")
+        lhs = uf.multiply(lhs, lax.expand_dims(w, (1,)))
+        rhs = uf.multiply(rhs, w if rhs.aval.ndim == 1 else lax.expand_dims(w, (1,)))
+    scale = lax.sqrt(lax.reduce_sum(lax.integer_pow(lhs, 2), (0,)))
+    lhs = uf.true_divide(lhs, scale)
+    c = linalg.lstsq(lhs, rhs, rcond)[0]
+    return uf.true_divide(c, scale if c.aval.ndim == 1 else lax.expand_dims(scale, (1,)))
+
+
+# ---- interpolation ----
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Like numpy.interp: piecewise-linear interpolation of ``(xp, fp)`` at ``x``.
+
+    >>> jnp.interp(jnp.array([0.5, 2.0]), jnp.array([0.0, 1.0]), jnp.array([0.0, 10.0]))
+    Array([ 5., 10.], dtype=float32)
+    """
+    from xform.numpy._sorting import searchsorted
+    from xform.numpy._take import take
+    x, xp, fp = (asarray(a, "interp", i) for i, a in enumerate((x, xp, fp)))
+    if xp.aval.ndim != 1 or fp.aval.ndim != 1:
+        raise ValueError("xp and fp must be one-dimensional")
+    if xp.aval.shape != fp.aval.shape:
+        raise ValueError("xp and fp must have the same length")
+    dt = dtypes.to_inexact_dtype(_util.result_type(x, xp, fp)[0])
+    x, xp, fp = (lax.convert_element_type(a, dt) for a in (x, xp, fp))
+    if period is not None:
+        if left is not None or right is not None:
+            raise ValueError("left and right must be None when period is given")
+        p = lax.convert_element_type(asarray(period, "interp"), dt)
+        x = uf.remainder(x, p)
+        xp = uf.remainder(xp, p)
+        order = lax.sort((xp, fp), 0, num_keys=1)
+        xp, fp = order
+        xp = lax.concatenate([uf.subtract(xp[-1:], p), xp, uf.add(xp[:1], p)], 0)
+        fp = lax.concatenate([fp[-1:], fp, fp[:1]], 0)
+    n = xp.aval.shape[0]
+    i = uf.clip(searchsorted(xp, x, side="right"), 1, n - 1)
+    x0, x1 = take(xp, uf.subtract(i, 1)), take(xp, i)
+    f0, f1 = take(fp, uf.subtract(i, 1)), take(fp, i)
+    dx = uf.subtract(x1, x0)
+    delta = uf.subtract(x, x0)
+    eps = np.finfo(np.dtype(dtypes.finfo(dt).dtype)).eps
+    small = uf.less_equal(uf.absolute(dx), eps)
+    safe = uf.where(small, 1, dx)
+    f = uf.where(small, f0, uf.add(f0, uf.multiply(uf.true_divide(delta, safe),
+                                                   uf.subtract(f1, f0))))
+    if period is None:
+        lo = fp[0] if left is None else lax.convert_element_type(asarray(left, "interp"), dt)
+        hi = fp[-1] if right is None else lax.convert_element_type(asarray(right, "interp"),
+                                                                   dt)
+        f = uf.where(uf.less(x, xp[0]), lo, f)
+        f = uf.where(uf.greater(x, xp[-1]), hi, f)
+    return f
+
+
+def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
+    """Like numpy.unwrap: remove jumps larger than ``discont`` by adding multiples of
+    ``period``."""
+    from xform.numpy._cumulative import cumsum, diff
+    from xform.numpy._shape import concatenate
+    p, = _util.promote_dtypes("unwrap", p, to="inexact")
+    axis = _util.canonicalize_axis(axis, p.aval.ndim)
+    if p.aval.shape[axis] == 0:
+        return p
+    dt = p.aval.dtype
+    period = _util.scalar_array(period, dt, False)
+    half = uf.true_divide(period, 2)
+    discont = half if discont is None else lax.convert_element_type(
+        asarray(discont, "unwrap"), dt)
+    dd = diff(p, axis=axis)
+    ddmod = uf.subtract(uf.remainder(uf.add(dd, half), period), half)
+    ddmod = uf.where(uf.logical_and(uf.equal(ddmod, uf.negative(half)), uf.greater(dd, 0)),
+                     half, ddmod)
+    correct = uf.subtract(ddmod, dd)
+    correct = uf.where(uf.less(uf.absolute(dd), discont), 0, correct)
+    shape = list(p.aval.shape)
+    shape[axis] = 1
+    first = lax.full(tuple(shape), 0, dt)
+    return uf.add(p, concatenate([first, cumsum(correct, axis)], axis))
