@@ -270,6 +270,28 @@ ROWS = [
         m.unwrap(x * 5, discont=4.0)), F34 * 3,
         np.array([-1.0, 0.0, 0.5, 2.0, 2.5], np.float32),
         np.array([1.0, -2.0, 0.5, 3.0, 0.0], np.float32), tol=1e-5),
+    # ---- _misc
+    row("spaces", lambda m: (
+        m.logspace(0, 2, 5), m.logspace(0, 1, 4, base=2.0, endpoint=False), m.logspace(1, 2, 3, dtype=int),
+        m.logspace(np.zeros(2, np.float32), np.ones(2, np.float32), 3, axis=1),
+        m.geomspace(1, 1000, 4), m.geomspace(-1.0, -16.0, 5), m.geomspace(2, 32, 5, endpoint=False),
+        m.geomspace(np.ones(2, np.float32), np.full(2, 8.0, np.float32), 4, axis=-1)), tol=1e-5),
+    row("windows_i0", lambda m, x: (
+        m.bartlett(5), m.bartlett(1), m.blackman(6), m.hamming(7), m.hanning(4), m.hanning(0),
+        m.kaiser(6, 8.6), m.kaiser(5, 0.0), m.i0(x), m.i0(np.arange(4))), F34 * 3, tol=1e-5,
+        eager=True),
+    row("bits_pack", lambda m, b, u: (
+        m.packbits(b), m.packbits(b, axis=1), m.packbits(b, 0, bitorder="little"),
+        m.unpackbits(u), m.unpackbits(u, count=11), m.unpackbits(u, count=3, bitorder="little"),
+        m.unpackbits(u[None], axis=1)), B34, rand((5,), "uint8") * 37),
+    row("vectorize_fromfunction", lambda m, x, y: (
+        m.vectorize(lambda a, b: a * b + 1)(x, y[0]),
+        m.vectorize(lambda a, b: m.dot(a, b), signature="(n),(n)->()")(x, y[0]),
+        m.vectorize(lambda a: m.outer(a, a), signature="(n)->(n,n)")(x),
+        m.vectorize(lambda a, k: a * k, excluded={1})(x, 2.0),
+        m.fromfunction(lambda i, j: i * 2 + j, (2, 3)),
+        m.fromfunction(lambda i: i * 1.5, (4,), dtype="float32"), m.astype(x, "int8"),
+        m.copy(x)), F34, F34, tol=1e-5),
     # ---- fft
     row("fft", lambda m, x, c, i: (
         m.fft.fft(x), m.fft.fft(x, 6), m.fft.fft(x, 3, axis=0), m.fft.ifft(c),
@@ -460,3 +482,31 @@ def test_value_dependent_shapes_need_size_under_jit():
                lambda a: xnp.repeat(a, a), lambda a: xnp.extract(a > 1, a)]:
         with pytest.raises(ConcretizationTypeError, match="size"):
             xform.jit(fn)(x)
+
+
+def test_misc_host_functions(tmp_path):
+    x = rand((2, 3), "float32")
+    assert xnp.isscalar(1.0) and xnp.isscalar(xnp.asarray(1.0)) and not xnp.isscalar(x)
+    assert xnp.isscalar(np.float32(1)) == jnp.isscalar(np.float32(1))
+    assert xnp.iterable(x) and not xnp.iterable(3)
+    for dt, kind in [("int8", "signed integer"), ("uint8", "integral"), ("float32", "numeric"),
+                     ("bool", "numeric"), ("float16", ("bool", "real floating")),
+                     ("complex64", "complex floating"), ("int32", np.int32)]:
+        assert xnp.isdtype(dt, kind) == jnp.isdtype(jnp.dtype(dt), kind), (dt, kind)
+    for a, b in [("int8", "int32"), ("float32", "int32"), ("int32", "float64"), ("uint8", "int8")]:
+        assert xnp.can_cast(a, b) == jnp.can_cast(a, b)
+    assert xnp.array_str(xnp.asarray(x)) == jnp.array_str(jnp.asarray(x))
+    assert xnp.array_repr(xnp.asarray(x)).replace("Array", "ArrayImpl", 1).replace(
+        "\n      ", "\n          ") == jnp.array_repr(jnp.asarray(x))
+    buf = np.arange(4, dtype=np.float32).tobytes()
+    check(xnp.frombuffer(buf, "float32"), jnp.frombuffer(buf, "float32"))
+    check(xnp.fromstring("1 2 3", "int32", sep=" "), jnp.fromstring("1 2 3", "int32", sep=" "))
+    check(xnp.from_dlpack(np.arange(3.0)), jnp.asarray(np.arange(3.0)))
+    xnp.save(tmp_path / "a.npy", xnp.asarray(x))
+    check(xnp.load(tmp_path / "a.npy"), jnp.asarray(x))
+    with pytest.raises(NotImplementedError, match="non-pure"):
+        xnp.fromiter(iter([1]), float)
+    with xnp.printoptions(precision=2):
+        assert xnp.get_printoptions()["precision"] == 2
+    assert xnp.bool is xnp.bool_ and xnp.int_(1).dtype == jnp.int_(1).dtype
+    assert xnp.single == jnp.single and xnp.cdouble == jnp.cdouble and xnp.object_ is jnp.object_

@@ -71,6 +71,11 @@ from xform.numpy._pad import pad
 from xform.numpy._polynomial import (
     convolve, correlate, interp, poly, polyadd, polyder, polydiv, polyfit, polyint,
     polymul, polysub, polyval, unwrap)
+from xform.numpy._misc import (
+    array_repr, array_str, astype, bartlett, blackman, can_cast, copy, from_dlpack,
+    frombuffer, fromfile, fromfunction, fromiter, fromstring, geomspace, get_printoptions,
+    hamming, hanning, i0, isdtype, isscalar, iterable, kaiser, load, logspace, packbits,
+    printoptions, save, savez, set_printoptions, unpackbits, vectorize)
 from xform.numpy import fft
 from xform.numpy import _array_methods
 
@@ -84,6 +89,12 @@ iinfo = _dtypes.iinfo
 generic, number, inexact, floating, complexfloating = (
     _np.generic, _np.number, _np.inexact, _np.floating, _np.complexfloating)
 integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
+character, flexible, object_ = _np.character, _np.flexible, _np.object_
+ComplexWarning = _np.exceptions.ComplexWarning
+# Aliases, as in JAX (64-bit names canonicalize to 32 bits unless x64 is enabled).
+bool = bool_  # noqa: A001
+int_, uint, float_, complex_ = int64, uint64, float64, complex128
+double, single, cdouble, csingle = float64, float32, complex128, complex64
 
 # ---- constants ----
 pi = _np.pi

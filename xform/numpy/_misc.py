@@ -1,0 +1,355 @@
+"""The rest of the NumPy surface: logspace/geomspace, host-side constructors and I/O
+(frombuffer, load, save, ...), dtype predicates (isscalar, isdtype, can_cast),
+printing, vectorize, i0 and the window functions, packbits/unpackbits."""
+import functools
+import operator
+
+import numpy as np
+
+from xform import lax
+from xform.core import dtypes
+from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
+from xform.numpy._creation import array, linspace, ones
+from xform.numpy._shape import moveaxis, ravel, swapaxes
+from xform.numpy._util import asarray
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """Like numpy.logspace: ``base ** linspace(start, stop, num)``.
+
+    >>> jnp.logspace(0, 2, 3)
+    Array([  1.,  10., 100.], dtype=float32)
+    """
+    dt = _util.user_dtype(dtype) or dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+    comp = dtypes.to_inexact_dtype(dt)
+    lin = linspace(start, stop, num, endpoint=endpoint, dtype=comp, axis=axis)
+    return lax.convert_element_type(uf.power(_util.scalar_array(base, comp, False), lin), dt)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Like numpy.geomspace: a geometric progression from ``start`` to ``stop``."""
+    from xform.numpy._ufuncs import log10
+    dt = _util.user_dtype(dtype) or dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+    comp = dtypes.to_inexact_dtype(dt)
+    start = lax.convert_element_type(asarray(start, "geomspace"), comp)
+    stop = lax.convert_element_type(asarray(stop, "geomspace", 1), comp)
+    sign = lax.sign(start)
+    res = uf.multiply(sign, logspace(log10(uf.true_divide(start, sign)),
+                                     log10(uf.true_divide(stop, sign)), num,
+                                     endpoint=endpoint, base=10.0, dtype=comp, axis=0))
+    if axis != 0:
+        res = moveaxis(res, 0, axis)
+    return lax.convert_element_type(res, dt)
+
+
+# ---- host-side constructors and I/O ----
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """Like numpy.fromfunction: ``function`` applied to the index grids (vmapped over
+    each axis, so it may be any function of scalar indices)."""
+    from xform.transforms.vmap import vmap
+    shape = _util.canonical_shape(shape)
+    dt = dtypes.canonicalize_dtype(dtype)
+    fn = functools.partial(function, **kwargs)
+    for i in range(len(shape)):
+        in_axes = [0 if i == j else None for j in range(len(shape))]
+        fn = vmap(fn, in_axes=tuple(in_axes[::-1]))
+    return fn(*(lax.iota(dt, s) for s in shape))
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    """Like numpy.frombuffer (a copy on the device)."""
+    return asarray(np.frombuffer(buffer, dtypes.canonicalize_dtype(dtype), count, offset))
+
+
+def fromstring(string, dtype=float, count=-1, *, sep):
+    """Like numpy.fromstring with a text separator."""
+    return asarray(np.fromstring(string, dtypes.canonicalize_dtype(dtype), count, sep=sep))
+
+
+def fromiter(*args, **kwargs):
+    """Not supported, as in JAX: iterating a Python iterable is not a pure function."""
+    raise NotImplementedError("jnp.fromiter() is not implemented because it may be "
+                              "non-pure and thus unsafe for use with JIT and other JAX "
+                              "transformations. Consider using jnp.asarray(np.fromiter(...)) "
+                              "instead, and note that the result will not be traceable.")
+
+
+def fromfile(*args, **kwargs):
+    """Not supported, as in JAX: reading a file is not a pure function."""
+    raise NotImplementedError("jnp.fromfile() is not implemented because it may be "
+                              "non-pure and thus unsafe for use with JIT and other JAX "
+                              "transformations. Consider using jnp.asarray(np.fromfile(...)) "
+                              "instead, and note that the result will not be traceable.")
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """Like numpy.from_dlpack (through a host copy)."""
+    return asarray(np.from_dlpack(x))
+
+
+def load(file, *args, **kwargs):
+    """Like numpy.load; arrays come back as xform Arrays."""
+    out = np.load(file, *args, **kwargs)
+    return asarray(out) if isinstance(out, np.ndarray) and out.dtype != object else out
+
+
+save = np.save
+savez = np.savez
+
+
+def copy(a, order=None):
+    """Like numpy.copy (arrays are immutable, so this is a no-op on xform arrays)."""
+    return array(a, copy=True, order=order)
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    """Like numpy.astype: ``x`` converted to ``dtype`` (strongly typed)."""
+    return lax.convert_element_type(asarray(x, "astype"), dtypes.canonicalize_dtype(dtype))
+
+
+# ---- predicates ----
+
+def isscalar(element):
+    """Like numpy.isscalar, with JAX's rule: rank-0 arrays count as scalars."""
+    if _util.is_array(element):
+        return element.aval.ndim == 0
+    return (type(element) in _util.PY_SCALARS or np.isscalar(element)
+            or (isinstance(element, np.ndarray) and element.ndim == 0))
+
+
+def iterable(y):
+    """Like numpy.iterable: whether ``iter(y)`` works."""
+    try:
+        iter(y)
+    except TypeError:
+        return False
+    return True
+
+
+_KINDS = {
+    "bool": lambda d: d == dtypes.bool_,
+    "signed integer": lambda d: d.kind == "i",
+    "unsigned integer": lambda d: d.kind == "u",
+    "integral": lambda d: d.kind in "iu",
+    "real floating": dtypes.is_floating,
+    "complex floating": dtypes.is_complex,
+    "numeric": lambda d: d != dtypes.bool_,
+}
+
+
+def isdtype(dtype, kind):
+    """Like numpy.isdtype: ``kind`` is a dtype, a kind name ("bool", "signed integer",
+    "unsigned integer", "integral", "real floating", "complex floating", "numeric") or
+    a tuple of them."""
+    dt = np.dtype(dtypes.canonicalize_dtype(dtype))
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _KINDS:
+                raise ValueError(f"Unrecognized {k!r} passed to isdtype")
+            if _KINDS[k](dt):
+                return True
+        elif dt == np.dtype(dtypes.canonicalize_dtype(k)):
+            return True
+    return False
+
+
+def can_cast(from_, to, casting="safe"):
+    """Like numpy.can_cast on dtypes (or arrays' dtypes)."""
+    src = dtypes.dtype(from_) if not isinstance(from_, (np.dtype, type, str)) else from_
+    return bool(np.can_cast(np.dtype(src), np.dtype(to), casting))
+
+
+# ---- printing ----
+
+array_str = np.array_str     # NumPy's own, as in JAX (they read arrays via __array__)
+array_repr = np.array_repr
+printoptions = np.printoptions
+get_printoptions = np.get_printoptions
+set_printoptions = np.set_printoptions
+
+
+# ---- vectorize ----
+
+def _parse_signature(signature):
+    ins, outs = signature.replace(" ", "").split("->")
+
+    def dims(part):
+        groups = part[1:-1].split("),(") if part else []
+        return [tuple(d for d in g.split(",") if d) for g in groups]
+    return dims(ins), dims(outs)
+
+
+def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
+    """Like numpy.vectorize, by ``vmap``: broadcast the loop dimensions of the
+    arguments and map ``pyfunc`` over them (``signature`` gives core dimensions,
+    e.g. "(n),(n)->()").
+
+    >>> jnp.vectorize(lambda a, b: a @ b, signature="(n),(n)->()")(jnp.ones((2, 3)),
+    ...                                                           jnp.ones(3))
+    Array([3., 3.], dtype=float32)
+    """
+    from xform.transforms.vmap import vmap
+
+    @functools.wraps(pyfunc)
+    def wrapped(*args, **kwargs):
+        excl = {i for i in excluded if isinstance(i, int)}
+        pos = [i for i in range(len(args)) if i not in excl]
+        arrays = [asarray(args[i], "vectorize", i) for i in pos]
+        cores = (_parse_signature(signature)[0] if signature is not None
+                 else [()] * len(arrays))
+        if len(cores) != len(arrays):
+            raise TypeError(f"wrong number of positional arguments: expected "
+                            f"{len(cores)}, got {len(arrays)}")
+        loops = [a.aval.shape[:a.aval.ndim - len(c)] for a, c in zip(arrays, cores)]
+        for a, c in zip(arrays, cores):
+            if a.aval.ndim < len(c):
+                raise ValueError(f"input with shape {a.aval.shape} does not have enough "
+                                 f"dimensions for its signature {c}")
+        loop = _util.broadcast_shapes(*loops, name="vectorize")
+        arrays = [_util.broadcast_to(a, loop + a.aval.shape[len(lp):])
+                  for a, lp in zip(arrays, loops)]
+
+        def call(*xs):
+            full = list(args)
+            for i, x in zip(pos, xs):
+                full[i] = x
+            return pyfunc(*full, **{k: v for k, v in kwargs.items()})
+
+        fn = call
+        for _ in loop:
+            fn = vmap(fn)
+        return fn(*arrays)
+    return wrapped
+
+
+# ---- special function and windows ----
+
+def i0(x, /):
+    """Like numpy.i0: the modified Bessel function of order 0.
+
+    NB: summed from its power series (60 terms, accurate for |x| up to about 30 in
+    float32), where JAX uses Chebyshev approximations of the scaled function.
+    """
+    x, = _util.promote_dtypes("i0", x, to="inexact")
+    if dtypes.is_complex(x.aval.dtype):
+        raise ValueError("i0 does not support complex-valued inputs")
+    q = lax.integer_pow(lax.mul(x, _util.scalar_array(0.5, x.aval.dtype, False)), 2)
+    term = lax.full_like(q, 1)
+    total = term
+    for k in range(1, 60):
+        term = lax.mul(term, lax.div(q, _util.scalar_array(float(k * k), x.aval.dtype, False)))
+        total = lax.add(total, term)
+    return total
+
+
+def _window(name, M):
+    M = operator.index(_util.concrete_or_error(M, "M", name).item())
+    dt = dtypes.default_float_dtype()
+    return M, dt, lax.iota(dt, max(M, 0))
+
+
+def _cos_window(name, M, coeffs):
+    M, dt, n = _window(name, M)
+    if M <= 1:
+        return ones(max(M, 0), dt)
+    out = lax.full((M,), coeffs[0], dt)
+    for k, c in enumerate(coeffs[1:], 1):
+        angle = lax.mul(n, _util.scalar_array(2 * np.pi * k / (M - 1), dt, False))
+        out = lax.add(out, lax.mul(_util.scalar_array(c, dt, False), lax.cos(angle)))
+    return out
+
+
+def bartlett(M):
+    """Like numpy.bartlett: the triangular window."""
+    M, dt, n = _window("bartlett", M)
+    if M <= 1:
+        return ones(max(M, 0), dt)
+    dist = lax.abs(lax.sub(lax.mul(n, _util.scalar_array(2, dt, False)),
+                           _util.scalar_array(M - 1, dt, False)))
+    return lax.sub(_util.scalar_array(1, dt, False),
+                   lax.div(dist, _util.scalar_array(M - 1, dt, False)))
+
+
+def blackman(M):
+    """Like numpy.blackman."""
+    return _cos_window("blackman", M, (0.42, -0.5, 0.08))
+
+
+def hamming(M):
+    """Like numpy.hamming."""
+    return _cos_window("hamming", M, (0.54, -0.46))
+
+
+def hanning(M):
+    """Like numpy.hanning."""
+    return _cos_window("hanning", M, (0.5, -0.5))
+
+
+def kaiser(M, beta):
+    """Like numpy.kaiser: ``i0(beta sqrt(1 - ((n - a) / a)**2)) / i0(beta)``."""
+    M, dt, n = _window("kaiser", M)
+    if M <= 1:
+        return ones(max(M, 0), dt)
+    alpha = _util.scalar_array(0.5 * (M - 1), dt, False)
+    beta = lax.convert_element_type(asarray(beta, "kaiser", 1), dt)
+    ratio = lax.div(lax.sub(n, alpha), alpha)
+    arg = lax.mul(beta, lax.sqrt(lax.sub(_util.scalar_array(1, dt, False),
+                                         lax.integer_pow(ratio, 2))))
+    return lax.div(i0(arg), i0(beta))
+
+
+# ---- bits ----
+
+def packbits(a, axis=None, bitorder="big"):
+    """Like numpy.packbits: groups of 8 truth values as uint8 bytes."""
+    a = asarray(a, "packbits")
+    if not (dtypes.is_integer(a.aval.dtype) or a.aval.dtype == dtypes.bool_):
+        raise TypeError("Expected an input array of integer or boolean data type")
+    if bitorder not in ("little", "big"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    bits = lax.convert_element_type(uf.not_equal(a, 0), dtypes.uint8)
+    if axis is None:
+        bits, axis = ravel(bits), 0
+    bits = swapaxes(bits, axis, -1)
+    rem = bits.aval.shape[-1] % 8
+    if rem:
+        bits = lax.pad(bits, _util.scalar_array(0, dtypes.uint8, False),
+                       [(0, 0, 0)] * (bits.aval.ndim - 1) + [(0, 8 - rem, 0)])
+    bits = lax.reshape(bits, bits.aval.shape[:-1] + (bits.aval.shape[-1] // 8, 8))
+    shifts = np.arange(8, dtype=np.uint8)
+    if bitorder == "big":
+        shifts = shifts[::-1].copy()
+    shifts = lax.broadcast_in_dim(asarray(shifts), bits.aval.shape, (bits.aval.ndim - 1,))
+    packed = lax.reduce_sum(lax.shift_left(bits, shifts), (bits.aval.ndim - 1,))
+    return swapaxes(packed, axis, -1)
+
+
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """Like numpy.unpackbits: each uint8 as 8 bits (``count`` crops or zero-pads)."""
+    a = asarray(a, "unpackbits")
+    if a.aval.dtype != dtypes.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    if bitorder not in ("little", "big"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    if axis is None:
+        a, axis = ravel(a), 0
+    a = swapaxes(a, axis, -1)
+    masks = np.left_shift(np.uint8(1), np.arange(8, dtype=np.uint8))
+    if bitorder == "big":
+        masks = masks[::-1].copy()
+    shape = a.aval.shape + (8,)
+    anded = lax.bitwise_and(lax.broadcast_in_dim(a, shape, tuple(range(a.aval.ndim))),
+                            lax.broadcast_in_dim(asarray(masks), shape, (a.aval.ndim,)))
+    bits = lax.convert_element_type(lax.ne(anded, lax.full_like(anded, 0)), dtypes.uint8)
+    bits = lax.reshape(bits, a.aval.shape[:-1] + (a.aval.shape[-1] * 8,))
+    if count is not None:
+        n = bits.aval.shape[-1]
+        if count > n:
+            bits = lax.pad(bits, _util.scalar_array(0, dtypes.uint8, False),
+                           [(0, 0, 0)] * (bits.aval.ndim - 1) + [(0, count - n, 0)])
+        else:
+            bits = lax.slice(bits, (0,) * bits.aval.ndim, bits.aval.shape[:-1] + (count,))
+    return swapaxes(bits, axis, -1)
