@@ -50,7 +50,7 @@ def index_problems(draw):
     kinds = rng.choice(["int", "slice", "slice", "none", "array", "list", "mask"],
                        size=rng.randint(1, rank + 2))
     batch = tuple(rng.randint(1, 4, size=rng.randint(0, 3)))  # advanced-index shape
-    idx, axis, masks = [], 0, 0
+    idx, axis, masks, arrays = [], 0, False, False
     for kind in kinds:
         if kind == "none":
             idx.append(None)
@@ -64,9 +64,12 @@ def index_problems(draw):
             n = shape[axis]
             bound = lambda: None if rng.rand() < 0.3 else int(rng.randint(-n - 2, n + 3))  # noqa
             idx.append(slice(bound(), bound(), [None, 1, 2, 3, -1, -2][rng.randint(6)]))
-        elif kind in ("array", "list") or masks:
-            # a suffix of the common batch shape with some dims squashed to 1
-            sub = tuple(1 if rng.rand() < 0.3 else d for d in batch[rng.randint(len(batch) + 1):])
+        elif kind in ("array", "list") or masks or arrays:
+            # a suffix of the common batch shape with some dims squashed to 1 (0-d after
+            # a mask, whose nonzero count need not broadcast with the batch shape)
+            sub = () if masks else tuple(
+                1 if rng.rand() < 0.3 else d for d in batch[rng.randint(len(batch) + 1):])
+            arrays |= bool(sub)
             a = rng.randint(-n, n, size=sub).astype(["int32", "int8", "uint8"][rng.randint(3)])
             if a.dtype == np.uint8:
                 a = a % n
@@ -74,7 +77,7 @@ def index_problems(draw):
         else:  # one boolean mask over one or two dimensions
             k = min(rank - axis, rng.randint(1, 3))
             idx.append(rng.rand(*shape[axis:axis + k]) < 0.5)
-            axis, masks = axis + k, 1
+            axis, masks = axis + k, True
             continue
         axis += 1
     if rng.rand() < 0.4 and (not masks or axis == rank):  # (masks need their own axes)
@@ -222,6 +225,8 @@ def test_static_out_of_range_int_raises():
         x[:, -5]
     with pytest.raises(IndexError, match="index -5 is out of bounds for axis 1 with size 4"):
         xform.jit(lambda a, i: a[i, -5])(x, 0)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"):
+        x[5, [0, 1]]  # also where the gather would clamp it
     with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
         xnp.zeros((0, 3))[0]
     _same(x.at[7].get(mode="clip"), jnp.zeros((3, 4)).at[7].get(mode="clip"))
@@ -302,6 +307,9 @@ def test_index_error_messages():
          "fill_value argument to indexed get\\(\\) must be a scalar"),
         (lambda: x.at[0].set(np.ones(3)), ValueError, "Incompatible shapes for broadcasting"),
     ]
+    def assign():
+        x[0] = 1.
+    cases.append((assign, TypeError, "immutable.*x.at\\[idx\\].set\\(y\\)"))
     for f, err, msg in cases:
         with pytest.raises(err, match=msg):
             f()

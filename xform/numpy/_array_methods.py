@@ -91,6 +91,7 @@ def _dot(self, b, *, precision=None, preferred_element_type=None):
 
 _METHODS = {
     "__getitem__": _indexing.getitem, "at": property(_indexing.at),
+    "__setitem__": _indexing.setitem,
     "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
     "__invert__": _ufuncs.invert,
     "__add__": _add, "__radd__": _binop(_ufuncs.add, reflected=True),
@@ -112,9 +113,32 @@ for _name, _fn in _COMPARISONS.items():
     _METHODS[f"__{_name}__"] = _binop(_fn)
 
 
+def _compress(self, condition, axis=None, *, size=None, fill_value=0):
+    from xform.numpy._take import compress
+    return compress(condition, self, axis, size=size, fill_value=fill_value)
+
+
+def _more_methods():
+    """Methods over the later numpy modules (imported here: they import this one's
+    siblings)."""
+    from xform.numpy import _cumulative, _elementwise, _manip, _math, _matrix, _misc
+    from xform.numpy import _sorting, _statistics, _take
+    return {
+        "cumsum": _cumulative.cumsum, "cumprod": _cumulative.cumprod,
+        "sort": _sorting.sort, "argsort": _sorting.argsort,
+        "argpartition": _sorting.argpartition, "searchsorted": _sorting.searchsorted,
+        "nonzero": _sorting.nonzero, "round": _elementwise.round, "take": _take.take,
+        "choose": _take.choose, "compress": _compress, "repeat": _manip.repeat,
+        "diagonal": _matrix.diagonal, "trace": _matrix.trace, "ptp": _statistics.ptp,
+        "conj": _math.conjugate, "conjugate": _math.conjugate, "copy": _misc.copy,
+        "real": property(_math.real), "imag": property(_math.imag),
+    }
+
+
 def install(classes=(Array, Tracer)):
     """Set the operators and methods on ``classes`` (class attributes: both use
     ``__slots__``)."""
+    methods = {**_METHODS, **_more_methods()}
     for cls in classes:
-        for name, fn in _METHODS.items():
+        for name, fn in methods.items():
             setattr(cls, name, fn)

@@ -136,6 +136,15 @@ def _check_int(i, axis, size, clip):
     return i % size
 
 
+def _check_static_ints(entries, shape):
+    """IndexError for a static int out of range (also where a gather would clamp it)."""
+    axis = 0
+    for kind, v in _expand_ellipsis(entries, len(shape)):
+        if kind == _INT:
+            _check_int(operator.index(v), axis, shape[axis], False)
+        axis += _ndim(v) if kind == _BOOL else kind != _NONE
+
+
 # ---- x[idx] ----
 
 def getitem(x, idx):
@@ -150,6 +159,8 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
     shape = x.aval.shape
     entries = _entries(idx, shape)
     parsed = None if mode is None else GatherScatterMode.from_any(mode)
+    if parsed in (None, GatherScatterMode.PROMISE_IN_BOUNDS):
+        _check_static_ints(entries, shape)
     if parsed in _SLICEABLE_MODES:
         clip = parsed is GatherScatterMode.CLIP
         kinds = {kind for kind, _ in entries}
@@ -310,17 +321,23 @@ def _expand_bool_arrays(entries, shape):
 
 
 def _normalized(v, size, dtype, normalize):
-    """An index array as ``dtype`` with negative entries wrapped (NumPy or traced)."""
+    """An index array as ``dtype`` with negative entries wrapped (NumPy or traced).
+
+    NB: converted to ``dtype`` before wrapping, so an int8 index into a dimension of
+    200 cannot overflow (JAX wraps in the index's own dtype)."""
     if isinstance(v, (np.ndarray, int, np.integer)):
         v = np.asarray(v)
-        if normalize and not dtypes.is_unsigned(v.dtype):
-            v = np.where(v < 0, v + size, v)
-        return v.astype(dtype)
+        wrap = normalize and not dtypes.is_unsigned(v.dtype)
+        v = v.astype(dtype)
+        return np.where(v < 0, v + size, v).astype(dtype) if wrap else v
     v = _util.asarray(v)
-    if normalize and not dtypes.is_unsigned(v.aval.dtype):
-        v = lax.select(lax.lt(v, _util.scalar_operand(0, v.aval.dtype, False)),
-                       lax.add(v, _util.scalar_operand(size, v.aval.dtype, False)), v)
-    return lax.convert_element_type(v, dtype)
+    wrap = normalize and not dtypes.is_unsigned(v.aval.dtype)
+    if v.aval.dtype != dtype:
+        v = lax.convert_element_type(v, dtype)
+    if wrap:
+        v = lax.select(lax.lt(v, _util.scalar_operand(0, dtype, False)),
+                       lax.add(v, _util.scalar_operand(size, dtype, False)), v)
+    return v
 
 
 def _to_gather(x, entries, normalize):
@@ -569,3 +586,10 @@ class _IndexUpdateRef:
 def at(x):
     """The ``x.at`` property."""
     return _IndexUpdateHelper(x)
+
+
+def setitem(x, idx, value):
+    """``x[idx] = value``: arrays are immutable, so point to ``.at``."""
+    raise TypeError(f"'{type(x).__name__}' object does not support item assignment. xform "
+                    "arrays are immutable (as JAX's): instead of ``x[idx] = y``, use "
+                    "``x = x.at[idx].set(y)``.")
