@@ -461,8 +461,14 @@ def test_astype():
 def test_docstring_examples():
     import doctest
     import importlib
-    for name in ["xform.numpy", "xform.numpy._creation", "xform.numpy._reductions",
-                 "xform.numpy._shape", "xform.numpy._ufuncs"]:
-        result = doctest.testmod(importlib.import_module(name), extraglobs={"jnp": xnp, "np": np},
+    import sys
+    names = ["xform.numpy"] + [f"xform.numpy.{m}" for m in [
+        "_creation", "_reductions", "_shape", "_ufuncs", "_math", "_matrix", "_einsum",
+        "_manip", "_elementwise", "_cumulative", "_take", "_sorting", "_statistics", "_pad",
+        "_polynomial", "_misc", "fft"]]
+    importlib.import_module("xform.lax.fft")
+    for name in names + ["xform.lax.fft"]:
+        module = sys.modules[name] if name == "xform.lax.fft" else importlib.import_module(name)
+        result = doctest.testmod(module, extraglobs={"jnp": xnp, "np": np},
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, name

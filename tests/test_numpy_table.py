@@ -292,6 +292,13 @@ ROWS = [
         m.fromfunction(lambda i, j: i * 2 + j, (2, 3)),
         m.fromfunction(lambda i: i * 1.5, (4,), dtype="float32"), m.astype(x, "int8"),
         m.copy(x)), F34, F34, tol=1e-5),
+    row("array_methods", lambda m, x, i: (
+        x.cumsum(1), i.cumprod(), x.sort(0), x.argsort(), x.argpartition(1), x[0].sort().searchsorted(0.5),
+        (x * 10).round(), x.round(1), x.take(np.array([0, 2]), axis=1), x.diagonal(1),
+        x.trace(), x.ptp(0), x.conj(), x.conjugate(), x.real, x.imag, x.copy(), x.repeat(2, 1),
+        x.nonzero(size=3), (i % 2).choose([x[0], x[1]], mode="wrap")), F34, I34),
+    row("array_methods_concrete", lambda m, x: (
+        x.compress(np.array([True, False, True]), axis=0), x.nonzero()), F34, jit=False),
     # ---- fft
     row("fft", lambda m, x, c, i: (
         m.fft.fft(x), m.fft.fft(x, 6), m.fft.fft(x, 3, axis=0), m.fft.ifft(c),

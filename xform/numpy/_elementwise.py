@@ -149,7 +149,7 @@ def gcd(x1, x2, /):
     """Like numpy.gcd: Euclid's algorithm in a ``while_loop`` (until every lane is done).
 
     >>> jnp.gcd(12, jnp.array([8, 9, 0]))
-    Array([4, 3, 12], dtype=int32)
+    Array([ 4,  3, 12], dtype=int32)
     """
     x1, x2 = _ints("gcd", x1, x2)
     x1, x2 = uf.absolute(x1), uf.absolute(x2)
