@@ -15,10 +15,8 @@ def _conv(name, lhs, rhs, strides, padding, dtypes=NUM, **kw):
 NHWC = ("NHWC", "HWIO", "NHWC")
 
 RECORDS = [
-    _conv("conv_1d_valid", (2, 3, 7), (4, 3, 3), (1,), "VALID"),
     _conv("conv_1d_strided_explicit", (2, 2, 8), (3, 2, 3), (2,), ((2, 1),)),
     _conv("conv_2d_same_strided", (1, 2, 5, 6), (3, 2, 3, 2), (2, 1), "SAME"),
-    _conv("conv_2d_same_lower", (1, 1, 4, 5), (2, 1, 2, 3), (1, 2), "SAME_LOWER", FLOAT),
     _conv("conv_2d_nhwc", (2, 5, 4, 3), (3, 2, 3, 2), (1, 1), "SAME", dimension_numbers=NHWC),
     _conv("conv_2d_lhs_dilation", (1, 2, 3, 4), (2, 2, 2, 2), (1, 1), ((1, 1), (0, 2)),
           lhs_dilation=(2, 1)),

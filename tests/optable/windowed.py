@@ -42,11 +42,11 @@ def _pool(name, op, shape, dims, strides, padding, base=None, wdil=None, scale=N
 
 RECORDS = [
     _pool("max_pool_2x2_stride2", "max", (4, 6), (2, 2), (2, 2), "VALID"),
-    _pool("max_pool_nhwc_same", "max", (2, 5, 5, 1), (1, 2, 2, 1), (1, 2, 2, 1), "SAME"),
+    _pool("min_pool_nhwc_same_lower", "min", (2, 5, 5, 1), (1, 2, 2, 1), (1, 2, 2, 1),
+          "SAME_LOWER"),
     _pool("max_pool_dilated", "max", (7, 5), (2, 2), (1, 2), ((1, 0), (0, 1)), None, (2, 2),
           call_jax=_jax_by_slices),
     _pool("max_pool_base_dilated", "max", (3, 4), (2, 2), (1, 2), ((0, 1), (1, 1)), (2, 1)),
-    _pool("min_pool_same_lower", "min", (5, 6), (2, 2), (2, 2), "SAME_LOWER"),
     _pool("avg_pool_2x2", "add", (4, 5), (2, 2), (1, 1), "VALID", scale=0.25),
     _pool("sum_pool_same", "add", (5, 6), (3, 3), (2, 2), "SAME"),
     _pool("sum_pool_1d_negative_pad", "add", (8,), (3,), (2,), ((-1, 2),)),
