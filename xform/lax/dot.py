@@ -42,11 +42,10 @@ def canonicalize_precision(precision):
     """``None`` or a pair of ``Precision`` (lhs, rhs) from the API's forms."""
     if precision is None:
         return None
-    if isinstance(precision, (str, Precision)):
-        precision = (precision, precision)
-    if isinstance(precision, (tuple, list)) and len(precision) == 2:
+    pair = (precision,) * 2 if isinstance(precision, (str, Precision)) else precision
+    if isinstance(pair, (tuple, list)) and len(pair) == 2:
         try:
-            return tuple(p if isinstance(p, Precision) else Precision(p) for p in precision)
+            return tuple(p if isinstance(p, Precision) else Precision(p) for p in pair)
         except ValueError:
             pass
     raise ValueError(f"precision must be None, a lax.Precision, one of "
