@@ -50,8 +50,13 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
     >>> import xform.nn
     >>> xform.nn.logsumexp(xform.numpy.array([1000., 1000.]))
-    Array(1000.6931, dtype=float32)
+    Array(1000.6932, dtype=float32)
     """
+    return _logsumexp(a, b, where, _static_axis(axis), keepdims, return_sign)
+
+
+@functools.partial(jit, static_argnums=(3, 4, 5))
+def _logsumexp(a, b, where, axis, keepdims, return_sign):
     if where is not None:
         a = jnp.where(where, a, 0)
     if b is not None:
@@ -125,7 +130,8 @@ def log_softmax(x, axis=-1, where=None):
     >>> xform.nn.log_softmax(xform.numpy.array([0., 0.]))
     Array([-0.6931472, -0.6931472], dtype=float32)
     """
-    return _log_softmax(_util.asarray(x, "log_softmax"), _static_axis(axis), where)
+    x, = _util.promote_dtypes("log_softmax", x, to="inexact")
+    return _log_softmax(x, _static_axis(axis), where)
 
 
 @functools.partial(jit, static_argnums=1)
@@ -157,11 +163,17 @@ def softmax(x, axis=-1, where=None):
     >>> xform.nn.softmax(xform.numpy.array([1000., 1000.]))
     Array([0.5, 0.5], dtype=float32)
     """
+    x, = _util.promote_dtypes("softmax", x, to="inexact")
     return _softmax(x, _static_axis(axis), where)
 
 
 @functools.partial(custom_jvp, nondiff_argnums=(1,))
 def _softmax(x, axis, where):
+    return _softmax_value(x, axis, where)
+
+
+@functools.partial(jit, static_argnums=1)
+def _softmax_value(x, axis, where):
     x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
     x_safe = x if where is None else jnp.where(where, x, -np.inf)
     unnormalized = jnp.exp(x_safe - x_max)
@@ -242,11 +254,11 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
            [0., 0., 1.],
            [0., 0., 0.]], dtype=float32)
     """
-    try:
-        num_classes = int(_util.concrete_or_error(num_classes, "num_classes", "one_hot"))
-    except TypeError as e:
-        raise TypeError(f"jax.nn.one_hot: num_classes must be a concrete integer, got "
-                        f"{num_classes!r}") from e
+    num_classes = _util.concrete_or_error(num_classes, "num_classes", "one_hot")
+    if num_classes.shape or not np.issubdtype(num_classes.dtype, np.integer):
+        raise TypeError(f"jax.nn.one_hot: num_classes must be an integer, got "
+                        f"{num_classes!r}")
+    num_classes = int(num_classes)
     x = _util.asarray(x, "one_hot")
     if not dtypes.issubdtype(x.aval.dtype, np.integer):
         warnings.warn(f"jax.nn.one_hot input should be integer-typed; got "
