@@ -40,4 +40,10 @@ RECORDS = [
         call=lambda L, x, y: L.dot(x, y, preferred_element_type=np.float32)),
     rec("dot_preferred_i32", 2, (np.int8,), [((2, 3), (3, 4))], domains("real", "real"),
         grad_order=None, call=lambda L, x, y: L.dot(x, y, preferred_element_type=I32)),
+    rec("dot_preferred_int_to_f32", 2, (np.int8,), [((2, 30), (30,))], domains("real", "real"),
+        grad_order=None, call=lambda L, x, y: L.dot(x, y, preferred_element_type=F32)),
+    rec("conv_preferred_int_to_f32", 2, (np.int8,), [((1, 8, 5), (2, 8, 3))],
+        domains("real", "real"), grad_order=None,
+        call=lambda L, x, y: L.conv_general_dilated(x, y, (1,), "SAME",
+                                                    preferred_element_type=F32)),
 ]

@@ -15,8 +15,8 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
-from xform.lax.dot import (accumulate_lowering, canonicalize_precision, check_preferred,
-                           precision_attr, preferred_dtype)
+from xform.lax.dot import (accumulate_lowering, canonicalize_precision, precision_attr,
+                           preferred_dtype)
 from xform.lax.elementwise import convert_element_type
 from xform.lax.windowed import conv_vjp_lhs_padding, dilate_shape, padtype_to_pads
 
@@ -168,7 +168,6 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"{name} requires lhs and rhs of the same dtype, got "
                         f"{lhs.dtype.name} and {rhs.dtype.name}")
-    check_preferred(name, lhs.dtype, preferred_element_type)
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if lhs.ndim != rhs.ndim or lhs.ndim < 2:
         raise TypeError(f"{name} requires lhs and rhs of the same rank >= 2, got shapes "

@@ -64,20 +64,12 @@ def preferred_dtype(preferred_element_type):
         preferred_element_type)
 
 
-def check_preferred(name, dtype, preferred):
-    if preferred is not None and dtypes.is_inexact(dtype) != dtypes.is_inexact(preferred):
-        raise TypeError(f"{name}: preferred_element_type {preferred.name} and the operand "
-                        f"dtype {dtype.name} must both be integral or both be floating "
-                        "point.")
-
-
 def accumulate_lowering(ctx, emit):
-    """Emit ``emit(result ir type)`` computing directly in the preferred element type when
-    it is of the inputs' kind (e.g. int8 -> int32, bf16 -> f32), else in the input dtype
-    followed by a conversion."""
+    """Emit ``emit(result ir type)`` accumulating directly in the preferred element type
+    (int8 -> int32, bf16 -> f32, int8 -> f32), except float -> int, which computes in
+    the input dtype and converts (as JAX)."""
     out_aval, in_dtype = ctx.avals_out[0], ctx.avals_in[0].dtype
-    same_kind = dtypes.is_inexact(in_dtype) == dtypes.is_inexact(out_aval.dtype)
-    if same_kind or out_aval.dtype == in_dtype:
+    if not (dtypes.is_inexact(in_dtype) and not dtypes.is_inexact(out_aval.dtype)):
         return emit(mlir.aval_to_ir_type(out_aval))
     result = emit(mlir.aval_to_ir_type(out_aval.update(dtype=in_dtype)))
     return hlo.convert(mlir.aval_to_ir_type(out_aval), result)
@@ -133,7 +125,6 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"dot_general requires operands of the same dtype, got "
                         f"{lhs.dtype.name} and {rhs.dtype.name}")
-    check_preferred("dot_general", lhs.dtype, preferred_element_type)
     for dims, x, what in ((lc, lhs, "lhs contracting"), (rc, rhs, "rhs contracting"),
                           (lb, lhs, "lhs batch"), (rb, rhs, "rhs batch")):
         if any(not 0 <= d < x.ndim for d in dims) or len(set(dims)) != len(dims):
