@@ -292,6 +292,51 @@ def test_one_hot_x64(x64):
     assert_same(nn.one_hot(np.array([1]), 2), jax.nn.one_hot(np.array([1]), 2))
 
 
+# ---- dot_product_attention ----
+
+def test_dot_product_attention():
+    """MHA/GQA with bias, masks, causal, windows and sequence lengths vs jax; the residual;
+    gradients; rank-3 inputs; vmap vs a loop; bfloat16."""
+    r = np.random.RandomState(1)
+    B, T, S, N, K, H = 2, 5, 6, 4, 2, 8
+    q, k, v = (r.randn(*s).astype(np.float32) for s in ((B, T, N, H), (B, S, K, H),
+                                                         (B, S, K, H)))
+    bias, mask = r.randn(B, N, T, S).astype(np.float32), r.rand(1, 1, T, S) > 0.3
+    lens = dict(query_seq_lengths=np.array([3, 5], np.int32),
+                key_value_seq_lengths=np.array([6, 2], np.int32))
+    _, jf = both("dot_product_attention")
+    for kw in (dict(bias=bias, mask=mask), dict(is_causal=True, local_window_size=(1, 2)),
+               dict(scale=0.3, bias=bias[:, :1], local_window_size=1, **lens)):
+        assert_same(nn.dot_product_attention(q, k, v, **kw), jf(q, k, v, **kw), 1e-6)
+    for o, t in zip(nn.dot_product_attention(q, k, v, is_causal=True, return_residual=True),
+                    jf(q, k, v, is_causal=True, return_residual=True)):
+        assert_same(o, t, 1e-6)
+    loss = lambda lib: lib.jit(lib.grad(lambda *a: (lib.nn.dot_product_attention(
+        *a, bias=bias, is_causal=True) ** 2).sum(), (0, 1, 2)))
+    for o, t in zip(loss(xform)(q, k, v), loss(jax)(q, k, v)):
+        assert_same(o, t, 1e-5, weak=False)
+    assert_same(nn.dot_product_attention(q[0], k[0], v[0]), jf(q[0], k[0], v[0]), 1e-6)
+    looped = np.stack([np.asarray(nn.dot_product_attention(q[i], k[i], v[i]))
+                       for i in range(B)])
+    assert_same(xform.vmap(nn.dot_product_attention)(q, k, v), looped, 1e-6)
+    bq, bk = q.astype(jnp.bfloat16), k.astype(jnp.bfloat16)
+    assert_same(nn.dot_product_attention(bq, bk, bk), jf(bq, bk, bk), 1e-2)
+
+
+def test_dot_product_attention_errors():
+    q, k = np.ones((1, 2, 3, 4), np.float32), np.ones((1, 2, 2, 4), np.float32)
+    with pytest.raises(ValueError, match="number of query heads must be a multiple of "
+                                         "key/value heads, but got 3 vs 2"):
+        nn.dot_product_attention(q, k, k)
+    with pytest.raises(ValueError, match=r"value shape should be \(1, 2, 2, 4\): but got "
+                                         r"\(1, 2, 2, 5\)"):
+        nn.dot_product_attention(q[:, :, :2], k, np.ones((1, 2, 2, 5), np.float32))
+    with pytest.raises(ValueError, match="mask dtype should be bool, but got float32"):
+        nn.dot_product_attention(k, k, k, mask=np.ones((1, 1, 2, 2), np.float32))
+    with pytest.raises(ValueError, match="Unsupported implementation option: 'cudnn'"):
+        nn.dot_product_attention(k, k, k, implementation="cudnn")
+
+
 # ---- docstring examples ----
 
 @pytest.mark.parametrize("module", [_activations, _functions], ids=lambda m: m.__name__)

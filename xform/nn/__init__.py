@@ -1,9 +1,17 @@
 """``xform.nn``: the neural-network functions of ``jax.nn`` (activations, softmax,
 normalisation, one-hot, attention)."""
-from xform.numpy import tanh  # noqa: F401  (jax.nn.tanh is jnp.tanh)
-from xform.nn._activations import (  # noqa: F401
+from xform.numpy import tanh   # jax.nn.tanh is jnp.tanh
+from xform.nn._activations import (
     celu, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity,
     leaky_relu, log1mexp, log_sigmoid, mish, relu, relu6, selu, sigmoid, silu, soft_sign,
     softplus, sparse_plus, sparse_sigmoid, squareplus, swish)
-from xform.nn._functions import (  # noqa: F401
-    log_softmax, logmeanexp, logsumexp, one_hot, softmax, standardize)
+from xform.nn._functions import (
+    dot_product_attention, log_softmax, logmeanexp, logsumexp, one_hot, softmax,
+    standardize)
+
+__all__ = [
+    "celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
+    "hard_swish", "hard_tanh", "identity", "leaky_relu", "log1mexp", "log_sigmoid",
+    "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu",
+    "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid",
+    "squareplus", "standardize", "swish", "tanh"]

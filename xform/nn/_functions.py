@@ -1,5 +1,6 @@
 """The reductions and array functions of ``jax.nn``: logsumexp, softmax, log_softmax,
-logmeanexp, standardize, one_hot and dot_product_attention, composed from xform.numpy.
+logmeanexp, standardize, one_hot and dot_product_attention (XLA implementation),
+composed from xform.numpy.
 
 ``softmax`` is a ``custom_jvp`` function (as in JAX): its JVP ``y * (t - sum(y * t))``
 uses only the output, so the max-shift needs no stop_gradient and derivatives of every
@@ -17,7 +18,6 @@ from xform.core import dtypes
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 from xform.transforms.jit import jit
-from xform.transforms.vmap import vmap
 
 
 def _reduction_axes(x, axis):
@@ -274,3 +274,147 @@ def _one_hot(x, num_classes, dtype, axis):
     shape.insert(axis, num_classes)
     classes = lax.broadcasted_iota(x.aval.dtype, tuple(shape), axis)
     return (lax.expand_dims(x, (axis,)) == classes).astype(dtype)
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal=False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual=False):
+    r"""Scaled dot-product attention :math:`\mathrm{softmax}(QK^T \cdot scale + bias) V`
+    per head (the XLA implementation of ``jax.nn.dot_product_attention``).
+
+    Shapes use B batch, T query length, S key length, N query heads, K key/value heads
+    (N a multiple of K: grouped-query attention when K < N), H head size.
+
+    Args:
+      query: ``(B, T, N, H)`` or ``(T, N, H)``.
+      key: ``(B, S, K, H)`` or ``(S, K, H)``.
+      value: same shape and dtype as ``key``.
+      bias: optional additive bias, 4-D (after adding leading 1s), broadcastable to
+        ``(B, N, T, S)``.
+      mask: optional boolean mask (True = attend), shaped like ``bias``.
+      scale: logits scale (default ``1 / sqrt(H)``).
+      is_causal: apply a causal (lower-triangular) mask.
+      query_seq_lengths: optional int32 ``(B,)``: query positions past it are padding
+        (their outputs are zero).
+      key_value_seq_lengths: optional int32 ``(B,)``: key positions past it are ignored.
+      local_window_size: ``(left, right)`` or an int: each query attends only to keys
+        within that window of its position.
+      implementation: None or ``"xla"`` (``"cudnn"`` is not available in xform).
+      return_residual: also return the logsumexp of the logits, shape ``(B, T, N)``.
+
+    Returns:
+      An array of ``query``'s shape; with ``return_residual`` a pair.
+
+    Raises:
+      ValueError: for mismatched shapes or dtypes, naming the argument.
+
+    >>> import xform.nn, xform.numpy as jnp
+    >>> q = k = v = jnp.ones((1, 2, 1, 4))
+    >>> xform.nn.dot_product_attention(q, k, v, is_causal=True).shape
+    (1, 2, 1, 4)
+    """
+    if implementation not in (None, "xla"):
+        raise ValueError(f"Unsupported implementation option: {implementation!r} (xform "
+                         "has only the 'xla' implementation)")
+    out_shape = _util.shape(query)
+    query, key, value = (_ensure_4d(t) for t in (query, key, value))
+    bias = None if bias is None else _ensure_4d(bias)
+    mask = None if mask is None else _ensure_4d(mask)
+    q_len = None if query_seq_lengths is None else _util.asarray(query_seq_lengths)
+    kv_len = None if key_value_seq_lengths is None else _util.asarray(key_value_seq_lengths)
+    if isinstance(local_window_size, int):
+        local_window_size = (local_window_size, local_window_size)
+    B, S, K, H = key.aval.shape
+    _check(value, (B, S, K, H), key.aval.dtype, "value")
+    _check(query, (B, -1, -1, H), key.aval.dtype, "query")
+    _check(mask, (-1,) * 4, np.dtype(bool), "mask")
+    _check(bias, (-1,) * 4, None, "bias")
+    _check(q_len, (B,), np.dtype(np.int32), "query_seq_lengths")
+    _check(kv_len, (B,), np.dtype(np.int32), "key_value_seq_lengths")
+    N = query.aval.shape[2]
+    if N % K:
+        raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
+                         f"but got {N} vs {K}")
+    for name, t in (("bias", bias), ("mask", mask)):
+        if t is not None and t.aval.shape[1] not in (1, N):
+            raise ValueError(f"{name} must have 1 or {N} heads (axis 1), got shape "
+                             f"{t.aval.shape}")
+    scale = 1.0 / np.sqrt(H) if scale is None else scale
+    out = _attention(query, key, value, bias, mask, q_len, kv_len, scale, is_causal,
+                     local_window_size, return_residual)
+    if return_residual:
+        return jnp.reshape(out[0], out_shape), jnp.reshape(out[1], out_shape[:-1])
+    return jnp.reshape(out, out_shape)
+
+
+def _ensure_4d(t):
+    t = _util.asarray(t)
+    nlead = 4 - len(t.aval.shape)
+    return lax.expand_dims(t, tuple(range(nlead))) if nlead > 0 else t
+
+
+def _check(t, shape, dtype, name):
+    if t is None:
+        return
+    tshape = t.aval.shape
+    if len(tshape) != len(shape):
+        raise ValueError(f"{name} ndim should be {len(shape)}, but got {len(tshape)}")
+    if dtype is not None and t.aval.dtype != dtype:
+        raise ValueError(f"{name} dtype should be {dtype}, but got {t.aval.dtype}")
+    if any(want != -1 and got != want for got, want in zip(tshape, shape)):
+        raise ValueError(f"{name} shape should be {tuple(shape)}: but got {tshape}")
+
+
+@functools.partial(jit, static_argnums=(7, 8, 9, 10))
+def _attention(query, key, value, bias, mask, q_len, kv_len, scale, is_causal, window,
+               return_residual):
+    # Heads are grouped as (K, G): query head n = k * G + g shares key/value head k.
+    B, T, N, H = query.aval.shape
+    S, K = key.aval.shape[1:3]
+    G = N // K
+    logits_dtype = jnp.promote_types(query.aval.dtype, np.float32)
+    logits = jnp.einsum("btkgh,bskh->bkgts", jnp.reshape(query, (B, T, K, G, H)), key,
+                        preferred_element_type=logits_dtype)
+    logits = logits * jnp.asarray(scale, logits_dtype)
+    if bias is not None:
+        logits = (logits + _grouped(bias, K, G)).astype(logits_dtype)
+    keep = _combined_mask(mask, K, G, T, S, is_causal, window, q_len, kv_len)
+    if keep is not None:
+        big = min(float(jnp.finfo(logits_dtype).max), float(jnp.finfo(np.float32).max))
+        logits = jnp.where(keep, logits, jnp.asarray(-0.7 * big, logits_dtype))
+    logits = logits.astype(np.float32)
+    probs = softmax(logits, axis=-1).astype(key.aval.dtype)
+    out = jnp.reshape(jnp.einsum("bkgts,bskh->btkgh", probs, value), (B, T, N, H))
+    if q_len is not None:
+        valid = jnp.arange(T)[None, :] < q_len[:, None]
+        out = out * valid[:, :, None, None].astype(out.dtype)
+    if not return_residual:
+        return out
+    lse = logsumexp(logits, axis=-1).astype(key.aval.dtype)          # (B, K, G, T)
+    return out, lax.stop_gradient(jnp.reshape(jnp.moveaxis(lse, 3, 1), (B, T, N)))
+
+
+def _grouped(t, K, G):
+    """A (B', 1 or N, T', S') bias or mask in the (B, K, G, T, S) layout of the logits."""
+    b, n, t_, s = t.aval.shape
+    return t[:, :, None] if n == 1 else jnp.reshape(t, (b, K, G, t_, s))
+
+
+def _combined_mask(mask, K, G, T, S, is_causal, window, q_len, kv_len):
+    """The boolean keep-mask broadcastable to (B, K, G, T, S), or None."""
+    keep = None if mask is None else _grouped(mask, K, G)
+
+    def both(a, b):
+        return b if a is None else jnp.logical_and(a, b)
+    q_pos, k_pos = jnp.arange(T)[:, None], jnp.arange(S)[None, :]
+    if is_causal:
+        keep = both(keep, k_pos <= q_pos)
+    if window is not None:
+        left, right = window
+        keep = both(keep, (q_pos <= k_pos + left) & (q_pos >= k_pos - right))
+    if q_len is not None:
+        keep = both(keep, (q_pos[None] < q_len[:, None, None])[:, None, None])
+    if kv_len is not None:
+        keep = both(keep, (k_pos[None] < kv_len[:, None, None])[:, None, None])
+    return keep
