@@ -415,7 +415,8 @@ def test_row(r):
 GRADS = [
     ("trig", 1, lambda m, x: (m.tan(x / 2), m.arcsinh(x), m.arctan2(x, 1.5), m.log1p(x),
                               m.expm1(x), m.cosh(x), m.arccos(x / 3)), (3,)),
-    ("logaddexp", 1, lambda m, x, y: m.logaddexp(x, y), (3, 4), (4,)),
+    ("logaddexp", 2, lambda m, x, y: (m.logaddexp(x, y), m.logaddexp(x, x), m.logaddexp2(y, 1.0)),
+     (3, 4), (4,)),
     ("hypot", 1, lambda m, x, y: m.hypot(x, y), (3,), (3,)),
     ("sinc_cbrt", 1, lambda m, x: m.sinc(x) + m.cbrt(x) + m.deg2rad(x), (3,)),
     ("tril_diag_trace", 2, lambda m, x: (m.tril(x, 1), m.diagonal(x, -1), m.trace(x),

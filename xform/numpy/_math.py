@@ -9,6 +9,7 @@ from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._reductions import all as _all
 from xform.numpy._util import asarray
+from xform.transforms.custom_derivatives import custom_jvp
 
 
 def _inexact(name, *args):
@@ -27,14 +28,36 @@ def _like(x, value):
 def logaddexp(x1, x2, /):
     """Like numpy.logaddexp: ``log(exp(x1) + exp(x2))`` without overflow.
 
+    Its derivative is a custom JVP (as in JAX): ``t1 e^(x1 - out) + t2 e^(x2 - out)``,
+    smooth at ``x1 == x2`` where the formula's ``|x1 - x2|`` has a kink.
+
     >>> jnp.logaddexp(0.0, 0.0)
     Array(0.6931472, dtype=float32, weak_type=True)
     """
-    x1, x2 = _inexact("logaddexp", x1, x2)
+    return _logaddexp(*_inexact("logaddexp", x1, x2))
+
+
+@custom_jvp
+def _logaddexp(x1, x2):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     soft = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
     return uf.where(uf.isnan(delta), lax.add(x1, x2), lax.add(amax, soft))
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals, tangents):
+    x1, x2 = primals
+    t1, t2 = tangents
+    out = _logaddexp(x1, x2)
+    base = _no_posinf(out)   # inf - inf would give NaN weights at x = +inf
+    w1 = lax.exp(lax.sub(_no_posinf(x1), base))
+    w2 = lax.exp(lax.sub(_no_posinf(x2), base))
+    return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+
+
+def _no_posinf(x):
+    return uf.where(isposinf(x), _like(x, 0), x)
 
 
 def logaddexp2(x1, x2, /):
