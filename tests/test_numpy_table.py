@@ -419,6 +419,7 @@ GRADS = [
      (3, 4), (4,)),
     ("hypot", 1, lambda m, x, y: m.hypot(x, y), (3,), (3,)),
     ("sinc_cbrt", 1, lambda m, x: m.sinc(x) + m.cbrt(x) + m.deg2rad(x), (3,)),
+    ("sinc_at_zero", 3, lambda m, x: m.sinc(x * 0), (2,)),
     ("tril_diag_trace", 2, lambda m, x: (m.tril(x, 1), m.diagonal(x, -1), m.trace(x),
                                       m.diag(x[0], 1)), (3, 4)),
     ("kron_cross", 1, lambda m, x, y: (m.kron(x, y), m.cross(x, y)), (3,), (3,)),

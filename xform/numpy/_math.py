@@ -152,11 +152,34 @@ def copysign(x1, x2, /):
 
 
 def sinc(x, /):
-    """Like numpy.sinc: ``sin(pi x) / (pi x)``, 1 at 0."""
+    """Like numpy.sinc: ``sin(pi x) / (pi x)``, 1 at 0.
+
+    At 0 the value comes from a function whose custom JVP gives the Maclaurin
+    coefficients of ``sin(x)/x`` (as JAX does), so derivatives of every order are
+    right there too.
+    """
     x = _inexact1("sinc", x)
     is_zero = lax.eq(x, _like(x, 0))
-    pi_x = lax.mul(_like(x, np.pi), uf.where(is_zero, _like(x, 1), x))
-    return uf.where(is_zero, _like(x, 1), lax.div(lax.sin(pi_x), pi_x))
+    pi_x = lax.mul(_like(x, np.pi), x)
+    safe = uf.where(is_zero, _like(x, 1), pi_x)
+    return uf.where(is_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
+
+
+def _sinc_maclaurin_impl(k, x):
+    # The k-th derivative of sin(x)/x at 0: 0 for odd k, (-1)^(k/2) / (k + 1) for even.
+    zero = lax.mul(x, _like(x, 0))
+    if k % 2:
+        return zero
+    return lax.add(zero, _like(x, (-1) ** (k // 2) / (k + 1)))
+
+
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin_impl, nondiff_argnums=(0,))
+
+
+@_sinc_maclaurin.defjvp
+def _sinc_maclaurin_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _sinc_maclaurin(k, x), lax.mul(_sinc_maclaurin(k + 1, x), t)
 
 
 def float_power(x1, x2, /):
