@@ -301,6 +301,18 @@ ROWS = [
         x.nonzero(size=3), (i % 2).choose([x[0], x[1]], mode="wrap")), F34, I34),
     row("array_methods_concrete", lambda m, x: (
         x.compress(np.array([True, False, True]), axis=0), x.nonzero()), F34, jit=False),
+    row("empty_and_size1", lambda m, e, o, x: (
+        m.cumsum(e, 0), m.cumprod(e, 1), m.sort(e, 0), m.argsort(e), m.diff(o, axis=0),
+        m.take(x, np.zeros((0,), np.int32), axis=1), m.tril(e), m.triu(o), m.diagonal(o),
+        m.trace(e), m.einsum("ij,jk->ik", o, x), m.einsum("ij->j", e), m.nansum(o, 0),
+        m.nanmax(o, 1, keepdims=True), m.quantile(o, 0.5, 0), m.median(o, -1, keepdims=True),
+        m.roll(e, 2, 1), m.tile(x, (0, 1)), m.repeat(x, 0, 1), m.split(e, 3, 1),
+        m.kron(o, x), m.searchsorted(x[0], e[:, 0]), m.nonzero(e, size=2),
+        m.convolve(x[0], x[0, :1]), m.fft.fft(o, axis=0), m.fft.rfft(o[:, :1]),
+        m.pad(e, ((1, 1), (0, 0))), m.ptp(o, 0), m.average(o, 0), m.flip(e, 1), m.rot90(o),
+        m.count_nonzero(e), m.var(o, 1, ddof=0), m.gradient(x[:2], axis=0),
+        m.cross(x[0, :3], x[0, 1:])), np.zeros((0, 3), np.float32), rand((1, 3), "float32"),
+        F34),
     # ---- fft
     row("fft", lambda m, x, c, i: (
         m.fft.fft(x), m.fft.fft(x, 6), m.fft.fft(x, 3, axis=0), m.fft.ifft(c),
