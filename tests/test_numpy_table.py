@@ -327,6 +327,12 @@ ROWS = [
         m.fft.rfftfreq(7, 2.0), m.fft.rfftfreq(8), m.fft.fftshift(x), m.fft.ifftshift(x),
         m.fft.fftshift(x, 1), m.fft.ifftshift(x, (0,)), m.fft.fftshift(m.fft.fftfreq(5))),
         F34),
+    row("histogramdd", lambda m, s, w: (
+        m.histogramdd(s), m.histogramdd(s, 3), m.histogramdd(s, [2, 4], [(-1.0, 1.0), (0.0, 2.0)]),
+        m.histogramdd(s, 3, weights=w), m.histogramdd(s, 2, density=True),
+        m.histogram2d(s[:, 0], s[:, 1]), m.histogram2d(s[:, 0], s[:, 1], [3, 2], weights=w),
+        m.histogram2d(s[:, 0], s[:, 1], np.array([-2.0, 0.0, 2.0], np.float32))),
+        rand((12, 2), "float32"), rand((12,), "float32", "pos")),
     # ---- _matrix
     row("tri", lambda m, x, b: (
         m.tril(x), m.tril(x, -1), m.triu(x, 1), m.triu(x, -2), m.tril(b), m.tri(3),

@@ -64,9 +64,9 @@ from xform.numpy._sorting import (
     lexsort, nonzero, partition, searchsorted, setdiff1d, setxor1d, sort, sort_complex,
     union1d, unique, unique_all, unique_counts, unique_inverse, unique_values)
 from xform.numpy._statistics import (
-    average, corrcoef, count_nonzero, cov, histogram, histogram_bin_edges, median,
-    nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod,
-    nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile)
+    average, corrcoef, count_nonzero, cov, histogram, histogram2d, histogram_bin_edges,
+    histogramdd, median, nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin,
+    nanpercentile, nanprod, nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile)
 from xform.numpy._pad import pad
 from xform.numpy._polynomial import (
     convolve, correlate, interp, poly, polyadd, polyder, polydiv, polyfit, polyint,

@@ -387,3 +387,56 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
         widths = diff(edges)
         counts = uf.true_divide(uf.true_divide(counts, widths), red.sum(counts))
     return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):
+    """Like numpy.histogramdd: counts of the ``(N, D)`` sample over a D-dimensional
+    grid of bins; ``(hist, [edges per dimension])``."""
+    from xform.numpy._cumulative import diff
+    from xform.numpy._matrix import ix_
+    from xform.numpy._sorting import bincount, searchsorted
+    from xform.numpy._take import ravel_multi_index
+    sample = asarray(sample, "histogramdd")
+    if sample.aval.ndim != 2:
+        raise ValueError(f"histogramdd: sample must be 2-D (N, D), got shape "
+                         f"{sample.aval.shape}")
+    n, d = sample.aval.shape
+    if weights is not None and _util.shape(weights) != (n,):
+        raise ValueError("should have one weight for each sample.")
+    if isinstance(bins, (int, np.integer)):
+        bins = [bins] * d
+    idx, edges = [], []
+    for i in builtins.range(d):
+        col = lax.squeeze(lax.slice(sample, (0, i), (n, i + 1)), (1,))
+        e = histogram_bin_edges(col, bins[i], None if range is None else range[i], weights)
+        k = searchsorted(e, col, side="right")
+        last = lax.broadcast_in_dim(lax.reshape(lax.slice(e, (e.aval.shape[0] - 1,),
+                                                          (e.aval.shape[0],)), ()),
+                                    col.aval.shape, ())
+        k = uf.where(uf.equal(col, last), uf.subtract(k, 1), k)
+        idx.append(k)
+        edges.append(e)
+    nbins = tuple(e.aval.shape[0] + 1 for e in edges)
+    flat = ravel_multi_index(tuple(idx), nbins, mode="clip")
+    hist = lax.reshape(bincount(flat, weights, length=int(np.prod(nbins))), nbins)
+    hist = lax.slice(hist, (1,) * d, tuple(s - 1 for s in nbins))
+    if density:
+        hist = lax.convert_element_type(hist, sample.aval.dtype)
+        hist = uf.true_divide(hist, red.sum(hist))
+        for norm in ix_(*[diff(e) for e in edges]):
+            hist = uf.true_divide(hist, norm)
+    return hist, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
+    """Like numpy.histogram2d: ``(hist, x_edges, y_edges)``."""
+    from xform.numpy._shape import stack
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb not in (1, 2):
+        bins = [bins, bins]
+    sample = stack([asarray(x, "histogram2d"), asarray(y, "histogram2d", 1)], 1)
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
