@@ -174,12 +174,15 @@ ROWS = [
     row("unique", lambda m, i, s, x: (
         m.unique(i), m.unique(i, return_index=True, return_inverse=True, return_counts=True),
         m.unique(s), m.unique(s, equal_nan=False), m.unique(x[:0]), m.unique(i[0, 0]),
-        m.unique_values(i), m.unique_counts(i), m.unique_inverse(i), m.unique_all(i)),
+        m.unique_values(i), m.unique_counts(i), m.unique_inverse(i), m.unique_all(i),
+        m.unique(i, axis=0), m.unique(i, axis=1, return_index=True, return_inverse=True,
+                                      return_counts=True), m.unique(i[:, :1] * 0, axis=-2)),
         I34 % 3, np.array([1.0, np.nan, 0.0, -0.0, np.nan, 1.0], np.float32), F34, jit=False),
     row("unique_size", lambda m, i, s: (
         m.unique(i, size=5), m.unique(i, size=2, fill_value=-1),
         m.unique(i, return_index=True, return_inverse=True, return_counts=True, size=6),
-        m.unique(s, size=6, fill_value=9.0), m.unique_counts(i, size=4)),
+        m.unique(s, size=6, fill_value=9.0), m.unique_counts(i, size=4),
+        m.unique(i, axis=1, size=5, fill_value=-1), m.unique(i, axis=0, size=2)),
         I34 % 3, np.array([1.0, np.nan, 0.0, -0.0, np.nan, 1.0], np.float32)),
     row("setops", lambda m, a, b, x: (
         m.isin(a, b), m.isin(a, b, invert=True), m.isin(x, m.stack([0.5, x[0, 0]])), m.union1d(a, b),

@@ -245,11 +245,11 @@ def argwhere(a, *, size=None, fill_value=None):
     return out if a.aval.ndim else lax.slice(out, (0, 0), (out.aval.shape[0], 0))
 
 
-def _selection(name, values, mask, size, fill_value, payload=()):
-    """The selected ``values`` sorted (with ``payload`` arrays permuted alike), the
-    first ``size`` of them if given (padded with ``fill_value``, default the first)."""
+def _selection(name, values, mask, size, fill_value):
+    """The selected ``values`` sorted, the first ``size`` of them if given (padded with
+    ``fill_value``, default the first)."""
     key = lax.convert_element_type(uf.logical_not(mask), dtypes.int32)
-    out = lax.sort((key, values) + tuple(payload), 0, num_keys=2)[1:]
+    out = lax.sort((key, values), 0, num_keys=2)[1:]
     count = _sum(mask, dtype=dtypes.int32)
     if size is None:
         k = int(_util.concrete_or_error(count, "ar", name))
@@ -287,26 +287,45 @@ UniqueInverseResult = collections.namedtuple("UniqueInverseResult",
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, size=None, fill_value=None, sorted=True):
-    """Like numpy.unique for flattened input (``axis=None``), with JAX's ``size`` and
-    ``fill_value`` for use under jit (padding defaults to the smallest value).
+    """Like numpy.unique: the sorted unique values (``axis=None``: of the flattened
+    input) or slices along ``axis``, with JAX's ``size`` and ``fill_value`` for use
+    under jit (padding defaults to the smallest value).
 
     >>> jnp.unique(jnp.array([3, 1, 3, 2]))
     Array([1, 2, 3], dtype=int32)
     """
-    if axis is not None:
-        raise NotImplementedError("jnp.unique: axis is not supported by xform yet.")
     x = asarray(ar, "unique")
     shape = x.aval.shape
-    x = ravel(x)
-    n = x.aval.shape[0]
     int_dt = dtypes.default_int_dtype()
+    if axis is None:
+        x, axis = ravel(x), 0
+        rows = x
+    else:  # unique slices along ``axis``: sort the rows lexicographically
+        axis = canonicalize_axis(axis, x.aval.ndim)
+        x = moveaxis(x, axis, 0)
+        rows = lax.reshape(x, (x.aval.shape[0], int(np.prod(x.aval.shape[1:], dtype=int))))
+    n = x.aval.shape[0]
     iota = lax.iota(int_dt, n)
-    s, perm = lax.sort((x, iota), 0, num_keys=1)
+    if rows.aval.ndim == 1:
+        keys = (rows,)
+    else:
+        keys = tuple(lax.squeeze(lax.slice(rows, (0, j), (n, j + 1)), (1,))
+                     for j in range(rows.aval.shape[1]))
+    *cols, perm = lax.sort(keys + (iota,), 0, num_keys=len(keys))
     if n:
-        mask = _first_of_runs(s, equal_nan)
+        firsts = [_first_of_runs(c, equal_nan) for c in cols]
+        mask = firsts[0]
+        for f in firsts[1:]:
+            mask = uf.logical_or(mask, f)
     else:
         mask = lax.full((0,), True)
-    values, pos = _selection("unique", s, mask, size, fill_value, (iota,))
+    pos, valid = masked_indices("unique", mask, size)
+    values = take(x, take(perm, pos, mode="clip"), axis=0, mode="clip") if n else x
+    if valid is not None and fill_value is not None and n:
+        valid_b = lax.broadcast_in_dim(valid, values.aval.shape, (0,))
+        values = _fill(values, valid_b, fill_value)
+    if values.aval.ndim > 1:
+        values = moveaxis(values, 0, axis)
     out = [values]
     if return_index:
         out.append(take(perm, pos, mode="clip") if n else perm)
@@ -314,7 +333,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         from xform.numpy._cumulative import cumsum
         run = uf.subtract(cumsum(mask, dtype=int_dt), 1)
         inv = lax.sort((perm, run), 0, num_keys=1)[1]
-        out.append(lax.reshape(inv, shape) if n else lax.full(shape, 0, int_dt))
+        inv_shape = shape if rows.aval.ndim == 1 else (n,)
+        out.append(lax.reshape(inv, inv_shape) if n else lax.full(inv_shape, 0, int_dt))
     if return_counts:
         if n:
             k = pos.aval.shape[0]
