@@ -234,10 +234,8 @@ def test_softmax_grads_transforms(name):
 
 
 FAMILY = {"softmax": nn.softmax, "log_softmax": nn.log_softmax,
-          "logsumexp": lambda x: nn.logsumexp(x, axis=-1),
           "logsumexp_b": lambda x: nn.logsumexp(x, axis=0, b=np.array([[1.], [2.]])),
-          "softmax_where": lambda x: nn.softmax(x, where=np.array([True, False, True])),
-          "logmeanexp": lambda x: nn.logmeanexp(x, axis=0)}
+          "softmax_where": lambda x: nn.softmax(x, where=np.array([True, False, True]))}
 
 
 @pytest.mark.parametrize("name", FAMILY)
@@ -389,6 +387,10 @@ def test_docstring_examples(module):
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        for test in finder.find(module, module.__name__, globs={}):
+        tests = finder.find(module, module.__name__, globs={})
+        if module is _activations:   # custom_jvp objects: not found as functions
+            for name in ("relu", "relu6", "log1mexp"):
+                tests += finder.find(getattr(module, name), name, globs={})
+        for test in tests:
             runner.run(test)
     assert runner.failures == 0 and runner.tries > 8
