@@ -103,6 +103,20 @@ def test_jit_static_argnames():
     assert calls == ["double", "triple"]
 
 
+def test_jit_static_args_left_to_their_defaults():
+    from functools import partial
+
+    @partial(xform.jit, static_argnames="n")
+    def f(x, n=2):
+        return x * n
+
+    @partial(xform.jit, static_argnums=1)
+    def g(x, n=3):
+        return x * n
+    assert [float(f(1.0)), float(f(1.0, n=3)), float(f(1.0, 4))] == [2.0, 3.0, 4.0]
+    assert [float(g(1.0)), float(g(1.0, 5))] == [3.0, 5.0]
+
+
 def test_jit_as_decorator_with_options():
     @xform.jit
     def f(x):

@@ -188,10 +188,7 @@ class JitWrapped:
     def _split_static(self, args, kwargs):
         nums, names = self._static_argnums, self._static_argnames
         n = len(args)
-        for i in nums:
-            if not -n <= i < n and not any(k in kwargs for k in names):
-                raise ValueError(f"jitted function {self._name} has static_argnums={nums}, "
-                                 f"but was called with only {n} positional arguments.")
+        # Static arguments not passed take their defaults inside the function, as in JAX.
         nums = {i % n for i in nums if -n <= i < n}
         static = tuple((i, args[i]) for i in sorted(nums)) + tuple(
             (k, kwargs[k]) for k in sorted(kwargs) if k in names)
