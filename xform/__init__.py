@@ -18,10 +18,7 @@ from xform.transforms.devices import (device_put, devices, device_count, local_d
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
 
-try:  # installs Array/Tracer operators
-    from xform import numpy  # noqa: F401
-    from xform import nn  # noqa: F401
-except ImportError:  # pragma: no cover  (only while xform.numpy is being written)
-    pass
+from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
+from xform import nn, scipy  # noqa: E402,F401
 
 __version__ = "0.1.0"
