@@ -87,6 +87,13 @@ ROWS = [
         m.bitwise_right_shift(i, j % 3 * 0 + 2), m.bitwise_count(i), m.bitwise_count(u),
         m.bitwise_and(i, j), m.bitwise_or(i, 6), m.bitwise_xor(u, u[::-1]), i & j, i | 1,
         u ^ u), I34, rand((3, 4), "int32", "nonzero"), rand((5,), "uint8")),
+    row("frexp_ldexp", lambda m, x, s, e, h: (
+        m.frexp(x), m.frexp(s), m.frexp(3), m.frexp(h), m.ldexp(x, e), m.ldexp(s[:4], e[0]),
+        m.ldexp(3, 2), m.ldexp(h, e[0] % 4), m.ldexp(x, np.int32(-140)),
+        m.ldexp(x * 1e30, np.int32(30))), F34 * 1e3,
+        np.array([0.0, 1.0, -3.0, 8.0, np.inf, np.nan, 1e-3, 3e38, 1.1754944e-38, 7.0],
+                 np.float32),
+        rand((3, 4), "int32") * 20, rand((4,), "float16")),
     row("nextafter_angle", lambda m, x, s, i: (
         m.nextafter(x, 0.0), m.nextafter(s, m.inf), m.spacing(x), m.spacing(i),
         m.angle(x), m.angle(i, deg=True), m.angle(-1.0)), F34, SPECIAL, I34),

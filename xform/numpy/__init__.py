@@ -47,8 +47,8 @@ from xform.numpy._einsum import einsum, einsum_path
 from xform.numpy._elementwise import (
     acos, acosh, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
     around, asin, asinh, atan, atan2, atanh, bitwise_count, bitwise_left_shift,
-    bitwise_right_shift, ceil, cosh, expm1, floor, fmod, gcd, lcm, left_shift, log1p,
-    modf, nextafter, right_shift, rint, round, sinh, spacing, tan, trunc)
+    bitwise_right_shift, ceil, cosh, expm1, floor, fmod, frexp, gcd, lcm, ldexp,
+    left_shift, log1p, modf, nextafter, right_shift, rint, round, sinh, spacing, tan, trunc)
 from xform.numpy._manip import (
     append, array_split, block, column_stack, concat, delete, dsplit, dstack, fliplr,
     flipud, hsplit, insert, permute_dims, repeat, resize, roll, rollaxis, rot90, split,

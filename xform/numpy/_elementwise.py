@@ -203,6 +203,83 @@ def bitwise_count(x, /):
     return lax.convert_element_type(lax.population_count(uf.absolute(x)), dtypes.uint8)
 
 
+# ---- exponents ----
+
+def _exp2_int(x, n):
+    """``x * 2**n`` for an int32 array ``n``, exactly: one multiplication by an exact
+    power of two per set bit of ``|n|`` (split into factors that stay finite)."""
+    dt = x.aval.dtype
+    info = dtypes.finfo(dt)
+    cap = min(64, int(info.maxexp) - 1)
+    limit = 2 * (int(info.maxexp) - int(info.minexp) + int(info.nmant) + 2)
+    n = uf.clip(n, -limit, limit)
+    mag = lax.abs(n)
+    neg = lax.lt(n, _util.scalar_array(0, n.aval.dtype, False))
+    one = _util.scalar_array(1, dt, False)
+    for b in range(limit.bit_length()):
+        bit = lax.ne(lax.bitwise_and(mag, _util.scalar_array(1 << b, n.aval.dtype, False)),
+                     _util.scalar_array(0, n.aval.dtype, False))
+        left = 1 << b
+        while left:
+            step = min(left, cap)
+            up = _util.scalar_array(2.0 ** step, dt, False)
+            down = _util.scalar_array(2.0 ** -step, dt, False)
+            factor = lax.select(bit, lax.select(neg, lax.full_like(x, down), lax.full_like(
+                x, up)), lax.full_like(x, one))
+            x = lax.mul(x, factor)
+            left -= step
+    return x
+
+
+def ldexp(x1, x2, /):
+    """Like numpy.ldexp: ``x1 * 2**x2`` for an integer ``x2``.
+
+    NB: computed by multiplications with exact powers of two (xform.lax has no
+    bitcast), so results that end up subnormal may be rounded twice.
+
+    >>> jnp.ldexp(jnp.array([1.0, -3.0]), jnp.array([3, -2]))
+    Array([ 8.  , -0.75], dtype=float32)
+    """
+    x1, = _util.promote_dtypes("ldexp", x1, to="inexact")
+    x2 = asarray(x2, "ldexp", 1)
+    if not dtypes.is_integer(x2.aval.dtype):
+        raise TypeError(f"ldexp: x2 must be an integer array, got {x2.aval.dtype.name}")
+    x1, x2 = _util.broadcast_arrays("ldexp", x1, x2, scalars_ok=False)
+    return _exp2_int(x1, lax.convert_element_type(x2, dtypes.int32))
+
+
+def frexp(x, /):
+    """Like numpy.frexp: ``(mantissa, exponent)`` with ``x = m * 2**e``, ``0.5 <= |m| < 1``
+    (``(x, 0)`` for 0, inf and NaN).
+
+    NB: the exponent starts from ``floor(log2|x|)`` and is corrected by one where the
+    logarithm rounded across a power of two.
+    """
+    x, = _util.promote_dtypes("frexp", x, to="inexact")
+    if dtypes.is_complex(x.aval.dtype):
+        raise TypeError("frexp does not support complex-valued inputs")
+    i32 = dtypes.int32
+    ax = lax.abs(x)
+    special = uf.logical_or(lax.eq(ax, _util.scalar_array(0, x.aval.dtype, False)),
+                            uf.logical_not(uf.isfinite(x)))
+    safe = uf.where(special, _util.scalar_array(1, x.aval.dtype, False), ax)
+    log2 = lax.div(lax.log(lax.convert_element_type(safe, dtypes.float32)),
+                   _util.scalar_array(np.log(2.0), dtypes.float32, False))
+    e = lax.add(lax.convert_element_type(lax.floor(log2), i32), _util.scalar_array(1, i32, False))
+    m = _exp2_int(uf.where(special, _util.scalar_array(1, x.aval.dtype, False), x),
+                  lax.neg(e))
+    for _ in range(2):
+        am = lax.abs(m)
+        big = lax.ge(am, _util.scalar_array(1, x.aval.dtype, False))
+        small = lax.lt(am, _util.scalar_array(0.5, x.aval.dtype, False))
+        m = lax.select(big, lax.mul(m, _util.scalar_array(0.5, x.aval.dtype, False)),
+                       lax.select(small, lax.mul(m, _util.scalar_array(2, x.aval.dtype, False)),
+                                  m))
+        e = lax.select(big, lax.add(e, lax.full_like(e, 1)),
+                       lax.select(small, lax.sub(e, lax.full_like(e, 1)), e))
+    return uf.where(special, x, m), uf.where(special, lax.full_like(e, 0), e)
+
+
 # ---- floating-point neighbours ----
 
 def nextafter(x1, x2, /):
