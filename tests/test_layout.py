@@ -12,7 +12,7 @@ PKG = REPO / "xform"
 BACKEND = PKG / "backend.py"
 MAX_LINES = 800
 DEMO_CMD = "pip install -e . && python -m xform.demo"
-TEST_CMD = "pip install -e '.[test]' && pytest -q"
+TEST_CMD = "pip install -e '.[test]' && pytest -q -n 2"
 _IMPORT_FUNCS = {"__import__", "import_module", "find_spec", "reload"}
 
 

@@ -21,6 +21,9 @@ class Pair:
     def __init__(self, a, b):
         self.a, self.b = a, b
 
+    def __repr__(self):   # stable test ids (pytest-xdist workers must agree on them)
+        return f"Pair({self.a!r}, {self.b!r})"
+
     def __eq__(self, other):
         return type(other) is Pair and (self.a, self.b) == (other.a, other.b)
 
@@ -30,6 +33,9 @@ class Tagged:
 
     def __init__(self, tag, value):
         self.tag, self.value = tag, value
+
+    def __repr__(self):
+        return f"Tagged({self.tag!r}, {self.value!r})"
 
     def __eq__(self, other):
         return type(other) is Tagged and (self.tag, self.value) == (other.tag, other.value)
