@@ -472,3 +472,21 @@ def test_docstring_examples():
         result = doctest.testmod(module, extraglobs={"jnp": xnp, "np": np},
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, name
+
+
+def test_comparisons_of_weak_operands_are_plain_weak_bools():
+    # One ``lt`` with a weak bool result, as JAX prints it (no extra convert).
+    import xform
+    jaxpr = xform.make_jaxpr(lambda a, b: a < b)(1, 2)
+    assert [str(e.primitive) for e in jaxpr.jaxpr.eqns] == ["lt"]
+    for f in (lambda m: m.less(1, 2), lambda m: m.logical_not(m.asarray(True) < 2),
+              lambda m: m.arange(3) < 2.5):
+        x, j = f(xnp), f(jnp)
+        assert x.aval.weak_type == j.weak_type and x.dtype == j.dtype
+
+
+def test_max_min_initial_saturates_for_integers():
+    for f in (lambda m: m.max(m.arange(3), initial=-np.inf),
+              lambda m: m.min(m.arange(3), initial=np.inf),
+              lambda m: m.max(m.arange(3), initial=5.7)):
+        check(f(xnp), f(jnp))

@@ -65,7 +65,7 @@ def naryop(name, allowed_dtypes, nargs=2, result_dtype=None):
             check_dtype(name, a.dtype, allowed_dtypes)
         check_same_dtypes(name, *avals)
         shape = broadcasting_shape(name, *avals)
-        weak = all(a.weak_type for a in avals) and result_dtype is None
+        weak = all(a.weak_type for a in avals)   # also for comparisons, as JAX
         dt = avals[0].dtype if result_dtype is None else result_dtype
         return ShapedArray(shape, dt, weak)
     prim = standard_primitive(name, abstract_eval)

@@ -178,6 +178,9 @@ def _max_or_min(name, a, axis, out, keepdims, initial, where):
     else:
         r = (lax.reduce_max if is_max else lax.reduce_min)(x, axes)
     if initial is not None:
+        if isinstance(initial, (float, np.floating)) and dtypes.issubdtype(dt, np.integer):
+            info = np.iinfo(dt)     # saturate like XLA's convert (e.g. initial=-inf)
+            initial = 0 if np.isnan(initial) else int(np.clip(initial, info.min, info.max))
         init = _util.convert(initial, dt)
         r = (logical_or if is_max else logical_and)(r, init) if dt == dtypes.bool_ \
             else (lax.max if is_max else lax.min)(r, init)

@@ -5,9 +5,8 @@ Binary functions start with a fast path (``_fast_pair``) for the two common eage
 cases, which skips ``result_type`` and broadcasting: two arrays of one dtype and
 shape, and an array with a Python scalar that takes the array's dtype (weakly).
 
-Comparisons of two weakly typed operands give weakly typed bools, as in JAX (e.g.
-``int_array < 1.5``); xform.lax comparisons are always strong, so these get a
-``convert_element_type`` that marks them weak.
+Comparisons of two weakly typed operands give weakly typed bools, as in JAX (lax's
+comparison primitives follow the all-weak rule themselves).
 """
 import operator
 
@@ -60,7 +59,7 @@ def _fast_pair(x, y, allowed=None):
     return None
 
 
-def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, comparison=False):
+def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None):
     """A NumPy binary function over ``prim``; ``bool_fn(a, b)`` handles bool operands
     (lax arithmetic takes no bools: JAX's add is "or" on them, multiply "and")."""
     bind = prim.bind
@@ -73,10 +72,7 @@ def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, comparison=Fal
             ops = promote_args(name, x1, x2, to=to)
             if bool_fn is not None and ops[0].aval.dtype == dtypes.bool_:
                 return bool_fn(*ops)
-        out = bind(*ops)
-        if comparison and ops[0].aval.weak_type and ops[1].aval.weak_type:
-            return _weak_bool(out)
-        return out
+        return bind(*ops)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
@@ -106,25 +102,16 @@ true_divide = _binary("true_divide", lax.div_p, """Like numpy.true_divide.
     Array([0. , 0.5, 1. ], dtype=float32)
     """, to="inexact", allowed=dtypes.inexact_dtypes)
 divide = true_divide
-equal = _binary("equal", lax.eq_p, "Like numpy.equal.", comparison=True)
-not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.", comparison=True)
-less = _binary("less", lax.lt_p, "Like numpy.less.", comparison=True)
-less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.", comparison=True)
-greater = _binary("greater", lax.gt_p, "Like numpy.greater.", comparison=True)
-greater_equal = _binary("greater_equal", lax.ge_p, "Like numpy.greater_equal.",
-                        comparison=True)
-
-
-def _weak_bool(out):
-    # JAX's rule: a comparison of two weakly typed operands is a weakly typed bool.
-    # xform.lax comparisons always give strong bools, so mark it with a (free under
-    # jit) convert_element_type.
-    return lax.convert_element_type(out, dtypes.bool_, True)
+equal = _binary("equal", lax.eq_p, "Like numpy.equal.")
+not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.")
+less = _binary("less", lax.lt_p, "Like numpy.less.")
+less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.")
+greater = _binary("greater", lax.gt_p, "Like numpy.greater.")
+greater_equal = _binary("greater_equal", lax.ge_p, "Like numpy.greater_equal.")
 
 
 def _compare(fn, a, b):
-    out = fn(a, b)
-    return _weak_bool(out) if a.aval.weak_type and b.aval.weak_type else out
+    return fn(a, b)   # weakly typed exactly when both operands are (lax's rule, as JAX)
 
 
 _INEXACT = dtypes.inexact_dtypes
@@ -368,8 +355,7 @@ def _to_bool(x):
 
 
 def _not(b):
-    out = lax.eq(b, _false())
-    return _weak_bool(out) if b.aval.weak_type else out
+    return lax.eq(b, _util.scalar_array(False, dtypes.bool_, b.aval.weak_type))
 
 
 def _logical(out, *operands):
