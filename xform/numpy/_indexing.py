@@ -222,13 +222,7 @@ def _static_take(x, entries, clip):
     y = x
     if tuple(start) != (0,) * len(shape) or tuple(limit) != shape or set(strides) - {1}:
         y = lax.slice(y, start, limit, None if set(strides) <= {1} else strides)
-    if rev_axes:
-        y = lax.rev(y, rev_axes)
-    if squeeze_axes:
-        y = lax.squeeze(y, squeeze_axes)
-    if newaxis_dims:
-        y = lax.expand_dims(y, newaxis_dims)
-    return y
+    return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
 
 
 def _dynamic_take(x, entries, clip, normalize):
@@ -265,6 +259,11 @@ def _dynamic_take(x, entries, clip, normalize):
     starts = [_util.scalar_operand(s, index_dtype, False) if type(s) is int else s
               for s in starts]
     y = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
+    return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
+
+
+def _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims):
+    """The shared tail of both slicing forms: negative steps, int indices, None."""
     if rev_axes:
         y = lax.rev(y, rev_axes)
     if squeeze_axes:
