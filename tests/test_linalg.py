@@ -143,3 +143,9 @@ def test_errors_name_the_problem():
 
 def test_not_positive_definite_gives_nan():
     assert np.isnan(np.asarray(xnp.linalg.cholesky(-SPD))).all()
+
+
+def test_lu_pivots_to_permutation_matches_jax():
+    pivots = np.array([[2, 2, 3, 3], [0, 3, 2, 3]], np.int32)
+    _close(xform.lax.linalg.lu_pivots_to_permutation(pivots, 5),
+           jax.lax.linalg.lu_pivots_to_permutation(pivots, 5))

@@ -318,6 +318,15 @@ def _lu_abstract_eval(x):
             ShapedArray((*batch, m), i32)]
 
 
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The row permutation (int32) that LAPACK-style row swaps ``pivots`` produce.
+
+    >>> lu_pivots_to_permutation(xform.numpy.array([2, 2, 2], "int32"), 3)
+    Array([2, 0, 1], dtype=int32)
+    """
+    return _pivots_to_permutation(pivots, m=permutation_size)
+
+
 def _pivots_to_permutation(pivots, *, m):
     # Apply the row swaps in order to the identity permutation (unrolled: k swaps).
     shape = (*pivots.shape[:-1], m)

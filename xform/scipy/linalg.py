@@ -75,16 +75,11 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     if trans != 0:
         raise NotImplementedError("lu_solve: only trans=0 is supported")
     lu_, pivots = lu_and_piv
-    m = lu_.shape[-1]
-    perm = jnp.arange(m)
-    for i in range(pivots.shape[-1]):       # row swaps to a permutation (static length)
-        j = pivots[i]
-        pi, pj = perm[i], perm[j]
-        perm = jnp.where(jnp.arange(m) == i, pj, jnp.where(jnp.arange(m) == j, pi, perm))
+    perm = lax_linalg.lu_pivots_to_permutation(jnp.asarray(pivots, "int32"), lu_.shape[-1])
     b = jnp.asarray(b, dtype=lu_.dtype)
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
-    x = np_linalg._permute_and_solve(lu_, perm.astype("int32"), b2)
+    x = np_linalg._permute_and_solve(lu_, perm, b2)
     return x[:, 0] if vector else x
 
 
