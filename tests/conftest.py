@@ -28,16 +28,27 @@ if settings is not None:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-@pytest.fixture
-def x64():
-    """Enable 64-bit dtypes in both xform and jax for one test, then restore both."""
+def _both(flag):
+    """Set config ``flag`` to True in both xform and jax for one test, then restore."""
     import jax
     import xform
-    old_jax, old_xform = jax.config.jax_enable_x64, xform.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    xform.config.update("jax_enable_x64", True)
+    old_jax, old_xform = getattr(jax.config, flag), getattr(xform.config, flag)
+    jax.config.update(flag, True)
+    xform.config.update(flag, True)
     try:
         yield
     finally:
-        xform.config.update("jax_enable_x64", old_xform)
-        jax.config.update("jax_enable_x64", old_jax)
+        xform.config.update(flag, old_xform)
+        jax.config.update(flag, old_jax)
+
+
+@pytest.fixture
+def x64():
+    """Enable 64-bit dtypes in both xform and jax for one test."""
+    yield from _both("jax_enable_x64")
+
+
+@pytest.fixture
+def debug_nans():
+    """Turn jax_debug_nans on in both xform and jax for one test."""
+    yield from _both("jax_debug_nans")

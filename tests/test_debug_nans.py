@@ -9,19 +9,6 @@ import xform
 import xform.numpy as jnp
 
 
-@pytest.fixture
-def debug_nans():
-    """Turn jax_debug_nans on in xform and jax for one test."""
-    old_jax, old_xform = jax.config.jax_debug_nans, xform.config.jax_debug_nans
-    jax.config.update("jax_debug_nans", True)
-    xform.config.update("jax_debug_nans", True)
-    try:
-        yield
-    finally:
-        xform.config.update("jax_debug_nans", old_xform)
-        jax.config.update("jax_debug_nans", old_jax)
-
-
 def _cases(lib):
     np_ = lib.numpy
 
