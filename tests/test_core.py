@@ -168,3 +168,63 @@ def test_array_basics():
         hash(a)
     assert a.block_until_ready() is a
     assert len(a.devices()) == 1
+
+
+# ---- soundness: conversions that would drop a derivative raise (issue 8, bug 1) ----
+
+@pytest.mark.parametrize("convert,error,message", [
+    (float, xform.errors.ConcretizationTypeError, "The problem arose with the `float`"),
+    (complex, xform.errors.ConcretizationTypeError, "The problem arose with the `complex`"),
+    (np.asarray, xform.errors.TracerArrayConversionError,
+     "The numpy.ndarray conversion method __array__() was called on traced array"),
+])
+@pytest.mark.parametrize("transform", ["grad", "jvp", "jit"])
+def test_float_complex_asarray_of_tracer_raise(convert, error, message, transform):
+    def f(x):
+        return x * convert(x)
+    run = {"grad": lambda: xform.grad(f)(3.0),
+           "jvp": lambda: xform.jvp(f, (3.0,), (1.0,)),
+           "jit": lambda: xform.jit(f)(3.0)}[transform]
+    with pytest.raises(error) as info:
+        run()
+    assert message in str(info.value)
+
+
+def test_bool_and_int_still_concretize_under_grad():
+    # As in JAX: a JVP primal is known, so Python control flow on it works under grad.
+    def f(x):
+        return x * x if x > 0 else -x * int(x)
+    assert float(xform.grad(f)(3.0)) == 6.0
+    assert float(xform.grad(f)(-2.0)) == 2.0
+
+
+# ---- soundness: lax binary ops never truncate a Python scalar (bug 4) ----
+
+@pytest.mark.parametrize("op,x,scalar,message", [
+    ("add", np.arange(3, dtype=np.int32), 2.5,
+     "lax.add requires arguments to have the same dtypes, got int32, float32"),
+    ("lt", np.arange(3, dtype=np.int32), 1.5,
+     "lax.lt requires arguments to have the same dtypes, got int32, float32"),
+    ("mul", np.arange(3, dtype=np.float32), 1j,
+     "lax.mul requires arguments to have the same dtypes, got float32, complex64"),
+    ("add", np.arange(3, dtype=np.uint8), 300,
+     "lax.add requires arguments to have the same dtypes, got uint8, int32"),
+    ("sub", np.arange(3, dtype=np.uint8), -1,
+     "lax.sub requires arguments to have the same dtypes, got uint8, int32"),
+])
+def test_lax_binary_op_rejects_truncating_python_scalar(op, x, scalar, message):
+    with pytest.raises(TypeError) as info:
+        getattr(lax, op)(x, scalar)
+    assert message in str(info.value)
+    assert "is a similar function that does automatic type promotion" in str(info.value)
+    with pytest.raises(TypeError) as info:   # the scalar first
+        getattr(lax, op)(scalar, x)
+    assert message.split(", got")[0] in str(info.value)
+
+
+def test_lax_binary_op_keeps_exact_python_scalars():
+    np.testing.assert_array_equal(lax.add(np.arange(3, dtype=np.int32), 2), [2, 3, 4])
+    assert lax.add(np.arange(3, dtype=np.int32), 2).dtype == np.int32
+    np.testing.assert_allclose(lax.mul(np.ones(2, np.float32), 2.5), [2.5, 2.5])
+    # NB: JAX rejects an int scalar with a float array; xform accepts it (exact).
+    assert lax.add(np.ones(2, np.float32), 1).dtype == np.float32

@@ -161,15 +161,17 @@ class Tracer:
     def __index__(self):
         return self._concrete_or(TracerIntegerConversionError).__index__()
 
+    # NB: like JAX, only bool/int/index conversions concretize (a JVP primal is known, so
+    # `if x > 0` works under grad). float/complex/np.asarray always raise: concretizing
+    # them would silently drop the derivative (`x * float(x)` would differentiate as 3x).
     def __float__(self):
-        return float(self._concrete_or(ConcretizationTypeError))
+        raise ConcretizationTypeError(self, _conversion_context("float"))
 
     def __complex__(self):
-        return complex(self._concrete_or(ConcretizationTypeError))
+        raise ConcretizationTypeError(self, _conversion_context("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        import numpy as np
-        return np.asarray(self._concrete_or(TracerArrayConversionError), dtype=dtype)
+        raise TracerArrayConversionError(self)
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are mutable "
@@ -177,6 +179,13 @@ class Tracer:
 
     def __repr__(self):
         return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+
+
+def _conversion_context(fn):
+    return (f"The problem arose with the `{fn}` function: converting a traced value to a "
+            f"Python {fn} drops it from the transformation (and would silently drop its "
+            "derivative). Keep it an array (e.g. `x * x` instead of `x * float(x)`), or use "
+            "`lax.stop_gradient` if no derivative should flow.\n")
 
 
 def get_aval(x) -> ShapedArray:
