@@ -25,12 +25,52 @@ def _const(x, value):
     return scalar_array(value, get_aval(x).dtype, True)
 
 
-def _scalar_arg(x, other):
-    """Python scalars in lax binary ops take the other operand's dtype (weakly)."""
+def _scalar_arg(x, other, name=None):
+    """Python scalars in lax binary ops take the other operand's dtype (weakly).
+
+    A scalar that the other dtype cannot hold (a float with an integer array, a complex
+    with a real one, an int out of range) raises JAX's dtype ``TypeError`` rather than
+    being truncated. NB: JAX also rejects a Python int with a float array; xform accepts
+    it, since the conversion is exact.
+    """
     if isinstance(x, (int, float, complex)) and not isinstance(x, bool) and not isinstance(
             other, (int, float, complex)):
-        return scalar_array(x, get_aval(other).dtype, True)
+        dt = get_aval(other).dtype
+        if not _scalar_fits(x, dt):
+            scalar_dt = (dtypes.default_complex_dtype() if isinstance(x, complex) else
+                         dtypes.default_float_dtype() if isinstance(x, float) else
+                         dtypes.default_int_dtype())
+            kind = "integer" if isinstance(x, int) else type(x).__name__
+            raise TypeError(
+                f"lax.{name or 'op'} requires arguments to have the same dtypes, got "
+                f"{np.dtype(dt).name}, {np.dtype(scalar_dt).name} (the Python {kind} "
+                f"{x!r} cannot be represented as {np.dtype(dt).name} without truncation). "
+                f"(Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar function that does "
+                "automatic type promotion on inputs).")
+        return scalar_array(x, dt, True)
     return x
+
+
+def _scalar_args(name, x, y):
+    return _scalar_arg(x, y, name), _scalar_arg(y, x, name)
+
+
+_JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "max": "maximum",
+              "min": "minimum", "pow": "power", "lt": "less", "le": "less_equal",
+              "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal",
+              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+              "rem": "remainder", "atan2": "arctan2"}
+
+
+def _scalar_fits(x, dt):
+    if isinstance(x, complex):
+        return dtypes.is_complex(dt)
+    if isinstance(x, float):
+        return dtypes.is_inexact(dt)
+    if dtypes.is_integer(dt):   # a Python int
+        info = np.iinfo(dt)
+        return info.min <= x <= info.max
+    return not dtypes.is_bool(dt)
 
 
 def _bcast(t, shape):
@@ -68,7 +108,7 @@ def _aval(x):
 
 def add(x, y):
     r"""Elementwise addition: :math:`x + y`."""
-    return add_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return add_p.bind(*_scalar_args("add", x, y))
 
 
 add_p = naryop("add", numeric)
@@ -82,7 +122,7 @@ mlir.register_lowering(add_p, mlir.elementwise(hlo.add))
 
 def sub(x, y):
     r"""Elementwise subtraction: :math:`x - y`."""
-    return sub_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return sub_p.bind(*_scalar_args("sub", x, y))
 
 
 def _sub_jvp(primals, tangents):
@@ -106,7 +146,7 @@ mlir.register_lowering(sub_p, mlir.elementwise(hlo.subtract))
 
 def mul(x, y):
     r"""Elementwise multiplication: :math:`x \times y`."""
-    return mul_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return mul_p.bind(*_scalar_args("mul", x, y))
 
 
 mul_p = naryop("mul", numeric)
@@ -119,7 +159,7 @@ mlir.register_lowering(mul_p, mlir.elementwise(hlo.multiply))
 
 def div(x, y):
     r"""Elementwise division: :math:`x / y` (integer division rounds toward zero)."""
-    return div_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return div_p.bind(*_scalar_args("div", x, y))
 
 
 div_p = naryop("div", numeric)
@@ -149,7 +189,7 @@ def _balanced_eq(x, z, y):
 
 def max(x, y):
     r"""Elementwise maximum (NaN-propagating)."""
-    return max_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return max_p.bind(*_scalar_args("max", x, y))
 
 
 max_p = naryop("max", numeric)
@@ -160,7 +200,7 @@ mlir.register_lowering(max_p, mlir.elementwise(hlo.maximum))
 
 def min(x, y):
     r"""Elementwise minimum (NaN-propagating)."""
-    return min_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return min_p.bind(*_scalar_args("min", x, y))
 
 
 min_p = naryop("min", numeric)
@@ -171,7 +211,7 @@ mlir.register_lowering(min_p, mlir.elementwise(hlo.minimum))
 
 def pow(x, y):
     r"""Elementwise power :math:`x^y` (floating or complex operands)."""
-    return pow_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return pow_p.bind(*_scalar_args("pow", x, y))
 
 
 def _pow_jvp_lhs(t, ans, x, y):
@@ -372,7 +412,7 @@ def _comparison(name, direction, doc, allowed=any_dtype):
     mlir.register_lowering(prim, _compare_lowering(direction))
 
     def fn(x, y):
-        return prim.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+        return prim.bind(*_scalar_args(prim.name, x, y))
     fn.__name__ = name
     fn.__doc__ = f"Elementwise comparison ``{doc}`` (boolean result)."
     return prim, fn
