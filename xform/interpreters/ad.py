@@ -103,10 +103,28 @@ def deflinear(prim, transpose_rule):
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         if all(type(t) is Zero for t in tangents):
+            if prim.multiple_results:
+                return out, [Zero(get_aval(o).to_tangent_aval()) for o in out]
             return out, Zero(get_aval(out).to_tangent_aval())
         return out, prim.bind(*map(instantiate_zeros, tangents), **params)
+
+    # A symbolic-zero tangent operand reaches the linear jaxpr as a known zeros array,
+    # so transposition sees that operand as non-linear. The primitive is linear in every
+    # operand, so its value is only an additive offset: the other operands' cotangents do
+    # not depend on it. The rule therefore always sees every operand as linear (it never
+    # needs to special-case a known one); cotangents of known operands are dropped.
+    def transpose(ct, *args, **params):
+        undefined = [is_undefined_primal(a) for a in args]
+        if type(ct) is Zero or (prim.multiple_results and all(type(c) is Zero for c in ct)):
+            return [Zero(a.aval) if u else None for a, u in zip(args, undefined)]
+        if prim.multiple_results:
+            ct = [instantiate_zeros(c) for c in ct]
+        lin_args = [a if u else UndefinedPrimal(get_aval(a).to_tangent_aval())
+                    for a, u in zip(args, undefined)]
+        cts = transpose_rule(ct, *lin_args, **params)
+        return [c if u else None for c, u in zip(cts, undefined)]
     primitive_jvps[prim] = jvp
-    primitive_transposes[prim] = transpose_rule
+    primitive_transposes[prim] = transpose
 
 
 def defbilinear(prim, lhs_rule, rhs_rule):
@@ -206,9 +224,13 @@ def linearize_flat(fun, primals):
     ``linear`` is a Jaxpr taking residuals as constvars and tangents as invars."""
     pe_trace = pe.JaxprTrace(parent=current_trace())
     tangents_in = [pe_trace.new_unknown(get_aval(p).to_tangent_aval()) for p in primals]
+    # Integer/bool primals have float0 tangents: symbolically zero (no rule sees them);
+    # their jaxpr inputs stay, unused, so the linear jaxpr takes one tangent per primal.
+    jvp_tangents = [Zero(t.aval) if t.aval.dtype == dtypes.float0 else t
+                    for t in tangents_in]
     try:
         with set_current_trace(pe_trace):
-            primals_out, tangents_out = jvp_flat(fun, primals, tangents_in)
+            primals_out, tangents_out = jvp_flat(fun, primals, jvp_tangents)
         primals_out = [pe_trace.lift(p) for p in primals_out]
         if any(p.var is not None for p in primals_out):
             raise AssertionError("primal output depends on tangents (internal error)")

@@ -40,13 +40,21 @@ def _flatten_fun(fun, in_tree, has_aux=False):
 
 
 def _strip_aux_tracers(aux):
-    # Aux outputs leave the transformation with their primal values.
+    """Aux outputs leave the transformation with their primal values.
+
+    Only the finished (inner) traces' tracers are stripped; tracers of enclosing
+    transformations (``jvp(grad(f, has_aux=True))``) stay, so those see through aux.
+    """
+    from xform.interpreters.partial_eval import JaxprTracer
+
     def strip(x):
-        while isinstance(x, ad.JVPTracer):
-            x = x.primal
-        from xform.interpreters.partial_eval import JaxprTracer
-        if isinstance(x, JaxprTracer) and x.var is None:
-            return strip(x.value)
+        while isinstance(x, Tracer) and not x._trace._valid:
+            if isinstance(x, ad.JVPTracer):
+                x = x.primal
+            elif isinstance(x, JaxprTracer) and x.var is None:
+                x = x.value
+            else:
+                break
         return x
     return tree_util.tree_map(strip, aux)
 
