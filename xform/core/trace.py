@@ -35,9 +35,6 @@ class Primitive:
     def bind(self, *args, **params):
         return _context.trace.process_primitive(self, args, params)
 
-    def bind_with_trace(self, trace, args, params):
-        return trace.process_primitive(self, args, params)
-
     def def_impl(self, impl):
         self.impl = impl
         return impl

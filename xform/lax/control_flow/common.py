@@ -7,14 +7,8 @@ transformations) become explicit leading operands, so every interpreter sees the
 """
 from xform.core import tree_util
 from xform.core.avals import ShapedArray
-from xform.core.trace import get_aval
 from xform.interpreters import batching
 from xform.interpreters import partial_eval as pe
-
-
-def abstractify(x):
-    """The aval of an operand (Array, tracer, NumPy value or Python scalar)."""
-    return get_aval(x)
 
 
 def trace_jaxpr(fun, in_tree, in_avals):
