@@ -228,3 +228,31 @@ def test_lax_binary_op_keeps_exact_python_scalars():
     np.testing.assert_allclose(lax.mul(np.ones(2, np.float32), 2.5), [2.5, 2.5])
     # NB: JAX rejects an int scalar with a float array; xform accepts it (exact).
     assert lax.add(np.ones(2, np.float32), 1).dtype == np.float32
+
+
+@pytest.mark.parametrize("wrap", ["checkpoint_name", "remat", "custom_jvp", "custom_vjp"])
+def test_leaked_tracer_into_python_impls_raises(wrap):
+    # These eager impls run Python (identity / a jaxpr), not one compiled op: they check.
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return lax.sin(x)
+    xform.grad(f)(1.0)
+
+    ident = lambda x: x  # noqa: E731
+    cj = xform.custom_jvp(ident)
+    cj.defjvp(lambda p, t: (p[0], t[0]))
+    cv = xform.custom_vjp(ident)
+    cv.defvjp(lambda x: (x, None), lambda _, g: (g,))
+    if wrap == "checkpoint_name":
+        def call(x):
+            return xform.ad_checkpoint.checkpoint_name(x, "a")
+    else:   # eagerly these call the function; a jaxpr holding the primitive runs its impl
+        fun = {"remat": xform.checkpoint(ident), "custom_jvp": cj, "custom_vjp": cv}[wrap]
+        closed = xform.make_jaxpr(fun)(1.0)
+
+        def call(x):
+            return eval_jaxpr(closed.jaxpr, closed.consts, x)
+    with pytest.raises(xform.errors.UnexpectedTracerError, match="outside any transformation"):
+        call(leaked[0])

@@ -86,6 +86,15 @@ def check_not_tracer(x, where=""):
         raise UnexpectedTracerError(x, where)
 
 
+def check_no_tracers(prim, args):
+    """For eager impls that run Python rather than a compiled op (identity, jaxpr calls):
+    a tracer among ``args`` leaked out of its transformation."""
+    for x in args:
+        if isinstance(x, Tracer):
+            raise UnexpectedTracerError(
+                x, f" (it reached primitive '{prim.name}' outside any transformation)")
+
+
 class _Context(threading.local):
     def __init__(self):
         self.trace = eval_trace

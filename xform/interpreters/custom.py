@@ -22,7 +22,8 @@ of the very trace applying it, which ``_resolve_consts`` unwraps (or rejects).
 from xform.core import dtypes
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Primitive, current_trace, get_aval, set_current_trace
+from xform.core.trace import (Primitive, check_no_tracers, current_trace, get_aval,
+                              set_current_trace)
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -113,8 +114,11 @@ def _inline_partial_eval(trace, tracers, params):
         return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
 
 
-def _call_impl(*args, call_jaxpr, **_):
-    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+def _call_impl(prim):
+    def impl(*args, call_jaxpr, **_):
+        check_no_tracers(prim, args)
+        return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return impl
 
 
 def _call_abstract_eval(*avals, call_jaxpr, **_):
@@ -134,7 +138,7 @@ def _tangent_or_zero(p, t):
 
 custom_jvp_call_p = Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
-custom_jvp_call_p.def_impl(_call_impl)
+custom_jvp_call_p.def_impl(_call_impl(custom_jvp_call_p))
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
@@ -174,7 +178,7 @@ mlir.register_lowering(custom_jvp_call_p, _call_lowering)
 
 custom_vjp_call_p = Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
-custom_vjp_call_p.def_impl(_call_impl)
+custom_vjp_call_p.def_impl(_call_impl(custom_vjp_call_p))
 custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
 
 

@@ -14,7 +14,8 @@ import types
 
 from xform.core import tree_util
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
-from xform.core.trace import Primitive, current_trace, eval_trace, get_aval, set_current_trace
+from xform.core.trace import (Primitive, check_no_tracers, current_trace, eval_trace, get_aval,
+                              set_current_trace)
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import _IdCache
@@ -36,7 +37,14 @@ def checkpoint_name(x, name):
 
 
 name_p = Primitive("name")
-name_p.def_impl(lambda x, *, name: x)
+
+
+def _name_impl(x, *, name):
+    check_no_tracers(name_p, (x,))
+    return x
+
+
+name_p.def_impl(_name_impl)
 name_p.def_abstract_eval(lambda aval, *, name: aval)
 ad.deflinear(name_p, lambda ct, x, *, name: [ct])
 batching.defvectorized(name_p)
@@ -159,6 +167,7 @@ remat_p.multiple_results = True
 
 
 def _remat_impl(*args, jaxpr, **_):
+    check_no_tracers(remat_p, args)
     return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
 
 
