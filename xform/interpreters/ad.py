@@ -10,24 +10,11 @@ from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                               to_concrete_value)
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.ad_util import (Zero, add_tangents, instantiate_zeros,  # noqa: F401
+                                        zeros_like_aval)
 
 primitive_jvps = {}
 primitive_transposes = {}
-
-
-class Zero:
-    """A symbolic zero tangent/cotangent of a given aval (never materialized by rules)."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval):
-        self.aval = aval
-
-    @staticmethod
-    def from_primal_value(x):
-        return Zero(get_aval(x).to_tangent_aval())
-
-    def __repr__(self):
-        return f"Zero({self.aval.str_short()})"
 
 
 class UndefinedPrimal:
@@ -43,30 +30,6 @@ class UndefinedPrimal:
 
 def is_undefined_primal(x):
     return type(x) is UndefinedPrimal
-
-
-def _lax():
-    from xform import lax
-    return lax
-
-
-def zeros_like_aval(aval):
-    if aval.dtype == dtypes.float0:
-        import numpy as np
-        return np.zeros(aval.shape, dtypes.float0)
-    return _lax().full(aval.shape, 0, aval.dtype)
-
-
-def instantiate_zeros(t):
-    return zeros_like_aval(t.aval) if type(t) is Zero else t
-
-
-def add_tangents(x, y):
-    if type(x) is Zero:
-        return y
-    if type(y) is Zero:
-        return x
-    return _lax().add_any(x, y)
 
 
 # ---- registrars ----

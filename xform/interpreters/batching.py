@@ -7,15 +7,11 @@ Rules run under the parent trace, on values that include the batch axis.
 from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
+from xform.interpreters import ad_util
 from xform.interpreters import partial_eval as pe
 
 not_mapped = None
 primitive_batchers = {}
-
-
-def _lax():
-    from xform import lax
-    return lax
 
 
 class BatchTracer(Tracer):
@@ -89,7 +85,7 @@ def moveaxis(x, src, dst):
     ndim = get_aval(x).ndim
     perm = [i for i in range(ndim) if i != src]
     perm.insert(dst, src)
-    return _lax().transpose(x, perm)
+    return ad_util.transpose(x, perm)
 
 
 def broadcast(x, axis_size, axis):
@@ -98,7 +94,7 @@ def broadcast(x, axis_size, axis):
     shape = list(aval.shape)
     shape.insert(axis, axis_size)
     dims = [i for i in range(len(shape)) if i != axis]
-    return _lax().broadcast_in_dim(x, shape, dims)
+    return ad_util.broadcast_in_dim(x, shape, dims)
 
 
 def matchaxis(axis_size, src, dst, x):
@@ -158,11 +154,11 @@ def defbroadcasting(prim):
                 if a.ndim == 0:
                     args.append(v)
                 else:
-                    args.append(_lax().broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
+                    args.append(ad_util.broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
             else:
                 v = moveaxis(v, d, 0)
                 if a.ndim - 1 < len(example_shape):  # a batched per-example scalar
-                    v = _lax().broadcast_in_dim(v, out_shape, (0,))
+                    v = ad_util.broadcast_in_dim(v, out_shape, (0,))
                 args.append(v)
         return prim.bind(*args, **params), 0
     primitive_batchers[prim] = rule

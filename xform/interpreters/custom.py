@@ -24,7 +24,7 @@ from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import (Primitive, check_no_tracers, current_trace, get_aval,
                               set_current_trace)
-from xform.interpreters import ad, batching, mlir
+from xform.interpreters import ad, ad_util, batching, mlir
 from xform.interpreters import partial_eval as pe
 
 
@@ -209,7 +209,6 @@ class BatchedBwd:
         self.in_dims = in_dims
 
     def __call__(self, res, cts):
-        from xform import lax
         zeros = []
 
         def per_example(*xs):
@@ -229,7 +228,7 @@ class BatchedBwd:
                     z = ad.Zero(z.aval.update(shape=tuple(shape)))
                 out.append(z)
             elif d is batching.not_mapped:
-                out.append(lax.reduce_sum(next(nz), (0,)))
+                out.append(ad_util.reduce_sum(next(nz), (0,)))
             else:
                 out.append(batching.moveaxis(next(nz), 0, d))
         return out

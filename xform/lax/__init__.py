@@ -54,3 +54,7 @@ from xform.lax.dynamic_slicing import (
 from xform.lax.shapes import rev, split, rev_p, split_p
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
 from xform.lax.fft import FftType, fft, fft_p
+
+from xform.interpreters import ad_util as _ad_util
+_ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
+                      transpose=transpose, reduce_sum=reduce_sum)
