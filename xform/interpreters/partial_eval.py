@@ -8,6 +8,7 @@ unknown: the recorded part is the linear tangent program.
 """
 import numpy as np
 
+from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
@@ -101,6 +102,19 @@ def trace_to_jaxpr(fun, in_avals) -> ClosedJaxpr:
         return trace.to_closed_jaxpr(outs)
     finally:
         trace.invalidate()
+
+
+def trace_to_subjaxpr(fun, in_tree, in_avals):
+    """Trace ``fun`` (positional pytree arguments of structure ``in_tree``) at ``in_avals``
+    for a higher-order primitive's params.
+
+    Returns ``(closed, consts, out_tree)``: ``closed`` has no consts of its own; its
+    leading inputs take ``consts`` (the values ``fun`` closed over, possibly tracers of
+    enclosing transformations, which so become explicit operands), then the flat args.
+    """
+    flat_fun, store = flatten_fun(fun, in_tree)
+    closed, consts = convert_constvars_jaxpr(trace_to_jaxpr(flat_fun, in_avals))
+    return closed, list(consts), store.out_tree
 
 
 # ---- partial evaluation: JaxprTrace ----

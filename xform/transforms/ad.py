@@ -6,6 +6,7 @@ import functools
 import numpy as np
 
 from xform.core import dtypes, tree_util
+from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Tracer, get_aval
@@ -21,22 +22,6 @@ def _as_array(x):
     except TypeError:
         raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid array "
                         "type for differentiation.") from None
-
-
-def _flatten_fun(fun, in_tree, has_aux=False):
-    """Flat-in/flat-out version of ``fun``; the output tree (and aux) land in ``store``."""
-    store = {}
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, flat))
-        if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError("has_aux=True requires the function to return a pair "
-                                f"(output, auxiliary data), got {type(out).__name__}")
-            out, store["aux"] = out
-        leaves, store["out_tree"] = tree_util.tree_flatten(out)
-        return leaves
-    return flat_fun, store
 
 
 def _strip_aux_tracers(aux):
@@ -98,13 +83,13 @@ def jvp(fun, primals, tangents, has_aux=False):
         t = _as_array(t)
         _check_tangent(p, t)
         tangents_in.append(t)
-    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, touts = ad.jvp_flat(flat_fun, p_flat, tangents_in)
     touts = [ad.instantiate_zeros(t) for t in touts]
-    out_tree = store["out_tree"]
+    out_tree = store.out_tree
     result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
     if has_aux:
-        return result + (_strip_aux_tracers(store["aux"]),)
+        return result + (_strip_aux_tracers(store.aux),)
     return result
 
 
@@ -113,9 +98,9 @@ def linearize(fun, *primals, has_aux=False):
     from saved residuals (no re-run of ``fun``)."""
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
-    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, linear, residuals = ad.linearize_flat(flat_fun, p_flat)
-    out_tree = store["out_tree"]
+    out_tree = store.out_tree
 
     def f_jvp(*tangents):
         t_flat, t_tree = tree_util.tree_flatten(tangents)
@@ -127,7 +112,7 @@ def linearize(fun, *primals, has_aux=False):
         return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear, residuals, *t_flat))
 
     result = (tree_util.tree_unflatten(out_tree, outs), f_jvp)
-    return result + (_strip_aux_tracers(store["aux"]),) if has_aux else result
+    return result + (_strip_aux_tracers(store.aux),) if has_aux else result
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -141,9 +126,9 @@ def vjp(fun, *primals, has_aux=False):
     """
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
-    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, vjp_flat = ad.vjp_flat(flat_fun, p_flat)
-    out_tree = store["out_tree"]
+    out_tree = store.out_tree
     out_avals = [get_aval(o) for o in outs]
 
     def vjp_fun(ct):
@@ -168,7 +153,7 @@ def vjp(fun, *primals, has_aux=False):
         return tree_util.tree_unflatten(p_tree, cts_in)
 
     result = (tree_util.tree_unflatten(out_tree, outs), vjp_fun)
-    return result + (_strip_aux_tracers(store["aux"]),) if has_aux else result
+    return result + (_strip_aux_tracers(store.aux),) if has_aux else result
 
 
 def _zeros_or_float0(c):

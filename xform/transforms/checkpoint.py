@@ -140,20 +140,15 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         nums = {i % len(args) for i in static if -len(args) <= i < len(args)}
         dyn = tuple(a for i, a in enumerate(args) if i not in nums)
         flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
-        box = []
 
-        def flat_fun(*xs):
-            d, kw = tree_util.tree_unflatten(in_tree, xs)
+        def fun_dyn(d, kw):
             it = iter(d)
-            out = fun(*[args[i] if i in nums else next(it) for i in range(len(args))], **kw)
-            leaves, out_tree = tree_util.tree_flatten(out)
-            box.append(out_tree)
-            return leaves
-        closed, consts = pe.convert_constvars_jaxpr(
-            pe.trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat]))
+            return fun(*[args[i] if i in nums else next(it) for i in range(len(args))], **kw)
+        closed, consts, out_tree = pe.trace_to_subjaxpr(fun_dyn, in_tree,
+                                                        [get_aval(x) for x in flat])
         outs = remat_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
                             differentiated=False, policy=policy)
-        return tree_util.tree_unflatten(box[0], outs)
+        return tree_util.tree_unflatten(out_tree, outs)
     return fun_remat
 
 

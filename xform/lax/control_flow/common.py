@@ -5,29 +5,11 @@ Control-flow primitives hold closed jaxprs in their params. A user function is
 traced once to a jaxpr; the values it closes over (possibly tracers of enclosing
 transformations) become explicit leading operands, so every interpreter sees them.
 """
-from xform.core import tree_util
 from xform.core.avals import ShapedArray
 from xform.interpreters import batching
 from xform.interpreters import partial_eval as pe
 
-
-def trace_jaxpr(fun, in_tree, in_avals):
-    """Trace ``fun`` (taking pytree arguments with structure ``in_tree``) at ``in_avals``.
-
-    Returns ``(closed, consts, out_tree)``: ``closed`` has no consts of its own; its
-    leading inputs take ``consts`` (the values ``fun`` closed over), then the flat args.
-    """
-    out_tree_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, flat))
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_tree_box.append(out_tree)
-        return leaves
-
-    closed = pe.trace_to_jaxpr(flat_fun, in_avals)
-    converted, consts = pe.convert_constvars_jaxpr(closed)
-    return converted, list(consts), out_tree_box[0]
+trace_jaxpr = pe.trace_to_subjaxpr   # pytree function -> (jaxpr, consts, out_tree)
 
 
 def _type_str(avals):
