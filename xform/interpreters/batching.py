@@ -164,32 +164,43 @@ def defbroadcasting(prim):
     primitive_batchers[prim] = rule
 
 
-def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, axis_name=None):
-    """A jaxpr computing ``closed`` on batched inputs (batched at ``in_dims``); batched
-    outputs come out at axis 0. Returns (jaxpr, out_batched)."""
+def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis_name=None,
+                consts=None):
+    """A jaxpr computing ``closed`` on inputs batched at ``in_dims`` (the one helper every
+    higher-order primitive's batching rule uses). Outputs that depend on a batched input,
+    or that ``instantiate`` (a bool or one per output) asks for, come out batched at
+    axis 0; the others unbatched. ``consts``, ``(values, dims)``, replace
+    ``closed.consts`` (e.g. batched tracers a custom rule closed over).
+    Returns ``(jaxpr, out_batched)``."""
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(closed.out_avals)
+    c_vals, c_dims = consts if consts is not None else (
+        closed.consts, [not_mapped] * len(closed.consts))
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
-        if d is not_mapped:
-            in_avals.append(a)
-        else:
+        if d is not not_mapped:
             shape = list(a.shape)
             shape.insert(d, axis_size)
-            in_avals.append(a.update(shape=tuple(shape)))
+            a = a.update(shape=tuple(shape))
+        in_avals.append(a)
     result = {}
 
     def fun(*args):
         trace = BatchTrace(current_trace(), axis_size, axis_name)
-        tracers = [BatchTracer(trace, v, d) if d is not not_mapped else v
-                   for v, d in zip(args, in_dims)]
+        c_tracers, tracers = ([BatchTracer(trace, v, d) if d is not not_mapped else v
+                               for v, d in zip(vals, dims)]
+                              for vals, dims in ((c_vals, c_dims), (args, in_dims)))
         try:
             with set_current_trace(trace):
-                outs = eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+                outs = eval_jaxpr(closed.jaxpr, c_tracers, *tracers)
             outs = [trace.lift(o) for o in outs]
         finally:
             trace.invalidate()
-        result["out_batched"] = [o.batch_dim is not not_mapped for o in outs]
-        return [o.val if o.batch_dim is not_mapped else moveaxis(o.val, o.batch_dim, 0)
-                for o in outs]
+        out_batched = [o.batch_dim is not not_mapped or inst
+                       for o, inst in zip(outs, instantiate)]
+        result["out_batched"] = out_batched
+        return [matchaxis(axis_size, o.batch_dim, 0 if b else not_mapped, o.val)
+                for o, b in zip(outs, out_batched)]
 
     jaxpr = pe.trace_to_jaxpr(fun, in_avals)
     return jaxpr, result["out_batched"]

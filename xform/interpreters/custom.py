@@ -89,23 +89,8 @@ def _resolve_consts(consts, kind):
 
 
 def batch_closed(closed, axis_size, in_dims, consts=None):
-    """A ClosedJaxpr running ``closed`` on inputs batched at ``in_dims``, every output
-    batched at axis 0. ``consts`` (values, dims) replace ``closed.consts`` if given."""
-    conv, own = pe.convert_constvars_jaxpr(closed)
-    c_vals, c_dims = consts if consts is not None else (own, [batching.not_mapped] * len(own))
-    in_avals = []
-    for a, d in zip(closed.in_avals, in_dims):
-        if d is not batching.not_mapped:
-            shape = list(a.shape)
-            shape.insert(d, axis_size)
-            a = a.update(shape=tuple(shape))
-        in_avals.append(a)
-
-    def fun(*xs):
-        return batching.batch_flat(lambda *a: eval_jaxpr(conv.jaxpr, [], *a), axis_size,
-                                   list(c_vals) + list(xs), list(c_dims) + list(in_dims),
-                                   lambda avals: [0] * len(avals))
-    return pe.trace_to_jaxpr(fun, in_avals)
+    """``closed`` on inputs batched at ``in_dims``, every output batched at axis 0."""
+    return batching.batch_jaxpr(closed, axis_size, in_dims, True, consts=consts)[0]
 
 
 def _inline_partial_eval(trace, tracers, params):

@@ -6,7 +6,6 @@ traced once to a jaxpr; the values it closes over (possibly tracers of enclosing
 transformations) become explicit leading operands, so every interpreter sees them.
 """
 from xform.core.avals import ShapedArray
-from xform.interpreters import batching
 from xform.interpreters import partial_eval as pe
 
 trace_jaxpr = pe.trace_to_subjaxpr   # pytree function -> (jaxpr, consts, out_tree)
@@ -37,18 +36,3 @@ def join_weak_types(aval_lists):
     """Output avals of several branches: weak only where every branch is weak."""
     return [ShapedArray(col[0].shape, col[0].dtype, all(b.weak_type for b in col))
             for col in zip(*aval_lists)]
-
-
-def batch_jaxpr(closed, axis_size, in_dims, instantiate):
-    """``batching.batch_jaxpr`` whose outputs are also batched (at axis 0) where
-    ``instantiate`` says so, even if they don't depend on a batched input.
-    Returns ``(jaxpr, out_batched)``."""
-    jaxpr, out_batched = batching.batch_jaxpr(closed, axis_size, in_dims)
-    if all(b or not inst for b, inst in zip(out_batched, instantiate)):
-        return jaxpr, out_batched
-
-    def fun(*args):
-        return [batching.broadcast(o, axis_size, 0) if inst and not b else o
-                for o, b, inst in zip(jaxpr(*args), out_batched, instantiate)]
-    return (pe.trace_to_jaxpr(fun, jaxpr.in_avals),
-            [b or inst for b, inst in zip(out_batched, instantiate)])

@@ -27,7 +27,7 @@ from xform.core.trace import Tracer, get_aval, set_current_trace, to_concrete_va
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
-from xform.lax.control_flow.common import batch_jaxpr, check_same_types, trace_jaxpr
+from xform.lax.control_flow.common import check_same_types, trace_jaxpr
 from xform.lax.elementwise import add, add_any, convert_element_type, select
 from xform.lax.shapes import concatenate, reshape, slice as lax_slice
 
@@ -423,7 +423,7 @@ def _scan_batch(vals, dims, *, reverse, length, jaxpr, num_consts, num_carry, li
     carry_b = init_b
     for _ in range(num_carry + 1):
         in_dims = [0 if b else batching.not_mapped for b in const_b + carry_b + xs_b]
-        b_jaxpr, out_b = batch_jaxpr(jaxpr, size, in_dims, carry_b + [False] * num_ys)
+        b_jaxpr, out_b = batching.batch_jaxpr(jaxpr, size, in_dims, carry_b + [False] * num_ys)
         if out_b[:num_carry] == carry_b:
             break
         carry_b = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
