@@ -256,3 +256,14 @@ def test_leaked_tracer_into_python_impls_raises(wrap):
             return eval_jaxpr(closed.jaxpr, closed.consts, x)
     with pytest.raises(xform.errors.UnexpectedTracerError, match="outside any transformation"):
         call(leaked[0])
+
+
+def test_array_and_tracer_share_the_operators_declared_in_core():
+    from xform.core import array_ops
+    from xform.core.trace import Tracer
+    for name in array_ops.METHODS + array_ops.PROPERTIES:
+        impl = array_ops.ArrayOps.__dict__[name]
+        assert impl is not array_ops._stubs[name], f"{name} not installed"
+        assert getattr(xform.Array, name) is getattr(Tracer, name) is (
+            impl if name in array_ops.METHODS else getattr(array_ops.ArrayOps, name))
+    assert issubclass(xform.Array, array_ops.ArrayOps) and issubclass(Tracer, array_ops.ArrayOps)

@@ -11,6 +11,7 @@ level bookkeeping in every rule.
 """
 import threading
 
+from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.errors import (TracerArrayConversionError, TracerBoolConversionError,
                                TracerIntegerConversionError, ConcretizationTypeError,
@@ -123,8 +124,8 @@ class set_current_trace:
         _context.trace = self.prev
 
 
-class Tracer:
-    """A value inside a transformation. Operators are installed by xform.numpy."""
+class Tracer(ArrayOps):
+    """A value inside a transformation. Operators and array methods: ``ArrayOps``."""
     __slots__ = ("_trace",)
     __array_priority__ = 1000
 
