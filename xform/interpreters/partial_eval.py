@@ -282,6 +282,49 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
     return known, unknown, result["out_unknowns"], result["num_res"]
 
 
+def partial_eval_jaxpr_custom(closed, unknowns, saveable):
+    """Split ``closed`` for rematerialization (``checkpoint``; JAX's name).
+
+    Unlike ``partial_eval_jaxpr``, which saves every known value the unknown part needs,
+    only known inputs and the known intermediates ``saveable(eqn)`` allows are saved.
+    Returns ``(known, staged, out_unknowns, num_res)``: ``known`` maps the known inputs to
+    the known outputs and ``num_res`` residuals; ``staged`` maps the residuals and the
+    unknown inputs to the unknown outputs, recomputing every other known value it needs.
+    """
+    j = closed.jaxpr
+    known_in = [v for v, u in zip(j.invars, unknowns) if not u]
+    unknown_vars = {v for v, u in zip(j.invars, unknowns) if u}
+    known_eqns, staged_eqns, saved = [], [], set(j.constvars) | set(known_in)
+    for eqn in j.eqns:
+        if any(type(v) is Var and v in unknown_vars for v in eqn.invars):
+            unknown_vars.update(eqn.outvars)
+            staged_eqns.append(eqn)
+            continue
+        known_eqns.append(eqn)
+        if saveable(eqn):
+            saved.update(eqn.outvars)
+        else:
+            staged_eqns.append(eqn)  # recomputed in the backward pass (if needed)
+    out_unknowns = [type(v) is Var and v in unknown_vars for v in j.outvars]
+    staged_outs = [v for v, u in zip(j.outvars, out_unknowns) if u]
+    staged, _ = dce_jaxpr(Jaxpr([], [], staged_outs, staged_eqns))
+    defined = {v for e in staged.eqns for v in e.outvars} | unknown_vars
+    residuals, seen = [], set()
+    for e in staged.eqns:
+        for v in e.invars:
+            if type(v) is Var and v not in defined and v not in seen:
+                assert v in saved, "a recomputed value depends on an unsaved one"
+                seen.add(v)
+                residuals.append(v)
+    for v in staged_outs:  # a known value passed straight through to an unknown output
+        if v not in defined and v not in seen:
+            seen.add(v)
+            residuals.append(v)
+    staged_in = residuals + [v for v, u in zip(j.invars, unknowns) if u]
+    staged = ClosedJaxpr(Jaxpr([], staged_in, staged.outvars, staged.eqns), [])
+    known_outs = [v for v, u in zip(j.outvars, out_unknowns) if not u]
+    known, _ = dce_jaxpr(Jaxpr(j.constvars, known_in, known_outs + residuals, known_eqns))
+    return ClosedJaxpr(known, closed.consts), staged, out_unknowns, len(residuals)
 
 
 def convert_constvars_jaxpr(closed: ClosedJaxpr):
