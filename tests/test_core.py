@@ -267,3 +267,53 @@ def test_array_and_tracer_share_the_operators_declared_in_core():
         assert getattr(xform.Array, name) is getattr(Tracer, name) is (
             impl if name in array_ops.METHODS else getattr(array_ops.ArrayOps, name))
     assert issubclass(xform.Array, array_ops.ArrayOps) and issubclass(Tracer, array_ops.ArrayOps)
+
+
+# ---- errors point at the user's code (traceback filtering) ----
+
+def _user_fn(x):
+    return lax.add(x, np.ones(3, np.float32))   # the user's line: a shape error
+
+
+def _tb_files(e):
+    import traceback
+    return [(f.filename, f.lineno) for f in traceback.extract_tb(e.__traceback__)]
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap", "jvp", "scan", "checkpoint"])
+def test_traceback_filtering_keeps_user_frames_only(transform):
+    import inspect
+    import os
+    x = np.ones((2, 2), np.float32)
+    run = {"jit": lambda: xform.jit(_user_fn)(x),
+           "grad": lambda: xform.grad(lambda v: _user_fn(v).sum())(x),
+           "vmap": lambda: xform.vmap(_user_fn)(np.ones((2, 2), np.float32)),
+           "jvp": lambda: xform.jvp(_user_fn, (x,), (x,)),
+           "scan": lambda: lax.scan(lambda c, v: (c, _user_fn(v)), 0.0, x),
+           "checkpoint": lambda: xform.grad(lambda v: xform.checkpoint(_user_fn)(v).sum())(x),
+           }[transform]
+    with pytest.raises(TypeError, match="incompatible shapes") as info:
+        run()
+    frames = _tb_files(info.value)
+    xform_dir = os.path.dirname(xform.__file__)
+    line = inspect.getsourcelines(_user_fn)[1] + 1
+    assert (__file__, line) in frames
+    internal = [f for f, _ in frames if f.startswith(xform_dir)]
+    assert len(internal) <= 1, internal   # at most jit's __call__ (the boundary is below it)
+    assert "xform has removed its internal frames" in "".join(info.value.__notes__)
+
+
+def test_traceback_filtering_modes(monkeypatch):
+    import os
+    xform_dir = os.path.dirname(xform.__file__)
+    monkeypatch.setenv("JAX_TRACEBACK_FILTERING", "off")
+    with pytest.raises(TypeError) as info:
+        xform.grad(lambda v: _user_fn(v).sum())(np.ones((2, 2), np.float32))
+    assert sum(f.startswith(xform_dir) for f, _ in _tb_files(info.value)) > 3
+    monkeypatch.setenv("JAX_TRACEBACK_FILTERING", "remove_frames")
+    with pytest.raises(TypeError) as info:
+        xform.grad(lambda v: _user_fn(v).sum())(np.ones((2, 2), np.float32))
+    cause = info.value.__cause__
+    assert type(cause).__name__ == "UnfilteredStackTrace"
+    assert sum(f.startswith(xform_dir) for f, _ in _tb_files(cause)) > 3
+    assert not any(f.startswith(xform_dir) for f, _ in _tb_files(info.value))

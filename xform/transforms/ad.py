@@ -10,6 +10,7 @@ from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Tracer, get_aval
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad
 from xform.interpreters.dispatch import device_put_value
 
@@ -58,6 +59,7 @@ def _check_tangent(p, t):
                         f"{ta.dtype.name} instead.")
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
     """Forward-mode derivative: ``(fun(*primals), J(primals) @ tangents)``.
 
@@ -93,6 +95,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     return result
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux=False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP linearly
     from saved residuals (no re-run of ``fun``)."""
@@ -115,6 +118,7 @@ def linearize(fun, *primals, has_aux=False):
     return result + (_strip_aux_tracers(store.aux),) if has_aux else result
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux=False):
     """Reverse-mode: ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of
     cotangents, one per primal.
@@ -222,6 +226,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """
     name = "grad"
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), name)
@@ -264,6 +269,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
@@ -308,6 +314,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian by forward mode (vmap of jvp over the input basis)."""
     from xform.transforms.vmap import vmap
 
+    @api_boundary
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "jacfwd")
@@ -347,6 +354,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
     from xform.transforms.vmap import vmap
 
+    @api_boundary
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "jacrev")

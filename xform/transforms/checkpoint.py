@@ -18,6 +18,7 @@ import types
 from xform.core import tree_util
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Primitive, check_no_tracers, current_trace, eval_trace, get_aval
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, call, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -132,6 +133,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def fun_remat(*args, **kwargs):
         if current_trace() is eval_trace:

@@ -15,6 +15,7 @@ from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
@@ -158,6 +159,7 @@ class JitWrapped:
                         entry.out_tree, [Array(b, a) for b, a in zip(outs, c.out_avals)])
         return self._call(args, kwargs)
 
+    @api_boundary
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
@@ -365,6 +367,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     """
     wrapped = JitWrapped(fun, static_argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
         _, _, closed, out_tree = wrapped._specialize(args, kwargs)

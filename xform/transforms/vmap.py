@@ -3,6 +3,7 @@ import functools
 
 from xform.core import tree_util
 from xform.core.api_util import flatten_fun
+from xform.core.traceback_util import api_boundary
 from xform.core.trace import get_aval
 from xform.interpreters import batching
 
@@ -61,6 +62,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                         f"corresponding to the positional arguments passed to the function, "
                         f"but got {in_axes}.")
 
+    @api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

@@ -16,6 +16,7 @@ from xform.core import dtypes, tree_util
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from xform.core.trace import get_aval, set_current_trace, to_concrete_value
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
@@ -29,6 +30,7 @@ hlo, ir = mlir.hlo, mlir.ir
 _no_operand = object()
 
 
+@api_boundary
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """Apply ``true_fun`` or ``false_fun`` to ``operands``, depending on ``pred``.
 
@@ -76,6 +78,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
                  "lax.cond", order=(1, 0))
 
 
+@api_boundary
 def switch(index, branches, *operands, operand=_no_operand):
     """Apply ``branches[index]`` to ``operands``; ``index`` is clamped to the range.
 

@@ -13,6 +13,7 @@ from xform.core import dtypes, tree_util
 from xform.core.config import config
 from xform.core.errors import ConcretizationTypeError
 from xform.core.trace import get_aval, set_current_trace
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
@@ -24,6 +25,7 @@ from xform.lax.shapes import broadcast_in_dim
 hlo, ir = mlir.hlo, mlir.ir
 
 
+@api_boundary
 def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     """Call ``body_fun`` repeatedly while ``cond_fun`` is true.
 

@@ -24,6 +24,7 @@ from xform.core.avals import ShapedArray
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.trace import Tracer, get_aval, set_current_trace, to_concrete_value
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
@@ -46,6 +47,7 @@ def _split(xs, *sizes):
 
 # ---- scan ----
 
+@api_boundary
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loop ``f`` over the leading axis of ``xs`` while carrying state, like JAX's.
 
@@ -496,6 +498,7 @@ mlir.register_lowering(scan_p, _scan_lowering)
 
 # ---- loops built on scan ----
 
+@api_boundary
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """Loop ``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``, like JAX's.
 
@@ -560,6 +563,7 @@ def _fori_index_dtype(lower, upper):
                     f"{lo_t.name} and {hi_t.name}")
 
 
+@api_boundary
 def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
     """Map ``f`` over the leading axis of ``xs`` sequentially (a ``scan`` with no carry).
 
