@@ -317,3 +317,32 @@ def test_traceback_filtering_modes(monkeypatch):
     assert type(cause).__name__ == "UnfilteredStackTrace"
     assert sum(f.startswith(xform_dir) for f, _ in _tb_files(cause)) > 3
     assert not any(f.startswith(xform_dir) for f, _ in _tb_files(info.value))
+
+
+def _two_ops(x):
+    y = lax.sin(x)          # line +1
+    return lax.log(y)       # line +2
+
+
+def test_equations_carry_the_users_source_line():
+    import inspect
+    first = inspect.getsourcelines(_two_ops)[1]
+    eqns = xform.make_jaxpr(_two_ops)(1.0).jaxpr.eqns
+    assert [(e.primitive.name, e.source_info.lineno) for e in eqns] == [
+        ("sin", first + 1), ("log", first + 2)]
+    assert eqns[0].source_info.filename == __file__
+    assert eqns[0].source_info.function == "_two_ops"
+    # Derived jaxprs (JVP, transpose) inherit the source of the equation they came from.
+    grad_eqns = xform.make_jaxpr(xform.grad(_two_ops))(1.0).jaxpr.eqns
+    assert {e.source_info.lineno for e in grad_eqns} <= {first + 1, first + 2}
+    assert {e.primitive.name for e in grad_eqns} >= {"sin", "cos", "log"}
+
+
+def test_debug_nans_error_cites_the_users_line(debug_nans):
+    import inspect
+    first = inspect.getsourcelines(_two_ops)[1]
+    with pytest.raises(FloatingPointError, match="invalid value") as info:
+        xform.jit(_two_ops)(-1.0)
+    notes = "".join(getattr(info.value, "__notes__", []))
+    assert f"{__file__}:{first + 2} (_two_ops)" in notes, notes
+    assert "log(f32[]) -> f32[]" in notes

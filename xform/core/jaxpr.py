@@ -12,6 +12,7 @@ import itertools
 
 import numpy as np
 
+from xform.core import source_info_util
 from xform.core.avals import ShapedArray
 
 
@@ -41,13 +42,16 @@ class Literal:
 
 
 class JaxprEqn:
-    __slots__ = ("invars", "outvars", "primitive", "params")
+    """``outvars = primitive[params] invars``; ``source_info`` is the user's line that
+    staged it (``source_info_util.SourceInfo``, or None)."""
+    __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
 
-    def __init__(self, invars, outvars, primitive, params):
+    def __init__(self, invars, outvars, primitive, params, source_info=None):
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.primitive = primitive
         self.params = params
+        self.source_info = source_info
 
     def __repr__(self):
         return _pp_eqn(self, _Names(), 0)
@@ -104,7 +108,18 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         env[v] = x
     for eqn in jaxpr.eqns:
         invals = [a.val if type(a) is Literal else env[a] for a in eqn.invars]
-        outs = eqn.primitive.bind(*invals, **eqn.params)
+        if eqn.source_info is None:
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+        else:   # equations staged from this one inherit its source; errors cite it
+            ctx = source_info_util._context
+            prev, ctx.current = ctx.current, eqn.source_info
+            try:
+                outs = eqn.primitive.bind(*invals, **eqn.params)
+            except Exception as e:
+                source_info_util.annotate(e, eqn)
+                raise
+            finally:
+                ctx.current = prev
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs, strict=True):

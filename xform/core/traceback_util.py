@@ -17,9 +17,8 @@ import os
 import threading
 import types
 
-import xform
+from xform.core.source_info_util import is_internal_file
 
-_XFORM_DIR = os.path.dirname(os.path.abspath(xform.__file__)) + os.sep
 _NOTE = ("--------------------\nFor simplicity, xform has removed its internal frames from "
          "the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to "
          "include these.")
@@ -39,7 +38,7 @@ def _filtering_mode():
 
 def include_frame(frame):
     """Whether a frame is the user's (not inside the xform package)."""
-    return not os.path.abspath(frame.f_code.co_filename).startswith(_XFORM_DIR)
+    return not is_internal_file(frame.f_code.co_filename)
 
 
 def filter_traceback(tb):

@@ -5,7 +5,7 @@ tangents (giving a linear jaxpr plus residuals), then ``backward_pass`` runs tha
 jaxpr backwards with each linear primitive's transpose rule. Tangents and
 cotangents may be the symbolic ``Zero``, which rules skip.
 """
-from xform.core import dtypes
+from xform.core import dtypes, source_info_util
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                               to_concrete_value)
@@ -239,16 +239,22 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
             continue
         rule = primitive_transposes.get(eqn.primitive)
         if rule is None:
-            raise NotImplementedError(
-                f"Transpose rule (for reverse-mode differentiation) for "
-                f"'{eqn.primitive.name}' not implemented")
+            e = NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                    f"'{eqn.primitive.name}' not implemented")
+            source_info_util.annotate(e, eqn)
+            raise e
         args = [UndefinedPrimal(v.aval) if type(v) is Var and v in linear
                 else (v.val if type(v) is Literal else env[v]) for v in eqn.invars]
         if eqn.primitive.multiple_results:
             ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
         else:
             ct = cts[0]
-        cts_in = rule(ct, *args, **eqn.params)
+        try:
+            with source_info_util.source_context(eqn.source_info):
+                cts_in = rule(ct, *args, **eqn.params)
+        except Exception as e:
+            source_info_util.annotate(e, eqn)
+            raise
         for v, c in zip(eqn.invars, cts_in, strict=True):
             add_ct(v, c)
     return [ct_env.get(v, Zero(a)) for v, a in zip(jaxpr.invars, linear_avals, strict=True)]

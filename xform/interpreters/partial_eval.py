@@ -8,6 +8,7 @@ unknown: the recorded part is the linear tangent program.
 """
 import numpy as np
 
+from xform.core import source_info_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.errors import UnexpectedTracerError
@@ -82,7 +83,7 @@ class DynamicJaxprTrace(Trace):
         out = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, prim, params))
+        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current()))
         tracers = [DynamicJaxprTracer(self, v.aval, v) for v in outvars]
         return tracers if prim.multiple_results else tracers[0]
 
@@ -190,7 +191,7 @@ class JaxprTrace(Trace):
         out = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, prim, params))
+        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current()))
         tracers = [JaxprTracer(self, var=v) for v in outvars]
         return tracers if prim.multiple_results else tracers[0]
 
