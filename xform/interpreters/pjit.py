@@ -7,7 +7,6 @@ call-primitive rules remat shares (``interpreters/call.py``); derived jaxprs are
 memoized per source jaxpr so repeated calls reuse compiled executables.
 """
 from xform.core.config import config
-from xform.core.jaxpr import ClosedJaxpr
 from xform.core.trace import Primitive
 from xform.interpreters import call, dispatch, mlir
 
@@ -19,10 +18,6 @@ _derived = _IdCache()
 
 pjit_p = Primitive("jit")
 pjit_p.multiple_results = True
-
-
-def pjit_call(closed: ClosedJaxpr, args, name="jit"):
-    return pjit_p.bind(*args, jaxpr=closed, name=name)
 
 
 def _pjit_impl(*args, jaxpr, name):
