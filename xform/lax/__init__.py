@@ -44,8 +44,9 @@ from xform.lax.control_flow import cond, switch, while_loop
 from xform.lax.control_flow.scan import fori_loop, map, scan  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
 from xform.lax.slicing import (
-    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, scatter,
-    scatter_add, scatter_max, scatter_min, scatter_mul, gather_p, scatter_p, scatter_add_p,
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p)
+from xform.lax.scatter import (
+    scatter, scatter_add, scatter_max, scatter_min, scatter_mul, scatter_p, scatter_add_p,
     scatter_max_p, scatter_min_p, scatter_mul_p)
 from xform.lax.dynamic_slicing import (
     dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
