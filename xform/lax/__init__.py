@@ -41,7 +41,8 @@ from xform.lax.windowed import (
 from xform.lax.cumulative import (cummax, cummin, cumprod, cumsum, cummax_p, cummin_p,
                                   cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
-from xform.lax.control_flow.scan import fori_loop, map, scan  # noqa: A004
+from xform.lax.control_flow.scan import scan
+from xform.lax.control_flow.scan_loops import fori_loop, map  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
 from xform.lax.slicing import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p)
