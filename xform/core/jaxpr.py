@@ -42,16 +42,20 @@ class Literal:
 
 
 class JaxprEqn:
-    """``outvars = primitive[params] invars``; ``source_info`` is the user's line that
-    staged it (``source_info_util.SourceInfo``, or None)."""
-    __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
+    """``outvars = primitive[params] invars``; ``source`` is the user's ``(code, line)``
+    that staged it (or None), ``source_info`` a readable view of it."""
+    __slots__ = ("invars", "outvars", "primitive", "params", "source")
 
-    def __init__(self, invars, outvars, primitive, params, source_info=None):
+    def __init__(self, invars, outvars, primitive, params, source=None):
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.primitive = primitive
         self.params = params
-        self.source_info = source_info
+        self.source = source
+
+    @property
+    def source_info(self):
+        return None if self.source is None else source_info_util.SourceInfo(*self.source)
 
     def __repr__(self):
         return _pp_eqn(self, _Names(), 0)
@@ -108,11 +112,11 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         env[v] = x
     for eqn in jaxpr.eqns:
         invals = [a.val if type(a) is Literal else env[a] for a in eqn.invars]
-        if eqn.source_info is None:
+        if eqn.source is None:
             outs = eqn.primitive.bind(*invals, **eqn.params)
         else:   # equations staged from this one inherit its source; errors cite it
             ctx = source_info_util._context
-            prev, ctx.current = ctx.current, eqn.source_info
+            prev, ctx.current = ctx.current, eqn.source
             try:
                 outs = eqn.primitive.bind(*invals, **eqn.params)
             except Exception as e:

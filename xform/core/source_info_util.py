@@ -27,7 +27,8 @@ def is_internal_file(filename):
 
 
 class SourceInfo:
-    """A user frame's code object and line (formatted only when an error needs it)."""
+    """A view of an equation's recorded source, ``(code object, line)``: equations store
+    the plain tuple (cheap at trace time) and this formats it when asked."""
     __slots__ = ("code", "lineno")
 
     def __init__(self, code, lineno):
@@ -51,13 +52,20 @@ _context = _Context()
 
 
 def current():
-    """The source of an equation staged now (``None`` if no user frame is on the stack)."""
-    if _context.current is not None:
-        return _context.current
+    """The source of an equation staged now, ``(code, line)`` of the innermost user frame
+    (``None`` if there is none)."""
+    src = _context.current
+    if src is not None:
+        return src
     f = sys._getframe(1)
+    internal = _internal_files
     while f is not None:
-        if not is_internal_file(f.f_code.co_filename):
-            return SourceInfo(f.f_code, f.f_lineno)
+        code = f.f_code
+        hit = internal.get(code.co_filename)
+        if hit is None:
+            hit = is_internal_file(code.co_filename)
+        if not hit:
+            return (code, f.f_lineno)
         f = f.f_back
     return None
 
@@ -79,7 +87,7 @@ class source_context:
 
 def annotate(error, eqn):
     """Add a note naming ``eqn`` and its source to ``error`` (once: the innermost)."""
-    if eqn.source_info is None or getattr(error, "_xform_eqn_noted", False):
+    if eqn.source is None or getattr(error, "_xform_eqn_noted", False):
         return
     try:
         error._xform_eqn_noted = True

@@ -250,7 +250,7 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
         else:
             ct = cts[0]
         try:
-            with source_info_util.source_context(eqn.source_info):
+            with source_info_util.source_context(eqn.source):
                 cts_in = rule(ct, *args, **eqn.params)
         except Exception as e:
             source_info_util.annotate(e, eqn)
