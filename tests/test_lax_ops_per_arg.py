@@ -8,7 +8,6 @@ closed over as constants: ``check_grads`` (order 1, reverse mode: the vjp agains
 finite differences and against the autodiff jvp, i.e. the dot-product identity) on each
 shape of the row, in float64.
 """
-import numpy as np
 import pytest
 
 from xform import test_util

@@ -23,7 +23,7 @@ from xform.core import dtypes, tree_util
 from xform.core.avals import ShapedArray
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
-from xform.core.trace import Tracer, get_aval, set_current_trace, to_concrete_value
+from xform.core.trace import Tracer, get_aval, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
