@@ -13,8 +13,8 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters.dispatch import scalar_array
-from xform.lax._prim import (any_dtype, check_dtype, inexact, naryop, numeric,
-                             standard_primitive, unop)
+from xform.lax._prim import (_scalar_arg, _scalar_args, any_dtype, check_dtype,  # noqa: F401
+                             inexact, naryop, numeric, standard_primitive, unop)
 from xform.lax import shapes as _shapes
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -23,54 +23,6 @@ hlo, ir = mlir.hlo, mlir.ir
 def _const(x, value):
     """A rank-0 weak constant of ``x``'s dtype (folds into literals under tracing)."""
     return scalar_array(value, get_aval(x).dtype, True)
-
-
-def _scalar_arg(x, other, name=None):
-    """Python scalars in lax binary ops take the other operand's dtype (weakly).
-
-    A scalar that the other dtype cannot hold (a float with an integer array, a complex
-    with a real one, an int out of range) raises JAX's dtype ``TypeError`` rather than
-    being truncated. NB: JAX also rejects a Python int with a float array; xform accepts
-    it, since the conversion is exact.
-    """
-    if isinstance(x, (int, float, complex)) and not isinstance(x, bool) and not isinstance(
-            other, (int, float, complex)):
-        dt = get_aval(other).dtype
-        if not _scalar_fits(x, dt):
-            scalar_dt = (dtypes.default_complex_dtype() if isinstance(x, complex) else
-                         dtypes.default_float_dtype() if isinstance(x, float) else
-                         dtypes.default_int_dtype())
-            kind = "integer" if isinstance(x, int) else type(x).__name__
-            raise TypeError(
-                f"lax.{name or 'op'} requires arguments to have the same dtypes, got "
-                f"{np.dtype(dt).name}, {np.dtype(scalar_dt).name} (the Python {kind} "
-                f"{x!r} cannot be represented as {np.dtype(dt).name} without truncation). "
-                f"(Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar function that does "
-                "automatic type promotion on inputs).")
-        return scalar_array(x, dt, True)
-    return x
-
-
-def _scalar_args(name, x, y):
-    return _scalar_arg(x, y, name), _scalar_arg(y, x, name)
-
-
-_JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "max": "maximum",
-              "min": "minimum", "pow": "power", "lt": "less", "le": "less_equal",
-              "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal",
-              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-              "rem": "remainder", "atan2": "arctan2"}
-
-
-def _scalar_fits(x, dt):
-    if isinstance(x, complex):
-        return dtypes.is_complex(dt)
-    if isinstance(x, float):
-        return dtypes.is_inexact(dt)
-    if dtypes.is_integer(dt):   # a Python int
-        info = np.iinfo(dt)
-        return info.min <= x <= info.max
-    return not dtypes.is_bool(dt)
 
 
 def _bcast(t, shape):
