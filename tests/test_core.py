@@ -168,3 +168,181 @@ def test_array_basics():
         hash(a)
     assert a.block_until_ready() is a
     assert len(a.devices()) == 1
+
+
+# ---- soundness: conversions that would drop a derivative raise (issue 8, bug 1) ----
+
+@pytest.mark.parametrize("convert,error,message", [
+    (float, xform.errors.ConcretizationTypeError, "The problem arose with the `float`"),
+    (complex, xform.errors.ConcretizationTypeError, "The problem arose with the `complex`"),
+    (np.asarray, xform.errors.TracerArrayConversionError,
+     "The numpy.ndarray conversion method __array__() was called on traced array"),
+])
+@pytest.mark.parametrize("transform", ["grad", "jvp", "jit"])
+def test_float_complex_asarray_of_tracer_raise(convert, error, message, transform):
+    def f(x):
+        return x * convert(x)
+    run = {"grad": lambda: xform.grad(f)(3.0),
+           "jvp": lambda: xform.jvp(f, (3.0,), (1.0,)),
+           "jit": lambda: xform.jit(f)(3.0)}[transform]
+    with pytest.raises(error) as info:
+        run()
+    assert message in str(info.value)
+
+
+def test_bool_and_int_still_concretize_under_grad():
+    # As in JAX: a JVP primal is known, so Python control flow on it works under grad.
+    def f(x):
+        return x * x if x > 0 else -x * int(x)
+    assert float(xform.grad(f)(3.0)) == 6.0
+    assert float(xform.grad(f)(-2.0)) == 2.0
+
+
+# ---- soundness: lax binary ops never truncate a Python scalar (bug 4) ----
+
+@pytest.mark.parametrize("op,x,scalar,message", [
+    ("add", np.arange(3, dtype=np.int32), 2.5,
+     "lax.add requires arguments to have the same dtypes, got int32, float32"),
+    ("lt", np.arange(3, dtype=np.int32), 1.5,
+     "lax.lt requires arguments to have the same dtypes, got int32, float32"),
+    ("mul", np.arange(3, dtype=np.float32), 1j,
+     "lax.mul requires arguments to have the same dtypes, got float32, complex64"),
+    ("add", np.arange(3, dtype=np.uint8), 300,
+     "lax.add requires arguments to have the same dtypes, got uint8, int32"),
+    ("sub", np.arange(3, dtype=np.uint8), -1,
+     "lax.sub requires arguments to have the same dtypes, got uint8, int32"),
+])
+def test_lax_binary_op_rejects_truncating_python_scalar(op, x, scalar, message):
+    with pytest.raises(TypeError) as info:
+        getattr(lax, op)(x, scalar)
+    assert message in str(info.value)
+    assert "is a similar function that does automatic type promotion" in str(info.value)
+    with pytest.raises(TypeError) as info:   # the scalar first
+        getattr(lax, op)(scalar, x)
+    assert message.split(", got")[0] in str(info.value)
+
+
+def test_lax_binary_op_keeps_exact_python_scalars():
+    np.testing.assert_array_equal(lax.add(np.arange(3, dtype=np.int32), 2), [2, 3, 4])
+    assert lax.add(np.arange(3, dtype=np.int32), 2).dtype == np.int32
+    np.testing.assert_allclose(lax.mul(np.ones(2, np.float32), 2.5), [2.5, 2.5])
+    # NB: JAX rejects an int scalar with a float array; xform accepts it (exact).
+    assert lax.add(np.ones(2, np.float32), 1).dtype == np.float32
+
+
+@pytest.mark.parametrize("wrap", ["checkpoint_name", "remat", "custom_jvp", "custom_vjp"])
+def test_leaked_tracer_into_python_impls_raises(wrap):
+    # These eager impls run Python (identity / a jaxpr), not one compiled op: they check.
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return lax.sin(x)
+    xform.grad(f)(1.0)
+
+    ident = lambda x: x  # noqa: E731
+    cj = xform.custom_jvp(ident)
+    cj.defjvp(lambda p, t: (p[0], t[0]))
+    cv = xform.custom_vjp(ident)
+    cv.defvjp(lambda x: (x, None), lambda _, g: (g,))
+    if wrap == "checkpoint_name":
+        def call(x):
+            return xform.ad_checkpoint.checkpoint_name(x, "a")
+    else:   # eagerly these call the function; a jaxpr holding the primitive runs its impl
+        fun = {"remat": xform.checkpoint(ident), "custom_jvp": cj, "custom_vjp": cv}[wrap]
+        closed = xform.make_jaxpr(fun)(1.0)
+
+        def call(x):
+            return eval_jaxpr(closed.jaxpr, closed.consts, x)
+    with pytest.raises(xform.errors.UnexpectedTracerError, match="outside any transformation"):
+        call(leaked[0])
+
+
+def test_array_and_tracer_share_the_operators_declared_in_core():
+    from xform.core import array_ops
+    from xform.core.trace import Tracer
+    for name in array_ops.METHODS + array_ops.PROPERTIES:
+        impl = array_ops.ArrayOps.__dict__[name]
+        assert impl is not array_ops._stubs[name], f"{name} not installed"
+        assert getattr(xform.Array, name) is getattr(Tracer, name) is (
+            impl if name in array_ops.METHODS else getattr(array_ops.ArrayOps, name))
+    assert issubclass(xform.Array, array_ops.ArrayOps) and issubclass(Tracer, array_ops.ArrayOps)
+
+
+# ---- errors point at the user's code (traceback filtering) ----
+
+def _user_fn(x):
+    return lax.add(x, np.ones(3, np.float32))   # the user's line: a shape error
+
+
+def _tb_files(e):
+    import traceback
+    return [(f.filename, f.lineno) for f in traceback.extract_tb(e.__traceback__)]
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap", "jvp", "scan", "checkpoint"])
+def test_traceback_filtering_keeps_user_frames_only(transform):
+    import inspect
+    import os
+    x = np.ones((2, 2), np.float32)
+    run = {"jit": lambda: xform.jit(_user_fn)(x),
+           "grad": lambda: xform.grad(lambda v: _user_fn(v).sum())(x),
+           "vmap": lambda: xform.vmap(_user_fn)(np.ones((2, 2), np.float32)),
+           "jvp": lambda: xform.jvp(_user_fn, (x,), (x,)),
+           "scan": lambda: lax.scan(lambda c, v: (c, _user_fn(v)), 0.0, x),
+           "checkpoint": lambda: xform.grad(lambda v: xform.checkpoint(_user_fn)(v).sum())(x),
+           }[transform]
+    with pytest.raises(TypeError, match="incompatible shapes") as info:
+        run()
+    frames = _tb_files(info.value)
+    xform_dir = os.path.dirname(xform.__file__)
+    line = inspect.getsourcelines(_user_fn)[1] + 1
+    assert (__file__, line) in frames
+    internal = [f for f, _ in frames if f.startswith(xform_dir)]
+    assert len(internal) <= 1, internal   # at most jit's __call__ (the boundary is below it)
+    assert "xform has removed its internal frames" in "".join(info.value.__notes__)
+
+
+def test_traceback_filtering_modes(monkeypatch):
+    import os
+    xform_dir = os.path.dirname(xform.__file__)
+    monkeypatch.setenv("JAX_TRACEBACK_FILTERING", "off")
+    with pytest.raises(TypeError) as info:
+        xform.grad(lambda v: _user_fn(v).sum())(np.ones((2, 2), np.float32))
+    assert sum(f.startswith(xform_dir) for f, _ in _tb_files(info.value)) > 3
+    monkeypatch.setenv("JAX_TRACEBACK_FILTERING", "remove_frames")
+    with pytest.raises(TypeError) as info:
+        xform.grad(lambda v: _user_fn(v).sum())(np.ones((2, 2), np.float32))
+    cause = info.value.__cause__
+    assert type(cause).__name__ == "UnfilteredStackTrace"
+    assert sum(f.startswith(xform_dir) for f, _ in _tb_files(cause)) > 3
+    assert not any(f.startswith(xform_dir) for f, _ in _tb_files(info.value))
+
+
+def _two_ops(x):
+    y = lax.sin(x)          # line +1
+    return lax.log(y)       # line +2
+
+
+def test_equations_carry_the_users_source_line():
+    import inspect
+    first = inspect.getsourcelines(_two_ops)[1]
+    eqns = xform.make_jaxpr(_two_ops)(1.0).jaxpr.eqns
+    assert [(e.primitive.name, e.source_info.lineno) for e in eqns] == [
+        ("sin", first + 1), ("log", first + 2)]
+    assert eqns[0].source_info.filename == __file__
+    assert eqns[0].source_info.function == "_two_ops"
+    # Derived jaxprs (JVP, transpose) inherit the source of the equation they came from.
+    grad_eqns = xform.make_jaxpr(xform.grad(_two_ops))(1.0).jaxpr.eqns
+    assert {e.source_info.lineno for e in grad_eqns} <= {first + 1, first + 2}
+    assert {e.primitive.name for e in grad_eqns} >= {"sin", "cos", "log"}
+
+
+def test_debug_nans_error_cites_the_users_line(debug_nans):
+    import inspect
+    first = inspect.getsourcelines(_two_ops)[1]
+    with pytest.raises(FloatingPointError, match="invalid value") as info:
+        xform.jit(_two_ops)(-1.0)
+    notes = "".join(getattr(info.value, "__notes__", []))
+    assert f"{__file__}:{first + 2} (_two_ops)" in notes, notes
+    assert "log(f32[]) -> f32[]" in notes

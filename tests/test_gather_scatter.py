@@ -126,7 +126,8 @@ def test_dynamic_slice_errors():
 def test_docstring_examples():
     import doctest
     import importlib
-    for name in ("xform.lax.slicing", "xform.lax.dynamic_slicing", "xform.lax.sorting"):
+    for name in ("xform.lax.slicing", "xform.lax.scatter", "xform.lax.dynamic_slicing",
+                 "xform.lax.sorting"):
         result = doctest.testmod(importlib.import_module(name),
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, name

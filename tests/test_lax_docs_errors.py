@@ -10,8 +10,8 @@ import xform
 from xform import lax
 
 MODULES = ["xform.lax.reductions", "xform.lax.cumulative", "xform.lax.windowed",
-           "xform.lax.conv", "xform.lax.dot", "xform.lax.linalg", "xform.numpy.linalg",
-           "xform.scipy.linalg"]
+           "xform.lax.conv", "xform.lax.dot", "xform.lax.linalg",
+           "xform.lax.linalg_orthogonal", "xform.numpy.linalg", "xform.scipy.linalg"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -357,7 +357,8 @@ def test_errors_by_message():
 def test_docstring_examples_run():
     import doctest
     import importlib
-    for name in ("xform.lax.control_flow.scan", "xform.lax.control_flow.associative_scan"):
+    for name in ("xform.lax.control_flow.scan", "xform.lax.control_flow.scan_loops",
+                 "xform.lax.control_flow.associative_scan"):
         result = doctest.testmod(importlib.import_module(name),
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, name

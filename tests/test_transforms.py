@@ -360,3 +360,47 @@ def test_eval_shape_returns_shape_dtype_structs():
     expected = jax.eval_shape(lambda x: jlax.argmax(x, 1, np.int32),
                               jax.ShapeDtypeStruct((7, D_IN), np.float32))
     assert (out.shape, out.dtype) == (expected.shape, expected.dtype)
+
+
+# ---- soundness regressions (issue 8) ----
+
+def test_pad_gradient_wrt_padding_value_alone():
+    # bug 2: deflinear's transpose saw the operand's zero tangent as a known value.
+    g = xform.grad(lambda c: xlax.pad(np.ones(2, np.float32), c, [(1, 1, 0)]).sum())(3.0)
+    assert float(g) == 2.0
+    g = xform.grad(lambda c: xlax.pad(np.ones(3, np.float32), c, [(1, 2, 1)]).sum())(3.0)
+    assert float(g) == 5.0   # 7 outputs, 2 of them operand (NB: JAX 0.10.2 crashes here)
+
+
+def test_has_aux_keeps_outer_transformation_tracers():
+    # bug 3: only the inner trace's tracers are stripped from aux.
+    def f(x):
+        return x ** 2, x ** 3
+
+    def aux_of_grad(x):
+        return xform.grad(f, has_aux=True)(x)[1]
+    y, t = xform.jvp(aux_of_grad, (2.0,), (1.0,))
+    assert (float(y), float(t)) == (8.0, 12.0)
+    assert float(xform.grad(aux_of_grad)(2.0)) == 12.0
+    _, t = xform.jvp(lambda x: xform.value_and_grad(f, has_aux=True)(x)[0][1], (2.0,), (1.0,))
+    assert float(t) == 12.0
+    _, t = xform.jvp(lambda x: xform.vjp(f, x, has_aux=True)[2], (2.0,), (1.0,))
+    assert float(t) == 12.0
+
+
+def test_integer_primals_get_symbolic_zero_tangents():
+    # bug 6: an integer primal's float0 tangent was materialized and fed to mul.
+    def f(x, n):
+        return x * (n * 2)
+    y, f_vjp = xform.vjp(f, 1.0, 3)
+    ct_x, ct_n = f_vjp(1.0)
+    _, j_vjp = jax.vjp(f, 1.0, 3)
+    ct_xj, ct_nj = j_vjp(1.0)
+    assert float(y) == 6.0 and float(ct_x) == float(ct_xj) == 6.0
+    assert ct_n.dtype == ct_nj.dtype == jax.dtypes.float0 and ct_n.shape == ()
+    float0 = np.zeros((), jax.dtypes.float0)
+    y, f_lin = xform.linearize(f, 1.0, 3)
+    assert float(f_lin(1.0, float0)) == 6.0
+    assert float(xform.jvp(f, (1.0, 3), (1.0, float0))[1]) == 6.0
+    g = xform.grad(f, argnums=(0, 1), allow_int=True)(1.0, 3)
+    assert float(g[0]) == 6.0 and g[1].dtype == jax.dtypes.float0

@@ -1,15 +1,16 @@
 """Array: an immutable value living in an XLA device buffer.
 
 Arithmetic operators and NumPy-style methods (``sum``, ``reshape``, ``T``, indexing)
-are installed by :mod:`xform.numpy` on both Array and Tracer, so the two behave alike.
+are declared on ``ArrayOps``, the base Array shares with Tracer, so the two behave alike.
 """
 import numpy as np
 
 from xform import backend
+from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray
 
 
-class Array:
+class Array(ArrayOps):
     """An immutable array on a device (``jax.Array``'s counterpart).
 
     >>> import xform.numpy as jnp

@@ -12,6 +12,7 @@ import itertools
 
 import numpy as np
 
+from xform.core import source_info_util
 from xform.core.avals import ShapedArray
 
 
@@ -41,13 +42,20 @@ class Literal:
 
 
 class JaxprEqn:
-    __slots__ = ("invars", "outvars", "primitive", "params")
+    """``outvars = primitive[params] invars``; ``source`` is the user's ``(code, line)``
+    that staged it (or None), ``source_info`` a readable view of it."""
+    __slots__ = ("invars", "outvars", "primitive", "params", "source")
 
-    def __init__(self, invars, outvars, primitive, params):
+    def __init__(self, invars, outvars, primitive, params, source=None):
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.primitive = primitive
         self.params = params
+        self.source = source
+
+    @property
+    def source_info(self):
+        return None if self.source is None else source_info_util.SourceInfo(*self.source)
 
     def __repr__(self):
         return _pp_eqn(self, _Names(), 0)
@@ -104,7 +112,18 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         env[v] = x
     for eqn in jaxpr.eqns:
         invals = [a.val if type(a) is Literal else env[a] for a in eqn.invars]
-        outs = eqn.primitive.bind(*invals, **eqn.params)
+        if eqn.source is None:
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+        else:   # equations staged from this one inherit its source; errors cite it
+            ctx = source_info_util._context
+            prev, ctx.current = ctx.current, eqn.source
+            try:
+                outs = eqn.primitive.bind(*invals, **eqn.params)
+            except Exception as e:
+                source_info_util.annotate(e, eqn)
+                raise
+            finally:
+                ctx.current = prev
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs, strict=True):

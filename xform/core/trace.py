@@ -11,6 +11,7 @@ level bookkeeping in every rule.
 """
 import threading
 
+from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.errors import (TracerArrayConversionError, TracerBoolConversionError,
                                TracerIntegerConversionError, ConcretizationTypeError,
@@ -34,9 +35,6 @@ class Primitive:
 
     def bind(self, *args, **params):
         return _context.trace.process_primitive(self, args, params)
-
-    def bind_with_trace(self, trace, args, params):
-        return trace.process_primitive(self, args, params)
 
     def def_impl(self, impl):
         self.impl = impl
@@ -89,6 +87,15 @@ def check_not_tracer(x, where=""):
         raise UnexpectedTracerError(x, where)
 
 
+def check_no_tracers(prim, args):
+    """For eager impls that run Python rather than a compiled op (identity, jaxpr calls):
+    a tracer among ``args`` leaked out of its transformation."""
+    for x in args:
+        if isinstance(x, Tracer):
+            raise UnexpectedTracerError(
+                x, f" (it reached primitive '{prim.name}' outside any transformation)")
+
+
 class _Context(threading.local):
     def __init__(self):
         self.trace = eval_trace
@@ -117,8 +124,8 @@ class set_current_trace:
         _context.trace = self.prev
 
 
-class Tracer:
-    """A value inside a transformation. Operators are installed by xform.numpy."""
+class Tracer(ArrayOps):
+    """A value inside a transformation. Operators and array methods: ``ArrayOps``."""
     __slots__ = ("_trace",)
     __array_priority__ = 1000
 
@@ -161,15 +168,17 @@ class Tracer:
     def __index__(self):
         return self._concrete_or(TracerIntegerConversionError).__index__()
 
+    # NB: like JAX, only bool/int/index conversions concretize (a JVP primal is known, so
+    # `if x > 0` works under grad). float/complex/np.asarray always raise: concretizing
+    # them would silently drop the derivative (`x * float(x)` would differentiate as 3x).
     def __float__(self):
-        return float(self._concrete_or(ConcretizationTypeError))
+        raise ConcretizationTypeError(self, _conversion_context("float"))
 
     def __complex__(self):
-        return complex(self._concrete_or(ConcretizationTypeError))
+        raise ConcretizationTypeError(self, _conversion_context("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        import numpy as np
-        return np.asarray(self._concrete_or(TracerArrayConversionError), dtype=dtype)
+        raise TracerArrayConversionError(self)
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are mutable "
@@ -177,6 +186,13 @@ class Tracer:
 
     def __repr__(self):
         return f"Traced<{self.aval}>with<{type(self._trace).__name__}>"
+
+
+def _conversion_context(fn):
+    return (f"The problem arose with the `{fn}` function: converting a traced value to a "
+            f"Python {fn} drops it from the transformation (and would silently drop its "
+            "derivative). Keep it an array (e.g. `x * x` instead of `x * float(x)`), or use "
+            "`lax.stop_gradient` if no derivative should flow.\n")
 
 
 def get_aval(x) -> ShapedArray:

@@ -5,29 +5,16 @@ tangents (giving a linear jaxpr plus residuals), then ``backward_pass`` runs tha
 jaxpr backwards with each linear primitive's transpose rule. Tangents and
 cotangents may be the symbolic ``Zero``, which rules skip.
 """
-from xform.core import dtypes
+from xform.core import dtypes, source_info_util
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                               to_concrete_value)
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.ad_util import (Zero, add_tangents, instantiate_zeros,  # noqa: F401
+                                        zeros_like_aval)
 
 primitive_jvps = {}
 primitive_transposes = {}
-
-
-class Zero:
-    """A symbolic zero tangent/cotangent of a given aval (never materialized by rules)."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval):
-        self.aval = aval
-
-    @staticmethod
-    def from_primal_value(x):
-        return Zero(get_aval(x).to_tangent_aval())
-
-    def __repr__(self):
-        return f"Zero({self.aval.str_short()})"
 
 
 class UndefinedPrimal:
@@ -43,30 +30,6 @@ class UndefinedPrimal:
 
 def is_undefined_primal(x):
     return type(x) is UndefinedPrimal
-
-
-def _lax():
-    from xform import lax
-    return lax
-
-
-def zeros_like_aval(aval):
-    if aval.dtype == dtypes.float0:
-        import numpy as np
-        return np.zeros(aval.shape, dtypes.float0)
-    return _lax().full(aval.shape, 0, aval.dtype)
-
-
-def instantiate_zeros(t):
-    return zeros_like_aval(t.aval) if type(t) is Zero else t
-
-
-def add_tangents(x, y):
-    if type(x) is Zero:
-        return y
-    if type(y) is Zero:
-        return x
-    return _lax().add_any(x, y)
 
 
 # ---- registrars ----
@@ -103,10 +66,28 @@ def deflinear(prim, transpose_rule):
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         if all(type(t) is Zero for t in tangents):
+            if prim.multiple_results:
+                return out, [Zero(get_aval(o).to_tangent_aval()) for o in out]
             return out, Zero(get_aval(out).to_tangent_aval())
         return out, prim.bind(*map(instantiate_zeros, tangents), **params)
+
+    # A symbolic-zero tangent operand reaches the linear jaxpr as a known zeros array,
+    # so transposition sees that operand as non-linear. The primitive is linear in every
+    # operand, so its value is only an additive offset: the other operands' cotangents do
+    # not depend on it. The rule therefore always sees every operand as linear (it never
+    # needs to special-case a known one); cotangents of known operands are dropped.
+    def transpose(ct, *args, **params):
+        undefined = [is_undefined_primal(a) for a in args]
+        if type(ct) is Zero or (prim.multiple_results and all(type(c) is Zero for c in ct)):
+            return [Zero(a.aval) if u else None for a, u in zip(args, undefined)]
+        if prim.multiple_results:
+            ct = [instantiate_zeros(c) for c in ct]
+        lin_args = [a if u else UndefinedPrimal(get_aval(a).to_tangent_aval())
+                    for a, u in zip(args, undefined)]
+        cts = transpose_rule(ct, *lin_args, **params)
+        return [c if u else None for c, u in zip(cts, undefined)]
     primitive_jvps[prim] = jvp
-    primitive_transposes[prim] = transpose_rule
+    primitive_transposes[prim] = transpose
 
 
 def defbilinear(prim, lhs_rule, rhs_rule):
@@ -206,9 +187,13 @@ def linearize_flat(fun, primals):
     ``linear`` is a Jaxpr taking residuals as constvars and tangents as invars."""
     pe_trace = pe.JaxprTrace(parent=current_trace())
     tangents_in = [pe_trace.new_unknown(get_aval(p).to_tangent_aval()) for p in primals]
+    # Integer/bool primals have float0 tangents: symbolically zero (no rule sees them);
+    # their jaxpr inputs stay, unused, so the linear jaxpr takes one tangent per primal.
+    jvp_tangents = [Zero(t.aval) if t.aval.dtype == dtypes.float0 else t
+                    for t in tangents_in]
     try:
         with set_current_trace(pe_trace):
-            primals_out, tangents_out = jvp_flat(fun, primals, tangents_in)
+            primals_out, tangents_out = jvp_flat(fun, primals, jvp_tangents)
         primals_out = [pe_trace.lift(p) for p in primals_out]
         if any(p.var is not None for p in primals_out):
             raise AssertionError("primal output depends on tangents (internal error)")
@@ -254,16 +239,22 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
             continue
         rule = primitive_transposes.get(eqn.primitive)
         if rule is None:
-            raise NotImplementedError(
-                f"Transpose rule (for reverse-mode differentiation) for "
-                f"'{eqn.primitive.name}' not implemented")
+            e = NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                    f"'{eqn.primitive.name}' not implemented")
+            source_info_util.annotate(e, eqn)
+            raise e
         args = [UndefinedPrimal(v.aval) if type(v) is Var and v in linear
                 else (v.val if type(v) is Literal else env[v]) for v in eqn.invars]
         if eqn.primitive.multiple_results:
             ct = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts)]
         else:
             ct = cts[0]
-        cts_in = rule(ct, *args, **eqn.params)
+        try:
+            with source_info_util.source_context(eqn.source):
+                cts_in = rule(ct, *args, **eqn.params)
+        except Exception as e:
+            source_info_util.annotate(e, eqn)
+            raise
         for v, c in zip(eqn.invars, cts_in, strict=True):
             add_ct(v, c)
     return [ct_env.get(v, Zero(a)) for v, a in zip(jaxpr.invars, linear_avals, strict=True)]

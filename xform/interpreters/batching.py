@@ -7,15 +7,11 @@ Rules run under the parent trace, on values that include the batch axis.
 from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
+from xform.interpreters import ad_util
 from xform.interpreters import partial_eval as pe
 
 not_mapped = None
 primitive_batchers = {}
-
-
-def _lax():
-    from xform import lax
-    return lax
 
 
 class BatchTracer(Tracer):
@@ -89,7 +85,7 @@ def moveaxis(x, src, dst):
     ndim = get_aval(x).ndim
     perm = [i for i in range(ndim) if i != src]
     perm.insert(dst, src)
-    return _lax().transpose(x, perm)
+    return ad_util.transpose(x, perm)
 
 
 def broadcast(x, axis_size, axis):
@@ -98,7 +94,7 @@ def broadcast(x, axis_size, axis):
     shape = list(aval.shape)
     shape.insert(axis, axis_size)
     dims = [i for i in range(len(shape)) if i != axis]
-    return _lax().broadcast_in_dim(x, shape, dims)
+    return ad_util.broadcast_in_dim(x, shape, dims)
 
 
 def matchaxis(axis_size, src, dst, x):
@@ -158,42 +154,53 @@ def defbroadcasting(prim):
                 if a.ndim == 0:
                     args.append(v)
                 else:
-                    args.append(_lax().broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
+                    args.append(ad_util.broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
             else:
                 v = moveaxis(v, d, 0)
                 if a.ndim - 1 < len(example_shape):  # a batched per-example scalar
-                    v = _lax().broadcast_in_dim(v, out_shape, (0,))
+                    v = ad_util.broadcast_in_dim(v, out_shape, (0,))
                 args.append(v)
         return prim.bind(*args, **params), 0
     primitive_batchers[prim] = rule
 
 
-def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, axis_name=None):
-    """A jaxpr computing ``closed`` on batched inputs (batched at ``in_dims``); batched
-    outputs come out at axis 0. Returns (jaxpr, out_batched)."""
+def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis_name=None,
+                consts=None):
+    """A jaxpr computing ``closed`` on inputs batched at ``in_dims`` (the one helper every
+    higher-order primitive's batching rule uses). Outputs that depend on a batched input,
+    or that ``instantiate`` (a bool or one per output) asks for, come out batched at
+    axis 0; the others unbatched. ``consts``, ``(values, dims)``, replace
+    ``closed.consts`` (e.g. batched tracers a custom rule closed over).
+    Returns ``(jaxpr, out_batched)``."""
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(closed.out_avals)
+    c_vals, c_dims = consts if consts is not None else (
+        closed.consts, [not_mapped] * len(closed.consts))
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
-        if d is not_mapped:
-            in_avals.append(a)
-        else:
+        if d is not not_mapped:
             shape = list(a.shape)
             shape.insert(d, axis_size)
-            in_avals.append(a.update(shape=tuple(shape)))
+            a = a.update(shape=tuple(shape))
+        in_avals.append(a)
     result = {}
 
     def fun(*args):
         trace = BatchTrace(current_trace(), axis_size, axis_name)
-        tracers = [BatchTracer(trace, v, d) if d is not not_mapped else v
-                   for v, d in zip(args, in_dims)]
+        c_tracers, tracers = ([BatchTracer(trace, v, d) if d is not not_mapped else v
+                               for v, d in zip(vals, dims)]
+                              for vals, dims in ((c_vals, c_dims), (args, in_dims)))
         try:
             with set_current_trace(trace):
-                outs = eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
+                outs = eval_jaxpr(closed.jaxpr, c_tracers, *tracers)
             outs = [trace.lift(o) for o in outs]
         finally:
             trace.invalidate()
-        result["out_batched"] = [o.batch_dim is not not_mapped for o in outs]
-        return [o.val if o.batch_dim is not_mapped else moveaxis(o.val, o.batch_dim, 0)
-                for o in outs]
+        out_batched = [o.batch_dim is not not_mapped or inst
+                       for o, inst in zip(outs, instantiate)]
+        result["out_batched"] = out_batched
+        return [matchaxis(axis_size, o.batch_dim, 0 if b else not_mapped, o.val)
+                for o, b in zip(outs, out_batched)]
 
     jaxpr = pe.trace_to_jaxpr(fun, in_avals)
     return jaxpr, result["out_batched"]

@@ -22,8 +22,9 @@ of the very trace applying it, which ``_resolve_consts`` unwraps (or rejects).
 from xform.core import dtypes
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Primitive, current_trace, get_aval, set_current_trace
-from xform.interpreters import ad, batching, mlir
+from xform.core.trace import (Primitive, check_no_tracers, current_trace, get_aval,
+                              set_current_trace)
+from xform.interpreters import ad, ad_util, batching, mlir
 from xform.interpreters import partial_eval as pe
 
 
@@ -88,23 +89,8 @@ def _resolve_consts(consts, kind):
 
 
 def batch_closed(closed, axis_size, in_dims, consts=None):
-    """A ClosedJaxpr running ``closed`` on inputs batched at ``in_dims``, every output
-    batched at axis 0. ``consts`` (values, dims) replace ``closed.consts`` if given."""
-    conv, own = pe.convert_constvars_jaxpr(closed)
-    c_vals, c_dims = consts if consts is not None else (own, [batching.not_mapped] * len(own))
-    in_avals = []
-    for a, d in zip(closed.in_avals, in_dims):
-        if d is not batching.not_mapped:
-            shape = list(a.shape)
-            shape.insert(d, axis_size)
-            a = a.update(shape=tuple(shape))
-        in_avals.append(a)
-
-    def fun(*xs):
-        return batching.batch_flat(lambda *a: eval_jaxpr(conv.jaxpr, [], *a), axis_size,
-                                   list(c_vals) + list(xs), list(c_dims) + list(in_dims),
-                                   lambda avals: [0] * len(avals))
-    return pe.trace_to_jaxpr(fun, in_avals)
+    """``closed`` on inputs batched at ``in_dims``, every output batched at axis 0."""
+    return batching.batch_jaxpr(closed, axis_size, in_dims, True, consts=consts)[0]
 
 
 def _inline_partial_eval(trace, tracers, params):
@@ -113,8 +99,11 @@ def _inline_partial_eval(trace, tracers, params):
         return eval_jaxpr(closed.jaxpr, closed.consts, *tracers)
 
 
-def _call_impl(*args, call_jaxpr, **_):
-    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+def _call_impl(prim):
+    def impl(*args, call_jaxpr, **_):
+        check_no_tracers(prim, args)
+        return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return impl
 
 
 def _call_abstract_eval(*avals, call_jaxpr, **_):
@@ -134,7 +123,7 @@ def _tangent_or_zero(p, t):
 
 custom_jvp_call_p = Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
-custom_jvp_call_p.def_impl(_call_impl)
+custom_jvp_call_p.def_impl(_call_impl(custom_jvp_call_p))
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
@@ -174,7 +163,7 @@ mlir.register_lowering(custom_jvp_call_p, _call_lowering)
 
 custom_vjp_call_p = Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
-custom_vjp_call_p.def_impl(_call_impl)
+custom_vjp_call_p.def_impl(_call_impl(custom_vjp_call_p))
 custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
@@ -205,7 +194,6 @@ class BatchedBwd:
         self.in_dims = in_dims
 
     def __call__(self, res, cts):
-        from xform import lax
         zeros = []
 
         def per_example(*xs):
@@ -225,7 +213,7 @@ class BatchedBwd:
                     z = ad.Zero(z.aval.update(shape=tuple(shape)))
                 out.append(z)
             elif d is batching.not_mapped:
-                out.append(lax.reduce_sum(next(nz), (0,)))
+                out.append(ad_util.reduce_sum(next(nz), (0,)))
             else:
                 out.append(batching.moveaxis(next(nz), 0, d))
         return out

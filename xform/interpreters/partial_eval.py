@@ -8,6 +8,8 @@ unknown: the recorded part is the linear tangent program.
 """
 import numpy as np
 
+from xform.core import source_info_util
+from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
@@ -81,7 +83,7 @@ class DynamicJaxprTrace(Trace):
         out = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, prim, params))
+        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current()))
         tracers = [DynamicJaxprTracer(self, v.aval, v) for v in outvars]
         return tracers if prim.multiple_results else tracers[0]
 
@@ -101,6 +103,19 @@ def trace_to_jaxpr(fun, in_avals) -> ClosedJaxpr:
         return trace.to_closed_jaxpr(outs)
     finally:
         trace.invalidate()
+
+
+def trace_to_subjaxpr(fun, in_tree, in_avals):
+    """Trace ``fun`` (positional pytree arguments of structure ``in_tree``) at ``in_avals``
+    for a higher-order primitive's params.
+
+    Returns ``(closed, consts, out_tree)``: ``closed`` has no consts of its own; its
+    leading inputs take ``consts`` (the values ``fun`` closed over, possibly tracers of
+    enclosing transformations, which so become explicit operands), then the flat args.
+    """
+    flat_fun, store = flatten_fun(fun, in_tree)
+    closed, consts = convert_constvars_jaxpr(trace_to_jaxpr(flat_fun, in_avals))
+    return closed, list(consts), store.out_tree
 
 
 # ---- partial evaluation: JaxprTrace ----
@@ -176,7 +191,7 @@ class JaxprTrace(Trace):
         out = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, prim, params))
+        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current()))
         tracers = [JaxprTracer(self, var=v) for v in outvars]
         return tracers if prim.multiple_results else tracers[0]
 
@@ -268,6 +283,49 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
     return known, unknown, result["out_unknowns"], result["num_res"]
 
 
+def partial_eval_jaxpr_custom(closed, unknowns, saveable):
+    """Split ``closed`` for rematerialization (``checkpoint``; JAX's name).
+
+    Unlike ``partial_eval_jaxpr``, which saves every known value the unknown part needs,
+    only known inputs and the known intermediates ``saveable(eqn)`` allows are saved.
+    Returns ``(known, staged, out_unknowns, num_res)``: ``known`` maps the known inputs to
+    the known outputs and ``num_res`` residuals; ``staged`` maps the residuals and the
+    unknown inputs to the unknown outputs, recomputing every other known value it needs.
+    """
+    j = closed.jaxpr
+    known_in = [v for v, u in zip(j.invars, unknowns) if not u]
+    unknown_vars = {v for v, u in zip(j.invars, unknowns) if u}
+    known_eqns, staged_eqns, saved = [], [], set(j.constvars) | set(known_in)
+    for eqn in j.eqns:
+        if any(type(v) is Var and v in unknown_vars for v in eqn.invars):
+            unknown_vars.update(eqn.outvars)
+            staged_eqns.append(eqn)
+            continue
+        known_eqns.append(eqn)
+        if saveable(eqn):
+            saved.update(eqn.outvars)
+        else:
+            staged_eqns.append(eqn)  # recomputed in the backward pass (if needed)
+    out_unknowns = [type(v) is Var and v in unknown_vars for v in j.outvars]
+    staged_outs = [v for v, u in zip(j.outvars, out_unknowns) if u]
+    staged, _ = dce_jaxpr(Jaxpr([], [], staged_outs, staged_eqns))
+    defined = {v for e in staged.eqns for v in e.outvars} | unknown_vars
+    residuals, seen = [], set()
+    for e in staged.eqns:
+        for v in e.invars:
+            if type(v) is Var and v not in defined and v not in seen:
+                assert v in saved, "a recomputed value depends on an unsaved one"
+                seen.add(v)
+                residuals.append(v)
+    for v in staged_outs:  # a known value passed straight through to an unknown output
+        if v not in defined and v not in seen:
+            seen.add(v)
+            residuals.append(v)
+    staged_in = residuals + [v for v, u in zip(j.invars, unknowns) if u]
+    staged = ClosedJaxpr(Jaxpr([], staged_in, staged.outvars, staged.eqns), [])
+    known_outs = [v for v, u in zip(j.outvars, out_unknowns) if not u]
+    known, _ = dce_jaxpr(Jaxpr(j.constvars, known_in, known_outs + residuals, known_eqns))
+    return ClosedJaxpr(known, closed.consts), staged, out_unknowns, len(residuals)
 
 
 def convert_constvars_jaxpr(closed: ClosedJaxpr):

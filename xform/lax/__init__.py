@@ -41,11 +41,13 @@ from xform.lax.windowed import (
 from xform.lax.cumulative import (cummax, cummin, cumprod, cumsum, cummax_p, cummin_p,
                                   cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
-from xform.lax.control_flow.scan import fori_loop, map, scan  # noqa: A004
+from xform.lax.control_flow.scan import scan
+from xform.lax.control_flow.scan_loops import fori_loop, map  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
 from xform.lax.slicing import (
-    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, scatter,
-    scatter_add, scatter_max, scatter_min, scatter_mul, gather_p, scatter_p, scatter_add_p,
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p)
+from xform.lax.scatter import (
+    scatter, scatter_add, scatter_max, scatter_min, scatter_mul, scatter_p, scatter_add_p,
     scatter_max_p, scatter_min_p, scatter_mul_p)
 from xform.lax.dynamic_slicing import (
     dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
@@ -54,3 +56,7 @@ from xform.lax.dynamic_slicing import (
 from xform.lax.shapes import rev, split, rev_p, split_p
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
 from xform.lax.fft import FftType, fft, fft_p
+
+from xform.interpreters import ad_util as _ad_util
+_ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
+                      transpose=transpose, reduce_sum=reduce_sum)

@@ -16,9 +16,9 @@ from xform.lax.elementwise import _const, add, convert_element_type, lt, select_
 from xform.lax.shapes import (_ints, broadcast_in_dim, concatenate, expand_dims, full,
                               reshape, squeeze)
 from xform.lax import shapes as _shapes
+from xform.lax.scatter import _both_zero, _scatter_batch, _zero_out, scatter_p
 from xform.lax.slicing import (GatherDimensionNumbers, GatherScatterMode,
-                               ScatterDimensionNumbers, _both_zero, _gather_batch,
-                               _scatter_batch, _zero_out, scatter_p)
+                               ScatterDimensionNumbers, _gather_batch)
 
 hlo, ir = mlir.hlo, mlir.ir
 

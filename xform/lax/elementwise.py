@@ -13,8 +13,8 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters.dispatch import scalar_array
-from xform.lax._prim import (any_dtype, check_dtype, inexact, naryop, numeric,
-                             standard_primitive, unop)
+from xform.lax._prim import (_scalar_arg, _scalar_args, any_dtype, check_dtype,  # noqa: F401
+                             inexact, naryop, numeric, standard_primitive, unop)
 from xform.lax import shapes as _shapes
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -23,14 +23,6 @@ hlo, ir = mlir.hlo, mlir.ir
 def _const(x, value):
     """A rank-0 weak constant of ``x``'s dtype (folds into literals under tracing)."""
     return scalar_array(value, get_aval(x).dtype, True)
-
-
-def _scalar_arg(x, other):
-    """Python scalars in lax binary ops take the other operand's dtype (weakly)."""
-    if isinstance(x, (int, float, complex)) and not isinstance(x, bool) and not isinstance(
-            other, (int, float, complex)):
-        return scalar_array(x, get_aval(other).dtype, True)
-    return x
 
 
 def _bcast(t, shape):
@@ -68,7 +60,7 @@ def _aval(x):
 
 def add(x, y):
     r"""Elementwise addition: :math:`x + y`."""
-    return add_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return add_p.bind(*_scalar_args("add", x, y))
 
 
 add_p = naryop("add", numeric)
@@ -82,7 +74,7 @@ mlir.register_lowering(add_p, mlir.elementwise(hlo.add))
 
 def sub(x, y):
     r"""Elementwise subtraction: :math:`x - y`."""
-    return sub_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return sub_p.bind(*_scalar_args("sub", x, y))
 
 
 def _sub_jvp(primals, tangents):
@@ -106,7 +98,7 @@ mlir.register_lowering(sub_p, mlir.elementwise(hlo.subtract))
 
 def mul(x, y):
     r"""Elementwise multiplication: :math:`x \times y`."""
-    return mul_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return mul_p.bind(*_scalar_args("mul", x, y))
 
 
 mul_p = naryop("mul", numeric)
@@ -119,7 +111,7 @@ mlir.register_lowering(mul_p, mlir.elementwise(hlo.multiply))
 
 def div(x, y):
     r"""Elementwise division: :math:`x / y` (integer division rounds toward zero)."""
-    return div_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return div_p.bind(*_scalar_args("div", x, y))
 
 
 div_p = naryop("div", numeric)
@@ -149,7 +141,7 @@ def _balanced_eq(x, z, y):
 
 def max(x, y):
     r"""Elementwise maximum (NaN-propagating)."""
-    return max_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return max_p.bind(*_scalar_args("max", x, y))
 
 
 max_p = naryop("max", numeric)
@@ -160,7 +152,7 @@ mlir.register_lowering(max_p, mlir.elementwise(hlo.maximum))
 
 def min(x, y):
     r"""Elementwise minimum (NaN-propagating)."""
-    return min_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return min_p.bind(*_scalar_args("min", x, y))
 
 
 min_p = naryop("min", numeric)
@@ -171,7 +163,7 @@ mlir.register_lowering(min_p, mlir.elementwise(hlo.minimum))
 
 def pow(x, y):
     r"""Elementwise power :math:`x^y` (floating or complex operands)."""
-    return pow_p.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+    return pow_p.bind(*_scalar_args("pow", x, y))
 
 
 def _pow_jvp_lhs(t, ans, x, y):
@@ -372,7 +364,7 @@ def _comparison(name, direction, doc, allowed=any_dtype):
     mlir.register_lowering(prim, _compare_lowering(direction))
 
     def fn(x, y):
-        return prim.bind(_scalar_arg(x, y), _scalar_arg(y, x))
+        return prim.bind(*_scalar_args(prim.name, x, y))
     fn.__name__ = name
     fn.__doc__ = f"Elementwise comparison ``{doc}`` (boolean result)."
     return prim, fn

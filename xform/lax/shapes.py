@@ -310,7 +310,8 @@ def pad(operand, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
     from xform.lax.elementwise import _scalar_arg
-    return pad_p.bind(operand, _scalar_arg(padding_value, operand), padding_config=config)
+    padding_value = _scalar_arg(padding_value, operand, "pad")
+    return pad_p.bind(operand, padding_value, padding_config=config)
 
 
 def _pad_abstract_eval(x, padding_value, *, padding_config):
@@ -329,18 +330,16 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
 
 
 def _pad_transpose(ct, x, padding_value, *, padding_config):
+    # deflinear hands this rule both operands as linear (see ad.deflinear): the padding
+    # value's cotangent is everything the operand's slots did not take.
     from xform.lax.elementwise import _const, sub
     from xform.lax.reductions import reduce_sum
-    ct_x = ct_pv = None
-    if ad.is_undefined_primal(x):
-        unpad = [(-lo, -hi, 0) for lo, hi, _ in padding_config]
-        unpadded = pad(ct, _const(ct, 0), unpad)
-        ct_x = slice(unpadded, (0,) * len(padding_config), get_aval(unpadded).shape,
-                     tuple(i + 1 for _, _, i in padding_config))
-    if ad.is_undefined_primal(padding_value):
-        total = lambda v: reduce_sum(v, tuple(range(get_aval(v).ndim)))  # noqa: E731
-        ct_pv = total(ct) if ct_x is None else sub(total(ct), total(ct_x))
-    return [ct_x, ct_pv]
+    unpad = [(-lo, -hi, 0) for lo, hi, _ in padding_config]
+    unpadded = pad(ct, _const(ct, 0), unpad)
+    ct_x = slice(unpadded, (0,) * len(padding_config), get_aval(unpadded).shape,
+                 tuple(i + 1 for _, _, i in padding_config))
+    total = lambda v: reduce_sum(v, tuple(range(get_aval(v).ndim)))  # noqa: E731
+    return [ct_x, sub(total(ct), total(ct_x))]
 
 
 def _pad_batch(vals, dims, *, padding_config):

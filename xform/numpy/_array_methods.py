@@ -1,5 +1,6 @@
-"""Operators and NumPy-style methods, installed on both ``Array`` and ``Tracer`` so
-concrete and traced values behave alike (``x + 1``, ``x[0]``, ``x.sum()``).
+"""Implementations of the operators and NumPy-style methods that ``Array`` and ``Tracer``
+declare on their shared base ``xform.core.array_ops.ArrayOps`` (``x + 1``, ``x[0]``,
+``x.sum()``).
 
 Binary operators defer (return NotImplemented) for operand types they don't know,
 so Python's reflected-operator protocol and identity ``==`` fallback apply.
@@ -7,7 +8,7 @@ so Python's reflected-operator protocol and identity ``==`` fallback apply.
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import array_ops, dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
 from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs
@@ -135,10 +136,7 @@ def _more_methods():
     }
 
 
-def install(classes=(Array, Tracer)):
-    """Set the operators and methods on ``classes`` (class attributes: both use
-    ``__slots__``)."""
-    methods = {**_METHODS, **_more_methods()}
-    for cls in classes:
-        for name, fn in methods.items():
-            setattr(cls, name, fn)
+def install():
+    """Put the operators and methods on ``ArrayOps``, the base of ``Array`` and ``Tracer``
+    where they are declared (``xform.core.array_ops``)."""
+    array_ops.install({**_METHODS, **_more_methods()})

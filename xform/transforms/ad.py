@@ -6,9 +6,11 @@ import functools
 import numpy as np
 
 from xform.core import dtypes, tree_util
+from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Tracer, get_aval
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad
 from xform.interpreters.dispatch import device_put_value
 
@@ -23,30 +25,22 @@ def _as_array(x):
                         "type for differentiation.") from None
 
 
-def _flatten_fun(fun, in_tree, has_aux=False):
-    """Flat-in/flat-out version of ``fun``; the output tree (and aux) land in ``store``."""
-    store = {}
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, flat))
-        if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError("has_aux=True requires the function to return a pair "
-                                f"(output, auxiliary data), got {type(out).__name__}")
-            out, store["aux"] = out
-        leaves, store["out_tree"] = tree_util.tree_flatten(out)
-        return leaves
-    return flat_fun, store
-
-
 def _strip_aux_tracers(aux):
-    # Aux outputs leave the transformation with their primal values.
+    """Aux outputs leave the transformation with their primal values.
+
+    Only the finished (inner) traces' tracers are stripped; tracers of enclosing
+    transformations (``jvp(grad(f, has_aux=True))``) stay, so those see through aux.
+    """
+    from xform.interpreters.partial_eval import JaxprTracer
+
     def strip(x):
-        while isinstance(x, ad.JVPTracer):
-            x = x.primal
-        from xform.interpreters.partial_eval import JaxprTracer
-        if isinstance(x, JaxprTracer) and x.var is None:
-            return strip(x.value)
+        while isinstance(x, Tracer) and not x._trace._valid:
+            if isinstance(x, ad.JVPTracer):
+                x = x.primal
+            elif isinstance(x, JaxprTracer) and x.var is None:
+                x = x.value
+            else:
+                break
         return x
     return tree_util.tree_map(strip, aux)
 
@@ -65,6 +59,7 @@ def _check_tangent(p, t):
                         f"{ta.dtype.name} instead.")
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux=False):
     """Forward-mode derivative: ``(fun(*primals), J(primals) @ tangents)``.
 
@@ -90,24 +85,25 @@ def jvp(fun, primals, tangents, has_aux=False):
         t = _as_array(t)
         _check_tangent(p, t)
         tangents_in.append(t)
-    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, touts = ad.jvp_flat(flat_fun, p_flat, tangents_in)
     touts = [ad.instantiate_zeros(t) for t in touts]
-    out_tree = store["out_tree"]
+    out_tree = store.out_tree
     result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
     if has_aux:
-        return result + (_strip_aux_tracers(store["aux"]),)
+        return result + (_strip_aux_tracers(store.aux),)
     return result
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux=False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP linearly
     from saved residuals (no re-run of ``fun``)."""
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
-    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, linear, residuals = ad.linearize_flat(flat_fun, p_flat)
-    out_tree = store["out_tree"]
+    out_tree = store.out_tree
 
     def f_jvp(*tangents):
         t_flat, t_tree = tree_util.tree_flatten(tangents)
@@ -119,9 +115,10 @@ def linearize(fun, *primals, has_aux=False):
         return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear, residuals, *t_flat))
 
     result = (tree_util.tree_unflatten(out_tree, outs), f_jvp)
-    return result + (_strip_aux_tracers(store["aux"]),) if has_aux else result
+    return result + (_strip_aux_tracers(store.aux),) if has_aux else result
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux=False):
     """Reverse-mode: ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of
     cotangents, one per primal.
@@ -133,9 +130,9 @@ def vjp(fun, *primals, has_aux=False):
     """
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
-    flat_fun, store = _flatten_fun(lambda *a: fun(*a), p_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, vjp_flat = ad.vjp_flat(flat_fun, p_flat)
-    out_tree = store["out_tree"]
+    out_tree = store.out_tree
     out_avals = [get_aval(o) for o in outs]
 
     def vjp_fun(ct):
@@ -160,7 +157,7 @@ def vjp(fun, *primals, has_aux=False):
         return tree_util.tree_unflatten(p_tree, cts_in)
 
     result = (tree_util.tree_unflatten(out_tree, outs), vjp_fun)
-    return result + (_strip_aux_tracers(store["aux"]),) if has_aux else result
+    return result + (_strip_aux_tracers(store.aux),) if has_aux else result
 
 
 def _zeros_or_float0(c):
@@ -229,6 +226,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """
     name = "grad"
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), name)
@@ -271,6 +269,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
@@ -315,6 +314,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian by forward mode (vmap of jvp over the input basis)."""
     from xform.transforms.vmap import vmap
 
+    @api_boundary
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "jacfwd")
@@ -354,6 +354,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
     from xform.transforms.vmap import vmap
 
+    @api_boundary
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _check_argnums(argnums, len(args), "jacrev")

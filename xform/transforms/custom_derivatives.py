@@ -55,16 +55,7 @@ def _split_nondiff(args, nondiff_argnums):
     return [x for x, t in zip(leaves, is_tracer) if t], rebuild, dyn, sorted(nums)
 
 
-def _trace(fun, in_tree, in_avals):
-    """Trace ``fun`` (pytree args) to a jaxpr whose consts are leading inputs."""
-    box = []
-
-    def flat_fun(*flat):
-        leaves, out_tree = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, flat)))
-        box.append(out_tree)
-        return leaves
-    closed, consts = pe.convert_constvars_jaxpr(pe.trace_to_jaxpr(flat_fun, in_avals))
-    return closed, list(consts), box[0]
+_trace = pe.trace_to_subjaxpr
 
 
 def _types(tree, avals):

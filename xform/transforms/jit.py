@@ -11,10 +11,12 @@ import inspect
 import weakref
 
 from xform.core import tree_util
+from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
@@ -158,6 +160,7 @@ class JitWrapped:
                         entry.out_tree, [Array(b, a) for b, a in zip(outs, c.out_avals)])
         return self._call(args, kwargs)
 
+    @api_boundary
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
@@ -365,6 +368,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     """
     wrapped = JitWrapped(fun, static_argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
         _, _, closed, out_tree = wrapped._specialize(args, kwargs)
@@ -380,14 +384,7 @@ def eval_shape(fun, *args, **kwargs):
     ShapeDtypeStructs)."""
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     avals = _flat_avals(getattr(fun, "__name__", "fun"), leaves, in_tree)
-    out_tree_box = []
-
-    def flat_fun(*flat):
-        a, k = tree_util.tree_unflatten(in_tree, flat)
-        out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **k))
-        out_tree_box.append(out_tree)
-        return out_leaves
-
+    flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)
     closed = pe.trace_to_jaxpr(flat_fun, avals)
-    return tree_util.tree_unflatten(out_tree_box[0], [
+    return tree_util.tree_unflatten(store.out_tree, [
         ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])

@@ -2,6 +2,8 @@
 import functools
 
 from xform.core import tree_util
+from xform.core.api_util import flatten_fun
+from xform.core.traceback_util import api_boundary
 from xform.core.trace import get_aval
 from xform.interpreters import batching
 
@@ -60,6 +62,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                         f"corresponding to the positional arguments passed to the function, "
                         f"but got {in_axes}.")
 
+    @api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -94,15 +97,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             if axis_size is not None and axis_size != size:
                 raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have "
                                  f"size {size}")
-        store = {}
-
-        def flat_fun(*flat):
-            a, k = tree_util.tree_unflatten(in_tree, flat)
-            out_leaves, store["out_tree"] = tree_util.tree_flatten(fun(*a, **k))
-            return out_leaves
+        flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)
 
         def out_dims_fn(out_avals):
-            out_tree = store["out_tree"]
+            out_tree = store.out_tree
             try:
                 od = tree_util.broadcast_prefix(out_axes, tree_util.tree_unflatten(
                     out_tree, [0] * out_tree.num_leaves), is_leaf=lambda x: x is None)
@@ -112,5 +110,5 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             return [_normalize_axis(d, a.ndim + 1, "out_axes") for d, a in zip(od, out_avals)]
 
         outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name)
-        return tree_util.tree_unflatten(store["out_tree"], outs)
+        return tree_util.tree_unflatten(store.out_tree, outs)
     return vmapped

@@ -5,35 +5,10 @@ Control-flow primitives hold closed jaxprs in their params. A user function is
 traced once to a jaxpr; the values it closes over (possibly tracers of enclosing
 transformations) become explicit leading operands, so every interpreter sees them.
 """
-from xform.core import tree_util
 from xform.core.avals import ShapedArray
-from xform.core.trace import get_aval
-from xform.interpreters import batching
 from xform.interpreters import partial_eval as pe
 
-
-def abstractify(x):
-    """The aval of an operand (Array, tracer, NumPy value or Python scalar)."""
-    return get_aval(x)
-
-
-def trace_jaxpr(fun, in_tree, in_avals):
-    """Trace ``fun`` (taking pytree arguments with structure ``in_tree``) at ``in_avals``.
-
-    Returns ``(closed, consts, out_tree)``: ``closed`` has no consts of its own; its
-    leading inputs take ``consts`` (the values ``fun`` closed over), then the flat args.
-    """
-    out_tree_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, flat))
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_tree_box.append(out_tree)
-        return leaves
-
-    closed = pe.trace_to_jaxpr(flat_fun, in_avals)
-    converted, consts = pe.convert_constvars_jaxpr(closed)
-    return converted, list(consts), out_tree_box[0]
+trace_jaxpr = pe.trace_to_subjaxpr   # pytree function -> (jaxpr, consts, out_tree)
 
 
 def _type_str(avals):
@@ -61,18 +36,3 @@ def join_weak_types(aval_lists):
     """Output avals of several branches: weak only where every branch is weak."""
     return [ShapedArray(col[0].shape, col[0].dtype, all(b.weak_type for b in col))
             for col in zip(*aval_lists)]
-
-
-def batch_jaxpr(closed, axis_size, in_dims, instantiate):
-    """``batching.batch_jaxpr`` whose outputs are also batched (at axis 0) where
-    ``instantiate`` says so, even if they don't depend on a batched input.
-    Returns ``(jaxpr, out_batched)``."""
-    jaxpr, out_batched = batching.batch_jaxpr(closed, axis_size, in_dims)
-    if all(b or not inst for b, inst in zip(out_batched, instantiate)):
-        return jaxpr, out_batched
-
-    def fun(*args):
-        return [batching.broadcast(o, axis_size, 0) if inst and not b else o
-                for o, b, inst in zip(jaxpr(*args), out_batched, instantiate)]
-    return (pe.trace_to_jaxpr(fun, jaxpr.in_avals),
-            [b or inst for b, inst in zip(out_batched, instantiate)])

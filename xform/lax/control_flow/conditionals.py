@@ -16,10 +16,11 @@ from xform.core import dtypes, tree_util
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from xform.core.trace import get_aval, set_current_trace, to_concrete_value
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
-from xform.lax.control_flow.common import (batch_jaxpr, check_same_types, join_weak_types,
+from xform.lax.control_flow.common import (check_same_types, join_weak_types,
                                            trace_jaxpr)
 from xform.lax import elementwise as ew
 from xform.lax.shapes import broadcast_in_dim
@@ -29,6 +30,7 @@ hlo, ir = mlir.hlo, mlir.ir
 _no_operand = object()
 
 
+@api_boundary
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """Apply ``true_fun`` or ``false_fun`` to ``operands``, depending on ``pred``.
 
@@ -76,6 +78,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
                  "lax.cond", order=(1, 0))
 
 
+@api_boundary
 def switch(index, branches, *operands, operand=_no_operand):
     """Apply ``branches[index]`` to ``operands``; ``index`` is clamped to the range.
 
@@ -296,7 +299,7 @@ def _cond_batch(vals, dims, *, branches):
         out_bat = [False] * n_out
         for b in branches:
             out_bat = [a or o for a, o in zip(out_bat, batching.batch_jaxpr(b, size, in_dims)[1])]
-        new = tuple(batch_jaxpr(b, size, in_dims, out_bat)[0] for b in branches)
+        new = tuple(batching.batch_jaxpr(b, size, in_dims, out_bat)[0] for b in branches)
         outs = cond_p.bind(index, *ops, branches=new)
         return outs, [0 if b else batching.not_mapped for b in out_bat]
     # A batched index: run every branch, then pick per lane.

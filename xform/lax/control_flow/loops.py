@@ -13,10 +13,11 @@ from xform.core import dtypes, tree_util
 from xform.core.config import config
 from xform.core.errors import ConcretizationTypeError
 from xform.core.trace import get_aval, set_current_trace
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
-from xform.lax.control_flow.common import batch_jaxpr, trace_jaxpr
+from xform.lax.control_flow.common import trace_jaxpr
 from xform.lax.elementwise import convert_element_type, gt, select_n
 from xform.lax.reductions import reduce_max
 from xform.lax.shapes import broadcast_in_dim
@@ -24,6 +25,7 @@ from xform.lax.shapes import broadcast_in_dim
 hlo, ir = mlir.hlo, mlir.ir
 
 
+@api_boundary
 def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     """Call ``body_fun`` repeatedly while ``cond_fun`` is true.
 
@@ -60,8 +62,8 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     if max_steps is not None:
-        from xform.lax.control_flow import scan
-        return scan.bounded_while_loop(cond_fun, body_fun, init_val, max_steps)
+        from xform.lax.control_flow import scan_loops
+        return scan_loops.bounded_while_loop(cond_fun, body_fun, init_val, max_steps)
     if config.jax_disable_jit:
         try:
             val = init_val
@@ -249,8 +251,8 @@ def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     init_bat = _split(bat, cond_nconsts, body_nconsts)[2]
     carry = [batching.broadcast(c, size, 0) if b and not old else c
              for c, b, old in zip(carry, carry_bat, init_bat)]
-    b_body, _ = batch_jaxpr(body_jaxpr, size, in_dims(bconst_bat + carry_bat), carry_bat)
-    b_cond, _ = batch_jaxpr(cond_jaxpr, size, in_dims(cconst_bat + carry_bat), [pred_bat])
+    b_body, _ = batching.batch_jaxpr(body_jaxpr, size, in_dims(bconst_bat + carry_bat), carry_bat)
+    b_cond, _ = batching.batch_jaxpr(cond_jaxpr, size, in_dims(cconst_bat + carry_bat), [pred_bat])
     nc, nb = len(cconsts), len(bconsts)
     if not pred_bat:
         outs = while_p.bind(*cconsts, *bconsts, *carry, cond_jaxpr=b_cond, body_jaxpr=b_body,

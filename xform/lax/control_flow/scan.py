@@ -1,5 +1,5 @@
-"""``scan`` and the loops built on it: ``fori_loop`` (static trip count), ``map`` and
-``bounded_while_loop``.
+"""``scan``: the ``scan`` primitive and its rules (the loops built on it, ``fori_loop``,
+``map`` and ``bounded_while_loop``, are in ``scan_loops.py``).
 
 ``scan_p`` holds the body as a ClosedJaxpr from ``(consts, carry, x)`` to
 ``(carry, y)``; its operands are ``consts, init, xs`` and its results ``carry, ys``.
@@ -23,13 +23,13 @@ from xform.core import dtypes, tree_util
 from xform.core.avals import ShapedArray
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
-from xform.core.trace import Tracer, get_aval, set_current_trace, to_concrete_value
+from xform.core.trace import Tracer, get_aval, set_current_trace
+from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
-from xform.lax.control_flow.common import batch_jaxpr, check_same_types, trace_jaxpr
-from xform.lax.elementwise import add, add_any, convert_element_type, select
-from xform.lax.shapes import concatenate, reshape, slice as lax_slice
+from xform.lax.control_flow.common import trace_jaxpr
+from xform.lax.elementwise import add_any, convert_element_type
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -46,6 +46,7 @@ def _split(xs, *sizes):
 
 # ---- scan ----
 
+@api_boundary
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loop ``f`` over the leading axis of ``xs`` while carrying state, like JAX's.
 
@@ -423,7 +424,7 @@ def _scan_batch(vals, dims, *, reverse, length, jaxpr, num_consts, num_carry, li
     carry_b = init_b
     for _ in range(num_carry + 1):
         in_dims = [0 if b else batching.not_mapped for b in const_b + carry_b + xs_b]
-        b_jaxpr, out_b = batch_jaxpr(jaxpr, size, in_dims, carry_b + [False] * num_ys)
+        b_jaxpr, out_b = batching.batch_jaxpr(jaxpr, size, in_dims, carry_b + [False] * num_ys)
         if out_b[:num_carry] == carry_b:
             break
         carry_b = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
@@ -492,158 +493,3 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
 batching.primitive_batchers[scan_p] = _scan_batch
 mlir.register_lowering(scan_p, _scan_lowering)
-
-
-# ---- loops built on scan ----
-
-def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    """Loop ``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``, like JAX's.
-
-    With concrete bounds (Python/NumPy ints, or values known at trace time) this is a
-    ``scan`` of ``upper - lower`` steps, so it is reverse-differentiable; otherwise it
-    is a ``while_loop``, which supports forward-mode differentiation only.
-
-    Args:
-      lower: the first loop index (an integer scalar).
-      upper: the end of the range (exclusive), same integer type as ``lower``.
-      body_fun: ``(i, val) -> val`` keeping ``val``'s structure, shapes and dtypes.
-      init_val: the initial value (a pytree of arrays).
-      unroll: as in ``scan``; only allowed with concrete bounds.
-
-    Returns:
-      The final value.
-
-    Raises:
-      TypeError: if the bounds have different integer types or ``body_fun`` changes
-        the type of ``val``.
-
-    >>> from xform import lax
-    >>> float(lax.fori_loop(0, 4, lambda i, v: v + i, 0.5))
-    6.5
-    """
-    if not callable(body_fun):
-        raise TypeError("lax.fori_loop: body_fun argument should be callable.")
-    dtype = _fori_index_dtype(lower, upper)
-    lo, hi = to_concrete_value(lower), to_concrete_value(upper)
-    if lo is not None and hi is not None:
-        lo, hi = int(lo), int(hi)
-
-        def step(carry, _):
-            i, val = carry
-            return (add(i, 1), body_fun(i, val)), None
-        (_, result), _ = scan(step, (lo, init_val), None, length=max(hi - lo, 0),
-                              unroll=1 if unroll is None else unroll)
-        return result
-    if unroll not in (None, False, 1):
-        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
-                         "statically known.")
-    from xform.lax.control_flow.loops import while_loop
-    lower, upper = (convert_element_type(b, dtype) for b in (lower, upper))
-
-    def body(carry):
-        i, hi_, val = carry
-        return add(i, 1), hi_, body_fun(i, val)
-    return while_loop(lambda c: c[0] < c[1], body, (lower, upper, init_val))[2]
-
-
-def _fori_index_dtype(lower, upper):
-    lo_t, hi_t = dtypes.dtype(lower), dtypes.dtype(upper)
-    for t, name in ((lo_t, "lower"), (hi_t, "upper")):
-        if not dtypes.is_integer(t):
-            raise TypeError(f"fori_loop {name} bound must be an integer, got dtype {t.name}")
-    if lo_t == hi_t:
-        return lo_t
-    lo_w, hi_w = dtypes.is_weakly_typed(lower), dtypes.is_weakly_typed(upper)
-    if lo_w != hi_w:
-        return hi_t if lo_w else lo_t
-    raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
-                    f"{lo_t.name} and {hi_t.name}")
-
-
-def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
-    """Map ``f`` over the leading axis of ``xs`` sequentially (a ``scan`` with no carry).
-
-    Args:
-      f: a function of one slice of ``xs`` (a pytree).
-      xs: a pytree of arrays with a common leading axis.
-      batch_size: if given, ``f`` is vmapped over chunks of this many elements and the
-        chunks are scanned (the remainder is one more vmapped call).
-
-    Returns:
-      ``f``'s outputs stacked along a new leading axis.
-
-    >>> from xform import lax
-    >>> lax.map(lambda x: x * 2, np.arange(3.)).tolist()
-    [0.0, 2.0, 4.0]
-    """
-    if batch_size is None:
-        return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    from xform.transforms.vmap import vmap
-    batch_size = operator.index(batch_size)
-    if batch_size < 1:
-        raise ValueError(f"lax.map batch_size must be a positive integer, got {batch_size}")
-    leaves, tree = tree_util.tree_flatten(xs)
-    n = _infer_length(leaves, None)
-    num_batches, rem = divmod(n, batch_size)
-    main = [reshape(lax_slice(x, (0,) * x.ndim, (num_batches * batch_size,) + x.shape[1:]),
-                    (num_batches, batch_size) + x.shape[1:]) for x in leaves]
-    vf = vmap(f)
-    _, ys = scan(lambda _, x: ((), vf(x)), (), tree_util.tree_unflatten(tree, main))
-    ys = tree_util.tree_map(
-        lambda y: reshape(y, (num_batches * batch_size,) + get_aval(y).shape[2:]), ys)
-    if rem:
-        tail = [lax_slice(x, (num_batches * batch_size,) + (0,) * (x.ndim - 1), x.shape)
-                for x in leaves]
-        tail_ys = vf(tree_util.tree_unflatten(tree, tail))
-        ys = tree_util.tree_map(lambda a, b: concatenate([a, b], 0), ys, tail_ys)
-    return ys
-
-
-def bounded_while_loop(cond_fun, body_fun, init_val, max_steps):
-    """``while cond_fun(val): val = body_fun(val)``, for at most ``max_steps`` steps,
-    as a ``scan``: reverse-differentiable, unlike ``while_loop``.
-
-    Each of the ``max_steps`` iterations evaluates ``cond_fun`` and ``body_fun`` and
-    keeps the new value only while the condition holds (a done-mask: once it fails the
-    value is frozen, so it keeps failing). So the cost is always ``max_steps``
-    iterations of work, and reverse mode stores residuals for all of them.
-    ``while_loop(..., max_steps=n)`` calls this.
-
-    Args:
-      cond_fun: ``val -> bool scalar``.
-      body_fun: ``val -> val`` keeping the structure, shapes and dtypes.
-      init_val: the initial value (a pytree of arrays).
-      max_steps: a concrete non-negative int.
-
-    Returns:
-      The value after the loop stopped or ran ``max_steps`` steps.
-
-    Raises:
-      TypeError: if ``cond_fun`` does not return a boolean scalar or ``body_fun``
-        changes the type of the value.
-
-    >>> from xform import lax
-    >>> float(bounded_while_loop(lambda v: v < 10, lambda v: v * 2, 1., 100))
-    16.0
-    """
-    try:
-        max_steps = operator.index(max_steps)
-    except TypeError:
-        raise TypeError(f"while_loop max_steps must be a concrete int, got {max_steps!r}"
-                        ) from None
-    if max_steps < 0:
-        raise ValueError(f"while_loop max_steps must be non-negative, got {max_steps}")
-    in_leaves, in_tree = tree_util.tree_flatten(init_val)
-
-    def step(val, _):
-        pred = cond_fun(val)
-        p = get_aval(pred)
-        if p.shape or p.dtype != np.bool_:
-            raise TypeError("while_loop cond_fun must return a boolean scalar, but got "
-                            f"output type(s) [{p.str_short()}].")
-        new = body_fun(val)
-        new_leaves, new_tree = tree_util.tree_flatten(new)
-        check_same_types("while_loop", ["init_val", "body_fun output"], [in_tree, new_tree],
-                         [[get_aval(x) for x in in_leaves], [get_aval(x) for x in new_leaves]])
-        return tree_util.tree_map(lambda n, o: select(pred, n, o), new, val), None
-    return scan(step, init_val, None, length=max_steps)[0]

@@ -1,0 +1,67 @@
+"""The operators and NumPy-style methods of ``Array`` and ``Tracer``, declared once on
+``ArrayOps``, the base class both share, so concrete and traced values behave alike
+(``x + 1``, ``x[0]``, ``x.sum()``, ``x.at[i].set(v)``).
+
+Their implementations are ``xform.numpy`` functions (``x + y`` is ``jnp.add``) and numpy
+sits above core, so each starts as a stub: the first use imports ``xform.numpy``, whose
+``_array_methods.install`` puts the implementations on ``ArrayOps`` in the stubs' place
+(no extra call on the hot path afterwards). So the types have every operator from the
+moment they exist, whichever module was imported first.
+
+NB: JAX sets these attributes on its Tracer and ArrayImpl classes when ``jax.numpy`` is
+imported (``jax/_src/numpy/array_methods.py``); xform declares them with the types.
+"""
+
+BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+          "xor")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+METHODS = (
+    ("__getitem__", "__setitem__", "__neg__", "__pos__", "__abs__", "__invert__")
+    + tuple(f"__{n}__" for n in BINARY) + tuple(f"__r{n}__" for n in BINARY)
+    + tuple(f"__{n}__" for n in COMPARISONS)
+    + ("astype", "reshape", "transpose", "ravel", "flatten", "squeeze", "swapaxes", "clip",
+       "dot", "sum", "prod", "mean", "var", "std", "max", "min", "any", "all", "argmax",
+       "argmin", "cumsum", "cumprod", "sort", "argsort", "argpartition", "searchsorted",
+       "nonzero", "round", "take", "choose", "compress", "repeat", "diagonal", "trace",
+       "ptp", "conj", "conjugate", "copy"))
+PROPERTIES = ("at", "T", "mT", "real", "imag")
+
+
+class ArrayOps:
+    """Base of ``Array`` and ``Tracer``: operators and array methods (see module doc)."""
+    __slots__ = ()
+
+
+def _install_from_numpy(name):
+    import xform.numpy  # noqa: F401  (installs the implementations on ArrayOps)
+    if ArrayOps.__dict__[name] is _stubs[name]:
+        raise AttributeError(f"xform.numpy did not install ArrayOps.{name}")
+
+
+def _method_stub(name):
+    def stub(self, *args, **kwargs):
+        _install_from_numpy(name)
+        return getattr(self, name)(*args, **kwargs)
+    stub.__name__ = name
+    return stub
+
+
+def _property_stub(name):
+    def get(self):
+        _install_from_numpy(name)
+        return getattr(self, name)
+    return property(get)
+
+
+_stubs = {**{n: _method_stub(n) for n in METHODS}, **{n: _property_stub(n) for n in PROPERTIES}}
+for _name, _stub in _stubs.items():
+    setattr(ArrayOps, _name, _stub)
+
+
+def install(methods):
+    """Called by ``xform.numpy``: the implementations, one per declared name."""
+    missing = set(_stubs) ^ set(methods)
+    if missing:
+        raise AssertionError(f"ArrayOps names and xform.numpy methods differ: {missing}")
+    for name, fn in methods.items():
+        setattr(ArrayOps, name, fn)

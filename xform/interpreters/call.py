@@ -1,0 +1,117 @@
+"""Rules shared by call-like primitives: ``jit``'s ``pjit`` and ``remat``.
+
+A call-like primitive holds a ClosedJaxpr in its ``jaxpr`` param and runs it on its
+operands. Each interpreter transforms that jaxpr and binds the same primitive on the
+result: JVP (``ad.jvp_jaxpr``), partial evaluation (a known/unknown split), transposition
+(``ad.transpose_jaxpr``), batching (``batching.batch_jaxpr``). ``def_call_rules``
+registers the four; the primitives differ only in how a derived call's params change
+(pjit renames it ``jvp(f)``, remat marks it ``differentiated``) and in how the jaxpr is
+split (remat saves only what its policy allows and recomputes the rest,
+``pe.partial_eval_jaxpr_custom``). Derived jaxprs are memoized per source jaxpr, so
+repeated calls reuse compiled executables.
+"""
+import collections
+
+from xform.core.jaxpr import eval_jaxpr
+from xform.core.trace import set_current_trace
+from xform.interpreters import ad, batching
+from xform.interpreters import partial_eval as pe
+
+
+class IdCache:
+    """LRU cache keyed on object identity (+ hashable extras), holding the objects alive
+    so an ``id`` is never reused while its entry exists."""
+
+    def __init__(self, maxsize=512):
+        self.data = collections.OrderedDict()
+        self.maxsize = maxsize
+
+    def get(self, obj, extra, make):
+        key = (id(obj), extra)
+        hit = self.data.get(key)
+        if hit is not None:
+            self.data.move_to_end(key)
+            return hit[1]
+        value = make()
+        self.data[key] = (obj, value)
+        if len(self.data) > self.maxsize:
+            self.data.popitem(last=False)
+        return value
+
+
+def default_split(jaxpr, unknowns, params):
+    """The ordinary known/unknown split: known values are computed and saved."""
+    return pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+
+
+def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambda p: (),
+                   inline_known=False, cache=None):
+    """Register the JVP, partial-eval, transpose and batching rules of call-like ``prim``.
+
+    Args:
+      prim: a multiple-results primitive with a ClosedJaxpr ``jaxpr`` param.
+      derived_params: ``(params, kind) -> params`` for the call bound on a derived jaxpr;
+        ``kind`` is ``"jvp"``, ``"known"``, ``"staged"``, ``"transpose"`` or ``"batch"``.
+      split: ``(jaxpr, unknowns, params) -> (known, staged, out_unknowns, num_res)``;
+        ``known`` maps known inputs to known outputs then residuals, ``staged`` maps
+        residuals then unknown inputs to unknown outputs.
+      split_key: the params ``split`` depends on (part of its memo key).
+      inline_known: evaluate the known part inline instead of binding ``prim`` on it.
+      cache: the ``IdCache`` memoizing derived jaxprs.
+    """
+    cache = cache or IdCache()
+
+    def jvp(primals, tangents, *, jaxpr, **params):
+        nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+        jvp_jaxpr, out_nz = cache.get(jaxpr, ("jvp", nonzeros),
+                                      lambda: ad.jvp_jaxpr(jaxpr, nonzeros, False))
+        outs = prim.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
+                         jaxpr=jvp_jaxpr, **derived_params(params, "jvp"))
+        n = len(jaxpr.out_avals)
+        nz_out = iter(outs[n:])
+        return outs[:n], [next(nz_out) if nz else ad.Zero(a.to_tangent_aval())
+                          for nz, a in zip(out_nz, jaxpr.out_avals)]
+
+    def partial_eval(trace, tracers, params):
+        jaxpr = params["jaxpr"]
+        unknowns = tuple(t.var is not None for t in tracers)
+        known, staged, out_unknowns, num_res = cache.get(
+            jaxpr, ("pe", unknowns, split_key(params)),
+            lambda: split(jaxpr, unknowns, params))
+        known_in = [t.value for t in tracers if t.var is None]
+        rest = {k: v for k, v in params.items() if k != "jaxpr"}
+        with set_current_trace(trace.parent):
+            if inline_known:
+                known_outs = eval_jaxpr(known.jaxpr, known.consts, *known_in)
+            else:
+                known_outs = prim.bind(*known_in, jaxpr=known,
+                                       **derived_params(rest, "known"))
+        n_known = len(known_outs) - num_res
+        residuals = [pe.JaxprTracer(trace, value=r) for r in known_outs[n_known:]]
+        unknown_outs = trace.stage(
+            prim, residuals + [t for t in tracers if t.var is not None],
+            dict(derived_params(rest, "staged"), jaxpr=staged))
+        known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
+        return [next(unknown_it) if u else pe.JaxprTracer(trace, value=next(known_it))
+                for u in out_unknowns]
+
+    def transpose(cts, *args, jaxpr, **params):
+        linear = tuple(ad.is_undefined_primal(a) for a in args)
+        t_jaxpr = cache.get(jaxpr, ("transpose", linear),
+                            lambda: ad.transpose_jaxpr(jaxpr, linear))
+        res = [a for a in args if not ad.is_undefined_primal(a)]
+        lin_cts = iter(prim.bind(*res, *[ad.instantiate_zeros(c) for c in cts],
+                                 jaxpr=t_jaxpr, **derived_params(params, "transpose")))
+        return [next(lin_cts) if lin else None for lin in linear]
+
+    def batch(vals, dims, *, jaxpr, **params):
+        size = batching.axis_size_of(vals, dims)
+        b_jaxpr, out_batched = cache.get(jaxpr, ("batch", tuple(dims), size),
+                                         lambda: batching.batch_jaxpr(jaxpr, size, dims))
+        outs = prim.bind(*vals, jaxpr=b_jaxpr, **derived_params(params, "batch"))
+        return outs, [0 if b else batching.not_mapped for b in out_batched]
+
+    ad.primitive_jvps[prim] = jvp
+    pe.partial_eval_rules[prim] = partial_eval
+    ad.primitive_transposes[prim] = transpose
+    batching.primitive_batchers[prim] = batch
