@@ -5,6 +5,8 @@ values is lowered alone into a one-op module, compiled once per
 (primitive, avals, params) and cached. The cache lookup and ``execute`` call are
 the whole hot path.
 """
+import collections
+
 import numpy as np
 
 from xform import backend
@@ -79,7 +81,28 @@ class _OneOp:
         self.out_aval = out_avals[0] if len(out_avals) == 1 else None
 
 
-_prim_cache = {}
+class LRUCache(collections.OrderedDict):
+    """A dict that forgets its least recently used entry beyond ``maxsize`` entries."""
+
+    def __init__(self, maxsize):
+        super().__init__()
+        self.maxsize = maxsize
+
+    def lookup(self, key):
+        """The value for ``key`` (marked most recently used), or None."""
+        value = self.get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def insert(self, key, value):
+        self[key] = value
+        if len(self) > self.maxsize:
+            self.popitem(last=False)
+
+
+# Eager one-op executables, keyed by (primitive, avals, params); bounded like JAX's.
+_prim_cache = LRUCache(4096)
 
 
 def apply_primitive(prim, *args, **params):
@@ -87,13 +110,13 @@ def apply_primitive(prim, *args, **params):
     avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
     key = (prim, avals, tuple(params.items()) if params else None)
     try:
-        entry = _prim_cache.get(key)
+        entry = _prim_cache.lookup(key)
     except TypeError:  # unhashable params (e.g. a list): compile without caching
         key, entry = None, None
     if entry is None:
         entry = _compile_primitive(prim, avals, params)
         if key is not None:
-            _prim_cache[key] = entry
+            _prim_cache.insert(key, entry)
     outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
     if entry.out_aval is not None and not prim.multiple_results:
         return Array(outs[0], entry.out_aval)

@@ -190,9 +190,11 @@ class JitWrapped:
         n = len(args)
         # Static arguments not passed take their defaults inside the function, as in JAX.
         nums = {i % n for i in nums if -n <= i < n}
-        static = tuple((i, args[i]) for i in sorted(nums)) + tuple(
-            (k, kwargs[k]) for k in sorted(kwargs) if k in names)
-        for where, value in static:
+        # The key holds each static value's type too: 1 == True == 1.0 hash equal, but
+        # they trace to different programs (as in JAX, which compares types).
+        static = tuple((i, type(args[i]), args[i]) for i in sorted(nums)) + tuple(
+            (k, type(kwargs[k]), kwargs[k]) for k in sorted(kwargs) if k in names)
+        for where, _, value in static:
             try:
                 hash(value)
             except TypeError:
