@@ -267,7 +267,7 @@ def check_deleted(args, name, describe=None):
             raise RuntimeError(
                 f"Array has been deleted with shape={x.aval.str_short()}: {what} of "
                 f"{name} was donated to an earlier computation (donate_argnums) and its "
-                "buffer was reused; it cannot be used again.")
+                "buffer was reused; it cannot be used again.") from None
 
 
 def _clear_caches(name, value):

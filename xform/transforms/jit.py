@@ -213,7 +213,7 @@ class JitWrapped:
             else:
                 entry = self._fast.get(tuple(avals))
                 if entry is not None:
-                    return _run_fast(entry, args, self._name)
+                    return _run_fast(entry, args, self, args)
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
@@ -227,7 +227,7 @@ class JitWrapped:
                 entry = self._tree_fast.get((c_tree, tuple(avals)))
                 if entry is not None and entry.c_out_tree is not None:
                     c = entry.compiled
-                    outs = _run_fast(entry, leaves, self._name, False)
+                    outs = _run_fast(entry, leaves, self, args, False)
                     return entry.c_out_tree.unflatten(
                         [Array(b, a) for b, a in zip(outs, c.out_avals)])
         return self._call(args, kwargs)
@@ -376,15 +376,15 @@ class JitWrapped:
         self._cache.clear()
 
 
-def _run_fast(entry, args, name, rebuild=True):
+def _run_fast(entry, leaves, wrapped, args, rebuild=True):
     """Execute a cache hit on positional Arrays (or flat leaves, ``rebuild=False``)."""
     c = entry.compiled
-    bufs = [a._buf for a in args]
+    bufs = [a._buf for a in leaves]
     try:
         outs = c.execute(c.const_bufs + bufs if c.const_bufs else bufs)
     except Exception:
-        dispatch.check_deleted(args, f"jit({name})",
-                               lambda i: f"args[{i}]" if rebuild else f"argument leaf {i}")
+        dispatch.check_deleted(leaves, f"jit({wrapped._name})",
+                               lambda i: explain.leaf_name(wrapped, args, {}, i))
         raise
     if not rebuild:
         return outs
