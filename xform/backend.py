@@ -10,7 +10,6 @@ import numpy as np
 
 from jax._src import core as _jcore
 from jax._src import xla_bridge as _xb
-from jax._src.interpreters import mlir as _jmlir
 from jax._src.sharding_impls import SingleDeviceSharding as _SingleDeviceSharding
 from jaxlib import _jax
 from jaxlib.mlir import ir  # noqa: F401  (re-exported for xform.interpreters.mlir)
@@ -49,9 +48,31 @@ def lapack_target(fn_base, dtype):
     return _lapack.prepare_lapack_call(fn_base, np.dtype(dtype))
 
 
+class _IrContext(ir.Context):
+    def __init__(self):
+        # Skip ir.Context.__init__, which loads every dialect linked into jaxlib.
+        super(ir.Context, self).__init__()
+
+
 def make_ir_context():
-    """An MLIR context with the StableHLO, func and other dialects jaxlib registers."""
-    return _jmlir.make_ir_context()
+    """An MLIR context with the dialects xform emits: func and the other upstream ones
+    jaxlib registers, chlo, stablehlo, and mhlo/sdy (for attributes and sharding).
+
+    NB: built here rather than by JAX's ``make_ir_context``, which imports the Python
+    op classes of the mhlo dialect (~45 ms, the largest part of a warm process's first
+    jitted call when the persistent compilation cache serves the executable)."""
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _mlirHlo, _sdy
+    ctx = _IrContext()
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    ctx.enable_multithreading(False)
+    _sdy.register_dialect(ctx)
+    _mlirHlo.register_mhlo_dialect(ctx)
+    chlo.register_dialect(ctx)
+    hlo.register_dialect(ctx)
+    return ctx
 
 
 @functools.cache
