@@ -174,14 +174,36 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def _child(cache_dir):
+def _start_child(cache_dir):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(cache_dir)], env=env,
-                          capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    return subprocess.Popen([sys.executable, "-c", _CHILD, str(cache_dir)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc):
     import json
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    try:
+        out, err = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _child(cache_dir):
+    return _result(_start_child(cache_dir))
+
+
+def test_persistent_cache_shared_by_concurrent_processes(tmp_path):
+    """Two processes filling one directory at once: both succeed, every entry is whole."""
+    procs = [_start_child(tmp_path) for _ in range(2)]
+    first, second = [_result(p) for p in procs]
+    assert (first["value"], first["grad"]) == (second["value"], second["grad"])
+    assert not first["warnings"] and not second["warnings"]
+    third = _child(tmp_path)
+    assert third["disk_hit"] >= 1 and third["disk_write"] == 0 and not third["warnings"]
+    assert (third["value"], third["grad"]) == (first["value"], first["grad"])
 
 
 def test_persistent_cache_across_processes_and_a_corrupt_entry(tmp_path):

@@ -89,10 +89,12 @@ def apply_primitive(prim, *args, **params):
     avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
     key = (prim, avals, tuple(params.items()) if params else None)
     try:
-        entry = _prim_cache.lookup(key)
+        entry = _prim_cache.get(key)
     except TypeError:  # unhashable params (e.g. a list): compile without caching
         key, entry = None, None
-    if entry is None:
+    if entry is not None:
+        _prim_cache.move_to_end(key)  # (inlined LRUCache.lookup: this is the hot path)
+    else:
         entry = _compile_primitive(prim, avals, params)
         if key is not None:
             _prim_cache.insert(key, entry)

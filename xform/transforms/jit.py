@@ -213,6 +213,17 @@ class JitWrapped:
             else:
                 entry = self._fast.get(tuple(avals))
                 if entry is not None:
+                    if entry.single:  # the commonest hit, inlined
+                        c = entry.compiled
+                        try:
+                            outs = c.execute([a._buf for a in args] if not c.const_bufs
+                                             else c.const_bufs + [a._buf for a in args])
+                        except Exception:
+                            dispatch.check_deleted(args, f"jit({self._name})",
+                                                   lambda i: explain.leaf_name(self, args,
+                                                                               {}, i))
+                            raise
+                        return Array(outs[0], c.out_avals[0])
                     return _run_fast(entry, args, self, args)
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
