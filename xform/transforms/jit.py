@@ -176,8 +176,8 @@ def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
         per_fun = _fun_caches.get(fun)
         if per_fun is None:
             per_fun = _fun_caches[fun] = {}
-    except TypeError:  # not weakly referenceable or not hashable: a private cache
-        per_fun = {}
+    except Exception:  # noqa: BLE001  (not weakly referenceable, not hashable, or an
+        per_fun = {}   # __eq__ that raises, e.g. on array fields): a private cache
     cache = per_fun.get(opts)
     if cache is None:
         cache = per_fun[opts] = _FunCache(fun, *opts)
