@@ -1,8 +1,10 @@
-"""xform vs JAX on the shared benchmark scripts: interleaved rounds, one markdown table.
+"""xform vs JAX on the benchmark scripts in this folder: interleaved rounds, one table.
 
-usage: python benchmarks/run.py [--rounds N] [--quick] [--bench-dir DIR] [--only a,b]
+usage: python benchmarks/run.py [--rounds N] [--quick] [--only a,b]
 
-Each round runs every script once per library (jax, xform; the order alternates between
+The scripts are every ``benchmarks/*.py`` except this file and helper modules (names
+starting with ``_``); each takes ``--lib jax|xform`` and ``--quick`` and prints one JSON
+line. Each round runs every script once per library (the order alternates between
 rounds), each in a fresh process, and collects its JSON line. A cell is the median across
 rounds of that run's own median. Raw lines go to benchmarks/results/<timestamp>.jsonl.
 Exit status 1 if a script failed (its stderr tail is printed) or no result came back.
@@ -17,18 +19,35 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_BENCH_DIR = REPO.parent / "shared" / "bench"
-RESULTS_DIR = REPO / "benchmarks" / "results"
-SCRIPTS = ["dispatch", "eager_chain", "mlp_train", "per_example_grads", "compile_time", "hessian"]
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
 LIBS = ["jax", "xform"]
+# Run first, in this order; any other script found follows in alphabetical order.
+PREFERRED = ["dispatch", "jit_cache", "eager_chain", "mlp_train", "per_example_grads",
+             "compile_time", "hessian", "startup"]
+
+
+def discover(bench_dir=BENCH_DIR):
+    """Names of the benchmark scripts: every *.py here but run.py and _helpers."""
+    names = sorted(p.stem for p in bench_dir.glob("*.py")
+                   if p.name != "run.py" and not p.name.startswith("_"))
+    return [n for n in PREFERRED if n in names] + [n for n in names if n not in PREFERRED]
+
 # Per-run metadata and problem sizes: not measurements.
 SKIP = {"nproc", "n", "n_ops", "size", "batch", "steps", "lr", "layers", "d_model", "heads",
-        "seq", "compiled", "round"}
+        "seq", "compiled", "round", "fresh_vg_compiles"}
 # The issue's targets: (script, metric, max ratio xform/jax).
-TARGETS = [("dispatch", "jit_us", 3.0, "jit cache-hit dispatch"),
-           ("dispatch", "eager_sin_us", 2.0, "eager single op (sin)"),
-           ("mlp_train", "step_ms", 1.1, "steady-state jitted MLP step")]
+TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
+           ("dispatch", "eager_add_ab_us", 1.0, "eager single op (a + b)"),
+           ("dispatch", "jit_us", 1.2, "jit, positional array"),
+           ("dispatch", "jit_dict10_us", 1.5, "jit, dict of 10 arrays"),
+           ("mlp_train", "step_ms", 1.05, "compiled MLP step"),
+           ("jit_cache", "rewrap_us", 3.0, "re-wrapped jit(f)(x)"),
+           ("jit_cache", "fresh_vg_ms", 3.0, "fresh jit(value_and_grad) per step")]
+# Speedups reported per library (higher is better): (script, metric, min for xform).
+SPEEDUPS = [("startup", "ready_speedup", 3.0, "second process: step ready (cold/warm)"),
+            ("startup", "first_call_speedup", None, "second process: first call (cold/warm)")]
 
 
 def parse_args(argv=None):
@@ -36,10 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     p.add_argument("--quick", action="store_true",
                    help="pass --quick to the scripts (smoke test; numbers not meaningful)")
-    p.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR,
-                   help=f"folder with the shared scripts (default {DEFAULT_BENCH_DIR})")
-    p.add_argument("--only", default=",".join(SCRIPTS),
-                   help="comma-separated subset of scripts (default: all six)")
+    p.add_argument("--only", default=None,
+                   help="comma-separated subset of scripts (default: every script found)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per script run")
     p.add_argument("--out", type=Path, help="JSON-lines file (default benchmarks/results/...)")
     return p.parse_args(argv)
@@ -108,14 +125,25 @@ def targets(vals):
             rows.append(f"| {what} | {script}.{metric} | {r:.2f} | <= {limit:g} | {res} |")
         else:
             rows.append(f"| {what} | {script}.{metric} | n/a | <= {limit:g} | no data |")
+    for script, metric, limit, what in SPEEDUPS:
+        by_lib = vals.get((script, metric), {})
+        j, x = _median(by_lib.get("jax", [])), _median(by_lib.get("xform", []))
+        if x is None:
+            continue
+        res = "" if limit is None else ("pass" if x >= limit else "FAIL")
+        bound = "" if limit is None else f">= {limit:g} (xform)"
+        jax_part = f"; jax {j:.2f}" if j else ""
+        rows.append(f"| {what} | {script}.{metric} | xform {x:.2f}{jax_part} | {bound} "
+                    f"| {res} |")
     return "\n".join(rows)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    bench_dir = args.bench_dir.resolve()
-    scripts = [s for s in args.only.split(",") if s]
-    missing = [s for s in scripts if not (bench_dir / f"{s}.py").is_file()]
+    bench_dir = BENCH_DIR
+    found = discover(bench_dir)
+    scripts = found if args.only is None else [s for s in args.only.split(",") if s]
+    missing = [s for s in scripts if s not in found]
     if missing:
         sys.exit(f"error: {', '.join(m + '.py' for m in missing)} not found in {bench_dir}")
     out = args.out or RESULTS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl"

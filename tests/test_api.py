@@ -195,3 +195,34 @@ def test_jacobians_of_pytrees_match_jax():
             jax.tree_util.tree_map(np.asarray, want))
         for g, w in zip(xform.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_jit_static_values_of_different_types_do_not_share_a_trace():
+    """1 == True == 1.0 hash equal; each must still get its own trace (issue 8, bug 5)."""
+    from functools import partial
+    calls = []
+
+    @partial(xform.jit, static_argnums=1)
+    def f(x, n):
+        calls.append(type(n))
+        return x * n if not isinstance(n, bool) else x + n
+
+    @partial(jax.jit, static_argnums=1)
+    def g(x, n):
+        return x * n if not isinstance(n, bool) else x + n
+    for n in (1, True, 1.0, 1):
+        out, ref = f(jnp.arange(3), n), g(jnp_ref.arange(3), n)
+        assert out.dtype == ref.dtype, n
+        np.testing.assert_array_equal(out, ref)
+    assert calls == [int, bool, float]
+
+
+def test_eager_executable_cache_is_bounded_lru():
+    from xform.interpreters import dispatch
+    cache = dispatch.LRUCache(2)
+    cache.insert("a", 1)
+    cache.insert("b", 2)
+    assert cache.lookup("a") == 1  # "a" is now the most recent
+    cache.insert("c", 3)
+    assert list(cache) == ["a", "c"] and cache.lookup("b") is None
+    assert dispatch._prim_cache.maxsize == 4096

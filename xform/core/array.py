@@ -61,6 +61,10 @@ class Array(ArrayOps):
         backend.block_until_ready(self._buf)
         return self
 
+    def is_deleted(self):
+        """Whether the buffer was deleted (e.g. donated to a jitted computation)."""
+        return backend.is_deleted(self._buf)
+
     def devices(self):
         return {backend.buffer_device(self._buf)}
 

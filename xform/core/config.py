@@ -10,14 +10,34 @@ _DEFAULTS = {
     "jax_debug_nans": False,
     "jax_disable_jit": False,
     "jax_log_compiles": False,
+    # jit and the compilation cache (xform/interpreters/compiler.py)
+    "jax_explain_cache_misses": False,
+    "jax_enable_compilation_cache": True,
+    "jax_compilation_cache_dir": None,
+    "jax_persistent_cache_min_compile_time_secs": 1.0,
+    "jax_persistent_cache_min_entry_size_bytes": 0,
 }
+_STRINGS = {"jax_compilation_cache_dir"}
+
+
+def _convert(name, value):
+    """``value`` as the type of flag ``name``'s default (flags are bool, int, float or
+    an optional string)."""
+    default = _DEFAULTS[name]
+    if name in _STRINGS:
+        return None if value is None else str(value)
+    if isinstance(value, str) and not isinstance(default, str):
+        if isinstance(default, bool):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        return type(default)(value)
+    return type(default)(value)
 
 
 def _from_env(name, default):
     raw = os.environ.get(name.upper())
     if raw is None:
         return default
-    return raw.strip().lower() in ("1", "true", "yes", "on")
+    return _convert(name, raw)
 
 
 class Config:
@@ -37,7 +57,7 @@ class Config:
         if name not in _DEFAULTS:
             raise AttributeError(
                 f"Unrecognized config option: {name!r}; known: {sorted(_DEFAULTS)}")
-        object.__setattr__(self, name, bool(value))
+        object.__setattr__(self, name, _convert(name, value))
         for fn in self._listeners:
             fn(name, value)
 

@@ -14,7 +14,8 @@ from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.trace import Tracer, check_not_tracer
-from xform.interpreters import mlir
+from xform.interpreters import compiler, mlir
+from xform.interpreters.compiler import LRUCache
 
 
 # ---- host -> device ----
@@ -74,12 +75,13 @@ class _OneOp:
     __slots__ = ("execute", "out_avals", "out_aval")
 
     def __init__(self, exe, out_avals):
-        self.execute = exe.execute
+        self.execute = exe.make_execute(out_avals)
         self.out_avals = out_avals
         self.out_aval = out_avals[0] if len(out_avals) == 1 else None
 
 
-_prim_cache = {}
+# Eager one-op executables, keyed by (primitive, avals, params); bounded like JAX's.
+_prim_cache = LRUCache(4096)
 
 
 def apply_primitive(prim, *args, **params):
@@ -90,11 +92,17 @@ def apply_primitive(prim, *args, **params):
         entry = _prim_cache.get(key)
     except TypeError:  # unhashable params (e.g. a list): compile without caching
         key, entry = None, None
-    if entry is None:
+    if entry is not None:
+        _prim_cache.move_to_end(key)  # (inlined LRUCache.lookup: this is the hot path)
+    else:
         entry = _compile_primitive(prim, avals, params)
         if key is not None:
-            _prim_cache[key] = entry
-    outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
+            _prim_cache.insert(key, entry)
+    try:
+        outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
+    except Exception:
+        check_deleted(args, prim.name)
+        raise
     if entry.out_aval is not None and not prim.multiple_results:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
@@ -171,8 +179,10 @@ def _compile_primitive(prim, avals, params):
     outvars = [Var(a) for a in out_avals]
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
     callbacks = []  # higher-order primitives (scan, cond) may hold host callbacks
-    text = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), host_callbacks=callbacks)
-    entry = _OneOp(backend.compile(text, None, callbacks), out_avals)
+    module = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), host_callbacks=callbacks,
+                                        as_bytecode=True)
+    entry = _OneOp(compiler.compile_module(module, None, callbacks, prim.name, avals),
+                   out_avals)
     if config.jax_debug_nans:  # baked in: the caches are cleared when the flag flips
         entry.execute = _nan_checked(entry.execute, out_avals,
                                      lambda bufs: _raise_nan(prim.name))
@@ -217,30 +227,49 @@ def _rerun_op_by_op(closed, name, bufs):
 class CompiledJaxpr:
     """An XLA executable for a ClosedJaxpr; consts are device buffers passed first.
 
+    The executable comes from the program cache (``compiler.compile_module``): a
+    jaxpr that lowers to a module compiled before reuses that executable.
+    ``donated[i]`` marks input i as donated (its buffer may become an output's).
     With ``jax_debug_nans`` set when it is built, ``execute`` checks the outputs and on a
     NaN re-runs the jaxpr op by op to name the primitive that produced it."""
-    __slots__ = ("execute", "const_bufs", "out_avals", "text", "executable")
+    __slots__ = ("execute", "const_bufs", "out_avals", "executable", "name")
 
-    def __init__(self, closed: ClosedJaxpr, device=None, name="jit"):
+    def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
         callbacks = []
-        self.text = mlir.lower_jaxpr_to_module(closed, hoist_consts=True,
-                                               host_callbacks=callbacks)
+        module = mlir.lower_jaxpr_to_module(closed, hoist_consts=True,
+                                            host_callbacks=callbacks, as_bytecode=True,
+                                            donated=donated)
         devices = [device] if device is not None else None
-        self.executable = backend.compile(self.text, devices, callbacks)
-        self.execute = self.executable.execute
+        self.name = name
+        self.executable = compiler.compile_module(module, devices, callbacks, name,
+                                                  closed.in_avals)
+        self.execute = self.executable.make_execute(closed.out_avals)
         self.const_bufs = [to_buffer(c) for c in closed.consts]
         self.out_avals = closed.out_avals
         if config.jax_debug_nans:
             self.execute = _nan_checked(self.execute, self.out_avals,
                                         lambda bufs: _rerun_op_by_op(closed, name, bufs))
-        if config.jax_log_compiles:
-            import logging
-            logging.getLogger("xform").warning("Compiled a program with %d equations",
-                                               len(closed.jaxpr.eqns))
 
-    def __call__(self, args):
+    def __call__(self, args, describe=None):
         bufs = self.const_bufs + [to_buffer(x) for x in args]
-        return [Array(b, a) for b, a in zip(self.execute(bufs), self.out_avals)]
+        try:
+            outs = self.execute(bufs)
+        except Exception:
+            check_deleted(args, self.name, describe)
+            raise
+        return [Array(b, a) for b, a in zip(outs, self.out_avals)]
+
+
+def check_deleted(args, name, describe=None):
+    """Raise a clear error if one of ``args`` is an Array whose buffer was deleted
+    (donated to an earlier computation); ``describe(i)`` names argument ``i``."""
+    for i, x in enumerate(args):
+        if type(x) is Array and backend.is_deleted(x._buf):
+            what = describe(i) if describe is not None else f"argument {i}"
+            raise RuntimeError(
+                f"Array has been deleted with shape={x.aval.str_short()}: {what} of "
+                f"{name} was donated to an earlier computation (donate_argnums) and its "
+                "buffer was reused; it cannot be used again.") from None
 
 
 def _clear_caches(name, value):

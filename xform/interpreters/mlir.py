@@ -4,6 +4,7 @@ A lowering rule is ``rule(ctx, *operands, **params)`` returning one ``ir.Value``
 (or a list for multiple-result primitives); ``ctx`` carries the input and output
 avals. Rules are registered next to their primitive with ``register_lowering``.
 """
+import io
 import threading
 
 import numpy as np
@@ -189,13 +190,17 @@ def _ir_context():
 
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
-                          host_callbacks=None) -> str:
-    """StableHLO text of a module whose public ``@main`` runs ``closed``.
+                          host_callbacks=None, as_bytecode=False, donated=None):
+    """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
+    ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
+    printing and re-parsing).
 
     With ``hoist_consts`` the consts become leading parameters of ``@main`` (the
     caller passes their buffers), so large closed-over arrays are not baked in.
     Host callbacks the module calls are appended to the list ``host_callbacks``;
-    pass them to ``backend.compile``.
+    pass them to ``backend.compile``. ``donated[i]`` (over ``closed.in_avals``) marks
+    an input whose buffer the program may reuse for an output of the same type
+    (``tf.aliasing_output``): XLA writes that output in place and the input is deleted.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
@@ -204,13 +209,41 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
         const_avals = [v.aval for v in jaxpr.constvars] if hoist_consts else []
         fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
                         public=True)
+        if donated is not None and any(donated):
+            _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
             consts = params[:len(const_avals)] if hoist_consts else closed.consts
             outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
             func_dialect.ReturnOp(outs)
+        if as_bytecode:
+            out = io.BytesIO()
+            module.operation.write_bytecode(file=out)
+            return out.getvalue()
         return str(module)
+
+
+def input_output_aliases(in_avals, out_avals, donated):
+    """For each input, the output it aliases (the first unclaimed output of the same
+    shape and dtype, if donated) or None."""
+    free = {}
+    for j, a in enumerate(out_avals):
+        free.setdefault((a.shape, a.dtype), []).append(j)
+    aliases = []
+    for a, d in zip(in_avals, donated, strict=True):
+        slots = free.get((a.shape, a.dtype)) if d else None
+        aliases.append(slots.pop(0) if slots else None)
+    return aliases
+
+
+def _set_aliases(fn, n_consts, in_avals, out_avals, donated):
+    aliases = input_output_aliases(in_avals, out_avals, donated)
+    i32 = ir.IntegerType.get_signless(32)
+    attrs = [ir.DictAttr.get({})] * n_consts + [
+        ir.DictAttr.get({} if j is None else {"tf.aliasing_output": ir.IntegerAttr.get(i32, j)})
+        for j in aliases]
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
 def call_lowering(ctx, args, closed: ClosedJaxpr, name):

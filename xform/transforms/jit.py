@@ -8,8 +8,10 @@ that transformation sees through the call.
 """
 import functools
 import inspect
+import time
 import weakref
 
+from xform import backend
 from xform.core import tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
@@ -17,11 +19,10 @@ from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.interpreters import dispatch, mlir
+from xform.interpreters import compiler, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
-
-_all_jitted = weakref.WeakSet()
+from xform.transforms import jit_explain as explain
 
 
 class ShapeDtypeStruct:
@@ -112,31 +113,94 @@ def _resolve_static(fun, static_argnums, static_argnames):
 
 
 class _Entry:
-    """A compiled specialization: executable, consts and how to rebuild outputs."""
-    __slots__ = ("compiled", "out_tree", "single")
+    """A compiled specialization: executable, consts and how to rebuild outputs.
+
+    ``c_out_tree`` is the output structure as a jaxlib C++ treedef (None when the
+    output holds nodes only xform's registry knows): the pytree fast path uses it."""
+    __slots__ = ("compiled", "out_tree", "single", "c_out_tree")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
         self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
+        self.c_out_tree = None
+
+
+class _FunCache:
+    """The traces and executables of one function under one set of jit options.
+
+    Every ``jit`` wrapper of the same function object (with the same options) shares
+    it, as JAX keys its cache on the function, weakly referenced: ``jit(f)(x)`` written
+    inline re-traces nothing, and a global read by ``f`` keeps its traced value until
+    the argument types change (JAX's "Common Gotchas")."""
+    __slots__ = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
+                 "plain", "jaxprs", "entries", "fast", "tree_fast", "hoisted", "sig",
+                 "__weakref__")
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
+                 donate_argnames):
+        self.static_argnums, self.static_argnames = _resolve_static(
+            fun, static_argnums, static_argnames)
+        self.donate_argnums, self.donate_argnames = _resolve_static(
+            fun, donate_argnums, donate_argnames)
+        self.plain = not self.static_argnums and not self.static_argnames
+        self.jaxprs = {}    # key -> (ClosedJaxpr, out_tree)
+        self.entries = {}   # key -> _Entry
+        self.fast = {}      # tuple of avals (positional Arrays, no statics) -> _Entry
+        self.tree_fast = {}  # (C++ treedef of args, avals) -> _Entry
+        self.hoisted = {}   # key -> (closed, jaxpr with consts as inputs, consts)
+        self.sig = None     # parameter names, for cache-miss explanations
+        _all_caches.add(self)
+
+    def clear(self):
+        for d in (self.jaxprs, self.entries, self.fast, self.tree_fast, self.hoisted):
+            d.clear()
+
+
+_fun_caches = weakref.WeakKeyDictionary()  # fun -> {options: _FunCache}
+_all_caches = weakref.WeakSet()
+_seen_code = {}  # (file, line) of functions jit has traced -> count (for explanations)
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
+               donate_argnames):
+    opts = tuple(map(_as_tuple, (static_argnums, static_argnames, donate_argnums,
+                                 donate_argnames)))
+    try:
+        if not shared:
+            raise TypeError
+        per_fun = _fun_caches.get(fun)
+        if per_fun is None:
+            per_fun = _fun_caches[fun] = {}
+    except Exception:  # noqa: BLE001  (not weakly referenceable, not hashable, or an
+        per_fun = {}   # __eq__ that raises, e.g. on array fields): a private cache
+    cache = per_fun.get(opts)
+    if cache is None:
+        cache = per_fun[opts] = _FunCache(fun, *opts)
+    return cache
 
 
 class JitWrapped:
     """The callable ``jit`` returns. Also offers ``lower`` (AOT) and ``trace``."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 donate_argnames=(), _shared=True):
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self._static_argnums, self._static_argnames = _resolve_static(
-            fun, static_argnums, static_argnames)
-        self._donate_argnums = donate_argnums   # NB: accepted; CPU buffers are not donated
         self._name = getattr(fun, "__name__", "fun")
-        self._jaxprs = {}   # key -> (ClosedJaxpr, out_tree)
-        self._entries = {}  # key -> _Entry
-        self._fast = {}     # tuple of avals (positional Arrays, no statics) -> _Entry
-        self._hoisted_cache = {}  # key -> (closed, jaxpr with consts as inputs, consts)
-        self._plain = not self._static_argnums and not self._static_argnames
-        _all_jitted.add(self)
+        cache = self._cache = _fun_cache(fun, _shared, static_argnums, static_argnames,
+                                         donate_argnums, donate_argnames)
+        self._static_argnums = cache.static_argnums
+        self._static_argnames = cache.static_argnames
+        self._plain = cache.plain
+        self._fast = cache.fast
+        self._tree_fast = cache.tree_fast
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -151,13 +215,34 @@ class JitWrapped:
             else:
                 entry = self._fast.get(tuple(avals))
                 if entry is not None:
-                    c = entry.compiled
-                    bufs = [a._buf for a in args]
-                    outs = c.execute(c.const_bufs + bufs if c.const_bufs else bufs)
-                    if entry.single:
+                    if entry.single:  # the commonest hit, inlined
+                        c = entry.compiled
+                        try:
+                            outs = c.execute([a._buf for a in args] if not c.const_bufs
+                                             else c.const_bufs + [a._buf for a in args])
+                        except Exception:
+                            dispatch.check_deleted(args, f"jit({self._name})",
+                                                   lambda i: explain.leaf_name(self, args,
+                                                                               {}, i))
+                            raise
                         return Array(outs[0], c.out_avals[0])
-                    return tree_util.tree_unflatten(
-                        entry.out_tree, [Array(b, a) for b, a in zip(outs, c.out_avals)])
+                    return _run_fast(entry, args, self, args)
+                return self._call(args, kwargs)
+            # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
+            # nodes come back as leaves that are not Arrays, which take the slow path).
+            leaves, c_tree = backend.flatten_builtin(args)
+            avals = []
+            for a in leaves:
+                if type(a) is not Array:
+                    break
+                avals.append(a.aval)
+            else:
+                entry = self._tree_fast.get((c_tree, tuple(avals)))
+                if entry is not None and entry.c_out_tree is not None:
+                    c = entry.compiled
+                    outs = _run_fast(entry, leaves, self, args, False)
+                    return entry.c_out_tree.unflatten(
+                        [Array(b, a) for b, a in zip(outs, c.out_avals)])
         return self._call(args, kwargs)
 
     @api_boundary
@@ -165,27 +250,65 @@ class JitWrapped:
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
         key, leaves, closed, out_tree = self._specialize(args, kwargs)
+        cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
-            entry = self._entries.get(key)
+            entry = cache.entries.get(key)
             if entry is None:
-                entry = self._entries[key] = _Entry(
-                    dispatch.CompiledJaxpr(closed, name=f"jit({self._name})"), out_tree)
-                if self._plain and not kwargs and all(type(a) is Array for a in args):
-                    self._fast[tuple(a.aval for a in args)] = entry
-            outs = entry.compiled(leaves)
-        else:
-            # Consts become explicit operands so outer transformations see them (they may
-            # be tracers the function closed over).
-            hoisted, consts = self._hoisted(key, closed)
-            outs = pjit_p.bind(*consts, *leaves, jaxpr=hoisted, name=self._name)
+                donated = self._donated(args, kwargs, len(leaves))
+                entry = cache.entries[key] = _Entry(
+                    dispatch.CompiledJaxpr(closed, name=f"jit({self._name})",
+                                           donated=donated), out_tree)
+                if self._plain and not kwargs:
+                    self._add_fast_paths(entry, args, leaves)
+            outs = entry.compiled(
+                leaves, lambda i: explain.leaf_name(self, args, kwargs, i))
+            out = tree_util.tree_unflatten(out_tree, outs)
+            if entry.c_out_tree is None and self._plain and not kwargs:
+                c_leaves, c_out = backend.flatten_builtin(out)
+                if len(c_leaves) == len(outs) and all(
+                        a is b for a, b in zip(c_leaves, outs)):
+                    entry.c_out_tree = c_out
+            return out
+        # Consts become explicit operands so outer transformations see them (they may
+        # be tracers the function closed over).
+        hoisted, consts = self._hoisted(key, closed)
+        outs = pjit_p.bind(*consts, *leaves, jaxpr=hoisted, name=self._name)
         return tree_util.tree_unflatten(out_tree, outs)
 
+    def _add_fast_paths(self, entry, args, leaves):
+        if all(type(a) is Array for a in args):
+            self._fast[tuple(a.aval for a in args)] = entry
+            return
+        c_leaves, c_tree = backend.flatten_builtin(args)
+        # Only when jaxlib's flatten sees exactly xform's leaves, in xform's order.
+        if len(c_leaves) == len(leaves) and all(
+                type(a) is Array and a is b for a, b in zip(c_leaves, leaves)):
+            self._tree_fast[(c_tree, tuple(a.aval for a in leaves))] = entry
+
+    def _donated(self, args, kwargs, n_leaves):
+        """Per flat argument leaf: is it donated (``donate_argnums``/``argnames``)?"""
+        cache = self._cache
+        if not cache.donate_argnums and not cache.donate_argnames:
+            return None
+        static = set(cache.static_argnums)
+        static_names = set(cache.static_argnames)
+        donate = {i % len(args) for i in cache.donate_argnums if -len(args) <= i < len(args)}
+        mask = []
+        for i, a in enumerate(args):
+            if i not in static:
+                mask += [i in donate] * len(tree_util.tree_leaves(a))
+        for k in sorted(kwargs):
+            if k not in static_names:
+                mask += [k in cache.donate_argnames] * len(tree_util.tree_leaves(kwargs[k]))
+        return mask if len(mask) == n_leaves else None
+
     def _hoisted(self, key, closed):
-        hit = self._hoisted_cache.get(key)
+        cache = self._cache.hoisted
+        hit = cache.get(key)
         if hit is None or hit[0] is not closed:
             hit = (closed,) + pe.convert_constvars_jaxpr(closed)
-            if key in self._jaxprs:
-                self._hoisted_cache[key] = hit
+            if key in self._cache.jaxprs:
+                cache[key] = hit
         return hit[1], hit[2]
 
     def _split_static(self, args, kwargs):
@@ -193,9 +316,11 @@ class JitWrapped:
         n = len(args)
         # Static arguments not passed take their defaults inside the function, as in JAX.
         nums = {i % n for i in nums if -n <= i < n}
-        static = tuple((i, args[i]) for i in sorted(nums)) + tuple(
-            (k, kwargs[k]) for k in sorted(kwargs) if k in names)
-        for where, value in static:
+        # The key holds each static value's type too: 1 == True == 1.0 hash equal, but
+        # they trace to different programs (as in JAX, which compares types).
+        static = tuple((i, type(args[i]), args[i]) for i in sorted(nums)) + tuple(
+            (k, type(kwargs[k]), kwargs[k]) for k in sorted(kwargs) if k in names)
+        for where, _, value in static:
             try:
                 hash(value)
             except TypeError:
@@ -213,13 +338,16 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _flat_avals(self._name, leaves, in_tree)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64)
-        hit = self._jaxprs.get(key)
+        jaxprs = self._cache.jaxprs
+        hit = jaxprs.get(key)
         if hit is None:
+            if config.jax_explain_cache_misses:
+                explain.explain_cache_miss(self, key, args, nums)
             hit = self._trace(in_tree, avals, args, kwargs, nums)
             # A jaxpr that captured tracers of an enclosing transformation is valid only
             # for this call: don't cache it.
             if not any(isinstance(c, Tracer) for c in hit[0].consts):
-                self._jaxprs[key] = hit
+                jaxprs[key] = hit
         return (key, leaves) + hit
 
     def _trace(self, in_tree, avals, args, kwargs, static_nums):
@@ -235,13 +363,20 @@ class JitWrapped:
             out_tree_box.append(out_tree)
             return out_leaves
 
+        t0 = time.perf_counter()
         closed = pe.trace_to_jaxpr(flat_fun, avals)
+        compiler.stats["trace"] += 1
+        explain.note_traced(self._fun)
+        if config.jax_log_compiles:
+            compiler.logger.warning("Finished tracing + transforming %s for pjit in "
+                                    "%.6f sec", self._name, time.perf_counter() - t0)
         return closed, out_tree_box[0]
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
         _, _, closed, out_tree = self._specialize(args, kwargs)
-        return Traced(closed, out_tree, self._name)
+        donated = self._donated(args, kwargs, len(closed.in_avals))
+        return Traced(closed, out_tree, self._name, donated)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""
@@ -251,40 +386,73 @@ class JitWrapped:
         return eval_shape(self._fun, *args, **kwargs)
 
     def clear_cache(self):
-        self._jaxprs.clear()
-        self._entries.clear()
-        self._fast.clear()
-        self._hoisted_cache.clear()
+        """Forget this function's traces and executables (every wrapper of it)."""
+        self._cache.clear()
+
+
+def _run_fast(entry, leaves, wrapped, args, rebuild=True):
+    """Execute a cache hit on positional Arrays (or flat leaves, ``rebuild=False``)."""
+    c = entry.compiled
+    bufs = [a._buf for a in leaves]
+    try:
+        outs = c.execute(c.const_bufs + bufs if c.const_bufs else bufs)
+    except Exception:
+        dispatch.check_deleted(leaves, f"jit({wrapped._name})",
+                               lambda i: explain.leaf_name(wrapped, args, {}, i))
+        raise
+    if not rebuild:
+        return outs
+    if entry.single:
+        return Array(outs[0], c.out_avals[0])
+    return tree_util.tree_unflatten(
+        entry.out_tree, [Array(b, a) for b, a in zip(outs, c.out_avals)])
 
 
 class Traced:
-    def __init__(self, closed, out_tree, name):
+    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
+
+    def __init__(self, closed, out_tree, name, donated=None):
         self.jaxpr = closed
         self.out_tree = out_tree
         self.name = name
+        self._donated = donated
 
     def lower(self):
-        return Lowered(self.jaxpr, self.out_tree, self.name)
+        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated)
 
 
 class Lowered:
-    """A program lowered to StableHLO; ``as_text()`` shows it, ``compile()`` builds it."""
+    """A program lowered to StableHLO; ``as_text()`` shows it, ``compile()`` builds it.
 
-    def __init__(self, closed, out_tree, name):
+    >>> import xform, xform.numpy as jnp
+    >>> lowered = xform.jit(lambda x: x * 2.0).lower(jnp.ones(3))
+    >>> lowered.cost_analysis()["flops"]
+    3.0
+    """
+
+    def __init__(self, closed, out_tree, name, donated=None):
         self._closed = closed
         self._out_tree = out_tree
         self._name = name
-        self._text = mlir.lower_jaxpr_to_module(closed)
+        self._donated = donated
 
     def as_text(self, dialect="stablehlo"):
+        """The StableHLO module as text."""
         if dialect not in ("stablehlo", "mhlo"):
             raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
-        return self._text
+        return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated)
 
     def compile(self):
-        return Compiled(dispatch.CompiledJaxpr(self._closed), self._closed, self._out_tree)
+        """Compile with XLA (through the program cache): returns ``Compiled``."""
+        compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
+                                          donated=self._donated)
+        return Compiled(compiled, self._closed, self._out_tree)
 
     def cost_analysis(self):
+        """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
+
+        NB: JAX estimates from the unoptimized HLO; xform asks the compiled program
+        (the compile is cached, so a later ``compile()`` is free)."""
         return self.compile().cost_analysis()
 
 
@@ -307,10 +475,18 @@ class Compiled:
         return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
 
     def as_text(self):
+        """The optimized HLO that XLA compiled."""
         return self._compiled.executable.hlo_text()
 
     def cost_analysis(self):
+        """XLA's cost estimate of the compiled program (``flops``, ...) as a dict."""
         return self._compiled.executable.cost_analysis()
+
+    def memory_analysis(self):
+        """Bytes of arguments, outputs, aliased (donated) buffers, temporaries, code:
+        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
+        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``."""
+        return self._compiled.executable.memory_analysis()
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
@@ -318,17 +494,24 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         backend=None, inline=False, keep_unused=False):
     """Compile ``fun`` with XLA: traced once per argument signature, then cached.
 
+    The cache belongs to the function object, not to the wrapper: ``jit(f)`` created
+    again for the same ``f`` (with the same options) reuses its traces, and a fresh
+    function that traces to the same program reuses the compiled executable (and, with
+    ``jax_compilation_cache_dir`` set, so does the next process).
+
     Args:
       fun: function of arrays (pytrees of arrays) returning arrays.
       static_argnums, static_argnames: arguments treated as compile-time constants
-        (they must be hashable; each new value re-traces).
-      donate_argnums, donate_argnames: accepted for compatibility; buffers are not
-        donated on CPU.
+        (they must be hashable; each new value, or a value of a new type, re-traces).
+      donate_argnums, donate_argnames: arguments whose buffers the computation may
+        reuse for outputs of the same shape and dtype; a donated Array is deleted by the
+        call and using it afterwards raises an error naming it.
       in_shardings, out_shardings, device, backend, inline, keep_unused: accepted for
         JAX compatibility; xform runs on the default device.
 
     Returns:
-      A wrapped function with the same signature, plus ``.lower(*args)``.
+      A wrapped function with the same signature, plus ``.lower(*args)`` and
+      ``.trace(*args)``.
 
     >>> import xform, xform.numpy as jnp
     >>> xform.jit(lambda x: x * 2.0)(jnp.arange(3.0))
@@ -337,23 +520,24 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums)
+                                 donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
 def _clear_all(name, value):
-    # x64 changes what tracing produces; disable_jit must bypass the fast path, which
-    # checks no flags (it stays empty while jit is disabled: _call returns early).
-    for f in list(_all_jitted):
+    # x64 changes what tracing produces; disable_jit must bypass the fast paths, which
+    # check no flags (they stay empty while jit is disabled: _call returns early).
+    for c in list(_all_caches):
         if name == "jax_enable_x64":
-            f.clear_cache()
-        elif name == "jax_disable_jit":
-            f._fast.clear()
-        elif name == "jax_debug_nans":  # executables bake the flag in
-            f._entries.clear()
-            f._fast.clear()
+            c.clear()
+        elif name in ("jax_disable_jit", "jax_debug_nans"):
+            if name == "jax_debug_nans":  # executables bake the flag in
+                c.entries.clear()
+            c.fast.clear()
+            c.tree_fast.clear()
 
 
 config._add_listener(_clear_all)
@@ -366,7 +550,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     >>> print(xform.make_jaxpr(jnp.sin)(1.0))
     { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
     """
-    wrapped = JitWrapped(fun, static_argnums)
+    wrapped = JitWrapped(fun, static_argnums, _shared=False)  # JAX re-traces every time
 
     @api_boundary
     @functools.wraps(fun)

@@ -1,0 +1,207 @@
+"""jit's cache-hit fast paths (positional Arrays; pytrees flattened by jaxlib's C++
+registry; C++ result handlers) give exactly what the slow path gives: randomized over
+shapes, dtypes, weak types, pytree structures and static arguments, with x64 on and off,
+under disable_jit, and with leaked tracers (which must never reach the fast path)."""
+import collections
+
+import jax
+import jax.numpy as jnp_ref
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import xform
+import xform.numpy as jnp
+from xform.interpreters import compiler
+
+Point = collections.namedtuple("Point", "x y")
+DTYPES = [np.float32, np.int32, np.bool_, np.float16, np.complex64, np.uint8]
+STRUCTURES = ["positional", "dict", "list", "nested", "namedtuple", "with_none"]
+
+
+def _counting(g):
+    """Count calls of ``g``'s slow path (the fast paths never reach ``_call``)."""
+    calls = []
+    slow = g._call
+
+    def call(args, kwargs):
+        calls.append(1)
+        return slow(args, kwargs)
+    g._call = call
+    return calls
+
+
+def _pack(structure, a, b):
+    return {"positional": (a, b), "dict": ({"b": b, "a": a},), "list": ([a, b],),
+            "nested": ({"p": [a, (b,)], "q": {}},), "namedtuple": (Point(a, b),),
+            "with_none": ((a, None, b),)}[structure]
+
+
+def _body(a, b):
+    out = {"sum": a + b, "pair": (a * b, b)}
+    if np.dtype(a.dtype) != np.bool_:
+        out["neg"] = [-a]
+    return out
+
+
+def _unpack(structure, args):
+    if structure == "positional":
+        return args
+    (t,) = args
+    return {"dict": lambda: (t["a"], t["b"]), "list": lambda: tuple(t),
+            "nested": lambda: (t["p"][0], t["p"][1][0]), "namedtuple": lambda: (t.x, t.y),
+            "with_none": lambda: (t[0], t[2])}[structure]()
+
+
+def _same(x, y):
+    xl, xt = xform.tree_util.tree_flatten(x)
+    yl, yt = xform.tree_util.tree_flatten(y)
+    assert xt == yt
+    for u, v in zip(xl, yl):
+        assert type(u) is xform.Array and u.dtype == v.dtype and u.shape == v.shape
+        assert u.aval.weak_type == v.aval.weak_type
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def _rand(rng, shape, dtype):
+    return np.asarray(np.abs(rng.randn(*shape)) * 3, dtype=dtype)
+
+
+@settings(max_examples=25)
+@given(shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
+       dtype=st.sampled_from(DTYPES), structure=st.sampled_from(STRUCTURES),
+       seed=st.integers(0, 2**16))
+def test_fast_path_matches_slow_path(shape, dtype, structure, seed):
+    rng = np.random.RandomState(seed)
+
+    def f(*args):
+        return _body(*_unpack(structure, args))
+    a, b, a2, b2 = (jnp.asarray(_rand(rng, shape, dtype)) for _ in range(4))
+    c = jnp.asarray(_rand(rng, shape + (2,), dtype))
+    with xform.disable_jit():  # (flipping the flag clears fast paths: do it first)
+        eager = [f(*_pack(structure, a, b)), f(*_pack(structure, a2, b2)),
+                 f(*_pack(structure, c, c))]
+    g = xform.jit(f)
+    slow = _counting(g)
+    first = g(*_pack(structure, a, b))  # slow path: traces, compiles, fills the fast path
+    _same(first, eager[0])
+    _same(g(*_pack(structure, a, b)), first)  # cache hit
+    _same(g(*_pack(structure, a2, b2)), eager[1])  # new values, same avals: cache hit
+    assert len(slow) == 1
+    _same(g(*_pack(structure, c, c)), eager[2])  # a new shape: slow path again
+    assert len(slow) == 2
+
+
+def test_weak_typed_arrays_get_their_own_entries_in_the_fast_path():
+    g = xform.jit(lambda a, w: a * w)
+    gj = jax.jit(lambda a, w: a * w)
+    a = jnp.ones(3, jnp.float16)
+    weak, strong = xform.device_put(2.0), jnp.float32(2.0)
+    assert weak.aval.weak_type and not strong.aval.weak_type
+    for _ in range(2):  # second round: both are cache hits
+        assert g(a, weak).dtype == gj(jnp_ref.ones(3, jnp_ref.float16), 2.0).dtype == np.float16
+        assert g(a, strong).dtype == gj(jnp_ref.ones(3, jnp_ref.float16),
+                                        jnp_ref.float32(2.0)).dtype == np.float32
+    assert len(g._fast) == 2
+
+
+def test_static_arguments_and_kwargs_take_the_slow_path_correctly():
+    from functools import partial
+
+    @partial(xform.jit, static_argnums=1)
+    def f(d, n, *, scale=1.0):
+        return {k: v * n * scale for k, v in d.items()}
+    d = {"a": jnp.arange(3.0), "b": jnp.ones(2)}
+    for n in (2, 3, 2):
+        out = f(d, n, scale=2.0)
+        np.testing.assert_array_equal(out["a"], np.arange(3.0) * n * 2.0)
+    assert not f._fast and not f._tree_fast
+
+
+def test_x64_flip_clears_fast_paths(x64):
+    g = xform.jit(lambda d: d["x"] + 1)
+    assert g({"x": jnp.arange(3)}).dtype == np.int64
+    assert g({"x": jnp.arange(3)}).dtype == np.int64  # fast path hit under x64
+    xform.config.update("jax_enable_x64", False)
+    assert not g._tree_fast
+    assert g({"x": jnp.arange(3)}).dtype == np.int32
+    assert g({"x": 1}).dtype == np.int32  # a Python scalar: never the fast path
+
+
+def test_disable_jit_bypasses_filled_fast_paths():
+    traces = []
+
+    def f(t):
+        traces.append(1)
+        return t[0] * 2.0
+    g = xform.jit(f)
+    args = ([jnp.ones(2), None],)
+    g(*args)
+    g(*args)
+    assert len(traces) == 1 and g._tree_fast
+    with xform.disable_jit():
+        g(*args)
+        g(*args)
+    assert len(traces) == 3
+    g(*args)
+    assert len(traces) == 3  # back on: the trace cache still holds
+
+
+def test_leaked_tracers_never_reach_the_fast_paths():
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return x * 2.0
+    xform.grad(f)(1.0)
+    g = xform.jit(lambda t: t["a"] + 1.0)
+    h = xform.jit(lambda x: x + 1.0)
+    g({"a": jnp.float32(1.0)})  # fill both fast paths
+    h(jnp.float32(1.0))
+    with pytest.raises(xform.errors.UnexpectedTracerError, match="unexpected tracer"):
+        g({"a": leaked[0]})
+    with pytest.raises(xform.errors.UnexpectedTracerError, match="unexpected tracer"):
+        h(leaked[0])
+
+
+def test_custom_pytree_nodes_fall_back_to_xform_flatten():
+    @xform.tree_util.register_pytree_node_class
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def tree_flatten(self):
+            return (self.v,), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+    g = xform.jit(lambda b: Box(b.v * 3.0))
+    for _ in range(2):
+        out = g(Box(jnp.ones(2)))
+        assert type(out) is Box
+        np.testing.assert_array_equal(out.v, [3.0, 3.0])
+    assert not g._tree_fast  # jaxlib's registry does not know Box: always xform's path
+
+
+def test_eager_ops_with_result_handlers_match_numpy():
+    rng = np.random.RandomState(1)
+    for dtype in DTYPES:
+        x = _rand(rng, (2, 3), dtype)
+        y = jnp.asarray(x)
+        if dtype != np.bool_:
+            np.testing.assert_array_equal(np.asarray(y + y), x + x)
+        np.testing.assert_array_equal(np.asarray(jnp.transpose(y)), x.T)
+    bf = jnp.ones(3, jnp.bfloat16) * 2
+    assert bf.dtype == jnp.bfloat16 and np.asarray(bf, np.float32).tolist() == [2.0] * 3
+
+
+def test_compile_counter_unchanged_by_cache_hits():
+    g = xform.jit(lambda t: [t[0] @ t[1]])
+    t = (jnp.ones((2, 3)), jnp.ones((3, 2)))
+    g(t)
+    before = dict(compiler.stats)
+    for _ in range(5):
+        g(t)
+    assert compiler.stats["trace"] == before.get("trace", 0)
+    assert compiler.stats["compile"] == before.get("compile", 0)
