@@ -184,3 +184,74 @@ def _reraising(execute, errors, callbacks):
             raise
     run.host_callbacks = callbacks
     return run
+
+
+# ---- replicated (multi-device) programs: pmap / shard_map ----
+# A replicated program is one StableHLO module compiled with ``num_replicas = n`` and
+# a DeviceAssignment (replica r runs on devices[r]); collectives in it name replicas.
+# ``execute_sharded`` takes one global array per parameter: jaxlib assembles it from
+# the per-device buffers under a 1-D NamedSharding; the per-device buffers come back
+# with ``disassemble_into_single_device_arrays``.
+
+@functools.lru_cache(maxsize=256)
+def _replica_sharding(devices):
+    from jax._src.mesh import Mesh
+    from jax._src.partition_spec import PartitionSpec
+    from jax._src.sharding_impls import NamedSharding
+    return NamedSharding(Mesh(np.array(devices, dtype=object), ("_replicas",)),
+                         PartitionSpec("_replicas"))
+
+
+class ReplicatedExecutable:
+    """A program compiled once for ``len(devices)`` replicas.
+
+    ``execute(per_arg_buffers) -> per_output_buffers``: each argument is a list of one
+    buffer per replica (in ``devices`` order); so is each result."""
+    __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
+
+    def __init__(self, exe, devices, text, host_callbacks=()):
+        self._exe = exe
+        self.devices = devices
+        self.text = text
+        self._sharding = _replica_sharding(devices)
+        self.host_callbacks = host_callbacks
+
+    def execute(self, per_arg_buffers):
+        n = len(self.devices)
+        args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
+                               self._sharding, list(bufs), True, True)
+                for bufs in per_arg_buffers]
+        return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
+
+
+def compile_replicated(module_text: str, devices, host_callbacks=()):
+    """Compile a StableHLO module whose collectives address ``len(devices)`` replicas."""
+    devices = tuple(devices)
+    options = _jax.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas = len(devices)
+    build.num_partitions = 1
+    build.device_assignment = _jax.DeviceAssignment.create(
+        np.array([[d.id] for d in devices], np.int32))
+    device_list = _jax.DeviceList(devices)
+    if host_callbacks:
+        with make_ir_context():
+            module = ir.Module.parse(module_text)
+            exe = client().compile_and_load(module, device_list, options,
+                                            list(host_callbacks))
+    else:
+        exe = client().compile_and_load(module_text, device_list, options)
+    return ReplicatedExecutable(exe, devices, module_text, tuple(host_callbacks))
+
+
+def local_devices():
+    """The devices of this process (all devices unless running distributed)."""
+    return client().local_devices()
+
+
+def local_device_count():
+    return client().local_device_count()
+
+
+def process_index():
+    return client().process_index()

@@ -54,3 +54,7 @@ from xform.lax.dynamic_slicing import (
 from xform.lax.shapes import rev, split, rev_p, split_p
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
 from xform.lax.fft import FftType, fft, fft_p
+from xform.lax.collectives import (  # noqa: E402
+    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
+    psum, psum_scatter, all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
+    ppermute_p, psum_p, reduce_scatter_p)
