@@ -13,7 +13,9 @@ def devices(backend_name=None):
     return backend.devices()
 
 
-local_devices = devices
+def local_devices(process_index=None, backend_name=None):
+    """The devices of this process (all of them unless running distributed)."""
+    return backend.local_devices()
 
 
 def device_count(backend_name=None):
