@@ -20,7 +20,7 @@ from xform import backend
 from xform.core.array import Array, MeshLayout, ShardedArray
 from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
-from xform.core.trace import Primitive, set_current_trace
+from xform.core.trace import Primitive, get_aval, set_current_trace
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -242,6 +242,13 @@ def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name):
     res = [a for a in args if not ad.is_undefined_primal(a)]
     res_dims = tuple(d for d, lin in zip(in_axes, linear) if not lin)
     cts = [ad.instantiate_zeros(c) for c in cts]
+    # An output replicated over some mesh axes counts once, but every device along them
+    # holds (and back-propagates) a copy: give each its 1/n share of the cotangent.
+    from xform import lax
+    for i, dims in enumerate(out_axes):
+        n = math.prod(s for (_, s), d in zip(axes, dims) if d is None)
+        if n > 1:
+            cts[i] = lax.div(cts[i], lax.full((), n, get_aval(cts[i]).dtype))
     lin_cts = iter(xla_pmap_p.bind(*res, *cts, jaxpr=t_jaxpr, axes=axes,
                                    in_axes=res_dims + tuple(out_axes),
                                    out_axes=tuple(lin_dims), devices=devices,
