@@ -100,3 +100,13 @@ def test_errors():
         xform.make_mesh((4, 4), ("a", "b"))
     with pytest.raises(ValueError, match="not an axis of the mesh"):
         NamedSharding(MESH2, P("z"))
+
+
+@pytest.mark.parametrize("name", ["xform.lax.collectives", "xform.transforms.pmap",
+                                  "xform.transforms.shard_map", "xform.sharding"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

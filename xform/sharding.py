@@ -143,7 +143,7 @@ class NamedSharding(Sharding):
     >>> import xform
     >>> from xform.sharding import NamedSharding, PartitionSpec as P
     >>> NamedSharding(xform.make_mesh((2,), ('x',)), P('x')).spec
-    PartitionSpec('x',)
+    PartitionSpec('x')
     """
     def __init__(self, mesh, spec=PartitionSpec()):
         if not isinstance(spec, PartitionSpec):
