@@ -24,8 +24,83 @@ Buffer = _jax.ArrayImpl
 
 @functools.cache
 def client():
-    """The PJRT CPU client (created on first use, so XLA_FLAGS set before it count)."""
+    """The PJRT CPU client (created on first use, so XLA_FLAGS set before it count).
+
+    After ``distributed_initialize`` it is a CPU client joined to the other processes
+    (global devices, gloo collectives)."""
+    if _dist.cpu_client is not None:
+        return _dist.cpu_client
     return _xb.get_backend("cpu")
+
+
+def client_started():
+    return client.cache_info().currsize > 0
+
+
+# ---- multi-process: jaxlib's distributed runtime (coordination service) + gloo ----
+
+class _Distributed:
+    service = None      # the coordination service (process 0 only)
+    client = None       # this process's DistributedRuntimeClient
+    cpu_client = None   # the CPU PJRT client joined to the other processes
+    process_id = 0
+    num_processes = 1
+
+
+_dist = _Distributed()
+
+
+def distributed_initialize(coordinator_address, num_processes, process_id,
+                           num_local_devices=None, init_timeout_s=60,
+                           heartbeat_timeout_s=30, shutdown_timeout_s=30):
+    """Connect this process to the coordination service (process 0 starts it) and
+    build a CPU client over all processes' devices with gloo TCP collectives.
+
+    ``connect`` fails after ``init_timeout_s`` if the coordinator is unreachable."""
+    port = coordinator_address.rsplit(":", 1)[1]
+    if process_id == 0:
+        _dist.service = _jax.get_distributed_runtime_service(
+            f"[::]:{port}", num_processes, heartbeat_timeout=heartbeat_timeout_s,
+            shutdown_timeout=shutdown_timeout_s)
+    dclient = _jax.get_distributed_runtime_client(
+        coordinator_address, process_id, init_timeout=init_timeout_s,
+        heartbeat_timeout=heartbeat_timeout_s, shutdown_timeout=shutdown_timeout_s,
+        use_compression=True)
+    try:
+        dclient.connect()
+    except Exception:
+        if _dist.service is not None:
+            _dist.service.shutdown()
+            _dist.service = None
+        raise
+    collectives = _jax.make_gloo_tcp_collectives(distributed_client=dclient)
+    _dist.cpu_client = _jax.get_tfrt_cpu_client(
+        asynchronous=True, distributed_client=dclient, node_id=process_id,
+        num_nodes=num_processes, collectives=collectives, num_devices=num_local_devices,
+        get_local_topology_timeout_minutes=max(1, init_timeout_s // 60),
+        get_global_topology_timeout_minutes=max(1, init_timeout_s // 60))
+    _dist.client = dclient
+    _dist.process_id, _dist.num_processes = process_id, num_processes
+    client.cache_clear()
+
+
+def distributed_shutdown():
+    if _dist.client is not None:
+        _dist.client.shutdown()
+    if _dist.service is not None:
+        _dist.service.shutdown()
+    _dist.client = _dist.service = _dist.cpu_client = None
+    _dist.process_id, _dist.num_processes = 0, 1
+    client.cache_clear()
+
+
+def distributed_barrier(name, timeout_s=60):
+    if _dist.client is not None:
+        _dist.client.wait_at_barrier(name, timeout_s * 1000)
+
+
+def distributed_state():
+    return _dist
 
 
 def devices():
@@ -255,3 +330,7 @@ def local_device_count():
 
 def process_index():
     return client().process_index()
+
+
+def process_count():
+    return _dist.num_processes
