@@ -45,6 +45,7 @@ class _Distributed:
     cpu_client = None   # the CPU PJRT client joined to the other processes
     process_id = 0
     num_processes = 1
+    errors = []         # coordination errors reported to the callback
 
 
 _dist = _Distributed()
@@ -65,14 +66,17 @@ def distributed_initialize(coordinator_address, num_processes, process_id,
     dclient = _jax.get_distributed_runtime_client(
         coordinator_address, process_id, init_timeout=init_timeout_s,
         heartbeat_timeout=heartbeat_timeout_s, shutdown_timeout=shutdown_timeout_s,
-        use_compression=True)
+        use_compression=True, shutdown_on_destruction=False,
+        # a callback keeps the runtime from aborting the process when the coordinator
+        # cannot be reached: connect() then raises and the caller reports it
+        missed_heartbeat_callback=_dist.errors.append)
     try:
         dclient.connect()
-    except Exception:
+    except Exception as e:
         if _dist.service is not None:
             _dist.service.shutdown()
             _dist.service = None
-        raise
+        raise ConnectionError(str(e)) from None
     collectives = _jax.make_gloo_tcp_collectives(distributed_client=dclient)
     _dist.cpu_client = _jax.get_tfrt_cpu_client(
         asynchronous=True, distributed_client=dclient, node_id=process_id,
@@ -109,7 +113,7 @@ def devices():
 
 
 def default_device():
-    return client().devices()[0]
+    return client().local_devices()[0]  # this process's first (all are local if alone)
 
 
 def device_count():

@@ -47,13 +47,6 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     >>> xform.distributed.process_count()
     1
     """
-    if is_initialized():
-        raise RuntimeError("xform.distributed.initialize should only be called once "
-                           "(call shutdown() first to start again)")
-    if backend.client_started():
-        raise RuntimeError("xform.distributed.initialize must be called before any "
-                           "device is used (devices(), arrays or computations), so that "
-                           "the client can be created across processes")
     coordinator_address = coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS")
     num_processes = num_processes if num_processes is not None else _env_int(
         "JAX_NUM_PROCESSES")
@@ -77,21 +70,26 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     if not isinstance(process_id, int) or not 0 <= process_id < num_processes:
         raise ValueError(f"process_id must be an int in [0, num_processes), got "
                          f"process_id={process_id!r}, num_processes={num_processes}")
+    if is_initialized():
+        raise RuntimeError("xform.distributed.initialize should only be called once "
+                           "(call shutdown() first to start again)")
+    if backend.client_started():
+        raise RuntimeError("xform.distributed.initialize must be called before any "
+                           "device is used (devices(), arrays or computations), so that "
+                           "the client can be created across processes")
     try:
         backend.distributed_initialize(
             coordinator_address, num_processes, process_id, num_local_devices,
             init_timeout_s=int(initialization_timeout),
             heartbeat_timeout_s=int(heartbeat_timeout_seconds),
             shutdown_timeout_s=int(shutdown_timeout_seconds))
-    except Exception as e:
-        text = str(e)
-        if "DEADLINE_EXCEEDED" in text or "deadline" in text.lower() or \
-                "UNAVAILABLE" in text:
-            raise TimeoutError(
-                f"xform.distributed.initialize: could not reach the coordinator at "
-                f"{coordinator_address} (or not all {num_processes} processes joined) "
-                f"within {initialization_timeout} s: {text.splitlines()[0]}") from None
-        raise
+    except ConnectionError as e:
+        first = (str(e).splitlines() or [""])[0]
+        raise TimeoutError(
+            f"xform.distributed.initialize: could not reach the coordinator at "
+            f"{coordinator_address} (or not all {num_processes} processes joined) within "
+            f"{initialization_timeout} s (process {process_id}); check the address, that "
+            f"process 0 is running, and the firewall. Runtime said: {first}") from None
 
 
 def shutdown():

@@ -68,7 +68,7 @@ def mapped_aval(aval, dims):
 
 def _mesh_devices(axes, devices):
     n = math.prod(s for _, s in axes)
-    available = backend.local_devices()
+    available = backend.devices()
     if devices is not None:
         devices = tuple(devices)
         if len(devices) != n:
@@ -96,7 +96,7 @@ xla_pmap_p.def_abstract_eval(_abstract_eval)
 
 
 class _Compiled:
-    __slots__ = ("exe", "const_bufs", "out_avals", "layouts", "devices")
+    __slots__ = ("exe", "const_bufs", "out_avals", "layouts", "devices", "local")
 
 
 _cache = {}
@@ -114,11 +114,18 @@ def _compile(jaxpr, axes, devices, out_axes, name):
     c.exe = backend.compile_replicated(text, devices, callbacks)
     c.devices = devices
     c.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(v)), d)
-                     for d in devices] for v in jaxpr.consts]
+                     for d in _local(devices)] for v in jaxpr.consts]
     sizes = tuple(s for _, s in axes)
     names = tuple(n for n, _ in axes)
+    local = _local(devices)
+    if len(local) != len(devices):  # multi-process: this process holds its devices' part
+        if len(axes) != 1:
+            raise NotImplementedError("shard_map across processes is not supported; use "
+                                      "pmap over the local devices")
+        devices, sizes = local, (len(local),)
     c.out_avals = [unmapped_aval(a, d, sizes) for a, d in zip(jaxpr.out_avals, out_axes)]
     c.layouts = [MeshLayout(devices, sizes, d, names) for d in out_axes]
+    c.local = devices
     if len(_cache) > 256:
         _cache.clear()
     _cache[key] = (jaxpr, c)
@@ -144,10 +151,17 @@ def _shard_arg(x, dims, layout, devices):
     return out
 
 
+def _local(devices):
+    me = backend.process_index()
+    return tuple(d for d in devices if d.process_index == me)
+
+
 def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name):
     devices = _mesh_devices(axes, devices)
     c = _compile(jaxpr, axes, devices, out_axes, name)
     sizes = tuple(s for _, s in axes)
+    if c.local != devices:  # multi-process: operands hold this process's slices
+        devices, sizes = c.local, (len(c.local),)
     names = tuple(n for n, _ in axes)
     per_arg = list(c.const_bufs)
     for x, dims in zip(args, in_axes):

@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from xform import backend
+from xform import backend as _backend
 from xform.core import tree_util
 from xform.core.array import Array, MeshLayout, ShardedArray
 from xform.core.trace import get_aval
@@ -121,6 +122,13 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             raise ValueError(f"compiling a computation that requires {size} devices (the "
                              f"mapped axis size), but only {backend_count()} devices are "
                              f"available")
+        nproc = _backend.process_count()
+        if nproc > 1 and devs is None:  # collectives span every process's devices
+            if size != backend_count():
+                raise ValueError(f"pmap across {nproc} processes maps over this process's "
+                                 f"{backend_count()} local devices, but the mapped axis has "
+                                 f"size {size}")
+            size *= nproc
         store = {}
 
         def flat_fun(*flat):
