@@ -60,6 +60,33 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     name = axis_name if axis_name is not None else object()  # unnamed: not addressable
     fun_name = getattr(fun, "__name__", "fun")
 
+    cache = {}  # (in_tree, avals, dims, size, static args) -> traced body
+
+    def _trace(args, static_idx, in_tree, avals, size):
+        store = {}
+
+        def flat_fun(*flat):
+            a, k = tree_util.tree_unflatten(in_tree, flat)
+            it = iter(a)
+            full = [args[i] if i in static_idx else next(it) for i in range(len(args))]
+            out_leaves, store["out_tree"] = tree_util.tree_flatten(fun(*full, **k))
+            return out_leaves
+
+        axes = ((name, size),)
+        closed = pxla.trace_body(flat_fun, avals, axes)
+        out_tree = store["out_tree"]
+        od = _flat_axes(out_axes, tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves),
+                        "out_axes")
+        out_dims = []
+        for d, a in zip(od, closed.out_avals):
+            if d is not None:
+                if not -(a.ndim + 1) <= d < a.ndim + 1:
+                    raise ValueError(f"pmap out_axes specification {d} is out of bounds for "
+                                     f"an output of rank {a.ndim + 1}")
+                d %= a.ndim + 1
+            out_dims.append((d,))
+        return closed, out_tree, tuple(out_dims), axes
+
     @functools.wraps(fun)
     def mapped(*args, **kwargs):
         for i in static:
@@ -129,28 +156,18 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                                  f"{backend_count()} local devices, but the mapped axis has "
                                  f"size {size}")
             size *= nproc
-        store = {}
-
-        def flat_fun(*flat):
-            a, k = tree_util.tree_unflatten(in_tree, flat)
-            it = iter(a)
-            full = [args[i] if i in static_idx else next(it) for i in range(len(args))]
-            out_leaves, store["out_tree"] = tree_util.tree_flatten(fun(*full, **k))
-            return out_leaves
-
-        axes = ((name, size),)
-        closed = pxla.trace_body(flat_fun, avals, axes)
-        out_tree = store["out_tree"]
-        od = _flat_axes(out_axes, tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves),
-                        "out_axes")
-        out_dims = []
-        for d, a in zip(od, closed.out_avals):
-            if d is not None:
-                if not -(a.ndim + 1) <= d < a.ndim + 1:
-                    raise ValueError(f"pmap out_axes specification {d} is out of bounds for "
-                                     f"an output of rank {a.ndim + 1}")
-                d %= a.ndim + 1
-            out_dims.append((d,))
+        static_vals = tuple(args[i] for i in sorted(static_idx))
+        key = (in_tree, tuple(avals), tuple(dims), size, static_vals)
+        try:
+            hit = cache.get(key)
+        except TypeError:
+            raise ValueError("pmap static_broadcasted_argnums values must be hashable, got "
+                             f"{static_vals!r}") from None
+        if hit is None:
+            hit = cache[key] = _trace(args, static_idx, in_tree, avals, size)
+            if len(cache) > 64:
+                cache.pop(next(iter(cache)))
+        closed, out_tree, out_dims, axes = hit
         outs = pxla.xla_pmap_p.bind(
             *leaves, jaxpr=closed, axes=axes, in_axes=tuple((d,) for d in dims),
             out_axes=tuple(out_dims), devices=devs, name=fun_name)
