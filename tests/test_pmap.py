@@ -243,3 +243,20 @@ def test_errors():
         xform.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), "i")(X)
     with pytest.raises(ValueError, match="in_axes must be an int, None, or a tuple"):
         xform.pmap(lambda a, b: a, in_axes=(0,))(X, X)
+
+
+def test_collectives_inside_jit_and_scan_under_vmap_and_jit_of_grad_of_pmap():
+    def f(L, lax_mod, jit):
+        def body(v):
+            s = jit(lambda u: L.psum(u, "i"))(v)
+            c, _ = lax_mod.scan(lambda c, a: (c + L.pmax(a, "i"), None), 0.0, v)
+            return s * 2.0 + c
+        return body
+    r = xform.vmap(f(lax, lax, xform.jit), axis_name="i")(X)
+    e = jax.vmap(f(jax.lax, jax.lax, jax.jit), axis_name="i")(X)
+    _close(r, e, 1e-4)
+
+    def loss(pm, L):
+        return lambda v: pm(lambda u: L.psum(u * u, "i"), "i")(v).sum()
+    _close(xform.jit(xform.grad(loss(xform.pmap, lax)))(X),
+           jax.jit(jax.grad(loss(jax.pmap, jax.lax)))(X))

@@ -25,6 +25,10 @@ collective_batchers = {}
 class _AxisEnv(threading.local):
     def __init__(self):
         self.frames = []   # (name, size), innermost last
+        # the axis name of the BatchTrace whose rule is running: a higher-order
+        # primitive's rule (jit, scan, cond...) batches its jaxpr under that name, so
+        # collectives inside see the vmapped axis
+        self.rule_axis_name = None
 
 
 _axis_env = _AxisEnv()
@@ -106,8 +110,13 @@ class BatchTrace(Trace):
         rule = primitive_batchers.get(prim)
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
-        with set_current_trace(self.parent):
-            out, out_dim = rule(vals, dims, **params)
+        env = _axis_env
+        prev, env.rule_axis_name = env.rule_axis_name, self.axis_name
+        try:
+            with set_current_trace(self.parent):
+                out, out_dim = rule(vals, dims, **params)
+        finally:
+            env.rule_axis_name = prev
         if prim.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
@@ -218,7 +227,11 @@ def defbroadcasting(prim):
 
 def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, axis_name=None):
     """A jaxpr computing ``closed`` on batched inputs (batched at ``in_dims``); batched
-    outputs come out at axis 0. Returns (jaxpr, out_batched)."""
+    outputs come out at axis 0. Returns (jaxpr, out_batched).
+
+    ``axis_name`` defaults to that of the vmap whose batching rule is running."""
+    if axis_name is None:
+        axis_name = _axis_env.rule_axis_name
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is not_mapped:
