@@ -260,3 +260,21 @@ def test_collectives_inside_jit_and_scan_under_vmap_and_jit_of_grad_of_pmap():
         return lambda v: pm(lambda u: L.psum(u * u, "i"), "i")(v).sum()
     _close(xform.jit(xform.grad(loss(xform.pmap, lax)))(X),
            jax.jit(jax.grad(loss(jax.pmap, jax.lax)))(X))
+
+
+def test_vmap_of_pmap():
+    x = X[:, :3].T.copy()  # (3, 8): vmap over axis 1 of the transposed copy below
+    for vax, arg in [(0, x), (1, x.T.copy())]:
+        r = xform.vmap(xform.pmap(lambda v: lax.psum(v, "i") * v, "i"), in_axes=vax)(arg)
+        e = jax.vmap(jax.pmap(lambda v: jax.lax.psum(v, "i") * v, "i"), in_axes=vax)(arg)
+        _close(r, e)
+    y = X.reshape(8, 3, 2)
+    w = np.ones((2, 3), np.float32)
+
+    def f(L, pm):
+        return pm(lambda v, u: (L.psum(v, "i") + u, u * 2.0), "i", in_axes=(0, None),
+                  out_axes=(1, None))
+    r = xform.vmap(f(lax, xform.pmap), in_axes=(2, 0))(y, w)
+    e = jax.vmap(f(jax.lax, jax.pmap), in_axes=(2, 0))(y, w)
+    _close(r[0], e[0])
+    _close(r[1], e[1])

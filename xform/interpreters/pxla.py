@@ -303,9 +303,26 @@ def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
 mlir.register_lowering(xla_pmap_p, _pmap_lowering)
 
 
-def _pmap_batch(vals, dims, **params):
-    raise NotImplementedError("vmap of pmap is not supported yet; put the vmap inside the "
-                              "pmap (pmap(vmap(f))) instead")
+def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name):
+    # vmap of pmap: the vmapped axis becomes an extra (unmapped-by-the-mesh) axis of the
+    # body, batched with batch_jaxpr; batched outputs carry it at the front.
+    size = batching.axis_size_of(vals, dims)
+    new_in, body_dims = [], []
+    for b, mesh_dims in zip(dims, in_axes):
+        if b is batching.not_mapped:
+            new_in.append(mesh_dims)
+            body_dims.append(batching.not_mapped)
+            continue
+        shifted = tuple(None if d is None else (d if d < b else d + 1) for d in mesh_dims)
+        removed = sorted(d for d in shifted if d is not None)
+        body_dims.append(b - sum(1 for d in removed if d < b))
+        new_in.append(shifted)
+    b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size, body_dims)
+    new_out = tuple(tuple(None if d is None else d + 1 for d in dims_) if bat else dims_
+                    for dims_, bat in zip(out_axes, out_batched))
+    outs = xla_pmap_p.bind(*vals, jaxpr=b_jaxpr, axes=axes, in_axes=tuple(new_in),
+                           out_axes=new_out, devices=devices, name=name)
+    return outs, [0 if bat else batching.not_mapped for bat in out_batched]
 
 
 batching.primitive_batchers[xla_pmap_p] = _pmap_batch
