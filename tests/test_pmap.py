@@ -175,10 +175,10 @@ def test_pytrees_axes_static_args():
         return f
 
     tree = {"x": X, "y": np.float32(2.0)}
-    out = xform.pmap(make(lax), "i", in_axes=({"x": 0, "y": None}, 1, None), out_axes=({"s": 1, "t": 0}, 0),
-                     static_broadcasted_argnums=2)(tree, X.T, 3)
-    e = jax.pmap(make(jax.lax), "i", in_axes=({"x": 0, "y": None}, 1, None), out_axes=({"s": 1, "t": 0}, 0),
-                 static_broadcasted_argnums=2)(tree, X.T, 3)
+    axes = dict(in_axes=({"x": 0, "y": None}, 1, None), out_axes=({"s": 1, "t": 0}, 0),
+                static_broadcasted_argnums=2)
+    out = xform.pmap(make(lax), "i", **axes)(tree, X.T, 3)
+    e = jax.pmap(make(jax.lax), "i", **axes)(tree, X.T, 3)
     _close(out[0]["s"], e[0]["s"])
     _close(out[0]["t"], e[0]["t"])
     _close(out[1], e[1])

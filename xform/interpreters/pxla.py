@@ -18,8 +18,7 @@ import numpy as np
 
 from xform import backend
 from xform.core.array import Array, MeshLayout, ShardedArray
-from xform.core.avals import ShapedArray
-from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Primitive, get_aval, set_current_trace
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -333,6 +332,3 @@ def trace_body(fun, in_avals, axes):
     with batching.extend_axis_env(axes):
         return pe.trace_to_jaxpr(fun, in_avals)
 
-
-__all__ = ["xla_pmap_p", "trace_body", "lowering_axes", "mapped_aval", "unmapped_aval",
-           "ShapedArray"]

@@ -269,10 +269,8 @@ def _axis_index_lowering(ctx, *, axis_name):
     for n, size in reversed(_mesh()):
         strides[n] = s
         s *= size
-    u32 = ir.RankedTensorType.get([], ir.IntegerType.get_unsigned(32))
     rid = hlo.convert(ir.RankedTensorType.get([], ir.IntegerType.get_signless(32)),
                       hlo.replica_id())
-    del u32
     out = None
     for n in axis_name:  # linear index over the named axes, first name major
         idx = hlo.remainder(hlo.divide(rid, mlir.ir_constant(np.int32(strides[n]))),
