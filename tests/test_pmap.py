@@ -27,6 +27,7 @@ COLLECTIVES = [
     ("pmax", lambda L, x: L.pmax(x, "i"), X),
     ("pmin_int", lambda L, x: L.pmin(x, "i"), XI),
     ("pmean", lambda L, x: L.pmean(x, "i"), X),
+    ("pmean_int", lambda L, x: L.pmean(x, "i"), XI),
     ("psum_groups", lambda L, x: L.psum(x, "i", axis_index_groups=GROUPS), X),
     ("pmax_groups", lambda L, x: L.pmax(x, "i", axis_index_groups=GROUPS), X),
     ("pmean_groups", lambda L, x: L.pmean(x, "i", axis_index_groups=GROUPS), X),

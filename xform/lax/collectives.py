@@ -251,10 +251,17 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     Array([1., 1., 1.], dtype=float32)
     """
     from xform.core import tree_util
+    from xform.core import dtypes
     n = _bound_size(_names(axis_name), _groups(axis_index_groups))
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
-    return tree_util.tree_map(lambda v: _ew.div(v, _shapes.full((), n, get_aval(v).dtype)),
-                              total)
+
+    def mean(v):  # true division, as JAX's ``psum(x) / n``: integers give floats
+        dt = get_aval(v).dtype
+        if dt not in dtypes.inexact_dtypes:
+            dt = dtypes.canonicalize_dtype(np.float64)
+            v = _ew.convert_element_type(v, dt)
+        return _ew.div(v, _shapes.full((), n, dt))
+    return tree_util.tree_map(mean, total)
 
 
 # ---- axis_index ----
