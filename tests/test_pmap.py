@@ -190,6 +190,9 @@ def test_pytrees_axes_static_args():
 def test_multi_device_arrays():
     f = xform.pmap(lambda v: v + 1.0, "i")
     r = f(X)
+    again = f(r)  # same layout: the per-device buffers are used as they are
+    assert r._npy is None and again._npy is None  # no host copy was made of either
+    assert all(a is not b for a, b in zip(again._shards, r._shards))
     assert isinstance(r, xform.Array)
     assert r.devices() == set(xform.devices())
     assert r.sharding.spec == xform.sharding.PartitionSpec("i")
@@ -201,8 +204,6 @@ def test_multi_device_arrays():
     np.testing.assert_array_equal(r[2], X[2] + 1)
     np.testing.assert_array_equal(np.asarray(r), X + 1)
     np.testing.assert_array_equal(r * 2, (X + 1) * 2)
-    again = f(r)  # same layout: the per-device buffers are used as they are
-    assert again._shards[0] is not r._shards[0]
     np.testing.assert_array_equal(again, X + 2)
     with pytest.raises(ValueError, match="lives on 8 devices"):
         r.device
