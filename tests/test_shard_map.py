@@ -110,3 +110,14 @@ def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name),
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_device_put_with_shardings():
+    s = xform.device_put(X, NamedSharding(MESH1, P("i")))
+    np.testing.assert_array_equal(s, X)
+    d = xform.devices()[3]
+    one = xform.device_put(X, xform.sharding.SingleDeviceSharding(d))
+    assert one.devices() == {d}
+    np.testing.assert_allclose(
+        xform.shard_map(lambda b: b * 2, mesh=MESH1, in_specs=P("i"), out_specs=P("i"))(s),
+        X * 2)
