@@ -103,7 +103,8 @@ def test_errors():
 
 
 @pytest.mark.parametrize("name", ["xform.lax.collectives", "xform.transforms.pmap",
-                                  "xform.transforms.shard_map", "xform.sharding"])
+                                  "xform.transforms.shard_map", "xform.sharding",
+                                  "xform.distributed"])
 def test_docstring_examples(name):
     import doctest
     import importlib
