@@ -280,3 +280,23 @@ def test_vmap_of_pmap():
     e = jax.vmap(f(jax.lax, jax.pmap), in_axes=(2, 0))(y, w)
     _close(r[0], e[0])
     _close(r[1], e[1])
+
+
+def test_pmax_pmin_grads_against_finite_differences():
+    # NB: JAX has no differentiation rule for pmax/pmin; ours sends the tangent of the
+    # maximizing member (averaged over ties), like reduce_max.
+    from xform.test_util import check_grads
+    x = (np.arange(16, dtype=np.float64).reshape(8, 2) * 0.37) % 1.3
+    with _x64():
+        for red in (lax.pmax, lax.pmin):
+            f = xform.pmap(lambda v: jnp.sin(red(v * v, "i")) * v, "i")
+            check_grads(f, (x,), order=1, modes=("fwd", "rev"))
+
+
+class _x64:
+    def __enter__(self):
+        self.old = xform.config.jax_enable_x64
+        xform.config.update("jax_enable_x64", True)
+
+    def __exit__(self, *exc):
+        xform.config.update("jax_enable_x64", self.old)
