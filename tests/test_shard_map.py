@@ -122,3 +122,14 @@ def test_device_put_with_shardings():
     np.testing.assert_allclose(
         xform.shard_map(lambda b: b * 2, mesh=MESH1, in_specs=P("i"), out_specs=P("i"))(s),
         X * 2)
+
+
+def test_positional_form_and_context_mesh():
+    f = xform.shard_map(lambda b: lax.psum(b, "i"), MESH1, P("i"), P())
+    np.testing.assert_allclose(f(X), X.reshape(8, 1, 6).sum(0), rtol=1e-5)
+    with MESH1:
+        g = xform.shard_map(lambda b: b * lax.axis_index("i"), in_specs=P("i"),
+                            out_specs=P("i"))
+        np.testing.assert_allclose(g(X), X * np.arange(8)[:, None], rtol=1e-6)
+    with pytest.raises(ValueError, match="requires a mesh"):
+        xform.shard_map(lambda b: b, in_specs=P(), out_specs=P())

@@ -88,10 +88,20 @@ class Mesh:
         return f"Mesh({self.shape})"
 
     def __enter__(self):
+        _mesh_stack.append(self)
         return self
 
     def __exit__(self, *exc):
+        _mesh_stack.pop()
         return False
+
+
+_mesh_stack = []  # meshes entered with ``with mesh:`` (innermost last)
+
+
+def current_mesh():
+    """The innermost mesh entered with ``with mesh:``, or None."""
+    return _mesh_stack[-1] if _mesh_stack else None
 
 
 def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None):

@@ -66,16 +66,17 @@ def _reshape(x, shape):
     return x if tuple(get_aval(x).shape) == tuple(shape) else lax.reshape(x, tuple(shape))
 
 
-def shard_map(f=None, /, *, mesh, in_specs, out_specs, check_rep=True, check_vma=None,
-              axis_names=None, auto=frozenset()):
+def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=True,
+              check_vma=None, axis_names=None, auto=frozenset()):
     """Map ``f`` over blocks of its arguments split across ``mesh`` per ``in_specs``;
     assemble its per-device results per ``out_specs``.
 
     Args:
       f: the per-block function (may also be given later: ``shard_map(mesh=...)(f)``).
-      mesh: a :class:`xform.sharding.Mesh`.
+      mesh: a :class:`xform.sharding.Mesh` (default: the one entered with ``with mesh:``).
       in_specs: a PartitionSpec per positional argument (a pytree prefix).
-      out_specs: a PartitionSpec per output (a pytree prefix).
+      out_specs: a PartitionSpec per output (a pytree prefix). All three may also be
+        given positionally (``jax.experimental.shard_map``'s form).
       check_rep, check_vma, axis_names, auto: accepted for compatibility.
 
     Returns:
@@ -97,6 +98,14 @@ def shard_map(f=None, /, *, mesh, in_specs, out_specs, check_rep=True, check_vma
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs,
                                  out_specs=out_specs, check_rep=check_rep,
                                  check_vma=check_vma, axis_names=axis_names, auto=auto)
+    if mesh is None:
+        from xform.sharding import current_mesh
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError("shard_map requires a mesh: pass mesh= or call it inside "
+                             "`with mesh:`")
+    if in_specs is None or out_specs is None:
+        raise TypeError("shard_map requires in_specs and out_specs (PartitionSpecs)")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map requires mesh to be a xform.sharding.Mesh, got "
                         f"{type(mesh).__name__}")
