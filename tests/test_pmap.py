@@ -300,3 +300,17 @@ class _x64:
 
     def __exit__(self, *exc):
         xform.config.update("jax_enable_x64", self.old)
+
+
+def test_custom_vjp_inside_pmap_under_grad():
+    def make(cv, L):
+        @cv
+        def clip_grad(v):
+            return v
+
+        clip_grad.defvjp(lambda v: (v, None), lambda _, g: (L.pmean(g, "i") * 0.5,))
+        return lambda x: L.psum(clip_grad(x) ** 2, "i").sum()
+
+    g = xform.grad(lambda x: xform.pmap(make(xform.custom_vjp, lax), "i")(x).sum())(X)
+    e = jax.grad(lambda x: jax.pmap(make(jax.custom_vjp, jax.lax), "i")(x).sum())(X)
+    _close(g, e)

@@ -184,7 +184,8 @@ xla_pmap_p.def_impl(_pmap_impl)
 
 def _pmap_jvp(primals, tangents, *, jaxpr, axes, in_axes, out_axes, devices, name):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    jvp_jaxpr, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
+    with batching.extend_axis_env(axes):  # user rules (custom_jvp) may name the axes
+        jvp_jaxpr, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
     nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
     t_in_axes = tuple(d for d, nz in zip(in_axes, nonzeros) if nz)
     t_out_axes = tuple(d for d, nz in zip(out_axes, out_nz) if nz)
@@ -208,7 +209,9 @@ def _pmap_partial_eval(trace, tracers, params):
     jaxpr, axes = params["jaxpr"], params["axes"]
     in_axes, out_axes = params["in_axes"], params["out_axes"]
     unknowns = tuple(t.var is not None for t in tracers)
-    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+    with batching.extend_axis_env(axes):
+        known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns,
+                                                                      False)
     res_dims = tuple(range(len(axes)))  # residuals come out stacked over the mesh axes
     known_out_axes = tuple(d for d, u in zip(out_axes, out_unknowns) if not u)
     with set_current_trace(trace.parent):
@@ -239,7 +242,8 @@ pe.partial_eval_rules[xla_pmap_p] = _pmap_partial_eval
 def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name):
     from xform.lax.collectives import psum_p
     linear = tuple(ad.is_undefined_primal(a) for a in args)
-    t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)
+    with batching.extend_axis_env(axes):  # a custom_vjp's bwd may call collectives
+        t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)
     lin_dims = [d for d, lin in zip(in_axes, linear) if lin]
 
     def body(*xs):  # a linear input replicated over a mesh axis sums its cotangent there
@@ -316,7 +320,8 @@ def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name):
         removed = sorted(d for d in shifted if d is not None)
         body_dims.append(b - sum(1 for d in removed if d < b))
         new_in.append(shifted)
-    b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size, body_dims)
+    with batching.extend_axis_env(axes):
+        b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size, body_dims)
     new_out = tuple(tuple(None if d is None else d + 1 for d in dims_) if bat else dims_
                     for dims_, bat in zip(out_axes, out_batched))
     outs = xla_pmap_p.bind(*vals, jaxpr=b_jaxpr, axes=axes, in_axes=tuple(new_in),
