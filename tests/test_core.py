@@ -34,6 +34,7 @@ LINEAR = {
     "cond",
     "jit",
     "fft",
+    "psum", "all_gather", "reduce_scatter", "ppermute", "all_to_all", "xla_pmap",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate
 

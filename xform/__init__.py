@@ -20,5 +20,12 @@ from xform.interpreters.callback import pure_callback
 
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
 from xform import nn, scipy  # noqa: E402,F401
+from xform.interpreters import pxla as _pxla  # noqa: E402,F401
+from xform.transforms.pmap import (  # noqa: E402
+    pmap, device_put_sharded, device_put_replicated, local_device_count)
+from xform import sharding, distributed  # noqa: E402,F401
+from xform.distributed import process_index, process_count  # noqa: E402,F401
+from xform.transforms.shard_map import shard_map  # noqa: E402
+from xform.sharding import make_mesh, NamedSharding, PartitionSpec  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -23,8 +23,87 @@ Buffer = _jax.ArrayImpl
 
 @functools.cache
 def client():
-    """The PJRT CPU client (created on first use, so XLA_FLAGS set before it count)."""
+    """The PJRT CPU client (created on first use, so XLA_FLAGS set before it count).
+
+    After ``distributed_initialize`` it is a CPU client joined to the other processes
+    (global devices, gloo collectives)."""
+    if _dist.cpu_client is not None:
+        return _dist.cpu_client
     return _xb.get_backend("cpu")
+
+
+def client_started():
+    return client.cache_info().currsize > 0
+
+
+# ---- multi-process: jaxlib's distributed runtime (coordination service) + gloo ----
+
+class _Distributed:
+    service = None      # the coordination service (process 0 only)
+    client = None       # this process's DistributedRuntimeClient
+    cpu_client = None   # the CPU PJRT client joined to the other processes
+    process_id = 0
+    num_processes = 1
+    errors = []         # coordination errors reported to the callback
+
+
+_dist = _Distributed()
+
+
+def distributed_initialize(coordinator_address, num_processes, process_id,
+                           num_local_devices=None, init_timeout_s=60,
+                           heartbeat_timeout_s=30, shutdown_timeout_s=30):
+    """Connect this process to the coordination service (process 0 starts it) and
+    build a CPU client over all processes' devices with gloo TCP collectives.
+
+    ``connect`` fails after ``init_timeout_s`` if the coordinator is unreachable."""
+    port = coordinator_address.rsplit(":", 1)[1]
+    if process_id == 0:
+        _dist.service = _jax.get_distributed_runtime_service(
+            f"[::]:{port}", num_processes, heartbeat_timeout=heartbeat_timeout_s,
+            shutdown_timeout=shutdown_timeout_s)
+    dclient = _jax.get_distributed_runtime_client(
+        coordinator_address, process_id, init_timeout=init_timeout_s,
+        heartbeat_timeout=heartbeat_timeout_s, shutdown_timeout=shutdown_timeout_s,
+        use_compression=True, shutdown_on_destruction=False,
+        # a callback keeps the runtime from aborting the process when the coordinator
+        # cannot be reached: connect() then raises and the caller reports it
+        missed_heartbeat_callback=_dist.errors.append)
+    try:
+        dclient.connect()
+    except Exception as e:
+        if _dist.service is not None:
+            _dist.service.shutdown()
+            _dist.service = None
+        raise ConnectionError(str(e)) from None
+    collectives = _jax.make_gloo_tcp_collectives(distributed_client=dclient)
+    _dist.cpu_client = _jax.get_tfrt_cpu_client(
+        asynchronous=True, distributed_client=dclient, node_id=process_id,
+        num_nodes=num_processes, collectives=collectives, num_devices=num_local_devices,
+        get_local_topology_timeout_minutes=max(1, init_timeout_s // 60),
+        get_global_topology_timeout_minutes=max(1, init_timeout_s // 60))
+    _dist.client = dclient
+    _dist.process_id, _dist.num_processes = process_id, num_processes
+    client.cache_clear()
+
+
+def distributed_shutdown():
+    if _dist.client is not None:
+        _dist.client.shutdown()
+    if _dist.service is not None:
+        _dist.service.shutdown()
+    _dist.client = _dist.service = _dist.cpu_client = None
+    _dist.process_id, _dist.num_processes = 0, 1
+    client.cache_clear()
+
+
+def distributed_barrier(name, timeout_s=60):
+    if _dist.client is not None:
+        _dist.client.wait_at_barrier(name, timeout_s * 1000)
+
+
+def distributed_state():
+    return _dist
 
 
 def devices():
@@ -33,7 +112,7 @@ def devices():
 
 
 def default_device():
-    return client().devices()[0]
+    return client().local_devices()[0]  # this process's first (all are local if alone)
 
 
 def device_count():
@@ -294,3 +373,78 @@ def _reraising(execute, errors, callbacks):
             raise
     run.host_callbacks = callbacks
     return run
+
+
+# ---- replicated (multi-device) programs: pmap / shard_map ----
+# A replicated program is one StableHLO module compiled with ``num_replicas = n`` and
+# a DeviceAssignment (replica r runs on devices[r]); collectives in it name replicas.
+# ``execute_sharded`` takes one global array per parameter: jaxlib assembles it from
+# the per-device buffers under a 1-D NamedSharding; the per-device buffers come back
+# with ``disassemble_into_single_device_arrays``.
+
+@functools.lru_cache(maxsize=256)
+def _replica_sharding(devices):
+    from jax._src.mesh import Mesh
+    from jax._src.partition_spec import PartitionSpec
+    from jax._src.sharding_impls import NamedSharding
+    return NamedSharding(Mesh(np.array(devices, dtype=object), ("_replicas",)),
+                         PartitionSpec("_replicas"))
+
+
+class ReplicatedExecutable:
+    """A program compiled once for ``len(devices)`` replicas.
+
+    ``execute(per_arg_buffers) -> per_output_buffers``: each argument is a list of one
+    buffer per replica (in ``devices`` order); so is each result."""
+    __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
+
+    def __init__(self, exe, devices, text, host_callbacks=()):
+        self._exe = exe
+        self.devices = devices
+        self.text = text
+        self._sharding = _replica_sharding(devices)
+        self.host_callbacks = host_callbacks
+
+    def execute(self, per_arg_buffers):
+        n = len(self.devices)
+        args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
+                               self._sharding, list(bufs), True, True)
+                for bufs in per_arg_buffers]
+        return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
+
+
+def compile_replicated(module_text: str, devices, host_callbacks=()):
+    """Compile a StableHLO module whose collectives address ``len(devices)`` replicas."""
+    devices = tuple(devices)
+    options = _jax.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas = len(devices)
+    build.num_partitions = 1
+    build.device_assignment = _jax.DeviceAssignment.create(
+        np.array([[d.id] for d in devices], np.int32))
+    device_list = _jax.DeviceList(devices)
+    if host_callbacks:
+        with make_ir_context():
+            module = ir.Module.parse(module_text)
+            exe = client().compile_and_load(module, device_list, options,
+                                            list(host_callbacks))
+    else:
+        exe = client().compile_and_load(module_text, device_list, options)
+    return ReplicatedExecutable(exe, devices, module_text, tuple(host_callbacks))
+
+
+def local_devices():
+    """The devices of this process (all devices unless running distributed)."""
+    return client().local_devices()
+
+
+def local_device_count():
+    return client().local_device_count()
+
+
+def process_index():
+    return client().process_index()
+
+
+def process_count():
+    return _dist.num_processes

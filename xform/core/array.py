@@ -69,6 +69,20 @@ class Array(ArrayOps):
         return {backend.buffer_device(self._buf)}
 
     @property
+    def sharding(self):
+        """Where the array lives: a ``SingleDeviceSharding`` for an ordinary Array."""
+        from xform.sharding import SingleDeviceSharding
+        return SingleDeviceSharding(self.device)
+
+    @property
+    def addressable_shards(self):
+        """One :class:`xform.sharding.Shard` per device holding (part of) the array."""
+        from xform.sharding import Shard
+        return [Shard(self.device, tuple(slice(None) for _ in self.shape), self, 0)]
+
+    is_fully_addressable = property(lambda self: True)
+
+    @property
     def device(self):
         return backend.buffer_device(self._buf)
 
@@ -138,3 +152,130 @@ class Array(ArrayOps):
 def _reconstruct(value, weak_type):
     from xform.interpreters.dispatch import device_put_value
     return device_put_value(value, weak_type=weak_type)
+
+
+class ShardedArray(Array):
+    """An Array held as one buffer per device (what pmap and shard_map return).
+
+    ``layout`` says how the buffers tile the array: a mesh of devices (``devices`` in
+    row-major order over ``sizes``) and, per mesh axis, the array dimension it indexes
+    (``dims``; pmap-style: that dimension has the mesh axis's size and each device holds
+    one index of it, squeezed) or None (replicated along that mesh axis). Fed back into
+    a pmap with the same layout the buffers are used as they are (no host round trip);
+    eager ops on it see one assembled single-device buffer (made on first use).
+    """
+    __slots__ = ("_shards", "layout")
+
+    def __init__(self, shards, aval, layout):
+        self._shards = list(shards)
+        self.aval = aval
+        self.layout = layout
+        self._npy = None
+
+    def __getattr__(self, name):
+        if name == "_buf":  # assembled on first use by an ordinary (one-device) op
+            buf = backend.device_put(self._value())
+            self._buf = buf
+            return buf
+        raise AttributeError(name)
+
+    def _value(self):
+        if self._npy is None:
+            self._npy = self.layout.assemble([backend.to_numpy(b) for b in self._shards])
+        return self._npy
+
+    def block_until_ready(self):
+        for b in self._shards:
+            backend.block_until_ready(b)
+        return self
+
+    def devices(self):
+        return set(self.layout.devices)
+
+    @property
+    def device(self):
+        raise ValueError(f"This Array lives on {len(self.layout.devices)} devices "
+                         "(it has no single .device); see .devices() or .sharding")
+
+    @property
+    def sharding(self):
+        return self.layout.sharding()
+
+    @property
+    def addressable_shards(self):
+        from xform.sharding import Shard
+        aval = self.aval.update(shape=self.layout.shard_shape(self.aval.shape))
+        out = []
+        for k, (dev, buf) in enumerate(zip(self.layout.devices, self._shards)):
+            index, replica = self.layout.shard_index(k, self.aval.shape)
+            out.append(Shard(dev, index, Array(buf, aval), replica))
+        return out
+
+    def __reduce__(self):
+        return (_reconstruct, (np.array(self._value()), self.aval.weak_type))
+
+
+class MeshLayout:
+    """How per-device buffers tile an array (see :class:`ShardedArray`)."""
+    __slots__ = ("devices", "sizes", "dims", "names", "_key")
+
+    def __init__(self, devices, sizes, dims, names):
+        self.devices, self.sizes = tuple(devices), tuple(sizes)
+        self.dims, self.names = tuple(dims), tuple(names)
+        self._key = (self.devices, self.sizes, self.dims)
+
+    def __eq__(self, other):
+        return type(other) is MeshLayout and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def coords(self, k):
+        out = []
+        for size in reversed(self.sizes):
+            out.append(k % size)
+            k //= size
+        return tuple(reversed(out))
+
+    def shard_shape(self, shape):
+        mapped = {d for d in self.dims if d is not None}
+        return tuple(s for i, s in enumerate(shape) if i not in mapped)
+
+    def shard_index(self, k, shape):
+        c = self.coords(k)
+        index = [slice(None)] * len(shape)
+        replica = 0
+        for ci, d, size in zip(c, self.dims, self.sizes):
+            if d is None:
+                replica = replica * size + ci
+            else:
+                index[d] = ci
+        return tuple(index), replica
+
+    def assemble(self, parts):
+        """The full host array from the per-device host arrays."""
+        stacked = np.stack(parts).reshape(self.sizes + parts[0].shape)
+        # drop replicated mesh axes (take index 0), then put mapped ones at their dims
+        index = tuple(0 if d is None else slice(None) for d in self.dims)
+        stacked = stacked[index]
+        mapped = [d for d in self.dims if d is not None]
+        n_mapped, body_rank = len(mapped), stacked.ndim - len(mapped)
+        full_rank = n_mapped + body_rank
+        perm = [None] * full_rank
+        for i, d in enumerate(mapped):
+            perm[d] = i
+        body = iter(range(n_mapped, full_rank))
+        perm = [p if p is not None else next(body) for p in perm]
+        return np.ascontiguousarray(np.transpose(stacked, perm))
+
+    def sharding(self):
+        from xform.sharding import Mesh, NamedSharding, PartitionSpec
+        rank = max([d + 1 for d in self.dims if d is not None], default=0)
+        spec = [None] * rank
+        names = [n if isinstance(n, str) else f"_axis{i}" for i, n in enumerate(self.names)]
+        mesh = Mesh(np.array(self.devices, dtype=object).reshape(self.sizes), names)
+        for name, d in zip(names, self.dims):
+            if d is not None:
+                spec[d] = name if spec[d] is None else (
+                    (spec[d] if isinstance(spec[d], tuple) else (spec[d],)) + (name,))
+        return NamedSharding(mesh, PartitionSpec(*spec))

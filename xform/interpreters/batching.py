@@ -4,6 +4,9 @@ A batching rule is ``rule(vals, dims, **params) -> (out, out_dim)`` (lists for
 multiple-result primitives); ``dims`` entries are an int or ``not_mapped``.
 Rules run under the parent trace, on values that include the batch axis.
 """
+import contextlib
+import threading
+
 from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
@@ -12,6 +15,46 @@ from xform.interpreters import partial_eval as pe
 
 not_mapped = None
 primitive_batchers = {}
+# Collectives over a vmapped axis: ``rule(axis_size, axis_name, vals, dims, **params)``,
+# used by the BatchTrace whose ``axis_name`` the primitive's ``axis_name`` names (even
+# when no operand is batched: ``psum(1., 'i')`` is the axis size).
+collective_batchers = {}
+
+
+# ---- the axis environment: named axes bound by enclosing vmap/pmap/shard_map ----
+
+class _AxisEnv(threading.local):
+    def __init__(self):
+        self.frames = []   # (name, size), innermost last
+        # the axis name of the BatchTrace whose rule is running: a higher-order
+        # primitive's rule (jit, scan, cond...) batches its jaxpr under that name, so
+        # collectives inside see the vmapped axis
+        self.rule_axis_name = None
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(frames):
+    """Bind ``frames`` (``[(name, size)]``) while tracing a mapped function's body."""
+    n = len(_axis_env.frames)
+    _axis_env.frames.extend(frames)
+    try:
+        yield
+    finally:
+        del _axis_env.frames[n:]
+
+
+def axis_frame_size(name):
+    """Size of the innermost bound axis ``name``; NameError naming it if unbound."""
+    for n, size in reversed(_axis_env.frames):
+        if n == name:
+            return size
+    bound = [n for n, _ in _axis_env.frames]
+    raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined "
+                    f"by pmap, vmap(axis_name=) or shard_map) are available to collective "
+                    f"operations: {bound}")
 
 
 class BatchTracer(Tracer):
@@ -49,14 +92,27 @@ class BatchTrace(Trace):
         tracers = [self.lift(x) for x in args]
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
+        if (self.axis_name is not None and prim in collective_batchers
+                and self.axis_name in params["axis_name"]):
+            with set_current_trace(self.parent):
+                out, out_dim = collective_batchers[prim](self.axis_size, self.axis_name,
+                                                         vals, dims, **params)
+            if prim.multiple_results:
+                return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+            return BatchTracer(self, out, out_dim)
         if all(d is not_mapped for d in dims):
             with set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = primitive_batchers.get(prim)
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
-        with set_current_trace(self.parent):
-            out, out_dim = rule(vals, dims, **params)
+        env = _axis_env
+        prev, env.rule_axis_name = env.rule_axis_name, self.axis_name
+        try:
+            with set_current_trace(self.parent):
+                out, out_dim = rule(vals, dims, **params)
+        finally:
+            env.rule_axis_name = prev
         if prim.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
@@ -69,8 +125,9 @@ def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None):
     trace = BatchTrace(current_trace(), axis_size, axis_name)
     args = [BatchTracer(trace, v, d) if d is not not_mapped else v
             for v, d in zip(vals, in_dims)]
+    frames = [(axis_name, axis_size)] if axis_name is not None else []
     try:
-        with set_current_trace(trace):
+        with set_current_trace(trace), extend_axis_env(frames):
             outs = fun(*args)
         outs = [trace.lift(o) for o in outs]
         out_dims = out_dims_fn([o.aval for o in outs])
@@ -176,6 +233,8 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis
         instantiate = [instantiate] * len(closed.out_avals)
     c_vals, c_dims = consts if consts is not None else (
         closed.consts, [not_mapped] * len(closed.consts))
+    if axis_name is None:
+        axis_name = _axis_env.rule_axis_name
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is not not_mapped:
@@ -190,8 +249,9 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis
         c_tracers, tracers = ([BatchTracer(trace, v, d) if d is not not_mapped else v
                                for v, d in zip(vals, dims)]
                               for vals, dims in ((c_vals, c_dims), (args, in_dims)))
+        frames = [(axis_name, axis_size)] if axis_name is not None else []
         try:
-            with set_current_trace(trace):
+            with set_current_trace(trace), extend_axis_env(frames):
                 outs = eval_jaxpr(closed.jaxpr, c_tracers, *tracers)
             outs = [trace.lift(o) for o in outs]
         finally:

@@ -168,6 +168,8 @@ def def_structural_impl(prim):
 
 
 def _eager_aval(prim, x):
+    if isinstance(x, Array):  # a multi-device Array (pmap's results)
+        return x.aval
     check_not_tracer(x, f" (it reached primitive '{prim.name}' outside any transformation)")
     return aval_of_value(x)
 

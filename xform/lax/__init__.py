@@ -60,3 +60,7 @@ from xform.lax.fft import FftType, fft, fft_p
 from xform.interpreters import ad_util as _ad_util
 _ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
                       transpose=transpose, reduce_sum=reduce_sum)
+from xform.lax.collectives import (  # noqa: E402
+    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
+    psum, psum_scatter, all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
+    ppermute_p, psum_p, reduce_scatter_p)

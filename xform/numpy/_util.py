@@ -23,11 +23,11 @@ _PY_SCALAR_SET = frozenset(PY_SCALARS)
 
 def is_array(x):
     """Whether ``x`` is an xform Array or a tracer of any transformation."""
-    return type(x) is Array or isinstance(x, Tracer)
+    return type(x) is Array or isinstance(x, (Tracer, Array))
 
 
 def is_arraylike(x):
-    return (type(x) in _PY_SCALAR_SET or type(x) is Array or isinstance(x, Tracer)
+    return (type(x) in _PY_SCALAR_SET or type(x) is Array or isinstance(x, (Tracer, Array))
             or isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)))
 
 
@@ -54,7 +54,7 @@ def scalar_operand(value, dtype, weak_type):
 
 def asarray(x, name="asarray", pos=0):
     """``x`` as an Array or Tracer; Python scalars become weak rank-0 Arrays."""
-    if type(x) is Array or isinstance(x, Tracer):
+    if type(x) is Array or isinstance(x, (Tracer, Array)):
         return x
     t = type(x)
     if t in _PY_SCALAR_SET:

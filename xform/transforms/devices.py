@@ -13,7 +13,9 @@ def devices(backend_name=None):
     return backend.devices()
 
 
-local_devices = devices
+def local_devices(process_index=None, backend_name=None):
+    """The devices of this process (all of them unless running distributed)."""
+    return backend.local_devices()
 
 
 def device_count(backend_name=None):
@@ -31,6 +33,13 @@ def device_put(x, device=None):
     >>> xform.device_put(np.ones(2, np.float32))
     Array([1., 1.], dtype=float32)
     """
+    from xform import sharding as _sharding
+    if isinstance(device, _sharding.SingleDeviceSharding):
+        device = next(iter(device.device_set))
+    elif isinstance(device, _sharding.Sharding):
+        # NB: a NamedSharding places the whole array on one device (values are the same;
+        # pmap/shard_map split their inputs themselves).
+        device = None
     return tree_util.tree_map(lambda v: device_put_value(v, device), x)
 
 

@@ -1,0 +1,316 @@
+"""pmap, collectives and vmap(axis_name=) on 8 host CPU devices, against jax.pmap."""
+import jax
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as jnp
+from xform import lax
+
+N = 8
+X = np.arange(N * 6, dtype=np.float32).reshape(N, 6) / 7.0 - 3.0
+XI = np.arange(N * 4, dtype=np.int32).reshape(N, 4) - 9
+GROUPS = [[0, 1, 2, 3], [4, 5, 6, 7]]
+RING = [(i, (i + 1) % N) for i in range(N)]
+
+
+def _close(r, e, tol=1e-5):
+    assert np.asarray(r).shape == np.asarray(e).shape
+    assert np.asarray(r).dtype == np.asarray(e).dtype, (np.asarray(r).dtype, e.dtype)
+    np.testing.assert_allclose(np.asarray(r), np.asarray(e), rtol=tol, atol=tol)
+
+
+# (name, xform fn, jax fn, input); the functions take (lax module, x)
+COLLECTIVES = [
+    ("psum", lambda L, x: L.psum(x, "i"), X),
+    ("psum_int", lambda L, x: L.psum(x, "i"), XI),
+    ("pmax", lambda L, x: L.pmax(x, "i"), X),
+    ("pmin_int", lambda L, x: L.pmin(x, "i"), XI),
+    ("pmean", lambda L, x: L.pmean(x, "i"), X),
+    ("pmean_int", lambda L, x: L.pmean(x, "i"), XI),
+    ("psum_groups", lambda L, x: L.psum(x, "i", axis_index_groups=GROUPS), X),
+    ("pmax_groups", lambda L, x: L.pmax(x, "i", axis_index_groups=GROUPS), X),
+    ("pmean_groups", lambda L, x: L.pmean(x, "i", axis_index_groups=GROUPS), X),
+    ("all_gather", lambda L, x: L.all_gather(x, "i"), X),
+    ("all_gather_axis1", lambda L, x: L.all_gather(x, "i", axis=1), X),
+    ("all_gather_tiled", lambda L, x: L.all_gather(x, "i", tiled=True), X),
+    ("all_gather_groups", lambda L, x: L.all_gather(x, "i", axis_index_groups=GROUPS), X),
+    ("ppermute", lambda L, x: L.ppermute(x, "i", RING), X),
+    ("ppermute_partial", lambda L, x: L.ppermute(x, "i", [(0, 3), (5, 1)]), X),
+    ("pshuffle", lambda L, x: L.pshuffle(x, "i", [3, 1, 2, 0, 7, 6, 5, 4]), X),
+    ("all_to_all", lambda L, x: L.all_to_all(x.reshape(8, 3), "i", 0, 1),
+     np.tile(X, (1, 4))),
+    ("all_to_all_tiled", lambda L, x: L.all_to_all(x.reshape(16, 3), "i", 0, 1, tiled=True),
+     np.tile(X, (1, 8))),
+    ("psum_scatter", lambda L, x: L.psum_scatter(x.reshape(8, 6), "i"), np.tile(X, (1, 8))),
+    ("psum_scatter_tiled", lambda L, x: L.psum_scatter(x.reshape(2, 24), "i",
+                                                       scatter_dimension=1, tiled=True),
+     np.tile(X, (1, 8))),
+    ("axis_index", lambda L, x: L.axis_index("i") + 0 * x[0].astype(np.int32), XI),
+    ("axis_size", lambda L, x: x * L.psum(1, "i"), X),
+]
+
+
+@pytest.mark.parametrize("name,fn,x", COLLECTIVES, ids=[c[0] for c in COLLECTIVES])
+def test_collective_vs_jax_pmap(name, fn, x):
+    r = xform.pmap(lambda v: fn(lax, v), "i")(x)
+    e = jax.pmap(lambda v: fn(jax.lax, v), "i")(x)
+    _close(r, e)
+
+
+VMAPPABLE = [c for c in COLLECTIVES if "groups" not in c[0] and "partial" not in c[0]]
+
+
+@pytest.mark.parametrize("name,fn,x", VMAPPABLE, ids=[c[0] for c in VMAPPABLE])
+def test_vmap_axis_name_matches_pmap(name, fn, x):
+    r = xform.vmap(lambda v: fn(lax, v), axis_name="i")(x)
+    _close(r, xform.pmap(lambda v: fn(lax, v), "i")(x))
+    _close(r, jax.vmap(lambda v: fn(jax.lax, v), axis_name="i")(x))
+
+
+def test_collective_grads_vs_jax():
+    def loss(L, pm):
+        def f(w):
+            def body(v):
+                a = L.psum(v * v, "i")
+                b = L.all_gather(jnp_or_np(L).sin(v), "i").sum()
+                c = L.ppermute(v, "i", RING) * v
+                d = L.psum_scatter(jnp_or_np(L).tile(v, 8), "i", tiled=True)
+                e = L.all_to_all(v.reshape(8, 1), "i", 0, 1)
+                return (a + c + d).sum() + b + e.sum() * 0.5
+            return pm(body, "i")(w).sum()
+        return f
+
+    def jnp_or_np(L):
+        return jnp if L is lax else jax.numpy
+    x = np.tile(X, (1, 2))[:, :8]
+    g = xform.grad(loss(lax, xform.pmap))(x)
+    ge = jax.grad(loss(jax.lax, jax.pmap))(x)
+    _close(g, ge, 1e-4)
+
+
+def test_pmap_of_grad_and_data_parallel_step_matches_single_device():
+    rng = np.random.RandomState(0)
+    w = {"w": rng.randn(5, 3).astype(np.float32), "b": np.zeros(3, np.float32)}
+    xs = rng.randn(N * 4, 5).astype(np.float32)
+    ys = rng.randn(N * 4, 3).astype(np.float32)
+
+    def loss(p, x, y):
+        return jnp.mean((jnp.tanh(x @ p["w"] + p["b"]) - y) ** 2)
+
+    def step(p, x, y):
+        g = xform.grad(loss)(p, x, y)
+        g = lax.pmean(g, "batch")
+        return xform.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+
+    pstep = xform.pmap(step, "batch", in_axes=(None, 0, 0), out_axes=None)
+    new = pstep(w, xs.reshape(N, 4, 5), ys.reshape(N, 4, 3))
+    g = xform.grad(loss)(w, xs, ys)
+    single = xform.tree_util.tree_map(lambda a, b: a - 0.1 * b, w, g)
+    for k in w:
+        _close(new[k], single[k])
+    # replicated parameters, three steps, fed back without a host round trip
+    rep = xform.device_put_replicated(w, xform.devices())
+    pstep2 = xform.pmap(step, "batch")
+    for _ in range(3):
+        rep = pstep2(rep, xs.reshape(N, 4, 5), ys.reshape(N, 4, 3))
+        w = xform.tree_util.tree_map(lambda a, b: a - 0.1 * b, w,
+                                     xform.grad(loss)(w, xs, ys))
+    for k in w:
+        _close(rep[k][3], w[k], 1e-5)
+
+
+def test_jit_of_pmap_and_pmap_of_jit():
+    f = lambda v: lax.psum(jnp.sin(v), "i") * v
+    e = jax.pmap(lambda v: jax.lax.psum(jax.numpy.sin(v), "i") * v, "i")(X)
+    _close(xform.jit(xform.pmap(f, "i"))(X), e)
+    _close(xform.pmap(xform.jit(f), "i")(X), e)
+
+
+def test_pmap_of_vmap_two_axis_names():
+    x = X.reshape(N, 2, 3)
+
+    def f(L, vmap):
+        def inner(v):
+            return (L.psum(v, ("i", "j")) + L.psum(v, "j") * L.axis_index("i")
+                    + L.axis_index("j"))
+        return vmap(inner, axis_name="j")
+    r = xform.pmap(f(lax, xform.vmap), "i")(x)
+    e = jax.pmap(f(jax.lax, jax.vmap), "i")(x)
+    _close(r, e)
+    # vmap over vmap resolves the same names to the right axes
+    _close(xform.vmap(f(lax, xform.vmap), axis_name="i")(x), e)
+
+
+def test_pmap_control_flow_and_custom_jvp():
+    @xform.custom_jvp
+    def sq(v):
+        return v * v
+
+    sq.defjvp(lambda p, t: (sq(p[0]), 3.0 * t[0]))
+
+    def body(L, lax_mod, v):
+        def step(c, a):
+            return c + a, c * a
+        c, ys = lax_mod.scan(step, 0.0, v)
+        w = lax_mod.cond(c > 0, lambda u: u * 2.0, lambda u: -u, v)
+        n = lax_mod.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 1.5),
+                               (0, L.psum(c, "i")))[1]
+        return ys + w + n
+
+    r = xform.pmap(lambda v: body(lax, lax, v), "i")(X)
+    e = jax.pmap(lambda v: body(jax.lax, jax.lax, v), "i")(X)
+    _close(r, e, 1e-4)
+    g = xform.grad(lambda x: xform.pmap(lambda v: lax.psum(sq(v), "i"), "i")(x).sum())(X)
+    np.testing.assert_allclose(g, np.full_like(X, 3.0 * N))
+    out, vjp = xform.vjp(xform.pmap(lambda v: lax.pmean(v * v, "i"), "i"), X)
+    (ct,) = vjp(np.ones_like(X))
+    _, jvjp = jax.vjp(jax.pmap(lambda v: jax.lax.pmean(v * v, "i"), "i"), X)
+    _close(ct, jvjp(np.ones_like(X))[0])
+
+
+def test_pytrees_axes_static_args():
+    def make(L):
+        def f(a, k, scale):
+            return {"s": a["x"] * scale + a["y"], "t": L.psum(a["x"], "i")}, k
+        return f
+
+    tree = {"x": X, "y": np.float32(2.0)}
+    axes = dict(in_axes=({"x": 0, "y": None}, 1, None), out_axes=({"s": 1, "t": 0}, 0),
+                static_broadcasted_argnums=2)
+    out = xform.pmap(make(lax), "i", **axes)(tree, X.T, 3)
+    e = jax.pmap(make(jax.lax), "i", **axes)(tree, X.T, 3)
+    _close(out[0]["s"], e[0]["s"])
+    _close(out[0]["t"], e[0]["t"])
+    _close(out[1], e[1])
+    r = xform.pmap(lambda: lax.axis_index("i"), "i", axis_size=4)()
+    _close(r, np.arange(4, dtype=np.int32))
+
+
+def test_multi_device_arrays():
+    f = xform.pmap(lambda v: v + 1.0, "i")
+    r = f(X)
+    again = f(r)  # same layout: the per-device buffers are used as they are
+    assert r._npy is None and again._npy is None  # no host copy was made of either
+    assert all(a is not b for a, b in zip(again._shards, r._shards))
+    assert isinstance(r, xform.Array)
+    assert r.devices() == set(xform.devices())
+    assert r.sharding.spec == xform.sharding.PartitionSpec("i")
+    assert r.is_fully_addressable
+    shards = r.addressable_shards
+    assert len(shards) == N and shards[2].index[0] == 2
+    np.testing.assert_array_equal(shards[2].data, X[2] + 1)
+    assert next(iter(shards[2].data.devices())) == xform.devices()[2]
+    np.testing.assert_array_equal(r[2], X[2] + 1)
+    np.testing.assert_array_equal(np.asarray(r), X + 1)
+    np.testing.assert_array_equal(r * 2, (X + 1) * 2)
+    np.testing.assert_array_equal(again, X + 2)
+    with pytest.raises(ValueError, match="lives on 8 devices"):
+        r.device
+    plain = jnp.ones(3)
+    assert plain.sharding == xform.sharding.SingleDeviceSharding(xform.devices()[0])
+    assert plain.devices() == {xform.devices()[0]} and plain.is_fully_addressable
+    assert len(plain.addressable_shards) == 1
+
+
+def test_device_put_sharded_replicated_and_counts():
+    assert xform.local_device_count() == N == len(xform.local_devices())
+    s = xform.device_put_sharded([X[i] for i in range(4)], xform.devices()[:4])
+    assert s.shape == (4, 6)
+    np.testing.assert_array_equal(s, X[:4])
+    r = xform.pmap(lambda v: lax.psum(v, "i"), "i", devices=xform.devices()[:4])(s)
+    _close(r, jax.pmap(lambda v: jax.lax.psum(v, "i"), "i",
+                       devices=jax.devices()[:4])(X[:4]))
+    rep = xform.device_put_replicated({"a": np.ones(2, np.float32)}, xform.devices()[:3])
+    np.testing.assert_array_equal(rep["a"], np.ones((3, 2)))
+    with pytest.raises(ValueError, match="2 shards for 3 devices"):
+        xform.device_put_sharded([X[0], X[1]], xform.devices()[:3])
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="requires 9 devices .* only 8 devices"):
+        xform.pmap(lambda v: v)(np.zeros((9, 2)))
+    with pytest.raises(ValueError, match=r"(?s)inconsistent sizes.*args\[0\] has size 8.*"
+                                         r"args\[1\] has size 4"):
+        xform.pmap(lambda a, b: a)(X, np.zeros((4, 2)))
+    with pytest.raises(NameError, match="unbound axis name: j"):
+        xform.pmap(lambda v: lax.psum(v, "j"), "i")(X)
+    with pytest.raises(NameError, match="unbound axis name: k"):
+        xform.vmap(lambda v: lax.all_gather(v, "k"), axis_name="i")(X)
+    with pytest.raises(ValueError, match=r"argument args\[0\] along axis 2.*rank 2"):
+        xform.pmap(lambda v: v, in_axes=2)(X)
+    with pytest.raises(ValueError, match="sources and destinations must be unique"):
+        xform.pmap(lambda v: lax.ppermute(v, "i", [(0, 1), (0, 2)]), "i")(X)
+    with pytest.raises(ValueError, match="axis_index_groups must cover every index"):
+        xform.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), "i")(X)
+    with pytest.raises(ValueError, match="in_axes must be an int, None, or a tuple"):
+        xform.pmap(lambda a, b: a, in_axes=(0,))(X, X)
+
+
+def test_collectives_inside_jit_and_scan_under_vmap_and_jit_of_grad_of_pmap():
+    def f(L, lax_mod, jit):
+        def body(v):
+            s = jit(lambda u: L.psum(u, "i"))(v)
+            c, _ = lax_mod.scan(lambda c, a: (c + L.pmax(a, "i"), None), 0.0, v)
+            return s * 2.0 + c
+        return body
+    r = xform.vmap(f(lax, lax, xform.jit), axis_name="i")(X)
+    e = jax.vmap(f(jax.lax, jax.lax, jax.jit), axis_name="i")(X)
+    _close(r, e, 1e-4)
+
+    def loss(pm, L):
+        return lambda v: pm(lambda u: L.psum(u * u, "i"), "i")(v).sum()
+    _close(xform.jit(xform.grad(loss(xform.pmap, lax)))(X),
+           jax.jit(jax.grad(loss(jax.pmap, jax.lax)))(X))
+
+
+def test_vmap_of_pmap():
+    x = X[:, :3].T.copy()  # (3, 8): vmap over axis 1 of the transposed copy below
+    for vax, arg in [(0, x), (1, x.T.copy())]:
+        r = xform.vmap(xform.pmap(lambda v: lax.psum(v, "i") * v, "i"), in_axes=vax)(arg)
+        e = jax.vmap(jax.pmap(lambda v: jax.lax.psum(v, "i") * v, "i"), in_axes=vax)(arg)
+        _close(r, e)
+    y = X.reshape(8, 3, 2)
+    w = np.ones((2, 3), np.float32)
+
+    def f(L, pm):
+        return pm(lambda v, u: (L.psum(v, "i") + u, u * 2.0), "i", in_axes=(0, None),
+                  out_axes=(1, None))
+    r = xform.vmap(f(lax, xform.pmap), in_axes=(2, 0))(y, w)
+    e = jax.vmap(f(jax.lax, jax.pmap), in_axes=(2, 0))(y, w)
+    _close(r[0], e[0])
+    _close(r[1], e[1])
+
+
+def test_pmax_pmin_grads_against_finite_differences():
+    # NB: JAX has no differentiation rule for pmax/pmin; ours sends the tangent of the
+    # maximizing member (averaged over ties), like reduce_max.
+    from xform.test_util import check_grads
+    x = (np.arange(16, dtype=np.float64).reshape(8, 2) * 0.37) % 1.3
+    with _x64():
+        for red in (lax.pmax, lax.pmin):
+            f = xform.pmap(lambda v: jnp.sin(red(v * v, "i")) * v, "i")
+            check_grads(f, (x,), order=1, modes=("fwd", "rev"))
+
+
+class _x64:
+    def __enter__(self):
+        self.old = xform.config.jax_enable_x64
+        xform.config.update("jax_enable_x64", True)
+
+    def __exit__(self, *exc):
+        xform.config.update("jax_enable_x64", self.old)
+
+
+def test_custom_vjp_inside_pmap_under_grad():
+    def make(cv, L):
+        @cv
+        def clip_grad(v):
+            return v
+
+        clip_grad.defvjp(lambda v: (v, None), lambda _, g: (L.pmean(g, "i") * 0.5,))
+        return lambda x: L.psum(clip_grad(x) ** 2, "i").sum()
+
+    g = xform.grad(lambda x: xform.pmap(make(xform.custom_vjp, lax), "i")(x).sum())(X)
+    e = jax.grad(lambda x: jax.pmap(make(jax.custom_vjp, jax.lax), "i")(x).sum())(X)
+    _close(g, e)

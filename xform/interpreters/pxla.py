@@ -1,0 +1,339 @@
+"""Replicated execution over a mesh of devices: the ``xla_pmap`` primitive.
+
+``xla_pmap`` runs a per-device jaxpr (``jaxpr``) on every device of a mesh whose axes
+are ``axes = ((name, size), ...)``. Per operand, ``in_axes`` gives for each mesh axis
+the operand dimension that axis indexes (removed from the body's view) or None
+(replicated); ``out_axes`` the same for results. pmap is a 1-axis mesh; shard_map
+reshapes blocks into such axes. The eager impl compiles the body once as a
+replicated StableHLO program (``num_replicas`` = mesh size); collectives inside name
+their replica groups from ``lowering_axes()``. Every interpreter has a rule (JVP,
+partial evaluation, transpose); inside a one-device program (e.g. jit of pmap) it
+lowers as nested vmaps with the same axis names, which gives the same values.
+"""
+import contextlib
+import math
+import threading
+
+import numpy as np
+
+from xform import backend
+from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core.jaxpr import eval_jaxpr
+from xform.core.trace import Primitive, get_aval, set_current_trace
+from xform.interpreters import ad, batching, dispatch, mlir
+from xform.interpreters import partial_eval as pe
+
+
+# ---- the mesh of the replicated program being lowered ----
+
+class _Lowering(threading.local):
+    def __init__(self):
+        self.axes = ()
+
+
+_lowering = _Lowering()
+
+
+@contextlib.contextmanager
+def lowering_axes_context(axes):
+    prev = _lowering.axes
+    _lowering.axes = tuple(axes)
+    try:
+        yield
+    finally:
+        _lowering.axes = prev
+
+
+def lowering_axes():
+    """``((name, size), ...)`` of the replicated program being lowered (row-major)."""
+    return _lowering.axes
+
+
+# ---- avals of mapped values ----
+
+def unmapped_aval(aval, dims, sizes):
+    """The full aval from the per-device one: insert each mapped mesh axis at its dim."""
+    shape = list(aval.shape)
+    for d, size in sorted((d, s) for d, s in zip(dims, sizes) if d is not None):
+        shape.insert(d, size)
+    return aval.update(shape=tuple(shape))
+
+
+def mapped_aval(aval, dims):
+    """The per-device aval: the full one without the mapped dims."""
+    drop = {d for d in dims if d is not None}
+    return aval.update(shape=tuple(s for i, s in enumerate(aval.shape) if i not in drop))
+
+
+def _mesh_devices(axes, devices):
+    n = math.prod(s for _, s in axes)
+    available = backend.devices()
+    if devices is not None:
+        devices = tuple(devices)
+        if len(devices) != n:
+            raise ValueError(f"pmap got {len(devices)} devices but the mapped axis has "
+                             f"size {n}; the sizes must match")
+        return devices
+    if n > len(available):
+        raise ValueError(f"compiling a computation that requires {n} devices (the mapped "
+                         f"axis size), but only {len(available)} devices are available")
+    return tuple(available[:n])
+
+
+# ---- the primitive ----
+
+xla_pmap_p = Primitive("xla_pmap")
+xla_pmap_p.multiple_results = True
+
+
+def _abstract_eval(*avals, jaxpr, axes, in_axes, out_axes, devices, name):
+    sizes = [s for _, s in axes]
+    return [unmapped_aval(a, d, sizes) for a, d in zip(jaxpr.out_avals, out_axes)]
+
+
+xla_pmap_p.def_abstract_eval(_abstract_eval)
+
+
+class _Compiled:
+    __slots__ = ("exe", "const_bufs", "out_avals", "layouts", "devices", "local")
+
+
+_cache = {}
+
+
+def _compile(jaxpr, axes, devices, out_axes, name):
+    key = (id(jaxpr), axes, devices, out_axes)
+    hit = _cache.get(key)
+    if hit is not None and hit[0] is jaxpr:
+        return hit[1]
+    callbacks = []
+    with lowering_axes_context(axes):
+        text = mlir.lower_jaxpr_to_module(jaxpr, hoist_consts=True, host_callbacks=callbacks)
+    c = _Compiled()
+    c.exe = backend.compile_replicated(text, devices, callbacks)
+    c.devices = devices
+    c.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(v)), d)
+                     for d in _local(devices)] for v in jaxpr.consts]
+    sizes = tuple(s for _, s in axes)
+    names = tuple(n for n, _ in axes)
+    local = _local(devices)
+    if len(local) != len(devices):  # multi-process: this process holds its devices' part
+        if len(axes) != 1:
+            raise NotImplementedError("shard_map across processes is not supported; use "
+                                      "pmap over the local devices")
+        devices, sizes = local, (len(local),)
+    c.out_avals = [unmapped_aval(a, d, sizes) for a, d in zip(jaxpr.out_avals, out_axes)]
+    c.layouts = [MeshLayout(devices, sizes, d, names) for d in out_axes]
+    c.local = devices
+    if len(_cache) > 256:
+        _cache.clear()
+    _cache[key] = (jaxpr, c)
+    return c
+
+
+def _shard_arg(x, dims, layout, devices):
+    """One buffer per device for operand ``x`` (mapped over ``dims``)."""
+    if type(x) is ShardedArray and x.layout == layout:
+        return x._shards  # already laid out like this: no transfer
+    if all(d is None for d in dims):  # replicated
+        if type(x) is Array:
+            buf = x._buf
+            return [buf if backend.buffer_device(buf) == dev
+                    else backend.copy_to_device(buf, dev) for dev in devices]
+        host = dispatch._canonical_numpy(np.asarray(x))
+        return [backend.device_put(host, dev) for dev in devices]
+    host = dispatch._canonical_numpy(np.asarray(x))
+    out = []
+    for k, dev in enumerate(devices):
+        index, _ = layout.shard_index(k, host.shape)
+        out.append(backend.device_put(np.ascontiguousarray(host[index]), dev))
+    return out
+
+
+def _local(devices):
+    me = backend.process_index()
+    return tuple(d for d in devices if d.process_index == me)
+
+
+def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name):
+    devices = _mesh_devices(axes, devices)
+    c = _compile(jaxpr, axes, devices, out_axes, name)
+    sizes = tuple(s for _, s in axes)
+    if c.local != devices:  # multi-process: operands hold this process's slices
+        devices, sizes = c.local, (len(c.local),)
+    names = tuple(n for n, _ in axes)
+    per_arg = list(c.const_bufs)
+    for x, dims in zip(args, in_axes):
+        if isinstance(x, (bool, int, float, complex)):
+            x = dispatch.device_put_value(x)
+        per_arg.append(_shard_arg(x, dims, MeshLayout(devices, sizes, dims, names), devices))
+    outs = c.exe.execute(per_arg)
+    results = []
+    for bufs, aval, layout in zip(outs, c.out_avals, c.layouts):
+        if all(d is None for d in layout.dims):
+            results.append(Array(bufs[0], aval))  # replicated: device 0's copy
+        else:
+            results.append(ShardedArray(bufs, aval, layout))
+    return results
+
+
+xla_pmap_p.def_impl(_pmap_impl)
+
+
+# ---- JVP ----
+
+def _pmap_jvp(primals, tangents, *, jaxpr, axes, in_axes, out_axes, devices, name):
+    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    with batching.extend_axis_env(axes):  # user rules (custom_jvp) may name the axes
+        jvp_jaxpr, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
+    nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
+    t_in_axes = tuple(d for d, nz in zip(in_axes, nonzeros) if nz)
+    t_out_axes = tuple(d for d, nz in zip(out_axes, out_nz) if nz)
+    outs = xla_pmap_p.bind(*primals, *nz_tangents, jaxpr=jvp_jaxpr, axes=axes,
+                           in_axes=in_axes + t_in_axes, out_axes=out_axes + t_out_axes,
+                           devices=devices, name=f"jvp({name})")
+    n = len(jaxpr.out_avals)
+    primals_out, nz_out = outs[:n], iter(outs[n:])
+    full = _abstract_eval(jaxpr=jaxpr, axes=axes, in_axes=in_axes, out_axes=out_axes,
+                          devices=devices, name=name)
+    return primals_out, [next(nz_out) if nz else ad.Zero(a.to_tangent_aval())
+                         for nz, a in zip(out_nz, full)]
+
+
+ad.primitive_jvps[xla_pmap_p] = _pmap_jvp
+
+
+# ---- partial evaluation (linearize): known pmap -> residuals -> unknown pmap ----
+
+def _pmap_partial_eval(trace, tracers, params):
+    jaxpr, axes = params["jaxpr"], params["axes"]
+    in_axes, out_axes = params["in_axes"], params["out_axes"]
+    unknowns = tuple(t.var is not None for t in tracers)
+    with batching.extend_axis_env(axes):
+        known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns,
+                                                                      False)
+    res_dims = tuple(range(len(axes)))  # residuals come out stacked over the mesh axes
+    known_out_axes = tuple(d for d, u in zip(out_axes, out_unknowns) if not u)
+    with set_current_trace(trace.parent):
+        known_outs = xla_pmap_p.bind(
+            *[t.value for t in tracers if t.var is None], jaxpr=known, axes=axes,
+            in_axes=tuple(d for d, u in zip(in_axes, unknowns) if not u),
+            out_axes=known_out_axes + (res_dims,) * num_res,
+            devices=params["devices"], name=params["name"])
+    n_known = len(known_outs) - num_res
+    residuals = [pe.JaxprTracer(trace, value=r) for r in known_outs[n_known:]]
+    unknown_params = dict(params, jaxpr=unknown,
+                          in_axes=(res_dims,) * num_res + tuple(
+                              d for d, u in zip(in_axes, unknowns) if u),
+                          out_axes=tuple(d for d, u in zip(out_axes, out_unknowns) if u))
+    unknown_outs = trace.stage(xla_pmap_p, residuals + [t for t in tracers
+                                                        if t.var is not None],
+                               unknown_params)
+    known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
+    return [next(unknown_it) if u else pe.JaxprTracer(trace, value=next(known_it))
+            for u in out_unknowns]
+
+
+pe.partial_eval_rules[xla_pmap_p] = _pmap_partial_eval
+
+
+# ---- transpose ----
+
+def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name):
+    from xform.lax.collectives import psum_p
+    linear = tuple(ad.is_undefined_primal(a) for a in args)
+    with batching.extend_axis_env(axes):  # a custom_vjp's bwd may call collectives
+        t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)
+    lin_dims = [d for d, lin in zip(in_axes, linear) if lin]
+
+    def body(*xs):  # a linear input replicated over a mesh axis sums its cotangent there
+        outs = eval_jaxpr(t_jaxpr.jaxpr, t_jaxpr.consts, *xs)
+        result = []
+        for ct, dims in zip(outs, lin_dims):
+            names = tuple(n for (n, _), d in zip(axes, dims) if d is None)
+            result.append(psum_p.bind(ct, axis_name=names, axis_index_groups=None)
+                          if names else ct)
+        return result
+    with batching.extend_axis_env(axes):
+        t_jaxpr = pe.trace_to_jaxpr(body, t_jaxpr.in_avals)
+    res = [a for a in args if not ad.is_undefined_primal(a)]
+    res_dims = tuple(d for d, lin in zip(in_axes, linear) if not lin)
+    cts = [ad.instantiate_zeros(c) for c in cts]
+    # An output replicated over some mesh axes counts once, but every device along them
+    # holds (and back-propagates) a copy: give each its 1/n share of the cotangent.
+    from xform import lax
+    for i, dims in enumerate(out_axes):
+        n = math.prod(s for (_, s), d in zip(axes, dims) if d is None)
+        if n > 1:
+            cts[i] = lax.div(cts[i], lax.full((), n, get_aval(cts[i]).dtype))
+    lin_cts = iter(xla_pmap_p.bind(*res, *cts, jaxpr=t_jaxpr, axes=axes,
+                                   in_axes=res_dims + tuple(out_axes),
+                                   out_axes=tuple(lin_dims), devices=devices,
+                                   name=f"transpose({name})"))
+    return [next(lin_cts) if lin else None for lin in linear]
+
+
+ad.primitive_transposes[xla_pmap_p] = _pmap_transpose
+
+
+# ---- inside a one-device program: nested vmaps with the same axis names ----
+
+def vmap_eval(jaxpr, axes, in_axes, out_axes, args):
+    """Evaluate the mapped body with one vmap per mesh axis (outermost axis first)."""
+    if not axes:
+        return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    (name, size), rest = axes[0], axes[1:]
+
+    def inner_dims(dims):
+        d0 = dims[0]
+        return tuple(d if d is None or d0 is None or d < d0 else d - 1 for d in dims[1:])
+
+    in_d0 = [dims[0] for dims in in_axes]
+    out_d0 = [dims[0] for dims in out_axes]
+
+    def fun(*xs):
+        return vmap_eval(jaxpr, rest, [inner_dims(d) for d in in_axes],
+                         [inner_dims(d) for d in out_axes], xs)
+    return batching.batch_flat(fun, size, list(args), in_d0, lambda _: out_d0, name)
+
+
+def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
+    def fun(*xs, **_):
+        return vmap_eval(jaxpr, axes, in_axes, out_axes, xs)
+    return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
+
+
+mlir.register_lowering(xla_pmap_p, _pmap_lowering)
+
+
+def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name):
+    # vmap of pmap: the vmapped axis becomes an extra (unmapped-by-the-mesh) axis of the
+    # body, batched with batch_jaxpr; batched outputs carry it at the front.
+    size = batching.axis_size_of(vals, dims)
+    new_in, body_dims = [], []
+    for b, mesh_dims in zip(dims, in_axes):
+        if b is batching.not_mapped:
+            new_in.append(mesh_dims)
+            body_dims.append(batching.not_mapped)
+            continue
+        shifted = tuple(None if d is None else (d if d < b else d + 1) for d in mesh_dims)
+        removed = sorted(d for d in shifted if d is not None)
+        body_dims.append(b - sum(1 for d in removed if d < b))
+        new_in.append(shifted)
+    with batching.extend_axis_env(axes):
+        b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size, body_dims)
+    new_out = tuple(tuple(None if d is None else d + 1 for d in dims_) if bat else dims_
+                    for dims_, bat in zip(out_axes, out_batched))
+    outs = xla_pmap_p.bind(*vals, jaxpr=b_jaxpr, axes=axes, in_axes=tuple(new_in),
+                           out_axes=new_out, devices=devices, name=name)
+    return outs, [0 if bat else batching.not_mapped for bat in out_batched]
+
+
+batching.primitive_batchers[xla_pmap_p] = _pmap_batch
+
+
+def trace_body(fun, in_avals, axes):
+    """Trace the per-device function with the mesh's axis names bound."""
+    with batching.extend_axis_env(axes):
+        return pe.trace_to_jaxpr(fun, in_avals)
+

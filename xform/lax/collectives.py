@@ -1,0 +1,659 @@
+"""Collectives over named axes: psum, pmax, pmin, all_gather, ppermute, all_to_all,
+psum_scatter, axis_index (and pmean, pshuffle, axis_size composed from them).
+
+Each primitive carries ``axis_name`` as a tuple of names. Under ``vmap(axis_name=)``
+a collective over the vmapped axis is a batching rule (keyed by axis name in
+``batching.collective_batchers``); under pmap/shard_map it lowers to a StableHLO
+collective whose replica groups come from the replicated program's mesh
+(``pxla.lowering_axes``). Nested names resolve innermost-first, so pmap over vmap
+and vmap over vmap each see their own axis.
+"""
+import itertools
+
+import numpy as np
+
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import ad, batching, mlir
+from xform.interpreters.batching import not_mapped
+from xform.lax import elementwise as _ew
+from xform.lax import reductions as _red
+from xform.lax import shapes as _shapes
+from xform.lax._prim import standard_primitive
+from xform.lax import dynamic_slicing as _slicing
+
+ir, hlo = mlir.ir, mlir.hlo
+
+
+# ---- axis names ----
+
+def _names(axis_name):
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _groups(axis_index_groups):
+    if axis_index_groups is None:
+        return None
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    if len({len(g) for g in groups}) != 1:
+        raise ValueError(f"axis_index_groups must all be the same size, got {groups}")
+    return groups
+
+
+def _bound_size(names, groups=None):
+    """Size of the (product of the) bound axes ``names``; NameError naming an unbound one."""
+    size = 1
+    for n in names:
+        size *= batching.axis_frame_size(n)
+    if groups is not None:
+        flat = sorted(itertools.chain(*groups))
+        if flat != list(range(size)):
+            raise ValueError(f"axis_index_groups must cover every index of axis "
+                             f"{names if len(names) > 1 else names[0]} (size {size}) exactly "
+                             f"once, got {groups}")
+        return len(groups[0])
+    return size
+
+
+def axis_size(axis_name):
+    """The size of the bound named axis (a product for a tuple of names).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: x * xform.lax.axis_size('i'), axis_name='i')(jnp.ones(3))
+    Array([3., 3., 3.], dtype=float32)
+    """
+    return _bound_size(_names(axis_name))
+
+
+# ---- replica groups (lowering inside a replicated program) ----
+
+def _mesh():
+    from xform.interpreters import pxla
+    return pxla.lowering_axes()
+
+
+def _device_groups(names, axis_index_groups=None):
+    """Replica groups for a collective over ``names`` of the current mesh: the devices
+    that differ only in those axes (ordered by the linear index over ``names``),
+    split further by ``axis_index_groups``."""
+    mesh = _mesh()
+    sizes = dict(mesh)
+    order = [n for n, _ in mesh]
+    missing = [n for n in names if n not in sizes]
+    if missing:
+        raise NameError(f"unbound axis name: {missing[0]} (mesh axes: {order})")
+    strides, s = {}, 1
+    for n, size in reversed(mesh):
+        strides[n] = s
+        s *= size
+    others = [n for n in order if n not in names]
+    groups = []
+    for other in itertools.product(*[range(sizes[n]) for n in others]):
+        base = sum(i * strides[n] for i, n in zip(other, others))
+        members = [base + sum(i * strides[n] for i, n in zip(idx, names))
+                   for idx in itertools.product(*[range(sizes[n]) for n in names])]
+        if axis_index_groups is None:
+            groups.append(members)
+        else:
+            groups.extend([members[i] for i in g] for g in axis_index_groups)
+    return groups
+
+
+def _groups_attr(groups):
+    return ir.DenseIntElementsAttr.get(np.asarray(groups, np.int64))
+
+
+def _all_reduce_lowering(op):
+    def rule(ctx, x, *, axis_name, axis_index_groups):
+        aval = ctx.avals_in[0]
+        groups = _device_groups(axis_name, axis_index_groups)
+        result = hlo.AllReduceOp([mlir.aval_to_ir_type(aval)], [x], _groups_attr(groups))
+        scalar = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(aval.dtype))
+        block = result.regions[0].blocks.append(scalar, scalar)
+        with ir.InsertionPoint(block):
+            hlo.return_([op(*block.arguments)])
+        return result.results[0]
+    return rule
+
+
+# ---- psum / pmax / pmin ----
+
+def _reducer_abstract_eval(x, *, axis_name, axis_index_groups):
+    return x
+
+
+def _make_reducer(name, op, reduce_fn):
+    prim = standard_primitive(name, _reducer_abstract_eval)
+    mlir.register_lowering(prim, _all_reduce_lowering(op))
+
+    def batch_named(size, name_, vals, dims, *, axis_name, axis_index_groups):
+        (x,), (d,) = vals, dims
+        rest = tuple(n for n in axis_name if n != name_)
+        if axis_index_groups is not None and rest:
+            raise NotImplementedError(f"{prim.name} with axis_index_groups over several "
+                                      "axes under vmap")
+        if d is not_mapped:
+            n = size if axis_index_groups is None else len(axis_index_groups[0])
+            out = _ew.mul(x, _shapes.full((), n, get_aval(x).dtype)) if prim is psum_p else x
+            out_d = not_mapped
+        elif axis_index_groups is None:
+            out, out_d = reduce_fn(x, (d,)), not_mapped
+        else:  # per group: reduce the group's members, give the result to each of them
+            out = _grouped_reduce(prim, x, d, size, axis_index_groups)
+            out_d = d
+        if rest:
+            out = prim.bind(out, axis_name=rest, axis_index_groups=None)
+        return out, out_d
+
+    def batch_other(vals, dims, **params):
+        return prim.bind(*vals, **params), dims[0]
+
+    batching.collective_batchers[prim] = batch_named
+    batching.primitive_batchers[prim] = batch_other
+    return prim
+
+
+def _grouped_reduce(prim, x, d, size, groups):
+    x = batching.moveaxis(x, d, 0)
+    rows = [None] * size
+    for g in groups:
+        parts = [_slicing.slice_in_dim(x, i, i + 1, axis=0) for i in g]
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = {psum_p: _ew.add, pmax_p: _ew.max, pmin_p: _ew.min}[prim](acc, p)
+        for i in g:
+            rows[i] = acc
+    return batching.moveaxis(_shapes.concatenate(rows, 0), 0, d)
+
+
+psum_p = _make_reducer("psum", hlo.add, _red.reduce_sum)
+pmax_p = _make_reducer("pmax", hlo.maximum, _red.reduce_max)
+pmin_p = _make_reducer("pmin", hlo.minimum, _red.reduce_min)
+
+# psum is linear; its transpose sums the cotangents across the axis again (JAX's rule:
+# psum = reduce + broadcast, so the transpose is reduce + broadcast too).
+ad.deflinear(psum_p, lambda ct, x, *, axis_name, axis_index_groups: [
+    psum_p.bind(ct, axis_name=axis_name, axis_index_groups=axis_index_groups)])
+
+
+def _pminmax_jvp(prim):
+    # d max_i x_i = the tangent at the maximizing members, averaged over ties.
+    def jvp(primals, tangents, *, axis_name, axis_index_groups):
+        (x,), (t,) = primals, tangents
+        params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups)
+        out = prim.bind(x, **params)
+        if type(t) is ad.Zero:
+            return out, ad.Zero(get_aval(out).to_tangent_aval())
+        hit = _ew.convert_element_type(_ew.eq(x, out), get_aval(t).dtype)
+        num = psum_p.bind(_ew.mul(t, hit), **params)
+        return out, _ew.div(num, psum_p.bind(hit, **params))
+    ad.primitive_jvps[prim] = jvp
+
+
+_pminmax_jvp(pmax_p)
+_pminmax_jvp(pmin_p)
+
+
+def _reduce(prim, x, axis_name, axis_index_groups):
+    from xform.core import tree_util
+    names, groups = _names(axis_name), _groups(axis_index_groups)
+    _bound_size(names, groups)
+    return tree_util.tree_map(
+        lambda v: prim.bind(v, axis_name=names, axis_index_groups=groups), x)
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+    """Sum ``x`` (a pytree) over the named mapped axis (all members get the sum).
+
+    Args:
+      x: array or pytree of arrays.
+      axis_name: a name bound by pmap, ``vmap(axis_name=)`` or shard_map, or a tuple.
+      axis_index_groups: optional list of index groups, each reduced separately.
+
+    Returns:
+      The sum over the axis, with ``x``'s shape and dtype.
+
+    Raises:
+      NameError: if ``axis_name`` is not bound.
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.psum(x, 'i'), axis_name='i')(jnp.arange(3.0))
+    Array([3., 3., 3.], dtype=float32)
+    """
+    return _reduce(psum_p, x, axis_name, axis_index_groups)
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+    """Maximum of ``x`` over the named axis (see :func:`psum`).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.pmax(x, 'i'), axis_name='i')(jnp.arange(3.0))
+    Array([2., 2., 2.], dtype=float32)
+    """
+    return _reduce(pmax_p, x, axis_name, axis_index_groups)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+    """Minimum of ``x`` over the named axis (see :func:`psum`).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.pmin(x, 'i'), axis_name='i')(jnp.arange(3.0))
+    Array([0., 0., 0.], dtype=float32)
+    """
+    return _reduce(pmin_p, x, axis_name, axis_index_groups)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+    """Mean of ``x`` over the named axis: ``psum(x) / axis size``.
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.pmean(x, 'i'), axis_name='i')(jnp.arange(3.0))
+    Array([1., 1., 1.], dtype=float32)
+    """
+    from xform.core import tree_util
+    from xform.core import dtypes
+    n = _bound_size(_names(axis_name), _groups(axis_index_groups))
+    total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+
+    def mean(v):  # true division, as JAX's ``psum(x) / n``: integers give floats
+        dt = get_aval(v).dtype
+        if dt not in dtypes.inexact_dtypes:
+            dt = dtypes.canonicalize_dtype(np.float64)
+            v = _ew.convert_element_type(v, dt)
+        return _ew.div(v, _shapes.full((), n, dt))
+    return tree_util.tree_map(mean, total)
+
+
+# ---- axis_index ----
+
+def _axis_index_abstract_eval(*, axis_name):
+    return ShapedArray((), np.dtype(np.int32))
+
+
+def _axis_index_lowering(ctx, *, axis_name):
+    mesh = dict(_mesh())
+    strides, s = {}, 1
+    for n, size in reversed(_mesh()):
+        strides[n] = s
+        s *= size
+    rid = hlo.convert(ir.RankedTensorType.get([], ir.IntegerType.get_signless(32)),
+                      hlo.replica_id())
+    out = None
+    for n in axis_name:  # linear index over the named axes, first name major
+        idx = hlo.remainder(hlo.divide(rid, mlir.ir_constant(np.int32(strides[n]))),
+                            mlir.ir_constant(np.int32(mesh[n])))
+        out = idx if out is None else hlo.add(
+            hlo.multiply(out, mlir.ir_constant(np.int32(mesh[n]))), idx)
+    return out
+
+
+def _axis_index_batch_named(size, name_, vals, dims, *, axis_name):
+    rest = tuple(n for n in axis_name if n != name_)
+    idx = _shapes.iota(np.int32, size)
+    if rest:  # the named axis is the minor one: outer_index * size + own index
+        outer = axis_index_p.bind(axis_name=rest)
+        idx = _ew.add(_ew.mul(outer, np.int32(size)), idx)
+    return idx, 0
+
+
+axis_index_p = standard_primitive("axis_index", _axis_index_abstract_eval)
+mlir.register_lowering(axis_index_p, _axis_index_lowering)
+ad.defnondiff(axis_index_p)
+batching.collective_batchers[axis_index_p] = _axis_index_batch_named
+batching.primitive_batchers[axis_index_p] = lambda vals, dims, **p: (
+    axis_index_p.bind(**p), not_mapped)
+
+
+def axis_index(axis_name):
+    """This member's index along the named axis (int32).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.axis_index('i'), axis_name='i')(jnp.zeros(3))
+    Array([0, 1, 2], dtype=int32)
+    """
+    names = _names(axis_name)
+    _bound_size(names)
+    return axis_index_p.bind(axis_name=names)
+
+
+# ---- all_gather ----
+
+def _all_gather_abstract_eval(x, *, axis_name, axis_index_groups, axis_size, axis, tiled):
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= axis_size
+    else:
+        shape.insert(axis, axis_size)
+    return x.update(shape=tuple(shape))
+
+
+def _all_gather_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size, axis, tiled):
+    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    groups = _device_groups(axis_name, axis_index_groups)
+    if not tiled:  # gather along a new unit axis
+        shape = list(aval_in.shape)
+        shape.insert(axis, 1)
+        x = hlo.reshape(ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(aval_in.dtype)),
+                        x)
+    op = hlo.AllGatherOp([mlir.aval_to_ir_type(aval_out)], [x], axis, _groups_attr(groups))
+    return op.results[0]
+
+
+def _all_gather_batch_named(size, name_, vals, dims, *, axis_name, axis_index_groups,
+                            axis_size, axis, tiled):
+    (x,), (d,) = vals, dims
+    if axis_index_groups is not None or len(axis_name) > 1:
+        raise NotImplementedError("all_gather with axis_index_groups or several axis "
+                                  "names under vmap")
+    if d is not_mapped:
+        x, d = batching.broadcast(x, size, 0), 0
+    out = batching.moveaxis(x, d, axis)  # every member gets the whole stack
+    if tiled:
+        shape = list(get_aval(out).shape)
+        shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
+        out = _shapes.reshape(out, tuple(shape))
+    return out, not_mapped
+
+
+def _all_gather_batch_other(vals, dims, *, axis, **params):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return all_gather_p.bind(x, axis=axis + 1, **params), 0
+
+
+all_gather_p = standard_primitive("all_gather", _all_gather_abstract_eval)
+mlir.register_lowering(all_gather_p, _all_gather_lowering)
+batching.collective_batchers[all_gather_p] = _all_gather_batch_named
+batching.primitive_batchers[all_gather_p] = _all_gather_batch_other
+ad.deflinear(all_gather_p, lambda ct, x, *, axis_name, axis_index_groups, axis_size, axis,
+             tiled: [reduce_scatter_p.bind(ct, axis_name=axis_name,
+                                           axis_index_groups=axis_index_groups,
+                                           axis_size=axis_size, scatter_dimension=axis,
+                                           tiled=tiled)])
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+    """Gather ``x`` from every member of the named axis, stacked along ``axis`` (or
+    concatenated along it with ``tiled=True``).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.all_gather(x, 'i'), axis_name='i')(jnp.arange(2.0))
+    Array([[0., 1.],
+           [0., 1.]], dtype=float32)
+    """
+    from xform.core import tree_util
+    names, groups = _names(axis_name), _groups(axis_index_groups)
+    size = _bound_size(names, groups)
+
+    def one(v):
+        aval = get_aval(v)
+        ndim = aval.ndim + (0 if tiled else 1)
+        if not -ndim <= axis < max(ndim, 1):
+            raise ValueError(f"all_gather axis {axis} is out of bounds for an operand of "
+                             f"shape {aval.shape} (tiled={tiled})")
+        return all_gather_p.bind(v, axis_name=names, axis_index_groups=groups,
+                                 axis_size=size, axis=axis % max(ndim, 1), tiled=tiled)
+    return tree_util.tree_map(one, x)
+
+
+# ---- psum_scatter (reduce_scatter) ----
+
+def _reduce_scatter_abstract_eval(x, *, axis_name, axis_index_groups, axis_size,
+                                  scatter_dimension, tiled):
+    shape = list(x.shape)
+    if tiled:
+        if shape[scatter_dimension] % axis_size:
+            raise ValueError(f"psum_scatter: dimension {scatter_dimension} of size "
+                             f"{shape[scatter_dimension]} is not divisible by the axis size "
+                             f"{axis_size}")
+        shape[scatter_dimension] //= axis_size
+    else:
+        if shape[scatter_dimension] != axis_size:
+            raise ValueError(f"psum_scatter: dimension {scatter_dimension} has size "
+                             f"{shape[scatter_dimension]}, which must equal the axis size "
+                             f"{axis_size} (or use tiled=True)")
+        del shape[scatter_dimension]
+    return x.update(shape=tuple(shape))
+
+
+def _reduce_scatter_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size,
+                             scatter_dimension, tiled):
+    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    groups = _device_groups(axis_name, axis_index_groups)
+    shape = list(aval_in.shape)
+    shape[scatter_dimension] //= axis_size
+    elt = mlir.dtype_to_ir_type(aval_in.dtype)
+    op = hlo.ReduceScatterOp(ir.RankedTensorType.get(shape, elt), x, scatter_dimension,
+                             _groups_attr(groups))
+    scalar = ir.RankedTensorType.get([], elt)
+    block = op.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        hlo.return_([hlo.add(*block.arguments)])
+    out = op.results[0]
+    if not tiled:
+        out = hlo.reshape(mlir.aval_to_ir_type(aval_out), out)
+    return out
+
+
+def _reduce_scatter_batch_named(size, name_, vals, dims, *, axis_name, axis_index_groups,
+                                axis_size, scatter_dimension, tiled):
+    (x,), (d,) = vals, dims
+    if axis_index_groups is not None or len(axis_name) > 1:
+        raise NotImplementedError("psum_scatter with axis_index_groups or several axis "
+                                  "names under vmap")
+    if d is not_mapped:
+        total = _ew.mul(x, _shapes.full((), size, get_aval(x).dtype))
+    else:
+        total = _red.reduce_sum(x, (d,))
+    if tiled:  # split the scattered dimension into (members, chunk)
+        shape = list(get_aval(total).shape)
+        shape[scatter_dimension:scatter_dimension + 1] = [size, shape[scatter_dimension]
+                                                          // size]
+        total = _shapes.reshape(total, tuple(shape))
+    return total, scatter_dimension
+
+
+def _reduce_scatter_batch_other(vals, dims, *, scatter_dimension, **params):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return reduce_scatter_p.bind(x, scatter_dimension=scatter_dimension + 1, **params), 0
+
+
+reduce_scatter_p = standard_primitive("reduce_scatter", _reduce_scatter_abstract_eval)
+mlir.register_lowering(reduce_scatter_p, _reduce_scatter_lowering)
+batching.collective_batchers[reduce_scatter_p] = _reduce_scatter_batch_named
+batching.primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch_other
+ad.deflinear(reduce_scatter_p, lambda ct, x, *, axis_name, axis_index_groups, axis_size,
+             scatter_dimension, tiled: [all_gather_p.bind(
+                 ct, axis_name=axis_name, axis_index_groups=axis_index_groups,
+                 axis_size=axis_size, axis=scatter_dimension, tiled=tiled)])
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
+                 tiled=False):
+    """Sum ``x`` over the named axis and give member ``i`` the ``i``-th slice of the sum
+    along ``scatter_dimension`` (a block of it with ``tiled=True``).
+
+    >>> import xform, xform.numpy as jnp
+    >>> f = lambda x: xform.lax.psum_scatter(x, 'i')
+    >>> xform.vmap(f, axis_name='i')(jnp.ones((2, 2)))
+    Array([2., 2.], dtype=float32)
+    """
+    from xform.core import tree_util
+    names, groups = _names(axis_name), _groups(axis_index_groups)
+    size = _bound_size(names, groups)
+    return tree_util.tree_map(
+        lambda v: reduce_scatter_p.bind(
+            v, axis_name=names, axis_index_groups=groups, axis_size=size,
+            scatter_dimension=scatter_dimension % max(get_aval(v).ndim, 1), tiled=tiled),
+        x)
+
+
+# ---- ppermute / pshuffle ----
+
+def _ppermute_abstract_eval(x, *, axis_name, perm):
+    return x
+
+
+def _ppermute_lowering(ctx, x, *, axis_name, perm):
+    pairs = []
+    for group in _device_groups(axis_name):
+        pairs.extend([group[s], group[t]] for s, t in perm)
+    attr = ir.DenseIntElementsAttr.get(np.asarray(pairs, np.int64).reshape(-1, 2))
+    return hlo.CollectivePermuteOp(x, attr).result
+
+
+def _ppermute_batch_named(size, name_, vals, dims, *, axis_name, perm):
+    (x,), (d,) = vals, dims
+    if len(axis_name) > 1:
+        raise NotImplementedError("ppermute over several axis names under vmap")
+    if d is not_mapped:
+        x, d = batching.broadcast(x, size, 0), 0
+    src = {t: s for s, t in perm}
+    zero = _ew.mul(_slicing.slice_in_dim(x, 0, 1, axis=d), _shapes.full((), 0, get_aval(x).dtype))
+    rows = [_slicing.slice_in_dim(x, src[t], src[t] + 1, axis=d) if t in src else zero
+            for t in range(size)]
+    return _shapes.concatenate(rows, d), d
+
+
+ppermute_p = standard_primitive("ppermute", _ppermute_abstract_eval)
+mlir.register_lowering(ppermute_p, _ppermute_lowering)
+batching.collective_batchers[ppermute_p] = _ppermute_batch_named
+batching.primitive_batchers[ppermute_p] = lambda vals, dims, **p: (
+    ppermute_p.bind(vals[0], **p), dims[0])
+ad.deflinear(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
+    ct, axis_name=axis_name, perm=tuple((t, s) for s, t in perm))])
+
+
+def ppermute(x, axis_name, perm):
+    """Send member ``s``'s ``x`` to member ``t`` for each ``(s, t)`` in ``perm``;
+    members receiving nothing get zeros.
+
+    Raises:
+      ValueError: if a source or target repeats or is out of range.
+
+    >>> import xform, xform.numpy as jnp
+    >>> f = lambda x: xform.lax.ppermute(x, 'i', [(0, 1), (1, 2), (2, 0)])
+    >>> xform.vmap(f, axis_name='i')(jnp.arange(3.0))
+    Array([2., 0., 1.], dtype=float32)
+    """
+    from xform.core import tree_util
+    names = _names(axis_name)
+    size = _bound_size(names)
+    perm = tuple((int(s), int(t)) for s, t in perm)
+    srcs, tgts = [s for s, _ in perm], [t for _, t in perm]
+    if len(set(srcs)) != len(srcs) or len(set(tgts)) != len(tgts):
+        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}")
+    if any(not 0 <= i < size for i in srcs + tgts):
+        raise ValueError(f"ppermute perm {perm} has indices out of range for axis "
+                         f"{names if len(names) > 1 else names[0]} of size {size}")
+    return tree_util.tree_map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+
+
+def pshuffle(x, axis_name, perm):
+    """Member ``i`` gets the value of member ``perm[i]`` (``perm`` a permutation).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.pshuffle(x, 'i', [2, 0, 1]),
+    ...            axis_name='i')(jnp.arange(3.0))
+    Array([2., 0., 1.], dtype=float32)
+    """
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"pshuffle perm must be a permutation of range({len(perm)}), "
+                         f"got {list(perm)}")
+    return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+# ---- all_to_all (tiled form; the untiled one adds/removes unit axes around it) ----
+
+def _all_to_all_abstract_eval(x, *, axis_name, axis_index_groups, axis_size, split_axis,
+                              concat_axis):
+    shape = list(x.shape)
+    if shape[split_axis] % axis_size:
+        raise ValueError(f"all_to_all: split_axis {split_axis} of size "
+                         f"{shape[split_axis]} is not divisible by the axis size {axis_size}")
+    shape[split_axis] //= axis_size
+    shape[concat_axis] *= axis_size
+    return x.update(shape=tuple(shape))
+
+
+def _all_to_all_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size, split_axis,
+                         concat_axis):
+    groups = _device_groups(axis_name, axis_index_groups)
+    op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _groups_attr(groups),
+                        results=[mlir.aval_to_ir_type(ctx.avals_out[0])])
+    return op.results[0]
+
+
+def _all_to_all_batch_named(size, name_, vals, dims, *, axis_name, axis_index_groups,
+                            axis_size, split_axis, concat_axis):
+    (x,), (d,) = vals, dims
+    if axis_index_groups is not None or len(axis_name) > 1:
+        raise NotImplementedError("all_to_all with axis_index_groups or several axis "
+                                  "names under vmap")
+    if d is not_mapped:
+        x, d = batching.broadcast(x, size, 0), 0
+    x = batching.moveaxis(x, d, 0)  # (j, ...) with member j's value
+    shape = list(get_aval(x).shape)
+    s = split_axis + 1
+    shape[s:s + 1] = [size, shape[s] // size]  # (j, ..., k, chunk, ...)
+    x = _shapes.reshape(x, tuple(shape))
+    # member k receives chunk k of every j, concatenated along concat_axis in order of j
+    x = batching.moveaxis(x, s, 0)  # (k, j, per-example dims with the chunk)
+    c = concat_axis + 2             # where the concat dim now sits
+    x = batching.moveaxis(x, 1, c - 1)  # j just before it, then merge (j major)
+    shape = list(get_aval(x).shape)
+    shape[c - 1:c + 1] = [shape[c - 1] * shape[c]]
+    out = _shapes.reshape(x, tuple(shape))
+    return out, 0
+
+
+def _all_to_all_batch_other(vals, dims, *, split_axis, concat_axis, **params):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0)
+    return all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1,
+                             **params), 0
+
+
+all_to_all_p = standard_primitive("all_to_all", _all_to_all_abstract_eval)
+mlir.register_lowering(all_to_all_p, _all_to_all_lowering)
+batching.collective_batchers[all_to_all_p] = _all_to_all_batch_named
+batching.primitive_batchers[all_to_all_p] = _all_to_all_batch_other
+ad.deflinear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **p: [
+    all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **p)])
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
+               tiled=False):
+    """Split ``x`` along ``split_axis`` into one chunk per member, send chunk ``j`` to
+    member ``j``, and concatenate the received chunks along ``concat_axis`` (untiled:
+    ``split_axis`` must have the axis size; it is removed and a new ``concat_axis`` of
+    that size inserted).
+
+    >>> import xform, xform.numpy as jnp
+    >>> f = lambda x: xform.lax.all_to_all(x, 'i', 0, 0)
+    >>> xform.vmap(f, axis_name='i')(jnp.arange(4.0).reshape(2, 2))
+    Array([[0., 2.],
+           [1., 3.]], dtype=float32)
+    """
+    from xform.core import tree_util
+    names, groups = _names(axis_name), _groups(axis_index_groups)
+    size = _bound_size(names, groups)
+
+    def one(v):
+        aval = get_aval(v)
+        sa, ca = split_axis % aval.ndim, concat_axis % aval.ndim
+        params = dict(axis_name=names, axis_index_groups=groups, axis_size=size)
+        if tiled:
+            return all_to_all_p.bind(v, split_axis=sa, concat_axis=ca, **params)
+        if aval.shape[sa] != size:
+            raise ValueError(f"all_to_all: split_axis {split_axis} of the operand (shape "
+                             f"{aval.shape}) must have the axis size {size}")
+        # a unit axis to concatenate into, placed so that it ends up at concat_axis
+        # once the (then unit) split axis is squeezed away
+        p = ca if ca <= sa else ca + 1
+        v = _shapes.expand_dims(v, (p,))
+        sa2 = sa + 1 if p <= sa else sa
+        out = all_to_all_p.bind(v, split_axis=sa2, concat_axis=p, **params)
+        return _shapes.squeeze(out, (sa2,))
+    return tree_util.tree_map(one, x)

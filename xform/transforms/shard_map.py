@@ -1,0 +1,175 @@
+"""``shard_map``: map a function over the blocks of arrays split across a device mesh.
+
+Built on pmap's replicated execution: each operand dimension that a PartitionSpec
+splits over mesh axes ``(a, b, ...)`` is reshaped into ``(size_a, size_b, ..., block)``
+and those new dimensions become mesh-mapped dimensions of ``xla_pmap``; the body
+sees one block per device, collectives name mesh axes, and outputs are reassembled
+by the inverse reshape. Mesh axes an output spec leaves out are taken from the
+first device along them (as JAX's ``check_vma=False``: the value must be replicated).
+"""
+import functools
+import math
+
+from xform.core import tree_util
+from xform.core.trace import get_aval
+from xform.interpreters import pxla
+from xform.sharding import Mesh, PartitionSpec
+
+
+def _entry_names(entry):
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _check_spec(spec, shape, mesh, what):
+    if not isinstance(spec, PartitionSpec):
+        if spec is None:
+            spec = PartitionSpec()
+        elif isinstance(spec, tuple):
+            spec = PartitionSpec(*spec)
+        else:
+            raise TypeError(f"shard_map {what}: expected a PartitionSpec, got {spec!r}")
+    if len(spec) > len(shape):
+        raise ValueError(f"shard_map {what} has spec {spec} of length {len(spec)}, but the "
+                         f"value has rank {len(shape)} (shape {tuple(shape)})")
+    sizes = mesh.shape
+    used = spec.axis_names()
+    for n in used:
+        if n not in sizes:
+            raise ValueError(f"shard_map {what}: spec {spec} names mesh axis {n!r}, but the "
+                             f"mesh has axes {mesh.axis_names}")
+    if len(set(used)) != len(used):
+        raise ValueError(f"shard_map {what}: spec {spec} uses a mesh axis more than once")
+    return spec
+
+
+def _split_layout(shape, spec, mesh, what):
+    """(reshaped shape, per mesh axis: the reshaped dim it maps or None)."""
+    spec = _check_spec(spec, shape, mesh, what)
+    sizes = mesh.shape
+    new_shape, where = [], {}
+    for i, s in enumerate(shape):
+        names = _entry_names(spec[i]) if i < len(spec) else ()
+        n = math.prod(sizes[a] for a in names)
+        if s % n:
+            raise ValueError(f"shard_map {what}: dimension {i} of size {s} (shape "
+                             f"{tuple(shape)}) is not divisible by the total size {n} of "
+                             f"mesh axes {names} in its spec {spec}")
+        for a in names:
+            where[a] = len(new_shape)
+            new_shape.append(sizes[a])
+        new_shape.append(s // n)
+    return tuple(new_shape), tuple(where.get(a) for a in mesh.axis_names)
+
+
+def _reshape(x, shape):
+    from xform import lax
+    return x if tuple(get_aval(x).shape) == tuple(shape) else lax.reshape(x, tuple(shape))
+
+
+def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=True,
+              check_vma=None, axis_names=None, auto=frozenset()):
+    """Map ``f`` over blocks of its arguments split across ``mesh`` per ``in_specs``;
+    assemble its per-device results per ``out_specs``.
+
+    Args:
+      f: the per-block function (may also be given later: ``shard_map(mesh=...)(f)``).
+      mesh: a :class:`xform.sharding.Mesh` (default: the one entered with ``with mesh:``).
+      in_specs: a PartitionSpec per positional argument (a pytree prefix).
+      out_specs: a PartitionSpec per output (a pytree prefix). All three may also be
+        given positionally (``jax.experimental.shard_map``'s form).
+      check_rep, check_vma, axis_names, auto: accepted for compatibility.
+
+    Returns:
+      The mapped function.
+
+    Raises:
+      ValueError: a spec naming an unknown mesh axis, longer than the value's rank, or
+        splitting a dimension not divisible by the mesh axes' sizes.
+
+    >>> import xform, xform.numpy as jnp
+    >>> from xform.sharding import PartitionSpec as P
+    >>> mesh = xform.make_mesh((2,), ('x',))
+    >>> f = xform.shard_map(lambda b: b - xform.lax.pmean(b.mean(), 'x'), mesh=mesh,
+    ...                     in_specs=P('x'), out_specs=P('x'))
+    >>> f(jnp.arange(4.0))
+    Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
+    """
+    if f is None:
+        return functools.partial(shard_map, mesh=mesh, in_specs=in_specs,
+                                 out_specs=out_specs, check_rep=check_rep,
+                                 check_vma=check_vma, axis_names=axis_names, auto=auto)
+    if mesh is None:
+        from xform.sharding import current_mesh
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError("shard_map requires a mesh: pass mesh= or call it inside "
+                             "`with mesh:`")
+    if in_specs is None or out_specs is None:
+        raise TypeError("shard_map requires in_specs and out_specs (PartitionSpecs)")
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"shard_map requires mesh to be a xform.sharding.Mesh, got "
+                        f"{type(mesh).__name__}")
+    axes = tuple((n, s) for n, s in mesh.shape.items())
+    devices = tuple(mesh.devices.flat)
+
+    @functools.wraps(f)
+    def mapped(*args):
+        specs = in_specs
+        if isinstance(specs, PartitionSpec) or specs is None:
+            specs = (specs,) * len(args)
+        if isinstance(specs, list):
+            specs = tuple(specs)
+        if isinstance(specs, tuple) and len(specs) != len(args):
+            raise ValueError(f"shard_map in_specs has {len(specs)} entries for "
+                             f"{len(args)} positional arguments")
+        leaves, in_tree = tree_util.tree_flatten(args)
+        try:
+            flat_specs = tree_util.broadcast_prefix(
+                specs, args, is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
+        except ValueError as e:
+            raise ValueError(f"shard_map in_specs must be a tree prefix of the arguments: "
+                             f"{e}") from None
+        reshaped, in_axes, block_avals = [], [], []
+        for i, (x, spec) in enumerate(zip(leaves, flat_specs)):
+            aval = get_aval(x)
+            shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
+            reshaped.append(_reshape(x, shape))
+            in_axes.append(dims)
+            block_avals.append(pxla.mapped_aval(aval.update(shape=shape), dims))
+        store = {}
+
+        def flat_fun(*flat):
+            out = f(*tree_util.tree_unflatten(in_tree, flat))
+            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+            return out_leaves
+
+        closed = pxla.trace_body(flat_fun, block_avals, axes)
+        out_tree = store["out_tree"]
+        try:
+            flat_out_specs = tree_util.broadcast_prefix(
+                out_specs, tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves),
+                is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
+        except ValueError as e:
+            raise ValueError(f"shard_map out_specs must be a tree prefix of the outputs: "
+                             f"{e}") from None
+        out_axes, full_shapes = [], []
+        for i, (aval, spec) in enumerate(zip(closed.out_avals, flat_out_specs)):
+            # the reshaped output is the block shape with a mesh dim before each split dim
+            spec = _check_spec(spec, aval.shape, mesh, f"output {i}")
+            shape, where = [], {}
+            full = []
+            for d, s in enumerate(aval.shape):
+                names = _entry_names(spec[d]) if d < len(spec) else ()
+                for a in names:
+                    where[a] = len(shape)
+                    shape.append(mesh.shape[a])
+                shape.append(s)
+                full.append(s * math.prod(mesh.shape[a] for a in names))
+            out_axes.append(tuple(where.get(a) for a in mesh.axis_names))
+            full_shapes.append(tuple(full))
+        outs = pxla.xla_pmap_p.bind(*reshaped, jaxpr=closed, axes=axes,
+                                    in_axes=tuple(in_axes), out_axes=tuple(out_axes),
+                                    devices=devices, name=getattr(f, "__name__", "fun"))
+        outs = [_reshape(o, s) for o, s in zip(outs, full_shapes)]
+        return tree_util.tree_unflatten(out_tree, outs)
+    return mapped
