@@ -11,8 +11,8 @@ Example:
     >>> opt_state = tx.init(params)
     >>> grads = xform.grad(lambda p: jnp.sum(p['w'] ** 2))(params)
     >>> updates, opt_state = tx.update(grads, opt_state, params)
-    >>> optax.apply_updates(params, updates)['w'].round(4)
-    Array([ 0.99, -1.99], dtype=float32)
+    >>> [round(float(x), 4) for x in optax.apply_updates(params, updates)['w']]
+    [0.99, -1.99]
 """
 from xform.optim._base import (  # noqa: F401
     GradientTransformation, GradientTransformationExtraArgs, EmptyState, init_empty_state,

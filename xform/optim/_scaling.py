@@ -464,6 +464,8 @@ def scale_by_sm3(b1=0.9, b2=1.0, eps=1e-8):
 
     def new_accum(g, v):
         c0 = 1.0 - b2 if b2 != 1.0 else 1.0
+        if g.ndim == 0:   # NB: Optax fails on 0-d params; no per-axis history here
+            return c0 * g ** 2
         if g.ndim < 2:
             return c0 * g ** 2 + b2 * v[0]
         m = v[0]
