@@ -56,3 +56,10 @@ from xform.optim.losses import (  # noqa: F401
     hinge_loss, ctc_loss)
 from xform.optim.loss_scale import (  # noqa: F401
     all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale)
+
+import types as _types  # noqa: E402
+
+#: ``optax.tree``: the tree utilities without their ``tree_`` prefix (``optax.tree.norm``).
+tree = _types.SimpleNamespace(**{n[len("tree_"):]: getattr(tree_utils, n)
+                                 for n in tree_utils.__all__})
+del _types

@@ -15,7 +15,7 @@ __all__ = ["tree_add", "tree_sub", "tree_mul", "tree_div", "tree_scale", "tree_a
            "tree_vdot", "tree_sum", "tree_norm", "tree_zeros_like", "tree_ones_like",
            "tree_full_like", "tree_where", "tree_cast", "tree_cast_like", "tree_bias_correction",
            "tree_update_moment", "tree_update_moment_per_elem_norm",
-           "tree_update_infinity_moment"]
+           "tree_update_infinity_moment", "tree_l2_norm"]
 
 
 def tree_add(tree_x, tree_y, *others):
@@ -72,3 +72,8 @@ def tree_ones_like(tree, dtype=None):
 def tree_where(condition, tree_x, tree_y):
     """``where(condition, x, y)`` leafwise."""
     return tu.tree_map(lambda x, y: jnp.where(condition, x, y), tree_x, tree_y)
+
+
+def tree_l2_norm(tree, squared=False):
+    """The L2 norm of a pytree (Optax's older name for ``tree_norm``)."""
+    return tree_norm(tree, squared=squared)
