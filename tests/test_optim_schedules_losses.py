@@ -107,14 +107,16 @@ LOSSES = {
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_loss_and_gradient_match_optax(name):
     f, x = LOSSES[name]
-    ours = lambda x: f(optax.losses, x)  # noqa: E731
-    theirs = lambda x: f(ox.losses, x)  # noqa: E731
-    np.testing.assert_allclose(xform.jit(ours)(x), theirs(jjnp.asarray(x)), rtol=2e-5,
-                               atol=2e-5)
-    g_ours = xform.grad(lambda x: jnp.sum(ours(x) * (1 + jnp.arange(ours(x).size).reshape(
-        ours(x).shape))))(jnp.asarray(x))
-    g_theirs = jax.grad(lambda x: jjnp.sum(theirs(x) * (1 + jjnp.arange(theirs(x).size)
-                                                        .reshape(theirs(x).shape))))(x)
+    want = f(ox.losses, jjnp.asarray(x))
+    weights = 1.0 + np.arange(want.size, dtype=np.float32).reshape(want.shape)
+
+    def weighted(losses, np_mod):   # (weighted sum, unreduced losses)
+        return lambda x: (np_mod.sum(f(losses, x) * weights), f(losses, x))
+
+    (_, got), g_ours = xform.jit(xform.value_and_grad(weighted(optax.losses, jnp),
+                                                      has_aux=True))(jnp.asarray(x))
+    g_theirs = jax.grad(weighted(ox.losses, jjnp), has_aux=True)(jjnp.asarray(x))[0]
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(g_ours, g_theirs, rtol=2e-4, atol=2e-5)
 
 
