@@ -103,6 +103,9 @@ OPTIMIZERS = {
     "sm3": lambda o: o.masked(o.sm3(0.05), {"w": True, "b": True, "s": False}),
     "signum": lambda o: o.signum(0.01),
     "fromage": lambda o: o.fromage(0.05),
+    "adam_mu_bfloat16": lambda o: o.adam(0.05, mu_dtype="bfloat16"),
+    "sgd_accumulator_bfloat16": lambda o: o.sgd(0.05, momentum=0.9,
+                                                accumulator_dtype="bfloat16"),
 }
 
 
@@ -135,6 +138,8 @@ COMPOSITIONS = {
         {"adam": o.adam(0.05), "sgd": o.sgd(0.1), "frozen": o.set_to_zero()},
         {"w": "adam", "b": "sgd", "s": "frozen"}),
     "multi_steps": lambda o: o.MultiSteps(o.adam(0.05), every_k_schedule=3),
+    "multi_steps_schedule": lambda o: o.MultiSteps(o.adamw(0.05),
+                                                   lambda step: 1 + (step >= 3) * 2),
     "multi_steps_sum": lambda o: o.MultiSteps(o.sgd(0.05, momentum=0.5), 2,
                                               use_grad_mean=False).gradient_transformation(),
     "inject_hyperparams": lambda o: o.inject_hyperparams(o.adamw)(
@@ -168,6 +173,31 @@ NONFINITE = {
 @pytest.mark.parametrize("name", sorted(NONFINITE))
 def test_nonfinite_handling_matches_optax(name):
     _compare(NONFINITE[name], nan_every=4)
+
+
+@pytest.mark.parametrize("name", ["adamw", "lion", "adafactor", "inject_hyperparams"])
+def test_low_precision_params_match_optax(name, monkeypatch):
+    make = {**OPTIMIZERS, **COMPOSITIONS}[name]
+    for k in P0:   # bfloat16 params (and gradients); hyperparameters follow their dtype
+        monkeypatch.setitem(P0, k, np.asarray(P0[k]).astype(jnp.bfloat16))
+    _compare(make, rtol=2e-2, atol=2e-2)
+
+
+def test_extra_args_reach_the_members_that_take_them():
+    seen = []
+
+    def update(updates, state, params=None, *, value, **extra):
+        seen.append(value)
+        return xform.tree_util.tree_map(lambda g: g * value, updates), state
+    scale_by_value = optax.GradientTransformationExtraArgs(optax.init_empty_state, update)
+    tx = optax.chain(optax.sgd(1.0), scale_by_value, optax.clip(10.0))
+    u, _ = xform.jit(lambda g, s, v: tx.update(g, s, value=v))(jnp.ones(2), tx.init(
+        jnp.ones(2)), 3.0)
+    np.testing.assert_allclose(u, [-3.0, -3.0])
+    assert len(seen) == 1
+    ms = optax.MultiSteps(tx, 1)
+    u, _ = ms.update(jnp.ones(2), ms.init(jnp.ones(2)), value=jnp.float32(2.0))
+    np.testing.assert_allclose(u, [-2.0, -2.0])
 
 
 def test_apply_if_finite_gives_up_after_max_errors():
