@@ -183,6 +183,13 @@ def test_low_precision_params_match_optax(name, monkeypatch):
     _compare(make, rtol=2e-2, atol=2e-2)
 
 
+def test_inject_hyperparams_keeps_dtype_arguments_static():
+    tx = optax.inject_hyperparams(optax.adam)(0.1, mu_dtype=jnp.bfloat16)
+    s = tx.init({"w": jnp.ones(2)})
+    assert sorted(s.hyperparams) == ["b1", "b2", "eps", "eps_root", "learning_rate"]
+    assert s.inner_state[0].mu["w"].dtype == jnp.bfloat16
+
+
 def test_extra_args_reach_the_members_that_take_them():
     seen = []
 

@@ -18,7 +18,8 @@ from xform.optim._base import (  # noqa: F401
     GradientTransformation, GradientTransformationExtraArgs, EmptyState, init_empty_state,
     identity, set_to_zero, stateless, stateless_with_tree_map, with_extra_args_support,
     chain, named_chain, apply_updates, incremental_update, periodic_update, global_norm,
-    safe_increment, safe_int32_increment, NO_PARAMS_MSG, Params, Updates, OptState, Schedule)
+    safe_increment, safe_int32_increment, NO_PARAMS_MSG, Params, Updates, OptState, Schedule,
+    ScalarOrSchedule, ArrayTree, PyTree, TransformInitFn, TransformUpdateFn)
 from xform.optim._basic import (  # noqa: F401
     scale, scale_by_sign, scale_by_schedule, ScaleByScheduleState, scale_by_learning_rate,
     scale_by_trust_ratio, scale_by_param_block_norm, scale_by_param_block_rms, trace,

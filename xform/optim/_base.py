@@ -17,6 +17,10 @@ Params = Any
 Updates = Any
 OptState = Any
 Schedule = Callable[[Any], Any]
+ScalarOrSchedule = Any          # a float, an array, or a Schedule
+ArrayTree = PyTree = Any
+TransformInitFn = Callable[[Params], OptState]
+TransformUpdateFn = Callable[..., tuple]
 
 
 class GradientTransformation(NamedTuple):

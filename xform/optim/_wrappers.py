@@ -377,13 +377,17 @@ def inject_hyperparams(inner_factory, static_args=(), hyperparam_dtype=None):
         bound.apply_defaults()
         sched, numeric, other = {}, {}, {}
         for name, value in bound.arguments.items():
-            if name in static_args or isinstance(value, bool):
+            # NB: classes (dtypes such as jnp.bfloat16) stay static; Optax would take them
+            # for schedules and fail
+            if name in static_args or isinstance(value, (bool, type)):
                 other[name] = value
             elif _is_stateful_schedule(value):
                 sched[name] = value
             elif callable(value):
                 sched[name] = WrappedSchedule(value)
-            elif isinstance(value, (int, float, np.ndarray)) or hasattr(value, "dtype"):
+            elif isinstance(value, (int, float, np.ndarray)) or (
+                    not isinstance(value, type) and hasattr(value, "dtype")
+                    and hasattr(value, "shape")):   # arrays and tracers, not dtypes
                 numeric[name] = value
             else:
                 other[name] = value
