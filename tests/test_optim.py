@@ -3,6 +3,7 @@ steps on the same small problem with both libraries, and the parameter trajector
 final states agree. The gradient is a polynomial of the params (no transcendental ops) so
 both libraries see bit-identical gradients and any difference is the optimizer's."""
 import doctest
+import functools
 import importlib
 
 import jax
@@ -140,6 +141,10 @@ COMPOSITIONS = {
     "multi_steps": lambda o: o.MultiSteps(o.adam(0.05), every_k_schedule=3),
     "multi_steps_schedule": lambda o: o.MultiSteps(o.adamw(0.05),
                                                    lambda step: 1 + (step >= 3) * 2),
+    "apply_every": lambda o: o.chain(o.apply_every(3), o.sgd(0.05)),
+    "partition_callable": lambda o: o.partition(
+        {"a": o.lamb(0.05), "b": o.rmsprop(0.01)},
+        lambda p: {k: "a" if k == "w" else "b" for k in p}),
     "multi_steps_sum": lambda o: o.MultiSteps(o.sgd(0.05, momentum=0.5), 2,
                                               use_grad_mean=False).gradient_transformation(),
     "inject_hyperparams": lambda o: o.inject_hyperparams(o.adamw)(
@@ -167,6 +172,9 @@ NONFINITE = {
     "zero_nans": lambda o: o.chain(o.zero_nans(), o.adam(0.05)),
     "multi_steps_skip": lambda o: o.MultiSteps(o.sgd(0.05), 2,
                                                should_skip_update_fn=o.skip_not_finite),
+    "multi_steps_skip_large": lambda o: o.MultiSteps(
+        o.adam(0.05), 2, should_skip_update_fn=functools.partial(o.skip_large_updates,
+                                                                 max_squared_norm=150.0)),
 }
 
 
@@ -188,6 +196,14 @@ def test_inject_hyperparams_keeps_dtype_arguments_static():
     s = tx.init({"w": jnp.ones(2)})
     assert sorted(s.hyperparams) == ["b1", "b2", "eps", "eps_root", "learning_rate"]
     assert s.inner_state[0].mu["w"].dtype == jnp.bfloat16
+
+
+@pytest.mark.parametrize("name", ["adafactor", "sm3", "lamb"])
+def test_higher_rank_params_match_optax(name, monkeypatch):
+    r = np.random.RandomState(2)
+    monkeypatch.setitem(P0, "w", r.randn(3, 4, 5).astype(np.float32))
+    monkeypatch.setitem(TARGET, "w", r.randn(3, 4, 5).astype(np.float32))
+    _compare(OPTIMIZERS[name])
 
 
 def test_extra_args_reach_the_members_that_take_them():
