@@ -174,7 +174,7 @@ NONFINITE = {
                                                should_skip_update_fn=o.skip_not_finite),
     "multi_steps_skip_large": lambda o: o.MultiSteps(
         o.adam(0.05), 2, should_skip_update_fn=functools.partial(o.skip_large_updates,
-                                                                 max_squared_norm=150.0)),
+                                                                 max_squared_norm=1e4)),
 }
 
 
