@@ -8,10 +8,11 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform import tree_util as tu
-from xform.optim._base import (GradientTransformation, NO_PARAMS_MSG, _abs_sq, bias_correction,
+from xform.optim._base import (GradientTransformation, NO_PARAMS_MSG, _abs_sq,
                                canonicalize_dtype, safe_increment, tree_cast, tree_cast_like,
                                tree_full_like, tree_zeros_like, update_infinity_moment,
                                update_moment, update_moment_per_elem_norm)
+from xform.optim._base import bias_correction as _debias
 
 
 def _count():
@@ -21,8 +22,8 @@ def _count():
 def _nesterov_mu_hat(mu, updates, b1, count_inc):
     # NAdam: b1 * m_t / (1 - b1^(t+1)) + (1 - b1) * g_t / (1 - b1^t)
     return tu.tree_map(lambda m, g: b1 * m + (1 - b1) * g,
-                       bias_correction(mu, b1, safe_increment(count_inc)),
-                       bias_correction(updates, b1, count_inc))
+                       _debias(mu, b1, safe_increment(count_inc)),
+                       _debias(updates, b1, count_inc))
 
 
 class ScaleByRssState(NamedTuple):
@@ -68,7 +69,6 @@ def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
         Array([-1.], dtype=float32)
     """
     correct = bias_correction
-    from xform.optim._base import bias_correction as _bc
 
     def init_fn(params):
         nu = tree_full_like(params, initial_scale)
@@ -78,7 +78,7 @@ def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
         nu = update_moment_per_elem_norm(updates, state.nu, decay, 2)
         if correct:
             count_inc = safe_increment(state.count)
-            nu_hat = _bc(nu, decay, count_inc)
+            nu_hat = _debias(nu, decay, count_inc)
         else:
             nu_hat = nu
         if eps_in_sqrt:
@@ -113,7 +113,6 @@ def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
         (1,)
     """
     correct = bias_correction
-    from xform.optim._base import bias_correction as _bc
 
     def init_fn(params):
         mu, nu = tree_zeros_like(params), tree_full_like(params, initial_scale)
@@ -125,7 +124,7 @@ def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
         nu = update_moment_per_elem_norm(updates, state.nu, decay, 2)
         if correct:
             count_inc = safe_increment(state.count)
-            mu_hat, nu_hat = _bc(mu, decay, count_inc), _bc(nu, decay, count_inc)
+            mu_hat, nu_hat = _debias(mu, decay, count_inc), _debias(nu, decay, count_inc)
         else:
             mu_hat, nu_hat = mu, nu
         if eps_in_sqrt:
@@ -179,8 +178,8 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
         nu = update_moment_per_elem_norm(updates, state.nu, b2, 2)
         count_inc = safe_increment(state.count)
         mu_hat = (_nesterov_mu_hat(mu, updates, b1, count_inc) if nesterov
-                  else bias_correction(mu, b1, count_inc))
-        nu_hat = bias_correction(nu, b2, count_inc)
+                  else _debias(mu, b1, count_inc))
+        nu_hat = _debias(nu, b2, count_inc)
         updates = _adam_divide(mu_hat, nu_hat, eps, eps_root)
         return updates, ScaleByAdamState(count_inc, tree_cast(mu, mu_dtype),
                                          tree_cast_like(nu, state.nu))
@@ -214,8 +213,8 @@ def scale_by_amsgrad(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None,
         mu = update_moment(updates, state.mu, b1, 1)
         nu = update_moment_per_elem_norm(updates, state.nu, b2, 2)
         count_inc = safe_increment(state.count)
-        mu_hat = bias_correction(mu, b1, count_inc) if bias_correction_mu else mu
-        nu_eff = bias_correction(nu, b2, count_inc) if bias_correction_nu else nu
+        mu_hat = _debias(mu, b1, count_inc) if bias_correction_mu else mu
+        nu_eff = _debias(nu, b2, count_inc) if bias_correction_nu else nu
         nu_max = tu.tree_map(jnp.maximum, state.nu_max, nu_eff)
         updates = _adam_divide(mu_hat, nu_max, eps, eps_root)
         return updates, ScaleByAmsgradState(count_inc, tree_cast(mu, mu_dtype), nu, nu_max)
@@ -238,7 +237,7 @@ def scale_by_adamax(b1=0.9, b2=0.999, eps=1e-8):
         count_inc = safe_increment(state.count)
         mu = update_moment(updates, state.mu, b1, 1)
         nu = update_infinity_moment(updates, state.nu, b2, eps)
-        mu_hat = bias_correction(mu, b1, count_inc)
+        mu_hat = _debias(mu, b1, count_inc)
         updates = tu.tree_map(lambda m, v: m / v, mu_hat, nu)
         return updates, ScaleByAdamState(count_inc, mu, nu)
     return GradientTransformation(init_fn, update_fn)
@@ -332,8 +331,8 @@ def scale_by_belief(b1=0.9, b2=0.999, eps=1e-16, eps_root=1e-16, *, nesterov=Fal
         nu = tu.tree_map(lambda v: v + eps_root, nu)
         count_inc = safe_increment(state.count)
         mu_hat = (_nesterov_mu_hat(mu, updates, b1, count_inc) if nesterov
-                  else bias_correction(mu, b1, count_inc))
-        nu_hat = bias_correction(nu, b2, count_inc)
+                  else _debias(mu, b1, count_inc))
+        nu_hat = _debias(nu, b2, count_inc)
         updates = _adam_divide(mu_hat, nu_hat, eps, 0.0)
         return updates, ScaleByBeliefState(count_inc, mu, nu)
     return GradientTransformation(init_fn, update_fn)
@@ -357,8 +356,8 @@ def scale_by_yogi(b1=0.9, b2=0.999, eps=1e-3, eps_root=0.0, initial_accumulator_
         nu = tu.tree_map(lambda g, v: v - (1 - b2) * jnp.sign(v - _abs_sq(g)) * _abs_sq(g),
                          updates, state.nu)
         count_inc = safe_increment(state.count)
-        updates = _adam_divide(bias_correction(mu, b1, count_inc),
-                               bias_correction(nu, b2, count_inc), eps, eps_root)
+        updates = _adam_divide(_debias(mu, b1, count_inc),
+                               _debias(nu, b2, count_inc), eps, eps_root)
         return updates, ScaleByAdamState(count_inc, mu, nu)
     return GradientTransformation(init_fn, update_fn)
 
@@ -385,8 +384,8 @@ def scale_by_radam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, threshold=5.0, *,
         b2t = b2 ** count_inc
         ro = ro_inf - 2 * count_inc * b2t / (1 - b2t)
         mu_hat = (_nesterov_mu_hat(mu, updates, b1, count_inc) if nesterov
-                  else bias_correction(mu, b1, count_inc))
-        nu_hat = bias_correction(nu, b2, count_inc)
+                  else _debias(mu, b1, count_inc))
+        nu_hat = _debias(nu, b2, count_inc)
         r = jnp.sqrt((ro - 4.0) * (ro - 2.0) * ro_inf / ((ro_inf - 4.0) * (ro_inf - 2.0) * ro))
         rect = tu.tree_map(lambda m, v: r.astype(m.dtype) * m / (jnp.sqrt(v + eps_root) + eps),
                            mu_hat, nu_hat)
