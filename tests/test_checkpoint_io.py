@@ -200,6 +200,20 @@ def test_corrupted_data_and_header(good, tmp_path):
         checkpoint.restore(_write(tmp_path / "mangled", bytes(mangled)))
 
 
+def test_tensor_dtype_must_match_its_metadata(good, tmp_path):
+    path, _ = good
+    data = open(path, "rb").read()
+    swapped = data.replace(b'"dtype":"I32"', b'"dtype":"F32"', 1)   # same size, other type
+    assert swapped != data
+    with pytest.raises(CheckpointError, match="stored as F32 but its metadata says int32"):
+        checkpoint.restore(_write(tmp_path / "swapped", swapped))
+
+
+def test_save_creates_missing_folders(tmp_path):
+    checkpoint.save(tmp_path / "a" / "b" / "c.safetensors", {"x": jnp.ones(1)})
+    assert float(checkpoint.restore(tmp_path / "a" / "b" / "c.safetensors")["x"][0]) == 1.0
+
+
 def test_files_that_are_not_checkpoints(tmp_path):
     with pytest.raises(CheckpointError, match="not an xform checkpoint"):
         checkpoint.restore(_write(tmp_path / "txt", b"hello world, not a checkpoint\n" * 3))

@@ -260,6 +260,9 @@ def _load_leaves(data, header, meta, start, file):
                 continue
             info = header[str(i)]
             dtype = _np_dtype(rec["dtype"])
+            if info["dtype"] != _NATIVE.get(rec["dtype"], "U8"):
+                raise CheckpointError(f"{file} is corrupted: tensor {i} is stored as "
+                                      f"{info['dtype']} but its metadata says {rec['dtype']}")
             shape = tuple(int(s) for s in rec["shape"])
             lo, hi = (int(o) for o in info["data_offsets"])
             if hi > body or lo > hi:
@@ -345,6 +348,7 @@ def save(path, tree, *, overwrite=True):
                                   "checkpoint; refusing to overwrite it")
     data = _serialize(tree)   # fails before touching the disk
     folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
