@@ -104,6 +104,9 @@ OPTIMIZERS = {
     "sm3": lambda o: o.masked(o.sm3(0.05), {"w": True, "b": True, "s": False}),
     "signum": lambda o: o.signum(0.01),
     "fromage": lambda o: o.fromage(0.05),
+    "adan": lambda o: o.adan(0.05, weight_decay=0.01),
+    "rprop": lambda o: o.rprop(0.05),
+    "optimistic_gd": lambda o: o.optimistic_gradient_descent(0.05, alpha=0.7, beta=0.3),
     "adam_mu_bfloat16": lambda o: o.adam(0.05, mu_dtype="bfloat16"),
     "sgd_accumulator_bfloat16": lambda o: o.sgd(0.05, momentum=0.9,
                                                 accumulator_dtype="bfloat16"),
@@ -141,6 +144,9 @@ COMPOSITIONS = {
     "multi_steps": lambda o: o.MultiSteps(o.adam(0.05), every_k_schedule=3),
     "multi_steps_schedule": lambda o: o.MultiSteps(o.adamw(0.05),
                                                    lambda step: 1 + (step >= 3) * 2),
+    "conditionally_mask": lambda o: o.conditionally_mask(o.adam(0.05), lambda s: s % 3 != 1),
+    "conditionally_transform": lambda o: o.chain(o.conditionally_transform(
+        o.clip_by_global_norm(0.5), lambda s: s >= 10), o.sgd(0.05)),
     "apply_every": lambda o: o.chain(o.apply_every(3), o.sgd(0.05)),
     "partition_callable": lambda o: o.partition(
         {"a": o.lamb(0.05), "b": o.rmsprop(0.01)},
@@ -176,6 +182,16 @@ NONFINITE = {
         o.adam(0.05), 2, should_skip_update_fn=functools.partial(o.skip_large_updates,
                                                                  max_squared_norm=1e4)),
 }
+
+
+def _loss_value(np_mod, params):
+    return {"value": sum(np_mod.sum((params[k] - TARGET[k]) ** 2) for k in sorted(params))}
+
+
+@pytest.mark.parametrize("variant", ["sps", "sps+"])
+def test_polyak_sgd_with_value_matches_optax(variant):
+    _compare(lambda o: o.polyak_sgd(max_learning_rate=0.2, f_min=0.5, variant=variant),
+             extra=_loss_value)
 
 
 @pytest.mark.parametrize("name", sorted(NONFINITE))
@@ -291,6 +307,7 @@ def test_errors_are_clear():
 def test_doctests():
     for name in ["xform.optim", "xform.optim._base", "xform.optim._basic",
                  "xform.optim._scaling", "xform.optim._wrappers", "xform.optim._alias",
+                 "xform.optim._more",
                  "xform.optim.schedules", "xform.optim.losses", "xform.optim.loss_scale",
                  "xform.optim.tree_utils"]:
         result = doctest.testmod(importlib.import_module(name),

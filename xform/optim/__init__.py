@@ -43,6 +43,11 @@ from xform.optim._alias import (  # noqa: F401
     sgd, adam, nadam, adamw, nadamw, adamax, adamaxw, amsgrad, radam, rmsprop, adagrad,
     adadelta, adafactor, lamb, lars, lion, adabelief, novograd, yogi, sm3, sign_sgd, signum,
     noisy_sgd, fromage)
+from xform.optim._more import (  # noqa: F401
+    scale_by_adan, ScaleByAdanState, adan, scale_by_rprop, ScaleByRpropState, rprop,
+    scale_by_optimistic_gradient, ScaleByOptimisticGradientState, optimistic_gradient_descent,
+    scale_by_polyak, polyak_sgd, conditionally_transform, ConditionallyTransformState,
+    conditionally_mask, ConditionallyMaskState)
 from xform.optim import schedules, losses, tree_utils, loss_scale  # noqa: F401
 from xform.optim.schedules import (  # noqa: F401
     constant_schedule, polynomial_schedule, linear_schedule, piecewise_constant_schedule,
