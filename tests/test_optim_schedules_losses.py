@@ -165,6 +165,21 @@ def test_dynamic_loss_scale_float16_training():
         optax.select_tree(jnp.ones(2) > 0, jnp.ones(2), jnp.zeros(2))
 
 
+def test_mixed_precision_policy():
+    p = optax.get_policy("params=float32,compute=float16,output=float32")
+    tree = {"w": jnp.ones(2), "step": jnp.int32(1), "h": jnp.ones(1, jnp.bfloat16)}
+    c = p.cast_to_compute(tree)
+    assert (c["w"].dtype, c["step"].dtype, c["h"].dtype) == (jnp.float16, jnp.int32,
+                                                              jnp.float16)
+    assert p.cast_to_output(c)["w"].dtype == jnp.float32
+    assert str(optax.get_policy("bf16")) == "p=bfloat16,c=bfloat16,o=bfloat16"
+    assert p.with_output_dtype("bfloat16").output_dtype == jnp.bfloat16
+    with pytest.raises(ValueError, match="Unknown key 'x' in policy"):
+        optax.get_policy("x=f32")
+    with pytest.raises(ValueError, match="Unknown dtype 'f8' in policy"):
+        optax.get_policy("p=f8")
+
+
 def test_add_noise_follows_optax():
     random = pytest.importorskip("xform.random")
     del random

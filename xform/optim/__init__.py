@@ -61,7 +61,7 @@ from xform.optim.losses import (  # noqa: F401
     cosine_similarity, cosine_distance, kl_divergence, kl_divergence_with_log_targets,
     hinge_loss, ctc_loss)
 from xform.optim.loss_scale import (  # noqa: F401
-    all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale)
+    all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale, Policy, get_policy)
 
 import types as _types  # noqa: E402
 

@@ -11,7 +11,8 @@ from xform import lax
 from xform import tree_util as tu
 
 __all__ = ["all_finite", "select_tree", "NoOpLossScale", "StaticLossScale",
-           "DynamicLossScale"]
+           "DynamicLossScale", "Policy", "get_policy", "cast_to_half_precision",
+           "cast_to_full"]
 
 
 def all_finite(tree):
@@ -139,3 +140,96 @@ tu.register_pytree_node(
                                            .item())),
     lambda aux, c: DynamicLossScale(c[0], c[1], aux[0], aux[1],
                                     np.asarray(aux[2], np.float32)))
+
+
+# ---------------------------------------------------------------- mixed-precision policies
+
+_DTYPE_NAMES = {"float16": "float16", "f16": "float16", "half": "float16",
+                "bfloat16": "bfloat16", "bf16": "bfloat16", "float32": "float32",
+                "f32": "float32", "full": "float32", "float64": "float64", "f64": "float64"}
+
+
+def _parse_dtype(name, policy_name):
+    key = name.strip().lower()
+    if key not in _DTYPE_NAMES:
+        raise ValueError(f"Unknown dtype {name!r} in policy {policy_name!r}; use one of "
+                         f"{sorted(_DTYPE_NAMES)}")
+    return jnp.dtype(_DTYPE_NAMES[key])
+
+
+def _cast_floating(tree, dtype):
+    def cast(x):
+        if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating):
+            return x.astype(dtype)
+        return x
+    return tu.tree_map(cast, tree)
+
+
+def cast_to_half_precision(tree, dtype="float16"):
+    """Cast the floating leaves of ``tree`` to ``dtype`` (other leaves unchanged)."""
+    return _cast_floating(tree, jnp.dtype(dtype))
+
+
+def cast_to_full(tree):
+    """Cast the floating leaves of ``tree`` to float32."""
+    return _cast_floating(tree, jnp.dtype("float32"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """A mixed-precision policy (jmp's): the dtypes of the parameters, of the computation
+    and of the outputs. The ``cast_to_*`` methods cast only floating-point leaves.
+
+    Example:
+        >>> import xform.numpy as jnp, xform.optim as optax
+        >>> policy = optax.get_policy("params=float32,compute=bfloat16,output=float32")
+        >>> policy.cast_to_compute({'w': jnp.ones(1), 'step': jnp.int32(3)})['w'].dtype
+        dtype(bfloat16)
+    """
+    param_dtype: object
+    compute_dtype: object
+    output_dtype: object
+
+    def cast_to_param(self, x):
+        return _cast_floating(x, self.param_dtype)
+
+    def cast_to_compute(self, x):
+        return _cast_floating(x, self.compute_dtype)
+
+    def cast_to_output(self, x):
+        return _cast_floating(x, self.output_dtype)
+
+    def with_output_dtype(self, output_dtype):
+        return dataclasses.replace(self, output_dtype=jnp.dtype(output_dtype))
+
+    def __str__(self):
+        return (f"p={jnp.dtype(self.param_dtype).name},c={jnp.dtype(self.compute_dtype).name},"
+                f"o={jnp.dtype(self.output_dtype).name}")
+
+
+def get_policy(policy_name):
+    """Parse a policy such as ``"params=float32,compute=float16,output=float32"`` (also
+    ``"p=f32,c=bf16,o=f32"``, or one dtype for all three, e.g. ``"float32"``); unnamed
+    parts default to float32.
+
+    Example:
+        >>> import xform.optim as optax
+        >>> str(optax.get_policy("p=f32,c=f16"))
+        'p=float32,c=float16,o=float32'
+    """
+    if not isinstance(policy_name, str) or not policy_name.strip():
+        raise ValueError(f"get_policy: expected a policy string, got {policy_name!r}")
+    if "=" not in policy_name:
+        d = _parse_dtype(policy_name, policy_name)
+        return Policy(d, d, d)
+    dtypes = {"params": jnp.dtype("float32"), "compute": jnp.dtype("float32"),
+              "output": jnp.dtype("float32")}
+    names = {"p": "params", "params": "params", "c": "compute", "compute": "compute",
+             "o": "output", "output": "output"}
+    for part in policy_name.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() not in names:
+            raise ValueError(f"Unknown key {key.strip()!r} in policy {policy_name!r}; use "
+                             "'params', 'compute' or 'output'")
+        dtypes[names[key.strip()]] = _parse_dtype(value, policy_name)
+    return Policy(dtypes["params"], dtypes["compute"], dtypes["output"])
