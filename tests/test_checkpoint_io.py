@@ -56,6 +56,36 @@ def test_round_trip_numpy_only_dtypes(tmp_path):
                                       y.astype(np.float64) if y.dtype.kind == "V" else y)
 
 
+_LEAF_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8, np.bool_]
+
+
+def _leaves():
+    from hypothesis import strategies as st
+    arrays = st.tuples(st.sampled_from(_LEAF_DTYPES),
+                       st.lists(st.integers(0, 3), max_size=3), st.integers(0, 2 ** 31 - 1)
+                       ).map(lambda a: jnp.asarray(np.random.RandomState(a[2]).randint(
+                           -5, 5, size=a[1]).astype(a[0])))
+    return st.one_of(arrays, st.integers(-10, 10), st.floats(-1, 1), st.booleans(),
+                     st.none())
+
+
+def test_round_trip_random_structures(tmp_path):
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+    trees = st.recursive(_leaves(), lambda kids: st.one_of(
+        st.lists(kids, max_size=3), st.tuples(kids, kids),
+        st.dictionaries(st.text("abcxyz", min_size=1, max_size=3), kids, max_size=3)),
+        max_leaves=8)
+
+    @hypothesis.given(trees)
+    def check(tree):
+        path = tmp_path / "h.safetensors"
+        checkpoint.save(path, tree)
+        _same(checkpoint.restore(path), tree)
+        _same(checkpoint.restore(path, target=tree), tree)
+    check()
+
+
 def test_round_trip_structures(tmp_path):
     params = {"dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.zeros(3)}}
     tree = {
@@ -290,6 +320,8 @@ def test_save_errors_write_nothing(good, tmp_path):
     with pytest.raises(TypeError, match=r"the leaf at \['name'\] is a str; checkpoints hold "
                                         r"arrays and numbers"):
         checkpoint.save(path, dict(tree, name="adam"))
+    with pytest.raises(TypeError, match=r"the leaf at \['x'\] .* has no NumPy value to save"):
+        xform.jit(lambda x: checkpoint.save(path, {"x": x}) or x)(jnp.ones(1))
     with pytest.raises(TypeError, match="dict key \\(1, 2\\) at the root has type tuple"):
         checkpoint.save(path, {(1, 2): jnp.ones(1)})
     with pytest.raises(FileExistsError, match="overwrite=True"):

@@ -183,7 +183,14 @@ def _leaf_record(path, x):
             and not isinstance(x, np.generic):
         raise TypeError(f"checkpoint: the leaf at {tu.keystr(path) or 'the root'} is a "
                         f"{type(x).__name__}; checkpoints hold arrays and numbers")
-    arr = np.asarray(x, order="C")   # (ascontiguousarray would make 0-d arrays 1-d)
+    try:
+        arr = np.asarray(x, order="C")   # (ascontiguousarray would make 0-d arrays 1-d)
+    except Exception as e:  # noqa: BLE001  (tracers, typed PRNG keys, ...)
+        raise TypeError(f"checkpoint: the leaf at {tu.keystr(path) or 'the root'} "
+                        f"({type(x).__name__} of dtype {getattr(x, 'dtype', '?')}) has no "
+                        f"NumPy value to save ({type(e).__name__}: {e}); save concrete "
+                        "arrays (outside jit), and typed PRNG keys as "
+                        "xform.random.key_data(key)") from None
     name = arr.dtype.name
     if name not in _NATIVE and name not in _EXTRA:
         raise TypeError(f"checkpoint: the leaf at {tu.keystr(path) or 'the root'} has dtype "
