@@ -271,6 +271,20 @@ def test_states_are_pytrees_under_vmap():
     np.testing.assert_allclose(u[1], u0, rtol=1e-6)
 
 
+def test_vmap_over_injected_learning_rates():
+    tx = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
+    p = jnp.ones(3)
+
+    def run(lr):
+        s = tx.init(p)
+        s.hyperparams["learning_rate"] = lr
+        u, _ = tx.update(p, s, p)
+        return u
+    lrs = jnp.array([0.1, 0.2, 0.3])
+    out = xform.jit(xform.vmap(run))(lrs)
+    np.testing.assert_allclose(out, -np.asarray(lrs)[:, None] * np.ones((3, 3)), rtol=1e-5)
+
+
 def test_global_norm_and_helpers():
     tree = {"a": jnp.array([3.0]), "b": [jnp.array([[4.0]])]}
     np.testing.assert_allclose(optax.global_norm(tree), 5.0)
