@@ -29,3 +29,9 @@ from xform.transforms.shard_map import shard_map  # noqa: E402
 from xform.sharding import make_mesh, NamedSharding, PartitionSpec  # noqa: E402,F401
 
 __version__ = "0.1.0"
+
+# Optimizers, TrainState and checkpoints. ``xform.checkpoint`` is a callable module: calling
+# it is ``jax.checkpoint`` (remat, imported above), its attributes are save/restore/...
+from xform import optim, training  # noqa: E402,F401
+import importlib as _importlib  # noqa: E402
+checkpoint = _importlib.import_module("xform.checkpoint")
