@@ -20,5 +20,6 @@ from xform.interpreters.callback import pure_callback
 
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
 from xform import nn, scipy  # noqa: E402,F401
+from xform import random  # noqa: E402,F401
 
 __version__ = "0.1.0"
