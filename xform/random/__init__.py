@@ -297,3 +297,136 @@ def bernoulli(key, p=0.5, shape=None):
     shape = _static_shape("bernoulli", shape)
     _check_param_shape("bernoulli", "p", p, shape)
     return lax.lt(uniform(key, shape, dtype), jnp.broadcast_to(p, shape))
+
+
+# ---- samplers derived from uniform/normal (JAX's formulas) ----
+
+def _shape_from(name, shape, *params):
+    if shape is None:
+        return tuple(np.broadcast_shapes(*(np.shape(p) for p in params)))
+    shape = _static_shape(name, shape)
+    for argname, p in zip(("parameter",) * len(params), params):
+        _check_param_shape(name, argname, p, shape)
+    return shape
+
+
+def exponential(key, shape=(), dtype=None):
+    """Standard exponential samples ``-log1p(-u)``.
+
+    >>> import xform.random as random
+    >>> bool((random.exponential(random.PRNGKey(0), (4,)) >= 0).all())
+    True
+    """
+    dtype = _float_dtype("exponential", dtype)
+    u = uniform(key, _static_shape("exponential", shape), dtype)
+    return lax.neg(lax.log1p(lax.neg(u)))
+
+
+def laplace(key, shape=(), dtype=None):
+    """Standard Laplace samples.
+
+    >>> import xform.random as random
+    >>> random.laplace(random.PRNGKey(0), (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("laplace", dtype)
+    shape = _static_shape("laplace", shape)
+    u = uniform(key, shape, dtype, -1.0 + float(jnp.finfo(dtype).epsneg), 1.0)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key, shape=(), dtype=None):
+    """Standard logistic samples ``log(u) - log1p(-u)``.
+
+    >>> import xform.random as random
+    >>> random.logistic(random.PRNGKey(0), (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("logistic", dtype)
+    shape = _static_shape("logistic", shape)
+    x = uniform(key, shape, dtype, float(jnp.finfo(dtype).tiny), 1.0)
+    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """Standard Gumbel samples ``-log(-log(u))`` (JAX's default mode ``"low"``).
+
+    >>> import xform.random as random
+    >>> random.gumbel(random.PRNGKey(0), (2,)).shape
+    (2,)
+    """
+    if mode not in (None, "low"):
+        raise NotImplementedError(f"gumbel mode {mode!r}: only 'low' (JAX's default).")
+    dtype = _float_dtype("gumbel", dtype)
+    shape = _static_shape("gumbel", shape)
+    u = uniform(key, shape, dtype, float(jnp.finfo(dtype).tiny), 1.0)
+    return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def cauchy(key, shape=(), dtype=None):
+    """Standard Cauchy samples ``tan(pi * (u - 1/2))``.
+
+    >>> import xform.random as random
+    >>> random.cauchy(random.PRNGKey(0), (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("cauchy", dtype)
+    shape = _static_shape("cauchy", shape)
+    u = uniform(key, shape, dtype, float(jnp.finfo(dtype).eps), 1.0)
+    return lax.tan(lax.mul(np.full(shape, np.pi, dtype),
+                           lax.sub(u, np.full(shape, 0.5, dtype))))
+
+
+def rademacher(key, shape=(), dtype=np.int32):
+    """Uniform samples from ``{-1, +1}``.
+
+    >>> import xform.random as random
+    >>> random.rademacher(random.PRNGKey(0), (3,)).dtype
+    dtype('int32')
+    """
+    b = bernoulli(key, 0.5, _static_shape("rademacher", shape)).astype(dtype)
+    return (2 * b - 1).astype(dtype)
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=None):
+    """Log-normal samples ``exp(sigma * normal)``.
+
+    >>> import xform.random as random
+    >>> bool((random.lognormal(random.PRNGKey(0), shape=(3,)) > 0).all())
+    True
+    """
+    dtype = _float_dtype("lognormal", dtype)
+    shape = _shape_from("lognormal", shape, sigma)
+    sigma = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(sigma), dtype), shape)
+    return lax.exp(lax.mul(normal(key, shape, dtype), sigma))
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto samples ``exp(exponential / b)``.
+
+    >>> import xform.random as random
+    >>> random.pareto(random.PRNGKey(0), 3.0, (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("pareto", dtype)
+    shape = _shape_from("pareto", shape, b)
+    b = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(b), dtype), shape)
+    return lax.exp(lax.div(exponential(key, shape, dtype), b))
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh samples ``scale * sqrt(-2 log u)``.
+
+    >>> import xform.random as random
+    >>> random.rayleigh(random.PRNGKey(0), 1.0, (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("rayleigh", dtype)
+    shape = _shape_from("rayleigh", shape, scale)
+    u = uniform(key, shape, dtype)
+    scale = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(scale), dtype), shape)
+    return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.full(shape, -2, dtype))))
+
+
+__all__ += ["exponential", "laplace", "logistic", "gumbel", "cauchy", "rademacher",
+            "lognormal", "pareto", "rayleigh"]
