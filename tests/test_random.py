@@ -148,3 +148,14 @@ def test_lognormal_to_one_ulp():
     got = xform.jit(lambda k: random.lognormal(k, 0.7, (16,)))(random.PRNGKey(0))
     np.testing.assert_allclose(np.asarray(got), np.asarray(jr.lognormal(jr.PRNGKey(0), 0.7, (16,))),
                                rtol=3e-7)
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(np.int32, 0, 10), (np.int32, -5, 2**31 - 1),
+                                         (np.uint8, 0, 256), (np.int8, -3, 3)])
+def test_randint(dtype, lo, hi):
+    for seed in (0, 9):
+        eq(random.randint(random.PRNGKey(seed), (7,), lo, hi, dtype),
+           jr.randint(jr.PRNGKey(seed), (7,), lo, hi, dtype))
+    lo_arr = np.arange(3, dtype=np.int32)
+    eq(xform.jit(lambda k: random.randint(k, (2, 3), lo_arr, 10))(random.PRNGKey(1)),
+       jr.randint(jr.PRNGKey(1), (2, 3), lo_arr, 10))

@@ -430,3 +430,61 @@ def rayleigh(key, scale, shape=None, dtype=None):
 
 __all__ += ["exponential", "laplace", "logistic", "gumbel", "cauchy", "rademacher",
             "lognormal", "pareto", "rayleigh"]
+
+
+def _convert_and_clip(val, dtype):
+    # Clip to dtype's range in val's own dtype, then convert (no wrap-around).
+    src, dst = jnp.iinfo(val.dtype), jnp.iinfo(dtype)
+    lo, hi = max(src.min, dst.min), min(src.max, dst.max)
+    val = jnp.clip(val, np.array(lo, val.dtype), np.array(hi, val.dtype))
+    return lax.convert_element_type(val, dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=np.int32):
+    """Integers uniform in ``[minval, maxval)`` (JAX's 2*nbits modulus scheme).
+
+    >>> import xform.random as random
+    >>> x = random.randint(random.PRNGKey(0), (5,), 0, 10)
+    >>> bool(((x >= 0) & (x < 10)).all())
+    True
+    """
+    shape = _static_shape("randint", shape)
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    _check_param_shape("randint", "minval", minval, shape)
+    _check_param_shape("randint", "maxval", maxval, shape)
+    minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+    if not np.issubdtype(minval.dtype, np.integer):
+        minval = minval.astype(int)
+    if not np.issubdtype(maxval.dtype, np.integer):
+        maxval = maxval.astype(int)
+    if dtype.itemsize < 4:
+        # As JAX: sample at least 32 bits (clip the bounds to dtype's range, draw in
+        # the promoted dtype, convert back).
+        info = jnp.iinfo(dtype)
+        minval = jnp.clip(minval, info.min, info.max)
+        maxval = jnp.clip(maxval, info.min, info.max + 1)
+        wide = np.promote_types(dtype, np.int32)
+        return lax.convert_element_type(randint(key, shape, minval, maxval, wide), dtype)
+    top = _convert_and_clip(jnp.asarray(np.array(jnp.iinfo(dtype).max, dtype)), maxval.dtype)
+    out_of_range = jnp.broadcast_to(lax.gt(maxval, top), shape)
+    minval = jnp.broadcast_to(_convert_and_clip(minval, dtype), shape)
+    maxval = jnp.broadcast_to(_convert_and_clip(maxval, dtype), shape)
+    nbits = dtype.itemsize * 8
+    k1, k2 = split(key)
+    higher, lower = _random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape)
+    udt = np.dtype(_UINT[nbits])
+    span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+    one = np.ones(shape, udt)
+    span = lax.select(lax.le(maxval, minval), one, span)
+    span = lax.select(jnp.logical_and(out_of_range, lax.gt(maxval, minval)),
+                      lax.add(span, one), span)
+    mult = lax.rem(np.full(shape, 2 ** (nbits // 2), udt), span)
+    mult = lax.rem(lax.mul(mult, mult), span)
+    off = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
+    off = lax.rem(off, span)
+    return lax.add(minval, lax.convert_element_type(off, dtype))
+
+
+__all__ += ["randint"]
