@@ -159,3 +159,12 @@ def test_randint(dtype, lo, hi):
     lo_arr = np.arange(3, dtype=np.int32)
     eq(xform.jit(lambda k: random.randint(k, (2, 3), lo_arr, 10))(random.PRNGKey(1)),
        jr.randint(jr.PRNGKey(1), (2, 3), lo_arr, 10))
+
+
+def test_x64_seed_and_float64(x64):
+    seed = 2**40 + 7
+    eq(random.PRNGKey(seed), jr.PRNGKey(seed))
+    k, jk = random.PRNGKey(3), jr.PRNGKey(3)
+    eq(random.uniform(k, (5,), np.float64), jr.uniform(jk, (5,), np.float64))
+    eq(random.normal(k, (5,), np.float64), jr.normal(jk, (5,), np.float64))
+    eq(random.bits(k, (4,), np.uint64), jr.bits(jk, (4,), np.uint64))

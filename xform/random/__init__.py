@@ -41,10 +41,8 @@ def _seed_to_key(seed, name):
         u = s % 2**64
         # JAX without x64 truncates a Python seed to int32 first, so the high
         # word is 0 and the low word the low 32 bits.
-        from xform.core import config
-        x64 = getattr(config, "enable_x64", None)
-        x64 = bool(x64.value) if hasattr(x64, "value") else bool(x64)
-        hi = (u >> 32) if x64 else 0
+        from xform.core.config import config
+        hi = (u >> 32) if config.jax_enable_x64 else 0
         return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
     aval = get_aval(seed)
     if aval.shape:
