@@ -44,6 +44,7 @@ def test_key_split_fold_in_bits(seed):
     eq(random.split(k), jr.split(jk))
     eq(random.split(k, (2, 3)), jr.split(jk, (2, 3)))
     eq(random.fold_in(k, 12345), jr.fold_in(jk, 12345))
+    eq(random.fold_in(k, 2**32 - 3), jr.fold_in(jk, 2**32 - 3))  # flax hashes to uint32
     for dt in (np.uint8, np.uint16, np.uint32):
         eq(random.bits(k, (3, 5), dt), jr.bits(jk, (3, 5), dt))
 

@@ -153,6 +153,9 @@ def fold_in(key, data):
     (2,)
     """
     k1, k2 = _single_key("fold_in", key)
+    if isinstance(data, (int, np.integer)) and not isinstance(data, bool) \
+            and 0 <= int(data) < 2**32:
+        data = np.uint32(int(data))          # as JAX's asarray(data, 'uint32')
     data = jnp.asarray(data)
     if data.shape:
         raise TypeError(f"fold_in data must be a scalar, got shape {data.shape}.")
