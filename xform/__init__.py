@@ -27,6 +27,7 @@ from xform import sharding, distributed  # noqa: E402,F401
 from xform.distributed import process_index, process_count  # noqa: E402,F401
 from xform.transforms.shard_map import shard_map  # noqa: E402
 from xform.sharding import make_mesh, NamedSharding, PartitionSpec  # noqa: E402,F401
+from xform import random  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

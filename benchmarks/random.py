@@ -1,0 +1,44 @@
+"""PRNG throughput, jax or xform: jit(normal(k, (1000, 1000))) and split(key, 10_000).
+
+usage: python benchmarks/random.py --lib jax|xform [--quick]
+Prints one JSON line: median microseconds per call of each (compiled, warm).
+"""
+import argparse
+import json
+import statistics
+import time
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lib", choices=["jax", "xform"], required=True)
+    p.add_argument("--quick", action="store_true", help="few repetitions (smoke test)")
+    args = p.parse_args()
+    if args.lib == "jax":
+        import jax
+        import jax.random as random
+    else:
+        import xform as jax
+        import xform.random as random
+    reps = 3 if args.quick else 30
+
+    def timeit(f, *a):
+        jax.block_until_ready(f(*a))            # compile + warm
+        ts = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            jax.block_until_ready(f(*a))
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts) * 1e6
+
+    key = random.PRNGKey(0)
+    normal = jax.jit(lambda k: random.normal(k, (1000, 1000)))
+    split = jax.jit(lambda k: random.split(k, 10_000))
+    out = {"lib": args.lib, "normal_1e6_us": round(timeit(normal, key), 1),
+           "split_1e4_us": round(timeit(split, key), 1),
+           "split_1e4_eager_us": round(timeit(lambda k: random.split(k, 10_000), key), 1)}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""xform.random against jax.random: bit-exact keys, split, fold_in, bits and
+samplers, eagerly, under jit and under vmap over keys; error texts."""
+import jax
+import jax.random as jr
+import numpy as np
+import pytest
+
+import xform
+import xform.random as random
+from xform.lax.prng import threefry2x32
+
+SEEDS = [0, 42, -1, 2**31 - 1]
+FLOATS = [np.float32, np.float16, jax.numpy.bfloat16]
+
+
+def eq(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_threefry_primitive_matches_jax():
+    from jax._src.random.threefry2x32 import threefry2x32_p as jp
+    k = np.uint32(7), np.uint32(123456789)
+    x1 = np.arange(6, dtype=np.uint32) * np.uint32(977)
+    x2 = np.arange(6, dtype=np.uint32)
+    for got, want in zip(threefry2x32(*k, x1, x2), jp.bind(*k, x1, x2)):
+        eq(got, want)
+    got = xform.jit(threefry2x32)(*k, x1, x2)
+    eq(got[0], jp.bind(*k, x1, x2)[0])
+    # vmap over the key word, the counters not mapped
+    ks = np.arange(4, dtype=np.uint32)
+    got = xform.vmap(lambda a: threefry2x32(a, k[1], x1, x2)[1])(ks)
+    eq(got, np.stack([np.asarray(jp.bind(a, k[1], x1, x2)[1]) for a in ks]))
+
+
+def test_threefry_not_differentiable_and_bad_dtype():
+    with pytest.raises(TypeError, match="threefry2x32 requires uint32 arguments, got x1"):
+        threefry2x32(np.uint32(0), np.uint32(0), np.zeros(3, np.int32), np.zeros(3, np.uint32))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_key_split_fold_in_bits(seed):
+    k, jk = random.PRNGKey(seed), jr.PRNGKey(seed)
+    eq(k, jk)
+    eq(random.split(k), jr.split(jk))
+    eq(random.split(k, (2, 3)), jr.split(jk, (2, 3)))
+    eq(random.fold_in(k, 12345), jr.fold_in(jk, 12345))
+    eq(random.fold_in(k, 2**32 - 3), jr.fold_in(jk, 2**32 - 3))  # flax hashes to uint32
+    for dt in (np.uint8, np.uint16, np.uint32):
+        eq(random.bits(k, (3, 5), dt), jr.bits(jk, (3, 5), dt))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_normal_bit_exact(dtype):
+    for seed in SEEDS[:3]:
+        k, jk = random.PRNGKey(seed), jr.PRNGKey(seed)
+        eq(random.uniform(k, (4, 3), dtype), jr.uniform(jk, (4, 3), dtype))
+        # With a scale, XLA contracts floats * (max - min) + min into an FMA inside
+        # one jit (JAX's eager path is one jit); xform eager runs op by op, so the
+        # bit-exact comparison is under jit and eager agrees to 1 ulp.
+        want = jr.uniform(jk, (7,), dtype, -2.0, 3.0)
+        eq(xform.jit(lambda k: random.uniform(k, (7,), dtype, -2.0, 3.0))(k), want)
+        np.testing.assert_allclose(np.asarray(random.uniform(k, (7,), dtype, -2.0, 3.0),
+                                              np.float32),
+                                   np.asarray(want, np.float32), rtol=0, atol=5e-2)
+        eq(random.normal(k, (4, 3), dtype), jr.normal(jk, (4, 3), dtype))
+
+
+def test_bernoulli_truncated_normal():
+    k, jk = random.PRNGKey(3), jr.PRNGKey(3)
+    eq(random.bernoulli(k, 0.3, (50,)), jr.bernoulli(jk, 0.3, (50,)))
+    p = np.linspace(0, 1, 6, dtype=np.float32)
+    eq(random.bernoulli(k, p), jr.bernoulli(jk, p))
+    want = jr.truncated_normal(jk, -1.0, 2.0, (20,))
+    eq(xform.jit(lambda k: random.truncated_normal(k, -1.0, 2.0, (20,)))(k), want)
+    # eager: op by op, without the FMA contraction (1 ulp; see test above)
+    np.testing.assert_allclose(np.asarray(random.truncated_normal(k, -1.0, 2.0, (20,))),
+                               np.asarray(jr.truncated_normal(jk, -1.0, 2.0, (20,))),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_jit_and_vmap_over_keys():
+    keys, jkeys = random.split(random.PRNGKey(5), 4), jr.split(jr.PRNGKey(5), 4)
+    f = xform.jit(lambda k: random.normal(k, (3, 2)))
+    eq(f(keys[0]), jr.normal(jkeys[0], (3, 2)))
+    eq(xform.vmap(lambda k: random.normal(k, (3,)))(keys),
+       jax.vmap(lambda k: jr.normal(k, (3,)))(jkeys))
+    eq(xform.vmap(lambda k: random.split(k, 3))(keys), jax.vmap(lambda k: jr.split(k, 3))(jkeys))
+    eq(xform.vmap(lambda k: random.fold_in(k, 9))(keys), jax.vmap(lambda k: jr.fold_in(k, 9))(jkeys))
+    eq(xform.jit(lambda k: random.uniform(k, (5,)))(keys[1]), jr.uniform(jkeys[1], (5,)))
+
+
+def test_grad_through_normal_scale():
+    k = random.PRNGKey(0)
+    g = xform.grad(lambda s: (s * random.normal(k, (4,))).sum())(2.0)
+    np.testing.assert_allclose(float(g), float(np.asarray(random.normal(k, (4,))).sum()),
+                               rtol=1e-6)
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        random.PRNGKey(1.5)
+    with pytest.raises(TypeError, match="expected a PRNG key"):
+        random.normal(np.zeros(2, np.float32), (3,))
+    with pytest.raises(TypeError, match="shape must be a tuple of static integers"):
+        xform.jit(lambda n: random.normal(random.PRNGKey(0), (n,)))(3)
+    with pytest.raises(ValueError, match=r"minval of shape \(3,\) cannot be broadcast"):
+        random.uniform(random.PRNGKey(0), (2,), minval=np.zeros(3))
+    with pytest.raises(TypeError, match="only accepts floating point dtypes"):
+        random.uniform(random.PRNGKey(0), (2,), np.int32)
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+    for name in ("xform.random", "xform.lax.prng"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.attempted > 0 and result.failed == 0, name
+
+
+@pytest.mark.parametrize("name,args", [
+    ("exponential", ()), ("laplace", ()), ("logistic", ()), ("gumbel", ()),
+    ("cauchy", ()), ("pareto", (3.0,)), ("rayleigh", (2.0,))])
+def test_derived_samplers_bit_exact_under_jit(name, args):
+    for seed in (0, 11):
+        k, jk = random.PRNGKey(seed), jr.PRNGKey(seed)
+        got = xform.jit(lambda k: getattr(random, name)(k, *args, shape=(6,)))(k)
+        eq(got, getattr(jr, name)(jk, *args, shape=(6,)))
+        # float16: XLA CPU may keep a fused chain in float32, and where fusion
+        # boundaries fall differs between the two programs: equal to 1 ulp.
+        got = xform.jit(lambda k: getattr(random, name)(k, *args, shape=(6,),
+                                                        dtype=np.float16))(k)
+        want = getattr(jr, name)(jk, *args, shape=(6,), dtype=np.float16)
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                   rtol=2e-3)
+    keys, jkeys = random.split(k, 3), jr.split(jk, 3)
+    # jit(vmap): xform's eager vmap runs op by op (no FMA/fusion; see above)
+    eq(xform.jit(xform.vmap(lambda k: getattr(random, name)(k, *args, shape=(4,))))(keys),
+       jax.vmap(lambda k: getattr(jr, name)(k, *args, shape=(4,)))(jkeys))
+
+
+def test_rademacher():
+    eq(random.rademacher(random.PRNGKey(1), (10,)), jr.rademacher(jr.PRNGKey(1), (10,)))
+
+
+def test_lognormal_to_one_ulp():
+    # NB: equal to 1 ulp, not bit for bit, under jit (cause not yet tracked down:
+    # the StableHLO of normal * sigma -> exp matches op for op).
+    got = xform.jit(lambda k: random.lognormal(k, 0.7, (16,)))(random.PRNGKey(0))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(jr.lognormal(jr.PRNGKey(0), 0.7, (16,))),
+                               rtol=3e-7)
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(np.int32, 0, 10), (np.int32, -5, 2**31 - 1),
+                                         (np.uint8, 0, 256), (np.int8, -3, 3)])
+def test_randint(dtype, lo, hi):
+    for seed in (0, 9):
+        eq(random.randint(random.PRNGKey(seed), (7,), lo, hi, dtype),
+           jr.randint(jr.PRNGKey(seed), (7,), lo, hi, dtype))
+    lo_arr = np.arange(3, dtype=np.int32)
+    eq(xform.jit(lambda k: random.randint(k, (2, 3), lo_arr, 10))(random.PRNGKey(1)),
+       jr.randint(jr.PRNGKey(1), (2, 3), lo_arr, 10))
+
+
+def test_x64_seed_and_float64(x64):
+    seed = 2**40 + 7
+    eq(random.PRNGKey(seed), jr.PRNGKey(seed))
+    k, jk = random.PRNGKey(3), jr.PRNGKey(3)
+    eq(random.uniform(k, (5,), np.float64), jr.uniform(jk, (5,), np.float64))
+    eq(random.normal(k, (5,), np.float64), jr.normal(jk, (5,), np.float64))
+    eq(random.bits(k, (4,), np.uint64), jr.bits(jk, (4,), np.uint64))

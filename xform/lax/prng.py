@@ -1,0 +1,137 @@
+"""The threefry2x32 counter-based block cipher as a primitive, plus a same-width
+``bitcast_convert_type``: the two primitives the PRNG in ``xform.random`` needs.
+
+``threefry2x32(k1, k2, x1, x2)`` encrypts the 64-bit counters ``(x1, x2)`` (two
+uint32 arrays) under the key ``(k1, k2)`` with Threefry-2x32, 20 rounds (Salmon et
+al., "Parallel random numbers: as easy as 1, 2, 3"). Rank-0 operands broadcast.
+It lowers to StableHLO uint32 add/xor/shift arithmetic, batches elementwise, and
+is not differentiable (integer outputs have float0 tangents).
+"""
+import numpy as np
+
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import ad, batching, mlir
+from xform.lax import bitwise, elementwise, shapes
+from xform.lax._prim import broadcasting_shape, standard_primitive
+
+hlo = mlir.hlo
+_u32 = np.dtype(np.uint32)
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32(k1, k2, x1, x2):
+    """Threefry-2x32 of the counters ``(x1, x2)`` under key ``(k1, k2)``.
+
+    Args:
+      k1, k2: uint32 key words (usually rank 0).
+      x1, x2: uint32 counter words of one shape (rank-0 operands broadcast).
+
+    Returns:
+      A pair of uint32 arrays of the broadcast shape.
+
+    >>> import numpy as np
+    >>> from xform.lax.prng import threefry2x32
+    >>> z = np.uint32(0)
+    >>> [int(v) for v in threefry2x32(z, z, z, z)]
+    [1797259609, 2579123966]
+    """
+    return threefry2x32_p.bind(*(np.asarray(a, _u32) if isinstance(a, (int, np.integer))
+                                 else a for a in (k1, k2, x1, x2)))
+
+
+def _threefry_abstract_eval(k1, k2, x1, x2):
+    for name, a in zip(("k1", "k2", "x1", "x2"), (k1, k2, x1, x2)):
+        if a.dtype != _u32:
+            raise TypeError(f"threefry2x32 requires uint32 arguments, got {name} of "
+                            f"dtype {a.dtype.name}.")
+    shape = broadcasting_shape("threefry2x32", k1, k2, x1, x2)
+    return [ShapedArray(shape, _u32)] * 2
+
+
+threefry2x32_p = standard_primitive("threefry2x32", _threefry_abstract_eval,
+                                    multiple_results=True)
+ad.defnondiff(threefry2x32_p)
+
+
+def _bcast(v, shape):
+    if tuple(get_aval(v).shape) == tuple(shape):
+        return v
+    return shapes.broadcast_in_dim(v, tuple(shape), ())
+
+
+def _threefry_composition(k1, k2, x1, x2):
+    # Written with lax ops on uint32 so it lowers to plain StableHLO arithmetic.
+    shape = broadcasting_shape("threefry2x32", *(get_aval(a) for a in (k1, k2, x1, x2)))
+    k1, k2, x1, x2 = (_bcast(a, shape) for a in (k1, k2, x1, x2))
+    c = lambda v: np.full(shape, v, _u32)
+
+    def rotl(v, d):
+        return bitwise.bitwise_or(bitwise.shift_left(v, c(d)),
+                                  bitwise.shift_right_logical(v, c(32 - d)))
+
+    ks = (k1, k2, bitwise.bitwise_xor(bitwise.bitwise_xor(k1, k2), c(0x1BD11BDA)))
+    x = [elementwise.add(x1, ks[0]), elementwise.add(x2, ks[1])]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x[0] = elementwise.add(x[0], x[1])
+            x[1] = bitwise.bitwise_xor(x[0], rotl(x[1], r))
+        x[0] = elementwise.add(x[0], ks[(i + 1) % 3])
+        x[1] = elementwise.add(elementwise.add(x[1], ks[(i + 2) % 3]), c(i + 1))
+    return x
+
+
+mlir.register_lowering(threefry2x32_p, mlir.lower_fun(_threefry_composition))
+
+
+def _threefry_batch(vals, dims):
+    # Move every batch axis to the front, broadcast all four operands to
+    # (size, *shape) and apply the cipher once: it is elementwise.
+    size = batching.axis_size_of(vals, dims)
+    avals = [get_aval(v) for v in vals]
+    unbatched = [a.shape if d is batching.not_mapped else a.shape[:d] + a.shape[d + 1:]
+                 for a, d in zip(avals, dims)]
+    shape = max(unbatched, key=len)
+    full = (size, *shape)
+    args = []
+    for v, a, d in zip(vals, avals, dims):
+        if d is batching.not_mapped:
+            args.append(shapes.broadcast_in_dim(v, full, tuple(range(1, 1 + a.ndim))
+                                                if a.ndim else ()))
+        else:
+            v = batching.moveaxis(v, d, 0)
+            args.append(v if a.ndim == len(full) else
+                        shapes.broadcast_in_dim(v, full, (0,)))
+    return threefry2x32_p.bind(*args), [0, 0]
+
+
+batching.primitive_batchers[threefry2x32_p] = _threefry_batch
+
+
+# ---- bitcast_convert_type (same bit width only) ----
+
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret the bits of ``operand`` as ``new_dtype`` of the same bit width.
+
+    >>> import numpy as np
+    >>> from xform.lax.prng import bitcast_convert_type
+    >>> int(bitcast_convert_type(np.float32(1.0), np.uint32))
+    1065353216
+    """
+    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
+
+
+def _bitcast_abstract_eval(x, *, new_dtype):
+    if x.dtype.itemsize != new_dtype.itemsize:
+        raise TypeError("bitcast_convert_type here requires equal bit widths, got "
+                        f"{x.dtype.name} -> {new_dtype.name}.")
+    return ShapedArray(x.shape, new_dtype)
+
+
+bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abstract_eval)
+ad.defnondiff(bitcast_convert_type_p)
+batching.defvectorized(bitcast_convert_type_p)
+mlir.register_lowering(
+    bitcast_convert_type_p,
+    lambda ctx, x, new_dtype: hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x))
