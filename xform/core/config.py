@@ -10,6 +10,7 @@ _DEFAULTS = {
     "jax_debug_nans": False,
     "jax_disable_jit": False,
     "jax_log_compiles": False,
+    "xform_lazy": False,  # xform.lazy: record eager ops, run them at barriers
 }
 
 
