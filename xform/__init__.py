@@ -21,6 +21,6 @@ from xform.interpreters.callback import pure_callback
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
 from xform import nn, scipy  # noqa: E402,F401
 from xform import lazy  # noqa: E402  (xform.lazy(): the context manager and its module)
-from xform.lazy import mark_step  # noqa: E402
+from xform.lazy import mark_step, dispatch_report  # noqa: E402
 
 __version__ = "0.1.0"

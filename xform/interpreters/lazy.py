@@ -150,7 +150,7 @@ _CALLER_REASONS = {"__array__": "asarray", "__float__": "float", "__int__": "int
 
 
 def _reason_from_caller():
-    f = sys._getframe(2)
+    f = sys._getframe(3)  # past _reason_from_caller, _get and _Pending's method
     for _ in range(6):
         if f is None:
             break
@@ -307,13 +307,16 @@ def record(prim, args, params):
     pkey = tuple(params.items()) if params else ()
     akey = (prim, tuple(avals), pkey)
     try:
-        out = _avals_cache.get(akey)
+        hit = _avals_cache.get(akey)
     except TypeError:  # unhashable params
-        akey = out = None
-    if out is None:
+        akey = hit = None
+    if hit is None:
         out = prim.abstract_eval(*avals, **params)  # errors are raised here, at the op
+        effects = bool(params) and _maybe_effects(prim, params)
         if akey is not None and len(_avals_cache) < 65536:
-            _avals_cache[akey] = out
+            _avals_cache[akey] = (out, effects)
+    else:
+        out, effects = hit
     var = len(g.var_avals)
     if prim.multiple_results:
         result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
@@ -326,8 +329,8 @@ def record(prim, args, params):
         g.arrays.append(result)
         g.counts.append(1)
     g.keys.append((prim, pkey, tuple(refs)))
-    if params and not g.effects:
-        g.effects = _maybe_effects(prim, params)
+    if effects:
+        g.effects = True
     _metrics["ops_recorded"] += 1
     if len(g.keys) >= options["max_graph_size"]:
         barrier("size_limit")
@@ -479,6 +482,7 @@ def _run_whole(g, out_vars):
     exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
                                       out_vars), donate, t0)
     bufs = [x._buf for x in g.inputs]
+    _metrics["donated_buffers"] += len(donate)
     g.inputs = []
     g.in_index = {}
     return _execute(exe, bufs)
@@ -575,7 +579,6 @@ def _add_aliases(text, donate):
                 ir.IntegerType.get_signless(32), j)
         main.attributes["arg_attrs"] = ir.ArrayAttr.get(
             [ir.DictAttr.get(d) for d in dicts])
-        _metrics["donated_buffers"] += len(donate)
         return str(module)
 
 
