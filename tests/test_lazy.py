@@ -438,3 +438,10 @@ def test_dispatch_report():
     assert text.startswith("dispatch report for f") and "break-even calls" in text
     with pytest.raises(TypeError, match="expected a callable"):
         xform.dispatch_report(3, jnp.ones(2))
+
+
+def test_docstring_examples():
+    import doctest
+    import sys
+    result = doctest.testmod(sys.modules["xform.lazy"], optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 8 and result.failed == 0

@@ -199,7 +199,7 @@ class _Graph:
     order of definition; inputs are -1, -2, ... in order of first use; literals are
     ``(value, aval)`` tuples. ``keys[i]`` is equation i in that canonical numbering."""
     __slots__ = ("eqns", "keys", "counts", "inputs", "in_avals", "in_index",
-                 "var_avals", "arrays", "error", "effects")
+                 "var_avals", "arrays", "error", "effects", "closed")
 
     def __init__(self):
         self.keys = []       # (prim, params key, refs) per equation
@@ -211,6 +211,7 @@ class _Graph:
         self.arrays = []     # every lazy Array made (liveness is read from refcounts)
         self.error = None
         self.effects = False
+        self.closed = False  # run already (by a barrier, maybe from another thread)
 
 
 def _is_literal(x):
@@ -286,7 +287,7 @@ def record(prim, args, params):
     """Record ``prim`` applied to ``args`` in this thread's graph; returns its lazy
     result(s). Abstract evaluation runs now, so errors are raised at the operation."""
     g = _tls.graph
-    if g is None:
+    if g is None or g.closed:
         g = _tls.graph = _Graph()
     refs = []
     avals = []
@@ -388,8 +389,9 @@ def barrier(reason):
 
 
 def _run_graph(g, cut=False):
-    if not g.keys:
+    if g.closed or not g.keys:
         return []
+    g.closed = True
     arrays = g.arrays
     counts = _live_counts(arrays)
     out_arrays = [arrays[i] for i, c in enumerate(counts) if c > _BASE]
@@ -705,6 +707,7 @@ def clear_cache():
 def _clear_on_flag(name, value):
     if name == "jax_enable_x64":
         _cache.clear()
+        _avals_cache.clear()
 
 
 config._add_listener(_clear_on_flag)
