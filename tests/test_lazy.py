@@ -103,6 +103,11 @@ def test_random_programs_match_eager(seed):
     assert not any(pending(g) for g in got)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-6)
+    compiled, hits = m("graphs_compiled"), m("cache_hits")
+    x2, y2, s2 = x + 1.0, y * 2.0, s - 1.0
+    with L():  # the same program again, on other buffers: the cached executable
+        again, _ = _program(seed, x2, y2, s2, idx)
+    assert m("graphs_compiled") == compiled and m("cache_hits") == hits + 1
 
 
 def test_dtypes_ints_bools_and_weak_types():
