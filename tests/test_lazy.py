@@ -450,3 +450,13 @@ def test_docstring_examples():
     import sys
     result = doctest.testmod(sys.modules["xform.lazy"], optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 8 and result.failed == 0
+
+
+def test_callback_inside_scan_runs_in_program_order(capsys):
+    def body(c, x):
+        xform.debug.print("c={c}", c=c)
+        return c + x, c * x
+    with L():
+        lax.scan(body, 0.0, jnp.arange(3.0))  # results unused: run for its effect
+        assert capsys.readouterr().out == "c=0.0\nc=0.0\nc=1.0\n"
+        assert barriers("host_callback") == 1

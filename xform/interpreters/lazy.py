@@ -330,11 +330,14 @@ def record(prim, args, params):
         g.arrays.append(result)
         g.counts.append(1)
     g.keys.append((prim, pkey, tuple(refs)))
-    if effects:
-        g.effects = True
     _metrics["ops_recorded"] += 1
-    if len(g.keys) >= options["max_graph_size"]:
+    if effects:  # a host callback inside (a scan printing): run now, in program order
+        g.effects = True
+        barrier("host_callback")
+    elif len(g.keys) >= options["max_graph_size"]:
         barrier("size_limit")
+    elif config.jax_debug_nans:  # NaNs are raised at the op that made them, as eagerly
+        barrier("debug_nans")
     return result
 
 
@@ -711,3 +714,7 @@ def _clear_on_flag(name, value):
 
 
 config._add_listener(_clear_on_flag)
+
+
+if config.xform_lazy:  # XFORM_LAZY=1 in the environment: lazy from the start
+    _on_flag("xform_lazy", True)
