@@ -460,3 +460,16 @@ def test_callback_inside_scan_runs_in_program_order(capsys):
         lax.scan(body, 0.0, jnp.arange(3.0))  # results unused: run for its effect
         assert capsys.readouterr().out == "c=0.0\nc=0.0\nc=1.0\n"
         assert barriers("host_callback") == 1
+
+
+def test_record_jit_option_keeps_jitted_calls_lazy():
+    L.configure(record_jit=True)
+    x = jnp.linspace(-1.0, 1.0, 5)
+    f = xform.jit(lambda t: jnp.tanh(t) * 2.0)
+    want = f(x) + xform.nn.relu(x)
+    with L():
+        a = x * 1.0
+        b = f(a) + xform.nn.relu(a)   # both jitted: call equations, no barrier
+        assert pending(b) and barriers("jit") == 0
+    np.testing.assert_allclose(b, want, rtol=1e-6)
+    assert m("programs_executed") == 1

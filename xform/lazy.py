@@ -106,7 +106,8 @@ def reset_metrics():
     _interp.reset_metrics()
 
 
-def configure(max_graph_size=None, block_size=None, donate=None, cache_size=None):
+def configure(max_graph_size=None, block_size=None, donate=None, cache_size=None,
+              record_jit=None):
     """Set lazy mode's options; returns the options now in force (a dict).
 
     Args:
@@ -117,17 +118,21 @@ def configure(max_graph_size=None, block_size=None, donate=None, cache_size=None
       donate: let a barrier's program reuse (donate) the buffers of inputs nothing
         references any more (default True).
       cache_size: executables kept (default 512; the oldest is evicted first).
+      record_jit: record calls of jitted functions on lazy arrays as call equations of
+        the pending graph instead of running a barrier first (default False: passing a
+        lazy array to ``jit`` is a barrier, as the issue specifies). Worth turning on for
+        code that calls many small jitted functions (``xform.nn`` activations are).
 
     >>> import xform
     >>> xform.lazy.configure()["max_graph_size"]
     10000
     """
     new = {"max_graph_size": max_graph_size, "block_size": block_size, "donate": donate,
-           "cache_size": cache_size}
+           "cache_size": cache_size, "record_jit": record_jit}
     for k, v in new.items():
         if v is None:
             continue
-        if k == "donate":
+        if k in ("donate", "record_jit"):
             _interp.options[k] = bool(v)
         elif not isinstance(v, int) or v < 1:
             raise ValueError(f"xform.lazy.configure: {k} must be a positive int, got {v!r}")

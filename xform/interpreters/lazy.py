@@ -27,7 +27,7 @@ from xform.core.trace import Trace, _context, check_not_tracer, eval_trace, set_
 _getrefcount = sys.getrefcount
 
 options = {"max_graph_size": 10_000, "block_size": 512, "donate": True,
-           "cache_size": 512}
+           "cache_size": 512, "record_jit": False}
 
 
 def _zero_metrics():
@@ -273,6 +273,8 @@ class LazyTrace(Trace):
             return record(prim, args, params)
         if kind == "inline":
             return prim.impl(*args, **params)
+        if kind == "jit" and options["record_jit"]:  # a call equation in the graph
+            return record(prim, args, params)
         # Needs values: a barrier, then run eagerly.
         if any(type(x) is Array and type(x._buf) is _Pending for x in args):
             args = [concrete(x, kind) for x in args]
