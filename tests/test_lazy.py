@@ -18,7 +18,9 @@ def pending(x):
 
 @pytest.fixture(autouse=True)
 def _fresh():
+    from xform.interpreters import lazy as lazy_interp
     opts = L.configure()
+    lazy_interp.clear_cache()  # compile counts below must not depend on test order
     L.reset_metrics()
     yield
     L.configure(**opts)
