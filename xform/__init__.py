@@ -28,6 +28,8 @@ from xform.distributed import process_index, process_count  # noqa: E402,F401
 from xform.transforms.shard_map import shard_map  # noqa: E402
 from xform.sharding import make_mesh, NamedSharding, PartitionSpec  # noqa: E402,F401
 from xform import random  # noqa: E402,F401
+from xform import lazy  # noqa: E402  (xform.lazy(): the context manager and its module)
+from xform.lazy import mark_step, dispatch_report  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -16,6 +16,7 @@ _DEFAULTS = {
     "jax_compilation_cache_dir": None,
     "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
+    "xform_lazy": False,  # xform.lazy: record eager ops, run them at barriers
 }
 _STRINGS = {"jax_compilation_cache_dir"}
 
