@@ -77,12 +77,12 @@ class PyTreeDef:
         self.num_leaves, self.num_nodes = num_leaves, num_nodes
         try:
             self._hash = hash((node.type, data, children))
-        except TypeError:  # unhashable node data: only hashing the treedef fails
-            self._hash = None
+        except TypeError:
+            # Unhashable node data (e.g. a dict), as JAX allows: the hash leaves it out
+            # and __eq__ compares it by equality, so such treedefs still key jit caches.
+            self._hash = hash((node.type, children, num_leaves))
 
     def __hash__(self):
-        if self._hash is None:
-            raise TypeError(f"unhashable node data in {self!r}")
         return self._hash
 
     def __eq__(self, other):
@@ -91,7 +91,7 @@ class PyTreeDef:
         if not isinstance(other, PyTreeDef):
             return NotImplemented
         return (self._node is other._node and self.num_nodes == other.num_nodes
-                and (self._hash is None or self._hash == other._hash)
+                and self._hash == other._hash
                 and self._data == other._data and self._children == other._children)
 
     def __repr__(self):
