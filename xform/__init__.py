@@ -17,6 +17,13 @@ from xform.transforms.devices import (device_put, devices, device_count, local_d
                                       default_backend, block_until_ready, disable_jit)
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
+from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
+                               states as _states)
+from xform.transforms.runtime import (  # noqa: E402
+    typeof, clear_caches, live_arrays, effects_barrier, named_call, named_scope,
+    ensure_compile_time_eval)
+from xform.transforms.ad_extras import (  # noqa: E402
+    jacobian, linear_transpose, custom_gradient, fwd_and_bwd)
 
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
 from xform import nn, scipy  # noqa: E402,F401

@@ -555,7 +555,7 @@ def _compile(closed, donate):
     exe = backend.compile(text, None, callbacks)
     run = exe.execute
     if config.jax_debug_nans:
-        run = dispatch._nan_checked(run, closed.out_avals, lambda bufs: _nan_rerun(
+        run = dispatch._nan_checked(run, closed.out_avals, lambda bufs, what: _nan_rerun(
             closed, bufs))
     if config.jax_log_compiles:
         import logging

@@ -533,8 +533,8 @@ def _clear_all(name, value):
     for c in list(_all_caches):
         if name == "jax_enable_x64":
             c.clear()
-        elif name in ("jax_disable_jit", "jax_debug_nans"):
-            if name == "jax_debug_nans":  # executables bake the flag in
+        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
+            if name != "jax_disable_jit":  # executables bake the flag in
                 c.entries.clear()
             c.fast.clear()
             c.tree_fast.clear()
