@@ -45,3 +45,5 @@ __version__ = "0.1.0"
 from xform import optim, training  # noqa: E402,F401
 import importlib as _importlib  # noqa: E402
 checkpoint = _importlib.import_module("xform.checkpoint")
+from xform import ref  # noqa: E402  (mutable array references: xform.ref)
+from xform.ref import new_ref, empty_ref, freeze, Ref  # noqa: E402,F401

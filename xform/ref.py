@@ -1,0 +1,358 @@
+"""Mutable array references (JAX's ``jax.ref``: ``new_ref``, ``empty_ref``, ``freeze``,
+``get``, ``set``, ``swap``, ``addupdate``, ``Ref``).
+
+Design: a ``Ref`` is a Python box holding its current value, and every read or write is
+an ordinary functional array operation on that value (``x[idx]``,
+``x.at[idx].set(v)``). Executing the user's Python *is* the state discharge: inside any
+transformation the box holds that transformation's tracers, so ``grad``, ``vmap`` and
+``jit`` of a function that creates and uses its own refs see plain dataflow, and the
+jaxpr needs no state primitives (nothing for DCE to drop: a write that matters is an
+output of the computation).
+
+``jit`` is where a program can outlive its tracing, so it is where refs need care: a
+ref from outside the function (a closed-over ref, or a ref argument) is a *ref scope*
+input. The first access while tracing adds a jaxpr input for the ref's value; its
+final value becomes an extra output; every call passes the ref's current value in and
+writes the result back (``transforms/jit.py``). Nested jits compose (the caller's reads
+and writes are themselves scoped).
+
+NB (differences from JAX): writing, inside a ``lax`` control-flow body, ``custom_jvp``/
+``custom_vjp`` function or ``checkpoint``, to a ref created outside it raises (JAX
+threads such refs through the loop; here pass the value as a carry). ``empty_ref``
+works eagerly too (filled with zeros). Under ``grad``, writing a differentiated value
+into a ref created outside the differentiated function raises, as in JAX.
+"""
+import threading
+
+import numpy as np
+
+from xform.core import dtypes
+from xform.core.avals import ShapedArray
+from xform.core.trace import Tracer, current_trace, get_aval
+
+__all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "freeze", "get", "new_ref",
+           "set", "swap"]
+
+
+class AbstractRef:
+    """The type of a ``Ref``: ``Ref{float32[3]}``."""
+    __slots__ = ("inner_aval",)
+
+    def __init__(self, inner_aval):
+        self.inner_aval = inner_aval
+
+    shape = property(lambda self: self.inner_aval.shape)
+    dtype = property(lambda self: self.inner_aval.dtype)
+    ndim = property(lambda self: self.inner_aval.ndim)
+    size = property(lambda self: self.inner_aval.size)
+
+    def __eq__(self, other):
+        return type(other) is AbstractRef and other.inner_aval == self.inner_aval
+
+    def __hash__(self):
+        return hash(("ref", self.inner_aval))
+
+    def str_short(self):
+        return f"Ref{{{self.inner_aval.str_short()}}}"
+
+    def __repr__(self):
+        a = self.inner_aval
+        return f"Ref{{{a.dtype.name}[{','.join(map(str, a.shape))}]}}"
+
+
+class _Scopes(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_scopes = _Scopes()
+
+
+class RefScope:
+    """A jit trace's view of refs from outside it: for each such ref, the jaxpr input
+    holding its value on entry (``inputs``) and its current value (``values``)."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.inputs = {}   # Ref -> tracer (jaxpr input), in order of first access
+        self.values = {}   # Ref -> current value inside the trace
+
+    def __enter__(self):
+        _scopes.stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _scopes.stack.pop()
+
+    def seed(self, ref, tracer):
+        """Make ``ref`` (a ref argument) start as ``tracer``."""
+        self.inputs[ref] = tracer
+        self.values[ref] = tracer
+
+
+def _scope():
+    return _scopes.stack[-1] if _scopes.stack else None
+
+
+class _Parent:
+    """Run a block in the enclosing scope (to read an outer ref's value there)."""
+
+    def __enter__(self):
+        self.top = _scopes.stack.pop()
+
+    def __exit__(self, *exc):
+        _scopes.stack.append(self.top)
+
+
+class Ref:
+    """A mutable array reference. Read with ``ref[idx]`` (``ref[...]`` for all of it),
+    write with ``ref[idx] = v`` and ``ref[idx] += v``; create with ``new_ref``.
+
+    >>> import xform, xform.numpy as jnp
+    >>> r = xform.new_ref(jnp.zeros(3))
+    >>> r[1] += 2.0
+    >>> r
+    Ref([0., 2., 0.], dtype=float32)
+    """
+    __slots__ = ("_value", "_scope", "_trace", "_aval", "__weakref__")
+
+    def __init__(self, value):
+        self._value = value
+        self._scope = _scope()          # the jit scope it was created in (None: eager)
+        self._trace = current_trace()   # the trace it was created under
+        a = get_aval(value)
+        self._aval = ShapedArray(a.shape, a.dtype)
+
+    @classmethod
+    def placeholder(cls, scope, tracer):
+        """A ref argument of a jit: a ref from outside ``scope`` starting as ``tracer``."""
+        ref = cls(tracer)
+        ref._scope = _OUTSIDE
+        scope.seed(ref, tracer)
+        return ref
+
+    # -- the value as seen from the current scope --
+    def _read(self):
+        scope = _scope()
+        if scope is None or self._scope is scope:
+            return self._value
+        value = scope.values.get(self)
+        if value is None:
+            with _Parent():
+                outer = self._read()
+            value = scope.trace.new_arg(get_aval(outer).strip_weak_type())
+            scope.inputs[self] = value
+            scope.values[self] = value
+        return value
+
+    def _write(self, value):
+        scope = _scope()
+        owner = self._trace if scope is None or self._scope is scope else scope.trace
+        _check_write(self, value, owner)
+        if scope is None or self._scope is scope:
+            self._value = value
+        else:
+            self._read()  # registers the ref as an input of the scope
+            scope.values[self] = value
+
+    aval = property(lambda self: AbstractRef(self._aval))
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    ndim = property(lambda self: self._aval.ndim)
+    size = property(lambda self: self._aval.size)
+
+    def __getitem__(self, idx):
+        return get(self, idx)
+
+    def __setitem__(self, idx, value):
+        set(self, idx, value)
+
+    def get(self, idx=None):
+        return get(self, idx)
+
+    def set(self, value, idx=None):
+        set(self, idx, value)
+
+    def swap(self, value, idx=None):
+        return swap(self, idx, value)
+
+    def addupdate(self, x, idx=None):
+        addupdate(self, idx, x)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._read(), dtype=dtype)
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+    def __repr__(self):
+        value = self._read()
+        if isinstance(value, Tracer):
+            return f"Ref<{self.aval!r}>"
+        r = repr(value)
+        return "Ref" + r[len("Array"):] if r.startswith("Array") else f"Ref({r})"
+
+
+_OUTSIDE = object()  # the scope of jit's ref-argument placeholders: none they can see
+
+
+def check_no_ref_outputs(fun, out_leaves):
+    """jit cannot return a ref (its identity would not survive compilation), as in JAX."""
+    for x in out_leaves:
+        if isinstance(x, Ref):
+            name = getattr(fun, "__name__", "fun")
+            raise ValueError(
+                f"function {name} traced for jit returned a mutable array reference of "
+                f"type {x.aval!r}, but mutable array references cannot be returned.")
+
+
+def _check_write(ref, value, owner):
+    """Under a transformation, a ref may only receive values of the trace that owns it
+    (or of traces around it): a tracer of an inner trace would outlive it."""
+    if not isinstance(value, Tracer):
+        return
+    t = owner
+    while t is not None:
+        if value._trace is t:
+            return
+        t = t.parent
+    from xform.interpreters.ad import JVPTrace
+    if isinstance(value._trace, JVPTrace):
+        raise ValueError(
+            "Exception performing a set/swap operation with a differentiated value on a "
+            f"non-differentiated array reference of type {ref.aval!r}. Move the array "
+            "reference to be an argument of the differentiated function?")
+    raise NotImplementedError(
+        f"Writing a value traced by {type(value._trace).__name__} into an array reference "
+        f"of type {ref.aval!r} created outside that transformation is not supported in "
+        "xform (e.g. from a lax.scan/fori_loop/cond body, a custom_jvp/custom_vjp "
+        "function or a checkpoint to a ref created outside it): pass the value through "
+        "the loop carry or the function's outputs instead.")
+
+
+def _check_ref(ref, what):
+    if not isinstance(ref, Ref):
+        raise TypeError(f"{what} requires an array reference (a Ref), got "
+                        f"{type(ref).__name__}")
+
+
+def _idx(idx):
+    return Ellipsis if idx is None or idx == () else idx
+
+
+def new_ref(init_val, *, memory_space=None, kind=None):
+    """Create a mutable array reference holding ``init_val``.
+
+    Args:
+      init_val: the initial value (an array or scalar).
+      memory_space: accepted for JAX compatibility (one memory space).
+      kind: accepted for JAX compatibility (``None`` or ``"no_grad_no_remat"``).
+
+    Returns:
+      A ``Ref``.
+
+    >>> import xform
+    >>> xform.new_ref(1.0)[...]
+    Array(1., dtype=float32)
+    """
+    del memory_space
+    if kind not in (None, "no_grad_no_remat"):
+        raise ValueError(f"new_ref: unknown kind {kind!r}")
+    if isinstance(init_val, Ref):
+        raise TypeError("new_ref: the initial value must be an array, not a Ref")
+    from xform import numpy as jnp
+    value = init_val if isinstance(init_val, Tracer) else jnp.asarray(init_val)
+    a = get_aval(value)
+    if a.weak_type:
+        from xform.lax import convert_element_type
+        value = convert_element_type(value, a.dtype)
+    return Ref(value)
+
+
+def empty_ref(ty, *, memory_space=None, kind=None):
+    """A ``Ref`` of type ``ty`` (anything with ``.shape`` and ``.dtype``, e.g. a
+    ``ShapeDtypeStruct``) to be written before it is read.
+
+    NB: JAX leaves the contents undefined (and has no eager rule); xform fills zeros.
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.empty_ref(xform.ShapeDtypeStruct((2,), jnp.float32)).shape
+    (2,)
+    """
+    from xform.lax import full
+    dtype = dtypes.canonicalize_dtype(np.dtype(ty.dtype))
+    return new_ref(full(tuple(ty.shape), 0, dtype), memory_space=memory_space, kind=kind)
+
+
+def freeze(ref):
+    """The final value of ``ref`` (JAX invalidates the ref; xform leaves it usable).
+
+    >>> import xform
+    >>> xform.freeze(xform.new_ref(2.0))
+    Array(2., dtype=float32)
+    """
+    _check_ref(ref, "freeze")
+    return ref._read()
+
+
+def get(ref, idx=None):
+    """``ref[idx]``: read (part of) a ref's value."""
+    _check_ref(ref, "get")
+    value = ref._read()
+    idx = _idx(idx)
+    return value if idx is Ellipsis else value[idx]
+
+
+def swap(ref, idx, value):
+    """Write ``value`` at ``ref[idx]`` and return the previous value there."""
+    _check_ref(ref, "swap")
+    from xform import numpy as jnp
+    from xform.lax import convert_element_type
+    old = ref._read()
+    idx = _idx(idx)
+    prev = old if idx is Ellipsis else old[idx]
+    value = value if isinstance(value, Tracer) else jnp.asarray(value)
+    if get_aval(value).dtype != ref.dtype:
+        value = convert_element_type(value, ref.dtype)
+    if idx is Ellipsis:
+        if get_aval(value).shape != ref.shape:
+            if np.broadcast_shapes(get_aval(value).shape, ref.shape) != ref.shape:
+                raise ValueError(f"Invalid shape for `swap`: the Ref has shape {ref.shape} "
+                                 f"but the value has shape {get_aval(value).shape}")
+            value = jnp.broadcast_to(value, ref.shape)
+        new = value
+    else:
+        new = old.at[idx].set(value)
+    ref._write(new)
+    return prev
+
+
+def set(ref, idx, value):  # noqa: A001  (JAX's name)
+    """``ref[idx] = value``: write (part of) a ref's value.
+
+    >>> import xform, xform.numpy as jnp
+    >>> r = xform.new_ref(jnp.zeros(3))
+    >>> xform.ref.set(r, 1, 10.0)
+    >>> r
+    Ref([ 0., 10.,  0.], dtype=float32)
+    """
+    swap(ref, idx, value)
+
+
+def addupdate(ref, idx, x):
+    """``ref[idx] += x`` in one step."""
+    _check_ref(ref, "addupdate")
+    idx = _idx(idx)
+    old = ref._read()
+    if idx is Ellipsis:
+        swap(ref, idx, old + x)
+    else:
+        ref._write(old.at[idx].add(x))
