@@ -231,7 +231,9 @@ def saved_residuals(f, *args, **kwargs):
         elif v in producers:
             e = producers[v]
             where = f" from {e.source_info}" if e.source is not None else ""
-            others.append((v.aval, f"output of {e.primitive.name}{where}"))
+            what = (f"named {e.params['name']!r}" if e.primitive is name_p
+                    else f"output of {e.primitive.name}")
+            others.append((v.aval, what + where))
         else:
             others.append((getattr(v, "aval", None), "from a constant"))
     return ([(a, f"from the argument {names[i]}") for i, a in sorted(from_args, key=lambda p: p[0])]

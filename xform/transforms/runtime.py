@@ -64,8 +64,9 @@ def effects_barrier():
 
 
 def named_call(fun, *, name=None):
-    """``fun``, named ``name`` in profiles (JAX adds a name stack entry; xform's lowered
-    programs carry no names, so only ``__name__`` changes).
+    """``fun``, named ``name`` in profiles. JAX adds a name-stack entry to the staged
+    operations; xform's lowered programs carry no names, so this changes nothing (not
+    even ``__name__``, as in JAX).
 
     >>> import xform
     >>> xform.named_call(lambda x: x + 1, name="inc")(1)
@@ -74,8 +75,7 @@ def named_call(fun, *, name=None):
     @functools.wraps(fun)
     def named(*args, **kwargs):
         return fun(*args, **kwargs)
-    if name is not None:
-        named.__name__ = named.__qualname__ = name
+    del name
     return named
 
 
