@@ -24,8 +24,11 @@ _DEFAULTS = {
     "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
     "xform_lazy": False,  # xform.lazy: record eager ops, run them at barriers
+    # None: the JAX_TRACEBACK_FILTERING environment variable decides, read at each error
+    # (core/traceback_util.py); JAX reads it once and defaults to "auto".
+    "jax_traceback_filtering": None,
 }
-_STRINGS = {"jax_compilation_cache_dir"}
+_STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering"}
 INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))
 
 
