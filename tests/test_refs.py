@@ -154,18 +154,73 @@ def test_differentiated_write_to_outer_ref_raises():
             L.grad(g)(np_.ones(3))
 
 
-def test_loop_body_writing_outer_ref():
-    """JAX threads refs through loops; xform raises a clear error (documented)."""
-    def loop(L, np_):
-        def f(x):
+def test_loops_and_cond_thread_refs():
+    def run(L, np_):
+        def loop(x):
             ref = L.new_ref(0.0)
 
             def body(i, c):
                 ref[...] += x[i]
-                return c
-            L.lax.fori_loop(0, 3, body, None)
+                return c + 1
+            return ref[...] * L.lax.fori_loop(0, 3, body, 0)
+
+        def scanned(x):
+            ref = L.new_ref(np_.zeros(3))
+
+            def body(c, xi):
+                ref[...] = ref[...] * 0.5 + xi
+                return c + ref[0], ref[1]
+            c, ys = L.lax.scan(body, 0.0, x)
+            return c + ys.sum() + ref[2]
+
+        def whiled(x):
+            ref = L.new_ref(x)
+
+            def body(i):
+                ref[...] = ref[...] * 2
+                return i + 1
+            return ref[...] + L.lax.while_loop(lambda i: i < 3, body, 0)
+
+        def branch(p, x):
+            ref = L.new_ref(x)
+
+            def t():
+                ref[...] += 1.0
+
+            def f():
+                ref[...] *= 3.0
+            L.lax.cond(p, t, f)
             return ref[...]
-        return f
-    assert float(loop(jax, jjnp)(jjnp.arange(3.0))) == 3.0
-    with pytest.raises(NotImplementedError, match="loop carry"):
-        loop(xform, jnp)(jnp.arange(3.0))
+        outer = L.new_ref(np_.zeros(2))
+
+        @L.jit
+        def glob(x):
+            def body(i, c):
+                outer[i] += x
+                return c
+            L.lax.fori_loop(0, 2, body, None)
+        glob(1.0)
+        glob(2.0)
+        xs, xs2 = np_.arange(3.0) + 1, np_.ones((3, 3))
+        return (loop(xs), L.jit(L.grad(loop))(xs), L.jit(scanned)(xs2),
+                L.jit(L.grad(scanned))(xs2), L.jit(whiled)(3.0), branch(True, 2.0),
+                L.jit(L.grad(branch, 1))(False, 2.0), outer[...],
+                L.jit(L.vmap(loop))(np_.stack([xs, 2 * xs])))
+    for x, y in zip(*both(run)):
+        close(x, y)
+
+
+def test_checkpoint_writing_outer_ref_raises():
+    """JAX threads refs through checkpoint; xform raises a clear error (documented)."""
+    def f(x):
+        ref = xform.new_ref(0.0)
+
+        @xform.checkpoint
+        def g(y):
+            ref[...] = y * 2
+            return y
+        g(x)
+        return ref[...]
+    assert float(f(1.0)) == 2.0  # eagerly checkpoint just runs the function
+    with pytest.raises(NotImplementedError, match="return the value"):
+        xform.jit(f)(1.0)

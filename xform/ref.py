@@ -16,11 +16,16 @@ final value becomes an extra output; every call passes the ref's current value i
 writes the result back (``transforms/jit.py``). Nested jits compose (the caller's reads
 and writes are themselves scoped).
 
-NB (differences from JAX): writing, inside a ``lax`` control-flow body, ``custom_jvp``/
-``custom_vjp`` function or ``checkpoint``, to a ref created outside it raises (JAX
-threads such refs through the loop; here pass the value as a carry). ``empty_ref``
-works eagerly too (filled with zeros). Under ``grad``, writing a differentiated value
-into a ref created outside the differentiated function raises, as in JAX.
+``lax`` loops and conditionals (``scan``, ``while_loop``, ``fori_loop``, ``cond``,
+``switch``) thread refs from outside their functions through the carry/operands
+(``thread_refs``): the functions are traced under a scope that detects such refs, and
+traced again with each ref found as an extra carry (a retrace only when refs are used).
+
+NB (differences from JAX): writing, inside a ``custom_jvp``/``custom_vjp`` function or
+``checkpoint``, to a ref created outside it raises (JAX threads it through).
+``empty_ref`` works eagerly too (filled with zeros). Under ``grad``, writing a
+differentiated value into a ref created outside the differentiated function raises,
+as in JAX.
 """
 import threading
 
@@ -69,11 +74,16 @@ _scopes = _Scopes()
 
 
 class RefScope:
-    """A jit trace's view of refs from outside it: for each such ref, the jaxpr input
-    holding its value on entry (``inputs``) and its current value (``values``)."""
+    """A traced function's view of refs from outside it: for each such ref, the jaxpr
+    input holding its value on entry (``inputs``) and its current value (``values``).
 
-    def __init__(self, trace):
+    A jit scope adds inputs as refs are first touched. A ``lookup_only`` scope (a loop
+    body or cond branch, see ``thread_refs``) knows its refs in advance; touching any
+    other outside ref raises ``_FoundRef`` so the caller can retrace with it."""
+
+    def __init__(self, trace, lookup_only=False):
         self.trace = trace
+        self.lookup_only = lookup_only
         self.inputs = {}   # Ref -> tracer (jaxpr input), in order of first access
         self.values = {}   # Ref -> current value inside the trace
 
@@ -138,6 +148,8 @@ class Ref:
             return self._value
         value = scope.values.get(self)
         if value is None:
+            if scope.lookup_only:
+                raise _FoundRef(self)
             with _Parent():
                 outer = self._read()
             value = scope.trace.new_arg(get_aval(outer).strip_weak_type())
@@ -214,6 +226,53 @@ def check_no_ref_outputs(fun, out_leaves):
                 f"type {x.aval!r}, but mutable array references cannot be returned.")
 
 
+class _FoundRef(Exception):
+    """Internal: a loop body or branch touched a ref from outside it (``thread_refs``)."""
+
+    def __init__(self, ref):
+        super().__init__("internal: a ref from outside a traced body (please report)")
+        self.ref = ref
+
+
+def thread_refs(call, funs, adapt):
+    """Run a control-flow construct whose functions may use refs from outside them.
+
+    ``call(funs, values)`` runs the construct with functions ``funs``; with ``values``
+    (the refs' values) non-empty it appends them to its carry/operands and returns
+    ``(result, final values)``, else ``(result, [])``. First it runs with the user's
+    functions under a detecting scope; each ref found makes it run again with that ref
+    threaded through: ``adapt(i, inner)`` builds function ``i`` from
+    ``inner(values, *args) -> (out, new values)``, which runs ``funs[i]`` in a
+    ``lookup_only`` scope seeded with ``values``. The refs get their final values after
+    the construct."""
+    found = []
+    while True:
+        values = [r._read() for r in found]   # in the caller's scope
+        try:
+            with RefScope(None, lookup_only=True):
+                fs = [adapt(i, _seeded(f, found)) for i, f in enumerate(funs)] if found \
+                    else funs
+                result, new_values = call(fs, values)
+        except _FoundRef as e:
+            if e.ref in found:
+                raise
+            found.append(e.ref)
+            continue
+        for r, v in zip(found, new_values):
+            r._write(v)
+        return result
+
+
+def _seeded(f, refs):
+    def inner(values, *args):
+        with RefScope(current_trace(), lookup_only=True) as scope:
+            for r, v in zip(refs, values):
+                scope.seed(r, v)
+            out = f(*args)
+            return out, [scope.values[r] for r in refs]
+    return inner
+
+
 def _check_write(ref, value, owner):
     """Under a transformation, a ref may only receive values of the trace that owns it
     (or of traces around it): a tracer of an inner trace would outlive it."""
@@ -224,6 +283,14 @@ def _check_write(ref, value, owner):
         if value._trace is t:
             return
         t = t.parent
+    if owner is not None and _scope() is not None and _scope().lookup_only:
+        # A loop body or branch: values of enclosing traces are fine (they become the
+        # body's constants); only those of traces inside the body would leak.
+        t = value._trace.parent
+        while t is not None and t is not owner:
+            t = t.parent
+        if t is None:
+            return
     from xform.interpreters.ad import JVPTrace
     if isinstance(value._trace, JVPTrace):
         raise ValueError(
@@ -233,9 +300,8 @@ def _check_write(ref, value, owner):
     raise NotImplementedError(
         f"Writing a value traced by {type(value._trace).__name__} into an array reference "
         f"of type {ref.aval!r} created outside that transformation is not supported in "
-        "xform (e.g. from a lax.scan/fori_loop/cond body, a custom_jvp/custom_vjp "
-        "function or a checkpoint to a ref created outside it): pass the value through "
-        "the loop carry or the function's outputs instead.")
+        "xform (e.g. from a custom_jvp/custom_vjp function or a checkpoint to a ref "
+        "created outside it): return the value from the function instead.")
 
 
 def _check_ref(ref, what):
