@@ -343,3 +343,15 @@ def test_config_knows_every_jax_option():
             L.config.update("jax_bogus", True)
         with pytest.raises(AttributeError):
             L.config.jax_bogus  # noqa: B018
+
+
+@pytest.mark.parametrize("name", [
+    "xform.ref", "xform.debugger", "xform.transforms.runtime", "xform.transforms.ad_extras",
+    "xform.core.config", "xform.lax.control_flow.solves", "xform.lax.general_reduce",
+    "xform.lax.barriers"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
