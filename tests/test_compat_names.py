@@ -120,10 +120,14 @@ def test_clear_caches_forces_retrace():
     assert compiler.stats["trace"] == before + 1
 
 
-def test_live_arrays():
+def test_live_arrays_and_delete():
     for L, np_ in LIBS:
         x = np_.arange(7.0)
         assert any(a is x for a in L.live_arrays())
+        x.delete()
+        assert x.is_deleted() and not any(a is x for a in L.live_arrays())
+        with pytest.raises(RuntimeError, match="deleted"):
+            x + 1
 
 
 def test_effects_barrier_after_callback():

@@ -419,7 +419,11 @@ class JitWrapped:
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, _, closed, out_tree, _ = self._specialize(args, kwargs)
+        _, _, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        if refinfo is not None:
+            raise NotImplementedError(
+                f"jit({self._name}).trace/lower: the function uses array references from "
+                "outside it (arguments or closed over); call it instead.")
         donated = self._donated(args, kwargs, len(closed.in_avals))
         return Traced(closed, out_tree, self._name, donated)
 
