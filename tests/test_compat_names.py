@@ -227,6 +227,15 @@ def test_custom_linear_solve_vs_jax():
     s = a @ a.T  # symmetric: solve serves as its own transpose
     close(*both(lambda L, np_: L.grad(lambda b: _lsolve(L, np_, False, True)(s, b).sum())(b)),
           tol=1e-4)
+
+    def with_aux(L, np_):  # has_aux, and vmap over the matrix (batched closed-over values)
+        def f(a, b):
+            solve = lambda mv, b: (_inv2(np_, a) @ b, np_.sum(b))  # noqa: E731
+            tsolve = lambda vm, b: (_inv2(np_, a).T @ b, np_.sum(b))  # noqa: E731
+            return L.lax.custom_linear_solve(lambda x: a @ x, b, solve, tsolve, has_aux=True)
+        g = L.grad(lambda a, b: f(a, b)[0].sum())
+        return f(a, b), L.jit(L.vmap(g, (0, None)))(np.stack([a, 2 * a]), b)
+    close(*both(with_aux), tol=1e-4)
     for L, np_ in LIBS:  # reverse mode needs transpose_solve
         with pytest.raises(TypeError, match="transpose_solve"):
             L.grad(lambda b: _lsolve(L, np_, False)(a, b).sum())(b)

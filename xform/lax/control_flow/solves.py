@@ -53,7 +53,8 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
       b: right-hand side, a pytree of arrays.
       solve: ``solve(matvec, b) -> x`` (``(x, aux)`` with ``has_aux``).
       transpose_solve: ``transpose_solve(vecmat, b) -> x`` solving the transposed
-        system; needed for reverse mode unless ``symmetric``.
+        system (``(x, aux)`` with ``has_aux``, as JAX); needed for reverse mode unless
+        ``symmetric``.
       symmetric: ``A`` is symmetric: ``solve`` serves as ``transpose_solve``.
       has_aux: ``solve`` also returns auxiliary data (not differentiated).
 
@@ -97,7 +98,7 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
             return y
         vm_jaxpr, vm_consts = traced(vecmat, "vecmat")
         ts_jaxpr, ts_consts = traced(lambda x: transpose_solve(vecmat, x),
-                                     "transpose_solve")
+                                     "transpose_solve", has_aux)
     const_lengths = (len(mv_consts), len(vm_consts), len(s_consts), len(ts_consts))
     outs = linear_solve_p.bind(*mv_consts, *vm_consts, *s_consts, *ts_consts, *b_flat,
                                const_lengths=const_lengths,
