@@ -351,6 +351,15 @@ def test_config_knows_every_jax_option():
     xform.config.update("jax_numpy_rank_promotion", "raise")   # accepted and inert
     assert xform.config.jax_numpy_rank_promotion == "raise"
     xform.config.update("jax_numpy_rank_promotion", "allow")
+    from jax._src.config import State
+    for name in dir(jax):  # JAX's top-level states exist, and work as context managers
+        if isinstance(getattr(jax, name), State):
+            state = getattr(xform, name)
+            assert state.value == xform.config.read(state.name)
+    with xform.default_matmul_precision("highest"), xform.transfer_guard("log"):
+        assert xform.config.jax_default_matmul_precision == "highest"
+        assert xform.config.jax_transfer_guard_device_to_host == "log"
+    assert xform.config.jax_default_matmul_precision is None
     for L, _ in LIBS:
         with pytest.raises(AttributeError, match="Unrecognized config option: jax_bogus"):
             L.config.update("jax_bogus", True)

@@ -18,7 +18,7 @@ from xform.transforms.devices import (device_put, devices, device_count, local_d
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
 from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
-                               states as _states)
+                               states as _states, checking_leaks, transfer_guard)
 from xform.transforms.runtime import (  # noqa: E402
     typeof, clear_caches, live_arrays, effects_barrier, named_call, named_scope,
     ensure_compile_time_eval)
@@ -47,3 +47,5 @@ import importlib as _importlib  # noqa: E402
 checkpoint = _importlib.import_module("xform.checkpoint")
 from xform import ref  # noqa: E402  (mutable array references: xform.ref)
 from xform.ref import new_ref, empty_ref, freeze, Ref  # noqa: E402,F401
+for _name, _state in _states.items():  # JAX's other top-level config states
+    globals().setdefault(_name, _state)

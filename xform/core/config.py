@@ -162,3 +162,26 @@ states = {n[4:] if n.startswith("jax_") else n: State(n) for n in _STATES}
 enable_x64 = states["enable_x64"]
 debug_nans = states["debug_nans"]
 debug_infs = states["debug_infs"]
+
+
+def checking_leaks():
+    """``jax.checking_leaks()``: ``check_tracer_leaks(True)`` for a block (inert in xform:
+    leaked tracers are always detected when used)."""
+    return _Setting("jax_check_tracer_leaks", True)
+
+
+class transfer_guard:  # noqa: N801  (JAX's name)
+    """``jax.transfer_guard(level)``: sets the three transfer-guard options for a block
+    (inert in xform: transfers are never guarded)."""
+
+    def __init__(self, new_val):
+        self.settings = [_Setting(f"jax_transfer_guard_{k}", new_val)
+                         for k in ("host_to_device", "device_to_device", "device_to_host")]
+
+    def __enter__(self):
+        for st in self.settings:
+            st.__enter__()
+
+    def __exit__(self, *exc):
+        for st in reversed(self.settings):
+            st.__exit__(*exc)
