@@ -160,7 +160,7 @@ class Ref:
     def _write(self, value):
         scope = _scope()
         owner = self._trace if scope is None or self._scope is scope else scope.trace
-        _check_write(self, value, owner)
+        value = _check_write(self, value, owner)
         if scope is None or self._scope is scope:
             self._value = value
         else:
@@ -273,35 +273,119 @@ def _seeded(f, refs):
     return inner
 
 
+def check_no_aliasing(name, arg_refs, positions, closed_refs):
+    """A jit call may see each ref once (no aliasing), as in JAX: not twice as an
+    argument, nor both as an argument and closed over."""
+    seen = {}
+    for r, i in zip(arg_refs, positions):
+        if id(r) in seen:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {name} for jit the mutable array reference of "
+                f"type {r.aval!r} appeared at both leaf {seen[id(r)]} and leaf {i} of the "
+                "arguments.")
+        seen[id(r)] = i
+    for r in closed_refs:
+        if id(r) in seen:
+            raise ValueError(
+                f"when tracing {name} for jit, a mutable array reference of type "
+                f"{r.aval!r} was both closed over and passed as the argument at leaf "
+                f"{seen[id(r)]}.")
+
+
 def _check_write(ref, value, owner):
     """Under a transformation, a ref may only receive values of the trace that owns it
-    (or of traces around it): a tracer of an inner trace would outlive it."""
-    if not isinstance(value, Tracer):
-        return
-    t = owner
-    while t is not None:
-        if value._trace is t:
-            return
-        t = t.parent
-    if owner is not None and _scope() is not None and _scope().lookup_only:
-        # A loop body or branch: values of enclosing traces are fine (they become the
-        # body's constants); only those of traces inside the body would leak.
-        t = value._trace.parent
-        while t is not None and t is not owner:
-            t = t.parent
-        if t is None:
-            return
+    (or of traces around it): a tracer of an inner trace would outlive it. A value that
+    only looks inner (a JVP tracer with a zero tangent, e.g. after ``stop_gradient``; a
+    known value under partial evaluation) is stored as its plain value. Returns the
+    value to store."""
+    if not isinstance(value, Tracer) or _owned(value, owner):
+        return value
+    plain = _strip(value)
+    if plain is not value and (not isinstance(plain, Tracer) or _owned(plain, owner)):
+        return plain
     from xform.interpreters.ad import JVPTrace
+    from xform.interpreters.batching import BatchTrace
     if isinstance(value._trace, JVPTrace):
         raise ValueError(
             "Exception performing a set/swap operation with a differentiated value on a "
             f"non-differentiated array reference of type {ref.aval!r}. Move the array "
             "reference to be an argument of the differentiated function?")
+    if isinstance(value._trace, BatchTrace):
+        raise ValueError(
+            "Exception performing a set/swap operation with vmapped value on an unbatched "
+            f"array reference of type {ref.aval!r}. Move the array reference to be an "
+            "argument to the vmapped function?")
     raise NotImplementedError(
         f"Writing a value traced by {type(value._trace).__name__} into an array reference "
         f"of type {ref.aval!r} created outside that transformation is not supported in "
         "xform (e.g. from a custom_jvp/custom_vjp function or a checkpoint to a ref "
         "created outside it): return the value from the function instead.")
+
+
+def _owned(value, owner):
+    t = owner
+    while t is not None:
+        if value._trace is t:
+            return True
+        t = t.parent
+    scope = _scope()
+    if owner is not None and scope is not None and scope.lookup_only:
+        # A loop body or branch: values of enclosing traces are fine (they become the
+        # body's constants); only those of traces inside the body would leak.
+        t = value._trace.parent
+        while t is not None and t is not owner:
+            t = t.parent
+        return t is None
+    return False
+
+
+def _strip(value):
+    from xform.interpreters.ad import JVPTracer, Zero
+    from xform.interpreters.partial_eval import JaxprTracer
+    while True:
+        if type(value) is JVPTracer and type(value.tangent) is Zero:
+            value = value.primal
+        elif type(value) is JaxprTracer and value.var is None:
+            value = value.value
+        else:
+            return value
+
+
+def batch_refs(flat_fun, leaves, dims, out_dims_fn):
+    """``vmap`` of a function with ref arguments (JAX allows it): each ref's value is
+    mapped at the ref's in_axis; inside, the function sees a ref holding the batched
+    value (an unbatched ref accepts only unbatched writes), and the final values come
+    back at the same axes. Returns ``(fun, leaves, out_dims_fn, finish)``;
+    ``finish(outs)`` writes the refs and returns the function's own outputs."""
+    pos = [i for i, x in enumerate(leaves) if isinstance(x, Ref)]
+    refs = [leaves[i] for i in pos]
+    leaves = list(leaves)
+    for i in pos:
+        leaves[i] = leaves[i]._read()
+
+    def fun(*xs):
+        xs = list(xs)
+        inner = []
+        for i in pos:
+            r = Ref(xs[i])
+            if dims[i] is None:   # unbatched: owned by the trace around the vmap
+                r._trace = current_trace().parent
+            inner.append(r)
+            xs[i] = r
+        outs = flat_fun(*xs)
+        return list(outs) + [r._read() for r in inner]
+
+    def dims_fn(out_avals):
+        n = len(out_avals) - len(pos)
+        return list(out_dims_fn(out_avals[:n])) + [dims[i] for i in pos]
+
+    def finish(outs):
+        n = len(outs) - len(pos)
+        for r, v in zip(refs, outs[n:]):
+            r._write(v)
+        return outs[:n]
+    return fun, leaves, dims_fn, finish
 
 
 def _check_ref(ref, what):

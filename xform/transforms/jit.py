@@ -286,6 +286,7 @@ class JitWrapped:
         extra outputs and are written to the refs (see ``xform/ref.py``)."""
         ref_pos, ext_refs = refinfo
         all_refs = [leaves[i] for i in ref_pos] + list(ext_refs)
+        refs.check_no_aliasing(self._name, [leaves[i] for i in ref_pos], ref_pos, ext_refs)
         vals = list(leaves)
         for i in ref_pos:
             vals[i] = leaves[i]._read()
