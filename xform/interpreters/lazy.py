@@ -338,7 +338,8 @@ def record(prim, args, params):
         barrier("host_callback")
     elif len(g.keys) >= options["max_graph_size"]:
         barrier("size_limit")
-    elif config.jax_debug_nans:  # NaNs are raised at the op that made them, as eagerly
+    elif config.jax_debug_nans or config.jax_debug_infs:  # NaNs/infs are raised at the op
+        # that made them, as eagerly
         barrier("debug_nans")
     return result
 
@@ -460,7 +461,7 @@ def _donations(g, out_vars):
     else references, made by a lazy program, never fetched to the host, matched with
     an output of the same shape and dtype. The program may write the output into the
     input's buffer (XLA's input/output aliasing)."""
-    if not options["donate"] or config.jax_debug_nans:
+    if not options["donate"] or config.jax_debug_nans or config.jax_debug_infs:
         return ()
     free = {}
     for pos, v in enumerate(out_vars):
@@ -485,7 +486,7 @@ def _run_whole(g, out_vars):
     t0 = time.perf_counter()
     donate = _donations(g, out_vars) if g.inputs else ()
     key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donate,
-           config.jax_debug_nans)
+           config.jax_debug_nans, config.jax_debug_infs)
     exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
                                       out_vars), donate, t0)
     bufs = [x._buf for x in g.inputs]
@@ -554,9 +555,9 @@ def _compile(closed, donate):
         text = _add_aliases(text, donate)
     exe = backend.compile(text, None, callbacks)
     run = exe.execute
-    if config.jax_debug_nans:
+    if config.jax_debug_nans or config.jax_debug_infs:
         run = dispatch._nan_checked(run, closed.out_avals, lambda bufs, what: _nan_rerun(
-            closed, bufs))
+            closed, bufs, what))
     if config.jax_log_compiles:
         import logging
         logging.getLogger("xform").warning("Compiled a lazy graph with %d equations",
@@ -564,9 +565,9 @@ def _compile(closed, donate):
     return run
 
 
-def _nan_rerun(closed, bufs):
+def _nan_rerun(closed, bufs, what="nan"):
     from xform.interpreters import dispatch
-    dispatch._rerun_op_by_op(closed, "a lazy graph", bufs)
+    dispatch._rerun_op_by_op(closed, "a lazy graph", bufs, what)
 
 
 def _add_aliases(text, donate):
@@ -680,7 +681,8 @@ def _run_segment(g, a, b, firsts, last_use, wanted, env):
     outs = [v for v in range(base, end) if last_use[v] >= b or v in wanted]
     ext_avals = [g.var_avals[r] if r >= 0 else g.in_avals[-r - 1] for r in ext_refs]
     local_outs = [v - base for v in outs]
-    key = (tuple(keys), tuple(ext_avals), tuple(local_outs), (), config.jax_debug_nans)
+    key = (tuple(keys), tuple(ext_avals), tuple(local_outs), (), config.jax_debug_nans,
+           config.jax_debug_infs)
     exe = _lookup(key, lambda: _build(keys, g.counts[a:b], ext_avals,
                                       g.var_avals[base:end], local_outs), (), t0)
     bufs = [env[r] if r >= 0 else g.inputs[-r - 1]._buf for r in ext_refs]
