@@ -328,6 +328,12 @@ def test_print_saved_residuals(capsys):
                                        "f32[3] from the argument x"]
     assert out[2].startswith("f32[3] output of cos from") and \
         out[n + 2].startswith("f32[3] output of cos from")
+    for L, np_ in LIBS:
+        g = L.jit(lambda x: np_.sin(x) * 2)
+        L.ad_checkpoint.print_saved_residuals(lambda x: g(x).sum(), np_.ones(3))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("f32[3] output of jitted function '<lambda>'")
+    assert out[0].split(" from")[0] == out[1].split(" from")[0]
 
 
 # ---- Array placement ----

@@ -231,8 +231,15 @@ def saved_residuals(f, *args, **kwargs):
         elif v in producers:
             e = producers[v]
             where = f" from {e.source_info}" if e.source is not None else ""
-            what = (f"named {e.params['name']!r}" if e.primitive is name_p
-                    else f"output of {e.primitive.name}")
+            if e.primitive is name_p:
+                what = f"named {e.params['name']!r}"
+            elif e.primitive.name == "jit":
+                name = e.params["name"]
+                while name.startswith(("jvp(", "transpose(")) and name.endswith(")"):
+                    name = name[name.index("(") + 1:-1]   # derived calls' names
+                what = f"output of jitted function {name!r}"
+            else:
+                what = f"output of {e.primitive.name}"
             others.append((v.aval, what + where))
         else:
             others.append((getattr(v, "aval", None), "from a constant"))
