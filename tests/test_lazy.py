@@ -475,3 +475,40 @@ def test_record_jit_option_keeps_jitted_calls_lazy():
         assert pending(b) and barriers("jit") == 0
     np.testing.assert_allclose(b, want, rtol=1e-6)
     assert m("programs_executed") == 1
+
+
+def test_async_mark_step_records_the_next_step_without_waiting():
+    # mark_step() runs the program on a worker thread; the next step uses the
+    # values in flight as inputs (no barrier to read them) and settles them at its
+    # own barrier, so donation still applies and values equal the blocking run.
+    def run(block):
+        w = jnp.arange(4.0)
+        with L():
+            w = w * 1.0
+            L.mark_step(block=True)  # w is now made by a lazy program: donatable
+            L.reset_metrics()
+            for i in range(6):
+                w = w * 0.5 + 0.25 * i
+                L.mark_step(block=block)
+                assert not pending(w)
+        return np.asarray(w), L.metrics()
+    got, m_async = run(False)
+    want, m_block = run(True)
+    np.testing.assert_array_equal(got, want)
+    assert m_async["barriers"].get("other_thread", 0) == 0
+    assert m_async["programs_executed"] == 6 and m_async["donated_buffers"] >= 5
+    assert m_block["donated_buffers"] == m_async["donated_buffers"]
+
+
+def test_reading_a_value_in_flight_waits_for_it():
+    import threading
+    with L():
+        a = jnp.ones(3) * 3.0
+        L.mark_step()          # asynchronous
+        b = a + 1.0            # recorded; a is still in flight
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(np.asarray(a)))
+        t.start()
+        t.join()
+        np.testing.assert_array_equal(seen[0], [3.0] * 3)
+        assert float(b[0]) == 4.0

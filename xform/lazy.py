@@ -77,7 +77,7 @@ def mark_step(block=False):
     >>> w
     Array([0.125, 0.125, 0.125], dtype=float32)
     """
-    bufs = _interp.barrier("mark_step")
+    bufs = _interp.barrier("mark_step", asynchronous=not block)
     if block:
         for b in bufs:
             b.block_until_ready()
