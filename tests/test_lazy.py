@@ -443,6 +443,9 @@ def test_dispatch_report():
         assert r.breakeven_calls == pytest.approx(want)
     text = str(r)
     assert text.startswith("dispatch report for f") and "break-even calls" in text
+    # Every one-time cost is measured for real even when f was compiled before (the
+    # program cache would otherwise make compile_ms ~0 and the break-even wrong).
+    assert r.trace_ms > 0 and r.lower_ms > 0 and r.compile_ms > 1.0
     with pytest.raises(TypeError, match="expected a callable"):
         xform.dispatch_report(3, jnp.ones(2))
 
