@@ -431,6 +431,7 @@ def test_dispatch_report():
         for _ in range(10):
             x = jnp.sin(x) * 1.5
         return x
+    xform.jit(f)(jnp.ones(16))  # compiled before: the report must still pay XLA
     r = xform.dispatch_report(f, jnp.ones(16), number=3)
     d = vars(r)
     for k in ("n_ops", "trace_ms", "lower_ms", "compile_ms", "eager_ms", "lazy_ms",
@@ -445,7 +446,7 @@ def test_dispatch_report():
     assert text.startswith("dispatch report for f") and "break-even calls" in text
     # Every one-time cost is measured for real even when f was compiled before (the
     # program cache would otherwise make compile_ms ~0 and the break-even wrong).
-    assert r.trace_ms > 0 and r.lower_ms > 0 and r.compile_ms > 1.0
+    assert r.trace_ms > 0 and r.lower_ms > 0 and r.compile_ms > 5.0
     with pytest.raises(TypeError, match="expected a callable"):
         xform.dispatch_report(3, jnp.ones(2))
 
