@@ -288,7 +288,7 @@ def test_graph_cut_and_repeated_block():
 
 
 def test_find_period():
-    from xform.interpreters.lazy import find_period
+    from xform.interpreters.lazy_segments import find_period
     assert find_period(list("xyzabcabcabc")) == (3, 3)
     assert find_period(list("abcdefg")) is None
 
