@@ -314,3 +314,15 @@ def test_custom_vjp_inside_pmap_under_grad():
     g = xform.grad(lambda x: xform.pmap(make(xform.custom_vjp, lax), "i")(x).sum())(X)
     e = jax.grad(lambda x: jax.pmap(make(jax.custom_vjp, jax.lax), "i")(x).sum())(X)
     _close(g, e)
+
+
+def test_jit_batched_under_different_axis_names_is_not_confused():
+    # Regression: pjit's derived (batched) jaxprs were memoized without the vmapped
+    # axis name, so the second call reused the body batched under 'i' for axis 'j'.
+    def run(vmap, jit, L):
+        g = jit(lambda v: L.psum(v, "i"))
+        a = vmap(g, axis_name="i")(X[:2, 0])
+        b = vmap(vmap(g, axis_name="j"), axis_name="i")(X[:3, :2])
+        return a, b
+    for r, e in zip(run(xform.vmap, xform.jit, lax), run(jax.vmap, jax.jit, jax.lax)):
+        _close(r, e)
