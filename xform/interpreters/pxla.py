@@ -18,7 +18,7 @@ import numpy as np
 
 from xform import backend
 from xform.core.array import Array, MeshLayout, ShardedArray
-from xform.core.jaxpr import eval_jaxpr
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.trace import Primitive, get_aval, set_current_trace
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -297,9 +297,42 @@ def vmap_eval(jaxpr, axes, in_axes, out_axes, args):
     return batching.batch_flat(fun, size, list(args), in_d0, lambda _: out_d0, name)
 
 
+# ---- inside a replicated program over the same mesh: the body runs per device ----
+
+def take_block(x, dims, axes):
+    """This device's block of the full value ``x`` (mapped over ``dims``)."""
+    from xform.lax import dynamic_index_in_dim
+    from xform.lax.collectives import axis_index_p
+    for d, name in sorted(((d, n) for d, (n, _) in zip(dims, axes) if d is not None),
+                          key=lambda t: -t[0]):  # highest dim first: the rest stay put
+        x = dynamic_index_in_dim(x, axis_index_p.bind(axis_name=(name,)), axis=d,
+                                 keepdims=False)
+    return x
+
+
+def gather_block(x, dims, axes):
+    """The full value from every device's block (``all_gather`` over mapped axes)."""
+    from xform.lax.collectives import all_gather_p
+    for d, (name, size) in sorted((d, a) for d, a in zip(dims, axes) if d is not None):
+        x = all_gather_p.bind(x, axis_name=(name,), axis_index_groups=None,
+                              axis_size=size, axis=d, tiled=False)
+    return x
+
+
+def _per_device_eval(jaxpr, axes, in_axes, out_axes, args):
+    blocks = [take_block(x, d, axes) for x, d in zip(args, in_axes)]
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *blocks)
+    return [gather_block(o, d, axes) for o, d in zip(outs, out_axes)]
+
+
 def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
-    def fun(*xs, **_):
-        return vmap_eval(jaxpr, axes, in_axes, out_axes, xs)
+    if lowering_axes() == axes:  # jit of pmap, compiled for the pmap's mesh
+        def fun(*xs, **_):
+            with batching.extend_axis_env(axes):
+                return _per_device_eval(jaxpr, axes, in_axes, out_axes, xs)
+    else:
+        def fun(*xs, **_):
+            return vmap_eval(jaxpr, axes, in_axes, out_axes, xs)
     return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
 
 
@@ -337,3 +370,164 @@ def trace_body(fun, in_avals, axes):
     with batching.extend_axis_env(axes):
         return pe.trace_to_jaxpr(fun, in_avals)
 
+
+
+# ---- jit of a program that maps over devices: compiled for the whole mesh ----
+# A jitted jaxpr whose xla_pmap equations (at any depth) all use one mesh is compiled as
+# one replicated program over that mesh: jit-level code runs on every device (on full
+# values), each pmap equation runs its body on this device's block. A value produced by
+# a pmap is kept as a block and all-gathered only where jit-level code needs it whole;
+# inputs only ever fed to pmaps arrive as blocks; outputs that are pmap blocks come back
+# sharded over the mesh, the others replicated on every device.
+
+def _sub_jaxprs(params):
+    for v in params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, Jaxpr):
+                yield x
+
+
+def _meshes(jaxpr, found):
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is xla_pmap_p:
+            p = eqn.params
+            found.add((p["axes"], _mesh_devices(p["axes"], p["devices"])))
+        else:
+            for sub in _sub_jaxprs(eqn.params):
+                _meshes(sub, found)
+    return found
+
+
+def compile_jaxpr(closed, name, donated=None):
+    """For jit: a :class:`ReplicatedJaxpr` if ``closed`` maps over exactly one mesh of
+    several devices (single process), else None (compile for one device as usual)."""
+    if not closed.jaxpr.eqns or backend.process_count() > 1:
+        return None
+    found = _meshes(closed.jaxpr, set())
+    if len(found) != 1:
+        return None
+    ((axes, devices),) = found
+    if len(devices) < 2:
+        return None
+    return ReplicatedJaxpr(closed, axes, devices, name, donated)
+
+
+def _block_inputs(jaxpr):
+    """Per input: the mesh dims it arrives split over (it only feeds pmaps, mapped the
+    same way), or None (it arrives whole on every device)."""
+    uses = {}
+    for eqn in jaxpr.eqns:
+        dims = eqn.params["in_axes"] if eqn.primitive is xla_pmap_p else [None] * len(
+            eqn.invars)
+        for v, d in zip(eqn.invars, dims):
+            if type(v) is not Literal:
+                mapped = d is not None and any(x is not None for x in d)
+                uses.setdefault(v, set()).add(d if mapped else None)
+    for v in jaxpr.outvars:
+        if type(v) is not Literal:
+            uses.setdefault(v, set()).add(None)
+    out = []
+    for v in jaxpr.invars:
+        u = uses.get(v, {None})
+        out.append(next(iter(u)) if len(u) == 1 else None)
+    return out
+
+
+def _per_device_jaxpr(closed, axes, in_dims):
+    """The program each device runs, and per output its mesh dims (None: whole)."""
+    jaxpr = closed.jaxpr
+    in_avals = [a if d is None else mapped_aval(a, d)
+                for a, d in zip(closed.in_avals, in_dims)]
+    out_dims = []
+
+    def fun(*args):
+        full, block = dict(zip(jaxpr.constvars, closed.consts)), {}
+
+        def read(v):
+            if type(v) is Literal:
+                return v.val
+            if v not in full:
+                b, d = block[v]
+                full[v] = gather_block(b, d, axes)
+            return full[v]
+
+        def read_block(v, d):
+            if type(v) is not Literal and v in block and block[v][1] == d:
+                return block[v][0]
+            return take_block(read(v), d, axes)
+
+        for v, x, d in zip(jaxpr.invars, args, in_dims):
+            if d is None:
+                full[v] = x
+            else:
+                block[v] = (x, d)
+        for eqn in jaxpr.eqns:
+            if eqn.primitive is xla_pmap_p:
+                p = eqn.params
+                ops = [read_block(v, d) for v, d in zip(eqn.invars, p["in_axes"])]
+                outs = eval_jaxpr(p["jaxpr"].jaxpr, p["jaxpr"].consts, *ops)
+                for v, o, d in zip(eqn.outvars, outs, p["out_axes"]):
+                    if any(x is not None for x in d):
+                        block[v] = (o, d)
+                    else:
+                        full[v] = o
+                continue
+            outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+            for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
+                full[v] = o
+        res = []
+        for v in jaxpr.outvars:
+            if type(v) is not Literal and v in block:
+                res.append(block[v][0])
+                out_dims.append(block[v][1])
+            else:
+                res.append(read(v))
+                out_dims.append(None)
+        return res
+
+    with batching.extend_axis_env(axes):
+        per_device = pe.trace_to_jaxpr(fun, in_avals)
+    return per_device, out_dims
+
+
+class ReplicatedJaxpr:
+    """A jitted jaxpr compiled as one replicated program over a mesh (see above);
+    called like ``dispatch.CompiledJaxpr``: ``(args, describe) -> output Arrays``."""
+
+    def __init__(self, closed, axes, devices, name, donated=None):
+        self.name, self.devices = name, devices
+        in_dims = _block_inputs(closed.jaxpr)
+        per_device, out_dims = _per_device_jaxpr(closed, axes, in_dims)
+        callbacks = []
+        with lowering_axes_context(axes):
+            text = mlir.lower_jaxpr_to_module(per_device, hoist_consts=True,
+                                              host_callbacks=callbacks, donated=donated)
+        self.exe = backend.compile_replicated(text, devices, callbacks)
+        self.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(c)), d)
+                            for d in devices] for c in per_device.consts]
+        names, sizes = tuple(n for n, _ in axes), tuple(s for _, s in axes)
+        whole = (None,) * len(axes)
+        self.in_layouts = [MeshLayout(devices, sizes, d or whole, names) for d in in_dims]
+        self.out_layouts = [MeshLayout(devices, sizes, d or whole, names) for d in out_dims]
+        self.out_avals = closed.out_avals
+
+    def __call__(self, args, describe=None):
+        per_arg = list(self.const_bufs)
+        for x, layout in zip(args, self.in_layouts):
+            if not isinstance(x, Array):
+                x = dispatch.device_put_value(x)
+            per_arg.append(_shard_arg(x, layout.dims, layout, self.devices))
+        try:
+            outs = self.exe.execute(per_arg)
+        except Exception:
+            dispatch.check_deleted(args, self.name, describe)
+            raise
+        results = []
+        for bufs, aval, layout in zip(outs, self.out_avals, self.out_layouts):
+            out = ShardedArray(bufs, aval, layout)
+            if all(d is None for d in layout.dims):
+                out._buf = bufs[0]  # replicated: one-device ops use device 0's copy
+            results.append(out)
+        return results
