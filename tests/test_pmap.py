@@ -326,3 +326,55 @@ def test_jit_batched_under_different_axis_names_is_not_confused():
         return a, b
     for r, e in zip(run(xform.vmap, xform.jit, lax), run(jax.vmap, jax.jit, jax.lax)):
         _close(r, e)
+
+
+def _jf(L, np_):
+    return lambda v: L.psum(np_.sin(v), "i") * v
+
+
+def test_jit_of_pmap_runs_on_every_device():
+    e = jax.pmap(_jf(jax.lax, jax.numpy), "i")(X)
+    r = xform.jit(xform.pmap(_jf(lax, jnp), "i"))(X)
+    # fed back in, its buffers are used as they are (no host round trip)
+    again = xform.jit(xform.pmap(_jf(lax, jnp), "i"))(r)
+    assert r._npy is None
+    _close(again, jax.pmap(_jf(jax.lax, jax.numpy), "i")(e))
+    _close(r, e)
+    # the pmap's output comes back sharded over the 8 devices, one row each
+    assert isinstance(r, xform.core.array.ShardedArray)
+    assert r.sharding.spec == xform.sharding.PartitionSpec("i")
+    shards = r.addressable_shards
+    assert [next(iter(s.data.devices())) for s in shards] == xform.devices()
+    for k, s in enumerate(shards):
+        np.testing.assert_allclose(np.asarray(s.data), e[k], rtol=1e-5)
+    # jit-level code around the pmap runs replicated on every device
+    def around(pm, L, np_):
+        return lambda x, w: pm(_jf(L, np_), "i")(x * w).sum(0) + w
+    r = xform.jit(around(xform.pmap, lax, jnp))(X, np.float32(2.0))
+    _close(r, jax.jit(around(jax.pmap, jax.lax, jax.numpy))(X, np.float32(2.0)))
+    assert r.devices() == set(xform.devices())
+    assert r.sharding.spec == xform.sharding.PartitionSpec()
+    assert len(r.addressable_shards) == N
+    _close(r * 2.0, np.asarray(r) * 2.0)  # eager ops use device 0's copy
+
+
+def test_jit_of_pmap_composes_with_grad_vmap_and_a_device_subset():
+    def loss(jit, pm, L, np_):
+        return lambda x: jit(pm(_jf(L, np_), "i"))(x).sum()
+    ge = jax.grad(loss(jax.jit, jax.pmap, jax.lax, jax.numpy))(X)
+    _close(xform.grad(loss(xform.jit, xform.pmap, lax, jnp))(X), ge, 1e-4)
+    g = xform.jit(xform.grad(lambda x: xform.pmap(_jf(lax, jnp), "i")(x).sum()))(X)
+    _close(g, ge, 1e-4)
+    assert g.sharding.spec == xform.sharding.PartitionSpec("i")
+    v = xform.vmap(xform.jit(xform.pmap(_jf(lax, jnp), "i")), in_axes=1)(X.reshape(8, 2, 3))
+    _close(v, jax.vmap(jax.pmap(_jf(jax.lax, jax.numpy), "i"), in_axes=1)(
+        X.reshape(8, 2, 3)))
+    devs = xform.devices()[4:]
+    r = xform.jit(xform.pmap(_jf(lax, jnp), "i", devices=devs))(X[:4])
+    _close(r, jax.pmap(_jf(jax.lax, jax.numpy), "i")(X[:4]))
+    assert r.devices() == set(devs)
+    # two different meshes in one program: compiled for one device (same values)
+    two = xform.jit(lambda x: xform.pmap(_jf(lax, jnp), "i")(x)[:4]
+                    + xform.pmap(_jf(lax, jnp), "i")(x[:4]))(X)
+    e = jax.pmap(_jf(jax.lax, jax.numpy), "i")
+    _close(two, np.asarray(e(X))[:4] + np.asarray(e(X[:4])))

@@ -133,3 +133,19 @@ def test_positional_form_and_context_mesh():
         np.testing.assert_allclose(g(X), X * np.arange(8)[:, None], rtol=1e-6)
     with pytest.raises(ValueError, match="requires a mesh"):
         xform.shard_map(lambda b: b, in_specs=P(), out_specs=P())
+
+
+def test_shard_map_under_jit_runs_on_the_mesh_devices():
+    make = lambda L, np_: lambda b: L.psum(np_.sin(b), "x") * b
+    f = xform.jit(xform.shard_map(make(lax, jnp), mesh=MESH2, in_specs=P("x", "y"),
+                                  out_specs=P("x", "y")))
+    jf = jax.jit(jax.shard_map(make(jax.lax, jax.numpy), mesh=JMESH2,
+                               in_specs=JP("x", "y"), out_specs=JP("x", "y")))
+    r = f(X)
+    np.testing.assert_allclose(np.asarray(r), np.asarray(jf(X)), rtol=1e-5, atol=1e-6)
+    # NB: JAX returns it sharded P('x', 'y'); ours is replicated on the 8 devices
+    assert r.devices() == set(xform.devices()) and len(r.addressable_shards) == 8
+    g = xform.jit(xform.grad(lambda x: f(x).sum()))(X)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(lambda x: jf(x).sum())(X)),
+                               rtol=1e-4, atol=1e-5)
+    assert g.devices() == set(xform.devices())
