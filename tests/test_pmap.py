@@ -378,3 +378,29 @@ def test_jit_of_pmap_composes_with_grad_vmap_and_a_device_subset():
                     + xform.pmap(_jf(lax, jnp), "i")(x[:4]))(X)
     e = jax.pmap(_jf(jax.lax, jax.numpy), "i")
     _close(two, np.asarray(e(X))[:4] + np.asarray(e(X[:4])))
+
+
+def test_donate_argnums_reuses_buffers_and_rejects_reuse():
+    x = xform.pmap(lambda v: v + 1.0, "i")(X)
+    ptrs = [b.unsafe_buffer_pointer() for b in x._shards]
+    step = xform.pmap(lambda v, w: v * 2.0 + w, "i", in_axes=(0, None), donate_argnums=0)
+    y = step(x, np.float32(1.0))
+    _close(y, (X + 1.0) * 2.0 + 1.0)
+    # the output was written in place of the donated input, on every device
+    assert [b.unsafe_buffer_pointer() for b in y._shards] == ptrs
+    with pytest.raises(RuntimeError, match=r"deleted.*argument 0 of pmap.*donate_argnums"):
+        step(x, np.float32(1.0))
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(x)
+    with pytest.raises(RuntimeError, match=r"deleted.*donate_argnums"):
+        xform.pmap(lambda v: v, "i")(x)  # a pmap that donates nothing, too
+    # jit(pmap) donates through jit's donate_argnums, into the replicated program
+    z = xform.jit(xform.pmap(lambda v: v * 3.0, "i"), donate_argnums=0)(y)
+    _close(z, ((X + 1.0) * 2.0 + 1.0) * 3.0)
+    with pytest.raises(RuntimeError, match="deleted"):
+        xform.jit(xform.pmap(lambda v: v * 3.0, "i"), donate_argnums=0)(y)
+    # under grad donation is ignored (as in JAX: nothing of the caller's is deleted)
+    xs = xform.pmap(lambda v: v, "i")(X)
+    g = xform.grad(lambda a: step(a, np.float32(0.0)).sum())(xs)
+    _close(g, np.full_like(X, 2.0))
+    _close(xs, X)

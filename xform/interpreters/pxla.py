@@ -101,14 +101,15 @@ class _Compiled:
 _cache = {}
 
 
-def _compile(jaxpr, axes, devices, out_axes, name):
-    key = (id(jaxpr), axes, devices, out_axes)
+def _compile(jaxpr, axes, devices, out_axes, name, donated=None):
+    key = (id(jaxpr), axes, devices, out_axes, donated)
     hit = _cache.get(key)
     if hit is not None and hit[0] is jaxpr:
         return hit[1]
     callbacks = []
-    with lowering_axes_context(axes):
-        text = mlir.lower_jaxpr_to_module(jaxpr, hoist_consts=True, host_callbacks=callbacks)
+    with lowering_axes_context(axes):  # donated inputs alias same-typed outputs
+        text = mlir.lower_jaxpr_to_module(jaxpr, hoist_consts=True, host_callbacks=callbacks,
+                                          donated=donated)
     c = _Compiled()
     c.exe = backend.compile_replicated(text, devices, callbacks)
     c.devices = devices
@@ -131,13 +132,22 @@ def _compile(jaxpr, axes, devices, out_axes, name):
     return c
 
 
+class _Deleted(Exception):
+    pass
+
+
 def _shard_arg(x, dims, layout, devices):
-    """One buffer per device for operand ``x`` (mapped over ``dims``)."""
+    """One buffer per device for operand ``x`` (mapped over ``dims``). Raises
+    ``_Deleted`` for a donated (deleted) operand: executing it would crash jaxlib."""
     if type(x) is ShardedArray and x.layout == layout:
+        if any(backend.is_deleted(b) for b in x._shards):
+            raise _Deleted
         return x._shards  # already laid out like this: no transfer
     if all(d is None for d in dims):  # replicated
         if type(x) is Array:
             buf = x._buf
+            if backend.is_deleted(buf):
+                raise _Deleted
             return [buf if backend.buffer_device(buf) == dev
                     else backend.copy_to_device(buf, dev) for dev in devices]
         host = dispatch._canonical_numpy(np.asarray(x))
@@ -150,23 +160,42 @@ def _shard_arg(x, dims, layout, devices):
     return out
 
 
+def check_deleted(args, name, describe=None):
+    """A clear error for an operand donated to an earlier call (its buffers deleted)."""
+    for i, x in enumerate(args):
+        if type(x) is ShardedArray and any(backend.is_deleted(b) for b in x._shards):
+            what = describe(i) if describe is not None else f"argument {i}"
+            raise RuntimeError(
+                f"Array has been deleted with shape={x.aval.str_short()}: {what} of {name} "
+                "was donated to an earlier computation (donate_argnums) and its buffers "
+                "were reused; it cannot be used again.") from None
+    dispatch.check_deleted(args, name, describe)
+
+
 def _local(devices):
     me = backend.process_index()
     return tuple(d for d in devices if d.process_index == me)
 
 
-def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name):
+def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=None):
+    """Run the replicated program (``donated``: per operand, may its buffers be reused;
+    only pmap's eager call passes it)."""
     devices = _mesh_devices(axes, devices)
-    c = _compile(jaxpr, axes, devices, out_axes, name)
+    c = _compile(jaxpr, axes, devices, out_axes, name, donated)
     sizes = tuple(s for _, s in axes)
     if c.local != devices:  # multi-process: operands hold this process's slices
         devices, sizes = c.local, (len(c.local),)
     names = tuple(n for n, _ in axes)
     per_arg = list(c.const_bufs)
-    for x, dims in zip(args, in_axes):
-        if isinstance(x, (bool, int, float, complex)):
-            x = dispatch.device_put_value(x)
-        per_arg.append(_shard_arg(x, dims, MeshLayout(devices, sizes, dims, names), devices))
+    try:
+        for x, dims in zip(args, in_axes):
+            if isinstance(x, (bool, int, float, complex)):
+                x = dispatch.device_put_value(x)
+            per_arg.append(_shard_arg(x, dims, MeshLayout(devices, sizes, dims, names),
+                                      devices))
+    except _Deleted:
+        check_deleted(args, f"pmap({name})")
+        raise
     outs = c.exe.execute(per_arg)
     results = []
     for bufs, aval, layout in zip(outs, c.out_avals, c.layouts):
@@ -515,15 +544,15 @@ class ReplicatedJaxpr:
 
     def __call__(self, args, describe=None):
         per_arg = list(self.const_bufs)
-        for x, layout in zip(args, self.in_layouts):
-            if not isinstance(x, Array):
-                x = dispatch.device_put_value(x)
-            per_arg.append(_shard_arg(x, layout.dims, layout, self.devices))
         try:
-            outs = self.exe.execute(per_arg)
-        except Exception:
-            dispatch.check_deleted(args, self.name, describe)
+            for x, layout in zip(args, self.in_layouts):
+                if not isinstance(x, Array):
+                    x = dispatch.device_put_value(x)
+                per_arg.append(_shard_arg(x, layout.dims, layout, self.devices))
+        except _Deleted:
+            check_deleted(args, self.name, describe)
             raise
+        outs = self.exe.execute(per_arg)
         results = []
         for bufs, aval, layout in zip(outs, self.out_avals, self.out_layouts):
             out = ShardedArray(bufs, aval, layout)
