@@ -404,3 +404,35 @@ def test_donate_argnums_reuses_buffers_and_rejects_reuse():
     g = xform.grad(lambda a: step(a, np.float32(0.0)).sum())(xs)
     _close(g, np.full_like(X, 2.0))
     _close(xs, X)
+
+
+def test_more_bad_input_errors():
+    mesh = xform.make_mesh((8,), ("x",))
+    P = xform.sharding.PartitionSpec
+    cases = [
+        (lambda: xform.pmap(lambda v: v, devices=xform.devices()[:3])(X), ValueError,
+         "3 devices for a mapped axis of size 8"),
+        (lambda: xform.jit(xform.pmap(lambda v: v))(np.zeros((9, 2))), ValueError,
+         "requires 9 devices .* only 8 devices"),
+        (lambda: xform.pmap(lambda v: v, out_axes=3)(X), ValueError,
+         "out_axes specification 3 is out of bounds for an output of rank 2"),
+        (lambda: xform.pmap(lambda v: v, in_axes=-3)(X), ValueError,
+         r"args\[0\] along axis -3.*rank 2 \(shape \(8, 6\)\)"),
+        (lambda: xform.pmap(lambda a: a, in_axes=({"a": 0, "b": 0},))({"a": X}), ValueError,
+         "in_axes specification must be a tree prefix"),
+        (lambda: xform.pmap(lambda v, s: v, static_broadcasted_argnums=3)(X, 1), ValueError,
+         "static_broadcasted_argnums 3 is out of range"),
+        (lambda: xform.pmap(lambda v: v, axis_size=4)(X), ValueError,
+         "axis_size=4 but the mapped axes have size 8"),
+        (lambda: xform.pmap(lambda v: v, in_axes=None)(X), ValueError,
+         "at least one argument with a mapped axis"),
+        (lambda: lax.psum(np.ones(2), "i"), NameError, r"unbound axis name: i.*\[\]"),
+        (lambda: xform.jit(lambda x: xform.pmap(lambda v: lax.psum(v, "j"), "i")(x))(X),
+         NameError, r"unbound axis name: j.*\['i'\]"),
+        (lambda: xform.shard_map(lambda b: lax.psum(b, "z"), mesh=mesh, in_specs=P("x"),
+                                 out_specs=P())(X), NameError,
+         r"unbound axis name: z.*\['x'\]"),
+    ]
+    for fn, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            fn()
