@@ -7,8 +7,10 @@ the operand dimension that axis indexes (removed from the body's view) or None
 reshapes blocks into such axes. The eager impl compiles the body once as a
 replicated StableHLO program (``num_replicas`` = mesh size); collectives inside name
 their replica groups from ``lowering_axes()``. Every interpreter has a rule (JVP,
-partial evaluation, transpose); inside a one-device program (e.g. jit of pmap) it
-lowers as nested vmaps with the same axis names, which gives the same values.
+partial evaluation, transpose, batching). A jitted program holding it is compiled
+for the mesh (``compile_jaxpr``: jit-level code on every device, the body per device
+on its block); otherwise, inside a one-device program, it lowers as nested vmaps
+with the same axis names, which gives the same values on one device.
 """
 import contextlib
 import math
