@@ -67,6 +67,25 @@ def mapped_aval(aval, dims):
     return aval.update(shape=tuple(s for i, s in enumerate(aval.shape) if i not in drop))
 
 
+def tiled_spec(shape, dims, full_shape):
+    """If reshaping ``shape`` (mesh axis k indexing its dim ``dims[k]``) to
+    ``full_shape`` merges each run of mapped dims into the dim after it (how shard_map
+    assembles its outputs), the spec of the result's tiling: per full dim, the mesh
+    axes splitting it, major first. Else None."""
+    axis_at = {d: k for k, d in enumerate(dims) if d is not None}
+    spec, pending, j = [], [], 0
+    for i, s in enumerate(shape):
+        if i in axis_at:
+            pending.append(axis_at[i])
+            continue
+        n = math.prod(shape[dims[a]] for a in pending)
+        if j >= len(full_shape) or full_shape[j] != s * n:
+            return None
+        spec.append(tuple(pending))
+        pending, j = [], j + 1
+    return tuple(spec) if not pending and j == len(full_shape) else None
+
+
 def _mesh_devices(axes, devices):
     n = math.prod(s for _, s in axes)
     available = backend.devices()
@@ -138,14 +157,14 @@ class _Deleted(Exception):
     pass
 
 
-def _shard_arg(x, dims, layout, devices):
-    """One buffer per device for operand ``x`` (mapped over ``dims``). Raises
+def _shard_arg(x, layout, devices):
+    """One buffer per device for operand ``x`` laid out as ``layout``. Raises
     ``_Deleted`` for a donated (deleted) operand: executing it would crash jaxlib."""
     if type(x) is ShardedArray and x.layout == layout:
         if any(backend.is_deleted(b) for b in x._shards):
             raise _Deleted
         return x._shards  # already laid out like this: no transfer
-    if all(d is None for d in dims):  # replicated
+    if type(layout) is MeshLayout and all(d is None for d in layout.dims):  # replicated
         if type(x) is Array:
             buf = x._buf
             if backend.is_deleted(buf):
@@ -193,8 +212,7 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
         for x, dims in zip(args, in_axes):
             if isinstance(x, (bool, int, float, complex)):
                 x = dispatch.device_put_value(x)
-            per_arg.append(_shard_arg(x, dims, MeshLayout(devices, sizes, dims, names),
-                                      devices))
+            per_arg.append(_shard_arg(x, MeshLayout(devices, sizes, dims, names), devices))
     except _Deleted:
         check_deleted(args, f"pmap({name})")
         raise
@@ -550,7 +568,7 @@ class ReplicatedJaxpr:
             for x, layout in zip(args, self.in_layouts):
                 if not isinstance(x, Array):
                     x = dispatch.device_put_value(x)
-                per_arg.append(_shard_arg(x, layout.dims, layout, self.devices))
+                per_arg.append(_shard_arg(x, layout, self.devices))
         except _Deleted:
             check_deleted(args, self.name, describe)
             raise
