@@ -356,6 +356,9 @@ def test_jit_of_pmap_runs_on_every_device():
     assert r.sharding.spec == xform.sharding.PartitionSpec()
     assert len(r.addressable_shards) == N
     _close(r * 2.0, np.asarray(r) * 2.0)  # eager ops use device 0's copy
+    s = xform.jit(lambda x: xform.pmap(_jf(lax, jnp), "i")(x).sum())(X)
+    assert np.asarray(s).shape == () and len(s.addressable_shards) == N
+    _close(s, np.asarray(e).sum(), 1e-4)
 
 
 def test_jit_of_pmap_composes_with_grad_vmap_and_a_device_subset():

@@ -164,8 +164,9 @@ def _shard_arg(x, layout, devices):
         if any(backend.is_deleted(b) for b in x._shards):
             raise _Deleted
         return x._shards  # already laid out like this: no transfer
-    if type(layout) is MeshLayout and all(d is None for d in layout.dims):  # replicated
-        if type(x) is Array:
+    if (all(d is None for d in layout.dims) if type(layout) is MeshLayout
+            else not any(layout.spec)):  # replicated
+        if isinstance(x, Array):  # (a ShardedArray: its one-device buffer)
             buf = x._buf
             if backend.is_deleted(buf):
                 raise _Deleted
@@ -463,55 +464,109 @@ def compile_jaxpr(closed, name, donated=None):
     return ReplicatedJaxpr(closed, axes, devices, name, donated)
 
 
-def _block_inputs(jaxpr):
-    """Per input: the mesh dims it arrives split over (it only feeds pmaps, mapped the
-    same way), or None (it arrives whole on every device)."""
+# A per-device value's *kind*: None (the whole value), ("m", dims) (a pmap block: mesh
+# axis k indexes dim dims[k], squeezed) or ("t", spec) (tiles, as shard_map lays out
+# its results: spec[i] the mesh axes splitting dim i, major first).
+
+def _split_dims(spec, full_shape, shape, sizes):
+    """The mapped dims if reshaping tiles of ``spec`` from ``full_shape`` to ``shape``
+    splits each tiled dim into (its mesh axes..., block) (shard_map's input reshape)."""
+    dims, expect = [None] * len(sizes), []
+    for i, s in enumerate(full_shape):
+        axes_i = spec[i] if i < len(spec) else ()
+        for a in axes_i:
+            dims[a] = len(expect)
+            expect.append(sizes[a])
+        expect.append(s // math.prod(sizes[a] for a in axes_i))
+    return tuple(dims) if tuple(expect) == tuple(shape) else None
+
+
+def _is_reshape(eqn):
+    return eqn.primitive.name == "reshape" and type(eqn.invars[0]) is not Literal
+
+
+def _input_kinds(jaxpr):
+    """Per input, the kind it arrives as: blocks if it only feeds pmaps mapped one way
+    (or shard_map's split reshapes into them), else the whole value."""
     uses = {}
-    for eqn in jaxpr.eqns:
-        dims = eqn.params["in_axes"] if eqn.primitive is xla_pmap_p else [None] * len(
-            eqn.invars)
-        for v, d in zip(eqn.invars, dims):
-            if type(v) is not Literal:
-                mapped = d is not None and any(x is not None for x in d)
-                uses.setdefault(v, set()).add(d if mapped else None)
-    for v in jaxpr.outvars:
+
+    def use(v, kind):
         if type(v) is not Literal:
-            uses.setdefault(v, set()).add(None)
-    out = []
-    for v in jaxpr.invars:
-        u = uses.get(v, {None})
-        out.append(next(iter(u)) if len(u) == 1 else None)
-    return out
+            uses.setdefault(v, set()).add(kind)
+    reshapes = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is xla_pmap_p:
+            for v, d in zip(eqn.invars, eqn.params["in_axes"]):
+                use(v, ("m", d) if any(x is not None for x in d) else None)
+        elif _is_reshape(eqn):
+            reshapes.append(eqn)
+        else:
+            for v in eqn.invars:
+                use(v, None)
+    for v in jaxpr.outvars:
+        use(v, None)
+    for eqn in reshapes:
+        (v,), (u,) = eqn.invars, eqn.outvars
+        ku, kind = uses.get(u, set()), None
+        if len(ku) == 1 and next(iter(ku)) is not None:
+            spec = tiled_spec(u.aval.shape, next(iter(ku))[1], v.aval.shape)
+            kind = ("t", spec) if spec is not None else None
+        use(v, kind)
+    return [next(iter(uses[v])) if len(uses.get(v, ())) == 1 else None
+            for v in jaxpr.invars]
 
 
-def _per_device_jaxpr(closed, axes, in_dims):
-    """The program each device runs, and per output its mesh dims (None: whole)."""
+def gather_tiles(x, spec, axes):
+    """The full value from every device's tile (tiled ``all_gather``, minor axes first)."""
+    from xform.lax.collectives import all_gather_p
+    for i, axes_i in enumerate(spec):
+        for a in reversed(axes_i):
+            x = all_gather_p.bind(x, axis_name=(axes[a][0],), axis_index_groups=None,
+                                  axis_size=axes[a][1], axis=i, tiled=True)
+    return x
+
+
+def _block_aval(aval, kind, sizes):
+    if kind is None:
+        return aval
+    if kind[0] == "m":
+        return mapped_aval(aval, kind[1])
+    return aval.update(shape=tuple(
+        s // math.prod(sizes[a] for a in (kind[1][i] if i < len(kind[1]) else ()))
+        for i, s in enumerate(aval.shape)))
+
+
+def _per_device_jaxpr(closed, axes, in_kinds):
+    """The program each device runs, and the kind of each of its outputs."""
     jaxpr = closed.jaxpr
-    in_avals = [a if d is None else mapped_aval(a, d)
-                for a, d in zip(closed.in_avals, in_dims)]
-    out_dims = []
+    sizes = tuple(s for _, s in axes)
+    in_avals = [_block_aval(a, k, sizes) for a, k in zip(closed.in_avals, in_kinds)]
+    out_kinds = []
 
     def fun(*args):
-        full, block = dict(zip(jaxpr.constvars, closed.consts)), {}
+        full, blocks, lazy = dict(zip(jaxpr.constvars, closed.consts)), {}, {}
 
         def read(v):
             if type(v) is Literal:
                 return v.val
             if v not in full:
-                b, d = block[v]
-                full[v] = gather_block(b, d, axes)
+                if v in lazy:
+                    full[v] = lazy.pop(v)()
+                else:
+                    b, (kind, how) = blocks[v]
+                    full[v] = (gather_block if kind == "m" else gather_tiles)(b, how, axes)
             return full[v]
 
         def read_block(v, d):
-            if type(v) is not Literal and v in block and block[v][1] == d:
-                return block[v][0]
+            if type(v) is not Literal and blocks.get(v, (None, None))[1] == ("m", d):
+                return blocks[v][0]
             return take_block(read(v), d, axes)
 
-        for v, x, d in zip(jaxpr.invars, args, in_dims):
-            if d is None:
+        for v, x, k in zip(jaxpr.invars, args, in_kinds):
+            if k is None:
                 full[v] = x
             else:
-                block[v] = (x, d)
+                blocks[v] = (x, k)
         for eqn in jaxpr.eqns:
             if eqn.primitive is xla_pmap_p:
                 p = eqn.params
@@ -519,26 +574,40 @@ def _per_device_jaxpr(closed, axes, in_dims):
                 outs = eval_jaxpr(p["jaxpr"].jaxpr, p["jaxpr"].consts, *ops)
                 for v, o, d in zip(eqn.outvars, outs, p["out_axes"]):
                     if any(x is not None for x in d):
-                        block[v] = (o, d)
+                        blocks[v] = (o, ("m", d))
                     else:
                         full[v] = o
                 continue
+            if _is_reshape(eqn) and eqn.invars[0] in blocks:  # shard_map's reshapes:
+                (v,), (u,) = eqn.invars, eqn.outvars         # the same block, relabelled
+                b, (kind, how) = blocks[v]
+                if kind == "m":
+                    spec = tiled_spec(v.aval.shape, how, u.aval.shape)
+                    new = None if spec is None else ("t", spec)
+                else:
+                    dims = _split_dims(how, v.aval.shape, u.aval.shape, sizes)
+                    new = None if dims is None else ("m", dims)
+                if new is not None:
+                    blocks[u] = (b, new)
+                    lazy[u] = lambda eqn=eqn: eqn.primitive.bind(read(eqn.invars[0]),
+                                                                 **eqn.params)
+                    continue
             outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
             for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
                 full[v] = o
         res = []
         for v in jaxpr.outvars:
-            if type(v) is not Literal and v in block:
-                res.append(block[v][0])
-                out_dims.append(block[v][1])
+            if type(v) is not Literal and v in blocks:
+                res.append(blocks[v][0])
+                out_kinds.append(blocks[v][1])
             else:
                 res.append(read(v))
-                out_dims.append(None)
+                out_kinds.append(None)
         return res
 
     with batching.extend_axis_env(axes):
         per_device = pe.trace_to_jaxpr(fun, in_avals)
-    return per_device, out_dims
+    return per_device, out_kinds
 
 
 class ReplicatedJaxpr:
@@ -547,8 +616,8 @@ class ReplicatedJaxpr:
 
     def __init__(self, closed, axes, devices, name, donated=None):
         self.name, self.devices = name, devices
-        in_dims = _block_inputs(closed.jaxpr)
-        per_device, out_dims = _per_device_jaxpr(closed, axes, in_dims)
+        in_kinds = _input_kinds(closed.jaxpr)
+        per_device, out_kinds = _per_device_jaxpr(closed, axes, in_kinds)
         callbacks = []
         with lowering_axes_context(axes):
             text = mlir.lower_jaxpr_to_module(per_device, hoist_consts=True,
@@ -557,9 +626,15 @@ class ReplicatedJaxpr:
         self.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(c)), d)
                             for d in devices] for c in per_device.consts]
         names, sizes = tuple(n for n, _ in axes), tuple(s for _, s in axes)
-        whole = (None,) * len(axes)
-        self.in_layouts = [MeshLayout(devices, sizes, d or whole, names) for d in in_dims]
-        self.out_layouts = [MeshLayout(devices, sizes, d or whole, names) for d in out_dims]
+
+        def layout(kind):  # a whole value: tiles of an empty spec (replicated)
+            from xform.sharding import TiledLayout
+            if kind is None or kind[0] == "t":
+                return TiledLayout(devices, sizes, names, () if kind is None else kind[1])
+            return MeshLayout(devices, sizes, kind[1], names)
+        self.in_layouts = [layout(k) for k in in_kinds]
+        self.out_layouts = [layout(k) for k in out_kinds]
+        self.whole = [k is None for k in out_kinds]
         self.out_avals = closed.out_avals
 
     def __call__(self, args, describe=None):
@@ -574,9 +649,10 @@ class ReplicatedJaxpr:
             raise
         outs = self.exe.execute(per_arg)
         results = []
-        for bufs, aval, layout in zip(outs, self.out_avals, self.out_layouts):
+        for bufs, aval, layout, whole in zip(outs, self.out_avals, self.out_layouts,
+                                             self.whole):
             out = ShardedArray(bufs, aval, layout)
-            if all(d is None for d in layout.dims):
+            if whole:
                 out._buf = bufs[0]  # replicated: one-device ops use device 0's copy
             results.append(out)
         return results
