@@ -21,9 +21,9 @@ pjit_p.multiple_results = True
 
 
 def _pjit_impl(*args, jaxpr, name):
-    from xform.interpreters import pxla  # (a program mapping over devices: see pxla)
+    from xform.interpreters import mesh_jit  # (a program mapping over devices)
     compiled = _compiled.get(jaxpr, None,
-                             lambda: pxla.compile_jaxpr(jaxpr, f"jit({name})")
+                             lambda: mesh_jit.compile_jaxpr(jaxpr, f"jit({name})")
                              or dispatch.CompiledJaxpr(jaxpr, name=f"jit({name})"))
     return compiled(args)
 

@@ -19,7 +19,7 @@ from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.config import config
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.interpreters import compiler, dispatch, mlir, pxla
+from xform.interpreters import compiler, dispatch, mesh_jit, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
@@ -256,7 +256,7 @@ class JitWrapped:
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
                 # a program that maps over several devices is compiled for all of them
-                compiled = pxla.compile_jaxpr(closed, f"jit({self._name})", donated)
+                compiled = mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated)
                 entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
                 if self._plain and not kwargs and compiled is None:
