@@ -439,3 +439,21 @@ def test_more_bad_input_errors():
     for fn, exc, msg in cases:
         with pytest.raises(exc, match=msg):
             fn()
+
+
+def test_jit_with_pmap_inside_scan_and_cond_runs_on_every_device():
+    def prog(jit, pmap, L, np_):
+        def f(xs):
+            def step(c, x):
+                y = pmap(lambda v: L.psum(np_.sin(v), "i") * v, "i")(x + c)
+                return c + y.sum() * 0.01, y
+            c, ys = L.scan(step, 0.0, xs)
+            z = L.cond(c > 0, lambda: pmap(lambda v: v * 2, "i")(xs[0]), lambda: xs[1])
+            return c, ys, z
+        return jit(f)
+    xs = np.stack([X, X * 0.5, -X])
+    r = prog(xform.jit, xform.pmap, lax, jnp)(xs)
+    e = prog(jax.jit, jax.pmap, jax.lax, jax.numpy)(xs)
+    for a, b in zip(r, e):
+        _close(a, np.asarray(b))
+        assert a.devices() == set(xform.devices())
