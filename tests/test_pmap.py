@@ -457,3 +457,14 @@ def test_jit_with_pmap_inside_scan_and_cond_runs_on_every_device():
     for a, b in zip(r, e):
         _close(a, np.asarray(b))
         assert a.devices() == set(xform.devices())
+
+
+def test_jit_traced_under_one_axis_size_is_not_reused_for_another():
+    # Regression: jit's trace cache was keyed without the bound axes, so a body reading
+    # the axis size (axis_size, all_gather) kept the first size it was traced with.
+    g = xform.jit(lambda v: v * lax.axis_size("i"))
+    h = xform.jit(lambda v: lax.all_gather(v, "i", tiled=True))
+    for n in (2, 4):
+        _close(xform.vmap(g, axis_name="i")(np.ones(n, np.float32)),
+               np.full(n, n, np.float32))
+        _close(xform.pmap(h, "i")(X[:n, :1]), np.tile(X[:n, 0], (n, 1)))
