@@ -381,6 +381,11 @@ def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
             with batching.extend_axis_env(axes):
                 return _per_device_eval(jaxpr, axes, in_axes, out_axes, xs)
     else:
+        if backend.process_count() > 1:  # the mapped size is global, the operands local
+            raise NotImplementedError(
+                f"jit of pmap/shard_map ({name}) is not supported across processes; "
+                "call the pmap outside jit (it compiles its body itself)")
+
         def fun(*xs, **_):
             return vmap_eval(jaxpr, axes, in_axes, out_axes, xs)
     return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
