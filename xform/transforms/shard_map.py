@@ -6,6 +6,9 @@ and those new dimensions become mesh-mapped dimensions of ``xla_pmap``; the body
 sees one block per device, collectives name mesh axes, and outputs are reassembled
 by the inverse reshape. Mesh axes an output spec leaves out are taken from the
 first device along them (as JAX's ``check_vma=False``: the value must be replicated).
+Those reshapes only relabel per-device buffers: results are Arrays tiled over the
+mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
+the same spec is split without a transfer.
 """
 import functools
 import math
