@@ -20,8 +20,14 @@ __all__ = [
 # ---- Flax linen: module system and basic layers (``import xform.nn as nn``) ----
 from xform.nn import errors, initializers  # noqa: E402
 from xform.nn._scope import DenyList  # noqa: E402
-from xform.nn._module import Module, Variable, compact, nowrap, share_scope  # noqa: E402
-from xform.nn._linear import Dense, promote_dtype  # noqa: E402
+from xform.nn._module import (  # noqa: E402
+    Module, Variable, compact, merge_param, nowrap, share_scope)
+from xform.nn._linear import (  # noqa: E402
+    Dense, DenseGeneral, Einsum, Embed, canonicalize_dtype, promote_dtype)
+from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
+from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
 
 __all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact",
-            "nowrap", "share_scope", "Dense", "promote_dtype"]
+            "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral", "Einsum",
+            "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
+            "LayerNorm", "RMSNorm", "Dropout", "Sequential"]
