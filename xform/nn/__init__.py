@@ -15,3 +15,15 @@ __all__ = [
     "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu",
     "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid",
     "squareplus", "standardize", "swish", "tanh"]
+
+# conv, pooling, attention, recurrent
+# (flax.linen's dot_product_attention replaces jax.nn's under the shared name, as in
+# flax.linen; it still runs jax.nn's for jax.nn's options: see _attention_fns.)
+from xform.nn._attention_fns import (  # noqa: E402
+    combine_masks, dot_product_attention, dot_product_attention_weights,
+    make_attention_mask, make_causal_mask)
+from xform.nn._pooling import avg_pool, max_pool, min_pool, pool  # noqa: E402
+
+__all__ += [
+    "avg_pool", "combine_masks", "dot_product_attention_weights", "make_attention_mask",
+    "make_causal_mask", "max_pool", "min_pool", "pool"]
