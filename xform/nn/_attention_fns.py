@@ -14,18 +14,7 @@ from xform import lax
 from xform import numpy as jnp
 from xform import random
 from xform.nn import _functions
-
-
-def promote_dtype(*args, dtype=None, inexact=True):
-    """Cast the non-None ``args`` to one dtype: ``dtype`` if given, else their result type
-    (made inexact when ``inexact``), as ``flax.linen.dtypes.promote_dtype``."""
-    if dtype is None:
-        dtype = jnp.result_type(*(jnp.asarray(a) for a in args if a is not None))
-        if inexact and not jnp.issubdtype(dtype, jnp.inexact):
-            dtype = jnp.promote_types(jnp.float32, dtype)
-    if inexact and not jnp.issubdtype(dtype, jnp.inexact):
-        raise ValueError(f"Dtype must be inexact: {dtype}")
-    return [None if a is None else jnp.asarray(a, dtype) for a in args]
+from xform.nn._linear import promote_dtype
 
 
 def _check_qk(query, key, value=None):
