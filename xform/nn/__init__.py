@@ -20,11 +20,17 @@ __all__ = [
 # ---- Flax linen: module system and basic layers (``import xform.nn as nn``) ----
 from xform.nn import errors, initializers  # noqa: E402
 from xform.nn._scope import DenyList  # noqa: E402
-from xform.nn._module import Module, Variable, compact, nowrap, share_scope  # noqa: E402
-from xform.nn._linear import Dense, promote_dtype  # noqa: E402
+from xform.nn._module import (  # noqa: E402
+    Module, Variable, compact, merge_param, nowrap, share_scope)
+from xform.nn._linear import (  # noqa: E402
+    Dense, DenseGeneral, Einsum, Embed, canonicalize_dtype, promote_dtype)
+from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
+from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
 
 __all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact",
-            "nowrap", "share_scope", "Dense", "promote_dtype"]
+            "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral", "Einsum",
+            "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
+            "LayerNorm", "RMSNorm", "Dropout", "Sequential"]
 
 # conv, pooling, attention, recurrent
 # (flax.linen's dot_product_attention replaces jax.nn's under the shared name, as in
@@ -36,5 +42,6 @@ from xform.nn._conv import Conv, ConvLocal, ConvTranspose  # noqa: E402
 from xform.nn._pooling import avg_pool, max_pool, min_pool, pool  # noqa: E402
 
 __all__ += [
-    "Conv", "ConvLocal", "ConvTranspose", "avg_pool", "combine_masks", "dot_product_attention_weights", "make_attention_mask",
-    "make_causal_mask", "max_pool", "min_pool", "pool"]
+    "Conv", "ConvLocal", "ConvTranspose", "avg_pool", "combine_masks",
+    "dot_product_attention_weights", "make_attention_mask", "make_causal_mask", "max_pool",
+    "min_pool", "pool"]

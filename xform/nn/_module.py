@@ -19,7 +19,7 @@ from xform.nn import errors
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
                              is_valid_rng, union_filters)
 
-__all__ = ["Module", "compact", "nowrap", "share_scope", "Variable"]
+__all__ = ["Module", "compact", "merge_param", "nowrap", "share_scope", "Variable"]
 
 
 class _Unspecified:
@@ -60,6 +60,17 @@ def nowrap(fun):
     """Marks a Module method as a plain helper (no setup/naming state management)."""
     fun.nowrap = True
     return fun
+
+
+def merge_param(name, a, b):
+    """The one of ``a`` (constructor) and ``b`` (call time) that is not None."""
+    if a is None and b is None:
+        raise ValueError(f'Parameter "{name}" must be passed to the constructor or at '
+                         f'call time.')
+    if a is not None and b is not None:
+        raise ValueError(f'Parameter "{name}" was passed to the constructor and at call '
+                         f'time. Should be passed just once.')
+    return b if a is None else a
 
 
 def _wrap_method(fun):
