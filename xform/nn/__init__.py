@@ -38,10 +38,13 @@ __all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact
 from xform.nn._attention_fns import (  # noqa: E402
     combine_masks, dot_product_attention, dot_product_attention_weights,
     make_attention_mask, make_causal_mask)
+from xform.nn._attention import (  # noqa: E402
+    MultiHeadAttention, MultiHeadDotProductAttention, SelfAttention)
 from xform.nn._conv import Conv, ConvLocal, ConvTranspose  # noqa: E402
 from xform.nn._pooling import avg_pool, max_pool, min_pool, pool  # noqa: E402
 
 __all__ += [
+    "MultiHeadAttention", "MultiHeadDotProductAttention", "SelfAttention",
     "Conv", "ConvLocal", "ConvTranspose", "avg_pool", "combine_masks",
     "dot_product_attention_weights", "make_attention_mask", "make_causal_mask", "max_pool",
     "min_pool", "pool"]
