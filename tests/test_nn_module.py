@@ -188,3 +188,82 @@ def test_param_and_variable_api():
 def test_typed_key_or_lazy_rng_accepted_and_bad_rng_rejected():
     with pytest.raises(nn.errors.InvalidRngError, match="RNGs should be of shape"):
         nn.Dense(2).init(np.zeros(3, np.float32), X)
+
+
+# ---- errors: named classes, messages naming the module path and the fix ----
+
+class _Two(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(3)(x)
+
+
+def _vars():
+    return _Two().init(keys(0)[0], X)
+
+
+def test_error_param_shape_mismatch_names_path_and_shapes():
+    with pytest.raises(nn.errors.ScopeParamShapeError,
+                       match=r'"kernel" in "/Dense_0".*shape \(5, 3\).*shape \(4, 3\)'):
+        _Two().apply(_vars(), np.ones((2, 5), np.float32))
+
+
+def test_error_apply_without_params():
+    with pytest.raises(nn.errors.ScopeCollectionNotFound,
+                       match=r'"kernel" from collection "params" in "/Dense_0" but the '
+                             r'collection is empty\. Pass the variables returned by init'):
+        _Two().apply({}, X)
+    with pytest.raises(nn.errors.ApplyScopeInvalidVariablesStructureError,
+                       match="extra params layer"):
+        _Two().apply({"params": _vars()}, X)
+    with pytest.raises(nn.errors.ApplyScopeInvalidVariablesTypeError):
+        _Two().apply([1], X)
+
+
+def test_error_unknown_method():
+    with pytest.raises(nn.errors.ApplyModuleInvalidMethodError,
+                       match=r"'_Two\.nope' is not a valid function for apply\(\)"):
+        _Two().apply(_vars(), X, method="nope")
+
+
+def test_error_submodule_outside_init_apply():
+    with pytest.raises(nn.errors.CallCompactUnboundModuleError,
+                       match=r"unbound modules \(Dense\).*module\.init\(key, x\)"):
+        nn.Dense(3)(X)
+    with pytest.raises(nn.errors.UnboundSubmoduleError,
+                       match=r'"layers" is defined in \'\.setup\(\)\'.*inside \'init\''):
+        XM["WithSetup"]().layers
+    with pytest.raises(nn.errors.AssignSubModuleError, match="Submodule Dense must be "
+                                                             "defined in `setup\\(\\)`"):
+        nn.Dense(2, parent=_Two().bind(_vars()))   # bound, but not in setup/compact
+
+
+def test_error_writing_immutable_collection():
+    bn = nn.BatchNorm(use_running_average=False)
+    v = bn.init(keys(0)[0], X)
+    with pytest.raises(nn.errors.ModifyScopeVariableError,
+                       match=r'update variable "mean" in "/" because collection '
+                             r'"batch_stats" is immutable\. Pass mutable=\["batch_stats"\]'):
+        bn.apply(v, X)
+
+
+def test_error_name_in_use_and_missing_stream():
+    class Dup(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            nn.Dense(3, name="a")(x)
+            return nn.Dense(3, name="a")(x)
+
+    with pytest.raises(nn.errors.NameInUseError,
+                       match='Could not create submodule "a" in Module Dup: Name in use'):
+        Dup().init(keys(0)[0], X)
+
+    class Noisy(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return x + xform.random.normal(self.make_rng("noise"), x.shape)
+
+    with pytest.raises(nn.errors.InvalidRngError,
+                       match=r'/ needs PRNG for "noise": pass it to init/apply, e\.g\. '
+                             r'rngs=\{"noise": key\}'):
+        Noisy().apply({}, X)
