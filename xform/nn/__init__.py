@@ -45,9 +45,13 @@ from xform.nn._attention import (  # noqa: E402
     MultiHeadAttention, MultiHeadDotProductAttention, SelfAttention)
 from xform.nn._conv import Conv, ConvLocal, ConvTranspose  # noqa: E402
 from xform.nn._pooling import avg_pool, max_pool, min_pool, pool  # noqa: E402
+from xform.nn._recurrent import (  # noqa: E402
+    RNN, Bidirectional, ConvLSTMCell, GRUCell, LSTMCell, MGUCell, OptimizedLSTMCell,
+    RNNCellBase, SimpleCell)
 
 __all__ += [
     "MultiHeadAttention", "MultiHeadDotProductAttention", "SelfAttention",
     "Conv", "ConvLocal", "ConvTranspose", "avg_pool", "combine_masks",
     "dot_product_attention_weights", "make_attention_mask", "make_causal_mask", "max_pool",
-    "min_pool", "pool"]
+    "min_pool", "pool", "RNN", "Bidirectional", "ConvLSTMCell", "GRUCell", "LSTMCell",
+    "MGUCell", "OptimizedLSTMCell", "RNNCellBase", "SimpleCell"]

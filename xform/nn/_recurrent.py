@@ -2,17 +2,20 @@
 MGUCell, SimpleCell, ConvLSTMCell), each a step ``(carry, x) -> (carry, y)`` with
 ``initialize_carry``, and RNN / Bidirectional, which run a cell over a sequence with the
 lifted ``nn.scan`` (parameters broadcast over time: the cell's tree is the RNN's)."""
+import dataclasses
 import functools
 
 import numpy as np
 
 from xform import numpy as jnp
 from xform import random
+from xform import tree_util
 from xform.nn import initializers
 from xform.nn._activations import sigmoid
 from xform.nn._conv import Conv
 from xform.nn._linear import Dense, default_kernel_init, promote_dtype
 from xform.nn._module import Module, compact, nowrap
+from xform.nn._transforms import scan as lifted_scan
 
 tanh = jnp.tanh
 
@@ -410,3 +413,169 @@ class ConvLSTMCell(RNNCellBase):
     def num_feature_axes(self):
         return len(self.kernel_size) + 1
 
+
+
+class RNN(Module):
+    """Runs a cell over the time axis, as ``flax.linen.RNN`` (the lifted ``nn.scan``;
+    the cell's parameters are shared by every step and live under ``cell``).
+
+    Attributes:
+      cell: an :class:`RNNCellBase` instance.
+      time_major: inputs are ``(time, *batch, *features)`` instead of
+        ``(*batch, time, *features)``.
+      return_carry: also return the final carry.
+      reverse: run from the last step to the first (with ``seq_lengths``, each sequence
+        from its own last valid step).
+      keep_order: with ``reverse``, flip the outputs back to input order.
+      unroll: steps unrolled per loop iteration.
+      variable_axes, variable_broadcast, variable_carry, split_rngs: as ``nn.scan``
+        (defaults: parameters broadcast, no rng splitting for ``params``).
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> layer = nn.RNN(nn.LSTMCell(features=3))
+    >>> x = jnp.ones((2, 5, 4))                      # (batch, time, features)
+    >>> v = layer.init(xform.random.key(0), x)
+    >>> sorted(v['params']['cell'])
+    ['hf', 'hg', 'hi', 'ho', 'if', 'ig', 'ii', 'io']
+    >>> layer.apply(v, x).shape
+    (2, 5, 3)
+    """
+
+    cell: object
+    time_major: bool = False
+    return_carry: bool = False
+    reverse: bool = False
+    keep_order: bool = False
+    unroll: int = 1
+    variable_axes: object = dataclasses.field(default_factory=dict)
+    variable_broadcast: object = "params"
+    variable_carry: object = False
+    split_rngs: object = dataclasses.field(default_factory=lambda: {"params": False})
+
+    def __call__(self, inputs, *, initial_carry=None, init_key=None, seq_lengths=None,
+                 return_carry=None, time_major=None, reverse=None, keep_order=None):
+        """Run the cell over ``inputs``.
+
+        Args:
+          inputs: ``(*batch, time, *features)`` (``time_major``: time first).
+          initial_carry: the starting carry (default ``cell.initialize_carry(init_key,
+            ...)``).
+          init_key: key for ``initialize_carry`` (default ``random.key(0)``).
+          seq_lengths: ``(*batch,)`` ints: valid steps per sequence (the returned carry
+            is the one after each sequence's last valid step; ``reverse`` flips only the
+            valid part).
+          return_carry, time_major, reverse, keep_order: override the attributes.
+
+        Returns:
+          The outputs ``(*batch, time, *out_features)``, or ``(carry, outputs)``.
+        """
+        return_carry = self.return_carry if return_carry is None else return_carry
+        time_major = self.time_major if time_major is None else time_major
+        reverse = self.reverse if reverse is None else reverse
+        keep_order = self.keep_order if keep_order is None else keep_order
+        ndim = jnp.ndim(inputs)
+        n_feat = self.cell.num_feature_axes
+        time_axis = 0 if time_major else ndim - (n_feat + 1)
+        if time_axis < 0 or ndim < n_feat + 1:
+            raise ValueError(f"RNN: inputs of shape {jnp.shape(inputs)} have no time axis "
+                             f"(need (*batch, time, {n_feat} feature axes))")
+        shape = jnp.shape(inputs)
+        batch_dims = shape[1:-n_feat] if time_major else shape[:time_axis]
+        flip = functools.partial(flip_sequences, seq_lengths=seq_lengths,
+                                 num_batch_dims=len(batch_dims), time_major=time_major)
+        if reverse:
+            inputs = flip(inputs)
+        if initial_carry is None:
+            init_key = random.key(0) if init_key is None else init_key
+            carry = self.cell.initialize_carry(init_key, shape[:time_axis]
+                                               + shape[time_axis + 1:])
+        else:
+            carry = initial_carry
+        slice_carry = seq_lengths is not None and return_carry
+
+        def scan_fn(cell, carry, x):
+            carry, y = cell(carry, x)
+            return carry, ((carry, y) if slice_carry else y)
+
+        # NB: Flax scans with out_axes=(0, time_axis) when slicing the carry; nn.scan
+        # takes an int out_axes only, so the outputs are moved to time_axis below.
+        scan = lifted_scan(
+            scan_fn, in_axes=time_axis, out_axes=0 if slice_carry else time_axis,
+            unroll=self.unroll,
+            variable_axes=self.variable_axes, variable_broadcast=self.variable_broadcast,
+            variable_carry=self.variable_carry, split_rngs=self.split_rngs)
+        carry, outputs = scan(self.cell, carry, inputs)
+        if slice_carry:
+            carries, outputs = outputs
+            outputs = tree_util.tree_map(lambda y: jnp.moveaxis(y, 0, time_axis), outputs)
+            carry = _select_last_carry(carries, seq_lengths)
+        if reverse and keep_order:
+            outputs = flip(outputs)
+        return (carry, outputs) if return_carry else outputs
+
+
+def _select_last_carry(carries, seq_lengths):
+    """The carry after each sequence's last valid step, from the (time, batch, ...) stack."""
+    last = jnp.asarray(seq_lengths) - 1
+    return tree_util.tree_map(lambda x: x[last, jnp.arange(jnp.shape(x)[1])], carries)
+
+
+def flip_sequences(inputs, seq_lengths, num_batch_dims, time_major):
+    """Reverse each sequence along time; with ``seq_lengths`` only its valid prefix
+    (its padding is rotated to the front, as Flax does)."""
+    time_axis = 0 if time_major else num_batch_dims
+    steps = jnp.shape(inputs)[time_axis]
+    if seq_lengths is None:
+        return jnp.flip(inputs, axis=time_axis)
+    lengths = jnp.expand_dims(jnp.asarray(seq_lengths), time_axis)
+    idxs = jnp.arange(steps - 1, -1, -1)
+    idxs = jnp.reshape(idxs, ((steps,) + (1,) * num_batch_dims) if time_major
+                       else ((1,) * num_batch_dims + (steps,)))
+    idxs = (idxs + lengths) % steps
+    idxs = jnp.reshape(idxs, jnp.shape(idxs) + (1,) * (jnp.ndim(inputs) - jnp.ndim(idxs)))
+    return jnp.take_along_axis(inputs, idxs, axis=time_axis)
+
+
+def _concatenate(a, b):
+    return jnp.concatenate([a, b], axis=-1)
+
+
+class Bidirectional(Module):
+    """A forward and a backward RNN over the same inputs, outputs merged (default:
+    concatenated features), as ``flax.linen.Bidirectional``.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> layer = nn.Bidirectional(nn.RNN(nn.GRUCell(3)), nn.RNN(nn.GRUCell(3)))
+    >>> x = jnp.ones((2, 5, 4))
+    >>> layer.init_with_output(xform.random.key(0), x)[0].shape
+    (2, 5, 6)
+    """
+
+    forward_rnn: object
+    backward_rnn: object
+    merge_fn: object = _concatenate
+    time_major: bool = False
+    return_carry: bool = False
+
+    def __call__(self, inputs, *, initial_carry=None, init_key=None, seq_lengths=None,
+                 return_carry=None, time_major=None, reverse=None, keep_order=None):
+        """Run both directions (the backward one reversed with ``keep_order``); carries
+        are ``(forward, backward)``."""
+        del reverse, keep_order     # fixed per direction
+        time_major = self.time_major if time_major is None else time_major
+        return_carry = self.return_carry if return_carry is None else return_carry
+        if init_key is not None:
+            key_fwd, key_bwd = random.split(init_key)
+        else:
+            key_fwd = key_bwd = None
+        carry_fwd, carry_bwd = (initial_carry if initial_carry is not None
+                                else (None, None))
+        carry_fwd, out_fwd = self.forward_rnn(
+            inputs, initial_carry=carry_fwd, init_key=key_fwd, seq_lengths=seq_lengths,
+            return_carry=True, time_major=time_major, reverse=False)
+        carry_bwd, out_bwd = self.backward_rnn(
+            inputs, initial_carry=carry_bwd, init_key=key_bwd, seq_lengths=seq_lengths,
+            return_carry=True, time_major=time_major, reverse=True, keep_order=True)
+        outputs = tree_util.tree_map(self.merge_fn, out_fwd, out_bwd)
+        carry = (carry_fwd, carry_bwd)
+        return (carry, outputs) if return_carry else outputs
