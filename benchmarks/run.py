@@ -48,7 +48,11 @@ TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("dispatch", "jit_dict10_us", 1.5, "jit, dict of 10 arrays"),
            ("mlp_train", "step_ms", 1.05, "compiled MLP step"),
            ("jit_cache", "rewrap_us", 3.0, "re-wrapped jit(f)(x)"),
-           ("jit_cache", "fresh_vg_ms", 3.0, "fresh jit(value_and_grad) per step")]
+           ("jit_cache", "fresh_vg_ms", 3.0, "fresh jit(value_and_grad) per step"),
+           ("nn_train", "cnn_step_ms", 1.05, "CNN module train step"),
+           ("nn_train", "transformer_step_ms", 1.05, "transformer module train step"),
+           ("nn_train", "cnn_init_ms", 1.5, "CNN jit(init): trace + compile"),
+           ("nn_train", "transformer_init_ms", 1.5, "transformer jit(init)")]
 # Speedups reported per library (higher is better): (script, metric, min for xform).
 SPEEDUPS = [("startup", "ready_speedup", 3.0, "second process: step ready (cold/warm)"),
             ("startup", "first_call_speedup", None, "second process: first call (cold/warm)")]

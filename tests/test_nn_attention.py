@@ -2,6 +2,7 @@
 MultiHeadDotProductAttention family (same key -> same variables and outputs, eagerly and
 under jit; dropout masks; gradients; the decode cache; bfloat16); errors; doctests."""
 import doctest
+import warnings
 
 import flax.linen as fnn
 import jax
@@ -100,4 +101,117 @@ def test_attention_functions_bf16_and_options():
 
 def test_attention_fns_doctests():
     result = doctest.testmod(_attention_fns, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# ---- modules ----
+
+def paths_and_values(tree):
+    return {jax.tree_util.keystr(p): np.asarray(v)
+            for p, v in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def same_variables(ours, theirs, tol=1e-6):
+    a, b = paths_and_values(ours), paths_and_values(theirs)
+    assert a.keys() == b.keys(), (a.keys(), b.keys())
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        close(a[k], b[k], tol)
+
+
+RNGS = lambda lib: {"params": lib.random.PRNGKey(0), "dropout": lib.random.PRNGKey(1)}
+X = R.randn(2, 5, 6).astype(np.float32)
+KV = R.randn(2, 4, 6).astype(np.float32)
+
+
+@pytest.mark.parametrize("cls,kw,args", [
+    ("MultiHeadDotProductAttention", dict(num_heads=2), (X,)),
+    ("MultiHeadAttention", dict(num_heads=3, qkv_features=9, out_features=4,
+                                normalize_qk=True, use_bias=False), (X, KV)),
+    ("MultiHeadDotProductAttention", dict(num_heads=2, dropout_rate=0.3,
+                                          broadcast_dropout=False), (X, KV, KV + 1)),
+    ("SelfAttention", dict(num_heads=2, dropout_rate=0.5, deterministic=False), (X,)),
+])
+def test_attention_modules_vs_flax(cls, kw, args):
+    """Same variables, same outputs (Flax's dropout masks included), eager and jit."""
+    ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
+    call = {} if "deterministic" in kw or "dropout_rate" not in kw else \
+        dict(deterministic=False)
+    mask = np.asarray(fnn.make_attention_mask(np.ones((2, 5)), np.arange(
+        args[-1].shape[1]) < 3 * np.ones((2, 1))))
+    if cls != "SelfAttention":
+        call["mask"] = mask
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        v = ours.init(RNGS(xform), *args, **call)
+        fv = theirs.init(RNGS(jax), *args, **call)
+        same_variables(v, fv)
+        fy = theirs.apply(fv, *args, rngs=RNGS(jax), **call)
+        close(ours.apply(v, *args, rngs=RNGS(xform), **call), fy)
+        jitted = xform.jit(lambda v, *a: ours.apply(v, *a, rngs=RNGS(xform), **call))
+        close(jitted(v, *args), fy)
+
+
+def test_attention_grad_sow_and_bf16():
+    kw = dict(num_heads=2, qkv_features=8)
+    ours, theirs = nn.MultiHeadDotProductAttention(**kw), fnn.MultiHeadDotProductAttention(**kw)
+    v, fv = ours.init(RNGS(xform), X), theirs.init(RNGS(jax), X)
+    loss = lambda m: lambda p, x: (m.apply(p, x) ** 2).sum()
+    g = xform.jit(xform.grad(loss(ours), (0, 1)))(v, X)
+    fg = jax.grad(loss(theirs), (0, 1))(fv, X)
+    same_variables(g[0], fg[0], 1e-4)
+    close(g[1], fg[1], 1e-4)
+    _, state = ours.apply(v, X, sow_weights=True, mutable=["intermediates"])
+    _, fstate = theirs.apply(fv, X, sow_weights=True, mutable=["intermediates"])
+    same_variables(state, fstate, 1e-5)
+    bkw = dict(kw, dtype=jjnp.bfloat16)
+    ours, theirs = nn.MultiHeadDotProductAttention(**bkw), fnn.MultiHeadDotProductAttention(**bkw)
+    v, fv = ours.init(RNGS(xform), X), theirs.init(RNGS(jax), X)
+    same_variables(v, fv)
+    y, fy = ours.apply(v, X), theirs.apply(fv, X)
+    assert y.dtype == fy.dtype == jjnp.bfloat16
+    close(y, fy, 3e-2)
+
+
+def test_decode_cache_vs_full_causal_pass():
+    """Step-by-step decoding with the cache equals the full causal pass (and Flax's
+    cache contents and outputs, step by step)."""
+    kw = dict(num_heads=2, qkv_features=8)
+    full, ffull = nn.MultiHeadDotProductAttention(**kw), fnn.MultiHeadDotProductAttention(**kw)
+    v = full.init(RNGS(xform), X)
+    causal = nn.make_causal_mask(np.ones((2, 5)))
+    expected = full.apply(v, X, mask=causal)
+    dec = nn.MultiHeadDotProductAttention(**kw, decode=True)
+    fdec = fnn.MultiHeadDotProductAttention(**kw, decode=True)
+    cache = dec.init(RNGS(xform), X)["cache"]
+    fcache = fdec.init(RNGS(jax), X)["cache"]
+    same_variables(cache, fcache)
+    fv = ffull.init(RNGS(jax), X)
+    step = xform.jit(lambda c, x: dec.apply({"params": v["params"], "cache": c}, x,
+                                           mutable=["cache"]))
+    for t in range(X.shape[1]):
+        y, upd = step(cache, X[:, t:t + 1])
+        fy, fupd = fdec.apply({"params": fv["params"], "cache": fcache}, X[:, t:t + 1],
+                              mutable=["cache"])
+        cache, fcache = upd["cache"], fupd["cache"]
+        close(y, expected[:, t:t + 1])
+        close(y, fy)
+    same_variables(cache, fcache, 1e-5)
+    assert int(cache["cache_index"]) == 5
+    with pytest.raises(ValueError, match=r"Autoregressive cache shape error, expected query "
+                                         r"shape \(2, 1, 2, 4\) instead got \(2, 2, 2, 4\)"):
+        dec.apply({"params": v["params"], "cache": cache}, X[:, :2], mutable=["cache"])
+
+
+def test_attention_module_errors_and_doctests():
+    with pytest.raises(ValueError, match=r"Memory dimension \(6\) must be divisible by "
+                                         r"number of heads \(4\)"):
+        nn.MultiHeadDotProductAttention(num_heads=4).init(RNGS(xform), X)
+    m = nn.MultiHeadDotProductAttention(num_heads=2, dropout_rate=0.1)
+    with pytest.raises(ValueError, match='"deterministic" must be passed'):
+        m.init(RNGS(xform), X)
+    with pytest.raises(ValueError, match="`inputs_k` cannot be None"):
+        m.init(RNGS(xform), X, inputs_v=X, deterministic=True)
+    from xform.nn import _attention
+    result = doctest.testmod(_attention, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

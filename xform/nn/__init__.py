@@ -26,11 +26,14 @@ from xform.nn._linear import (  # noqa: E402
     Dense, DenseGeneral, Einsum, Embed, canonicalize_dtype, promote_dtype)
 from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
 from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
+from xform.nn._transforms import (  # noqa: E402
+    broadcast, checkpoint, jit, remat, scan, vmap)
 
 __all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact",
             "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral", "Einsum",
             "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
-            "LayerNorm", "RMSNorm", "Dropout", "Sequential"]
+            "LayerNorm", "RMSNorm", "Dropout", "Sequential", "broadcast", "checkpoint",
+            "jit", "remat", "scan", "vmap"]
 
 # conv, pooling, attention, recurrent
 # (flax.linen's dot_product_attention replaces jax.nn's under the shared name, as in
@@ -38,10 +41,17 @@ __all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact
 from xform.nn._attention_fns import (  # noqa: E402
     combine_masks, dot_product_attention, dot_product_attention_weights,
     make_attention_mask, make_causal_mask)
+from xform.nn._attention import (  # noqa: E402
+    MultiHeadAttention, MultiHeadDotProductAttention, SelfAttention)
 from xform.nn._conv import Conv, ConvLocal, ConvTranspose  # noqa: E402
 from xform.nn._pooling import avg_pool, max_pool, min_pool, pool  # noqa: E402
+from xform.nn._recurrent import (  # noqa: E402
+    RNN, Bidirectional, ConvLSTMCell, GRUCell, LSTMCell, MGUCell, OptimizedLSTMCell,
+    RNNCellBase, SimpleCell)
 
 __all__ += [
+    "MultiHeadAttention", "MultiHeadDotProductAttention", "SelfAttention",
     "Conv", "ConvLocal", "ConvTranspose", "avg_pool", "combine_masks",
     "dot_product_attention_weights", "make_attention_mask", "make_causal_mask", "max_pool",
-    "min_pool", "pool"]
+    "min_pool", "pool", "RNN", "Bidirectional", "ConvLSTMCell", "GRUCell", "LSTMCell",
+    "MGUCell", "OptimizedLSTMCell", "RNNCellBase", "SimpleCell"]

@@ -228,7 +228,9 @@ class Module:
             raise errors.UnboundSubmoduleError(msg)
         raise AttributeError(msg)
 
-    def _try_setup(self):
+    def _try_setup(self, shallow=False):
+        """Runs ``setup()`` once (``shallow``: only adopts submodule fields, as lifted
+        transforms need before they collect scopes)."""
         state = self.__dict__.get("_state")
         if self.scope is None or state is None or state.in_setup or state.setup_called:
             return
@@ -237,10 +239,12 @@ class Module:
             for f in dataclasses.fields(self):
                 if f.name not in ("parent", "name") and f.init:
                     self._register_submodules(f.name, getattr(self, f.name))
-            self.setup()
+            if not shallow:
+                self.setup()
         finally:
             state.in_setup = False
-            state.setup_called = True
+            if not shallow:
+                state.setup_called = True
 
     @property
     def _initialization_allowed(self):
