@@ -39,18 +39,31 @@ def test_committed_with_outputs(path):
     assert counts == sorted(counts), f"{path.name}: cells executed out of order: {counts}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path, monkeypatch):
-    nb = nbformat.read(path, as_version=4)
-    # The kernel inherits this environment: this checkout first on the import path.
+def _execute(nb, monkeypatch):
+    """Run ``nb`` in a fresh kernel, cwd notebooks/, this checkout first on the path."""
+    # The kernel inherits this environment.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
+    client.execute()
+    return nb
+
+
+def test_kernel_imports_this_checkout(monkeypatch):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, xform; print(os.path.dirname(os.path.dirname(xform.__file__)))")])
+    out = _execute(nb, monkeypatch).cells[0].outputs[0]["text"].strip()
+    assert os.path.samefile(out, REPO), f"the kernel imported xform from {out}, not {REPO}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, monkeypatch):
+    nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
     try:
-        client.execute()
+        _execute(nb, monkeypatch)
     except CellExecutionError as e:
         pytest.fail(f"{path.name} failed:\n{e}", pytrace=False)
     elapsed = time.perf_counter() - t0
