@@ -37,6 +37,10 @@ def test_committed_with_outputs(path):
     counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
     assert counts and None not in counts, f"{path.name}: cells without outputs"
     assert counts == sorted(counts), f"{path.name}: cells executed out of order: {counts}"
+    # Outputs must not leak the author's machine (paths outside the repository).
+    text = path.read_text()
+    for leak in (str(REPO), "site-packages", "/home/", "/root/"):
+        assert leak not in text, f"{path.name}: outputs mention {leak!r}"
 
 
 def _execute(nb, monkeypatch):
