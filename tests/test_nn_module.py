@@ -267,3 +267,25 @@ def test_error_name_in_use_and_missing_stream():
                        match=r'/ needs PRNG for "noise": pass it to init/apply, e\.g\. '
                              r'rngs=\{"noise": key\}'):
         Noisy().apply({}, X)
+
+
+def test_tabulate_paths_shapes_counts_flops():
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(5)(x)
+            x = nn.BatchNorm(use_running_average=False)(x)
+            return nn.Dense(2, name="out")(x)
+
+    table = Net().tabulate(keys(0)[0], X)
+    lines = table.splitlines()
+    row = next(line for line in lines if line.startswith("│ Dense_0 "))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    # path, module, inputs, outputs, flops (2*2*4*5 matmul + 10 bias adds), ...
+    assert cells[:5] == ["Dense_0", "Dense", "float32[2,4]", "float32[2,5]", "90"]
+    assert "bias: float32[5]" in table and "kernel: float32[4,5]" in table
+    assert "mean: float32[5]" in table and "25 (100 B)" in table
+    assert "│ out " in table and "BatchNorm_0" in table
+    assert "Total Parameters: 57 (228 B)" in table      # 47 params + 10 batch_stats
+    shallow = nn.tabulate(Net(), keys(0)[0], depth=0, compute_flops=False)(X)
+    assert "Dense_0" not in shallow and "flops" not in shallow

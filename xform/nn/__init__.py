@@ -28,9 +28,10 @@ from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # 
 from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
 from xform.nn._transforms import (  # noqa: E402
     broadcast, checkpoint, jit, remat, scan, vmap)
+from xform.nn._summary import tabulate  # noqa: E402
 
 __all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact",
             "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral", "Einsum",
             "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
             "LayerNorm", "RMSNorm", "Dropout", "Sequential", "broadcast", "checkpoint",
-            "jit", "remat", "scan", "vmap"]
+            "jit", "remat", "scan", "vmap", "tabulate"]

@@ -491,10 +491,15 @@ class Module:
         variables = self.variables
         return self.clone(_deep_clone=True, _reset_names=True, name=None), variables
 
-    def tabulate(self, rngs, *args, **kwargs):
-        """A table of submodules, shapes, parameter counts and FLOPs (see nn.tabulate)."""
+    def tabulate(self, rngs, *args, depth=None, show_repeated=False,
+                 mutable=DenyList("intermediates"), console_kwargs=None,
+                 table_kwargs=None, column_kwargs=None, compute_flops=True,
+                 compute_vjp_flops=False, **kwargs):
+        """A text table of submodule calls: paths, input/output shapes, variables per
+        collection (counts, bytes), totals and XLA FLOPs (see ``nn.tabulate``)."""
         from xform.nn._summary import tabulate
-        return tabulate(self, rngs, **kwargs.pop("_tabulate_kw", {}))(*args, **kwargs)
+        return tabulate(self, rngs, depth=depth, show_repeated=show_repeated,
+                        mutable=mutable, compute_flops=compute_flops)(*args, **kwargs)
 
 
 def _add_parent_and_name(cls):
