@@ -38,8 +38,11 @@ def _models(lib, np_):
     class FnRNN(lib.Module):     # function target; the cell is a sibling scope
         @lib.compact
         def __call__(self, x):
-            f = lib.scan(lambda m, c, x: m(c, x), variable_broadcast="params",
-                         split_rngs={"params": False}, in_axes=1, out_axes=1)
+            def step(m, c, x):
+                c, y = m(c, x)
+                return c, (c, y)
+            f = lib.scan(step, variable_broadcast="params", split_rngs={"params": False},
+                         in_axes=1, out_axes=(0, 1))   # as flax's RNN(seq_lengths=...)
             return f(Cell(), np_.zeros((x.shape[0], 3)), x)
 
     class Block(lib.Module):
