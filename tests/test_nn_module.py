@@ -289,3 +289,46 @@ def test_tabulate_paths_shapes_counts_flops():
     assert "Total Parameters: 57 (228 B)" in table      # 47 params + 10 batch_stats
     shallow = nn.tabulate(Net(), keys(0)[0], depth=0, compute_flops=False)(X)
     assert "Dense_0" not in shallow and "flops" not in shallow
+
+
+def test_functional_init_apply_inheritance_kw_only():
+    class Base(nn.Module):
+        features: int
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(self.features)(x) * self.scale()
+
+        def scale(self):
+            return 1.0
+
+    class Child(Base):
+        factor: float = 3.0
+
+        def scale(self):
+            return self.factor
+
+    class KW(nn.Module, kw_only=True):
+        a: int = 1
+        b: int
+
+    xk, _ = keys(8)
+    m = Child(2)
+    v = nn.init(lambda mdl, x: mdl(x), m)(xk, X)
+    assert_trees(v, m.init(xk, X))
+    out = nn.apply(lambda mdl, x: mdl(x), m)(v, X)
+    np.testing.assert_allclose(out, 3.0 * Base(2).apply(v, X), rtol=1e-6)
+    assert KW(b=2).a == 1
+    with pytest.raises(TypeError):
+        KW(1, 2)
+    assert nn.initializers.zeros_init()(None, (2,)).shape == (2,)
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+    for name in ["_module", "_linear", "_normalization", "_stochastic", "_transforms",
+                 "_summary", "initializers"]:
+        mod = importlib.import_module(f"xform.nn.{name}")
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, (name, result)
