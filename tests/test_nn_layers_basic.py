@@ -146,7 +146,7 @@ def test_sequential_matches_flax():
 
 
 @pytest.mark.parametrize("name,args,kw", [("Dense", (5,), {}),
-                                          ("LayerNorm", (), {}),
+                                          ("LayerNorm", (), {}), ("RMSNorm", (), {}),
                                           ("DenseGeneral", ((2, 2),), {})])
 def test_bfloat16_mixed_precision(name, args, kw):
     xk, fk = keys(18)
@@ -156,8 +156,8 @@ def test_bfloat16_mixed_precision(name, args, kw):
     assert_trees(v, fv)                      # params stay float32
     y, fy = xform.jit(xm.apply)(v, X), jax.jit(fm.apply)(fv, X)
     assert y.dtype == fy.dtype == jjnp.bfloat16
-    np.testing.assert_allclose(np.asarray(y, np.float32), np.asarray(fy, np.float32),
-                               rtol=2e-2, atol=2e-2)
+    np.testing.assert_array_equal(np.asarray(y, np.float32),     # bit-exact
+                                  np.asarray(fy, np.float32))
     bf = nn.Dense(3, param_dtype=jnp.bfloat16).init(xk, X)
     fbf = fnn.Dense(3, param_dtype=jjnp.bfloat16).init(fk, X)
     assert_trees(bf, fbf)

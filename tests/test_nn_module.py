@@ -11,7 +11,7 @@ import jax.numpy as jjnp
 import xform
 import xform.numpy as jnp
 import xform.nn as nn
-from nn_oracle import assert_trees, keys, to_np
+from nn_oracle import assert_trees, keys
 
 X = np.random.RandomState(0).randn(2, 4).astype(np.float32)
 
