@@ -2,6 +2,7 @@
 MultiHeadDotProductAttention family (same key -> same variables and outputs, eagerly and
 under jit; dropout masks; gradients; the decode cache; bfloat16); errors; doctests."""
 import doctest
+import functools
 import warnings
 
 import flax.linen as fnn
@@ -16,6 +17,11 @@ from xform import nn
 from xform.nn import _attention_fns
 
 R = np.random.RandomState(0)
+
+
+def fjit(fn, **kw):
+    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
+    return jax.jit(functools.partial(fn, **kw))
 
 
 def close(a, e, tol=1e-5):
@@ -52,22 +58,23 @@ def test_attention_functions_vs_flax():
     bias = R.randn(1, 1, 2, 5, 5).astype(np.float32)
     for kw in (dict(), dict(mask=mask), dict(bias=bias, mask=mask > 0)):
         close(nn.dot_product_attention_weights(q, k, **kw),
-              fnn.dot_product_attention_weights(q, k, **kw))
+              fjit(fnn.dot_product_attention_weights, **kw)(q, k))
         close(nn.dot_product_attention(q, k, v, **kw),
-              fnn.dot_product_attention(q, k, v, **kw))
+              fjit(fnn.dot_product_attention, **kw)(q, k, v))
     # Flax's dropout, bit for bit: same key -> same mask.
     key = np.asarray(jax.random.key_data(jax.random.PRNGKey(3)))
     for bd in (True, False):
         kw = dict(dropout_rng=key, dropout_rate=0.4, broadcast_dropout=bd)
         close(nn.dot_product_attention(q, k, v, mask=mask, **kw),
-              fnn.dot_product_attention(q, k, v, mask=mask, **kw))
+              fjit(fnn.dot_product_attention, mask=mask, **kw)(q, k, v))
     jitted = xform.jit(lambda *a: nn.dot_product_attention(*a, mask=mask,
                                                            deterministic=True))(q, k, v)
-    close(jitted, fnn.dot_product_attention(q, k, v, mask=mask))
+    expected = fjit(fnn.dot_product_attention, mask=mask)(q, k, v)
+    close(jitted, expected)
     g = xform.grad(lambda *a: nn.dot_product_attention(*a, mask=mask).sum() ** 2,
                    (0, 1, 2))(q, k, v)
-    gj = jax.grad(lambda *a: fnn.dot_product_attention(*a, mask=mask).sum() ** 2,
-                  (0, 1, 2))(q, k, v)
+    gj = jax.jit(jax.grad(lambda *a: fnn.dot_product_attention(*a, mask=mask).sum() ** 2,
+                  (0, 1, 2)))(q, k, v)
     for a, e in zip(g, gj):
         close(a, e, 1e-4)
 
@@ -77,16 +84,15 @@ def test_attention_functions_bf16_and_options():
     bq, bk, bv = (a.astype(jjnp.bfloat16) for a in (q, k, v))
     for kw in (dict(dtype=jjnp.bfloat16), dict(force_fp32_for_softmax=True)):
         ours = nn.dot_product_attention(bq, bk, bv, **kw)
-        theirs = fnn.dot_product_attention(bq, bk, bv, **kw)
+        theirs = fjit(fnn.dot_product_attention, **kw)(bq, bk, bv)
         assert ours.dtype == theirs.dtype
         close(ours, theirs, 2e-2)
     # Mixed dtypes promote (Flax's), a custom einsum pair is used.
-    close(nn.dot_product_attention(q, bk, bv), fnn.dot_product_attention(q, bk, bv), 1e-2)
-    ein = lambda: jnp.einsum
+    close(nn.dot_product_attention(q, bk, bv), fjit(fnn.dot_product_attention)(q, bk, bv),
+          1e-2)
     close(nn.dot_product_attention(q, k, v, qk_attn_weights_einsum=jnp.einsum,
                                    attn_weights_value_einsum=jnp.einsum),
-          fnn.dot_product_attention(q, k, v))
-    del ein
+          fjit(fnn.dot_product_attention)(q, k, v))
     with pytest.raises(ValueError, match="must be specified together"):
         nn.dot_product_attention(q, k, v, qk_attn_weights_einsum=jnp.einsum,
                                  dropout_rate=0.1)
@@ -144,9 +150,9 @@ def test_attention_modules_vs_flax(cls, kw, args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         v = ours.init(RNGS(xform), *args, **call)
-        fv = theirs.init(RNGS(jax), *args, **call)
+        fv = fjit(theirs.init, **call)(RNGS(jax), *args)
         same_variables(v, fv)
-        fy = theirs.apply(fv, *args, rngs=RNGS(jax), **call)
+        fy = fjit(theirs.apply, rngs=RNGS(jax), **call)(fv, *args)
         close(ours.apply(v, *args, rngs=RNGS(xform), **call), fy)
         jitted = xform.jit(lambda v, *a: ours.apply(v, *a, rngs=RNGS(xform), **call))
         close(jitted(v, *args), fy)
@@ -154,21 +160,23 @@ def test_attention_modules_vs_flax(cls, kw, args):
 
 def test_attention_grad_sow_and_bf16():
     kw = dict(num_heads=2, qkv_features=8)
-    ours, theirs = nn.MultiHeadDotProductAttention(**kw), fnn.MultiHeadDotProductAttention(**kw)
-    v, fv = ours.init(RNGS(xform), X), theirs.init(RNGS(jax), X)
+    ours = nn.MultiHeadDotProductAttention(**kw)
+    theirs = fnn.MultiHeadDotProductAttention(**kw)
+    v, fv = ours.init(RNGS(xform), X), fjit(theirs.init)(RNGS(jax), X)
     loss = lambda m: lambda p, x: (m.apply(p, x) ** 2).sum()
     g = xform.jit(xform.grad(loss(ours), (0, 1)))(v, X)
-    fg = jax.grad(loss(theirs), (0, 1))(fv, X)
+    fg = jax.jit(jax.grad(loss(theirs), (0, 1)))(fv, X)
     same_variables(g[0], fg[0], 1e-4)
     close(g[1], fg[1], 1e-4)
     _, state = ours.apply(v, X, sow_weights=True, mutable=["intermediates"])
-    _, fstate = theirs.apply(fv, X, sow_weights=True, mutable=["intermediates"])
+    _, fstate = fjit(theirs.apply, sow_weights=True, mutable=["intermediates"])(fv, X)
     same_variables(state, fstate, 1e-5)
     bkw = dict(kw, dtype=jjnp.bfloat16)
-    ours, theirs = nn.MultiHeadDotProductAttention(**bkw), fnn.MultiHeadDotProductAttention(**bkw)
-    v, fv = ours.init(RNGS(xform), X), theirs.init(RNGS(jax), X)
+    ours = nn.MultiHeadDotProductAttention(**bkw)
+    theirs = fnn.MultiHeadDotProductAttention(**bkw)
+    v, fv = ours.init(RNGS(xform), X), fjit(theirs.init)(RNGS(jax), X)
     same_variables(v, fv)
-    y, fy = ours.apply(v, X), theirs.apply(fv, X)
+    y, fy = ours.apply(v, X), fjit(theirs.apply)(fv, X)
     assert y.dtype == fy.dtype == jjnp.bfloat16
     close(y, fy, 3e-2)
 
@@ -177,22 +185,24 @@ def test_decode_cache_vs_full_causal_pass():
     """Step-by-step decoding with the cache equals the full causal pass (and Flax's
     cache contents and outputs, step by step)."""
     kw = dict(num_heads=2, qkv_features=8)
-    full, ffull = nn.MultiHeadDotProductAttention(**kw), fnn.MultiHeadDotProductAttention(**kw)
+    full = nn.MultiHeadDotProductAttention(**kw)
+    ffull = fnn.MultiHeadDotProductAttention(**kw)
     v = full.init(RNGS(xform), X)
     causal = nn.make_causal_mask(np.ones((2, 5)))
     expected = full.apply(v, X, mask=causal)
     dec = nn.MultiHeadDotProductAttention(**kw, decode=True)
     fdec = fnn.MultiHeadDotProductAttention(**kw, decode=True)
     cache = dec.init(RNGS(xform), X)["cache"]
-    fcache = fdec.init(RNGS(jax), X)["cache"]
+    fcache = fjit(fdec.init)(RNGS(jax), X)["cache"]
     same_variables(cache, fcache)
-    fv = ffull.init(RNGS(jax), X)
+    fv = fjit(ffull.init)(RNGS(jax), X)
+    fstep = jax.jit(lambda c, x: fdec.apply({"params": fv["params"], "cache": c}, x,
+                                            mutable=["cache"]))
     step = xform.jit(lambda c, x: dec.apply({"params": v["params"], "cache": c}, x,
                                            mutable=["cache"]))
     for t in range(X.shape[1]):
         y, upd = step(cache, X[:, t:t + 1])
-        fy, fupd = fdec.apply({"params": fv["params"], "cache": fcache}, X[:, t:t + 1],
-                              mutable=["cache"])
+        fy, fupd = fstep(fcache, X[:, t:t + 1])
         cache, fcache = upd["cache"], fupd["cache"]
         close(y, expected[:, t:t + 1])
         close(y, fy)

@@ -2,6 +2,7 @@
 (paths and values) and outputs, eagerly and under jit; gradients through apply; bfloat16;
 errors; docstring examples."""
 import doctest
+import functools
 
 import flax.linen as fnn
 import jax
@@ -15,6 +16,11 @@ from xform import nn
 from xform.nn import _pooling
 
 R = np.random.RandomState(0)
+
+
+def fjit(fn, **kw):
+    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
+    return jax.jit(functools.partial(fn, **kw))
 
 
 def close(a, e, tol=1e-5):
@@ -80,9 +86,9 @@ def check_layer(cls, kw, x, tol=1e-5, jit=True):
     """Same key -> same variables and outputs as flax (eager, and jitted apply)."""
     ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
     v = ours.init(xform.random.PRNGKey(1), x)
-    fv = theirs.init(jax.random.PRNGKey(1), x)
+    fv = fjit(theirs.init)(jax.random.PRNGKey(1), x)
     same_variables(v, fv)
-    y, fy = ours.apply(v, x), theirs.apply(fv, x)
+    y, fy = ours.apply(v, x), fjit(theirs.apply)(fv, x)
     assert y.dtype == fy.dtype
     close(y, fy, tol)
     if jit:
@@ -140,7 +146,7 @@ def test_conv_grad_bf16_mask_and_errors():
     ours, v, theirs, fv = check_layer("Conv", kw, X2, jit=False)
     loss = lambda m, lib: lambda p, x: (m.apply(p, x) ** 2).sum()
     g = xform.jit(xform.grad(loss(ours, xform), (0, 1)))(v, X2)
-    fg = jax.grad(loss(theirs, jax), (0, 1))(fv, X2)
+    fg = jax.jit(jax.grad(loss(theirs, jax), (0, 1)))(fv, X2)
     same_variables(g[0], fg[0], 1e-4)
     close(g[1], fg[1], 1e-4)
     for cls in ("Conv", "ConvTranspose"):                 # mixed precision

@@ -3,6 +3,7 @@ carry and outputs), RNN over the lifted scan (seq_lengths, return_carry, reverse
 keep_order, time_major, unroll), Bidirectional; jit, gradients, bfloat16, errors,
 doctests."""
 import doctest
+import functools
 
 import flax.linen as fnn
 import jax
@@ -17,6 +18,11 @@ from xform.nn import _recurrent
 R = np.random.RandomState(0)
 X = R.randn(2, 5, 4).astype(np.float32)            # (batch, time, features)
 LENS = np.array([3, 5], np.int32)
+
+
+def fjit(fn, **kw):
+    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
+    return jax.jit(functools.partial(fn, **kw))
 
 
 def close(a, e, tol=1e-5):
@@ -48,9 +54,9 @@ def test_cells_vs_flax(cls, kw, x):
     fcarry = theirs.initialize_carry(jax.random.PRNGKey(0), x.shape)
     same_trees(carry, fcarry)
     v = ours.init(xform.random.PRNGKey(1), carry, x)
-    fv = theirs.init(jax.random.PRNGKey(1), fcarry, x)
+    fv = fjit(theirs.init)(jax.random.PRNGKey(1), fcarry, x)
     same_trees(v, fv, 1e-6)
-    expected = theirs.apply(fv, fcarry, x)
+    expected = fjit(theirs.apply)(fv, fcarry, x)
     same_trees(ours.apply(v, carry, x), expected)
     same_trees(xform.jit(ours.apply)(v, carry, x), expected)
 
@@ -69,37 +75,37 @@ def test_rnn_vs_flax(kw, call):
     x = np.swapaxes(X, 0, 1) if kw.get("time_major") else X
     ours, theirs = _rnn(nn, "GRUCell", **kw), _rnn(fnn, "GRUCell", **kw)
     v = ours.init(xform.random.PRNGKey(0), x, **call)
-    fv = theirs.init(jax.random.PRNGKey(0), x, **call)
+    fv = fjit(theirs.init, **call)(jax.random.PRNGKey(0), x)
     same_trees(v, fv, 1e-6)
-    expected = theirs.apply(fv, x, **call)
+    expected = fjit(theirs.apply, **call)(fv, x)
     same_trees(ours.apply(v, x, **call), expected)
     same_trees(xform.jit(lambda v, x: ours.apply(v, x, **call))(v, x), expected)
 
 
 def test_rnn_carry_grad_and_bidirectional():
     ours, theirs = _rnn(nn), _rnn(fnn)
-    v, fv = ours.init(xform.random.PRNGKey(0), X), theirs.init(jax.random.PRNGKey(0), X)
+    v, fv = ours.init(xform.random.PRNGKey(0), X), fjit(theirs.init)(jax.random.PRNGKey(0), X)
     carry = (X[:, 0, :3] * 0.5, X[:, 1, :3])
     call = dict(initial_carry=carry, return_carry=True)
-    same_trees(ours.apply(v, X, **call), theirs.apply(fv, X, **call))
+    same_trees(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
     loss = lambda m: lambda p, x: (m.apply(p, x, seq_lengths=LENS) ** 2).sum()
     g = xform.jit(xform.grad(loss(ours), (0, 1)))(v, X)
-    same_trees(g, jax.grad(loss(theirs), (0, 1))(fv, X), 1e-4)
+    same_trees(g, jax.jit(jax.grad(loss(theirs), (0, 1)))(fv, X), 1e-4)
     mk = lambda m: m.Bidirectional(m.RNN(m.SimpleCell(3)), m.RNN(m.OptimizedLSTMCell(2)))
     ours, theirs = mk(nn), mk(fnn)
     call = dict(seq_lengths=LENS, return_carry=True)
     v = ours.init(xform.random.PRNGKey(0), X, **call)
-    fv = theirs.init(jax.random.PRNGKey(0), X, **call)
+    fv = fjit(theirs.init, **call)(jax.random.PRNGKey(0), X)
     same_trees(v, fv, 1e-6)
-    same_trees(ours.apply(v, X, **call), theirs.apply(fv, X, **call))
+    same_trees(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
 
 
 def test_rnn_bf16_and_errors():
     mk = lambda m: m.RNN(m.LSTMCell(3, dtype=jjnp.bfloat16))
     ours, theirs = mk(nn), mk(fnn)
-    v, fv = ours.init(xform.random.PRNGKey(0), X), theirs.init(jax.random.PRNGKey(0), X)
+    v, fv = ours.init(xform.random.PRNGKey(0), X), fjit(theirs.init)(jax.random.PRNGKey(0), X)
     same_trees(v, fv, 1e-6)
-    y, fy = ours.apply(v, X), theirs.apply(fv, X)
+    y, fy = ours.apply(v, X), fjit(theirs.apply)(fv, X)
     assert y.dtype == fy.dtype
     close(y, fy, 3e-2)
     with pytest.raises(ValueError, match=r"no time axis"):

@@ -21,19 +21,22 @@ __all__ = [
 from xform.nn import errors, initializers  # noqa: E402
 from xform.nn._scope import DenyList  # noqa: E402
 from xform.nn._module import (  # noqa: E402
-    Module, Variable, compact, merge_param, nowrap, share_scope)
+    Module, Variable, apply, compact, init, init_with_output, merge_param, nowrap,
+    share_scope)
 from xform.nn._linear import (  # noqa: E402
     Dense, DenseGeneral, Einsum, Embed, canonicalize_dtype, promote_dtype)
 from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
 from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
 from xform.nn._transforms import (  # noqa: E402
     broadcast, checkpoint, jit, remat, scan, vmap)
+from xform.nn._summary import tabulate  # noqa: E402
 
-__all__ += ["errors", "initializers", "DenyList", "Module", "Variable", "compact",
-            "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral", "Einsum",
-            "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
-            "LayerNorm", "RMSNorm", "Dropout", "Sequential", "broadcast", "checkpoint",
-            "jit", "remat", "scan", "vmap"]
+__all__ += [
+    "errors", "initializers", "DenyList", "Module", "Variable", "apply", "compact", "init",
+    "init_with_output", "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral",
+    "Einsum", "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
+    "LayerNorm", "RMSNorm", "Dropout", "Sequential", "broadcast", "checkpoint", "jit",
+    "remat", "scan", "vmap", "tabulate"]
 
 # conv, pooling, attention, recurrent
 # (flax.linen's dot_product_attention replaces jax.nn's under the shared name, as in

@@ -19,7 +19,8 @@ from xform.nn import errors
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
                              is_valid_rng, union_filters)
 
-__all__ = ["Module", "compact", "merge_param", "nowrap", "share_scope", "Variable"]
+__all__ = ["Module", "apply", "compact", "init", "init_with_output", "merge_param",
+           "nowrap", "share_scope", "Variable"]
 
 
 class _Unspecified:
@@ -491,10 +492,41 @@ class Module:
         variables = self.variables
         return self.clone(_deep_clone=True, _reset_names=True, name=None), variables
 
-    def tabulate(self, rngs, *args, **kwargs):
-        """A table of submodules, shapes, parameter counts and FLOPs (see nn.tabulate)."""
+    def tabulate(self, rngs, *args, depth=None, show_repeated=False,
+                 mutable=DenyList("intermediates"), console_kwargs=None,
+                 table_kwargs=None, column_kwargs=None, compute_flops=True,
+                 compute_vjp_flops=False, **kwargs):
+        """A text table of submodule calls: paths, input/output shapes, variables per
+        collection (counts, bytes), totals and XLA FLOPs (see ``nn.tabulate``)."""
         from xform.nn._summary import tabulate
-        return tabulate(self, rngs, **kwargs.pop("_tabulate_kw", {}))(*args, **kwargs)
+        return tabulate(self, rngs, depth=depth, show_repeated=show_repeated,
+                        mutable=mutable, compute_flops=compute_flops)(*args, **kwargs)
+
+
+def apply(fn, module, mutable=False, capture_intermediates=False):
+    """Flax's functional ``nn.apply``: ``fn(bound_module, *args)`` as
+    ``(variables, *args, rngs=None, **kwargs) -> out`` (or ``(out, updates)``)."""
+    def wrapper(variables, *args, rngs=None, **kwargs):
+        return module._run(fn, variables, args, kwargs, rngs, mutable,
+                           capture_intermediates, None)
+    return wrapper
+
+
+def init_with_output(fn, module, mutable=DenyList("intermediates"),
+                     capture_intermediates=False):
+    """Flax's functional ``nn.init_with_output``: ``(rngs, *args) -> (out, vars)``."""
+    def wrapper(rngs, *args, **kwargs):
+        return module._run(fn, {}, args, kwargs, rngs, mutable, capture_intermediates,
+                           {"initializing": True})
+    return wrapper
+
+
+def init(fn, module, mutable=DenyList("intermediates"), capture_intermediates=False):
+    """Flax's functional ``nn.init``: ``(rngs, *args) -> variables``."""
+    def wrapper(rngs, *args, **kwargs):
+        return init_with_output(fn, module, mutable, capture_intermediates)(
+            rngs, *args, **kwargs)[1]
+    return wrapper
 
 
 def _add_parent_and_name(cls):

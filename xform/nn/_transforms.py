@@ -215,12 +215,21 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
     return _pack(core, v_groups, tuple(v_out), r_groups)
 
 
-def _to_front(ax, x):
-    return x if ax == 0 else jnp.moveaxis(x, ax, 0)
-
-
-def _from_front(ax, x):
-    return x if ax == 0 else jnp.moveaxis(x, 0, ax)
+def _move_axes(axes, tree, to_front):
+    """Moves each leaf's scan axis (``axes``: a prefix tree of ints) to/from the front."""
+    if axes is broadcast:
+        return tree
+    if isinstance(axes, int):
+        if axes == 0:
+            return tree
+        src, dst = (axes, 0) if to_front else (0, axes)
+        return tree_map(lambda x: jnp.moveaxis(x, src, dst), tree)
+    if isinstance(axes, (tuple, list)):
+        return type(tree)(_move_axes(a, t, to_front) for a, t in zip(axes, tree))
+    if isinstance(axes, dict):
+        return {k: _move_axes(axes[k], tree[k], to_front) for k in tree}
+    raise TypeError(f"scan axes must be ints, nn.broadcast or a prefix tree of them, "
+                    f"got {axes!r}")
 
 
 def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs,
@@ -245,9 +254,9 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
             n = length
         rngs_split = _split_rng_groups(rng_groups, r_splits, n)
         bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
-        scan_vars = tuple(tree_map(functools.partial(_to_front, ax), g)
+        scan_vars = tuple(_move_axes(ax, g, True)
                           for g, ax in zip(variable_groups[2:], v_in_axes))
-        xs = tuple(() if ax is broadcast else tree_map(functools.partial(_to_front, ax), a)
+        xs = tuple(() if ax is broadcast else _move_axes(ax, a, True)
                    for a, ax in zip(args, axes))
         step_rngs = tuple(g if s else () for g, s in zip(rngs_split, r_splits))
 
@@ -274,11 +283,10 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
         (carry_vars, c), (ys, scan_out) = lax.scan(
             loop, (carry_vars, init), (scan_vars, step_rngs, xs), length=n,
             reverse=reverse, unroll=unroll)
-        if out_axes is not broadcast:
-            ys = tree_map(functools.partial(_from_front, out_axes), ys) \
-                if isinstance(out_axes, int) else ys
-        scan_out = tuple(tree_map(functools.partial(_from_front, ax), g)
-                         for g, ax in zip(scan_out, v_out_axes))
+        if out_axes is broadcast:
+            raise NotImplementedError("nn.scan(out_axes=nn.broadcast) is not supported.")
+        ys = _move_axes(out_axes, ys, False)
+        scan_out = tuple(_move_axes(ax, g, False) for g, ax in zip(scan_out, v_out_axes))
         return (c, ys), (bcast_out, carry_vars) + scan_out
     filters = (variable_broadcast, variable_carry)
     return _pack(core, filters + v_groups, filters + tuple(v_out), r_groups)

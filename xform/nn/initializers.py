@@ -16,9 +16,9 @@ from xform.transforms.jit import jit
 
 __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal",
            "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal",
-           "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones",
+           "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "ones_init",
            "orthogonal", "truncated_normal", "uniform", "variance_scaling",
-           "xavier_normal", "xavier_uniform", "zeros"]
+           "xavier_normal", "xavier_uniform", "zeros", "zeros_init"]
 
 Initializer = object   # the protocol: ``(key, shape, dtype=None) -> Array``
 
@@ -59,6 +59,16 @@ def zeros(key, shape, dtype=None):
 def ones(key, shape, dtype=None):
     """Ones of ``shape``."""
     return jnp.ones(_shape(shape), _dtype(dtype))
+
+
+def zeros_init():
+    """Flax's ``zeros_init()``: returns the ``zeros`` initializer."""
+    return zeros
+
+
+def ones_init():
+    """Flax's ``ones_init()``: returns the ``ones`` initializer."""
+    return ones
 
 
 def constant(value, dtype=None):
