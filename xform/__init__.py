@@ -17,6 +17,13 @@ from xform.transforms.devices import (device_put, devices, device_count, local_d
                                       default_backend, block_until_ready, disable_jit)
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
+from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
+                               states as _states, checking_leaks, transfer_guard)
+from xform.transforms.runtime import (  # noqa: E402
+    typeof, clear_caches, live_arrays, effects_barrier, named_call, named_scope,
+    ensure_compile_time_eval)
+from xform.transforms.ad_extras import (  # noqa: E402
+    jacobian, linear_transpose, custom_gradient, fwd_and_bwd)
 
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
 from xform import nn, scipy  # noqa: E402,F401
@@ -38,3 +45,7 @@ __version__ = "0.1.0"
 from xform import optim, training  # noqa: E402,F401
 import importlib as _importlib  # noqa: E402
 checkpoint = _importlib.import_module("xform.checkpoint")
+from xform import ref  # noqa: E402  (mutable array references: xform.ref)
+from xform.ref import new_ref, empty_ref, freeze, Ref  # noqa: E402,F401
+for _name, _state in _states.items():  # JAX's other top-level config states
+    globals().setdefault(_name, _state)

@@ -338,6 +338,11 @@ def is_deleted(buf) -> bool:
     return buf.is_deleted()
 
 
+def delete(buf):
+    """Free ``buf``'s device memory now (later use raises)."""
+    buf.delete()
+
+
 # ---- host callbacks ----
 # jaxlib 0.10.2 on CPU: a program calls back into Python through the typed-FFI
 # custom call PYTHON_CALLBACK_TARGET (api_version 4) whose ``mhlo.backend_config``

@@ -16,8 +16,9 @@ import sys
 import numpy as np
 
 from xform.interpreters.callback import debug_callback
+from xform.debugger import breakpoint  # noqa: A004
 
-__all__ = ["callback", "print"]
+__all__ = ["breakpoint", "callback", "print"]
 
 
 def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):

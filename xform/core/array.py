@@ -65,6 +65,10 @@ class Array(ArrayOps):
         """Whether the buffer was deleted (e.g. donated to a jitted computation)."""
         return backend.is_deleted(self._buf)
 
+    def delete(self):
+        """Free the device buffer now (as JAX's ``Array.delete``); later use raises."""
+        backend.delete(self._buf)
+
     def devices(self):
         return {backend.buffer_device(self._buf)}
 

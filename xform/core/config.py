@@ -1,13 +1,20 @@
 """Global flags under JAX's names (``jax_enable_x64``, ``jax_debug_nans``, ...).
 
-``config.update("jax_enable_x64", True)`` flips a flag; flags also read their
-initial value from the environment variable of the same name in upper case.
+``config.update("jax_enable_x64", True)`` flips a flag; ``with xform.enable_x64(True):``
+flips it for a block. Every option name JAX 0.10.2 has is recognized (the list is data in
+``_jax_config_options.py``); those in ``_DEFAULTS`` do something in xform and read their
+initial value from the environment variable of the same name in upper case, the others
+are accepted and inert (docs/architecture.md lists them). A name JAX does not have raises
+``AttributeError`` as JAX does.
 """
 import os
+
+from xform.core._jax_config_options import JAX_OPTIONS
 
 _DEFAULTS = {
     "jax_enable_x64": False,
     "jax_debug_nans": False,
+    "jax_debug_infs": False,
     "jax_disable_jit": False,
     "jax_log_compiles": False,
     # jit and the compilation cache (xform/interpreters/compiler.py)
@@ -17,13 +24,19 @@ _DEFAULTS = {
     "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
     "xform_lazy": False,  # xform.lazy: record eager ops, run them at barriers
+    # None: the JAX_TRACEBACK_FILTERING environment variable decides, read at each error
+    # (core/traceback_util.py); JAX reads it once and defaults to "auto".
+    "jax_traceback_filtering": None,
 }
-_STRINGS = {"jax_compilation_cache_dir"}
+_STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering"}
+INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))
 
 
 def _convert(name, value):
     """``value`` as the type of flag ``name``'s default (flags are bool, int, float or
-    an optional string)."""
+    an optional string); inert options keep what they are given."""
+    if name not in _DEFAULTS:
+        return value
     default = _DEFAULTS[name]
     if name in _STRINGS:
         return None if value is None else str(value)
@@ -46,6 +59,8 @@ class Config:
 
     def __init__(self):
         # Flags are plain instance attributes: reading one is on hot paths.
+        for k, v in JAX_OPTIONS.items():
+            object.__setattr__(self, k, v)
         for k, v in _DEFAULTS.items():
             object.__setattr__(self, k, _from_env(k, v))
         object.__setattr__(self, "_listeners", [])
@@ -54,13 +69,27 @@ class Config:
         raise AttributeError("Use config.update(name, value) to change a flag.")
 
     def update(self, name, value):
-        """Set flag ``name`` (e.g. ``"jax_enable_x64"``) to ``value``."""
-        if name not in _DEFAULTS:
-            raise AttributeError(
-                f"Unrecognized config option: {name!r}; known: {sorted(_DEFAULTS)}")
+        """Set flag ``name`` (e.g. ``"jax_enable_x64"``) to ``value``.
+
+        Raises:
+          AttributeError: ``name`` is not one of JAX's (or xform's) option names.
+        """
+        if name not in _DEFAULTS and name not in JAX_OPTIONS:
+            raise AttributeError(f"Unrecognized config option: {name}")
         object.__setattr__(self, name, _convert(name, value))
         for fn in self._listeners:
             fn(name, value)
+
+    def read(self, name):
+        """The value of flag ``name``."""
+        if name not in _DEFAULTS and name not in JAX_OPTIONS:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        return getattr(self, name)
+
+    @property
+    def values(self):
+        """All flags as a dict."""
+        return {k: getattr(self, k) for k in sorted(set(JAX_OPTIONS) | set(_DEFAULTS))}
 
     def _add_listener(self, fn):
         """Call ``fn(name, value)`` after every update (caches keyed on flags use this)."""
@@ -73,3 +102,86 @@ class Config:
 
 
 config = Config()
+
+
+class State:
+    """A flag as JAX's top-level ``jax.enable_x64``/``jax.debug_nans``/...: ``.value`` reads
+    it and calling it gives a context manager setting it for a block.
+
+    >>> import xform
+    >>> with xform.debug_nans(True):
+    ...     xform.config.jax_debug_nans
+    True
+    """
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    @property
+    def value(self):
+        return getattr(config, self.name)
+
+    def __call__(self, new_value=True):
+        return _Setting(self.name, new_value)
+
+    def __bool__(self):
+        raise TypeError(f"bool() not supported for {self.name}'s state; read `.value`")
+
+    def __repr__(self):
+        return f"State({self.name}={self.value!r})"
+
+
+class _Setting:
+    __slots__ = ("name", "value", "prev")
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
+
+    def __enter__(self):
+        self.prev = getattr(config, self.name)
+        config.update(self.name, self.value)
+
+    def __exit__(self, *exc):
+        config.update(self.name, self.prev)
+
+
+# JAX's top-level State objects (``jax.enable_x64`` etc.), by their option names.
+_STATES = [
+    "jax_allow_f16_reductions", "jax_array_garbage_collection_guard", "jax_auto_pcast",
+    "jax_check_tracer_leaks", "jax_debug_infs", "jax_debug_key_reuse", "jax_debug_nans",
+    "jax_default_device", "jax_default_matmul_precision", "jax_default_prng_impl",
+    "jax_enable_checks", "jax_enable_custom_prng", "jax_enable_x64",
+    "jax_explain_cache_misses", "jax2tf_associative_scan_reductions", "jax_legacy_prng_key",
+    "jax_log_compiles", "jax_no_execution", "jax_no_tracing", "jax_numpy_dtype_promotion",
+    "jax_numpy_rank_promotion", "jax_remove_size_one_mesh_axis_from_type",
+    "jax_softmax_custom_jvp", "jax_thread_guard", "jax_threefry_partitionable",
+    "jax_transfer_guard_device_to_device", "jax_transfer_guard_device_to_host",
+    "jax_transfer_guard_host_to_device"]
+states = {n[4:] if n.startswith("jax_") else n: State(n) for n in _STATES}
+enable_x64 = states["enable_x64"]
+debug_nans = states["debug_nans"]
+debug_infs = states["debug_infs"]
+
+
+def checking_leaks():
+    """``jax.checking_leaks()``: ``check_tracer_leaks(True)`` for a block (inert in xform:
+    leaked tracers are always detected when used)."""
+    return _Setting("jax_check_tracer_leaks", True)
+
+
+class transfer_guard:  # noqa: N801  (JAX's name)
+    """``jax.transfer_guard(level)``: sets the three transfer-guard options for a block
+    (inert in xform: transfers are never guarded)."""
+
+    def __init__(self, new_val):
+        self.settings = [_Setting(f"jax_transfer_guard_{k}", new_val)
+                         for k in ("host_to_device", "device_to_device", "device_to_host")]
+
+    def __enter__(self):
+        for st in self.settings:
+            st.__enter__()
+
+    def __exit__(self, *exc):
+        for st in reversed(self.settings):
+            st.__exit__(*exc)

@@ -185,43 +185,49 @@ def _compile_primitive(prim, avals, params):
                                         as_bytecode=True)
     entry = _OneOp(compiler.compile_module(module, None, callbacks, prim.name, avals),
                    out_avals)
-    if config.jax_debug_nans:  # baked in: the caches are cleared when the flag flips
-        entry.execute = _nan_checked(entry.execute, out_avals,
-                                     lambda bufs: _raise_nan(prim.name))
+    if config.jax_debug_nans or config.jax_debug_infs:  # baked in: caches are cleared
+        entry.execute = _nan_checked(entry.execute, out_avals,  # when the flags flip
+                                     lambda bufs, what: _raise_nan(prim.name, what))
     return entry
 
 
-# ---- jax_debug_nans ----
+# ---- jax_debug_nans / jax_debug_infs ----
 
 def _nan_checked(execute, out_avals, on_nan):
-    """``execute`` calling ``on_nan(input buffers)`` when a floating output has a NaN."""
+    """``execute`` calling ``on_nan(input buffers, "nan" or "inf")`` when a floating output
+    has a NaN (under jax_debug_nans) or an infinity (under jax_debug_infs)."""
     checked = [i for i, a in enumerate(out_avals) if a.dtype in dtypes.inexact_dtypes]
+    nans, infs = config.jax_debug_nans, config.jax_debug_infs
     if not checked:
         return execute
 
     def run(bufs):
         outs = execute(bufs)
-        if any(np.isnan(backend.to_numpy(outs[i])).any() for i in checked):
-            on_nan(bufs)
+        for i in checked:
+            x = backend.to_numpy(outs[i])
+            if nans and np.isnan(x).any():
+                on_nan(bufs, "nan")
+            if infs and np.isinf(x).any():
+                on_nan(bufs, "inf")
         return outs
     return run
 
 
-def _raise_nan(name):
-    raise FloatingPointError(f"invalid value (nan) encountered in {name}")
+def _raise_nan(name, what="nan"):
+    raise FloatingPointError(f"invalid value ({what}) encountered in {name}")
 
 
-def _rerun_op_by_op(closed, name, bufs):
+def _rerun_op_by_op(closed, name, bufs, what="nan"):
     """A compiled program produced a NaN: run its jaxpr again one primitive at a time,
     so that the first primitive producing a NaN raises (eager primitives check too)."""
     from xform.core.jaxpr import eval_jaxpr
     args = [Array(b, a) for b, a in zip(bufs[len(closed.consts):], closed.in_avals)]
     eval_jaxpr(closed.jaxpr, closed.consts, *args)
     raise FloatingPointError(
-        f"invalid value (nan) encountered in {name}. Because jax_debug_nans is set, the "
-        "program was re-run one primitive at a time to find the primitive that produced "
-        "it, but none did: the NaN may come from a constant or input returned as is, "
-        "or from an XLA optimization of the compiled program.")
+        f"invalid value ({what}) encountered in {name}. Because jax_debug_{what}s is set, "
+        "the program was re-run one primitive at a time to find the primitive that "
+        f"produced it, but none did: the {what} may come from a constant or input returned "
+        "as is, or from an XLA optimization of the compiled program.")
 
 
 # ---- compiled jaxprs (jit) ----
@@ -248,9 +254,10 @@ class CompiledJaxpr:
         self.execute = self.executable.make_execute(closed.out_avals)
         self.const_bufs = [to_buffer(c) for c in closed.consts]
         self.out_avals = closed.out_avals
-        if config.jax_debug_nans:
-            self.execute = _nan_checked(self.execute, self.out_avals,
-                                        lambda bufs: _rerun_op_by_op(closed, name, bufs))
+        if config.jax_debug_nans or config.jax_debug_infs:
+            self.execute = _nan_checked(
+                self.execute, self.out_avals,
+                lambda bufs, what: _rerun_op_by_op(closed, name, bufs, what))
 
     def __call__(self, args, describe=None):
         bufs = self.const_bufs + [to_buffer(x) for x in args]
@@ -278,7 +285,7 @@ def _clear_caches(name, value):
     if name == "jax_enable_x64":
         _prim_cache.clear()
         _scalar_cache.clear()
-    elif name == "jax_debug_nans":
+    elif name in ("jax_debug_nans", "jax_debug_infs"):
         _prim_cache.clear()
 
 

@@ -353,7 +353,8 @@ def record(prim, args, params):
         barrier("host_callback")
     elif len(g.keys) >= options["max_graph_size"]:
         barrier("size_limit")
-    elif config.jax_debug_nans:  # NaNs are raised at the op that made them, as eagerly
+    elif config.jax_debug_nans or config.jax_debug_infs:  # NaNs/infs are raised at the op
+        # that made them, as eagerly
         barrier("debug_nans")
     return result
 
@@ -424,7 +425,7 @@ def _run_graph(g, cut=False, asynchronous=False):
     if not out_vars and not g.effects:
         return []  # everything recorded is dead
     asynchronous = (asynchronous and not cut and not g.effects
-                    and not config.jax_debug_nans)
+                    and not config.jax_debug_nans and not config.jax_debug_infs)
     try:
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
             if cut and len(g.keys) >= 2 * options["block_size"]:
@@ -529,7 +530,7 @@ def _donations(g, out_vars):
     else references, made by a lazy program, never fetched to the host, matched with
     an output of the same shape and dtype. The program may write the output into the
     input's buffer (XLA's input/output aliasing)."""
-    if not options["donate"] or config.jax_debug_nans:
+    if not options["donate"] or config.jax_debug_nans or config.jax_debug_infs:
         return ()
     free = {}
     for pos, v in enumerate(out_vars):
@@ -554,7 +555,7 @@ def _run_whole(g, out_vars, asynchronous=False):
     t0 = time.perf_counter()
     donate = _donations(g, out_vars) if g.inputs else ()
     key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donate,
-           config.jax_debug_nans)
+           config.jax_debug_nans, config.jax_debug_infs)
     exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
                                       out_vars), donate, t0)
     bufs = [_buffer(x) for x in g.inputs]
@@ -632,9 +633,9 @@ def _compile(closed, donate):
         text = _add_aliases(text, donate)
     exe = backend.compile(text, None, callbacks)
     run = exe.execute
-    if config.jax_debug_nans:
-        run = dispatch._nan_checked(run, closed.out_avals, lambda bufs: _nan_rerun(
-            closed, bufs))
+    if config.jax_debug_nans or config.jax_debug_infs:
+        run = dispatch._nan_checked(run, closed.out_avals, lambda bufs, what: _nan_rerun(
+            closed, bufs, what))
     if config.jax_log_compiles:
         import logging
         logging.getLogger("xform").warning("Compiled a lazy graph with %d equations",
@@ -642,9 +643,9 @@ def _compile(closed, donate):
     return run
 
 
-def _nan_rerun(closed, bufs):
+def _nan_rerun(closed, bufs, what="nan"):
     from xform.interpreters import dispatch
-    dispatch._rerun_op_by_op(closed, "a lazy graph", bufs)
+    dispatch._rerun_op_by_op(closed, "a lazy graph", bufs, what)
 
 
 def _add_aliases(text, donate):

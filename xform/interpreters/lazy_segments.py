@@ -96,7 +96,8 @@ def _run_segment(g, a, b, firsts, last_use, wanted, env):
     outs = [v for v in range(base, end) if last_use[v] >= b or v in wanted]
     ext_avals = [g.var_avals[r] if r >= 0 else g.in_avals[-r - 1] for r in ext_refs]
     local_outs = [v - base for v in outs]
-    key = (tuple(keys), tuple(ext_avals), tuple(local_outs), (), config.jax_debug_nans)
+    key = (tuple(keys), tuple(ext_avals), tuple(local_outs), (), config.jax_debug_nans,
+           config.jax_debug_infs)
     exe = _lookup(key, lambda: _build(keys, g.counts[a:b], ext_avals,
                                       g.var_avals[base:end], local_outs), (), t0)
     bufs = [env[r] if r >= 0 else g.inputs[-r - 1]._buf for r in ext_refs]

@@ -29,7 +29,7 @@ def _pjit_impl(*args, jaxpr, name):
 
 
 def _clear_compiled(name, value):
-    if name == "jax_debug_nans":  # executables bake the flag in
+    if name in ("jax_debug_nans", "jax_debug_infs"):  # executables bake the flag in
         _compiled.data.clear()
 
 

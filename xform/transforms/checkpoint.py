@@ -12,7 +12,9 @@ only the API, the policies and the primitive's declaration and lowering.
 Policies live in ``checkpoint_policies``; ``checkpoint_name`` tags values for
 ``save_only_these_names``.
 """
+import collections
 import functools
+import inspect
 import types
 
 from xform.core import tree_util
@@ -94,6 +96,52 @@ def save_any_names_but_these(*names):
     return policy
 
 
+def save_anything_except_these_names(*names):
+    """A policy saving every value except those tagged with one of ``names``."""
+    names = frozenset(names)
+
+    def policy(prim, *_, **params):
+        return prim is not name_p or params["name"] not in names
+    return policy
+
+
+class Offloadable(collections.namedtuple("Offloadable", ["src", "dst"])):
+    """A policy's answer "save this value in memory space ``dst``" (JAX's offloading).
+
+    NB: xform's CPU backend has one memory space: an offloaded value is saved as is."""
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved,
+                                      names_which_can_be_offloaded, offload_src,
+                                      offload_dst):
+    """Save values tagged with ``names_which_can_be_saved``, offload (on CPU: save) those
+    tagged with ``names_which_can_be_offloaded``, recompute the rest."""
+    saved, offloaded = frozenset(names_which_can_be_saved), frozenset(
+        names_which_can_be_offloaded)
+    if saved & offloaded:
+        raise ValueError("The names should be exclusive and should not intersect in "
+                         "`names_which_can_be_saved` and `names_which_can_be_offloaded`. "
+                         f"Got names_which_can_be_saved={set(saved)}, "
+                         f"names_which_can_be_offloaded={set(offloaded)}")
+
+    def policy(prim, *_, **params):
+        if prim is name_p and params["name"] in saved:
+            return True
+        if prim is name_p and params["name"] in offloaded:
+            return Offloadable(offload_src, offload_dst)
+        return False
+    return policy
+
+
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+    """Offload (on CPU: save) the results of ``dot_general``s without batch dimensions."""
+    def policy(prim, *avals, **params):
+        if dots_with_no_batch_dims_saveable(prim, *avals, **params):
+            return Offloadable(offload_src, offload_dst)
+        return False
+    return policy
+
+
 def save_from_both_policies(policy_1, policy_2):
     """Save what either policy saves."""
     def policy(prim, *avals, **params):
@@ -108,7 +156,10 @@ checkpoint_policies = types.SimpleNamespace(
     checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
     save_only_these_names=save_only_these_names,
     save_any_names_but_these=save_any_names_but_these,
-    save_from_both_policies=save_from_both_policies)
+    save_from_both_policies=save_from_both_policies,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims)
 
 
 # ---- the API ----
@@ -154,6 +205,77 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
+
+
+# ---- which values reverse mode saves ----
+
+def saved_residuals(f, *args, **kwargs):
+    """The values reverse mode of ``f`` at ``args`` saves for the backward pass, as
+    ``(aval, description)`` pairs (arguments first), after checkpoint policies apply."""
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    names = _arg_names(f, args, kwargs)
+
+    def fwd(*xs):
+        a, kw = tree_util.tree_unflatten(in_tree, list(xs))
+
+        def flat_fun(*ys):
+            a2, kw2 = tree_util.tree_unflatten(in_tree, list(ys))
+            return tree_util.tree_leaves(f(*a2, **kw2))
+        return ad.linearize_flat(flat_fun, list(xs))[2]
+    jaxpr = pe.trace_to_jaxpr(fwd, [get_aval(x) for x in flat]).jaxpr
+    producers = {v: e for e in jaxpr.eqns for v in e.outvars}
+    from_args, others = [], []
+    for v in jaxpr.outvars:
+        if v in jaxpr.invars:
+            from_args.append((jaxpr.invars.index(v), v.aval))
+        elif v in producers:
+            e = producers[v]
+            where = f" from {e.source_info}" if e.source is not None else ""
+            if e.primitive is name_p:
+                what = f"named {e.params['name']!r}"
+            elif e.primitive.name == "jit":
+                name = e.params["name"]
+                while name.startswith(("jvp(", "transpose(")) and name.endswith(")"):
+                    name = name[name.index("(") + 1:-1]   # derived calls' names
+                what = f"output of jitted function {name!r}"
+            else:
+                what = f"output of {e.primitive.name}"
+            others.append((v.aval, what + where))
+        else:
+            others.append((getattr(v, "aval", None), "from a constant"))
+    return ([(a, f"from the argument {names[i]}") for i, a in sorted(from_args, key=lambda p: p[0])]
+            + others)
+
+
+def _arg_names(f, args, kwargs):
+    try:
+        bound = inspect.signature(f).bind(*args, **kwargs).arguments
+        keys = list(bound)
+        tree = (tuple(bound[k] for k in keys[:len(args)]), kwargs)
+    except (TypeError, ValueError):
+        keys = [f"args[{i}]" for i in range(len(args))]
+        tree = (args, kwargs)
+    out = []
+    for path, _ in tree_util.tree_flatten_with_path(tree)[0]:
+        if path[0].idx == 0 and keys:
+            head = keys[path[1].idx] if path[1].idx < len(keys) else f"args[{path[1].idx}]"
+            out.append(head + tree_util.keystr(path[2:]))
+        else:
+            out.append(path[1].key + tree_util.keystr(path[2:]))
+    return out
+
+
+def print_saved_residuals(f, *args, **kwargs):
+    """Print what reverse mode of ``f`` at ``args`` saves (one line per residual: its
+    type and where it comes from), to check a checkpoint policy.
+
+    >>> import xform, xform.numpy as jnp
+    >>> from xform.ad_checkpoint import print_saved_residuals
+    >>> print_saved_residuals(lambda x: jnp.sum(x * x), jnp.ones(3))
+    f32[3] from the argument x
+    """
+    for aval, desc in saved_residuals(f, *args, **kwargs):
+        print(f"{aval.str_short()} {desc}")
 
 
 # ---- the remat primitive ----

@@ -23,6 +23,7 @@ from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
+from xform import ref as refs
 
 
 class ShapeDtypeStruct:
@@ -78,6 +79,8 @@ def _flat_avals(fun_name, leaves, in_tree):
     avals = []
     for i, x in enumerate(leaves):
         if type(x) is Array:
+            avals.append(x.aval)
+        elif isinstance(x, refs.Ref):   # the key holds its type, Ref{f32[3]}
             avals.append(x.aval)
         else:
             def path_fn(i=i):
@@ -249,7 +252,9 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
-        key, leaves, closed, out_tree = self._specialize(args, kwargs)
+        key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        if refinfo is not None:
+            return self._call_with_refs(key, leaves, closed, out_tree, refinfo)
         cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             entry = cache.entries.get(key)
@@ -275,6 +280,31 @@ class JitWrapped:
         hoisted, consts = self._hoisted(key, closed)
         outs = pjit_p.bind(*consts, *leaves, jaxpr=hoisted, name=self._name)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    def _call_with_refs(self, key, leaves, closed, out_tree, refinfo):
+        """A call whose function uses refs from outside it (arguments or closed over):
+        their current values go in as extra operands, their final values come back as
+        extra outputs and are written to the refs (see ``xform/ref.py``)."""
+        ref_pos, ext_refs = refinfo
+        all_refs = [leaves[i] for i in ref_pos] + list(ext_refs)
+        refs.check_no_aliasing(self._name, [leaves[i] for i in ref_pos], ref_pos, ext_refs)
+        vals = list(leaves)
+        for i in ref_pos:
+            vals[i] = leaves[i]._read()
+        vals += [r._read() for r in ext_refs]
+        if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in vals):
+            entry = self._cache.entries.get(key)
+            if entry is None:
+                entry = self._cache.entries[key] = _Entry(
+                    dispatch.CompiledJaxpr(closed, name=f"jit({self._name})"), out_tree)
+            outs = entry.compiled(vals)
+        else:
+            hoisted, consts = self._hoisted(key, closed)
+            outs = pjit_p.bind(*consts, *vals, jaxpr=hoisted, name=self._name)
+        n = len(outs) - len(all_refs)
+        for r, v in zip(all_refs, outs[n:]):
+            r._write(v)
+        return tree_util.tree_unflatten(out_tree, outs[:n])
 
     def _add_fast_paths(self, entry, args, leaves):
         if all(type(a) is Array for a in args):
@@ -348,37 +378,57 @@ class JitWrapped:
             if config.jax_explain_cache_misses:
                 explain.explain_cache_miss(self, key, args, nums)
             hit = self._trace(in_tree, avals, args, kwargs, nums)
-            # A jaxpr that captured tracers of an enclosing transformation is valid only
-            # for this call: don't cache it.
-            if not any(isinstance(c, Tracer) for c in hit[0].consts):
+            # A jaxpr that captured tracers of an enclosing transformation (or refs
+            # created inside one) is valid only for this call: don't cache it.
+            if not any(isinstance(c, Tracer) for c in hit[0].consts) and (
+                    hit[2] is None or all(r._scope is None for r in hit[2][1])):
                 jaxprs[key] = hit
         return (key, leaves) + hit
 
     def _trace(self, in_tree, avals, args, kwargs, static_nums):
         out_tree_box = []
+        ref_pos = tuple(i for i, a in enumerate(avals) if isinstance(a, refs.AbstractRef))
+        refinfo = []
 
         def flat_fun(*flat):
-            dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, flat)
-            it = iter(dyn_args)
-            full_args = [args[i] if i in static_nums else next(it) for i in range(len(args))]
-            full_kwargs = {k: (dyn_kwargs[k] if k in dyn_kwargs else kwargs[k]) for k in kwargs}
-            out = self._fun(*full_args, **full_kwargs)
-            out_leaves, out_tree = tree_util.tree_flatten(out)
-            out_tree_box.append(out_tree)
-            return out_leaves
+            with refs.RefScope(_context.trace) as scope:
+                flat = list(flat)
+                arg_refs = []
+                for i in ref_pos:   # a ref argument: a ref from outside, seeded
+                    flat[i] = refs.Ref.placeholder(scope, flat[i])
+                    arg_refs.append(flat[i])
+                dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, flat)
+                it = iter(dyn_args)
+                full_args = [args[i] if i in static_nums else next(it)
+                             for i in range(len(args))]
+                full_kwargs = {k: (dyn_kwargs[k] if k in dyn_kwargs else kwargs[k])
+                               for k in kwargs}
+                out = self._fun(*full_args, **full_kwargs)
+                out_leaves, out_tree = tree_util.tree_flatten(out)
+                refs.check_no_ref_outputs(self._fun, out_leaves)
+                out_tree_box.append(out_tree)
+                ext = [r for r in scope.inputs if r not in arg_refs]
+                refinfo.append(ext)
+                return out_leaves + [scope.values[r] for r in arg_refs + ext]
 
         t0 = time.perf_counter()
-        closed = pe.trace_to_jaxpr(flat_fun, avals)
+        in_avals = [a.inner_aval if isinstance(a, refs.AbstractRef) else a for a in avals]
+        closed = pe.trace_to_jaxpr(flat_fun, in_avals)
         compiler.stats["trace"] += 1
         explain.note_traced(self._fun)
         if config.jax_log_compiles:
             compiler.logger.warning("Finished tracing + transforming %s for pjit in "
                                     "%.6f sec", self._name, time.perf_counter() - t0)
-        return closed, out_tree_box[0]
+        uses_refs = ref_pos or refinfo[0]
+        return closed, out_tree_box[0], (ref_pos, tuple(refinfo[0])) if uses_refs else None
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, _, closed, out_tree = self._specialize(args, kwargs)
+        _, _, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        if refinfo is not None:
+            raise NotImplementedError(
+                f"jit({self._name}).trace/lower: the function uses array references from "
+                "outside it (arguments or closed over); call it instead.")
         donated = self._donated(args, kwargs, len(closed.in_avals))
         return Traced(closed, out_tree, self._name, donated)
 
@@ -537,8 +587,8 @@ def _clear_all(name, value):
     for c in list(_all_caches):
         if name == "jax_enable_x64":
             c.clear()
-        elif name in ("jax_disable_jit", "jax_debug_nans"):
-            if name == "jax_debug_nans":  # executables bake the flag in
+        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
+            if name != "jax_disable_jit":  # executables bake the flag in
                 c.entries.clear()
             c.fast.clear()
             c.tree_fast.clear()
@@ -559,7 +609,7 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        _, _, closed, out_tree = wrapped._specialize(args, kwargs)
+        _, _, closed, out_tree, _ = wrapped._specialize(args, kwargs)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
             return closed, tree_util.tree_unflatten(out_tree, shapes)

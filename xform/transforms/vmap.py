@@ -6,6 +6,7 @@ from xform.core.api_util import flatten_fun
 from xform.core.traceback_util import api_boundary
 from xform.core.trace import get_aval
 from xform.interpreters import batching
+from xform import ref as refs
 
 
 def _describe_sizes(leaves, dims, paths):
@@ -71,6 +72,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 f"the positional arguments passed to the function, but got "
                 f"len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        ref_leaves = leaves
+        leaves = [x._read() if isinstance(x, refs.Ref) else x for x in leaves]
         prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
                   {k: 0 for k in kwargs})
         try:
@@ -109,6 +112,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                                  f"corresponding value: {e}") from None
             return [_normalize_axis(d, a.ndim + 1, "out_axes") for d, a in zip(od, out_avals)]
 
+        finish = None
+        if any(isinstance(x, refs.Ref) for x in ref_leaves):  # mutable refs: xform/ref.py
+            flat_fun, leaves, out_dims_fn, finish = refs.batch_refs(
+                flat_fun, ref_leaves, dims, out_dims_fn)
         outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name)
+        if finish is not None:
+            outs = finish(outs)
         return tree_util.tree_unflatten(store.out_tree, outs)
     return vmapped

@@ -24,6 +24,7 @@ from xform.lax.control_flow.common import (check_same_types, join_weak_types,
                                            trace_jaxpr)
 from xform.lax import elementwise as ew
 from xform.lax.shapes import broadcast_in_dim
+from xform import ref as refs
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -149,12 +150,24 @@ def _scalar_aval(api, what, x):
 
 def _cond(index, funs, names, operands, api, order):
     """Trace ``funs`` on ``operands`` and bind ``cond``; ``order[i]`` is the position of
-    ``funs[i]`` among the primitive's branches."""
+    ``funs[i]`` among the primitive's branches. Refs from outside the branches are
+    extra operands and outputs (``xform.ref.thread_refs``)."""
+    def call(fs, values):
+        if not values:
+            return _cond_traced(index, fs, funs, names, operands, api, order), []
+        return _cond_traced(index, fs, funs, names, tuple(operands) + (values,), api, order)
+
+    def adapt(_, inner):
+        return lambda *ops: inner(ops[-1], *ops[:-1])
+    return refs.thread_refs(call, list(funs), adapt)
+
+
+def _cond_traced(index, funs, user_funs, names, operands, api, order):
     leaves, in_tree = tree_util.tree_flatten(operands)
     avals = [get_aval(x) for x in leaves]
     traced = [trace_jaxpr(f, in_tree, avals) for f in funs]
     out_trees = [t[2] for t in traced]
-    check_same_types(api, [f"{n} ({_fun_name(f)})" for n, f in zip(names, funs)],
+    check_same_types(api, [f"{n} ({_fun_name(f)})" for n, f in zip(names, user_funs)],
                      out_trees, [t[0].out_avals for t in traced])
     jaxprs, consts = _merge_consts([(t[0], t[1]) for t in traced])
     branches = tuple(jaxprs[order.index(i)] for i in range(len(funs)))

@@ -18,6 +18,7 @@ from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
+from xform import ref as refs
 from xform.lax.elementwise import convert_element_type, gt, select_n
 from xform.lax.reductions import reduce_max
 from xform.lax.shapes import broadcast_in_dim
@@ -72,6 +73,20 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
             return val
         except ConcretizationTypeError:
             pass  # traced under vmap/jvp...: stage the primitive instead
+
+    def call(funs, values):  # refs from outside the functions ride along in the carry
+        if not values:
+            return _while_loop(funs[0], funs[1], init_val), []
+        return _while_loop(funs[0], funs[1], (init_val, values))
+
+    def adapt(i, inner):
+        if i == 0:
+            return lambda carry: inner(carry[1], carry[0])[0]
+        return lambda carry: inner(carry[1], carry[0])
+    return refs.thread_refs(call, [cond_fun, body_fun], adapt)
+
+
+def _while_loop(cond_fun, body_fun, init_val):
     leaves, in_tree = tree_util.tree_flatten(init_val)
     args_tree = tree_util.tree_structure((init_val,))
     avals = [get_aval(x) for x in leaves]

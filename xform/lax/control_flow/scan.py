@@ -29,6 +29,7 @@ from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
+from xform import ref as refs
 from xform.lax.elementwise import add_any, convert_element_type
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -87,6 +88,22 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+
+    def call(funs, values):  # refs from outside f ride along in the carry
+        if not values:
+            return _scan(funs[0], init, xs, length, reverse, unroll), []
+        (carry, values), ys = _scan(funs[0], (init, values), xs, length, reverse, unroll)
+        return (carry, ys), values
+
+    def adapt(_, inner):
+        def body(carry, x):
+            (c, y), values = inner(carry[1], carry[0], x)
+            return (c, values), y
+        return body
+    return refs.thread_refs(call, [f], adapt)
+
+
+def _scan(f, init, xs, length, reverse, unroll):
     init_flat, init_tree = tree_util.tree_flatten(init)
     xs_flat, xs_tree = tree_util.tree_flatten(xs)
     length = _infer_length(xs_flat, length)

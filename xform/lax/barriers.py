@@ -1,0 +1,73 @@
+"""``optimization_barrier`` and ``platform_dependent``: controlling what XLA may do
+with a computation, and choosing code by platform."""
+from xform.core import tree_util
+from xform.interpreters import ad, batching, mlir
+from xform.lax._prim import standard_primitive
+
+
+def optimization_barrier(operand):
+    """Identity on the pytree ``operand`` that XLA may not move computations across
+    (e.g. to keep a recomputation from being merged with the original).
+
+    >>> from xform import lax
+    >>> lax.optimization_barrier((1.0, 2.0))
+    (Array(1., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    """
+    flat, tree = tree_util.tree_flatten(operand)
+    return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*flat))
+
+
+def _barrier_jvp(primals, tangents):
+    # Two barriers, not one over both: reverse mode must see primals free of tangents.
+    nz = [type(t) is not ad.Zero for t in tangents]
+    outs = optimization_barrier_p.bind(*primals)
+    dots = iter(optimization_barrier_p.bind(*[t for t, n in zip(tangents, nz) if n]))
+    return outs, [next(dots) if n else t for t, n in zip(tangents, nz)]
+
+
+def _barrier_transpose(cts, *args):
+    nz = [type(c) is not ad.Zero for c in cts]
+    outs = iter(optimization_barrier_p.bind(*[c for c, n in zip(cts, nz) if n]))
+    return [next(outs) if n else None for n in nz]
+
+
+optimization_barrier_p = standard_primitive("optimization_barrier", lambda *avals: list(avals),
+                                            multiple_results=True)
+ad.primitive_jvps[optimization_barrier_p] = _barrier_jvp
+ad.primitive_transposes[optimization_barrier_p] = _barrier_transpose
+batching.primitive_batchers[optimization_barrier_p] = \
+    lambda vals, dims: (optimization_barrier_p.bind(*vals), list(dims))
+mlir.register_lowering(
+    optimization_barrier_p,
+    lambda ctx, *args: list(mlir.hlo.OptimizationBarrierOp(list(args)).results) if args else [])
+
+
+_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+def platform_dependent(*args, default=None, **per_platform):
+    """``per_platform[p](*args)`` for the platform ``p`` the computation runs on
+    (``cpu``, ``cuda``, ``rocm``, ``tpu``; ``gpu`` means cuda or rocm), else
+    ``default(*args)``.
+
+    NB: xform compiles for one platform (its CPU client), so the branch is chosen while
+    tracing; JAX defers the choice to lowering to support multi-platform export.
+
+    >>> from xform import lax
+    >>> lax.platform_dependent(2.0, cpu=lambda x: x + 1, default=lambda x: x)
+    3.0
+    """
+    from xform.transforms.devices import default_backend
+    for name in per_platform:
+        if name not in _PLATFORMS + ("gpu",):
+            raise ValueError(f"Unsupported platform: {name}")
+    platform = default_backend()
+    fun = per_platform.get(platform)
+    if fun is None and platform in ("cuda", "rocm"):
+        fun = per_platform.get("gpu")
+    if fun is None:
+        fun = default
+    if fun is None:
+        raise NotImplementedError(f"platform_dependent: no branch for platform {platform!r} "
+                                  "and no default")
+    return fun(*args)
