@@ -24,6 +24,7 @@ def fjit(fn, **kw):
 
 
 def close(a, e, tol=1e-5):
+    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
     a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
     assert a.shape == e.shape, (a.shape, e.shape)
     np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
@@ -87,7 +88,7 @@ def check_layer(cls, kw, x, tol=1e-5, jit=True):
     ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
     v = ours.init(xform.random.PRNGKey(1), x)
     fv = fjit(theirs.init)(jax.random.PRNGKey(1), x)
-    same_variables(v, fv)
+    same_variables(v, fv, 0)
     y, fy = ours.apply(v, x), fjit(theirs.apply)(fv, x)
     assert y.dtype == fy.dtype
     close(y, fy, tol)
