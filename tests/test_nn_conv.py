@@ -158,8 +158,12 @@ def test_conv_grad_bf16_mask_and_errors():
     check_layer("Conv", dict(kw, mask=mask), X2, jit=False)
     with pytest.raises(ValueError, match="Mask needs to have the same shape as weights"):
         nn.Conv(4, (3, 3), mask=mask[0]).init(xform.random.PRNGKey(0), X2)
-    with pytest.raises(ValueError, match="Causal padding is only implemented for 1D"):
+    with pytest.raises(ValueError, match="Conv at /: Causal padding is only implemented"):
         nn.Conv(4, (3, 3), padding="CAUSAL").init(xform.random.PRNGKey(0), X2)
+    bad = nn.Sequential([nn.Dense(3), nn.Conv(4, (3, 3), feature_group_count=2)])
+    with pytest.raises(ValueError, match="Conv at /layers_1: input features 3 are not "
+                                         "divisible by feature_group_count 2"):
+        bad.init(xform.random.PRNGKey(0), X2)
     with pytest.raises(ValueError, match="Invalid padding format"):
         nn.Conv(4, (3, 3), padding=(1, 2, 3)).init(xform.random.PRNGKey(0), X2)
     with pytest.raises(ValueError, match="not divisible by feature_group_count 2"):
