@@ -177,3 +177,43 @@ def test_scan_rejects_inconsistent_lengths():
     S = nn.scan(Twice, variable_broadcast="params")
     with pytest.raises(ValueError, match="Inconsistent scan lengths"):
         S().init(keys(0)[0], jnp.zeros(()), jnp.ones(3), jnp.ones(4))
+
+
+def test_scan_of_remat_setup_layers_matches_flax():
+    """The LLM idiom: nn.scan(nn.remat(Layer)) over stacked layers defined in setup,
+    a broadcast `train` flag, per-layer params and dropout keys."""
+    def model(lib):
+        class Layer(lib.Module):
+            def setup(self):
+                self.ln = lib.LayerNorm()
+                self.mlp = [lib.Dense(8), lib.Dense(4)]
+                self.drop = lib.Dropout(0.1)
+
+            def __call__(self, x, train):
+                h = self.mlp[1](lib.relu(self.mlp[0](self.ln(x))))
+                return x + self.drop(h, deterministic=not train), None
+
+        class Model(lib.Module):
+            @lib.compact
+            def __call__(self, x, train=True):
+                L = lib.scan(lib.remat(Layer, static_argnums=(2,)),
+                             variable_axes={"params": 0},
+                             split_rngs={"params": True, "dropout": True}, length=3,
+                             in_axes=(lib.broadcast,))
+                x, _ = L(name="layers")(x, train)
+                return lib.Dense(2)(x)
+        return Model()
+
+    xm, fm = model(nn), model(fnn)
+    xk, fk = keys(6)
+    xd, fd = keys(7)
+    v = xm.init({"params": xk, "dropout": xd}, X)
+    fv = fm.init({"params": fk, "dropout": fd}, X)
+    assert sorted(v["params"]["layers"]) == ["ln", "mlp_0", "mlp_1"]
+    assert v["params"]["layers"]["mlp_0"]["kernel"].shape == (3, 4, 8)
+    assert_trees(v, fv)
+    assert_trees(xm.apply(v, X, rngs={"dropout": xd}),
+                 fm.apply(fv, X, rngs={"dropout": fd}))
+    g = xform.grad(lambda v: jnp.sum(xm.apply(v, X, rngs={"dropout": xd}) ** 2))(v)
+    fg = jax.grad(lambda v: jjnp.sum(fm.apply(v, X, rngs={"dropout": fd}) ** 2))(fv)
+    assert_trees(g, fg, rtol=1e-5, atol=1e-6)
