@@ -25,7 +25,7 @@ import xform.numpy as jnp
 from xform import lax, random
 from xform.core.tree_util import register_pytree_node, tree_leaves, tree_map
 from xform.nn._module import Module, _State, _wrap_method
-from xform.nn._scope import LazyRng, Scope, in_filter, union_filters
+from xform.nn._scope import DenyList, LazyRng, Scope, in_filter, union_filters
 from xform.transforms.checkpoint import checkpoint as _checkpoint
 from xform.transforms.jit import jit as _jit
 from xform.transforms.vmap import vmap as _vmap
@@ -69,11 +69,17 @@ def _intersect(a, b):
     cols = lambda f: None if not isinstance(f, (str, list, tuple, set)) else (
         {f} if isinstance(f, str) else set(f))
     ca, cb = cols(a), cols(b)
+    if ca is None and cb is None:     # two DenyLists: deny either's
+        return DenyList(sorted(set(_deny(a)) | set(_deny(b))))
     if ca is not None and cb is not None:
         return sorted(ca & cb)
     keep = ca if ca is not None else cb
     other = b if ca is not None else a
     return sorted(c for c in keep if in_filter(other, c))
+
+
+def _deny(f):
+    return [f.deny] if isinstance(f.deny, str) else list(f.deny)
 
 
 class _Pack:
