@@ -219,3 +219,42 @@ def test_scan_of_remat_setup_layers_matches_flax():
     fg = jax.jit(jax.grad(
         lambda v: jjnp.sum(fm.apply(v, X, rngs={"dropout": fd}) ** 2)))(fv)
     assert_trees(g, fg, rtol=1e-5, atol=1e-6)
+
+
+def test_partitioned_metadata_through_scan_matches_flax():
+    def model(lib, np_):
+        class Layer(lib.Module):
+            @lib.compact
+            def __call__(self, x, _):
+                init = lib.with_partitioning(lib.initializers.lecun_normal(),
+                                             ("embed", "mlp"))
+                count = self.variable("stats", "count", lib.with_partitioning(
+                    lambda: np_.zeros((2,)), ("embed",)))
+                count.value = count.value + 1          # stays boxed
+                return x + lib.Dense(4, kernel_init=init)(x), None
+
+        class M(lib.Module):
+            @lib.compact
+            def __call__(self, x):
+                L = lib.scan(Layer, variable_axes={"params": 0, "stats": 0},
+                             split_rngs={"params": True}, length=3,
+                             metadata_params={lib.PARTITION_NAME: "layers"})
+                return L()(x, None)[0]
+        return M()
+
+    xm, fm = model(nn, jnp), model(fnn, jjnp)
+    x = np.ones((2, 4), np.float32)
+    xk, fk = keys(8)
+    v, fv = xm.init(xk, x), fm.init(fk, x)
+    spec = nn.get_partition_spec(v)
+    assert spec["params"]["ScanLayer_0"]["Dense_0"]["kernel"] == \
+        xform.sharding.PartitionSpec("layers", "embed", "mlp")
+    assert spec == xform.tree_util.tree_map(
+        lambda s: xform.sharding.PartitionSpec(*s), fnn.get_partition_spec(fv),
+        is_leaf=lambda s: isinstance(s, jax.sharding.PartitionSpec))
+    assert_trees(nn.unbox(v), fnn.meta.unbox(fv))
+    out, upd = xm.apply(v, x, mutable=["stats"])
+    fout, fupd = fm.apply(fv, x, mutable=["stats"])
+    assert_trees(out, fout)
+    assert isinstance(upd["stats"]["ScanLayer_0"]["count"], nn.Partitioned)
+    assert_trees(nn.unbox(upd), fnn.meta.unbox(fupd))

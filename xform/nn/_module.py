@@ -338,7 +338,8 @@ class Module:
                              "wrapped in `@compact`")
         if self._need_scope("declare variables").name_reserved(name, col):
             raise errors.NameInUseError("variable", name, type(self).__name__)
-        v = self.scope.variable(col, name, init_fn, *init_args, **init_kwargs)
+        v = self.scope.variable(col, name, init_fn, *init_args, unbox=unbox,
+                                **init_kwargs)
         self._state.children[name] = col
         return v
 
@@ -350,7 +351,7 @@ class Module:
                              "wrapped in `@compact`")
         if self._need_scope("declare params").name_reserved(name, "params"):
             raise errors.NameInUseError("param", name, type(self).__name__)
-        v = self.scope.param(name, init_fn, *init_args, **init_kwargs)
+        v = self.scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
         self._state.children[name] = "params"
         return v
 
