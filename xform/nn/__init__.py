@@ -35,9 +35,10 @@ from xform.nn._meta import (  # noqa: E402
     with_partitioning)
 
 __all__ += [
+    "PARTITION_NAME", "AxisMetadata", "Partitioned", "get_partition_spec", "get_sharding",
+    "unbox", "with_partitioning",
     "errors", "initializers", "DenyList", "Module", "Variable", "apply", "compact", "init",
     "init_with_output", "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral",
     "Einsum", "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
     "LayerNorm", "RMSNorm", "Dropout", "Sequential", "broadcast", "checkpoint", "jit",
-    "remat", "scan", "vmap", "tabulate", "PARTITION_NAME", "AxisMetadata", "Partitioned",
-    "get_partition_spec", "get_sharding", "unbox", "with_partitioning"]
+    "remat", "scan", "vmap", "tabulate"]
