@@ -164,7 +164,7 @@ def test_grad_through_lifted_matches_flax(name):
     fv = fm.init({"params": fk, "dropout": fd}, X)
     loss = lambda m, v, k, lib: lib.sum(m.apply(v, X, rngs={"dropout": k})[0] ** 2)
     g = xform.jit(xform.grad(lambda v: loss(xm, v, xd, jnp)))(v)
-    fg = jax.grad(lambda v: loss(fm, v, fd, jjnp))(fv)
+    fg = jax.jit(jax.grad(lambda v: loss(fm, v, fd, jjnp)))(fv)
     assert_trees(g, fg, rtol=1e-4, atol=1e-5)
 
 
@@ -177,3 +177,84 @@ def test_scan_rejects_inconsistent_lengths():
     S = nn.scan(Twice, variable_broadcast="params")
     with pytest.raises(ValueError, match="Inconsistent scan lengths"):
         S().init(keys(0)[0], jnp.zeros(()), jnp.ones(3), jnp.ones(4))
+
+
+def test_scan_of_remat_setup_layers_matches_flax():
+    """The LLM idiom: nn.scan(nn.remat(Layer)) over stacked layers defined in setup,
+    a broadcast `train` flag, per-layer params and dropout keys."""
+    def model(lib):
+        class Layer(lib.Module):
+            def setup(self):
+                self.ln = lib.LayerNorm()
+                self.mlp = [lib.Dense(8), lib.Dense(4)]
+                self.drop = lib.Dropout(0.1)
+
+            def __call__(self, x, train):
+                h = self.mlp[1](lib.relu(self.mlp[0](self.ln(x))))
+                return x + self.drop(h, deterministic=not train), None
+
+        class Model(lib.Module):
+            @lib.compact
+            def __call__(self, x, train=True):
+                L = lib.scan(lib.remat(Layer, static_argnums=(2,)),
+                             variable_axes={"params": 0},
+                             split_rngs={"params": True, "dropout": True}, length=3,
+                             in_axes=(lib.broadcast,))
+                x, _ = L(name="layers")(x, train)
+                return lib.Dense(2)(x)
+        return Model()
+
+    xm, fm = model(nn), model(fnn)
+    xk, fk = keys(6)
+    xd, fd = keys(7)
+    v = xm.init({"params": xk, "dropout": xd}, X)
+    fv = fm.init({"params": fk, "dropout": fd}, X)
+    assert sorted(v["params"]["layers"]) == ["ln", "mlp_0", "mlp_1"]
+    assert v["params"]["layers"]["mlp_0"]["kernel"].shape == (3, 4, 8)
+    assert_trees(v, fv)
+    assert_trees(xm.apply(v, X, rngs={"dropout": xd}),
+                 fm.apply(fv, X, rngs={"dropout": fd}))
+    g = xform.jit(xform.grad(
+        lambda v: jnp.sum(xm.apply(v, X, rngs={"dropout": xd}) ** 2)))(v)
+    fg = jax.jit(jax.grad(
+        lambda v: jjnp.sum(fm.apply(v, X, rngs={"dropout": fd}) ** 2)))(fv)
+    assert_trees(g, fg, rtol=1e-5, atol=1e-6)
+
+
+def test_partitioned_metadata_through_scan_matches_flax():
+    def model(lib, np_):
+        class Layer(lib.Module):
+            @lib.compact
+            def __call__(self, x, _):
+                init = lib.with_partitioning(lib.initializers.lecun_normal(),
+                                             ("embed", "mlp"))
+                count = self.variable("stats", "count", lib.with_partitioning(
+                    lambda: np_.zeros((2,)), ("embed",)))
+                count.value = count.value + 1          # stays boxed
+                return x + lib.Dense(4, kernel_init=init)(x), None
+
+        class M(lib.Module):
+            @lib.compact
+            def __call__(self, x):
+                L = lib.scan(Layer, variable_axes={"params": 0, "stats": 0},
+                             split_rngs={"params": True}, length=3,
+                             metadata_params={lib.PARTITION_NAME: "layers"})
+                return L()(x, None)[0]
+        return M()
+
+    xm, fm = model(nn, jnp), model(fnn, jjnp)
+    x = np.ones((2, 4), np.float32)
+    xk, fk = keys(8)
+    v, fv = xm.init(xk, x), fm.init(fk, x)
+    spec = nn.get_partition_spec(v)
+    assert spec["params"]["ScanLayer_0"]["Dense_0"]["kernel"] == \
+        xform.sharding.PartitionSpec("layers", "embed", "mlp")
+    assert spec == xform.tree_util.tree_map(
+        lambda s: xform.sharding.PartitionSpec(*s), fnn.get_partition_spec(fv),
+        is_leaf=lambda s: isinstance(s, jax.sharding.PartitionSpec))
+    assert_trees(nn.unbox(v), fnn.meta.unbox(fv))
+    out, upd = xm.apply(v, x, mutable=["stats"])
+    fout, fupd = fm.apply(fv, x, mutable=["stats"])
+    assert_trees(out, fout)
+    assert isinstance(upd["stats"]["ScanLayer_0"]["count"], nn.Partitioned)
+    assert_trees(nn.unbox(upd), fnn.meta.unbox(fupd))
