@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import xform
-import xform.numpy as jnp
 from xform import nn
 from xform.nn import _pooling
 

@@ -79,13 +79,11 @@ def _conv_patches(lhs, filter_shape, strides, padding, lhs_dilation, rhs_dilatio
                   precision):
     """``lax.conv_general_dilated_patches``: each output position's input window, channel
     major (c * prod(filter) + k), as a grouped convolution with an identity kernel."""
-    ndim = jnp.ndim(lhs)
     channels = jnp.shape(lhs)[dn.lhs_spec[1]]
     size = math.prod(filter_shape)
     eye = np.broadcast_to(np.eye(size, dtype=np.float32), (channels, size, size))
     rhs = np.reshape(eye, (channels * size, 1) + tuple(filter_shape))
     rhs = np.moveaxis(rhs, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
-    del ndim
     return lax.conv_general_dilated(
         lhs, jnp.asarray(rhs, jnp.result_type(lhs)), strides, padding,
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
