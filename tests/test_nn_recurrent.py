@@ -101,6 +101,19 @@ def test_rnn_carry_grad_and_bidirectional():
     same_trees(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
 
 
+def test_rnn_over_conv_lstm_cell():
+    """Two feature axes (width, channels): the time axis is found from the cell."""
+    x = R.randn(2, 4, 6, 3).astype(np.float32)          # (batch, time, width, channels)
+    mk = lambda m: m.RNN(m.ConvLSTMCell(2, (3,)), return_carry=True)
+    ours, theirs = mk(nn), mk(fnn)
+    v = ours.init(xform.random.PRNGKey(0), x)
+    fv = fjit(theirs.init)(jax.random.PRNGKey(0), x)
+    same_trees(v, fv, 0)
+    lens = np.array([2, 4], np.int32)
+    same_trees(ours.apply(v, x, seq_lengths=lens),
+               fjit(theirs.apply, seq_lengths=lens)(fv, x))
+
+
 def test_rnn_bf16_and_errors():
     mk = lambda m: m.RNN(m.LSTMCell(3, dtype=jjnp.bfloat16))
     ours, theirs = mk(nn), mk(fnn)
