@@ -327,7 +327,7 @@ def test_docstring_examples_run():
     import doctest
     import importlib
     for name in ["_module", "_linear", "_normalization", "_stochastic", "_transforms",
-                 "_summary", "_meta", "initializers"]:
+                 "_summary", "_meta", "_control", "initializers"]:
         mod = importlib.import_module(f"xform.nn.{name}")
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, (name, result)

@@ -258,3 +258,65 @@ def test_partitioned_metadata_through_scan_matches_flax():
     assert_trees(out, fout)
     assert isinstance(upd["stats"]["ScanLayer_0"]["count"], nn.Partitioned)
     assert_trees(nn.unbox(upd), fnn.meta.unbox(fupd))
+
+
+def _control_models(lib, np_):
+    rnd = xform.random if lib is nn else jax.random
+
+    class Cond(lib.Module):
+        @lib.compact
+        def __call__(self, x, flag):
+            def t(m, x):
+                return lib.Dense(3, name="a")(x)
+
+            def f(m, x):
+                drop = lib.Dropout(0.5, deterministic=False)
+                return lib.Dense(3, name="a")(x) * 2 + drop(x[:, :3])
+            return lib.cond(flag, t, f, self, x)
+
+    class Switch(lib.Module):
+        @lib.compact
+        def __call__(self, x, i):
+            branches = [lambda m, x: lib.Dense(3, name="d")(x),
+                        lambda m, x: -lib.Dense(3, name="d")(x),
+                        lambda m, x: lib.Dense(3, name="d")(x) * 0.5]
+            return lib.switch(i, branches, self, x)
+
+    class Loop(lib.Module):
+        @lib.compact
+        def __call__(self, x):
+            d = lib.Dense(4)
+
+            def body(m, c):
+                n = m.variable("state", "n", lambda: np_.zeros((), np_.int32))
+                n.value = n.value + 1
+                return c[0] + 1, d(c[1]) + rnd.normal(m.make_rng("noise"), c[1].shape)
+            return lib.while_loop(lambda m, c: c[0] < 3, body, self, (0, x),
+                                  carry_variables="state", split_rngs={"noise": True})
+    return Cond, Switch, Loop
+
+
+@pytest.mark.parametrize("which,arg", [(0, True), (0, False), (1, 1), (1, 2)])
+def test_cond_switch_match_flax(which, arg):
+    xm, fm = _control_models(nn, jnp)[which](), _control_models(fnn, jjnp)[which]()
+    x = X[:, 0]
+    xk, fk = keys(9)
+    xd, fd = keys(10)
+    v = xm.init({"params": xk, "dropout": xd}, x, arg)
+    fv = fm.init({"params": fk, "dropout": fd}, x, arg)
+    assert_trees(v, fv)
+    assert_trees(xm.apply(v, x, arg, rngs={"dropout": xd}),
+                 fm.apply(fv, x, arg, rngs={"dropout": fd}))
+
+
+def test_while_loop_matches_flax():
+    xm, fm = _control_models(nn, jnp)[2](), _control_models(fnn, jjnp)[2]()
+    x = X[:, 0]
+    v = {"params": {"Dense_0": {"kernel": np.full((4, 4), 0.1, np.float32),
+                                "bias": np.zeros(4, np.float32)}},
+         "state": {"n": np.int32(5)}}   # carried collections exist before the loop
+    xn, fn_ = keys(11)
+    out, upd = xm.apply(v, x, rngs={"noise": xn}, mutable=["state"])
+    fout, fupd = fm.apply(v, x, rngs={"noise": fn_}, mutable=["state"])
+    assert_trees(out, fout, rtol=1e-6, atol=1e-6)
+    assert int(upd["state"]["n"]) == int(fupd["state"]["n"]) == 8
