@@ -25,6 +25,7 @@ def fjit(fn, **kw):
 
 
 def close(a, e, tol=1e-5):
+    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
     a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
     assert a.shape == e.shape, (a.shape, e.shape)
     np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
@@ -151,7 +152,7 @@ def test_attention_modules_vs_flax(cls, kw, args):
         warnings.simplefilter("ignore", DeprecationWarning)
         v = ours.init(RNGS(xform), *args, **call)
         fv = fjit(theirs.init, **call)(RNGS(jax), *args)
-        same_variables(v, fv)
+        same_variables(v, fv, 0)
         fy = fjit(theirs.apply, rngs=RNGS(jax), **call)(fv, *args)
         close(ours.apply(v, *args, rngs=RNGS(xform), **call), fy)
         jitted = xform.jit(lambda v, *a: ours.apply(v, *a, rngs=RNGS(xform), **call))
@@ -175,7 +176,7 @@ def test_attention_grad_sow_and_bf16():
     ours = nn.MultiHeadDotProductAttention(**bkw)
     theirs = fnn.MultiHeadDotProductAttention(**bkw)
     v, fv = ours.init(RNGS(xform), X), fjit(theirs.init)(RNGS(jax), X)
-    same_variables(v, fv)
+    same_variables(v, fv, 0)
     y, fy = ours.apply(v, X), fjit(theirs.apply)(fv, X)
     assert y.dtype == fy.dtype == jjnp.bfloat16
     close(y, fy, 3e-2)
@@ -194,7 +195,7 @@ def test_decode_cache_vs_full_causal_pass():
     fdec = fnn.MultiHeadDotProductAttention(**kw, decode=True)
     cache = dec.init(RNGS(xform), X)["cache"]
     fcache = fjit(fdec.init)(RNGS(jax), X)["cache"]
-    same_variables(cache, fcache)
+    same_variables(cache, fcache, 0)
     fv = fjit(ffull.init)(RNGS(jax), X)
     fstep = jax.jit(lambda c, x: fdec.apply({"params": fv["params"], "cache": c}, x,
                                             mutable=["cache"]))

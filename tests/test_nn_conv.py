@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import xform
-import xform.numpy as jnp
 from xform import nn
 from xform.nn import _pooling
 
@@ -24,6 +23,7 @@ def fjit(fn, **kw):
 
 
 def close(a, e, tol=1e-5):
+    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
     a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
     assert a.shape == e.shape, (a.shape, e.shape)
     np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
@@ -54,6 +54,10 @@ def test_pool_grad_and_errors():
     loss = lambda lib, p: lambda v: (p(v, (2,), (2,)) ** 2).sum()
     close(xform.grad(loss(xform, nn.avg_pool))(x), jax.grad(loss(jax, fnn.avg_pool))(x))
     close(xform.grad(loss(xform, nn.max_pool))(x), jax.grad(loss(jax, fnn.max_pool))(x))
+    xi = np.arange(16, dtype=np.int32).reshape(2, 8, 1) % 5         # integer inputs
+    for name in ("max_pool", "min_pool"):
+        np.testing.assert_array_equal(getattr(nn, name)(xi, (3,), (2,)),
+                                      getattr(fnn.pooling, name)(xi, (3,), (2,)))
     with pytest.raises(ValueError, match=r"len\(strides\)=1 must equal len\(window_shape\)=2"):
         nn.max_pool(x, (2, 2), (1,))
     with pytest.raises(ValueError, match="too few axes for window_shape"):
@@ -87,7 +91,7 @@ def check_layer(cls, kw, x, tol=1e-5, jit=True):
     ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
     v = ours.init(xform.random.PRNGKey(1), x)
     fv = fjit(theirs.init)(jax.random.PRNGKey(1), x)
-    same_variables(v, fv)
+    same_variables(v, fv, 0)
     y, fy = ours.apply(v, x), fjit(theirs.apply)(fv, x)
     assert y.dtype == fy.dtype
     close(y, fy, tol)
@@ -157,8 +161,12 @@ def test_conv_grad_bf16_mask_and_errors():
     check_layer("Conv", dict(kw, mask=mask), X2, jit=False)
     with pytest.raises(ValueError, match="Mask needs to have the same shape as weights"):
         nn.Conv(4, (3, 3), mask=mask[0]).init(xform.random.PRNGKey(0), X2)
-    with pytest.raises(ValueError, match="Causal padding is only implemented for 1D"):
+    with pytest.raises(ValueError, match="Conv at /: Causal padding is only implemented"):
         nn.Conv(4, (3, 3), padding="CAUSAL").init(xform.random.PRNGKey(0), X2)
+    bad = nn.Sequential([nn.Dense(3), nn.Conv(4, (3, 3), feature_group_count=2)])
+    with pytest.raises(ValueError, match="Conv at /layers_1: input features 3 are not "
+                                         "divisible by feature_group_count 2"):
+        bad.init(xform.random.PRNGKey(0), X2)
     with pytest.raises(ValueError, match="Invalid padding format"):
         nn.Conv(4, (3, 3), padding=(1, 2, 3)).init(xform.random.PRNGKey(0), X2)
     with pytest.raises(ValueError, match="not divisible by feature_group_count 2"):

@@ -2,6 +2,7 @@
 and under jit; BatchNorm statistics updates and axis_name; Dropout masks; bfloat16."""
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import flax.linen as fnn
 import jax
@@ -161,3 +162,27 @@ def test_bfloat16_mixed_precision(name, args, kw):
     bf = nn.Dense(3, param_dtype=jnp.bfloat16).init(xk, X)
     fbf = fnn.Dense(3, param_dtype=jjnp.bfloat16).init(fk, X)
     assert_trees(bf, fbf)
+
+
+def test_batchnorm_cross_device_stats_under_pmap():
+    n = min(4, xform.device_count(), jax.device_count())
+    xk, fk = keys(19)
+    xs = R.randn(n, 2, 3).astype(np.float32)
+    xm = nn.BatchNorm(use_running_average=False, axis_name="dev")
+    fm = fnn.BatchNorm(use_running_average=False, axis_name="dev")
+    v, fv = xm.init(xk, xs[0]), fm.init(fk, xs[0])
+    y, upd = xform.pmap(lambda x: xm.apply(v, x, mutable=["batch_stats"]),
+                        axis_name="dev")(xs)
+    fy, fupd = jax.pmap(lambda x: fm.apply(fv, x, mutable=["batch_stats"]),
+                        axis_name="dev")(xs)
+    assert_trees(y, fy, rtol=1e-6, atol=1e-6)
+    assert_trees(upd, fupd, rtol=1e-6, atol=1e-7)
+
+
+@given(batch=st.integers(1, 3), fin=st.integers(1, 5), fout=st.integers(1, 5),
+       seed=st.integers(0, 2**31 - 1))
+def test_dense_params_match_flax_for_any_shape_and_key(batch, fin, fout, seed):
+    x = np.ones((batch, fin), np.float32)
+    v = nn.Dense(fout).init(xform.random.PRNGKey(seed), x)
+    fv = fnn.Dense(fout).init(jax.random.PRNGKey(seed), x)
+    assert_trees(v, fv)

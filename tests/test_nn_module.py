@@ -327,7 +327,29 @@ def test_docstring_examples_run():
     import doctest
     import importlib
     for name in ["_module", "_linear", "_normalization", "_stochastic", "_transforms",
-                 "_summary", "initializers"]:
+                 "_summary", "_meta", "_control", "initializers"]:
         mod = importlib.import_module(f"xform.nn.{name}")
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, (name, result)
+
+
+def test_perturb_gives_intermediate_gradients_like_flax():
+    def model(lib):
+        class M(lib.Module):
+            @lib.compact
+            def __call__(self, x):
+                h = self.perturb("h", lib.Dense(3)(x))
+                return lib.Dense(1)(lib.relu(h))
+        return M()
+
+    xm, fm = model(nn), model(fnn)
+    xk, fk = keys(9)
+    v, fv = xm.init(xk, X), fm.init(fk, X)
+    assert_trees(v, fv)
+    g = xform.grad(lambda p: jnp.sum(xm.apply({"params": v["params"],
+                                               "perturbations": p}, X)))(v["perturbations"])
+    fg = jax.grad(lambda p: jjnp.sum(fm.apply({"params": fv["params"],
+                                               "perturbations": p}, X)))(fv["perturbations"])
+    assert_trees(g, fg, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(xm.apply({"params": v["params"]}, X),
+                                  fm.apply({"params": fv["params"]}, X))

@@ -164,7 +164,7 @@ def test_grad_through_lifted_matches_flax(name):
     fv = fm.init({"params": fk, "dropout": fd}, X)
     loss = lambda m, v, k, lib: lib.sum(m.apply(v, X, rngs={"dropout": k})[0] ** 2)
     g = xform.jit(xform.grad(lambda v: loss(xm, v, xd, jnp)))(v)
-    fg = jax.grad(lambda v: loss(fm, v, fd, jjnp))(fv)
+    fg = jax.jit(jax.grad(lambda v: loss(fm, v, fd, jjnp)))(fv)
     assert_trees(g, fg, rtol=1e-4, atol=1e-5)
 
 
@@ -177,3 +177,146 @@ def test_scan_rejects_inconsistent_lengths():
     S = nn.scan(Twice, variable_broadcast="params")
     with pytest.raises(ValueError, match="Inconsistent scan lengths"):
         S().init(keys(0)[0], jnp.zeros(()), jnp.ones(3), jnp.ones(4))
+
+
+def test_scan_of_remat_setup_layers_matches_flax():
+    """The LLM idiom: nn.scan(nn.remat(Layer)) over stacked layers defined in setup,
+    a broadcast `train` flag, per-layer params and dropout keys."""
+    def model(lib):
+        class Layer(lib.Module):
+            def setup(self):
+                self.ln = lib.LayerNorm()
+                self.mlp = [lib.Dense(8), lib.Dense(4)]
+                self.drop = lib.Dropout(0.1)
+
+            def __call__(self, x, train):
+                h = self.mlp[1](lib.relu(self.mlp[0](self.ln(x))))
+                return x + self.drop(h, deterministic=not train), None
+
+        class Model(lib.Module):
+            @lib.compact
+            def __call__(self, x, train=True):
+                L = lib.scan(lib.remat(Layer, static_argnums=(2,)),
+                             variable_axes={"params": 0},
+                             split_rngs={"params": True, "dropout": True}, length=3,
+                             in_axes=(lib.broadcast,))
+                x, _ = L(name="layers")(x, train)
+                return lib.Dense(2)(x)
+        return Model()
+
+    xm, fm = model(nn), model(fnn)
+    xk, fk = keys(6)
+    xd, fd = keys(7)
+    v = xm.init({"params": xk, "dropout": xd}, X)
+    fv = fm.init({"params": fk, "dropout": fd}, X)
+    assert sorted(v["params"]["layers"]) == ["ln", "mlp_0", "mlp_1"]
+    assert v["params"]["layers"]["mlp_0"]["kernel"].shape == (3, 4, 8)
+    assert_trees(v, fv)
+    assert_trees(xm.apply(v, X, rngs={"dropout": xd}),
+                 fm.apply(fv, X, rngs={"dropout": fd}))
+    g = xform.jit(xform.grad(
+        lambda v: jnp.sum(xm.apply(v, X, rngs={"dropout": xd}) ** 2)))(v)
+    fg = jax.jit(jax.grad(
+        lambda v: jjnp.sum(fm.apply(v, X, rngs={"dropout": fd}) ** 2)))(fv)
+    assert_trees(g, fg, rtol=1e-5, atol=1e-6)
+
+
+def test_partitioned_metadata_through_scan_matches_flax():
+    def model(lib, np_):
+        class Layer(lib.Module):
+            @lib.compact
+            def __call__(self, x, _):
+                init = lib.with_partitioning(lib.initializers.lecun_normal(),
+                                             ("embed", "mlp"))
+                count = self.variable("stats", "count", lib.with_partitioning(
+                    lambda: np_.zeros((2,)), ("embed",)))
+                count.value = count.value + 1          # stays boxed
+                return x + lib.Dense(4, kernel_init=init)(x), None
+
+        class M(lib.Module):
+            @lib.compact
+            def __call__(self, x):
+                L = lib.scan(Layer, variable_axes={"params": 0, "stats": 0},
+                             split_rngs={"params": True}, length=3,
+                             metadata_params={lib.PARTITION_NAME: "layers"})
+                return L()(x, None)[0]
+        return M()
+
+    xm, fm = model(nn, jnp), model(fnn, jjnp)
+    x = np.ones((2, 4), np.float32)
+    xk, fk = keys(8)
+    v, fv = xm.init(xk, x), fm.init(fk, x)
+    spec = nn.get_partition_spec(v)
+    assert spec["params"]["ScanLayer_0"]["Dense_0"]["kernel"] == \
+        xform.sharding.PartitionSpec("layers", "embed", "mlp")
+    assert spec == xform.tree_util.tree_map(
+        lambda s: xform.sharding.PartitionSpec(*s), fnn.get_partition_spec(fv),
+        is_leaf=lambda s: isinstance(s, jax.sharding.PartitionSpec))
+    assert_trees(nn.unbox(v), fnn.meta.unbox(fv))
+    out, upd = xm.apply(v, x, mutable=["stats"])
+    fout, fupd = fm.apply(fv, x, mutable=["stats"])
+    assert_trees(out, fout)
+    assert isinstance(upd["stats"]["ScanLayer_0"]["count"], nn.Partitioned)
+    assert_trees(nn.unbox(upd), fnn.meta.unbox(fupd))
+
+
+def _control_models(lib, np_):
+    rnd = xform.random if lib is nn else jax.random
+
+    class Cond(lib.Module):
+        @lib.compact
+        def __call__(self, x, flag):
+            def t(m, x):
+                return lib.Dense(3, name="a")(x)
+
+            def f(m, x):
+                drop = lib.Dropout(0.5, deterministic=False)
+                return lib.Dense(3, name="a")(x) * 2 + drop(x[:, :3])
+            return lib.cond(flag, t, f, self, x)
+
+    class Switch(lib.Module):
+        @lib.compact
+        def __call__(self, x, i):
+            branches = [lambda m, x: lib.Dense(3, name="d")(x),
+                        lambda m, x: -lib.Dense(3, name="d")(x),
+                        lambda m, x: lib.Dense(3, name="d")(x) * 0.5]
+            return lib.switch(i, branches, self, x)
+
+    class Loop(lib.Module):
+        @lib.compact
+        def __call__(self, x):
+            d = lib.Dense(4)
+
+            def body(m, c):
+                n = m.variable("state", "n", lambda: np_.zeros((), np_.int32))
+                n.value = n.value + 1
+                return c[0] + 1, d(c[1]) + rnd.normal(m.make_rng("noise"), c[1].shape)
+            return lib.while_loop(lambda m, c: c[0] < 3, body, self, (0, x),
+                                  carry_variables="state", split_rngs={"noise": True})
+    return Cond, Switch, Loop
+
+
+@pytest.mark.parametrize("which,arg", [(0, True), (0, False), (1, 1), (1, 2)])
+def test_cond_switch_match_flax(which, arg):
+    xm, fm = _control_models(nn, jnp)[which](), _control_models(fnn, jjnp)[which]()
+    x = X[:, 0]
+    xk, fk = keys(9)
+    xd, fd = keys(10)
+    v = xm.init({"params": xk, "dropout": xd}, x, arg)
+    fv = fm.init({"params": fk, "dropout": fd}, x, arg)
+    assert_trees(v, fv)
+    assert_trees(xm.apply(v, x, arg, rngs={"dropout": xd}),
+                 fm.apply(fv, x, arg, rngs={"dropout": fd}))
+
+
+def test_while_loop_matches_flax():
+    xm, fm = _control_models(nn, jnp)[2](), _control_models(fnn, jjnp)[2]()
+    x = X[:, 0]
+    v = {"params": {"Dense_0": {"kernel": np.full((4, 4), 0.1, np.float32),
+                                "bias": np.zeros(4, np.float32)}},
+         "state": {"n": np.int32(5)}}   # carried collections exist before the loop
+    xn, fn_ = keys(11)
+    out, upd = xm.apply(v, x, rngs={"noise": xn}, mutable=["state"])
+    fout, fupd = fm.apply(v, x, rngs={"noise": fn_}, mutable=["state"])
+    assert_trees(out, fout, rtol=1e-6, atol=1e-6)
+    assert int(upd["state"]["n"]) == int(fupd["state"]["n"]) == 8

@@ -132,7 +132,8 @@ class MultiHeadDotProductAttention(Module):
         qkv_features = self.qkv_features or jnp.shape(inputs_q)[-1]
         if qkv_features % self.num_heads:
             raise ValueError(f"Memory dimension ({qkv_features}) must be divisible by "
-                             f"number of heads ({self.num_heads}).")
+                             f"number of heads ({self.num_heads}) (module "
+                             f"{self.scope.path_text}).")
         head_dim = qkv_features // self.num_heads
         dense = functools.partial(
             DenseGeneral, axis=-1, dtype=self.dtype, param_dtype=self.param_dtype,
@@ -198,7 +199,8 @@ class MultiHeadDotProductAttention(Module):
         expected = tuple(batch_dims) + (1, num_heads, depth)
         if expected != jnp.shape(query):
             raise ValueError(f"Autoregressive cache shape error, expected query shape "
-                             f"{expected} instead got {jnp.shape(query)}.")
+                             f"{expected} instead got {jnp.shape(query)} (module "
+                             f"{self.scope.path_text}: decode one position per call).")
         cur = cache_index.value
         zero = jnp.array(0, dtype=jnp.result_type(cur))
         indices = (zero,) * len(batch_dims) + (cur, zero, zero)

@@ -79,13 +79,11 @@ def _conv_patches(lhs, filter_shape, strides, padding, lhs_dilation, rhs_dilatio
                   precision):
     """``lax.conv_general_dilated_patches``: each output position's input window, channel
     major (c * prod(filter) + k), as a grouped convolution with an identity kernel."""
-    ndim = jnp.ndim(lhs)
     channels = jnp.shape(lhs)[dn.lhs_spec[1]]
     size = math.prod(filter_shape)
     eye = np.broadcast_to(np.eye(size, dtype=np.float32), (channels, size, size))
     rhs = np.reshape(eye, (channels * size, 1) + tuple(filter_shape))
     rhs = np.moveaxis(rhs, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
-    del ndim
     return lax.conv_general_dilated(
         lhs, jnp.asarray(rhs, jnp.result_type(lhs)), strides, padding,
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
@@ -153,7 +151,7 @@ class _Conv(Module):
     def __call__(self, inputs):
         """Convolve ``inputs`` ``(*batch, *spatial, features)`` (no batch axis: one
         example; several: flattened and restored)."""
-        name = type(self).__name__
+        name = f"{type(self).__name__} at {self.scope.path_text}"
         kernel_size = ((self.kernel_size,) if isinstance(self.kernel_size, int)
                        else tuple(self.kernel_size))
         n = len(kernel_size)
@@ -169,7 +167,8 @@ class _Conv(Module):
             inputs, padding = jnp.pad(inputs, pads, mode=mode), "VALID"
         elif padding == "CAUSAL":
             if n != 1:
-                raise ValueError("Causal padding is only implemented for 1D convolutions.")
+                raise ValueError(f"{name}: Causal padding is only implemented for 1D "
+                                 f"convolutions.")
             left = kernel_dilation[0] * (kernel_size[0] - 1)
             inputs, padding = jnp.pad(inputs, [(0, 0), (left, 0), (0, 0)]), "VALID"
         if isinstance(padding, str) and any(d != 1 for d in input_dilation):
@@ -188,15 +187,15 @@ class _Conv(Module):
         else:
             if self.feature_group_count != 1:
                 raise NotImplementedError(
-                    "`lax.conv_general_dilated_local` does not support "
+                    f"{name}: `lax.conv_general_dilated_local` does not support "
                     f"`feature_group_count != 1`, got `{self.feature_group_count}`.")
             out_spatial = self._local_out_spatial(inputs, kernel_size, strides, padding,
                                                   input_dilation, kernel_dilation, dn)
             kernel_shape = out_spatial + (math.prod(kernel_size) * in_features,
                                           self.features)
         if self.mask is not None and tuple(jnp.shape(self.mask)) != kernel_shape:
-            raise ValueError(f"Mask needs to have the same shape as weights. Shapes are: "
-                             f"{tuple(jnp.shape(self.mask))}, {kernel_shape}")
+            raise ValueError(f"{name}: Mask needs to have the same shape as weights. Shapes "
+                             f"are: {tuple(jnp.shape(self.mask))}, {kernel_shape}")
         kernel = self.param("kernel", self.kernel_init, kernel_shape, self.param_dtype)
         if self.mask is not None:
             kernel = kernel * self.mask
@@ -344,15 +343,16 @@ class ConvTranspose(Module):
         kernel_size = ((self.kernel_size,) if isinstance(self.kernel_size, int)
                        else tuple(self.kernel_size))
         n = len(kernel_size)
-        inputs, batch_shape = _flatten_batch(jnp.asarray(inputs), n, "ConvTranspose")
+        name = f"ConvTranspose at {self.scope.path_text}"
+        inputs, batch_shape = _flatten_batch(jnp.asarray(inputs), n, name)
         strides = _tuple(self.strides, n, "strides")
         kernel_dilation = _tuple(self.kernel_dilation, n, "kernel_dilation")
         in_features = jnp.shape(inputs)[-1]
         kernel_shape = kernel_size + ((self.features, in_features) if self.transpose_kernel
                                       else (in_features, self.features))
         if self.mask is not None and tuple(jnp.shape(self.mask)) != kernel_shape:
-            raise ValueError(f"Mask needs to have the same shape as weights. Shapes are: "
-                             f"{tuple(jnp.shape(self.mask))}, {kernel_shape}")
+            raise ValueError(f"{name}: Mask needs to have the same shape as weights. Shapes "
+                             f"are: {tuple(jnp.shape(self.mask))}, {kernel_shape}")
         kernel = self.param("kernel", self.kernel_init, kernel_shape, self.param_dtype)
         if self.mask is not None:
             kernel = kernel * self.mask

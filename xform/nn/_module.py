@@ -15,6 +15,8 @@ import threading
 import typing
 import uuid
 
+import xform.numpy as jnp
+from xform.core.tree_util import tree_map
 from xform.nn import errors
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
                              is_valid_rng, union_filters)
@@ -329,18 +331,19 @@ class Module:
                              f"use init/apply/bind.")
         return self.scope
 
-    def variable(self, col, name, init_fn=None, *init_args, **init_kwargs):
+    def variable(self, col, name, init_fn=None, *init_args, unbox=True, **init_kwargs):
         """Declares (on first use) and returns the ``Variable`` ``col/name``."""
         if not self._initialization_allowed:
             raise ValueError("Variables must be initialized in `setup()` or in a method "
                              "wrapped in `@compact`")
         if self._need_scope("declare variables").name_reserved(name, col):
             raise errors.NameInUseError("variable", name, type(self).__name__)
-        v = self.scope.variable(col, name, init_fn, *init_args, **init_kwargs)
+        v = self.scope.variable(col, name, init_fn, *init_args, unbox=unbox,
+                                **init_kwargs)
         self._state.children[name] = col
         return v
 
-    def param(self, name, init_fn, *init_args, **init_kwargs):
+    def param(self, name, init_fn, *init_args, unbox=True, **init_kwargs):
         """Declares (on first use) and returns parameter ``name``; ``init_fn(key,
         *init_args)`` gets a key from the ``params`` stream."""
         if not self._initialization_allowed:
@@ -348,7 +351,7 @@ class Module:
                              "wrapped in `@compact`")
         if self._need_scope("declare params").name_reserved(name, "params"):
             raise errors.NameInUseError("param", name, type(self).__name__)
-        v = self.scope.param(name, init_fn, *init_args, **init_kwargs)
+        v = self.scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
         self._state.children[name] = "params"
         return v
 
@@ -400,6 +403,23 @@ class Module:
             xs = init_fn()
         scope.put_variable(col, name, reduce_fn(xs, value))
         return True
+
+    def perturb(self, name, value, collection="perturbations"):
+        """Adds a zero variable ``collection/name`` to ``value`` (created when the
+        collection is mutable), so ``grad`` w.r.t. the perturbations gives the
+        gradient of the loss w.r.t. this intermediate; a no-op without it."""
+        scope = self._need_scope("store variables")
+        if scope.is_mutable_collection(collection) and not scope.has_variable(
+                collection, name):
+            scope.reserve(name, collection)
+            self._state.children[name] = collection
+            scope.put_variable(collection, name, tree_map(jnp.zeros_like, value))
+        if collection in scope.root._variables:
+            if not scope.has_variable(collection, name):
+                raise ValueError(f"Perturbation collection {collection} present, but "
+                                 f"missing perturbation variable {name}")
+            value = tree_map(jnp.add, value, scope.get_variable(collection, name))
+        return value
 
     # ---- init / apply ----
     def _resolve_method(self, method):

@@ -477,7 +477,8 @@ class RNN(Module):
         n_feat = self.cell.num_feature_axes
         time_axis = 0 if time_major else ndim - (n_feat + 1)
         if time_axis < 0 or ndim < n_feat + 1:
-            raise ValueError(f"RNN: inputs of shape {jnp.shape(inputs)} have no time axis "
+            raise ValueError(f"RNN at {self.scope.path_text}: inputs of shape "
+                             f"{jnp.shape(inputs)} have no time axis "
                              f"(need (*batch, time, {n_feat} feature axes))")
         shape = jnp.shape(inputs)
         batch_dims = shape[1:-n_feat] if time_major else shape[:time_axis]

@@ -18,7 +18,8 @@ import hashlib
 import numpy as np
 
 from xform import random
-from xform.nn import errors
+from xform.core.tree_util import tree_leaves, tree_structure
+from xform.nn import _meta as meta, errors
 
 _CHILD = "__child__"   # key prefix for child counters in ``rng_counters``
 
@@ -127,18 +128,27 @@ def is_valid_rngs(rngs):
 
 
 class Variable:
-    """A handle on one variable: read and (if its collection is mutable) write ``.value``."""
-    __slots__ = ("scope", "collection", "name")
+    """A handle on one variable: read and (if its collection is mutable) write ``.value``
+    (``unbox``: read/write through ``Partitioned``-style metadata boxes)."""
+    __slots__ = ("scope", "collection", "name", "unbox")
 
-    def __init__(self, scope, collection, name):
+    def __init__(self, scope, collection, name, unbox=True):
         self.scope, self.collection, self.name = scope, collection, name
+        self.unbox = unbox
 
     @property
     def value(self):
-        return self.scope.get_variable(self.collection, self.name)
+        v = self.scope.get_variable(self.collection, self.name)
+        return meta.unbox(v) if self.unbox else v
 
     @value.setter
     def value(self, value):
+        if self.unbox:   # keep the metadata boxes when the structure is unchanged
+            cur = self.scope.get_variable(self.collection, self.name)
+            boxed = tree_leaves(cur, is_leaf=meta._is_meta)
+            if (any(meta._is_meta(x) for x in boxed) and tree_structure(
+                    cur, is_leaf=meta._is_meta) == tree_structure(value, is_leaf=meta._is_meta)):
+                value = meta.replace_boxed(cur, value)
         self.scope.put_variable(self.collection, self.name, value)
 
     def is_mutable(self):
@@ -273,7 +283,7 @@ class Scope:
             raise errors.ModifyScopeVariableError(col, name, self.path_text)
         self._mutable_collection(col)[name] = value
 
-    def variable(self, col, name, init_fn=None, *init_args, **init_kwargs):
+    def variable(self, col, name, init_fn=None, *init_args, unbox=True, **init_kwargs):
         self.reserve(name, col)
         if not self.has_variable(col, name):
             if not self.is_mutable_collection(col) or init_fn is None:
@@ -281,27 +291,26 @@ class Scope:
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
             self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
-        return Variable(self, col, name)
+        return Variable(self, col, name, unbox)
 
-    def param(self, name, init_fn, *init_args, **init_kwargs):
+    def param(self, name, init_fn, *init_args, unbox=True, **init_kwargs):
         self.reserve(name, "params")
         if self.has_variable("params", name):
             value = self.get_variable("params", name)
             _check_param_shape(name, self.path_text, value, init_fn, init_args,
                                init_kwargs)
-            return value
+            return meta.unbox(value) if unbox else value
         if not self.is_mutable_collection("params"):
             if self.is_collection_empty("params"):
                 raise errors.ScopeCollectionNotFound("params", name, self.path_text)
             raise errors.ScopeParamNotFoundError(name, self.path_text)
         value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
         self.put_variable("params", name, value)
-        return value
+        return meta.unbox(value) if unbox else value
 
 
 def _check_param_shape(name, path_text, value, init_fn, init_args, init_kwargs):
     """Compares a stored param with the initializer's abstract output (Flax does too)."""
-    from xform.core.tree_util import tree_leaves
     from xform.transforms.jit import eval_shape
     abstract = eval_shape(lambda: init_fn(random.PRNGKey(0), *init_args, **init_kwargs))
     for v, a in zip(tree_leaves(value), tree_leaves(abstract)):

@@ -24,8 +24,9 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax, random
 from xform.core.tree_util import register_pytree_node, tree_leaves, tree_map
+from xform.nn import _meta as meta
 from xform.nn._module import Module, _State, _wrap_method
-from xform.nn._scope import LazyRng, Scope, in_filter, union_filters
+from xform.nn._scope import DenyList, LazyRng, Scope, in_filter, union_filters
 from xform.transforms.checkpoint import checkpoint as _checkpoint
 from xform.transforms.jit import jit as _jit
 from xform.transforms.vmap import vmap as _vmap
@@ -69,11 +70,17 @@ def _intersect(a, b):
     cols = lambda f: None if not isinstance(f, (str, list, tuple, set)) else (
         {f} if isinstance(f, str) else set(f))
     ca, cb = cols(a), cols(b)
+    if ca is None and cb is None:     # two DenyLists: deny either's
+        return DenyList(sorted(set(_deny(a)) | set(_deny(b))))
     if ca is not None and cb is not None:
         return sorted(ca & cb)
     keep = ca if ca is not None else cb
     other = b if ca is not None else a
     return sorted(c for c in keep if in_filter(other, c))
+
+
+def _deny(f):
+    return [f.deny] if isinstance(f.deny, str) else list(f.deny)
 
 
 class _Pack:
@@ -186,7 +193,8 @@ def _split_in_out(variable_axes):
 
 # ---- core transforms on packed scopes ----
 
-def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis_name):
+def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis_name,
+               metadata_params):
     v_in, v_out = _split_in_out(dict(variable_axes))
     v_groups, v_in_axes = tuple(v_in), tuple(v_in.values())
     v_out_axes = tuple(v_out.values())
@@ -194,6 +202,8 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
     r_axes = tuple(0 if s else None for s in r_splits)
 
     def core(p, variable_groups, rng_groups, *args):
+        variable_groups = tuple(g if ax is None else meta.remove_axis(g, ax, metadata_params)
+                                for g, ax in zip(variable_groups, v_in_axes))
         sizes = set()
         _axis_sizes((v_in_axes, in_axes), (variable_groups, args), sizes)
         if axis_size is None and len(sizes) == 1:
@@ -209,9 +219,11 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
         def mapped(variable_groups, rng_groups, args):
             scopes = p.scope_fn(variable_groups, rng_groups)
             return fn(scopes, *args), p.repack(scopes)
-        return _vmap(mapped, in_axes=(v_in_axes, r_axes, in_axes),
-                     out_axes=(out_axes, v_out_axes), axis_name=axis_name,
-                     axis_size=axis_size)(variable_groups, rng_groups, args)
+        y, out = _vmap(mapped, in_axes=(v_in_axes, r_axes, in_axes),
+                       out_axes=(out_axes, v_out_axes), axis_name=axis_name,
+                       axis_size=axis_size)(variable_groups, rng_groups, args)
+        return y, tuple(g if ax is None else meta.add_axis(g, ax, metadata_params)
+                        for g, ax in zip(out, v_out_axes))
     return _pack(core, v_groups, tuple(v_out), r_groups)
 
 
@@ -233,7 +245,7 @@ def _move_axes(axes, tree, to_front):
 
 
 def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs,
-               in_axes, out_axes, length, reverse, unroll):
+               in_axes, out_axes, length, reverse, unroll, metadata_params):
     v_in, v_out = _split_in_out(dict(variable_axes))
     v_groups, v_in_axes, v_out_axes = tuple(v_in), tuple(v_in.values()), \
         tuple(v_out.values())
@@ -254,7 +266,7 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
             n = length
         rngs_split = _split_rng_groups(rng_groups, r_splits, n)
         bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
-        scan_vars = tuple(_move_axes(ax, g, True)
+        scan_vars = tuple(_move_axes(ax, meta.remove_axis(g, ax, metadata_params), True)
                           for g, ax in zip(variable_groups[2:], v_in_axes))
         xs = tuple(() if ax is broadcast else _move_axes(ax, a, True)
                    for a, ax in zip(args, axes))
@@ -286,7 +298,8 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
         if out_axes is broadcast:
             raise NotImplementedError("nn.scan(out_axes=nn.broadcast) is not supported.")
         ys = _move_axes(out_axes, ys, False)
-        scan_out = tuple(_move_axes(ax, g, False) for g, ax in zip(scan_out, v_out_axes))
+        scan_out = tuple(meta.add_axis(_move_axes(ax, g, False), ax, metadata_params)
+                         for g, ax in zip(scan_out, v_out_axes))
         return (c, ys), (bcast_out, carry_vars) + scan_out
     filters = (variable_broadcast, variable_carry)
     return _pack(core, filters + v_groups, filters + tuple(v_out), r_groups)
@@ -477,7 +490,7 @@ def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0,  # noqa
     """
     def core(fn):
         return _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size,
-                          axis_name)
+                          axis_name, metadata_params)
     return _lift(_named("Vmap", core), target, methods)
 
 
@@ -512,13 +525,14 @@ def scan(target, variable_axes={}, variable_broadcast=False,  # noqa: B006
     >>> v['params']['Dense_0']['kernel'].shape
     (2, 3)
     """
-    del metadata_params, _split_transpose, check_constancy_invariants
+    del _split_transpose, check_constancy_invariants
     if data_transform is not None:
         raise NotImplementedError("nn.scan(data_transform=...) is not supported.")
 
     def core(fn):
         return _core_scan(fn, variable_axes, variable_broadcast, variable_carry,
-                          split_rngs, in_axes, out_axes, length, reverse, unroll)
+                          split_rngs, in_axes, out_axes, length, reverse, unroll,
+                          metadata_params)
     return _lift(_named("Scan", core), target, methods)
 
 

@@ -1,0 +1,112 @@
+"""Lifted control flow: ``nn.cond``, ``nn.switch``, ``nn.while_loop`` over xform's
+``lax.cond``/``lax.switch``/``lax.while_loop`` (Flax's ``lift.cond``/``switch``/
+``while_loop``): each branch (or the loop body) runs a clone of the module on inner
+scopes built from the packed variables and rngs (see ``_transforms``)."""
+from xform import lax, random
+from xform.core.tree_util import tree_map
+from xform.nn._transforms import (_export, _module_scopes, _pack, _reimport,
+                                  _set_module_scopes)
+from xform.nn._module import _wrap_method
+
+__all__ = ["cond", "switch", "while_loop"]
+
+
+def _direct(make_core, fns, mdl, *args):
+    """Runs ``make_core(core_fns)(scopes, *args)`` where each core fn calls one of
+    ``fns`` on a clone of ``mdl`` bound to the inner scopes."""
+    state = _export(mdl._state)
+
+    def make(fn):
+        fn = _wrap_method(fn)
+
+        def core_fn(scopes, *a):
+            cloned = _set_module_scopes(mdl, scopes)
+            object.__setattr__(cloned, "_state", _export(state))
+            res = fn(cloned, *a)
+            _reimport(mdl._state, cloned._state)
+            return res
+        return core_fn
+    return make_core([make(f) for f in fns])(_module_scopes(mdl), *args)
+
+
+def _branches(p, variable_groups, rng_groups, fns):
+    def wrap(fn):
+        def branch(*operands):
+            scopes = p.scope_fn(variable_groups, rng_groups)
+            return fn(scopes, *operands), p.repack(scopes)
+        return branch
+    return [wrap(f) for f in fns]
+
+
+def switch(index, branches, mdl, *operands, variables=True, rngs=True):
+    """``branches[index](mdl, *operands)`` as one ``lax.switch``; every branch must
+    create/update the same variables (all branches are traced).
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> class M(nn.Module):
+    ...   @nn.compact
+    ...   def __call__(self, x, i):   # submodules are created inside the branches
+    ...     branches = [lambda m, x: nn.Dense(2, name='d')(x),
+    ...                 lambda m, x: -nn.Dense(2, name='d')(x)]
+    ...     return nn.switch(i, branches, self, x)
+    >>> v = M().init(xform.random.PRNGKey(0), jnp.ones((1, 3)), 0)
+    >>> M().apply(v, jnp.ones((1, 3)), 1).shape
+    (1, 2)
+    """
+    def make_core(fns):
+        def core(p, variable_groups, rng_groups, *ops):
+            return lax.switch(index, _branches(p, variable_groups, rng_groups, fns), *ops)
+        return _pack(core, (variables,), (variables,), (rngs,))
+    return _direct(make_core, tuple(branches), mdl, *operands)
+
+
+def cond(pred, true_fun, false_fun, mdl, *operands, variables=True, rngs=True):
+    """``true_fun(mdl, *operands) if pred else false_fun(mdl, *operands)`` as one
+    ``lax.cond`` (both branches traced; they must create the same variables)."""
+    def make_core(fns):
+        def core(p, variable_groups, rng_groups, *ops):
+            t, f = _branches(p, variable_groups, rng_groups, fns)
+            return lax.cond(pred, t, f, *ops)
+        return _pack(core, (variables,), (variables,), (rngs,))
+    return _direct(make_core, (true_fun, false_fun), mdl, *operands)
+
+
+def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False,
+               broadcast_variables=True, split_rngs={}):  # noqa: B006
+    """``lax.while_loop`` over ``body_fn(mdl, carry)`` while ``cond_fn(mdl, carry)``.
+
+    Variables in ``carry_variables`` are threaded through the iterations; the
+    others are read-only. ``split_rngs`` streams get ``fold_in(key, i)`` at step
+    ``i`` (``-i`` in ``cond_fn``), as Flax.
+    """
+    splits = tuple(split_rngs.values())
+
+    def make_core(fns):
+        c_fn, b_fn = fns
+
+        def core(p, variable_groups, rng_groups):
+            carry_vars, bcast_vars = variable_groups
+
+            def loop_rngs(i):
+                return tuple(tree_map(lambda k: random.fold_in(k, i), g) if s else g
+                             for g, s in zip(rng_groups, splits))
+
+            def cond_wrapper(c):
+                i, cv, carry = c
+                scopes = p.scope_fn((cv, bcast_vars), loop_rngs(-i))
+                for s in scopes:
+                    s.mutable = False
+                return c_fn(scopes, carry)
+
+            def body_wrapper(c):
+                i, cv, carry = c
+                scopes = p.scope_fn((cv, bcast_vars), loop_rngs(i))
+                carry = b_fn(scopes, carry)
+                (cv,) = p.repack(scopes)
+                return i + 1, cv, carry
+            _, carry_vars, carry = lax.while_loop(cond_wrapper, body_wrapper,
+                                                  (0, carry_vars, init))
+            return carry, (carry_vars,)
+        return _pack(core, (carry_variables, broadcast_variables), (carry_variables,),
+                     tuple(split_rngs))
+    return _direct(make_core, (cond_fn, body_fn), mdl)
