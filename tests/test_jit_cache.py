@@ -244,6 +244,35 @@ def test_persistent_cache_truncated_entry_in_process(tmp_path):
         xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
+def test_persistent_cache_unreadable_entry_warns_and_recompiles(tmp_path):
+    """An entry that cannot be read (here a directory where the file should be) or
+    written is a warning each, never an error: the program is compiled and runs."""
+    f = lambda x: jnp.sin(x) * 5.0 - 0.5  # noqa: E731
+    x = jnp.ones(6)
+    xform.config.update("jax_compilation_cache_dir", str(tmp_path))
+    xform.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        xform.jit(f)(x)
+        (entry,) = tmp_path.glob("*-cache")
+        entry.unlink()
+        entry.mkdir()
+        compiler.clear_caches()
+        xform.jit(f).clear_cache()
+        before = dict(compiler.stats)
+        with pytest.warns(RuntimeWarning) as caught:
+            out = xform.jit(f)(x)
+        np.testing.assert_allclose(out, np.sin(1.0) * 5.0 - 0.5, rtol=1e-6)
+        msgs = [str(w.message) for w in caught]
+        assert any(m.startswith("Error reading persistent compilation cache entry") and
+                   "IsADirectoryError" in m for m in msgs), msgs
+        assert any(m.startswith("Error writing") for m in msgs), msgs
+        assert counts(before)["compile"] == 1
+        assert not list(tmp_path.glob(".tmp-*"))
+    finally:
+        xform.config.update("jax_compilation_cache_dir", None)
+        xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
 def test_min_compile_time_keeps_cheap_programs_off_disk(tmp_path):
     xform.config.update("jax_compilation_cache_dir", str(tmp_path))
     try:

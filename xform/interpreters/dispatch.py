@@ -5,6 +5,8 @@ values is lowered alone into a one-op module, compiled once per
 (primitive, avals, params) and cached. The cache lookup and ``execute`` call are
 the whole hot path.
 """
+import operator
+
 import numpy as np
 
 from xform import backend
@@ -72,29 +74,71 @@ def to_buffer(x):
 # ---- eager primitives ----
 
 class _OneOp:
-    __slots__ = ("execute", "out_avals", "out_aval")
+    """An eager op's executable: ``run(bufs).consume_with_handlers(handlers)`` gives
+    its output buffers (two C++ calls on the common path); ``execute`` is the same as
+    one function."""
+    __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval")
 
-    def __init__(self, exe, out_avals):
-        self.execute = exe.make_execute(out_avals)
+    def __init__(self, exe, out_avals, execute=None):
+        if execute is None:
+            self.run, self.handlers = exe.execute_parts(out_avals)
+            self.execute = exe.make_execute(out_avals)
+        else:  # a wrapped execute (jax_debug_nans)
+            self.run, self.handlers = backend.as_execute_parts(execute)
+            self.execute = execute
         self.out_avals = out_avals
         self.out_aval = out_avals[0] if len(out_avals) == 1 else None
 
 
-# Eager one-op executables, keyed by (primitive, avals, params); bounded like JAX's.
+# Eager one-op executables, keyed by (primitive, avals[, params]); bounded like JAX's.
+# NB: a hit does not refresh the entry's recency (that would hash the key a second
+# time on the hottest path): eviction is in insertion order, and an evicted op costs a
+# lowering and a program-cache hit, not a compile.
 _prim_cache = LRUCache(4096)
+_aval_of = operator.attrgetter("aval")
+_buf_of = operator.attrgetter("_buf")
 
 
 def apply_primitive(prim, *args, **params):
-    """Execute one primitive on concrete values (the eval trace's ``impl``)."""
-    avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
-    key = (prim, avals, tuple(params.items()) if params else None)
+    """Execute one primitive on concrete values (the eval trace's ``impl``).
+
+    The hot path (every argument an Array, the op seen before) runs no Python frame
+    besides this one and ``Array.__init__``: avals and buffers are gathered by C
+    ``attrgetter``s, the key is a tuple hashed once, and the executable is called
+    through its C++ parts."""
+    try:
+        bufs = list(map(_buf_of, args))  # AttributeError: a scalar, NumPy or a tracer
+    except AttributeError:
+        return _apply_slow(prim, args, params)
+    avals = tuple(map(_aval_of, args))
+    key = (prim, avals, tuple(params.items())) if params else (prim, avals)
     try:
         entry = _prim_cache.get(key)
     except TypeError:  # unhashable params (e.g. a list): compile without caching
+        return _apply_slow(prim, args, params)
+    if entry is None:
+        entry = _compile_primitive(prim, avals, params)
+        _prim_cache.insert(key, entry)
+    try:
+        outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+    except Exception:
+        check_deleted(args, prim.name)
+        raise
+    if entry.out_aval is not None and not prim.multiple_results:
+        return Array(outs[0], entry.out_aval)
+    return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+
+
+def _apply_slow(prim, args, params):
+    """``apply_primitive`` for arguments that are not all Arrays (Python and NumPy
+    scalars are put on the device; a leaked tracer raises), or unhashable params."""
+    avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
+    key = (prim, avals, tuple(params.items())) if params else (prim, avals)
+    try:
+        entry = _prim_cache.get(key)
+    except TypeError:
         key, entry = None, None
-    if entry is not None:
-        _prim_cache.move_to_end(key)  # (inlined LRUCache.lookup: this is the hot path)
-    else:
+    if entry is None:
         entry = _compile_primitive(prim, avals, params)
         if key is not None:
             _prim_cache.insert(key, entry)
@@ -183,12 +227,11 @@ def _compile_primitive(prim, avals, params):
     callbacks = []  # higher-order primitives (scan, cond) may hold host callbacks
     module = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), host_callbacks=callbacks,
                                         as_bytecode=True)
-    entry = _OneOp(compiler.compile_module(module, None, callbacks, prim.name, avals),
-                   out_avals)
+    exe = compiler.compile_module(module, None, callbacks, prim.name, avals)
     if config.jax_debug_nans:  # baked in: the caches are cleared when the flag flips
-        entry.execute = _nan_checked(entry.execute, out_avals,
-                                     lambda bufs: _raise_nan(prim.name))
-    return entry
+        return _OneOp(exe, out_avals, _nan_checked(exe.make_execute(out_avals), out_avals,
+                                                   lambda bufs: _raise_nan(prim.name)))
+    return _OneOp(exe, out_avals)
 
 
 # ---- jax_debug_nans ----
@@ -234,7 +277,8 @@ class CompiledJaxpr:
     ``donated[i]`` marks input i as donated (its buffer may become an output's).
     With ``jax_debug_nans`` set when it is built, ``execute`` checks the outputs and on a
     NaN re-runs the jaxpr op by op to name the primitive that produced it."""
-    __slots__ = ("execute", "const_bufs", "out_avals", "executable", "name")
+    __slots__ = ("execute", "run", "handlers", "const_bufs", "out_avals", "executable",
+                 "name")
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
         callbacks = []
@@ -246,11 +290,14 @@ class CompiledJaxpr:
         self.executable = compiler.compile_module(module, devices, callbacks, name,
                                                   closed.in_avals)
         self.execute = self.executable.make_execute(closed.out_avals)
+        # The hit paths call run(bufs).consume_with_handlers(handlers) (see _OneOp).
+        self.run, self.handlers = self.executable.execute_parts(closed.out_avals)
         self.const_bufs = [to_buffer(c) for c in closed.consts]
         self.out_avals = closed.out_avals
         if config.jax_debug_nans:
             self.execute = _nan_checked(self.execute, self.out_avals,
                                         lambda bufs: _rerun_op_by_op(closed, name, bufs))
+            self.run, self.handlers = backend.as_execute_parts(self.execute)
 
     def __call__(self, args, describe=None):
         bufs = self.const_bufs + [to_buffer(x) for x in args]

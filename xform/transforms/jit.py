@@ -8,6 +8,7 @@ that transformation sees through the call.
 """
 import functools
 import inspect
+import operator
 import time
 import weakref
 
@@ -23,6 +24,10 @@ from xform.interpreters import compiler, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
+
+_aval_of = operator.attrgetter("aval")
+_buf_of = operator.attrgetter("_buf")
+_flatten_builtin = backend.flatten_builtin
 
 
 class ShapeDtypeStruct:
@@ -206,43 +211,48 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        # Cache-hit fast paths: no Python frame but this one and Array.__init__ (avals
+        # and buffers gathered by C attrgetters; AttributeError = a non-Array leaf).
         if self._plain and not kwargs and _context.trace is eval_trace:
-            avals = []
-            for a in args:
-                if type(a) is not Array:
-                    break
-                avals.append(a.aval)
+            try:
+                bufs = list(map(_buf_of, args))
+            except AttributeError:  # pytrees, scalars, NumPy, leaked tracers
+                pass
             else:
-                entry = self._fast.get(tuple(avals))
+                entry = self._fast.get(tuple(map(_aval_of, args)))
                 if entry is not None:
-                    if entry.single:  # the commonest hit, inlined
-                        c = entry.compiled
-                        try:
-                            outs = c.execute([a._buf for a in args] if not c.const_bufs
-                                             else c.const_bufs + [a._buf for a in args])
-                        except Exception:
-                            dispatch.check_deleted(args, f"jit({self._name})",
-                                                   lambda i: explain.leaf_name(self, args,
-                                                                               {}, i))
-                            raise
+                    c = entry.compiled
+                    try:
+                        outs = c.run(c.const_bufs + bufs if c.const_bufs else bufs
+                                     ).consume_with_handlers(c.handlers)
+                    except Exception:
+                        dispatch.check_deleted(args, f"jit({self._name})",
+                                               lambda i: explain.leaf_name(self, args,
+                                                                           {}, i))
+                        raise
+                    if entry.single:
                         return Array(outs[0], c.out_avals[0])
-                    return _run_fast(entry, args, self, args)
+                    return tree_util.tree_unflatten(entry.out_tree,
+                                                    list(map(Array, outs, c.out_avals)))
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
-            leaves, c_tree = backend.flatten_builtin(args)
-            avals = []
-            for a in leaves:
-                if type(a) is not Array:
-                    break
-                avals.append(a.aval)
-            else:
-                entry = self._tree_fast.get((c_tree, tuple(avals)))
-                if entry is not None and entry.c_out_tree is not None:
-                    c = entry.compiled
-                    outs = _run_fast(entry, leaves, self, args, False)
-                    return entry.c_out_tree.unflatten(
-                        [Array(b, a) for b, a in zip(outs, c.out_avals)])
+            leaves, c_tree = _flatten_builtin(args)
+            try:
+                bufs = list(map(_buf_of, leaves))
+            except AttributeError:
+                return self._call(args, kwargs)
+            entry = self._tree_fast.get((c_tree, tuple(map(_aval_of, leaves))))
+            if entry is not None and entry.c_out_tree is not None:
+                c = entry.compiled
+                try:
+                    outs = c.run(c.const_bufs + bufs if c.const_bufs else bufs
+                                 ).consume_with_handlers(c.handlers)
+                except Exception:
+                    dispatch.check_deleted(leaves, f"jit({self._name})",
+                                           lambda i: explain.leaf_name(self, args, {}, i))
+                    raise
+                return entry.c_out_tree.unflatten(list(map(Array, outs, c.out_avals)))
         return self._call(args, kwargs)
 
     @api_boundary
@@ -388,24 +398,6 @@ class JitWrapped:
     def clear_cache(self):
         """Forget this function's traces and executables (every wrapper of it)."""
         self._cache.clear()
-
-
-def _run_fast(entry, leaves, wrapped, args, rebuild=True):
-    """Execute a cache hit on positional Arrays (or flat leaves, ``rebuild=False``)."""
-    c = entry.compiled
-    bufs = [a._buf for a in leaves]
-    try:
-        outs = c.execute(c.const_bufs + bufs if c.const_bufs else bufs)
-    except Exception:
-        dispatch.check_deleted(leaves, f"jit({wrapped._name})",
-                               lambda i: explain.leaf_name(wrapped, args, {}, i))
-        raise
-    if not rebuild:
-        return outs
-    if entry.single:
-        return Array(outs[0], c.out_avals[0])
-    return tree_util.tree_unflatten(
-        entry.out_tree, [Array(b, a) for b, a in zip(outs, c.out_avals)])
 
 
 class Traced:
