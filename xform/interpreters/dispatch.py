@@ -79,7 +79,7 @@ class _OneOp:
     one function."""
     __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval")
 
-    def __init__(self, exe, out_avals, execute=None):
+    def __init__(self, exe, out_avals, multiple_results, execute=None):
         if execute is None:
             self.run, self.handlers = exe.execute_parts(out_avals)
             self.execute = exe.make_execute(out_avals)
@@ -87,7 +87,8 @@ class _OneOp:
             self.run, self.handlers = backend.as_execute_parts(execute)
             self.execute = execute
         self.out_avals = out_avals
-        self.out_aval = out_avals[0] if len(out_avals) == 1 else None
+        # set: return one Array; None: a list (several outputs, or multiple_results)
+        self.out_aval = out_avals[0] if len(out_avals) == 1 and not multiple_results else None
 
 
 # Eager one-op executables, keyed by (primitive, avals[, params]); bounded like JAX's.
@@ -110,30 +111,31 @@ def apply_primitive(prim, *args, **params):
         if len(args) == 1:  # (unrolled: ~100 ns less than map() for one or two)
             x, = args
             bufs = [x._buf]
-            avals = (x.aval,)
+            key = (prim, x.aval)
         elif len(args) == 2:
             x, y = args
             bufs = [x._buf, y._buf]
-            avals = (x.aval, y.aval)
+            key = (prim, x.aval, y.aval)
         else:
             bufs = list(map(_buf_of, args))
-            avals = tuple(map(_aval_of, args))
+            key = (prim, *map(_aval_of, args))
     except AttributeError:
         return _apply_slow(prim, args, params)
-    key = (prim, avals, tuple(params.items())) if params else (prim, avals)
+    if params:
+        key += (tuple(params.items()),)
     try:
         entry = _prim_cache.get(key)
     except TypeError:  # unhashable params (e.g. a list): compile without caching
         return _apply_slow(prim, args, params)
     if entry is None:
-        entry = _compile_primitive(prim, avals, params)
+        entry = _compile_primitive(prim, key[1:len(args) + 1], params)
         _prim_cache.insert(_canonical_key(key), entry)
     try:
         outs = entry.run(bufs).consume_with_handlers(entry.handlers)
     except Exception:
         check_deleted(args, prim.name)
         raise
-    if entry.out_aval is not None and not prim.multiple_results:
+    if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
 
@@ -141,14 +143,14 @@ def apply_primitive(prim, *args, **params):
 def _canonical_key(key):
     """``key`` with canonical avals, so hits from dispatch-made Arrays compare by
     identity (see ``canonical_aval``)."""
-    return (key[0], tuple(map(canonical_aval, key[1]))) + key[2:]
+    return tuple(canonical_aval(k) if type(k) is ShapedArray else k for k in key)
 
 
 def _apply_slow(prim, args, params):
     """``apply_primitive`` for arguments that are not all Arrays (Python and NumPy
     scalars are put on the device; a leaked tracer raises), or unhashable params."""
     avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
-    key = (prim, avals, tuple(params.items())) if params else (prim, avals)
+    key = (prim, *avals, tuple(params.items())) if params else (prim, *avals)
     try:
         entry = _prim_cache.get(key)
     except TypeError:
@@ -162,7 +164,7 @@ def _apply_slow(prim, args, params):
     except Exception:
         check_deleted(args, prim.name)
         raise
-    if entry.out_aval is not None and not prim.multiple_results:
+    if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
 
@@ -244,9 +246,10 @@ def _compile_primitive(prim, avals, params):
                                         as_bytecode=True)
     exe = compiler.compile_module(module, None, callbacks, prim.name, avals)
     if config.jax_debug_nans:  # baked in: the caches are cleared when the flag flips
-        return _OneOp(exe, out_avals, _nan_checked(exe.make_execute(out_avals), out_avals,
-                                                   lambda bufs: _raise_nan(prim.name)))
-    return _OneOp(exe, out_avals)
+        return _OneOp(exe, out_avals, prim.multiple_results,
+                      _nan_checked(exe.make_execute(out_avals), out_avals,
+                                   lambda bufs: _raise_nan(prim.name)))
+    return _OneOp(exe, out_avals, prim.multiple_results)
 
 
 # ---- jax_debug_nans ----
