@@ -122,13 +122,18 @@ class _Entry:
 
     ``c_out_tree`` is the output structure as a jaxlib C++ treedef (None when the
     output holds nodes only xform's registry knows): the pytree fast path uses it."""
-    __slots__ = ("compiled", "out_tree", "single", "c_out_tree")
+    __slots__ = ("compiled", "out_tree", "single", "c_out_tree", "run", "handlers",
+                 "consts", "out_avals", "out_aval")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
         self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
         self.c_out_tree = None
+        # What the hit paths use, copied here (one attribute load each, not two).
+        self.run, self.handlers = compiled.run, compiled.handlers
+        self.consts, self.out_avals = compiled.const_bufs, compiled.out_avals
+        self.out_aval = self.out_avals[0] if self.single else None
 
 
 class _FunCache:
@@ -227,19 +232,18 @@ class JitWrapped:
             else:
                 entry = self._fast.get(avals)
                 if entry is not None:
-                    c = entry.compiled
                     try:
-                        outs = c.run(c.const_bufs + bufs if c.const_bufs else bufs
-                                     ).consume_with_handlers(c.handlers)
+                        outs = entry.run(entry.consts + bufs if entry.consts else bufs
+                                         ).consume_with_handlers(entry.handlers)
                     except Exception:
                         dispatch.check_deleted(args, f"jit({self._name})",
                                                lambda i: explain.leaf_name(self, args,
                                                                            {}, i))
                         raise
-                    if entry.single:
-                        return Array(outs[0], c.out_avals[0])
+                    if entry.out_aval is not None:
+                        return Array(outs[0], entry.out_aval)
                     return tree_util.tree_unflatten(entry.out_tree,
-                                                    list(map(Array, outs, c.out_avals)))
+                                                    list(map(Array, outs, entry.out_avals)))
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
@@ -250,15 +254,14 @@ class JitWrapped:
                 return self._call(args, kwargs)
             entry = self._tree_fast.get((c_tree, tuple(map(_aval_of, leaves))))
             if entry is not None and entry.c_out_tree is not None:
-                c = entry.compiled
                 try:
-                    outs = c.run(c.const_bufs + bufs if c.const_bufs else bufs
-                                 ).consume_with_handlers(c.handlers)
+                    outs = entry.run(entry.consts + bufs if entry.consts else bufs
+                                     ).consume_with_handlers(entry.handlers)
                 except Exception:
                     dispatch.check_deleted(leaves, f"jit({self._name})",
                                            lambda i: explain.leaf_name(self, args, {}, i))
                     raise
-                return entry.c_out_tree.unflatten(list(map(Array, outs, c.out_avals)))
+                return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
         return self._call(args, kwargs)
 
     @api_boundary
