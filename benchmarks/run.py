@@ -1,17 +1,21 @@
 """xform vs JAX on the benchmark scripts in this folder: interleaved rounds, one table.
 
-usage: python benchmarks/run.py [--rounds N] [--quick] [--only a,b]
+usage: python benchmarks/run.py [--rounds N] [--quick] [--only a,b] [--markdown FILE]
+                                [--plot FILE]
 
 The scripts are every ``benchmarks/*.py`` except this file and helper modules (names
 starting with ``_``); each takes ``--lib jax|xform`` and ``--quick`` and prints one JSON
 line. Each round runs every script once per library (the order alternates between
 rounds), each in a fresh process, and collects its JSON line. A cell is the median across
 rounds of that run's own median. Raw lines go to benchmarks/results/<timestamp>.jsonl.
-Exit status 1 if a script failed (its stderr tail is printed) or no result came back.
+``--markdown FILE`` also writes the tables with the date and machine (for the README),
+``--plot FILE`` a PNG of the xform/jax ratio of every timing. Exit status 1 if a script
+failed (its stderr tail is printed) or no result came back.
 """
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -44,7 +48,11 @@ TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("dispatch", "jit_dict10_us", 1.5, "jit, dict of 10 arrays"),
            ("mlp_train", "step_ms", 1.05, "compiled MLP step"),
            ("jit_cache", "rewrap_us", 3.0, "re-wrapped jit(f)(x)"),
-           ("jit_cache", "fresh_vg_ms", 3.0, "fresh jit(value_and_grad) per step")]
+           ("jit_cache", "fresh_vg_ms", 3.0, "fresh jit(value_and_grad) per step"),
+           ("nn_train", "cnn_step_ms", 1.05, "CNN module train step"),
+           ("nn_train", "transformer_step_ms", 1.05, "transformer module train step"),
+           ("nn_train", "cnn_init_ms", 1.5, "CNN jit(init): trace + compile"),
+           ("nn_train", "transformer_init_ms", 1.5, "transformer jit(init)")]
 # Speedups reported per library (higher is better): (script, metric, min for xform).
 SPEEDUPS = [("startup", "ready_speedup", 3.0, "second process: step ready (cold/warm)"),
             ("startup", "first_call_speedup", None, "second process: first call (cold/warm)")]
@@ -59,6 +67,10 @@ def parse_args(argv=None):
                    help="comma-separated subset of scripts (default: every script found)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per script run")
     p.add_argument("--out", type=Path, help="JSON-lines file (default benchmarks/results/...)")
+    p.add_argument("--markdown", type=Path, metavar="FILE",
+                   help="also write the tables as markdown, with the date and machine")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="also write a PNG of the xform/jax ratios (needs matplotlib)")
     return p.parse_args(argv)
 
 
@@ -138,6 +150,63 @@ def targets(vals):
     return "\n".join(rows)
 
 
+def machine():
+    """One line naming the machine: CPU model, cores, OS, Python, jax/jaxlib version."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        from importlib.metadata import version
+        jax_version = f"jax {version('jax')}, jaxlib {version('jaxlib')}"
+    except Exception:   # pragma: no cover  (not installed)
+        jax_version = "jax not installed"
+    return (f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}, {jax_version}")
+
+
+def markdown(vals, scripts, rounds, quick):
+    """The README's benchmark section body: when, where, then both tables."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    note = ", --quick: numbers not meaningful" if quick else ""
+    return (f"Measured {when} on {machine()}; {rounds} interleaved round(s){note}. "
+            "Ratios are xform/jax: below 1 xform is faster (times), above 1 it is slower.\n\n"
+            f"{table(vals, scripts)}\n\n{targets(vals)}\n")
+
+
+def _is_time(metric):
+    return metric.endswith(("_us", "_ms", "_s")) and "p10_p90" not in metric
+
+
+def plot(vals, scripts, path, title):
+    """Horizontal bars: xform/jax ratio of each timing (log scale; 1 = parity)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = []
+    for (script, metric), by_lib in sorted(vals.items(),
+                                           key=lambda kv: scripts.index(kv[0][0])):
+        j, x = _median(by_lib.get("jax", [])), _median(by_lib.get("xform", []))
+        if _is_time(metric) and j and x:
+            rows.append((f"{script}.{metric}", x / j))
+    if not rows:
+        raise SystemExit("error: --plot: no timing with results from both libraries")
+    labels, ratios = zip(*rows[::-1])
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1.2))
+    colors = ["tab:green" if r <= 1 else "tab:red" for r in ratios]
+    ax.barh(range(len(rows)), ratios, color=colors)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="k", lw=1)
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_xlabel("xform / jax time (log scale; < 1: xform faster)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv=None):
     args = parse_args(argv)
     bench_dir = BENCH_DIR
@@ -180,6 +249,13 @@ def main(argv=None):
             print(f"- round {rnd + 1}, {script}.py --lib {lib}: {what}")
             if tail:
                 print("  ```\n" + "\n".join("  " + ln for ln in tail.splitlines()) + "\n  ```")
+    if args.markdown:
+        args.markdown.write_text(markdown(vals, scripts, args.rounds, args.quick))
+        print(f"markdown: {args.markdown}")
+    if args.plot:
+        plot(vals, scripts, args.plot, f"xform vs jax, {args.rounds} interleaved round(s), "
+             f"{time.strftime('%Y-%m-%d', time.gmtime())}")
+        print(f"plot: {args.plot}")
     print(f"\nraw JSON lines: {out} ({time.perf_counter() - t_start:.0f} s)")
     return 1 if failures else 0
 

@@ -35,6 +35,7 @@ def test_two_processes_psum_and_data_parallel_sgd():
         assert r["nproc"] == 2 and r["nlocal"] == 2 and r["ndev"] == 4
         assert r["psum"] == [6.0, 6.0]  # 0 + 1 + 2 + 3 over both processes
         assert r["axis_index"] == ([0, 1] if r["pid"] == 0 else [2, 3])
+        assert "not supported across processes" in r["jit_pmap"], r["jit_pmap"]
     sys.path.insert(0, str(HERE))
     try:
         import dp_worker

@@ -330,8 +330,10 @@ def test_dot_product_attention_errors():
     with pytest.raises(ValueError, match=r"value shape should be \(1, 2, 2, 4\): but got "
                                          r"\(1, 2, 2, 5\)"):
         nn.dot_product_attention(q[:, :, :2], k, np.ones((1, 2, 2, 5), np.float32))
-    with pytest.raises(ValueError, match="mask dtype should be bool, but got float32"):
-        nn.dot_product_attention(k, k, k, mask=np.ones((1, 1, 2, 2), np.float32))
+    # A float mask is Flax's (xform.nn.dot_product_attention is flax.linen's too): accepted.
+    fmask = np.tril(np.ones((1, 1, 2, 2), np.float32))
+    assert_same(nn.dot_product_attention(k, k, k, mask=fmask),
+                nn.dot_product_attention(k, k, k, mask=fmask > 0), 1e-6)
     with pytest.raises(ValueError, match="Unsupported implementation option: 'cudnn'"):
         nn.dot_product_attention(k, k, k, implementation="cudnn")
 

@@ -314,3 +314,157 @@ def test_custom_vjp_inside_pmap_under_grad():
     g = xform.grad(lambda x: xform.pmap(make(xform.custom_vjp, lax), "i")(x).sum())(X)
     e = jax.grad(lambda x: jax.pmap(make(jax.custom_vjp, jax.lax), "i")(x).sum())(X)
     _close(g, e)
+
+
+def test_jit_batched_under_different_axis_names_is_not_confused():
+    # Regression: pjit's derived (batched) jaxprs were memoized without the vmapped
+    # axis name, so the second call reused the body batched under 'i' for axis 'j'.
+    def run(vmap, jit, L):
+        g = jit(lambda v: L.psum(v, "i"))
+        a = vmap(g, axis_name="i")(X[:2, 0])
+        b = vmap(vmap(g, axis_name="j"), axis_name="i")(X[:3, :2])
+        return a, b
+    for r, e in zip(run(xform.vmap, xform.jit, lax), run(jax.vmap, jax.jit, jax.lax)):
+        _close(r, e)
+
+
+def _jf(L, np_):
+    return lambda v: L.psum(np_.sin(v), "i") * v
+
+
+def test_jit_of_pmap_runs_on_every_device():
+    e = jax.pmap(_jf(jax.lax, jax.numpy), "i")(X)
+    r = xform.jit(xform.pmap(_jf(lax, jnp), "i"))(X)
+    # fed back in, its buffers are used as they are (no host round trip)
+    again = xform.jit(xform.pmap(_jf(lax, jnp), "i"))(r)
+    assert r._npy is None
+    _close(again, jax.pmap(_jf(jax.lax, jax.numpy), "i")(e))
+    _close(r, e)
+    # the pmap's output comes back sharded over the 8 devices, one row each
+    assert isinstance(r, xform.core.array.ShardedArray)
+    assert r.sharding.spec == xform.sharding.PartitionSpec("i")
+    shards = r.addressable_shards
+    assert [next(iter(s.data.devices())) for s in shards] == xform.devices()
+    for k, s in enumerate(shards):
+        np.testing.assert_allclose(np.asarray(s.data), e[k], rtol=1e-5)
+    # jit-level code around the pmap runs replicated on every device
+    def around(pm, L, np_):
+        return lambda x, w: pm(_jf(L, np_), "i")(x * w).sum(0) + w
+    r = xform.jit(around(xform.pmap, lax, jnp))(X, np.float32(2.0))
+    _close(r, jax.jit(around(jax.pmap, jax.lax, jax.numpy))(X, np.float32(2.0)))
+    assert r.devices() == set(xform.devices())
+    assert r.sharding.spec == xform.sharding.PartitionSpec()
+    assert len(r.addressable_shards) == N
+    _close(r * 2.0, np.asarray(r) * 2.0)  # eager ops use device 0's copy
+    s = xform.jit(lambda x: xform.pmap(_jf(lax, jnp), "i")(x).sum())(X)
+    assert np.asarray(s).shape == () and len(s.addressable_shards) == N
+    _close(s, np.asarray(e).sum(), 1e-4)
+
+
+def test_jit_of_pmap_composes_with_grad_vmap_and_a_device_subset():
+    def loss(jit, pm, L, np_):
+        return lambda x: jit(pm(_jf(L, np_), "i"))(x).sum()
+    ge = jax.grad(loss(jax.jit, jax.pmap, jax.lax, jax.numpy))(X)
+    _close(xform.grad(loss(xform.jit, xform.pmap, lax, jnp))(X), ge, 1e-4)
+    g = xform.jit(xform.grad(lambda x: xform.pmap(_jf(lax, jnp), "i")(x).sum()))(X)
+    _close(g, ge, 1e-4)
+    assert g.sharding.spec == xform.sharding.PartitionSpec("i")
+    v = xform.vmap(xform.jit(xform.pmap(_jf(lax, jnp), "i")), in_axes=1)(X.reshape(8, 2, 3))
+    _close(v, jax.vmap(jax.pmap(_jf(jax.lax, jax.numpy), "i"), in_axes=1)(
+        X.reshape(8, 2, 3)))
+    devs = xform.devices()[4:]
+    r = xform.jit(xform.pmap(_jf(lax, jnp), "i", devices=devs))(X[:4])
+    _close(r, jax.pmap(_jf(jax.lax, jax.numpy), "i")(X[:4]))
+    assert r.devices() == set(devs)
+    # two different meshes in one program: compiled for one device (same values)
+    two = xform.jit(lambda x: xform.pmap(_jf(lax, jnp), "i")(x)[:4]
+                    + xform.pmap(_jf(lax, jnp), "i")(x[:4]))(X)
+    e = jax.pmap(_jf(jax.lax, jax.numpy), "i")
+    _close(two, np.asarray(e(X))[:4] + np.asarray(e(X[:4])))
+
+
+def test_donate_argnums_reuses_buffers_and_rejects_reuse():
+    x = xform.pmap(lambda v: v + 1.0, "i")(X)
+    ptrs = [b.unsafe_buffer_pointer() for b in x._shards]
+    step = xform.pmap(lambda v, w: v * 2.0 + w, "i", in_axes=(0, None), donate_argnums=0)
+    y = step(x, np.float32(1.0))
+    _close(y, (X + 1.0) * 2.0 + 1.0)
+    # the output was written in place of the donated input, on every device
+    assert [b.unsafe_buffer_pointer() for b in y._shards] == ptrs
+    with pytest.raises(RuntimeError, match=r"deleted.*argument 0 of pmap.*donate_argnums"):
+        step(x, np.float32(1.0))
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(x)
+    with pytest.raises(RuntimeError, match=r"deleted.*donate_argnums"):
+        xform.pmap(lambda v: v, "i")(x)  # a pmap that donates nothing, too
+    # jit(pmap) donates through jit's donate_argnums, into the replicated program
+    z = xform.jit(xform.pmap(lambda v: v * 3.0, "i"), donate_argnums=0)(y)
+    _close(z, ((X + 1.0) * 2.0 + 1.0) * 3.0)
+    with pytest.raises(RuntimeError, match="deleted"):
+        xform.jit(xform.pmap(lambda v: v * 3.0, "i"), donate_argnums=0)(y)
+    # under grad donation is ignored (as in JAX: nothing of the caller's is deleted)
+    xs = xform.pmap(lambda v: v, "i")(X)
+    g = xform.grad(lambda a: step(a, np.float32(0.0)).sum())(xs)
+    _close(g, np.full_like(X, 2.0))
+    _close(xs, X)
+
+
+def test_more_bad_input_errors():
+    mesh = xform.make_mesh((8,), ("x",))
+    P = xform.sharding.PartitionSpec
+    cases = [
+        (lambda: xform.pmap(lambda v: v, devices=xform.devices()[:3])(X), ValueError,
+         "3 devices for a mapped axis of size 8"),
+        (lambda: xform.jit(xform.pmap(lambda v: v))(np.zeros((9, 2))), ValueError,
+         "requires 9 devices .* only 8 devices"),
+        (lambda: xform.pmap(lambda v: v, out_axes=3)(X), ValueError,
+         "out_axes specification 3 is out of bounds for an output of rank 2"),
+        (lambda: xform.pmap(lambda v: v, in_axes=-3)(X), ValueError,
+         r"args\[0\] along axis -3.*rank 2 \(shape \(8, 6\)\)"),
+        (lambda: xform.pmap(lambda a: a, in_axes=({"a": 0, "b": 0},))({"a": X}), ValueError,
+         "in_axes specification must be a tree prefix"),
+        (lambda: xform.pmap(lambda v, s: v, static_broadcasted_argnums=3)(X, 1), ValueError,
+         "static_broadcasted_argnums 3 is out of range"),
+        (lambda: xform.pmap(lambda v: v, axis_size=4)(X), ValueError,
+         "axis_size=4 but the mapped axes have size 8"),
+        (lambda: xform.pmap(lambda v: v, in_axes=None)(X), ValueError,
+         "at least one argument with a mapped axis"),
+        (lambda: lax.psum(np.ones(2), "i"), NameError, r"unbound axis name: i.*\[\]"),
+        (lambda: xform.jit(lambda x: xform.pmap(lambda v: lax.psum(v, "j"), "i")(x))(X),
+         NameError, r"unbound axis name: j.*\['i'\]"),
+        (lambda: xform.shard_map(lambda b: lax.psum(b, "z"), mesh=mesh, in_specs=P("x"),
+                                 out_specs=P())(X), NameError,
+         r"unbound axis name: z.*\['x'\]"),
+    ]
+    for fn, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            fn()
+
+
+def test_jit_with_pmap_inside_scan_and_cond_runs_on_every_device():
+    def prog(jit, pmap, L, np_):
+        def f(xs):
+            def step(c, x):
+                y = pmap(lambda v: L.psum(np_.sin(v), "i") * v, "i")(x + c)
+                return c + y.sum() * 0.01, y
+            c, ys = L.scan(step, 0.0, xs)
+            z = L.cond(c > 0, lambda: pmap(lambda v: v * 2, "i")(xs[0]), lambda: xs[1])
+            return c, ys, z
+        return jit(f)
+    xs = np.stack([X, X * 0.5, -X])
+    r = prog(xform.jit, xform.pmap, lax, jnp)(xs)
+    e = prog(jax.jit, jax.pmap, jax.lax, jax.numpy)(xs)
+    for a, b in zip(r, e):
+        _close(a, np.asarray(b))
+        assert a.devices() == set(xform.devices())
+
+
+def test_jit_traced_under_one_axis_size_is_not_reused_for_another():
+    # Regression: jit's trace cache was keyed without the bound axes, so a body reading
+    # the axis size (axis_size, all_gather) kept the first size it was traced with.
+    g = xform.jit(lambda v: v * lax.axis_size("i"))
+    h = xform.jit(lambda v: lax.all_gather(v, "i", tiled=True))
+    for n in (2, 4):
+        _close(xform.vmap(g, axis_name="i")(np.ones(n, np.float32)),
+               np.full(n, n, np.float32))
+        _close(xform.pmap(h, "i")(X[:n, :1]), np.tile(X[:n, 0], (n, 1)))

@@ -133,3 +133,53 @@ def test_positional_form_and_context_mesh():
         np.testing.assert_allclose(g(X), X * np.arange(8)[:, None], rtol=1e-6)
     with pytest.raises(ValueError, match="requires a mesh"):
         xform.shard_map(lambda b: b, in_specs=P(), out_specs=P())
+
+
+def _same_shards(r, e):
+    assert r.sharding.spec == P(*e.sharding.spec)
+    assert r.devices() == set(xform.devices())
+    rs, es = r.addressable_shards, e.addressable_shards
+    assert len(rs) == len(es) == 8
+    for a, b in zip(rs, es):
+        assert (a.index, a.replica_id) == (b.index, b.replica_id)
+        assert next(iter(a.data.devices())) == a.device
+        np.testing.assert_allclose(np.asarray(a.data), np.asarray(b.data), rtol=1e-5,
+                                   atol=1e-6)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_results_are_tiled_over_the_mesh_as_out_specs_say(jit):
+    for ins, outs in [(P("x", "y"), P("x", "y")), (P("x", "y"), P(None, "y")),
+                      (P(("x", "y")), P(("x", "y"))), (P("x", "y"), P("y", "x"))]:
+        def make(L):
+            if outs == P("y", "x"):
+                return lambda b: L.pmean(b, "y").T
+            return lambda b: L.psum(b, "x") * b
+        f = xform.shard_map(make(lax), mesh=MESH2, in_specs=ins, out_specs=outs)
+        jf = jax.shard_map(make(jax.lax), mesh=JMESH2, in_specs=_jspec(ins),
+                           out_specs=_jspec(outs), check_vma=False)
+        if jit:
+            f, jf = xform.jit(f), jax.jit(jf)
+        r, e = f(X), jf(X)
+        if ins == outs:  # fed back, the tiles are used as they are (no host round trip)
+            again = f(r)
+            assert r._npy is None
+            np.testing.assert_allclose(np.asarray(again), np.asarray(jf(e)), rtol=1e-5)
+        _same_shards(r, e)
+
+
+def test_shard_map_under_jit_with_jit_level_code_and_grad():
+    make = lambda L, np_: lambda b: L.psum(np_.sin(b), "x") * b
+    f = xform.shard_map(make(lax, jnp), mesh=MESH2, in_specs=P("x", "y"),
+                        out_specs=P("x", "y"))
+    jf = jax.shard_map(make(jax.lax, jax.numpy), mesh=JMESH2, in_specs=JP("x", "y"),
+                       out_specs=JP("x", "y"))
+    # whole values inside the program: the tiles are all-gathered there
+    r = xform.jit(lambda x: f(x * 2.0).sum() + x[0, 0])(X)
+    e = jax.jit(lambda x: jf(x * 2.0).sum() + x[0, 0])(X)
+    assert np.asarray(r).shape == () and r.devices() == set(xform.devices())
+    np.testing.assert_allclose(np.asarray(r), np.asarray(e), rtol=1e-5)
+    g = xform.jit(xform.grad(lambda x: f(x).sum()))(X)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(lambda x: jf(x).sum())(X)),
+                               rtol=1e-4, atol=1e-5)
+    assert g.devices() == set(xform.devices())

@@ -189,3 +189,72 @@ class Shard:
 
     def __repr__(self):
         return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id})"
+
+
+class TiledLayout:
+    """How a :class:`~xform.core.array.ShardedArray`'s buffers tile it as a
+    PartitionSpec says (what shard_map returns): ``spec[i]`` is the tuple of mesh axis
+    indices (major first) splitting dimension ``i`` into equal blocks; each device
+    holds its block, replicated along the mesh axes no entry uses. Same interface as
+    ``MeshLayout`` (which squeezes mapped dimensions, pmap-style)."""
+    __slots__ = ("devices", "sizes", "names", "spec", "_key")
+
+    def __init__(self, devices, sizes, names, spec):
+        self.devices, self.sizes = tuple(devices), tuple(sizes)
+        self.names, self.spec = tuple(names), tuple(tuple(p) for p in spec)
+        self._key = (self.devices, self.sizes, self.spec)
+
+    def __eq__(self, other):
+        return type(other) is TiledLayout and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def coords(self, k):
+        out = []
+        for size in reversed(self.sizes):
+            out.append(k % size)
+            k //= size
+        return tuple(reversed(out))
+
+    def _count(self, i):
+        return math.prod(self.sizes[a] for a in self.spec[i]) if i < len(self.spec) else 1
+
+    def shard_shape(self, shape):
+        return tuple(s // self._count(i) for i, s in enumerate(shape))
+
+    def shard_index(self, k, shape):
+        c = self.coords(k)
+        index = []
+        for i, s in enumerate(shape):
+            axes = self.spec[i] if i < len(self.spec) else ()
+            lin = 0
+            for a in axes:
+                lin = lin * self.sizes[a] + c[a]
+            block = s // self._count(i)
+            index.append(slice(lin * block, (lin + 1) * block) if axes else slice(None))
+        used = {a for p in self.spec for a in p}
+        replica = 0
+        for a, size in enumerate(self.sizes):
+            if a not in used:
+                replica = replica * size + c[a]
+        return tuple(index), replica
+
+    def assemble(self, parts):
+        """The full host array from the per-device host arrays."""
+        shape = tuple(s * self._count(i) for i, s in enumerate(parts[0].shape))
+        out = np.empty(shape, parts[0].dtype)
+        for k, part in enumerate(parts):
+            index, replica = self.shard_index(k, shape)
+            if replica == 0:
+                out[index] = part
+        return out
+
+    def sharding(self):
+        names = [n if isinstance(n, str) else f"_axis{i}" for i, n in enumerate(self.names)]
+        mesh = Mesh(np.array(self.devices, dtype=object).reshape(self.sizes), names)
+        spec = [None if not p else names[p[0]] if len(p) == 1 else
+                tuple(names[a] for a in p) for p in self.spec]
+        while spec and spec[-1] is None:
+            spec.pop()
+        return NamedSharding(mesh, PartitionSpec(*spec))

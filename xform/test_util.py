@@ -331,7 +331,12 @@ def shapes(min_rank=0, max_rank=3, min_side=1, max_side=4):
 
 
 def float_elements(min_value=-3.0, max_value=3.0, width=64):
-    """Finite floats in ``[min_value, max_value]`` (no NaN, inf or subnormals)."""
+    """Finite floats in ``[min_value, max_value]`` (no NaN, inf or subnormals); ``width``
+    (16, 32 or 64) makes every drawn value exactly representable in that float type.
+
+    >>> from xform.test_util import float_elements
+    >>> s = float_elements(-1.0, 1.0, width=32)
+    """
     st, _ = _hypothesis()
     return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False,
                      allow_subnormal=False, width=width)
@@ -339,7 +344,19 @@ def float_elements(min_value=-3.0, max_value=3.0, width=64):
 
 def arrays(shape, dtype, elements=None, unique=False):
     """A hypothesis strategy for NumPy arrays of ``shape`` (or a shapes strategy) and
-    ``dtype``; by default finite floats in [-3, 3], ints in [-5, 5], any bools."""
+    ``dtype``; by default finite floats in [-3, 3], ints in [-5, 5], any bools.
+
+    With ``check_grads`` it property-tests a derivative rule (see
+    ``notebooks/02_autodiff_and_property_testing.ipynb``)::
+
+        @given(arrays(shapes(1, 2), np.float32, float_elements(-8, 8, width=32)))
+        def test_rule(x):
+            check_grads(f, (xform.numpy.asarray(x),), order=1)
+
+    >>> import numpy as np
+    >>> from xform.test_util import arrays, shapes
+    >>> s = arrays(shapes(1, 2, max_side=3), np.float32)   # float32 arrays, rank 1 or 2
+    """
     st, hnp = _hypothesis()
     dtype = np.dtype(dtype)
     if elements is None:

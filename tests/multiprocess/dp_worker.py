@@ -43,7 +43,12 @@ def main():
     pstep = xform.pmap(step, "batch")
     for _ in range(3):
         p = pstep(p, xl, yl)
-    print(json.dumps({"pid": pid, "nproc": nproc, "nlocal": nlocal, "ndev": ndev,
+    try:  # jit of pmap across processes: a clear error, not a shape mismatch
+        xform.jit(xform.pmap(lambda v: lax.psum(v, "i"), "i"))(ids)
+        jit_pmap = "no error"
+    except NotImplementedError as e:
+        jit_pmap = str(e)
+    print(json.dumps({"pid": pid, "jit_pmap": jit_pmap, "nproc": nproc, "nlocal": nlocal, "ndev": ndev,
                       "psum": np.asarray(total).tolist(),
                       "axis_index": np.asarray(index).tolist(),
                       "w": np.asarray(p["w"][0]).tolist(),

@@ -106,7 +106,9 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
 
     def batch(vals, dims, *, jaxpr, **params):
         size = batching.axis_size_of(vals, dims)
-        b_jaxpr, out_batched = cache.get(jaxpr, ("batch", tuple(dims), size),
+        # keyed by the vmapped axis name too: collectives in the body resolve against it
+        b_jaxpr, out_batched = cache.get(jaxpr, ("batch", tuple(dims), size,
+                                                 batching._axis_env.rule_axis_name),
                                          lambda: batching.batch_jaxpr(jaxpr, size, dims))
         outs = prim.bind(*vals, jaxpr=b_jaxpr, **derived_params(params, "batch"))
         return outs, [0 if b else batching.not_mapped for b in out_batched]

@@ -14,6 +14,7 @@ once and run as many times as it repeats. See docs/architecture.md, "Lazy eager 
 """
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 import weakref
 
@@ -50,6 +51,7 @@ class _Thread(threading.local):
         self.depth = 0       # nesting of ``with lazy()`` blocks in this thread
         self.saved = []      # the traces lazy() blocks replaced
         self.graph = None    # the pending graph (made on the first recorded op)
+        self.inflight = None  # the graph an asynchronous mark_step is running
 
 
 _tls = _Thread()
@@ -162,14 +164,22 @@ def _reason_from_caller():
 
 
 def is_pending(x) -> bool:
-    """Whether ``x`` is an Array whose value a barrier has not computed yet."""
-    return type(x) is Array and type(x._buf) is _Pending and x._buf.real is None
+    """Whether ``x`` is an Array whose value no barrier has computed or started
+    computing (a ``mark_step()`` running asynchronously has started it)."""
+    if type(x) is not Array or type(x._buf) is not _Pending:
+        return False
+    b = x._buf
+    return b.real is None and b.graph.running is None
 
 
 def _force(p, reason):
     """Compute pending value ``p`` (and, for consistency, every live array of its
     graph)."""
     graph = p.graph
+    if graph.running is not None:
+        _settle(graph)
+        if p.real is not None:
+            return
     if graph.error is not None:
         raise RuntimeError("This lazy array's computation failed at an earlier barrier "
                            f"({type(graph.error).__name__}: {graph.error})") from graph.error
@@ -199,7 +209,7 @@ class _Graph:
     order of definition; inputs are -1, -2, ... in order of first use; literals are
     ``(value, aval)`` tuples. ``keys[i]`` is equation i in that canonical numbering."""
     __slots__ = ("eqns", "keys", "counts", "inputs", "in_avals", "in_index",
-                 "var_avals", "arrays", "error", "effects", "closed")
+                 "var_avals", "arrays", "error", "effects", "closed", "running")
 
     def __init__(self):
         self.keys = []       # (prim, params key, refs) per equation
@@ -212,6 +222,7 @@ class _Graph:
         self.error = None
         self.effects = False
         self.closed = False  # run already (by a barrier, maybe from another thread)
+        self.running = None  # (future, arrays) while an asynchronous mark_step runs it
 
 
 def _is_literal(x):
@@ -297,11 +308,15 @@ def record(prim, args, params):
         if type(x) is Array:
             b = x._buf
             if type(b) is _Pending:
-                if b.graph is g and b.real is None:
-                    refs.append(b.var)
-                    avals.append(x.aval)
-                    continue
-                x._buf = b._get("other_thread")
+                if b.real is None:
+                    if b.graph is g:
+                        refs.append(b.var)
+                        avals.append(x.aval)
+                        continue
+                    if b.graph is not _tls.inflight:  # not a value being computed
+                        x._buf = b._get("other_thread")  # by this thread's mark_step
+                else:
+                    x._buf = b.real
             i = g.in_index.get(id(x))
             refs.append(-i if i is not None else _input(g, x))
             avals.append(x.aval)
@@ -382,18 +397,21 @@ def _live_counts(arrays):
 _BASE = _live_base()
 
 
-def barrier(reason):
+def barrier(reason, asynchronous=False):
     """Compute every live pending array of this thread's graph with one program;
-    returns their buffers."""
+    returns their buffers. ``asynchronous`` (``mark_step()``'s default) runs the program
+    on a worker thread and returns at once: see :func:`_settle`."""
     _count_barrier(reason)
+    if _tls.inflight is not None:
+        _settle(_tls.inflight)
     g = _tls.graph
     if g is None:
         return []
     _tls.graph = None
-    return _run_graph(g, cut=reason == "size_limit")
+    return _run_graph(g, cut=reason == "size_limit", asynchronous=asynchronous)
 
 
-def _run_graph(g, cut=False):
+def _run_graph(g, cut=False, asynchronous=False):
     if g.closed or not g.keys:
         return []
     g.closed = True
@@ -405,19 +423,70 @@ def _run_graph(g, cut=False):
     out_vars = [a._buf.var for a in out_arrays]
     if not out_vars and not g.effects:
         return []  # everything recorded is dead
+    asynchronous = (asynchronous and not cut and not g.effects
+                    and not config.jax_debug_nans)
     try:
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
             if cut and len(g.keys) >= 2 * options["block_size"]:
-                bufs = _run_segments(g, out_vars)
+                from xform.interpreters.lazy_segments import run_segments
+                bufs = run_segments(g, out_vars)
             else:
-                bufs = _run_whole(g, out_vars)
+                bufs = _run_whole(g, out_vars, asynchronous)
     except BaseException as e:
         g.error = e
         raise
+    if asynchronous:
+        g.running = (bufs, out_arrays)
+        _tls.inflight = g
+        return []
     for a, b in zip(out_arrays, bufs):
         a._buf.real = b
         a._buf = b
     return bufs
+
+
+# ---- asynchronous barriers ----
+# ``mark_step()`` hands the program to one worker thread and returns, so Python records
+# step n+1 while XLA runs step n (PJRT's CPU client runs small programs inline, in the
+# calling thread, with the GIL released). Step n's arrays keep their ``_Pending`` until
+# the next barrier of the thread (or a read of one of them) settles the graph: it waits
+# for the program and writes the buffers into the arrays. Recording may use them
+# meanwhile: they become inputs of the next graph, whose barrier settles them first.
+# Only one graph per thread is in flight, so donation sees settled refcounts.
+
+_worker = None
+_settle_lock = threading.Lock()
+
+
+def _submit(exe, bufs):
+    global _worker
+    if _worker is None:
+        _worker = ThreadPoolExecutor(1, thread_name_prefix="xform-lazy")
+    return _worker.submit(_execute, exe, bufs)
+
+
+def _settle(g):
+    """Wait for graph ``g``'s asynchronous program and fill in its arrays' buffers."""
+    with _settle_lock:
+        running, g.running = g.running, None
+        if _tls.inflight is g:
+            _tls.inflight = None
+    if running is None:
+        return
+    future, out_arrays = running
+    del running
+    try:
+        bufs = future.result()
+    except BaseException as e:
+        g.error = e
+        raise
+    finally:
+        del future
+    for a, b in zip(out_arrays, bufs):
+        p = a._buf
+        if type(p) is _Pending:
+            p.real = b
+            a._buf = b
 
 
 _cache = {}
@@ -481,18 +550,27 @@ def _donations(g, out_vars):
     return tuple(pairs)
 
 
-def _run_whole(g, out_vars):
+def _run_whole(g, out_vars, asynchronous=False):
     t0 = time.perf_counter()
     donate = _donations(g, out_vars) if g.inputs else ()
     key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donate,
            config.jax_debug_nans)
     exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
                                       out_vars), donate, t0)
-    bufs = [x._buf for x in g.inputs]
+    bufs = [_buffer(x) for x in g.inputs]
     _metrics["donated_buffers"] += len(donate)
     g.inputs = []
     g.in_index = {}
+    if asynchronous:
+        return _submit(exe, bufs)
     return _execute(exe, bufs)
+
+
+def _buffer(x):
+    b = x._buf
+    if type(b) is _Pending:  # a value of a graph that was in flight when recorded
+        b = x._buf = b._get("other_thread")
+    return b
 
 
 def _lookup(key, build, donate, t0):
@@ -587,108 +665,6 @@ def _add_aliases(text, donate):
         main.attributes["arg_attrs"] = ir.ArrayAttr.get(
             [ir.DictAttr.get(d) for d in dicts])
         return str(module)
-
-
-# ---- cutting a long graph: repeated blocks run by one executable ----
-
-def _shift_keys(g):
-    """Equation keys with variable references as distances back (shift-invariant)."""
-    out = []
-    v = 0
-    for (prim, pkey, refs), n in zip(g.keys, g.counts):
-        out.append((prim, pkey, n, tuple(v - r if type(r) is int and r >= 0 else r
-                                          for r in refs)))
-        v += n
-    return out
-
-
-def find_period(keys, max_tries=8):
-    """(period, start) when ``keys[start:]`` repeats with ``period`` at least twice
-    and ends on a whole block, else None."""
-    n = len(keys)
-    last = keys[-1]
-    tries = 0
-    for j in range(n - 2, n // 2 - 2, -1):
-        if j < 0 or keys[j] != last:
-            continue
-        p = n - 1 - j
-        if keys[n - 2 * p:n - p] == keys[n - p:]:
-            s = n - 2 * p
-            while s > 0 and keys[s - 1] == keys[s - 1 + p]:
-                s -= 1
-            return p, s
-        tries += 1
-        if tries >= max_tries:
-            break
-    return None
-
-
-def _run_segments(g, out_vars):
-    """Run a cut graph in segments: a prefix, blocks of whole periods (one executable
-    for all of them) and a remainder. Values flow between segments as buffers."""
-    _metrics["graph_cuts"] += 1
-    n = len(g.keys)
-    found = find_period(_shift_keys(g))
-    bounds = [0]
-    if found is not None:
-        p, s = found
-        length = p * max(1, options["block_size"] // p)
-        if s:
-            bounds.append(s)
-        k = s + length
-        while k <= n:
-            bounds.append(k)
-            k += length
-        _metrics["repeated_blocks"] += (n - s) // length
-    if bounds[-1] != n:
-        bounds.append(n)
-    firsts = [0]
-    for c in g.counts:
-        firsts.append(firsts[-1] + c)
-    last_use = [-1] * len(g.var_avals)
-    for i, (_, _, refs) in enumerate(g.keys):
-        for r in refs:
-            if type(r) is int and r >= 0:
-                last_use[r] = i
-    wanted = set(out_vars)
-    env = {}
-    for a, b in zip(bounds, bounds[1:]):
-        _run_segment(g, a, b, firsts, last_use, wanted, env)
-    g.inputs = []
-    g.in_index = {}
-    return [env[v] for v in out_vars]
-
-
-def _run_segment(g, a, b, firsts, last_use, wanted, env):
-    t0 = time.perf_counter()
-    base, end = firsts[a], firsts[b]
-    ext = {}
-    ext_refs = []
-    keys = []
-    for prim, pkey, refs in g.keys[a:b]:
-        local = []
-        for r in refs:
-            if type(r) is int and r < base:
-                k = ext.get(r)
-                if k is None:
-                    k = ext[r] = len(ext_refs)
-                    ext_refs.append(r)
-                local.append(-k - 1)
-            else:
-                local.append(r - base if type(r) is int else r)
-        keys.append((prim, pkey, tuple(local)))
-    outs = [v for v in range(base, end) if last_use[v] >= b or v in wanted]
-    ext_avals = [g.var_avals[r] if r >= 0 else g.in_avals[-r - 1] for r in ext_refs]
-    local_outs = [v - base for v in outs]
-    key = (tuple(keys), tuple(ext_avals), tuple(local_outs), (), config.jax_debug_nans)
-    exe = _lookup(key, lambda: _build(keys, g.counts[a:b], ext_avals,
-                                      g.var_avals[base:end], local_outs), (), t0)
-    bufs = [env[r] if r >= 0 else g.inputs[-r - 1]._buf for r in ext_refs]
-    for v, buf in zip(outs, _execute(exe, bufs)):
-        env[v] = buf
-    for r in ext_refs:  # free buffers no later segment reads
-        if r >= 0 and last_use[r] < b and r not in wanted:
-            env.pop(r, None)
 
 
 # ---- metrics ----

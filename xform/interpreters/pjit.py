@@ -21,8 +21,10 @@ pjit_p.multiple_results = True
 
 
 def _pjit_impl(*args, jaxpr, name):
+    from xform.interpreters import mesh_jit  # (a program mapping over devices)
     compiled = _compiled.get(jaxpr, None,
-                             lambda: dispatch.CompiledJaxpr(jaxpr, name=f"jit({name})"))
+                             lambda: mesh_jit.compile_jaxpr(jaxpr, f"jit({name})")
+                             or dispatch.CompiledJaxpr(jaxpr, name=f"jit({name})"))
     return compiled(args)
 
 

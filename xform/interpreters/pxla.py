@@ -7,8 +7,10 @@ the operand dimension that axis indexes (removed from the body's view) or None
 reshapes blocks into such axes. The eager impl compiles the body once as a
 replicated StableHLO program (``num_replicas`` = mesh size); collectives inside name
 their replica groups from ``lowering_axes()``. Every interpreter has a rule (JVP,
-partial evaluation, transpose); inside a one-device program (e.g. jit of pmap) it
-lowers as nested vmaps with the same axis names, which gives the same values.
+partial evaluation, transpose, batching). A jitted program holding it is compiled
+for the mesh (``mesh_jit``: jit-level code on every device, the body per device
+on its block); otherwise, inside a one-device program, it lowers as nested vmaps
+with the same axis names, which gives the same values on one device.
 """
 import contextlib
 import math
@@ -65,6 +67,25 @@ def mapped_aval(aval, dims):
     return aval.update(shape=tuple(s for i, s in enumerate(aval.shape) if i not in drop))
 
 
+def tiled_spec(shape, dims, full_shape):
+    """If reshaping ``shape`` (mesh axis k indexing its dim ``dims[k]``) to
+    ``full_shape`` merges each run of mapped dims into the dim after it (how shard_map
+    assembles its outputs), the spec of the result's tiling: per full dim, the mesh
+    axes splitting it, major first. Else None."""
+    axis_at = {d: k for k, d in enumerate(dims) if d is not None}
+    spec, pending, j = [], [], 0
+    for i, s in enumerate(shape):
+        if i in axis_at:
+            pending.append(axis_at[i])
+            continue
+        n = math.prod(shape[dims[a]] for a in pending)
+        if j >= len(full_shape) or full_shape[j] != s * n:
+            return None
+        spec.append(tuple(pending))
+        pending, j = [], j + 1
+    return tuple(spec) if not pending and j == len(full_shape) else None
+
+
 def _mesh_devices(axes, devices):
     n = math.prod(s for _, s in axes)
     available = backend.devices()
@@ -101,14 +122,15 @@ class _Compiled:
 _cache = {}
 
 
-def _compile(jaxpr, axes, devices, out_axes, name):
-    key = (id(jaxpr), axes, devices, out_axes)
+def _compile(jaxpr, axes, devices, out_axes, name, donated=None):
+    key = (id(jaxpr), axes, devices, out_axes, donated)
     hit = _cache.get(key)
     if hit is not None and hit[0] is jaxpr:
         return hit[1]
     callbacks = []
-    with lowering_axes_context(axes):
-        text = mlir.lower_jaxpr_to_module(jaxpr, hoist_consts=True, host_callbacks=callbacks)
+    with lowering_axes_context(axes):  # donated inputs alias same-typed outputs
+        text = mlir.lower_jaxpr_to_module(jaxpr, hoist_consts=True, host_callbacks=callbacks,
+                                          donated=donated)
     c = _Compiled()
     c.exe = backend.compile_replicated(text, devices, callbacks)
     c.devices = devices
@@ -131,13 +153,23 @@ def _compile(jaxpr, axes, devices, out_axes, name):
     return c
 
 
-def _shard_arg(x, dims, layout, devices):
-    """One buffer per device for operand ``x`` (mapped over ``dims``)."""
+class _Deleted(Exception):
+    pass
+
+
+def _shard_arg(x, layout, devices):
+    """One buffer per device for operand ``x`` laid out as ``layout``. Raises
+    ``_Deleted`` for a donated (deleted) operand: executing it would crash jaxlib."""
     if type(x) is ShardedArray and x.layout == layout:
+        if any(backend.is_deleted(b) for b in x._shards):
+            raise _Deleted
         return x._shards  # already laid out like this: no transfer
-    if all(d is None for d in dims):  # replicated
-        if type(x) is Array:
+    if (all(d is None for d in layout.dims) if type(layout) is MeshLayout
+            else not any(layout.spec)):  # replicated
+        if isinstance(x, Array):  # (a ShardedArray: its one-device buffer)
             buf = x._buf
+            if backend.is_deleted(buf):
+                raise _Deleted
             return [buf if backend.buffer_device(buf) == dev
                     else backend.copy_to_device(buf, dev) for dev in devices]
         host = dispatch._canonical_numpy(np.asarray(x))
@@ -150,23 +182,41 @@ def _shard_arg(x, dims, layout, devices):
     return out
 
 
+def check_deleted(args, name, describe=None):
+    """A clear error for an operand donated to an earlier call (its buffers deleted)."""
+    for i, x in enumerate(args):
+        if type(x) is ShardedArray and any(backend.is_deleted(b) for b in x._shards):
+            what = describe(i) if describe is not None else f"argument {i}"
+            raise RuntimeError(
+                f"Array has been deleted with shape={x.aval.str_short()}: {what} of {name} "
+                "was donated to an earlier computation (donate_argnums) and its buffers "
+                "were reused; it cannot be used again.") from None
+    dispatch.check_deleted(args, name, describe)
+
+
 def _local(devices):
     me = backend.process_index()
     return tuple(d for d in devices if d.process_index == me)
 
 
-def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name):
+def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=None):
+    """Run the replicated program (``donated``: per operand, may its buffers be reused;
+    only pmap's eager call passes it)."""
     devices = _mesh_devices(axes, devices)
-    c = _compile(jaxpr, axes, devices, out_axes, name)
+    c = _compile(jaxpr, axes, devices, out_axes, name, donated)
     sizes = tuple(s for _, s in axes)
     if c.local != devices:  # multi-process: operands hold this process's slices
         devices, sizes = c.local, (len(c.local),)
     names = tuple(n for n, _ in axes)
     per_arg = list(c.const_bufs)
-    for x, dims in zip(args, in_axes):
-        if isinstance(x, (bool, int, float, complex)):
-            x = dispatch.device_put_value(x)
-        per_arg.append(_shard_arg(x, dims, MeshLayout(devices, sizes, dims, names), devices))
+    try:
+        for x, dims in zip(args, in_axes):
+            if isinstance(x, (bool, int, float, complex)):
+                x = dispatch.device_put_value(x)
+            per_arg.append(_shard_arg(x, MeshLayout(devices, sizes, dims, names), devices))
+    except _Deleted:
+        check_deleted(args, f"pmap({name})")
+        raise
     outs = c.exe.execute(per_arg)
     results = []
     for bufs, aval, layout in zip(outs, c.out_avals, c.layouts):
@@ -297,9 +347,47 @@ def vmap_eval(jaxpr, axes, in_axes, out_axes, args):
     return batching.batch_flat(fun, size, list(args), in_d0, lambda _: out_d0, name)
 
 
+# ---- inside a replicated program over the same mesh: the body runs per device ----
+
+def take_block(x, dims, axes):
+    """This device's block of the full value ``x`` (mapped over ``dims``)."""
+    from xform.lax import dynamic_index_in_dim
+    from xform.lax.collectives import axis_index_p
+    for d, name in sorted(((d, n) for d, (n, _) in zip(dims, axes) if d is not None),
+                          key=lambda t: -t[0]):  # highest dim first: the rest stay put
+        x = dynamic_index_in_dim(x, axis_index_p.bind(axis_name=(name,)), axis=d,
+                                 keepdims=False)
+    return x
+
+
+def gather_block(x, dims, axes):
+    """The full value from every device's block (``all_gather`` over mapped axes)."""
+    from xform.lax.collectives import all_gather_p
+    for d, (name, size) in sorted((d, a) for d, a in zip(dims, axes) if d is not None):
+        x = all_gather_p.bind(x, axis_name=(name,), axis_index_groups=None,
+                              axis_size=size, axis=d, tiled=False)
+    return x
+
+
+def _per_device_eval(jaxpr, axes, in_axes, out_axes, args):
+    blocks = [take_block(x, d, axes) for x, d in zip(args, in_axes)]
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *blocks)
+    return [gather_block(o, d, axes) for o, d in zip(outs, out_axes)]
+
+
 def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
-    def fun(*xs, **_):
-        return vmap_eval(jaxpr, axes, in_axes, out_axes, xs)
+    if lowering_axes() == axes:  # jit of pmap, compiled for the pmap's mesh
+        def fun(*xs, **_):
+            with batching.extend_axis_env(axes):
+                return _per_device_eval(jaxpr, axes, in_axes, out_axes, xs)
+    else:
+        if backend.process_count() > 1:  # the mapped size is global, the operands local
+            raise NotImplementedError(
+                f"jit of pmap/shard_map ({name}) is not supported across processes; "
+                "call the pmap outside jit (it compiles its body itself)")
+
+        def fun(*xs, **_):
+            return vmap_eval(jaxpr, axes, in_axes, out_axes, xs)
     return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
 
 
@@ -336,4 +424,3 @@ def trace_body(fun, in_avals, axes):
     """Trace the per-device function with the mesh's axis names bound."""
     with batching.extend_axis_env(axes):
         return pe.trace_to_jaxpr(fun, in_avals)
-

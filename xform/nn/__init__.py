@@ -1,5 +1,6 @@
 """``xform.nn``: the neural-network functions of ``jax.nn`` (activations, softmax,
-normalisation, one-hot, attention)."""
+normalisation, one-hot, attention), ``jax.nn.initializers``, and Flax linen's module
+system and layers (``import xform.nn as nn`` runs linen model code)."""
 from xform.numpy import tanh   # jax.nn.tanh is jnp.tanh
 from xform.nn._activations import (
     celu, elu, gelu, glu, hard_sigmoid, hard_silu, hard_swish, hard_tanh, identity,
@@ -15,3 +16,45 @@ __all__ = [
     "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6", "selu",
     "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid",
     "squareplus", "standardize", "swish", "tanh"]
+
+# ---- Flax linen: module system and basic layers (``import xform.nn as nn``) ----
+from xform.nn import errors, initializers  # noqa: E402
+from xform.nn._scope import DenyList  # noqa: E402
+from xform.nn._module import (  # noqa: E402
+    Module, Variable, apply, compact, init, init_with_output, merge_param, nowrap,
+    share_scope)
+from xform.nn._linear import (  # noqa: E402
+    Dense, DenseGeneral, Einsum, Embed, canonicalize_dtype, promote_dtype)
+from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
+from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
+from xform.nn._transforms import (  # noqa: E402
+    broadcast, checkpoint, jit, remat, scan, vmap)
+from xform.nn._summary import tabulate  # noqa: E402
+
+__all__ += [
+    "errors", "initializers", "DenyList", "Module", "Variable", "apply", "compact", "init",
+    "init_with_output", "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral",
+    "Einsum", "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
+    "LayerNorm", "RMSNorm", "Dropout", "Sequential", "broadcast", "checkpoint", "jit",
+    "remat", "scan", "vmap", "tabulate"]
+
+# conv, pooling, attention, recurrent
+# (flax.linen's dot_product_attention replaces jax.nn's under the shared name, as in
+# flax.linen; it still runs jax.nn's for jax.nn's options: see _attention_fns.)
+from xform.nn._attention_fns import (  # noqa: E402
+    combine_masks, dot_product_attention, dot_product_attention_weights,
+    make_attention_mask, make_causal_mask)
+from xform.nn._attention import (  # noqa: E402
+    MultiHeadAttention, MultiHeadDotProductAttention, SelfAttention)
+from xform.nn._conv import Conv, ConvLocal, ConvTranspose  # noqa: E402
+from xform.nn._pooling import avg_pool, max_pool, min_pool, pool  # noqa: E402
+from xform.nn._recurrent import (  # noqa: E402
+    RNN, Bidirectional, ConvLSTMCell, GRUCell, LSTMCell, MGUCell, OptimizedLSTMCell,
+    RNNCellBase, SimpleCell)
+
+__all__ += [
+    "MultiHeadAttention", "MultiHeadDotProductAttention", "SelfAttention",
+    "Conv", "ConvLocal", "ConvTranspose", "avg_pool", "combine_masks",
+    "dot_product_attention_weights", "make_attention_mask", "make_causal_mask", "max_pool",
+    "min_pool", "pool", "RNN", "Bidirectional", "ConvLSTMCell", "GRUCell", "LSTMCell",
+    "MGUCell", "OptimizedLSTMCell", "RNNCellBase", "SimpleCell"]

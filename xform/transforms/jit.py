@@ -20,7 +20,7 @@ from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.interpreters import compiler, dispatch, mlir
+from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
@@ -274,10 +274,11 @@ class JitWrapped:
             entry = cache.entries.get(key)
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
-                entry = cache.entries[key] = _Entry(
-                    dispatch.CompiledJaxpr(closed, name=f"jit({self._name})",
-                                           donated=donated), out_tree)
-                if self._plain and not kwargs:
+                # a program that maps over several devices is compiled for all of them
+                compiled = mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated)
+                entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
+                    closed, name=f"jit({self._name})", donated=donated), out_tree)
+                if self._plain and not kwargs and compiled is None:
                     self._add_fast_paths(entry, args, leaves)
             outs = entry.compiled(
                 leaves, lambda i: explain.leaf_name(self, args, kwargs, i))
@@ -357,7 +358,10 @@ class JitWrapped:
         dyn_args, dyn_kwargs, static, nums = self._split_static(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _flat_avals(self._name, leaves, in_tree)
-        key = (in_tree, avals, static, len(args), config.jax_enable_x64)
+        # the bound axis names and sizes too (as JAX's trace context): a body calling
+        # axis_size or all_gather traces differently under another vmap/pmap size
+        key = (in_tree, avals, static, len(args), config.jax_enable_x64,
+               tuple(batching._axis_env.frames))
         jaxprs = self._cache.jaxprs
         hit = jaxprs.get(key)
         if hit is None:

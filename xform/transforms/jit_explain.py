@@ -117,11 +117,13 @@ def _arg_structures(wrapped, in_tree, nargs, static):
 
 
 def _differences(wrapped, new, old):
-    in_tree, avals, static, nargs, x64 = new
-    o_tree, o_avals, o_static, o_nargs, o_x64 = old
+    in_tree, avals, static, nargs, x64, axes = new
+    o_tree, o_avals, o_static, o_nargs, o_x64, o_axes = old
     out = []
     if x64 != o_x64:
         out.append(f"jax_enable_x64: now {x64}, before {o_x64}")
+    if axes != o_axes:
+        out.append(f"bound axis names and sizes: now {list(axes)}, before {list(o_axes)}")
     if nargs != o_nargs:
         out.append(f"number of positional arguments: now {nargs}, before {o_nargs}")
     now_static = {w: (t, v) for w, t, v in static}

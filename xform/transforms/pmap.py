@@ -12,7 +12,7 @@ from xform import backend
 from xform import backend as _backend
 from xform.core import tree_util
 from xform.core.array import Array, MeshLayout, ShardedArray
-from xform.core.trace import get_aval
+from xform.core.trace import _context, eval_trace, get_aval
 from xform.interpreters import dispatch, pxla
 
 
@@ -39,7 +39,10 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         values (hashable; part of the compile key).
       devices: the devices to run on (default: the first ``size`` local devices).
       axis_size: the mapped size when no argument is mapped.
-      donate_argnums: accepted for compatibility (buffers are not donated).
+      donate_argnums: positional arguments whose device buffers the program may reuse
+        for outputs of the same per-device shape and dtype (as ``jit``'s); a donated
+        Array is deleted by the call and using it again raises an error. Ignored under
+        other transformations.
 
     Returns:
       The mapped function; mapped outputs are Arrays with one buffer per device.
@@ -57,6 +60,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     static = tuple(static_broadcasted_argnums)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if isinstance(donate_argnums, int):
+        donate_argnums = (donate_argnums,)
+    donate_argnums = tuple(donate_argnums)
     name = axis_name if axis_name is not None else object()  # unnamed: not addressable
     fun_name = getattr(fun, "__name__", "fun")
 
@@ -94,6 +100,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 raise ValueError(f"pmap static_broadcasted_argnums {i} is out of range for "
                                  f"a call with {len(args)} positional arguments")
         static_idx = {i % len(args) for i in static}
+        donate = {i % len(args) for i in donate_argnums if -len(args) <= i < len(args)}
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_idx)
         if isinstance(in_axes, tuple):
             if len(in_axes) != len(args):
@@ -168,9 +175,17 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             if len(cache) > 64:
                 cache.pop(next(iter(cache)))
         closed, out_tree, out_dims, axes = hit
-        outs = pxla.xla_pmap_p.bind(
-            *leaves, jaxpr=closed, axes=axes, in_axes=tuple((d,) for d in dims),
-            out_axes=tuple(out_dims), devices=devs, name=fun_name)
+        params = dict(jaxpr=closed, axes=axes, in_axes=tuple((d,) for d in dims),
+                      out_axes=tuple(out_dims), devices=devs, name=fun_name)
+        if donate and _context.trace is eval_trace:  # (under transformations: ignored)
+            mask = []
+            for i, a in enumerate(args):
+                if i not in static_idx:
+                    mask += [i in donate] * len(tree_util.tree_leaves(a))
+            mask += [False] * (len(leaves) - len(mask))
+            outs = pxla.xla_pmap_p.impl(*leaves, donated=tuple(mask), **params)
+        else:
+            outs = pxla.xla_pmap_p.bind(*leaves, **params)
         return tree_util.tree_unflatten(out_tree, outs)
     return mapped
 

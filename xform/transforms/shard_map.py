@@ -6,14 +6,18 @@ and those new dimensions become mesh-mapped dimensions of ``xla_pmap``; the body
 sees one block per device, collectives name mesh axes, and outputs are reassembled
 by the inverse reshape. Mesh axes an output spec leaves out are taken from the
 first device along them (as JAX's ``check_vma=False``: the value must be replicated).
+Those reshapes only relabel per-device buffers: results are Arrays tiled over the
+mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
+the same spec is split without a transfer.
 """
 import functools
 import math
 
 from xform.core import tree_util
+from xform.core.array import MeshLayout, ShardedArray
 from xform.core.trace import get_aval
 from xform.interpreters import pxla
-from xform.sharding import Mesh, PartitionSpec
+from xform.sharding import Mesh, PartitionSpec, TiledLayout
 
 
 def _entry_names(entry):
@@ -64,6 +68,30 @@ def _split_layout(shape, spec, mesh, what):
 def _reshape(x, shape):
     from xform import lax
     return x if tuple(get_aval(x).shape) == tuple(shape) else lax.reshape(x, tuple(shape))
+
+
+def _split(x, shape, dims, mesh):
+    """``x`` reshaped to ``shape`` (mesh axis k at dim ``dims[k]``); an operand already
+    tiled that way (a shard_map result) keeps its buffers: no transfer."""
+    if type(x) is ShardedArray and type(x.layout) is TiledLayout:
+        spec = pxla.tiled_spec(shape, dims, x.aval.shape)
+        layout = TiledLayout(mesh.devices.flat, mesh.devices.shape, mesh.axis_names, spec)
+        if spec is not None and x.layout == layout:
+            return ShardedArray(x._shards, x.aval.update(shape=tuple(shape)), MeshLayout(
+                layout.devices, layout.sizes, dims, layout.names))
+    return _reshape(x, shape)
+
+
+def _merge(o, shape):
+    """The inverse: a per-device result becomes an Array tiled as ``out_specs`` says
+    (its buffers as they are), else a reshape."""
+    if type(o) is ShardedArray and type(o.layout) is MeshLayout:
+        lay = o.layout
+        spec = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
+        if spec is not None:
+            return ShardedArray(o._shards, o.aval.update(shape=tuple(shape)),
+                                TiledLayout(lay.devices, lay.sizes, lay.names, spec))
+    return _reshape(o, shape)
 
 
 def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=True,
@@ -133,7 +161,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         for i, (x, spec) in enumerate(zip(leaves, flat_specs)):
             aval = get_aval(x)
             shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
-            reshaped.append(_reshape(x, shape))
+            reshaped.append(_split(x, shape, dims, mesh))
             in_axes.append(dims)
             block_avals.append(pxla.mapped_aval(aval.update(shape=shape), dims))
         store = {}
@@ -170,6 +198,6 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         outs = pxla.xla_pmap_p.bind(*reshaped, jaxpr=closed, axes=axes,
                                     in_axes=tuple(in_axes), out_axes=tuple(out_axes),
                                     devices=devices, name=getattr(f, "__name__", "fun"))
-        outs = [_reshape(o, s) for o, s in zip(outs, full_shapes)]
+        outs = [_merge(o, s) for o, s in zip(outs, full_shapes)]
         return tree_util.tree_unflatten(out_tree, outs)
     return mapped

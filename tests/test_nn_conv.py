@@ -1,0 +1,176 @@
+"""xform.nn pooling and convolution layers vs flax.linen: same key -> same variables
+(paths and values) and outputs, eagerly and under jit; gradients through apply; bfloat16;
+errors; docstring examples."""
+import doctest
+import functools
+
+import flax.linen as fnn
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as jnp
+from xform import nn
+from xform.nn import _pooling
+
+R = np.random.RandomState(0)
+
+
+def fjit(fn, **kw):
+    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
+    return jax.jit(functools.partial(fn, **kw))
+
+
+def close(a, e, tol=1e-5):
+    a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+
+
+# ---- pooling ----
+
+@pytest.mark.parametrize("shape,window,strides,padding", [
+    ((2, 7, 3), (3,), (2,), "VALID"),
+    ((2, 6, 5, 3), (2, 3), None, "SAME"),
+    ((6, 5, 3), (2, 2), (2, 1), ((1, 0), (0, 1))),        # no batch axis
+    ((2, 2, 5, 4, 3), (2, 2), (1, 2), "SAME"),              # two batch axes
+])
+def test_pooling_vs_flax(shape, window, strides, padding):
+    x = R.randn(*shape).astype(np.float32)
+    for name in ("max_pool", "avg_pool", "min_pool"):
+        ours = getattr(nn, name)(x, window, strides, padding)
+        theirs = getattr(fnn.pooling, name)(x, window, strides, padding)
+        close(ours, theirs)
+    ours = nn.avg_pool(x, window, strides, padding, count_include_pad=False)
+    close(ours, fnn.avg_pool(x, window, strides, padding, count_include_pad=False))
+    jitted = xform.jit(lambda v: nn.max_pool(v, window, strides, padding))(x)
+    close(jitted, fnn.max_pool(x, window, strides, padding))
+
+
+def test_pool_grad_and_errors():
+    x = R.randn(2, 6, 3).astype(np.float32)
+    loss = lambda lib, p: lambda v: (p(v, (2,), (2,)) ** 2).sum()
+    close(xform.grad(loss(xform, nn.avg_pool))(x), jax.grad(loss(jax, fnn.avg_pool))(x))
+    close(xform.grad(loss(xform, nn.max_pool))(x), jax.grad(loss(jax, fnn.max_pool))(x))
+    with pytest.raises(ValueError, match=r"len\(strides\)=1 must equal len\(window_shape\)=2"):
+        nn.max_pool(x, (2, 2), (1,))
+    with pytest.raises(ValueError, match="too few axes for window_shape"):
+        nn.max_pool(x[0, 0], (2, 2))
+    with pytest.raises(ValueError, match="one \\(low, high\\) pair per spatial axis"):
+        nn.max_pool(x, (2,), padding=((1, 1), (1, 1)))
+
+
+def test_pooling_doctests():
+    result = doctest.testmod(_pooling, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# ---- Conv, ConvLocal, ConvTranspose ----
+
+def paths_and_values(tree):
+    return {jax.tree_util.keystr(p): np.asarray(v)
+            for p, v in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def same_variables(ours, theirs, tol=1e-6):
+    a, b = paths_and_values(ours), paths_and_values(theirs)
+    assert a.keys() == b.keys(), (a.keys(), b.keys())
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        close(a[k], b[k], tol)
+
+
+def check_layer(cls, kw, x, tol=1e-5, jit=True):
+    """Same key -> same variables and outputs as flax (eager, and jitted apply)."""
+    ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
+    v = ours.init(xform.random.PRNGKey(1), x)
+    fv = fjit(theirs.init)(jax.random.PRNGKey(1), x)
+    same_variables(v, fv)
+    y, fy = ours.apply(v, x), fjit(theirs.apply)(fv, x)
+    assert y.dtype == fy.dtype
+    close(y, fy, tol)
+    if jit:
+        close(xform.jit(ours.apply)(v, x), fy, tol)
+    return ours, v, theirs, fv
+
+
+X2 = R.randn(2, 7, 6, 3).astype(np.float32)
+X1 = R.randn(2, 9, 4).astype(np.float32)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(features=4, kernel_size=(3, 3)),
+    dict(features=4, kernel_size=(3, 2), strides=2, padding="CIRCULAR",
+         kernel_dilation=(1, 2)),
+    dict(features=6, kernel_size=(3, 3), feature_group_count=3, padding=((1, 0), 2),
+         input_dilation=2, use_bias=False),
+    dict(features=5, kernel_size=(2, 3), strides=(1, 2), padding=1),
+    dict(features=4, kernel_size=(3, 3), padding="REFLECT"),
+])
+def test_conv_2d(kw):
+    check_layer("Conv", kw, X2)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(features=3, kernel_size=3, padding="CAUSAL", kernel_dilation=2),
+    dict(features=3, kernel_size=(4,), padding="VALID", strides=3),
+])
+def test_conv_1d_and_batch_shapes(kw):
+    check_layer("Conv", kw, X1)
+    check_layer("Conv", kw, X1[0], jit=False)                            # unbatched
+    check_layer("Conv", kw, np.stack([X1, X1 + 1]), jit=False)           # 2 batch axes
+
+
+def test_conv_local():
+    check_layer("ConvLocal", dict(features=4, kernel_size=(3, 3), padding="VALID"), X2)
+    check_layer("ConvLocal", dict(features=2, kernel_size=(2,), strides=2), X1)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(features=4, kernel_size=(3, 3), strides=(2, 2)),
+    dict(features=4, kernel_size=(3, 2), strides=(2, 1), padding="VALID",
+         kernel_dilation=(2, 1)),
+    dict(features=4, kernel_size=(4, 3), strides=(2, 1), padding="CIRCULAR",
+         transpose_kernel=True),
+    dict(features=2, kernel_size=(3, 3), strides=(2, 2), padding="CIRCULAR"),
+    dict(features=3, kernel_size=(2, 2), padding=((1, 2), 0), use_bias=False),
+])
+def test_conv_transpose(kw):
+    check_layer("ConvTranspose", kw, X2)
+
+
+def test_conv_grad_bf16_mask_and_errors():
+    kw = dict(features=4, kernel_size=(3, 3), strides=2)
+    ours, v, theirs, fv = check_layer("Conv", kw, X2, jit=False)
+    loss = lambda m, lib: lambda p, x: (m.apply(p, x) ** 2).sum()
+    g = xform.jit(xform.grad(loss(ours, xform), (0, 1)))(v, X2)
+    fg = jax.jit(jax.grad(loss(theirs, jax), (0, 1)))(fv, X2)
+    same_variables(g[0], fg[0], 1e-4)
+    close(g[1], fg[1], 1e-4)
+    for cls in ("Conv", "ConvTranspose"):                 # mixed precision
+        bkw = dict(kw, dtype=jjnp.bfloat16)
+        ours, v, theirs, fv = check_layer(cls, bkw, X2, tol=3e-2, jit=False)
+        assert v["params"]["kernel"].dtype == np.float32
+    mask = np.tril(np.ones((3, 3, 3, 4), np.float32))
+    check_layer("Conv", dict(kw, mask=mask), X2, jit=False)
+    with pytest.raises(ValueError, match="Mask needs to have the same shape as weights"):
+        nn.Conv(4, (3, 3), mask=mask[0]).init(xform.random.PRNGKey(0), X2)
+    with pytest.raises(ValueError, match="Causal padding is only implemented for 1D"):
+        nn.Conv(4, (3, 3), padding="CAUSAL").init(xform.random.PRNGKey(0), X2)
+    with pytest.raises(ValueError, match="Invalid padding format"):
+        nn.Conv(4, (3, 3), padding=(1, 2, 3)).init(xform.random.PRNGKey(0), X2)
+    with pytest.raises(ValueError, match="not divisible by feature_group_count 2"):
+        nn.Conv(4, (3, 3), feature_group_count=2).init(xform.random.PRNGKey(0), X2)
+    with pytest.raises(ValueError, match="string padding 'SAME' is not implemented with "
+                                         "input_dilation"):
+        nn.Conv(4, (3, 3), input_dilation=2).init(xform.random.PRNGKey(0), X2)
+    with pytest.raises(ValueError, match=r"too few axes for a 2-d kernel"):
+        nn.Conv(4, (3, 3)).init(xform.random.PRNGKey(0), X2[0, 0])
+
+
+def test_conv_doctests():
+    from xform.nn import _conv
+    result = doctest.testmod(_conv, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

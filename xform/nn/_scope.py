@@ -1,0 +1,329 @@
+"""The scope machinery under ``xform.nn.Module``: variables by collection and path,
+rng streams derived as Flax 0.12.8 derives them, and mutability filters.
+
+A ``Scope`` is one node of the module tree. The variables live in ONE nested dict per
+collection at the root (``{'params': {'Dense_0': {'kernel': ...}}}``); a child scope
+holds references to its sub-dicts, so writes anywhere land in the root's dicts.
+
+Rng derivation (bit-compatible with ``flax.core.scope``, ``flax_fix_rng_separator``
+False): a stream is a base key plus a *suffix* of static data. Pushing child ``name``
+appends ``name``; each ``make_rng(stream)`` bumps that scope's per-stream counter ``c``
+and appends ``c``. The key is then ``fold_in(base, h)`` with ``h`` the first 4 bytes
+(big endian) of the SHA-1 of the concatenated suffix (strings as UTF-8, ints as their
+minimal big-endian bytes). Counters persist across calls of the same child (they are
+stored in the parent, keyed by child name) so a module called twice draws new keys.
+"""
+import hashlib
+
+import numpy as np
+
+from xform import random
+from xform.nn import errors
+
+_CHILD = "__child__"   # key prefix for child counters in ``rng_counters``
+
+
+class DenyList:
+    """A collection filter matching everything except ``deny`` (Flax's ``DenyList``)."""
+
+    def __init__(self, deny):
+        self.deny = deny
+
+    def __repr__(self):
+        return f"DenyList({self.deny!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, DenyList) and self.deny == other.deny
+
+    def __hash__(self):
+        return hash(("DenyList", str(self.deny)))
+
+
+def in_filter(filter_like, col):
+    """Whether collection ``col`` matches a filter (bool, str, list of str, DenyList)."""
+    if isinstance(filter_like, str):
+        return col == filter_like
+    if isinstance(filter_like, bool):
+        return filter_like
+    if isinstance(filter_like, DenyList):
+        return not in_filter(filter_like.deny, col)
+    if isinstance(filter_like, (list, tuple, set, frozenset)):
+        return col in filter_like
+    raise TypeError(f"Invalid collection filter: {filter_like!r}")
+
+
+def union_filters(a, b):
+    """The filter matching what ``a`` or ``b`` matches."""
+    if a is True or b is True:
+        return True
+    if a is False:
+        return b
+    if b is False:
+        return a
+    if isinstance(a, DenyList) or isinstance(b, DenyList):
+        if isinstance(a, DenyList) and isinstance(b, DenyList):
+            return DenyList([c for c in _as_set(a.deny) if c in _as_set(b.deny)])
+        deny, other = (a, b) if isinstance(a, DenyList) else (b, a)
+        return DenyList([c for c in _as_set(deny.deny) if c not in _as_set(other)])
+    return sorted(_as_set(a) | _as_set(b))
+
+
+def _as_set(f):
+    if isinstance(f, str):
+        return {f}
+    if isinstance(f, bool):
+        return set()
+    return set(f)
+
+
+def fold_in_static(key, data):
+    """Folds static strings/ints into ``key`` through their SHA-1 (Flax's scheme)."""
+    if not data:
+        return key
+    m = hashlib.sha1()
+    for x in data:
+        if isinstance(x, str):
+            m.update(x.encode("utf-8"))
+        elif isinstance(x, int):
+            m.update(x.to_bytes((x.bit_length() + 7) // 8, byteorder="big"))
+        else:
+            raise ValueError(f"Expected int or string, got: {x}")
+    h = int.from_bytes(m.digest()[:4], byteorder="big")
+    return random.fold_in(key, np.uint32(h))
+
+
+class LazyRng:
+    """A base key plus the static suffix still to be folded into it."""
+    __slots__ = ("rng", "suffix")
+
+    def __init__(self, rng, suffix=()):
+        self.rng, self.suffix = rng, tuple(suffix)
+
+    @staticmethod
+    def create(rng, *suffix):
+        if isinstance(rng, LazyRng):
+            return LazyRng(rng.rng, rng.suffix + suffix)
+        return LazyRng(rng, suffix)
+
+    def as_jax_rng(self):
+        return fold_in_static(self.rng, self.suffix)
+
+
+def is_valid_rng(rng):
+    """A raw ``uint32[2]`` key, a typed key scalar or a ``LazyRng``."""
+    if isinstance(rng, LazyRng):
+        return True
+    shape, dtype = getattr(rng, "shape", None), getattr(rng, "dtype", None)
+    if shape is None or dtype is None:
+        return False
+    if "key" in str(dtype):
+        return tuple(shape) == ()
+    return tuple(shape) == (2,) and np.dtype(dtype) == np.uint32
+
+
+def is_valid_rngs(rngs):
+    return isinstance(rngs, dict) and all(
+        isinstance(k, str) and is_valid_rng(v) for k, v in rngs.items())
+
+
+class Variable:
+    """A handle on one variable: read and (if its collection is mutable) write ``.value``."""
+    __slots__ = ("scope", "collection", "name")
+
+    def __init__(self, scope, collection, name):
+        self.scope, self.collection, self.name = scope, collection, name
+
+    @property
+    def value(self):
+        return self.scope.get_variable(self.collection, self.name)
+
+    @value.setter
+    def value(self, value):
+        self.scope.put_variable(self.collection, self.name, value)
+
+    def is_mutable(self):
+        return self.scope.is_mutable_collection(self.collection)
+
+    def __repr__(self):
+        return f"Variable({self.collection}/{self.name}={self.value!r})"
+
+
+class Scope:
+    """One node of the module tree: its variables, rng streams and reserved names."""
+
+    def __init__(self, variables, rngs=None, name=None, mutable=False, parent=None,
+                 path=(), flags=None):
+        self._variables = variables
+        self.rngs = {k: LazyRng.create(v) for k, v in (rngs or {}).items()}
+        self.name, self.mutable, self.parent = name, mutable, parent
+        self.path = tuple(path)
+        self.flags = dict(flags or {})
+        self.rng_counters = {k: 0 for k in self.rngs}
+        self.reservations = {}
+
+    @property
+    def root(self):
+        s = self
+        while s.parent is not None:
+            s = s.parent
+        return s
+
+    @property
+    def path_text(self):
+        return "/" + "/".join(self.path)
+
+    def rewound(self):
+        """The same node with its name reservations cleared (counters kept)."""
+        s = Scope(self._variables, None, self.name, self.mutable, self.parent,
+                  self.path, self.flags)
+        s.rngs, s.rng_counters = self.rngs, self.rng_counters
+        return s
+
+    # ---- names ----
+    def name_reserved(self, name, col=None):
+        cols = self.reservations.get(name)
+        return cols is not None and (None in cols or col is None or col in cols)
+
+    def reserve(self, name, col=None):
+        if not isinstance(name, str):
+            raise TypeError(f'The type of scope "{name}" should be string but it is '
+                            f'{type(name)}')
+        if self.name_reserved(name, col):
+            raise ValueError(f'Duplicate use of scope name: "{name}" in '
+                             f'"{self.path_text}"')
+        self.reservations.setdefault(name, set()).add(col)
+
+    def default_name(self, prefix):
+        i = 0
+        while f"{prefix}{i}" in self.reservations:
+            i += 1
+        return f"{prefix}{i}"
+
+    def push(self, name, reuse=False):
+        """The child scope ``name``; its rng streams get ``name`` appended."""
+        if not reuse or name not in self.reservations:
+            self.reserve(name)
+        rngs = {k: LazyRng.create(r, name) for k, r in self.rngs.items()}
+        counters = self.rng_counters.setdefault((_CHILD, name), {k: 0 for k in rngs})
+        child = Scope({}, None, name, self.mutable, self, self.path + (name,), self.flags)
+        child.rngs, child.rng_counters = rngs, counters
+        return child
+
+    # ---- collections ----
+    def is_mutable_collection(self, col):
+        return in_filter(self.mutable, col)
+
+    def is_collection_empty(self, col):
+        return not self.root._variables.get(col)
+
+    def _collection(self, col):
+        if col not in self._variables:
+            if self.parent is None:
+                return {}
+            parent_col = self.parent._collection(col)
+            if self.name not in parent_col:
+                return {}
+            self._variables[col] = parent_col[self.name]
+        return self._variables[col]
+
+    def _mutable_collection(self, col):
+        if col not in self._variables:
+            if self.parent is None:
+                self._variables[col] = {}
+            else:
+                parent_col = self.parent._mutable_collection(col)
+                if self.name not in parent_col:
+                    parent_col[self.name] = {}
+                self._variables[col] = parent_col[self.name]
+        return self._variables[col]
+
+    def variables(self):
+        for col in list(self.root._variables):
+            self._collection(col)
+        return self._variables
+
+    def mutable_variables(self):
+        return {k: v for k, v in self.variables().items()
+                if self.is_mutable_collection(k)}
+
+    # ---- rngs ----
+    def has_rng(self, name):
+        return name in self.rngs
+
+    def make_rng(self, name="params"):
+        """A fresh key from stream ``name`` (falling back to ``params`` as Flax does)."""
+        if name not in self.rngs:
+            if "params" not in self.rngs:
+                raise errors.InvalidRngError(
+                    f'{self.path_text} needs PRNG for "{name}": pass it to init/apply, '
+                    f'e.g. rngs={{"{name}": key}}.')
+            name = "params"
+        self.rng_counters[name] += 1
+        return LazyRng.create(self.rngs[name], self.rng_counters[name]).as_jax_rng()
+
+    # ---- variables ----
+    def get_variable(self, col, name, default=None):
+        return self._collection(col).get(name, default)
+
+    def has_variable(self, col, name):
+        return name in self._collection(col)
+
+    def put_variable(self, col, name, value):
+        if not self.is_mutable_collection(col):
+            raise errors.ModifyScopeVariableError(col, name, self.path_text)
+        self._mutable_collection(col)[name] = value
+
+    def variable(self, col, name, init_fn=None, *init_args, **init_kwargs):
+        self.reserve(name, col)
+        if not self.has_variable(col, name):
+            if not self.is_mutable_collection(col) or init_fn is None:
+                if self.is_collection_empty(col):
+                    raise errors.ScopeCollectionNotFound(col, name, self.path_text)
+                raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
+            self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
+        return Variable(self, col, name)
+
+    def param(self, name, init_fn, *init_args, **init_kwargs):
+        self.reserve(name, "params")
+        if self.has_variable("params", name):
+            value = self.get_variable("params", name)
+            _check_param_shape(name, self.path_text, value, init_fn, init_args,
+                               init_kwargs)
+            return value
+        if not self.is_mutable_collection("params"):
+            if self.is_collection_empty("params"):
+                raise errors.ScopeCollectionNotFound("params", name, self.path_text)
+            raise errors.ScopeParamNotFoundError(name, self.path_text)
+        value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
+        self.put_variable("params", name, value)
+        return value
+
+
+def _check_param_shape(name, path_text, value, init_fn, init_args, init_kwargs):
+    """Compares a stored param with the initializer's abstract output (Flax does too)."""
+    from xform.core.tree_util import tree_leaves
+    from xform.transforms.jit import eval_shape
+    abstract = eval_shape(lambda: init_fn(random.PRNGKey(0), *init_args, **init_kwargs))
+    for v, a in zip(tree_leaves(value), tree_leaves(abstract)):
+        if np.shape(v) != tuple(a.shape):
+            raise errors.ScopeParamShapeError(name, path_text, np.shape(v),
+                                              tuple(a.shape))
+
+
+def bind(variables, rngs=None, mutable=False, flags=None):
+    """A root scope over ``variables`` (the mutable collections copied, so the caller's
+    dicts are never written)."""
+    if not isinstance(variables, dict) or not all(
+            isinstance(k, str) and isinstance(v, dict) for k, v in variables.items()):
+        raise errors.ApplyScopeInvalidVariablesTypeError()
+    if rngs is not None and not is_valid_rngs(rngs):
+        raise errors.InvalidRngError(
+            "rngs should be a dictionary mapping strings to PRNG keys (uint32[2] "
+            "arrays from xform.random.PRNGKey).")
+    new = {k: (_copy_dicts(v) if in_filter(mutable, k) else v)
+           for k, v in variables.items()}
+    return Scope(new, rngs=rngs, mutable=mutable, flags=flags)
+
+
+def _copy_dicts(x):
+    return {k: _copy_dicts(v) for k, v in x.items()} if isinstance(x, dict) else x

@@ -1,0 +1,568 @@
+"""Lifted transformations: ``nn.jit``, ``nn.vmap``, ``nn.scan``, ``nn.remat`` over
+xform's own ``jit``/``vmap``/``lax.scan``/``checkpoint``.
+
+Lifting (as Flax's ``core/lift.py``): the scopes a transformed call touches (the
+module's own and those of submodule fields, e.g. an RNN's cell) are *packed* into
+pytrees: variables grouped by collection filters, rng streams (``LazyRng``: base key
+leaf + static path suffix) grouped by rng filters. The xform transformation maps a
+pure function of those pytrees that rebuilds fresh inner scopes (same paths, SHARED
+rng counters), runs the module method, and returns the output plus the mutable
+variables, which are then written back into the outer scopes. Rng semantics follow
+Flax exactly: ``split_rngs`` splits the *base* key (suffix kept) into one key per
+mapped index / scan step, and ``nn.jit`` first forks each stream with ``make_rng``.
+
+``nn.scan``'s broadcast variables (e.g. params shared by all steps, created at init)
+are computed by a first call of the body outside the loop (Flax traces it with
+partial evaluation), then fed to every step. NB: Flax rejects a broadcast variable
+that depends on the carry; here it silently takes the first step's value.
+"""
+import dataclasses
+import functools
+
+import numpy as np
+
+import xform.numpy as jnp
+from xform import lax, random
+from xform.core.tree_util import register_pytree_node, tree_leaves, tree_map
+from xform.nn._module import Module, _State, _wrap_method
+from xform.nn._scope import LazyRng, Scope, in_filter, union_filters
+from xform.transforms.checkpoint import checkpoint as _checkpoint
+from xform.transforms.jit import jit as _jit
+from xform.transforms.vmap import vmap as _vmap
+
+__all__ = ["broadcast", "jit", "remat", "checkpoint", "scan", "vmap"]
+
+register_pytree_node(LazyRng, lambda r: ((r.rng,), r.suffix),
+                     lambda suffix, kids: LazyRng(kids[0], suffix))
+
+
+class _Broadcast:
+    def __repr__(self):
+        return "nn.broadcast"
+
+
+broadcast = _Broadcast()   # scan in_axes/out_axes marker: same value at every step
+
+
+# ---- packing scopes into pytrees (Flax's lift.pack) ----
+
+def _group(xs, filters):
+    """Splits dict ``xs`` by filters; each key goes to the first filter matching it."""
+    groups, keys = [], list(xs)
+    for f in filters:
+        groups.append({k: _copy(xs[k]) for k in keys if in_filter(f, k)})
+        keys = [k for k in keys if not in_filter(f, k)]
+    return tuple(groups)
+
+
+def _copy(x):
+    return {k: _copy(v) for k, v in x.items()} if isinstance(x, dict) else x
+
+
+def _intersect(a, b):
+    if a is True:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        return False
+    cols = lambda f: None if not isinstance(f, (str, list, tuple, set)) else (
+        {f} if isinstance(f, str) else set(f))
+    ca, cb = cols(a), cols(b)
+    if ca is not None and cb is not None:
+        return sorted(ca & cb)
+    keep = ca if ca is not None else cb
+    other = b if ca is not None else a
+    return sorted(c for c in keep if in_filter(other, c))
+
+
+class _Pack:
+    """The scopes of one lifted call, their variables and rngs as pytrees."""
+
+    def __init__(self, scopes, in_filters, out_filters, rng_filters):
+        self.all_scopes = scopes
+        self.scopes, self.paths = _dedup(scopes)
+        self.out_filters = out_filters
+        vs = [_group(s.variables(), in_filters) for s in self.scopes]
+        self.variable_groups = tuple(zip(*vs)) or ((),) * len(in_filters)
+        rs = [_group(s.rngs, rng_filters) for s in self.scopes]
+        self.rng_groups = tuple(zip(*rs)) or ((),) * len(rng_filters)
+
+    def scope_fn(self, variable_groups, rng_groups):
+        mutable = False
+        for f in self.out_filters:
+            mutable = union_filters(mutable, f)
+        inner = {}
+        for i, s in enumerate(self.scopes):
+            variables, rngs = {}, {}
+            for g in variable_groups:
+                variables.update(_copy(g[i]))
+            for g in rng_groups:
+                rngs.update(g[i])
+            new = Scope(variables, None, s.name, _intersect(s.mutable, mutable), None,
+                        s.path, s.flags)
+            new.rngs = dict(rngs)
+            new.rng_counters = s.rng_counters
+            inner[id(s)] = new
+        out = []
+        for root, path in self.paths:
+            scope = inner[id(root)]
+            for name in path:
+                scope = scope.push(name, reuse=True)
+            out.append(scope)
+        return out
+
+    def repack(self, inner_scopes):
+        minimal = [s for s, (_, p) in zip(inner_scopes, self.paths) if not p]
+        groups = []
+        for s in minimal:
+            mutable = {k: v for k, v in s._variables.items()
+                       if in_filter(s.mutable, k)}
+            g = _group(mutable, tuple(self.out_filters) + (True,))
+            if g[-1]:
+                raise ValueError(f"unmapped output variables: {tuple(g[-1])}")
+            groups.append(g[:-1])
+        return tuple(zip(*groups)) or ((),) * len(self.out_filters)
+
+    def publish(self, out_groups):
+        for g in out_groups:
+            for s, cols in zip(self.scopes, g):
+                for col, collection in cols.items():
+                    if s.is_mutable_collection(col):
+                        for name, value in collection.items():
+                            s.put_variable(col, name, value)
+
+
+def _dedup(scopes):
+    """The minimal scopes (no ancestor in the list) and, for each scope, its minimal
+    ancestor and the path down from it."""
+    ids = {id(s) for s in scopes}
+    minimal, paths = [], []
+    for leaf in scopes:
+        best, best_path, path, s = leaf, (), [leaf.name], leaf.parent
+        while s is not None:
+            if id(s) in ids:
+                best, best_path = s, tuple(reversed(path))
+            path.append(s.name)
+            s = s.parent
+        if best is leaf and all(m is not leaf for m in minimal):
+            minimal.append(leaf)
+        paths.append((best, best_path))
+    return minimal, paths
+
+
+def _pack(core, in_filters, out_filters, rng_filters):
+    def wrapper(scopes, *args, **kwargs):
+        p = _Pack(scopes, in_filters, out_filters, rng_filters)
+        y, out_groups = core(p, p.variable_groups, p.rng_groups, *args, **kwargs)
+        p.publish(out_groups)
+        return y
+    return wrapper
+
+
+def _split_rng_groups(rng_groups, splits, n):
+    return tuple(tree_map(lambda k: random.split(k, n), g) if split else g
+                 for g, split in zip(rng_groups, splits))
+
+
+def _axis_sizes(axes, tree, out):
+    if axes is None or axes is broadcast:
+        return
+    if isinstance(axes, int):
+        out.update(np.shape(x)[axes] for x in tree_leaves(tree))
+    elif isinstance(axes, (tuple, list)):
+        for a, t in zip(axes, tree):
+            _axis_sizes(a, t, out)
+    elif isinstance(axes, dict):
+        for k, a in axes.items():
+            _axis_sizes(a, tree[k], out)
+
+
+def _split_in_out(variable_axes):
+    ins = {k: (v[0] if isinstance(v, tuple) else v) for k, v in variable_axes.items()}
+    outs = {k: (v[1] if isinstance(v, tuple) else v) for k, v in variable_axes.items()}
+    return ins, outs
+
+
+# ---- core transforms on packed scopes ----
+
+def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis_name):
+    v_in, v_out = _split_in_out(dict(variable_axes))
+    v_groups, v_in_axes = tuple(v_in), tuple(v_in.values())
+    v_out_axes = tuple(v_out.values())
+    r_groups, r_splits = tuple(split_rngs), tuple(split_rngs.values())
+    r_axes = tuple(0 if s else None for s in r_splits)
+
+    def core(p, variable_groups, rng_groups, *args):
+        sizes = set()
+        _axis_sizes((v_in_axes, in_axes), (variable_groups, args), sizes)
+        if axis_size is None and len(sizes) == 1:
+            n = sizes.pop()
+        elif len(sizes) > 1:
+            raise ValueError(f"Inconsistent batch axis sizes: {sizes}")
+        elif axis_size is None:
+            raise ValueError("axis_size should be specified manually.")
+        else:
+            n = axis_size
+        rng_groups = _split_rng_groups(rng_groups, r_splits, n)
+
+        def mapped(variable_groups, rng_groups, args):
+            scopes = p.scope_fn(variable_groups, rng_groups)
+            return fn(scopes, *args), p.repack(scopes)
+        return _vmap(mapped, in_axes=(v_in_axes, r_axes, in_axes),
+                     out_axes=(out_axes, v_out_axes), axis_name=axis_name,
+                     axis_size=axis_size)(variable_groups, rng_groups, args)
+    return _pack(core, v_groups, tuple(v_out), r_groups)
+
+
+def _move_axes(axes, tree, to_front):
+    """Moves each leaf's scan axis (``axes``: a prefix tree of ints) to/from the front."""
+    if axes is broadcast:
+        return tree
+    if isinstance(axes, int):
+        if axes == 0:
+            return tree
+        src, dst = (axes, 0) if to_front else (0, axes)
+        return tree_map(lambda x: jnp.moveaxis(x, src, dst), tree)
+    if isinstance(axes, (tuple, list)):
+        return type(tree)(_move_axes(a, t, to_front) for a, t in zip(axes, tree))
+    if isinstance(axes, dict):
+        return {k: _move_axes(axes[k], tree[k], to_front) for k in tree}
+    raise TypeError(f"scan axes must be ints, nn.broadcast or a prefix tree of them, "
+                    f"got {axes!r}")
+
+
+def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs,
+               in_axes, out_axes, length, reverse, unroll):
+    v_in, v_out = _split_in_out(dict(variable_axes))
+    v_groups, v_in_axes, v_out_axes = tuple(v_in), tuple(v_in.values()), \
+        tuple(v_out.values())
+    r_groups, r_splits = tuple(split_rngs), tuple(split_rngs.values())
+    arg_axes = in_axes
+
+    def core(p, variable_groups, rng_groups, init, *args):
+        axes = arg_axes if isinstance(arg_axes, (tuple, list)) else (arg_axes,) * len(args)
+        sizes = set()
+        _axis_sizes(tuple(axes), args, sizes)
+        if length is None and len(sizes) == 1:
+            n = sizes.pop()
+        elif len(sizes) > 1:
+            raise ValueError(f"Inconsistent scan lengths: {sizes}")
+        elif length is None:
+            raise ValueError("length should be specified manually.")
+        else:
+            n = length
+        rngs_split = _split_rng_groups(rng_groups, r_splits, n)
+        bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
+        scan_vars = tuple(_move_axes(ax, g, True)
+                          for g, ax in zip(variable_groups[2:], v_in_axes))
+        xs = tuple(() if ax is broadcast else _move_axes(ax, a, True)
+                   for a, ax in zip(args, axes))
+        step_rngs = tuple(g if s else () for g, s in zip(rngs_split, r_splits))
+
+        def body(bcast_in, carry, scan_vars_t, rngs_t, xs_t):
+            cvars, c = carry
+            rgs = tuple(rt if s else g for rt, g, s in zip(rngs_t, rng_groups, r_splits))
+            a = tuple(arg if ax is broadcast else x for arg, ax, x in zip(args, axes, xs_t))
+            scopes = p.scope_fn((bcast_in, cvars) + tuple(scan_vars_t), rgs)
+            c, y = fn(scopes, c, *a)
+            out = p.repack(scopes)
+            bout = out[0]
+            for gi, go in zip(bcast_in, bout):
+                for col in gi:
+                    go.setdefault(col, gi[col])
+            return bout, (out[1], c), (y, out[2:])
+
+        pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
+        bcast_out, _, _ = body(bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
+                               tree_map(pick, step_rngs), tree_map(pick, xs))
+
+        def loop(carry, per):
+            _, carry, ys = body(bcast_out, carry, *per)
+            return carry, ys
+        (carry_vars, c), (ys, scan_out) = lax.scan(
+            loop, (carry_vars, init), (scan_vars, step_rngs, xs), length=n,
+            reverse=reverse, unroll=unroll)
+        if out_axes is broadcast:
+            raise NotImplementedError("nn.scan(out_axes=nn.broadcast) is not supported.")
+        ys = _move_axes(out_axes, ys, False)
+        scan_out = tuple(_move_axes(ax, g, False) for g, ax in zip(scan_out, v_out_axes))
+        return (c, ys), (bcast_out, carry_vars) + scan_out
+    filters = (variable_broadcast, variable_carry)
+    return _pack(core, filters + v_groups, filters + tuple(v_out), r_groups)
+
+
+def _core_remat(fn, variables, rngs, prevent_cse, static_argnums, policy):
+    def core(p, variable_groups, rng_groups, *args):
+        def rematted(variable_groups, rng_groups, *args):
+            scopes = p.scope_fn(variable_groups, rng_groups)
+            return fn(scopes, *args), p.repack(scopes)
+        return _checkpoint(rematted, prevent_cse=prevent_cse, policy=policy,
+                           static_argnums=tuple(i + 2 for i in static_argnums))(
+            variable_groups, rng_groups, *args)
+    return _pack(core, (variables,), (variables,), (rngs,))
+
+
+def _core_jit(fn, variables, rngs, static_argnums, static_argnames, donate_argnums):
+    def core(p, variable_groups, rng_groups, *args, **kwargs):
+        rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
+                              is_leaf=lambda r: isinstance(r, LazyRng))
+
+        def jitted(variable_groups, rng_groups, *args, **kwargs):
+            scopes = p.scope_fn(variable_groups, rng_groups)
+            return fn(scopes, *args, **kwargs), p.repack(scopes)
+        return _jit(jitted, static_argnums=tuple(i + 2 for i in static_argnums),
+                    static_argnames=static_argnames,
+                    donate_argnums=tuple(i + 2 for i in donate_argnums))(
+            variable_groups, rng_groups, *args, **kwargs)
+    return _pack(core, (variables,), (variables,), (rngs,))
+
+
+# ---- module-level lifting (Flax's linen/transforms.py) ----
+
+def _module_scopes(module):
+    """Scopes of ``module``'s bound submodule fields (depth first), then its own."""
+    scopes, seen = [], set()
+
+    def visit(m):
+        if id(m) in seen:
+            return
+        seen.add(id(m))
+        m._try_setup(shallow=True)
+        for f in dataclasses.fields(m):
+            if f.name != "parent" and f.init:
+                for leaf in _module_leaves(getattr(m, f.name)):
+                    if isinstance(leaf, Module) and isinstance(leaf.scope, Scope):
+                        visit(leaf)
+        scopes.append(m.scope)
+    visit(module)
+    return scopes
+
+
+def _module_leaves(x):
+    if isinstance(x, Module):
+        return [x]
+    if isinstance(x, dict):
+        return [m for v in x.values() for m in _module_leaves(v)]
+    if isinstance(x, (list, tuple)):
+        return [m for v in x for m in _module_leaves(v)]
+    return []
+
+
+def _set_module_scopes(module, scopes):
+    """Clones ``module`` (and its bound submodule fields) onto ``scopes``."""
+    idx, done = 0, {}
+
+    def rebuild(m):
+        nonlocal idx
+        if id(m) in done:
+            return done[id(m)]
+        attrs = {}
+        for f in dataclasses.fields(m):
+            if f.name != "parent" and f.init:
+                attrs[f.name] = _map_bound(rebuild, getattr(m, f.name))
+        new = m.clone(parent=scopes[idx], **attrs)
+        idx += 1
+        done[id(m)] = new
+        return new
+    new = rebuild(module)
+    assert idx == len(scopes), (idx, len(scopes))
+    return new
+
+
+def _map_bound(fn, x):
+    if isinstance(x, Module):
+        return fn(x) if isinstance(x.scope, Scope) else x
+    if isinstance(x, dict):
+        return {k: _map_bound(fn, v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_map_bound(fn, v) for v in x)
+    return x
+
+
+def _export(state):
+    return _State(in_compact_method=state.in_compact_method, in_setup=state.in_setup,
+                  setup_called=False, is_initialized=state.is_initialized,
+                  autoname_cursor=dict(state.autoname_cursor))
+
+
+def _reimport(state, other):
+    state.in_compact_method, state.in_setup = other.in_compact_method, other.in_setup
+    state.is_initialized = other.is_initialized
+    state.autoname_cursor = dict(other.autoname_cursor)
+
+
+class _fork_rngs:
+    """``nn.jit``: each stream of the module is replaced by one ``make_rng`` of it."""
+
+    def __init__(self, module, enabled):
+        self.module, self.enabled = module, enabled
+
+    def __enter__(self):
+        if self.enabled and self.module.scope is not None:
+            scope = self.module.scope
+            self.saved = scope.rngs
+            scope.rngs = {k: LazyRng(scope.make_rng(k)) for k in list(scope.rngs)}
+
+    def __exit__(self, *exc):
+        if self.enabled and self.module.scope is not None:
+            self.module.scope.rngs = self.saved
+
+
+def _lift(core_transform, target, methods=None, fork=False):
+    """Applies ``core_transform(fn_of_scopes) -> fn_of_scopes`` to a Module class
+    (its ``__call__`` or ``methods``) or to a function whose first argument is a
+    module."""
+    is_class = isinstance(target, type) and issubclass(target, Module)
+    if not is_class:
+        if not callable(target) or isinstance(target, Module):
+            raise TypeError(f"Can only transform a Module class or a function taking a "
+                            f"module first, got {target!r}.")
+        return _lift_method(core_transform, _wrap_method(target), None, fork)
+    names = ("__call__",) if methods is None else tuple(methods)
+    fns = {n: _lift_method(core_transform, getattr(target, n), target, fork)
+           for n in names}
+    prefix = getattr(core_transform, "lift_name", "Lifted")
+    return type(prefix + target.__name__, (target,), fns)
+
+
+def _lift_method(core_transform, fn, module_class, fork):
+    @functools.wraps(fn)
+    def wrapped(self, *args, **kwargs):
+        if self.scope is None:
+            from xform.nn import errors
+            raise errors.CallCompactUnboundModuleError(type(self).__name__)
+        state = _export(self._state)
+
+        def core_fn(scopes, *args, **kwargs):
+            base = self
+            if module_class is not None:   # a fresh instance of the untransformed class
+                base = module_class(parent=None, **{
+                    f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                    if f.name != "parent" and f.init})
+            cloned = _set_module_scopes(base, scopes)
+            object.__setattr__(cloned, "_state", _export(state))
+            res = fn(cloned, *args, **kwargs)
+            _reimport(self._state, cloned._state)
+            return res
+        with _fork_rngs(self, fork):
+            trafo = core_transform(core_fn)
+            return trafo(_module_scopes(self), *args, **kwargs)
+    return wrapped
+
+
+def _named(name, fn):
+    fn.lift_name = name
+    return fn
+
+
+def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0,  # noqa: B006
+         axis_size=None, axis_name=None, spmd_axis_name=None, metadata_params={},
+         methods=None):
+    """Vectorizes a Module class or method (``jax.vmap`` lifted over variables/rngs).
+
+    Args:
+      target: a Module class or a function ``(module, *args)``.
+      variable_axes: ``{collection_filter: axis or None}``; e.g. ``{'params': 0}``
+        gives every mapped index its own params (stacked on axis 0).
+      split_rngs: ``{stream_filter: bool}``: split the stream per mapped index.
+      in_axes, out_axes, axis_size, axis_name: as ``xform.vmap``.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> Ens = nn.vmap(nn.Dense, variable_axes={'params': 0},
+    ...               split_rngs={'params': True}, in_axes=None, axis_size=3)
+    >>> v = Ens(2).init(xform.random.PRNGKey(0), jnp.ones((1, 4)))
+    >>> v['params']['kernel'].shape
+    (3, 4, 2)
+    """
+    def core(fn):
+        return _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size,
+                          axis_name)
+    return _lift(_named("Vmap", core), target, methods)
+
+
+def scan(target, variable_axes={}, variable_broadcast=False,  # noqa: B006
+         variable_carry=False, split_rngs={}, in_axes=0, out_axes=0,  # noqa: B006
+         length=None, reverse=False, unroll=1, data_transform=None,
+         metadata_params={}, methods=None, _split_transpose=False,  # noqa: B006
+         check_constancy_invariants=True):
+    """Loops a Module class or method over a sequence (``lax.scan`` lifted).
+
+    The scanned function is ``(module, carry, *xs) -> (carry, ys)``.
+
+    Args:
+      target: a Module class or a function ``(module, carry, *xs)``.
+      variable_axes: collections stacked per step (``{'params': 0}``: one set of
+        params per step, e.g. a stack of layers).
+      variable_broadcast: collections shared by every step (e.g. ``'params'`` for an
+        RNN cell).
+      variable_carry: collections threaded through the steps.
+      split_rngs: ``{stream_filter: bool}``: a different key per step.
+      in_axes, out_axes: scanned axis of xs / ys (``nn.broadcast``: not scanned).
+      length, reverse, unroll: as ``lax.scan``.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> class Cell(nn.Module):
+    ...   @nn.compact
+    ...   def __call__(self, c, x):
+    ...     c = nn.tanh(nn.Dense(3)(x) + c)
+    ...     return c, c
+    >>> RNN = nn.scan(Cell, variable_broadcast='params', split_rngs={'params': False})
+    >>> v = RNN().init(xform.random.PRNGKey(0), jnp.zeros(3), jnp.ones((5, 2)))
+    >>> v['params']['Dense_0']['kernel'].shape
+    (2, 3)
+    """
+    del metadata_params, _split_transpose, check_constancy_invariants
+    if data_transform is not None:
+        raise NotImplementedError("nn.scan(data_transform=...) is not supported.")
+
+    def core(fn):
+        return _core_scan(fn, variable_axes, variable_broadcast, variable_carry,
+                          split_rngs, in_axes, out_axes, length, reverse, unroll)
+    return _lift(_named("Scan", core), target, methods)
+
+
+def checkpoint(target, variables=True, rngs=True, concrete=False, prevent_cse=True,
+               static_argnums=(), policy=None, methods=None):
+    """Rematerializes a Module class or method in the backward pass (``jax.checkpoint``
+    lifted). ``static_argnums`` count ``self`` as argument 0, as in Flax.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> v = nn.remat(nn.Dense)(2).init(xform.random.PRNGKey(0), jnp.ones((1, 3)))
+    >>> v['params']['kernel'].shape
+    (3, 2)
+    """
+    if concrete:
+        raise NotImplementedError("concrete=True is deprecated; use static_argnums.")
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    nums = tuple(i - 1 for i in nums)
+
+    def core(fn):
+        return _core_remat(fn, variables, rngs, prevent_cse, nums, policy)
+    return _lift(_named("Checkpoint", core), target, methods)
+
+
+remat = checkpoint
+
+
+def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=(),
+        donate_argnums=(), device=None, backend=None, methods=None):
+    """Compiles a Module class or method with ``xform.jit`` (lifted); rng streams are
+    forked first, as Flax does. ``static_argnums`` count ``self`` as argument 0.
+
+    NB: the lifted function is re-traced at every call (Flax caches per module
+    hash); under an outer ``xform.jit`` that costs nothing.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> v = nn.jit(nn.Dense)(2).init(xform.random.PRNGKey(0), jnp.ones((1, 3)))
+    >>> v['params']['kernel'].shape
+    (3, 2)
+    """
+    del device, backend
+    norm = lambda n: (n,) if isinstance(n, int) else tuple(n)
+    snums = tuple(i - 1 for i in norm(static_argnums) if i > 0)
+    dnums = tuple(i - 1 for i in norm(donate_argnums) if i > 0)
+
+    def core(fn):
+        return _core_jit(fn, variables, rngs, snums, static_argnames, dnums)
+    return _lift(_named("Jit", core), target, methods, fork=True)

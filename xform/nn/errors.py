@@ -1,0 +1,196 @@
+"""``xform.nn.errors``: the module system's error classes, with Flax's names.
+
+Each message names the module path (``/Encoder/Dense_0``) and says how to fix the
+problem; the class names match ``flax.errors`` so ``except`` clauses port unchanged.
+"""
+
+__all__ = [
+    "FlaxError", "ApplyModuleInvalidMethodError", "ApplyScopeInvalidVariablesStructureError",
+    "ApplyScopeInvalidVariablesTypeError", "AssignSubModuleError",
+    "CallCompactUnboundModuleError", "CallSetupUnboundModuleError",
+    "CallUnbindOnUnboundModuleError", "InvalidRngError", "ModifyScopeVariableError",
+    "NameInUseError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
+    "ScopeParamShapeError", "ScopeVariableNotFoundError", "SetAttributeFrozenModuleError",
+    "SetAttributeInModuleSetupError", "InvalidInstanceModuleError",
+    "UnboundSubmoduleError"]
+
+
+class FlaxError(Exception):
+    """Base class of every ``xform.nn`` module-system error."""
+
+
+class InvalidRngError(FlaxError):
+    """An rng stream is missing or an rng is not a PRNG key.
+
+    Fix: pass the stream to ``init``/``apply``, e.g. ``rngs={'dropout': key}``.
+    """
+
+
+class ScopeParamShapeError(FlaxError):
+    """A stored parameter's shape differs from what the module's initializer makes.
+
+    Usually the variables come from a differently configured module (other
+    ``features``) or the input shape changed since ``init``. Fix: re-``init`` or
+    restore matching variables.
+    """
+
+    def __init__(self, param_name, scope_path, value_shape, init_shape):
+        super().__init__(
+            f'For parameter "{param_name}" in "{scope_path}", the given initializer is '
+            f'expected to generate shape {init_shape}, but the existing parameter it '
+            f'received has shape {value_shape}. Re-run init() with the same module '
+            f'configuration and input shapes, or pass matching variables.')
+
+
+class ScopeCollectionNotFound(FlaxError):
+    """A variable was read from a collection that was not passed to ``apply``.
+
+    Fix: pass the variables returned by ``init`` (``module.apply(variables, x)``),
+    including every collection the module reads (e.g. ``batch_stats``).
+    """
+
+    def __init__(self, col_name, var_name, scope_path):
+        super().__init__(
+            f'Tried to access "{var_name}" from collection "{col_name}" in '
+            f'"{scope_path}" but the collection is empty. Pass the variables returned '
+            f'by init() to apply(), e.g. module.apply({{"{col_name}": ...}}, x).')
+
+
+class ScopeParamNotFoundError(FlaxError):
+    """A parameter is absent from the ``params`` given to ``apply``."""
+
+    def __init__(self, param_name, scope_path):
+        super().__init__(
+            f'Could not find parameter named "{param_name}" in scope "{scope_path}". '
+            f'The params passed to apply() do not match this module\'s structure; '
+            f'use the variables returned by init().')
+
+
+class ScopeVariableNotFoundError(FlaxError):
+    """A variable is absent from its (immutable) collection."""
+
+    def __init__(self, name, col, scope_path):
+        super().__init__(
+            f'No Variable named "{name}" for collection "{col}" exists in '
+            f'"{scope_path}". Initialize it with init(), or make "{col}" mutable '
+            f'(apply(..., mutable=["{col}"])) so it can be created.')
+
+
+class ApplyModuleInvalidMethodError(FlaxError):
+    """``method=`` given to ``apply``/``init`` is not a function or method name."""
+
+    def __init__(self, method):
+        super().__init__(
+            f'Cannot call apply(): {method} is not a valid function for apply(). Pass '
+            f'a method of the module, its name as a string, or a function taking the '
+            f'module as its first argument.')
+
+
+class ModifyScopeVariableError(FlaxError):
+    """A variable was written in a collection that is not mutable.
+
+    Fix: ``apply(..., mutable=['batch_stats'])`` (then ``apply`` returns
+    ``(out, updated_variables)``).
+    """
+
+    def __init__(self, col, variable_name, scope_path):
+        super().__init__(
+            f'Cannot update variable "{variable_name}" in "{scope_path}" because '
+            f'collection "{col}" is immutable. Pass mutable=["{col}"] to apply() '
+            f'and use the returned (output, updated_variables).')
+
+
+class NameInUseError(FlaxError):
+    """Two params, variables or submodules of one module share a name."""
+
+    def __init__(self, key_type, value, module_name):
+        super().__init__(
+            f'Could not create {key_type} "{value}" in Module {module_name}: Name in '
+            f'use. Give it a different name=.')
+
+
+class AssignSubModuleError(FlaxError):
+    """A submodule was created outside ``setup()`` or an ``@compact`` method."""
+
+    def __init__(self, cls):
+        super().__init__(
+            f'Submodule {cls} must be defined in `setup()` or in a method wrapped in '
+            f'`@compact`')
+
+
+class CallCompactUnboundModuleError(FlaxError):
+    """A module was called outside ``init``/``apply`` (it has no variables).
+
+    Fix: ``variables = model.init(key, x); model.apply(variables, x)``, or
+    ``model.bind(variables)`` for interactive use.
+    """
+
+    def __init__(self, module=None):
+        what = f" ({module})" if module else ""
+        super().__init__(
+            f"Can't call compact methods on unbound modules{what}: a module only has "
+            f"variables inside init()/apply(). Use module.init(key, x) and "
+            f"module.apply(variables, x), or module.bind(variables).")
+
+
+class CallSetupUnboundModuleError(CallCompactUnboundModuleError):
+    """``setup()`` was called on a module outside ``init``/``apply``."""
+
+
+class UnboundSubmoduleError(FlaxError, AttributeError):
+    """A ``setup()``-defined submodule was accessed on an unbound module."""
+
+
+class CallUnbindOnUnboundModuleError(FlaxError):
+    """``unbind()`` was called on a module that is not bound."""
+
+    def __init__(self):
+        super().__init__("Can't call `unbind()` on unbound modules. Use module.bind("
+                         "variables) first.")
+
+
+class SetAttributeFrozenModuleError(FlaxError, TypeError):
+    """Modules are frozen dataclasses outside ``setup()``."""
+
+    def __init__(self, module_cls, attr_name, attr_val):
+        super().__init__(
+            f"Can't set {attr_name}={attr_val} for Module of type {module_cls}: Module "
+            f"instance is frozen outside of setup method. Use module.clone("
+            f"{attr_name}=...) for a modified copy.")
+
+
+class SetAttributeInModuleSetupError(FlaxError):
+    """A dataclass field was assigned inside ``setup()``."""
+
+    def __init__(self):
+        super().__init__("Module construction attributes are frozen: dataclass fields "
+                         "cannot be reassigned in setup(); use another attribute name.")
+
+
+class ApplyScopeInvalidVariablesTypeError(FlaxError):
+    """``variables`` is not a dict of collections."""
+
+    def __init__(self):
+        super().__init__(
+            'The first argument passed to an apply function should be a dictionary of '
+            'collections. Each collection should be a dictionary with string keys.')
+
+
+class ApplyScopeInvalidVariablesStructureError(FlaxError):
+    """``variables`` has an extra ``params`` level (``{'params': {'params': ...}}``)."""
+
+    def __init__(self, variables=None):
+        super().__init__(
+            'Expect the `variables` (first argument) passed to apply() to be a dict '
+            'with the structure {"params": ...}, but got a dict with an extra params '
+            'layer, i.e.  {"params": {"params": ... }}. You should instead pass in '
+            'your dict\'s ["params"].')
+
+
+class InvalidInstanceModuleError(FlaxError):
+    """``init``/``apply`` was called on the Module class rather than an instance."""
+
+    def __init__(self):
+        super().__init__(
+            'Can only call init, init_with_output or apply methods on an instance of '
+            'the Module class, not the Module class itself')
