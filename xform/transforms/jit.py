@@ -8,7 +8,6 @@ that transformation sees through the call.
 """
 import functools
 import inspect
-import operator
 import time
 import weakref
 
@@ -25,8 +24,6 @@ from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
 
-_aval_of = operator.attrgetter("aval")
-_buf_of = operator.attrgetter("_buf")
 _flatten_builtin = backend.flatten_builtin
 
 
@@ -130,8 +127,10 @@ class _Entry:
         self.out_tree = out_tree
         self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
         self.c_out_tree = None
-        # What the hit paths use, copied here (one attribute load each, not two).
-        self.run, self.handlers = compiled.run, compiled.handlers
+        # What the hit paths use, copied here (one attribute load each, not two). A
+        # mesh_jit.ReplicatedJaxpr has no run/handlers: it never enters a fast path.
+        self.run = getattr(compiled, "run", None)
+        self.handlers = getattr(compiled, "handlers", None)
         self.consts, self.out_avals = compiled.const_bufs, compiled.out_avals
         self.out_aval = self.out_avals[0] if self.single else None
 
@@ -216,20 +215,17 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        # Cache-hit fast paths: no Python frame but this one and Array.__init__ (avals
-        # and buffers gathered by C attrgetters; AttributeError = a non-Array leaf).
+        # Cache-hit fast paths: no Python frame but this one and Array.__init__. Only
+        # exact Arrays qualify: a ShardedArray's ``_buf`` would assemble it on the host.
         if self._plain and not kwargs and _context.trace is eval_trace:
-            try:
-                if len(args) == 1:  # (unrolled: ~100 ns less than map())
-                    a, = args
-                    bufs = [a._buf]
-                    avals = (a.aval,)
-                else:
-                    bufs = list(map(_buf_of, args))
-                    avals = tuple(map(_aval_of, args))
-            except AttributeError:  # pytrees, scalars, NumPy, leaked tracers
-                pass
+            bufs, avals = [], []
+            for a in args:  # (a loop beats map(attrgetter) for a few arguments)
+                if type(a) is not Array:
+                    break
+                bufs.append(a._buf)
+                avals.append(a.aval)
             else:
+                avals = tuple(avals)
                 entry = self._fast.get(avals)
                 if entry is not None:
                     try:
@@ -248,11 +244,13 @@ class JitWrapped:
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
             leaves, c_tree = _flatten_builtin(args)
-            try:
-                bufs = list(map(_buf_of, leaves))
-            except AttributeError:
-                return self._call(args, kwargs)
-            entry = self._tree_fast.get((c_tree, tuple(map(_aval_of, leaves))))
+            bufs, avals = [], []
+            for a in leaves:
+                if type(a) is not Array:
+                    return self._call(args, kwargs)
+                bufs.append(a._buf)
+                avals.append(a.aval)
+            entry = self._tree_fast.get((c_tree, tuple(avals)))
             if entry is not None and entry.c_out_tree is not None:
                 try:
                     outs = entry.run(entry.consts + bufs if entry.consts else bufs
