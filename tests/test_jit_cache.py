@@ -244,6 +244,50 @@ def test_persistent_cache_truncated_entry_in_process(tmp_path):
         xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
+def test_persistent_cache_unreadable_entry_warns_and_recompiles(tmp_path):
+    """An entry that cannot be read (here a directory where the file should be) or
+    written is a warning each, never an error: the program is compiled and runs."""
+    f = lambda x: jnp.sin(x) * 5.0 - 0.5  # noqa: E731
+    x = jnp.ones(6)
+    xform.config.update("jax_compilation_cache_dir", str(tmp_path))
+    xform.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        xform.jit(f)(x)
+        (entry,) = tmp_path.glob("*-cache")
+        entry.unlink()
+        entry.mkdir()
+        compiler.clear_caches()
+        xform.jit(f).clear_cache()
+        before = dict(compiler.stats)
+        with pytest.warns(RuntimeWarning) as caught:
+            out = xform.jit(f)(x)
+        np.testing.assert_allclose(out, np.sin(1.0) * 5.0 - 0.5, rtol=1e-6)
+        msgs = [str(w.message) for w in caught]
+        assert any(m.startswith("Error reading persistent compilation cache entry") and
+                   "IsADirectoryError" in m for m in msgs), msgs
+        assert any(m.startswith("Error writing") for m in msgs), msgs
+        assert counts(before)["compile"] == 1
+        assert not list(tmp_path.glob(".tmp-*"))
+    finally:
+        xform.config.update("jax_compilation_cache_dir", None)
+        xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def test_cache_key_covers_module_runtime_and_flags(monkeypatch):
+    """The key changes with the program, and with what else decides XLA's output:
+    XLA_FLAGS, the jaxlib version and the devices are in the hashed context."""
+    import jaxlib
+    from xform import backend
+    a, b = b"module-a", b"module-b"
+    assert compiler.cache_key(a) == compiler.cache_key(a) != compiler.cache_key(b)
+    context = backend.compile_cache_context()
+    assert jaxlib.__version__.encode() in context
+    assert str(backend.devices()[0].id).encode() in context
+    key = compiler.cache_key(a)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
+    assert compiler.cache_key(a) != key
+
+
 def test_min_compile_time_keeps_cheap_programs_off_disk(tmp_path):
     xform.config.update("jax_compilation_cache_dir", str(tmp_path))
     try:
@@ -251,6 +295,22 @@ def test_min_compile_time_keeps_cheap_programs_off_disk(tmp_path):
     finally:
         xform.config.update("jax_compilation_cache_dir", None)
     assert not list(tmp_path.iterdir())
+
+
+def test_min_entry_size_keeps_small_entries_off_disk(tmp_path):
+    xform.config.update("jax_compilation_cache_dir", str(tmp_path))
+    xform.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    xform.config.update("jax_persistent_cache_min_entry_size_bytes", 1 << 30)
+    try:
+        xform.jit(lambda x: x * 13.0)(jnp.ones(3))
+        assert not list(tmp_path.glob("*-cache"))
+        xform.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        xform.jit(lambda x: x * 17.0)(jnp.ones(3))
+        assert len(list(tmp_path.glob("*-cache"))) == 1
+    finally:
+        xform.config.update("jax_compilation_cache_dir", None)
+        xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        xform.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 # ---- donation ----

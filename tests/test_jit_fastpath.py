@@ -205,3 +205,69 @@ def test_compile_counter_unchanged_by_cache_hits():
         g(t)
     assert compiler.stats["trace"] == before.get("trace", 0)
     assert compiler.stats["compile"] == before.get("compile", 0)
+
+
+# ---- eager ops: the all-Array hot path vs the slow path (scalars, NumPy, tracers) ----
+
+_EAGER_DTYPES = [np.float32, np.int32, np.float16, np.uint8]
+
+
+@settings(max_examples=10)
+@given(shape=st.lists(st.integers(1, 3), max_size=2).map(tuple),
+       dtype=st.sampled_from(_EAGER_DTYPES), order=st.sampled_from(["fast", "slow"]),
+       seed=st.integers(0, 2**16))
+def test_eager_fast_path_matches_slow_path_and_jax(shape, dtype, order, seed):
+    """The same op reached with all-Array arguments (hot path) and with a NumPy or a
+    Python-scalar argument (slow path), in either order, gives JAX's value and type."""
+    from xform import lax
+    rng = np.random.RandomState(seed)
+    xs, ys = _rand(rng, shape, dtype), _rand(rng, shape, dtype)
+    x, y = jnp.asarray(xs), jnp.asarray(ys)
+    xr, yr = jnp_ref.asarray(xs), jnp_ref.asarray(ys)
+    calls = {"fast": [lambda: lax.add(x, y), lambda: jnp.maximum(x, y),
+                      lambda: x * jnp.asarray(2).astype(dtype)],
+             "slow": [lambda: lax.add(x, ys), lambda: jnp.maximum(xs, y), lambda: x * 2]}
+    refs = [lambda: jax.lax.add(xr, yr), lambda: jnp_ref.maximum(xr, yr), lambda: xr * 2]
+    second = "slow" if order == "fast" else "fast"
+    for i, ref in enumerate(refs):
+        want = ref()
+        for path in (order, second, order):
+            got = calls[path][i]()
+            assert type(got) is xform.Array and got.dtype == want.dtype, (path, i)
+            assert got.aval.weak_type == want.weak_type and got.shape == want.shape
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_eager_multiple_results_unhashable_params_and_leaked_tracers():
+    from xform import lax
+    from xform.lax.shapes import transpose_p
+    x = jnp.asarray(np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], np.float32))
+    for _ in range(2):  # compile, then the hot path
+        vals, idx = lax.top_k(x, 2)
+        np.testing.assert_array_equal(vals, [[3.0, 2.0], [5.0, 4.0]])
+        np.testing.assert_array_equal(idx, [[0, 2], [1, 2]])
+        # an unhashable param (a list) cannot be a cache key: compiled, not cached
+        np.testing.assert_array_equal(transpose_p.bind(x, permutation=[1, 0]),
+                                      np.asarray(x).T)
+    leaked = []
+    xform.grad(lambda v: leaked.append(v) or v * 2.0)(1.0)
+    jnp.sin(jnp.float32(1.0))  # the op is in the cache: the tracer must still be caught
+    with pytest.raises(xform.errors.UnexpectedTracerError, match="unexpected tracer"):
+        jnp.sin(leaked[0])
+    with pytest.raises(xform.errors.UnexpectedTracerError, match="unexpected tracer"):
+        lax.add(jnp.float32(1.0), leaked[0])
+
+
+def test_eager_cache_evicts_in_insertion_order_and_recompiles_from_memory(monkeypatch):
+    """The eager cache is bounded; an evicted op is rebuilt from the program cache."""
+    from xform.interpreters import dispatch
+    small = dispatch.LRUCache(2)
+    monkeypatch.setattr(dispatch, "_prim_cache", small)
+    x = jnp.arange(4.0)
+    for f in (jnp.sin, jnp.cos, jnp.exp):
+        f(x)
+    assert len(small) == 2
+    before = dict(compiler.stats)
+    np.testing.assert_allclose(jnp.sin(x), np.sin(np.arange(4.0)), rtol=1e-6)
+    assert compiler.stats["compile"] == before.get("compile", 0)
+    assert compiler.stats["memory_hit"] == before.get("memory_hit", 0) + 1

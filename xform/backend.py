@@ -219,22 +219,35 @@ class Executable:
         self.host_callbacks = host_callbacks
 
     def make_execute(self, out_avals):
-        """A faster ``execute`` for a one-device program whose outputs have ``out_avals``
-        (objects with ``shape`` and ``dtype``): jaxlib's ``execute_sharded`` with C++
-        result handlers, skipping jaxlib's Python ``execute`` wrapper (which builds a
-        sharding object per output in Python): about 6 -> 3.6 us per call."""
+        """``execute`` for a program whose outputs have ``out_avals`` (objects with
+        ``shape`` and ``dtype``), built from :meth:`execute_parts`."""
+        run, handlers = self.execute_parts(out_avals)
+        if handlers is None:
+            return self.execute
+
+        def execute(bufs):
+            return run(bufs).consume_with_handlers(handlers)
+        return execute
+
+    def execute_parts(self, out_avals):
+        """``(run, handlers)`` such that ``run(bufs).consume_with_handlers(handlers)``
+        executes the program and returns its output buffers.
+
+        For a one-device program of plain dtypes ``run`` is jaxlib's C++
+        ``execute_sharded`` and ``handlers`` are C++ result handlers built once here:
+        this skips jaxlib's Python ``execute`` wrapper (which builds a sharding object
+        per output in Python), about 6 -> 3.6 us per call, and lets the hot paths call
+        two C++ functions with no Python frame between them. Otherwise (host callbacks,
+        several devices, float0 or extended dtypes) ``handlers`` is None and ``run``
+        is ``self.execute``."""
         if self.host_callbacks or len(self.devices) != 1 or not all(
                 _plain_dtype(a.dtype) for a in out_avals):
-            return self.execute
+            return self.execute, None
         sharding = _sharding(self.devices[0])
         handlers = [_jax.array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)),
                                               sharding, committed=True, _skip_checks=True)
                     for a in out_avals]
-        execute_sharded = self._exe.execute_sharded
-
-        def execute(bufs):
-            return execute_sharded(bufs).consume_with_handlers(handlers)
-        return execute
+        return self._exe.execute_sharded, handlers
 
     def cost_analysis(self):
         """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
@@ -247,6 +260,24 @@ class Executable:
     def hlo_text(self):
         """The optimized HLO XLA compiled."""
         return self._exe.hlo_modules()[0].to_string()
+
+
+class _Done:
+    """Output buffers already in hand, shaped like jaxlib's ``ExecuteResults``."""
+    __slots__ = ("outs",)
+
+    def __init__(self, outs):
+        self.outs = outs
+
+    def consume_with_handlers(self, handlers):
+        return self.outs
+
+
+def as_execute_parts(execute):
+    """``(run, handlers)`` for a plain ``execute(bufs) -> buffers`` function (a
+    wrapped or checked one): the uniform calling convention of :meth:`Executable.
+    execute_parts`."""
+    return (lambda bufs: _Done(execute(bufs))), ()
 
 
 def _plain_dtype(dtype):
@@ -327,10 +358,10 @@ _builtin_pytrees = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=Tru
                                               enable_dict=True)
 
 
-def flatten_builtin(tree):
-    """``(leaves, treedef)`` by jaxlib's C++ flatten over builtin containers only; the
-    treedef is hashable and has ``unflatten(leaves)``."""
-    return _builtin_pytrees.flatten(tree)
+# ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over builtin
+# containers only; the treedef is hashable and has ``unflatten(leaves)``. (The bound
+# method itself, not a Python wrapper: it is on jit's cache-hit path.)
+flatten_builtin = _builtin_pytrees.flatten
 
 
 def is_deleted(buf) -> bool:

@@ -58,7 +58,7 @@ class Array(ArrayOps):
         return self._value().tolist()
 
     def block_until_ready(self):
-        backend.block_until_ready(self._buf)
+        self._buf.block_until_ready()  # (backend's Buffer method, called directly: hot)
         return self
 
     def is_deleted(self):

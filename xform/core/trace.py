@@ -34,7 +34,10 @@ class Primitive:
         Primitive.registry.append(self)
 
     def bind(self, *args, **params):
-        return _context.trace.process_primitive(self, args, params)
+        trace = _context.trace
+        if trace is eval_trace:  # eager: straight to impl (one frame less per op)
+            return self.impl(*args, **params)
+        return trace.process_primitive(self, args, params)
 
     def def_impl(self, impl):
         self.impl = impl

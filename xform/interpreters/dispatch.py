@@ -5,12 +5,14 @@ values is lowered alone into a one-op module, compiled once per
 (primitive, avals, params) and cached. The cache lookup and ``execute`` call are
 the whole hot path.
 """
+import operator
+
 import numpy as np
 
 from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array
-from xform.core.avals import ShapedArray, aval_of_value
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.trace import Tracer, check_not_tracer
@@ -38,7 +40,7 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
     value = _canonical_numpy(x, aval.dtype)
-    return Array(backend.device_put(value, device), aval)
+    return Array(backend.device_put(value, device), canonical_aval(aval))
 
 
 _scalar_cache = {}
@@ -52,7 +54,7 @@ def scalar_array(value, dtype, weak_type) -> Array:
     arr = _scalar_cache.get(key) if key is not None else None
     if arr is None:
         arr = Array(backend.device_put(np.asarray(value, dtype)),
-                    ShapedArray((), dtype, weak_type))
+                    canonical_aval(ShapedArray((), dtype, weak_type)))
         if key is not None and len(_scalar_cache) < 4096:
             _scalar_cache[key] = arr
     return arr
@@ -72,38 +74,98 @@ def to_buffer(x):
 # ---- eager primitives ----
 
 class _OneOp:
-    __slots__ = ("execute", "out_avals", "out_aval")
+    """An eager op's executable: ``run(bufs).consume_with_handlers(handlers)`` gives
+    its output buffers (two C++ calls on the common path); ``execute`` is the same as
+    one function."""
+    __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval")
 
-    def __init__(self, exe, out_avals):
-        self.execute = exe.make_execute(out_avals)
+    def __init__(self, exe, out_avals, multiple_results, execute=None):
+        if execute is None:
+            self.run, self.handlers = exe.execute_parts(out_avals)
+            self.execute = exe.make_execute(out_avals)
+        else:  # a wrapped execute (jax_debug_nans)
+            self.run, self.handlers = backend.as_execute_parts(execute)
+            self.execute = execute
         self.out_avals = out_avals
-        self.out_aval = out_avals[0] if len(out_avals) == 1 else None
+        # set: return one Array; None: a list (several outputs, or multiple_results)
+        self.out_aval = out_avals[0] if len(out_avals) == 1 and not multiple_results else None
 
 
-# Eager one-op executables, keyed by (primitive, avals, params); bounded like JAX's.
+# Eager one-op executables, keyed by (primitive, avals[, params]); bounded like JAX's.
+# NB: a hit does not refresh the entry's recency (that would hash the key a second
+# time on the hottest path): eviction is in insertion order, and an evicted op costs a
+# lowering and a program-cache hit, not a compile.
 _prim_cache = LRUCache(4096)
+_aval_of = operator.attrgetter("aval")
+_buf_of = operator.attrgetter("_buf")
 
 
 def apply_primitive(prim, *args, **params):
-    """Execute one primitive on concrete values (the eval trace's ``impl``)."""
-    avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
-    key = (prim, avals, tuple(params.items()) if params else None)
+    """Execute one primitive on concrete values (the eval trace's ``impl``).
+
+    The hot path (every argument an Array, the op seen before) runs no Python frame
+    besides this one, one ``ShapedArray.__hash__`` per argument and ``Array.__init__``:
+    buffers and avals are read inline (C ``attrgetter``s past two arguments), the flat
+    key is hashed once, and the executable is called through its C++ parts. Anything
+    else raises AttributeError here and takes ``_apply_slow``."""
+    try:  # AttributeError: a Python or NumPy scalar, a NumPy array, a leaked tracer
+        if len(args) == 1:  # (unrolled: ~100 ns less than map() for one or two)
+            x, = args
+            bufs = [x._buf]
+            key = (prim, x.aval)
+        elif len(args) == 2:
+            x, y = args
+            bufs = [x._buf, y._buf]
+            key = (prim, x.aval, y.aval)
+        else:
+            bufs = list(map(_buf_of, args))
+            key = (prim, *map(_aval_of, args))
+    except AttributeError:
+        return _apply_slow(prim, args, params)
+    if params:
+        key += (tuple(params.items()),)
     try:
         entry = _prim_cache.get(key)
     except TypeError:  # unhashable params (e.g. a list): compile without caching
+        return _apply_slow(prim, args, params)
+    if entry is None:
+        entry = _compile_primitive(prim, key[1:len(args) + 1], params)
+        _prim_cache.insert(_canonical_key(key), entry)
+    try:
+        outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+    except Exception:
+        check_deleted(args, prim.name)
+        raise
+    if entry.out_aval is not None:
+        return Array(outs[0], entry.out_aval)
+    return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+
+
+def _canonical_key(key):
+    """``key`` with canonical avals, so hits from dispatch-made Arrays compare by
+    identity (see ``canonical_aval``)."""
+    return tuple(canonical_aval(k) if type(k) is ShapedArray else k for k in key)
+
+
+def _apply_slow(prim, args, params):
+    """``apply_primitive`` for arguments that are not all Arrays (Python and NumPy
+    scalars are put on the device; a leaked tracer raises), or unhashable params."""
+    avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
+    key = (prim, *avals, tuple(params.items())) if params else (prim, *avals)
+    try:
+        entry = _prim_cache.get(key)
+    except TypeError:
         key, entry = None, None
-    if entry is not None:
-        _prim_cache.move_to_end(key)  # (inlined LRUCache.lookup: this is the hot path)
-    else:
+    if entry is None:
         entry = _compile_primitive(prim, avals, params)
         if key is not None:
-            _prim_cache.insert(key, entry)
+            _prim_cache.insert(_canonical_key(key), entry)
     try:
         outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
     except Exception:
         check_deleted(args, prim.name)
         raise
-    if entry.out_aval is not None and not prim.multiple_results:
+    if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
 
@@ -176,19 +238,19 @@ def _eager_aval(prim, x):
 
 def _compile_primitive(prim, avals, params):
     out = prim.abstract_eval(*avals, **params)
-    out_avals = list(out) if prim.multiple_results else [out]
+    out_avals = [canonical_aval(a) for a in (out if prim.multiple_results else [out])]
     invars = [Var(a) for a in avals]
     outvars = [Var(a) for a in out_avals]
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
     callbacks = []  # higher-order primitives (scan, cond) may hold host callbacks
     module = mlir.lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), host_callbacks=callbacks,
                                         as_bytecode=True)
-    entry = _OneOp(compiler.compile_module(module, None, callbacks, prim.name, avals),
-                   out_avals)
+    exe = compiler.compile_module(module, None, callbacks, prim.name, avals)
     if config.jax_debug_nans or config.jax_debug_infs:  # baked in: caches are cleared
-        entry.execute = _nan_checked(entry.execute, out_avals,  # when the flags flip
-                                     lambda bufs, what: _raise_nan(prim.name, what))
-    return entry
+        return _OneOp(exe, out_avals, prim.multiple_results,  # when the flags flip
+                      _nan_checked(exe.make_execute(out_avals), out_avals,
+                                   lambda bufs, what: _raise_nan(prim.name, what)))
+    return _OneOp(exe, out_avals, prim.multiple_results)
 
 
 # ---- jax_debug_nans / jax_debug_infs ----
@@ -240,7 +302,8 @@ class CompiledJaxpr:
     ``donated[i]`` marks input i as donated (its buffer may become an output's).
     With ``jax_debug_nans`` set when it is built, ``execute`` checks the outputs and on a
     NaN re-runs the jaxpr op by op to name the primitive that produced it."""
-    __slots__ = ("execute", "const_bufs", "out_avals", "executable", "name")
+    __slots__ = ("execute", "run", "handlers", "const_bufs", "out_avals", "executable",
+                 "name")
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
         callbacks = []
@@ -252,12 +315,15 @@ class CompiledJaxpr:
         self.executable = compiler.compile_module(module, devices, callbacks, name,
                                                   closed.in_avals)
         self.execute = self.executable.make_execute(closed.out_avals)
+        # The hit paths call run(bufs).consume_with_handlers(handlers) (see _OneOp).
+        self.run, self.handlers = self.executable.execute_parts(closed.out_avals)
         self.const_bufs = [to_buffer(c) for c in closed.consts]
-        self.out_avals = closed.out_avals
+        self.out_avals = [canonical_aval(a) for a in closed.out_avals]
         if config.jax_debug_nans or config.jax_debug_infs:
             self.execute = _nan_checked(
                 self.execute, self.out_avals,
                 lambda bufs, what: _rerun_op_by_op(closed, name, bufs, what))
+            self.run, self.handlers = backend.as_execute_parts(self.execute)
 
     def __call__(self, args, describe=None):
         bufs = self.const_bufs + [to_buffer(x) for x in args]

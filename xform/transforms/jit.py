@@ -15,7 +15,7 @@ from xform import backend
 from xform.core import tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
-from xform.core.avals import ShapedArray, aval_of_value
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
@@ -24,6 +24,8 @@ from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
 from xform import ref as refs
+
+_flatten_builtin = backend.flatten_builtin
 
 
 class ShapeDtypeStruct:
@@ -120,13 +122,20 @@ class _Entry:
 
     ``c_out_tree`` is the output structure as a jaxlib C++ treedef (None when the
     output holds nodes only xform's registry knows): the pytree fast path uses it."""
-    __slots__ = ("compiled", "out_tree", "single", "c_out_tree")
+    __slots__ = ("compiled", "out_tree", "single", "c_out_tree", "run", "handlers",
+                 "consts", "out_avals", "out_aval")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
         self.out_tree = out_tree
         self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
         self.c_out_tree = None
+        # What the hit paths use, copied here (one attribute load each, not two). A
+        # mesh_jit.ReplicatedJaxpr has no run/handlers: it never enters a fast path.
+        self.run = getattr(compiled, "run", None)
+        self.handlers = getattr(compiled, "handlers", None)
+        self.consts, self.out_avals = compiled.const_bufs, compiled.out_avals
+        self.out_aval = self.out_avals[0] if self.single else None
 
 
 class _FunCache:
@@ -209,43 +218,51 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        # Cache-hit fast paths: no Python frame but this one and Array.__init__. Only
+        # exact Arrays qualify: a ShardedArray's ``_buf`` would assemble it on the host.
         if self._plain and not kwargs and _context.trace is eval_trace:
-            avals = []
-            for a in args:
+            bufs, avals = [], []
+            for a in args:  # (a loop beats map(attrgetter) for a few arguments)
                 if type(a) is not Array:
                     break
+                bufs.append(a._buf)
                 avals.append(a.aval)
             else:
-                entry = self._fast.get(tuple(avals))
+                avals = tuple(avals)
+                entry = self._fast.get(avals)
                 if entry is not None:
-                    if entry.single:  # the commonest hit, inlined
-                        c = entry.compiled
-                        try:
-                            outs = c.execute([a._buf for a in args] if not c.const_bufs
-                                             else c.const_bufs + [a._buf for a in args])
-                        except Exception:
-                            dispatch.check_deleted(args, f"jit({self._name})",
-                                                   lambda i: explain.leaf_name(self, args,
-                                                                               {}, i))
-                            raise
-                        return Array(outs[0], c.out_avals[0])
-                    return _run_fast(entry, args, self, args)
+                    try:
+                        outs = entry.run(entry.consts + bufs if entry.consts else bufs
+                                         ).consume_with_handlers(entry.handlers)
+                    except Exception:
+                        dispatch.check_deleted(args, f"jit({self._name})",
+                                               lambda i: explain.leaf_name(self, args,
+                                                                           {}, i))
+                        raise
+                    if entry.out_aval is not None:
+                        return Array(outs[0], entry.out_aval)
+                    return tree_util.tree_unflatten(entry.out_tree,
+                                                    list(map(Array, outs, entry.out_avals)))
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
-            leaves, c_tree = backend.flatten_builtin(args)
-            avals = []
+            leaves, c_tree = _flatten_builtin(args)
+            bufs, avals = [], []
             for a in leaves:
                 if type(a) is not Array:
-                    break
+                    return self._call(args, kwargs)
+                bufs.append(a._buf)
                 avals.append(a.aval)
-            else:
-                entry = self._tree_fast.get((c_tree, tuple(avals)))
-                if entry is not None and entry.c_out_tree is not None:
-                    c = entry.compiled
-                    outs = _run_fast(entry, leaves, self, args, False)
-                    return entry.c_out_tree.unflatten(
-                        [Array(b, a) for b, a in zip(outs, c.out_avals)])
+            entry = self._tree_fast.get((c_tree, tuple(avals)))
+            if entry is not None and entry.c_out_tree is not None:
+                try:
+                    outs = entry.run(entry.consts + bufs if entry.consts else bufs
+                                     ).consume_with_handlers(entry.handlers)
+                except Exception:
+                    dispatch.check_deleted(leaves, f"jit({self._name})",
+                                           lambda i: explain.leaf_name(self, args, {}, i))
+                    raise
+                return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
         return self._call(args, kwargs)
 
     @api_boundary
@@ -307,14 +324,15 @@ class JitWrapped:
         return tree_util.tree_unflatten(out_tree, outs[:n])
 
     def _add_fast_paths(self, entry, args, leaves):
+        # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
         if all(type(a) is Array for a in args):
-            self._fast[tuple(a.aval for a in args)] = entry
+            self._fast[tuple(canonical_aval(a.aval) for a in args)] = entry
             return
         c_leaves, c_tree = backend.flatten_builtin(args)
         # Only when jaxlib's flatten sees exactly xform's leaves, in xform's order.
         if len(c_leaves) == len(leaves) and all(
                 type(a) is Array and a is b for a, b in zip(c_leaves, leaves)):
-            self._tree_fast[(c_tree, tuple(a.aval for a in leaves))] = entry
+            self._tree_fast[(c_tree, tuple(canonical_aval(a.aval) for a in leaves))] = entry
 
     def _donated(self, args, kwargs, n_leaves):
         """Per flat argument leaf: is it donated (``donate_argnums``/``argnames``)?"""
@@ -442,24 +460,6 @@ class JitWrapped:
     def clear_cache(self):
         """Forget this function's traces and executables (every wrapper of it)."""
         self._cache.clear()
-
-
-def _run_fast(entry, leaves, wrapped, args, rebuild=True):
-    """Execute a cache hit on positional Arrays (or flat leaves, ``rebuild=False``)."""
-    c = entry.compiled
-    bufs = [a._buf for a in leaves]
-    try:
-        outs = c.execute(c.const_bufs + bufs if c.const_bufs else bufs)
-    except Exception:
-        dispatch.check_deleted(leaves, f"jit({wrapped._name})",
-                               lambda i: explain.leaf_name(wrapped, args, {}, i))
-        raise
-    if not rebuild:
-        return outs
-    if entry.single:
-        return Array(outs[0], c.out_avals[0])
-    return tree_util.tree_unflatten(
-        entry.out_tree, [Array(b, a) for b, a in zip(outs, c.out_avals)])
 
 
 class Traced:
