@@ -32,6 +32,7 @@ CASES = [
     ("GroupNorm", (), {"num_groups": 2}, X),
     ("GroupNorm", (), {"num_groups": None, "group_size": 1}, X),
     ("BatchNorm", (), {"use_running_average": True}, X),
+    ("InstanceNorm", (), {}, X),
 ]
 
 

@@ -31,13 +31,14 @@ from xform.nn._transforms import (  # noqa: E402
     broadcast, checkpoint, jit, remat, scan, vmap)
 from xform.nn._summary import tabulate  # noqa: E402
 from xform.nn._control import cond, switch, while_loop  # noqa: E402
+from xform.nn._normalization import InstanceNorm  # noqa: E402
 from xform.nn._meta import (  # noqa: E402
     PARTITION_NAME, AxisMetadata, Partitioned, get_partition_spec, get_sharding, unbox,
     with_partitioning)
 
 __all__ += [
     "PARTITION_NAME", "AxisMetadata", "Partitioned", "get_partition_spec", "get_sharding",
-    "unbox", "with_partitioning", "cond", "switch", "while_loop",
+    "unbox", "with_partitioning", "cond", "switch", "while_loop", "InstanceNorm",
     "errors", "initializers", "DenyList", "Module", "Variable", "apply", "compact", "init",
     "init_with_output", "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral",
     "Einsum", "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",

@@ -277,3 +277,40 @@ class GroupNorm(Module):
         return _normalize(self, x, mean, var, reduction_axes[:-1], (-1,), self.dtype,
                           self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
                           self.bias_init, self.scale_init, self.force_float32_reductions)
+
+
+class InstanceNorm(Module):
+    """Normalizes each example and channel over the remaining (spatial) axes.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> v = nn.InstanceNorm().init(xform.random.PRNGKey(0), jnp.ones((2, 5, 3)))
+    >>> v['params']['scale'].shape
+    (3,)
+    """
+    epsilon: float = 1e-6
+    dtype: object = None
+    param_dtype: object = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: object = initializers.zeros
+    scale_init: object = initializers.ones
+    feature_axes: object = -1
+    axis_name: object = None
+    axis_index_groups: object = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    @compact
+    def __call__(self, x, *, mask=None):
+        feature_axes = _canonicalize_axes(x.ndim, self.feature_axes)
+        if 0 in feature_axes:
+            raise ValueError("The channel axes cannot include the leading dimension as "
+                             "this is assumed to be the batch axis.")
+        reduction_axes = [i for i in range(1, x.ndim) if i not in feature_axes]
+        mean, var = _compute_stats(x, reduction_axes, self.dtype, self.axis_name,
+                                   self.axis_index_groups,
+                                   use_fast_variance=self.use_fast_variance, mask=mask,
+                                   force_float32_reductions=self.force_float32_reductions)
+        return _normalize(self, x, mean, var, reduction_axes, feature_axes, self.dtype,
+                          self.param_dtype, self.epsilon, self.use_bias, self.use_scale,
+                          self.bias_init, self.scale_init, self.force_float32_reductions)
