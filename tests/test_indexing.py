@@ -313,3 +313,19 @@ def test_index_error_messages():
     for f, err, msg in cases:
         with pytest.raises(err, match=msg):
             f()
+
+
+def test_eager_int_and_slice_indexing_share_one_executable():
+    # As JAX's eager slice: the starts are operands (dynamic_slice), so x[i] for a new
+    # Python int must not compile a new program.
+    from xform.interpreters import compiler
+    base = np.arange(60.0, dtype=np.float32).reshape(12, 5)
+    x = xnp.asarray(base)
+    x[0], x[0:3], x[0, 1:3]
+    before = compiler.stats["compile"]
+    for i in range(10):  # x[i:i + 3] keeps its size
+        np.testing.assert_array_equal(x[i], base[i])
+        np.testing.assert_array_equal(x[i:i + 3], base[i:i + 3])
+        np.testing.assert_array_equal(x[i, 1:3], base[i, 1:3])
+    np.testing.assert_array_equal(x[1:9:3], base[1:9:3])  # strided: a real slice
+    assert compiler.stats["compile"] - before <= 1

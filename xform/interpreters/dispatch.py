@@ -216,6 +216,14 @@ def _canonical(closed):
     return _canonical_jaxprs.setdefault(key, closed)
 
 
+def def_eager_shortcut(prim, impl):
+    """Eager impl for ``prim`` that runs an equivalent primitive instead (e.g. ``slice``
+    as ``dynamic_slice`` with its starts as operands, so ``x[i]`` for every ``i`` shares
+    one executable, as JAX's eager slice does). Lazy mode records ``prim`` itself."""
+    impl.same_as_lowering = True
+    prim.def_impl(impl)
+
+
 def def_structural_impl(prim):
     """Eager impl for a primitive whose params hold ClosedJaxprs (or tuples of them):
     canonicalize them structurally, then compile and cache like any primitive."""

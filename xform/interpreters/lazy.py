@@ -255,7 +255,8 @@ def _kind(prim):
     import functools
     from xform.interpreters import dispatch
     impl = prim.impl
-    if isinstance(impl, functools.partial) and impl.func is dispatch.apply_primitive:
+    if (isinstance(impl, functools.partial) and impl.func is dispatch.apply_primitive
+            or getattr(impl, "same_as_lowering", False)):
         kind = "record"
     elif getattr(impl, "__qualname__", "").startswith("def_structural_impl"):
         kind = "structural"
