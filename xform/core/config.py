@@ -17,6 +17,7 @@ _DEFAULTS = {
     "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
     "xform_lazy": False,  # xform.lazy: record eager ops, run them at barriers
+    "jax_debug_key_reuse": False,  # xform.random: raise when a typed key is reused
 }
 _STRINGS = {"jax_compilation_cache_dir"}
 

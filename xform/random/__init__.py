@@ -1,21 +1,45 @@
 """``xform.random``: JAX's counter-based Threefry PRNG, bit for bit.
 
-Keys are ``uint32[2]`` arrays (JAX's legacy "raw" keys). Derivation follows JAX
-0.10.2 with its default ``jax_threefry_partitionable=True``: ``split(key, shape)``
-encrypts the 64-bit linear index of each output position (hi word, lo word) under
-``key``; ``fold_in(key, d)`` encrypts the counter ``(0, uint32(d))``; ``bits``
-encrypts the index of every output element and xors the two output words.
-Samplers use JAX's formulas and key usage: ``_core`` (keys, uniform, normal and
-their simple transforms), ``_continuous``, ``_gamma`` (gamma family), ``_discrete``.
+Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed ``key<fry>`` scalars (``key``).
+Derivation follows JAX 0.10.2 with its default ``jax_threefry_partitionable=True``.
+Samplers use JAX's formulas and key usage: ``_core`` (keys, uniform, normal and their
+simple transforms), ``_continuous``, ``_gamma`` (gamma family), ``_discrete``; ``_keys``
+holds typed keys and the key checks. Every public function taking a key checks it here
+(naming itself in errors) and, with ``jax_debug_key_reuse`` on, marks it consumed.
 """
-from xform.random._core import (PRNGKey, key, key_data, wrap_key_data, split,  # noqa: F401
-                                fold_in, bits, uniform, normal, truncated_normal,
-                                bernoulli, exponential, laplace, logistic, gumbel,
-                                cauchy, rademacher, lognormal, pareto, rayleigh, randint)
-from xform.random._continuous import (weibull_min, maxwell,  # noqa: F401
-                                      double_sided_maxwell, multivariate_normal,
-                                      orthogonal, triangular, wald)
-from xform.random._gamma import (gamma, loggamma, beta, dirichlet, t,  # noqa: F401
-                                 chisquare, f, generalized_normal, ball)
-from xform.random._discrete import (categorical, permutation, choice,  # noqa: F401
-                                    poisson, geometric, binomial, multinomial)
+import functools as _functools
+
+from xform.random import (_continuous, _core, _discrete, _gamma,  # noqa: F401
+                          _keys as _keys_mod)
+from xform.random._core import (PRNGKey, key, key_data, wrap_key_data,  # noqa: F401
+                                key_impl, clone)
+from xform.random._keys import KeyReuseError, PRNGKeyArray  # noqa: F401
+
+
+def _public(fn, allow_batched=False):
+    # The user-facing entry: check the key (typed or raw) under fn's name, then mark it
+    # consumed (jax_debug_key_reuse). Internal code calls the unwrapped functions.
+    name = fn.__name__
+
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        k = args[0] if args else kwargs.get("key")
+        _keys_mod.unwrap(name, k, allow_batched)
+        _keys_mod.consume(name, k)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+_SAMPLERS = {
+    _core: ["split", "fold_in", "bits", "uniform", "normal", "truncated_normal",
+            "bernoulli", "exponential", "laplace", "logistic", "gumbel", "cauchy",
+            "rademacher", "lognormal", "pareto", "rayleigh", "randint"],
+    _continuous: _continuous.__all__, _gamma: _gamma.__all__, _discrete: _discrete.__all__,
+}
+for _mod, _names in _SAMPLERS.items():
+    for _name in _names:
+        globals()[_name] = _public(getattr(_mod, _name))
+
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone",
+           "KeyReuseError", "PRNGKeyArray"] + [n for ns in _SAMPLERS.values() for n in ns]
+del _mod, _names, _name

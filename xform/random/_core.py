@@ -1,15 +1,13 @@
 """Keys (PRNGKey, key, split, fold_in, bits) and the samplers built directly on
 uniform bits (uniform, normal, bernoulli, randint and simple transforms).
 
-Keys are ``uint32[2]`` arrays (JAX's legacy "raw" keys). Derivation follows JAX
-0.10.2 with its default ``jax_threefry_partitionable=True``: ``split(key, shape)``
-encrypts the 64-bit linear index of each output position (hi word, lo word) under
-``key``; ``fold_in(key, d)`` encrypts the counter ``(0, uint32(d))``; ``bits``
-encrypts the index of every output element and xors the two output words.
-
-NB: ``key(seed)`` currently returns the same ``uint32[2]`` raw key as
-``PRNGKey`` (JAX returns a typed ``key<fry>`` scalar); ``key_data`` and
-``wrap_key_data`` are therefore identities on raw keys.
+Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed ``key<fry>`` scalars (``key``,
+see ``_keys``); the functions here take either and return keys of the kind given.
+Derivation follows JAX 0.10.2 with its default ``jax_threefry_partitionable=True``:
+``split(key, shape)`` encrypts the 64-bit linear index of each output position (hi
+word, lo word) under ``key``; ``fold_in(key, d)`` encrypts the counter
+``(0, uint32(d))``; ``bits`` encrypts the index of every output element and xors the
+two output words.
 """
 import math
 import operator
@@ -20,21 +18,25 @@ import xform.numpy as jnp
 from xform import lax
 from xform.core.trace import get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
+from xform.random import _keys
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
-__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone", "split",
+           "fold_in", "bits",
            "uniform", "normal", "truncated_normal", "bernoulli"]
 
 
 # ---- keys ----
 
 def _seed_to_key(seed, name):
+    if _keys.is_typed_key(seed):
+        raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
     if isinstance(seed, bool) or (hasattr(seed, "dtype") and seed.dtype == np.bool_):
-        raise TypeError(f"{name} seed must be an integer; got {seed!r}")
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
     if isinstance(seed, float) or (hasattr(seed, "dtype")
                                    and not np.issubdtype(seed.dtype, np.integer)):
-        raise TypeError(f"{name} seed must be an integer; got {seed!r}")
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
     if isinstance(seed, (int, np.integer)) and not hasattr(seed, "shape"):
         s = int(seed)
         if not -2**63 <= s < 2**64:
@@ -47,7 +49,8 @@ def _seed_to_key(seed, name):
         return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
     aval = get_aval(seed)
     if aval.shape:
-        raise TypeError(f"{name} seed must be a scalar; got shape {aval.shape}.")
+        raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
+                        f"{aval.shape} != (). Use jax.vmap for batching")
     seed = jnp.asarray(seed)
     if aval.dtype.itemsize == 8:
         hi = lax.convert_element_type(
@@ -61,57 +64,88 @@ def _seed_to_key(seed, name):
     return jnp.stack([hi, lo])
 
 
-def PRNGKey(seed):
-    """A raw Threefry key (``uint32[2]``) from an integer seed.
+def _check_impl(impl):
+    if impl not in (None, "threefry2x32") and str(impl) != "threefry2x32":
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one '
+                         f'of: "threefry2x32"?')
+
+
+def PRNGKey(seed, *, impl=None):
+    """A raw (legacy) Threefry key, ``uint32[2]``, from an integer seed.
 
     >>> import xform.random as random
     >>> random.PRNGKey(0)
     Array([0, 0], dtype=uint32)
     """
+    _check_impl(impl)
     return _seed_to_key(seed, "PRNGKey")
 
 
 def key(seed, *, impl=None):
-    """A PRNG key from an integer seed (see the module NB: a raw ``uint32[2]`` key).
+    """A typed PRNG key (a scalar of dtype ``key<fry>``) from an integer seed.
 
     >>> import xform.random as random
-    >>> random.key(1).shape
-    (2,)
+    >>> k = random.key(1)
+    >>> k.shape, k.dtype
+    ((), key<fry>)
     """
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"unsupported PRNG impl {impl!r}; only 'threefry2x32'.")
-    return _seed_to_key(seed, "key")
+    _check_impl(impl)
+    return _keys.PRNGKeyArray(_seed_to_key(seed, "key"))
 
 
 def key_data(keys):
-    """The ``uint32`` data of ``keys`` (identity on raw keys)."""
-    return _check_key("key_data", keys)
+    """The ``uint32[..., 2]`` data under ``keys`` (raw keys are returned as they are).
+
+    >>> import xform.random as random
+    >>> random.key_data(random.key(0))
+    Array([0, 0], dtype=uint32)
+    """
+    return _keys.unwrap("key_data", keys, allow_batched=True)[0]
 
 
 def wrap_key_data(key_bits_array, *, impl=None):
-    """Wrap ``uint32[..., 2]`` data as keys (identity on raw keys)."""
-    return _check_key("wrap_key_data", key_bits_array)
+    """Typed keys over ``uint32[..., 2]`` key data (the inverse of ``key_data``).
+
+    >>> import numpy as np, xform.random as random
+    >>> random.wrap_key_data(np.zeros((3, 2), np.uint32)).shape
+    (3,)
+    """
+    _check_impl(impl)
+    if _keys.is_typed_key(key_bits_array):
+        raise TypeError("wrap_key_data accepts raw uint32 key data, but was given a PRNG "
+                        "key array.")
+    return _keys.PRNGKeyArray(_keys.check_key_data(jnp.asarray(key_bits_array)))
 
 
-def _check_key(name, k):
-    aval = get_aval(k)
-    if aval.dtype != np.uint32 or not aval.shape or aval.shape[-1] != 2:
-        raise TypeError(
-            f"{name} accepts a single key, but was given a key array of shape "
-            f"{aval.shape} != (). Use jax.vmap for batching."
-            if aval.dtype == np.uint32 and aval.ndim > 1 else
-            f"{name}: expected a PRNG key (uint32[2] from PRNGKey/key), got an array "
-            f"of dtype {aval.dtype.name} and shape {aval.shape}.")
-    return k
+def key_impl(keys):
+    """The PRNG implementation of ``keys`` (always ``'threefry2x32'`` in xform).
+
+    >>> import xform.random as random
+    >>> str(random.key_impl(random.key(0)))
+    'threefry2x32'
+    """
+    _keys.unwrap("key_impl", keys, allow_batched=True)
+    return _keys.PRNGSpec("threefry2x32")
+
+
+def clone(key):
+    """A copy of ``key`` that ``jax_debug_key_reuse`` sees as fresh (values unchanged).
+
+    >>> import xform.random as random
+    >>> random.clone(random.key(0)).shape
+    ()
+    """
+    data, typed = _keys.unwrap("clone", key, allow_batched=True)
+    return _keys.PRNGKeyArray(data) if typed else data
 
 
 def _single_key(name, k):
-    _check_key(name, k)
-    aval = get_aval(k)
-    if aval.shape != (2,):
-        raise TypeError(f"{name} accepts a single key, but was given a key array of "
-                        f"shape {aval.shape[:-1]} != (). Use jax.vmap for batching.")
-    return k[0], k[1]
+    data, _ = _keys.unwrap(name, k)
+    return data[0], data[1]
+
+
+def _rewrap(like, data):
+    return _keys.PRNGKeyArray(data) if _keys.is_typed_key(like) else data
 
 
 def _static_shape(name, shape):
@@ -143,7 +177,7 @@ def split(key, num=2):
     shape = _static_shape("split", num)
     c1, c2 = _iota_2x32(shape)
     b1, b2 = threefry2x32(k1, k2, c1, c2)
-    return jnp.stack([b1, b2], axis=-1)
+    return _rewrap(key, jnp.stack([b1, b2], axis=-1))
 
 
 def fold_in(key, data):
@@ -162,7 +196,7 @@ def fold_in(key, data):
         raise TypeError(f"fold_in data must be a scalar, got shape {data.shape}.")
     d = lax.convert_element_type(data, np.uint32)
     b1, b2 = threefry2x32(k1, k2, jnp.zeros((), np.uint32), d)
-    return jnp.stack([b1, b2])
+    return _rewrap(key, jnp.stack([b1, b2]))
 
 
 def _random_bits(key, bit_width, shape):
