@@ -208,3 +208,11 @@ def test_errors_name_the_argument():
         random.gamma(k, np.ones(3, F32), (2,))
     with pytest.raises(TypeError, match="orthogonal: n must be a static integer"):
         xform.jit(lambda n: random.orthogonal(k, n))(3)
+
+
+def test_high_modes():
+    k, jk = random.PRNGKey(4), jr.PRNGKey(4)
+    close(xform.jit(lambda k: random.gumbel(k, (6,), mode="high"))(k),
+          jr.gumbel(jk, (6,), mode="high"), 2)
+    close(xform.jit(lambda k: random.bernoulli(k, 0.3, (20,), mode="high"))(k),
+          jr.bernoulli(jk, 0.3, (20,), mode="high"), 0)

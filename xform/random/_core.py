@@ -317,7 +317,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     return jnp.clip(out, lo, hi)
 
 
-def bernoulli(key, p=0.5, shape=None):
+def bernoulli(key, p=0.5, shape=None, mode="low"):
     """Booleans that are True with probability ``p``.
 
     >>> import xform.random as random
@@ -333,6 +333,12 @@ def bernoulli(key, p=0.5, shape=None):
         shape = p.shape
     shape = _static_shape("bernoulli", shape)
     _check_param_shape("bernoulli", "p", p, shape)
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    if mode == "high":   # u2 < p - u1 with u2 scaled below u1's resolution
+        u = uniform(key, (2, *shape), dtype)
+        u2 = u[1] * 2 ** -int(jnp.finfo(dtype).nmant)
+        return u2 < jnp.broadcast_to(p, shape) - u[0]
     return lax.lt(uniform(key, shape, dtype), jnp.broadcast_to(p, shape))
 
 
@@ -392,11 +398,19 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     >>> random.gumbel(random.PRNGKey(0), (2,)).shape
     (2,)
     """
-    if mode not in (None, "low"):
-        raise NotImplementedError(f"gumbel mode {mode!r}: only 'low' (JAX's default).")
+    if mode not in (None, "low", "high"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode} (xform: 'low' "
+                         "or 'high')")
     dtype = _float_dtype("gumbel", dtype)
     shape = _static_shape("gumbel", shape)
-    u = uniform(key, shape, dtype, float(jnp.finfo(dtype).tiny), 1.0)
+    fi = jnp.finfo(dtype)
+    if mode == "high":
+        # Two uniforms: the second fills the low-order bits below 1/2 (more dynamic range).
+        u = uniform(key, (2,) + shape, dtype)
+        high, low = u[0], u[1]
+        x = jnp.where(high >= 0.5, high, high + 2 ** -int(fi.nmant) * low + float(fi.tiny))
+        return -jnp.log(-jnp.log1p(-x))
+    u = uniform(key, shape, dtype, float(fi.tiny), 1.0)
     return lax.neg(lax.log(lax.neg(lax.log(u))))
 
 
