@@ -134,6 +134,10 @@ def test_debug_key_reuse():
             return a + random.normal(key)
         with pytest.raises(random.KeyReuseError, match="normal: this PRNG key was already"):
             xform.jit(traced)(random.key(3))
+        k = random.key(4)
+        random.split(k)
+        with pytest.raises(random.KeyReuseError, match=r"already consumed \(by split\)"):
+            xform.jit(lambda k: random.normal(k))(k)     # consumed before the call
 
 
 def test_key_errors_match_jax():

@@ -161,8 +161,15 @@ class PRNGKeyArray:
     __str__ = __repr__
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
-                     lambda _, children: PRNGKeyArray(children[0]))
+def _unflatten(consumed, children):
+    k = PRNGKeyArray(children[0])
+    k._consumed = consumed
+    return k
+
+
+# The consumed mark rides in the treedef, so a consumed key passed through jit, vmap
+# or a loop is still consumed inside (always False while jax_debug_key_reuse is off).
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._consumed), _unflatten)
 
 
 def is_typed_key(x):
