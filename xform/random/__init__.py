@@ -12,7 +12,7 @@ import functools as _functools
 from xform.random import (_continuous, _core, _discrete, _gamma,  # noqa: F401
                           _keys as _keys_mod)
 from xform.random._core import (PRNGKey, key, key_data, wrap_key_data,  # noqa: F401
-                                key_impl, clone)
+                                key_impl, key_dtype, clone)
 from xform.random._keys import KeyReuseError, PRNGKeyArray  # noqa: F401
 
 
@@ -40,6 +40,6 @@ for _mod, _names in _SAMPLERS.items():
     for _name in _names:
         globals()[_name] = _public(getattr(_mod, _name))
 
-__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone",
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
            "KeyReuseError", "PRNGKeyArray"] + [n for ns in _SAMPLERS.values() for n in ns]
 del _mod, _names, _name

@@ -22,7 +22,8 @@ from xform.random import _keys
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
-__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone", "split",
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
+           "split",
            "fold_in", "bits",
            "uniform", "normal", "truncated_normal", "bernoulli"]
 
@@ -64,7 +65,9 @@ def _seed_to_key(seed, name):
     return jnp.stack([hi, lo])
 
 
-def _check_impl(impl):
+def _check_impl(impl, dtype=None):
+    if dtype is not None and dtype != _keys.key_dtype:
+        raise ValueError(f"unsupported key dtype {dtype}; xform has key<fry> only.")
     if impl not in (None, "threefry2x32") and str(impl) != "threefry2x32":
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one '
                          f'of: "threefry2x32"?')
@@ -81,7 +84,7 @@ def PRNGKey(seed, *, impl=None):
     return _seed_to_key(seed, "PRNGKey")
 
 
-def key(seed, *, impl=None):
+def key(seed, *, impl=None, dtype=None):
     """A typed PRNG key (a scalar of dtype ``key<fry>``) from an integer seed.
 
     >>> import xform.random as random
@@ -89,7 +92,7 @@ def key(seed, *, impl=None):
     >>> k.shape, k.dtype
     ((), key<fry>)
     """
-    _check_impl(impl)
+    _check_impl(impl, dtype)
     return _keys.PRNGKeyArray(_seed_to_key(seed, "key"))
 
 
@@ -103,18 +106,29 @@ def key_data(keys):
     return _keys.unwrap("key_data", keys, allow_batched=True)[0]
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     """Typed keys over ``uint32[..., 2]`` key data (the inverse of ``key_data``).
 
     >>> import numpy as np, xform.random as random
     >>> random.wrap_key_data(np.zeros((3, 2), np.uint32)).shape
     (3,)
     """
-    _check_impl(impl)
+    _check_impl(impl, dtype)
     if _keys.is_typed_key(key_bits_array):
         raise TypeError("wrap_key_data accepts raw uint32 key data, but was given a PRNG "
                         "key array.")
     return _keys.PRNGKeyArray(_keys.check_key_data(jnp.asarray(key_bits_array)))
+
+
+def key_dtype(impl=None):
+    """The dtype of typed keys of PRNG implementation ``impl`` (``key<fry>``).
+
+    >>> import xform.random as random
+    >>> random.key_dtype()
+    key<fry>
+    """
+    _check_impl(impl)
+    return _keys.key_dtype
 
 
 def key_impl(keys):
@@ -428,13 +442,15 @@ def cauchy(key, shape=(), dtype=None):
                            lax.sub(u, np.full(shape, 0.5, dtype))))
 
 
-def rademacher(key, shape=(), dtype=np.int32):
+def rademacher(key, shape=(), dtype=None):
     """Uniform samples from ``{-1, +1}``.
 
     >>> import xform.random as random
     >>> random.rademacher(random.PRNGKey(0), (3,)).dtype
     dtype('int32')
     """
+    from xform.core import dtypes as _dt
+    dtype = _dt.canonicalize_dtype(_dt.default_int_dtype() if dtype is None else dtype)
     b = bernoulli(key, 0.5, _static_shape("rademacher", shape)).astype(dtype)
     return (2 * b - 1).astype(dtype)
 
@@ -491,7 +507,7 @@ def _convert_and_clip(val, dtype):
     return lax.convert_element_type(val, dtype)
 
 
-def randint(key, shape, minval, maxval, dtype=np.int32):
+def randint(key, shape, minval, maxval, dtype=None):
     """Integers uniform in ``[minval, maxval)`` (JAX's 2*nbits modulus scheme).
 
     >>> import xform.random as random
@@ -499,8 +515,9 @@ def randint(key, shape, minval, maxval, dtype=np.int32):
     >>> bool(((x >= 0) & (x < 10)).all())
     True
     """
+    from xform.core import dtypes as _dt
     shape = _static_shape("randint", shape)
-    dtype = np.dtype(dtype)
+    dtype = _dt.canonicalize_dtype(_dt.default_int_dtype() if dtype is None else dtype)
     if not np.issubdtype(dtype, np.integer):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     _check_param_shape("randint", "minval", minval, shape)
