@@ -16,25 +16,25 @@ A4 = np.array([0.3, 1.0, 2.5, 10.0], F32)
 # bit). Where it is not 0, the algorithm, key usage and StableHLO ops match, but XLA's
 # fusion (and so its FMA contraction of multiply-add chains, inside rejection loops too)
 # falls differently in the two programs: 1 ulp here and there, amplified by pow(g, 1/p)
-# by cancellation (wald) and pow(g, 1/p) (generalized_normal, ball).
+# by cancellation (wald: x = mean + ... - ...) and by log near 1 (loggamma).
 CASES = {
     "weibull_min": ((1.5, 2.0), dict(shape=(5,)), 0),
     "maxwell": ((), dict(shape=(5,)), 0),
     "double_sided_maxwell": ((0.5, 2.0), dict(shape=(5,)), 2),
     "multivariate_normal": ((np.array([1., 2.], F32), np.array([[2., .5], [.5, 1.]], F32)),
                             dict(shape=(4,)), 2),
-    "orthogonal": ((3,), dict(shape=(2,)), 2),
+    "orthogonal": ((3,), dict(shape=(2,)), 0),
     "triangular": ((0.0, 0.3, 1.0), dict(shape=(5,)), 0),
-    "wald": ((1.5,), dict(shape=(5,)), 64),
+    "wald": ((1.5,), dict(shape=(5,)), 48),
     "gamma": ((A4,), {}, 2),
-    "loggamma": ((A4,), {}, 16),
-    "beta": ((2.0, 0.5), dict(shape=(4,)), 2),
-    "dirichlet": ((np.array([0.5, 1., 2.], F32),), dict(shape=(2,)), 8),
-    "t": ((3.0,), dict(shape=(4,)), 2),
+    "loggamma": ((A4,), {}, 8),
+    "beta": ((2.0, 0.5), dict(shape=(4,)), 0),
+    "dirichlet": ((np.array([0.5, 1., 2.], F32),), dict(shape=(2,)), 0),
+    "t": ((3.0,), dict(shape=(4,)), 1),
     "chisquare": ((3.0,), dict(shape=(4,)), 2),
-    "f": ((2.0, 5.0), dict(shape=(4,)), 8),
-    "generalized_normal": ((1.5,), dict(shape=(4,)), 64),
-    "ball": ((3,), dict(shape=(2,)), 64),
+    "f": ((2.0, 5.0), dict(shape=(4,)), 6),
+    "generalized_normal": ((1.5,), dict(shape=(4,)), 4),
+    "ball": ((3,), dict(shape=(2,)), 4),
     "categorical": ((np.log(np.array([[.1, .2, .7], [.5, .25, .25]], F32)),),
                     dict(shape=(4, 2)), 0),
     "permutation": ((10,), {}, 0),
@@ -73,7 +73,7 @@ def test_sampler_matches_jax_under_jit_vmap_over_keys(name):
     args, kw, ulps = CASES[name]
     keys, jkeys = random.split(random.PRNGKey(1), 3), jr.split(jr.PRNGKey(1), 3)
     close(xform.jit(xform.vmap(lambda k: getattr(random, name)(k, *args, **kw)))(keys),
-          jax.vmap(lambda k: getattr(jr, name)(k, *args, **kw))(jkeys), max(ulps, 4))
+          jax.vmap(lambda k: getattr(jr, name)(k, *args, **kw))(jkeys), max(ulps, 8))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, jax.numpy.bfloat16])
