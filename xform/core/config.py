@@ -18,6 +18,7 @@ _DEFAULTS = {
     "jax_persistent_cache_min_entry_size_bytes": 0,
     "xform_lazy": False,  # xform.lazy: record eager ops, run them at barriers
     "jax_debug_key_reuse": False,  # xform.random: raise when a typed key is reused
+    "jax_threefry_partitionable": True,  # xform.random: JAX's counter layout (default)
 }
 _STRINGS = {"jax_compilation_cache_dir"}
 

@@ -16,6 +16,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
+from xform.core.config import config
 from xform.core.trace import get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
 from xform.random import _keys
@@ -45,7 +46,6 @@ def _seed_to_key(seed, name):
         u = s % 2**64
         # JAX without x64 truncates a Python seed to int32 first, so the high
         # word is 0 and the low word the low 32 bits.
-        from xform.core.config import config
         hi = (u >> 32) if config.jax_enable_x64 else 0
         return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
     aval = get_aval(seed)
@@ -189,6 +189,9 @@ def split(key, num=2):
     """
     k1, k2 = _single_key("split", key)
     shape = _static_shape("split", num)
+    if not config.jax_threefry_partitionable:
+        counts = lax.iota(np.uint32, 2 * math.prod(shape))
+        return _rewrap(key, jnp.reshape(_threefry_flat(k1, k2, counts), (*shape, 2)))
     c1, c2 = _iota_2x32(shape)
     b1, b2 = threefry2x32(k1, k2, c1, c2)
     return _rewrap(key, jnp.stack([b1, b2], axis=-1))
@@ -213,8 +216,49 @@ def fold_in(key, data):
     return _rewrap(key, jnp.stack([b1, b2]))
 
 
+def _threefry_flat(k1, k2, counts):
+    # JAX's threefry_2x32 on a flat uint32 count vector (jax_threefry_partitionable=False):
+    # the first half of the (zero-padded to even) counts are the x1 words, the second
+    # half the x2 words; the outputs are concatenated back in that order.
+    n = counts.shape[0]
+    if n % 2:
+        counts = jnp.concatenate([counts, jnp.zeros((1,), np.uint32)])
+    half = counts.shape[0] // 2
+    b1, b2 = threefry2x32(k1, k2, counts[:half], counts[half:])
+    return jnp.concatenate([b1, b2])[:n]
+
+
+def _random_bits_original(k1, k2, bit_width, shape):
+    # JAX's non-partitionable bits: one cipher call over iota(ceil(bits needed / 32)).
+    size = math.prod(shape)
+    max_count = -(-bit_width * size // 32)
+    if max_count >= 2**32 - 1:
+        raise NotImplementedError("random arrays of 2**32 or more words with "
+                                  "jax_threefry_partitionable=False")
+    words = _threefry_flat(k1, k2, lax.iota(np.uint32, max_count)) if max_count else \
+        jnp.zeros((0,), np.uint32)
+    dt = _UINT[bit_width]
+    if bit_width == 64:
+        half = max_count // 2
+        hi = lax.convert_element_type(words[:half], dt)
+        lo = lax.convert_element_type(words[half:], dt)
+        out = jnp.bitwise_or(lax.shift_left(hi, np.full(hi.shape, 32, dt)), lo)
+    elif bit_width == 32:
+        out = words
+    else:   # each word gives 32 // bit_width values, low bits first
+        per = 32 // bit_width
+        shifts = np.arange(per, dtype=np.uint32)[None, :] * np.uint32(bit_width)
+        parts = jnp.bitwise_and(lax.shift_right_logical(
+            jnp.broadcast_to(words[:, None], (max_count, per)),
+            jnp.broadcast_to(shifts, (max_count, per))), np.uint32(np.iinfo(dt).max))
+        out = lax.convert_element_type(jnp.reshape(parts, (max_count * per,)), dt)[:size]
+    return jnp.reshape(out, shape)
+
+
 def _random_bits(key, bit_width, shape):
     k1, k2 = _single_key("random_bits", key)
+    if not config.jax_threefry_partitionable:
+        return _random_bits_original(k1, k2, bit_width, shape)
     c1, c2 = _iota_2x32(shape)
     b1, b2 = threefry2x32(k1, k2, c1, c2)
     dt = _UINT[bit_width]

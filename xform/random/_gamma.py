@@ -9,6 +9,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core.dtypes import finfo
+from xform.random._continuous import _static_int
 from xform.random._core import (_bcast_param, _float_dtype, _shape_from, _static_shape,
                                 exponential, normal, rademacher, split, uniform)
 from xform.transforms.custom_derivatives import custom_jvp
@@ -63,7 +64,7 @@ def _gamma_one(key, alpha, log_space):
 def _gamma_impl(key, a, log_space):
     # One key per element (split(key, a.size)), each element its own rejection loop;
     # vmapped, as JAX's lowering (a vmapped while_loop freezes finished elements).
-    from xform.transforms.vmap import vmap
+    from xform.transforms.vmap import vmap   # (transforms import lax: keep it lazy)
     keys = split(key, math.prod(a.shape))
     samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, jnp.ravel(a))
     return jnp.reshape(samples, a.shape)
@@ -337,7 +338,6 @@ def ball(key, d, p=2, shape=(), dtype=None):
     """
     dtype = _float_dtype("ball", dtype)
     shape = _static_shape("ball", shape)
-    from xform.random._continuous import _static_int
     d = _static_int("ball", "d", d)
     k1, k2 = split(key)
     g = generalized_normal(k1, p, (*shape, d), dtype)

@@ -6,8 +6,8 @@ xform makes ``PRNGKeyArray`` a pytree node whose one leaf is the raw key data, s
 vmap, grad (float0 tangents), scan and while_loop carry typed keys with no change to
 the core; the dtype (``KeyTy``, under ``dtypes.prng_key``) is known to ``issubdtype``.
 What differs: ``tree_leaves(key)`` is the uint32 data (JAX: the key), and jnp
-functions do not accept key arrays (indexing, reshape, ``stack_keys``-like ops are
-methods here).
+functions (``jnp.stack``, ``jnp.where``) do not accept key arrays: indexing, reshape,
+ravel, squeeze and ``T`` are methods; stack ``key_data`` and ``wrap_key_data`` it.
 """
 import numpy as np
 
