@@ -122,7 +122,7 @@ def test_debug_key_reuse():
     with key_reuse_checks():
         k = random.key(0)
         random.normal(k)
-        with pytest.raises(random.KeyReuseError, match="already consumed"):
+        with pytest.raises(xform.errors.KeyReuseError, match="already consumed"):
             random.uniform(k)
         k1, k2 = random.split(random.key(1))
         random.normal(k1), random.normal(k2)        # fresh keys: fine

@@ -13,19 +13,11 @@ import numpy as np
 
 from xform.core.config import config
 from xform.core.dtypes import prng_key
+from xform.core.errors import KeyReuseError  # noqa: F401  (raised here)
 from xform.core.trace import get_aval
 from xform.core.tree_util import register_pytree_node
 
 _KEY_SHAPE = (2,)
-
-
-class KeyReuseError(RuntimeError):
-    """A PRNG key was consumed twice while ``jax_debug_key_reuse`` is on.
-
-    Sampling from a key (or splitting it) consumes it; reusing it gives correlated
-    numbers. Fix: ``split`` the key and use each new key once, or ``clone`` it where
-    reuse is intended.
-    """
 
 
 class KeyTy:
