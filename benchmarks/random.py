@@ -1,4 +1,5 @@
-"""PRNG throughput, jax or xform: jit(normal(k, (1000, 1000))) and split(key, 10_000).
+"""PRNG throughput, jax or xform: jit(normal(k, (1000, 1000))), split(key, 10_000),
+jit(gamma(k, 2.5, (10_000,))).
 
 usage: python benchmarks/random.py --lib jax|xform [--quick]
 Prints one JSON line: median microseconds per call of each (compiled, warm).
@@ -34,9 +35,11 @@ def main():
     key = random.PRNGKey(0)
     normal = jax.jit(lambda k: random.normal(k, (1000, 1000)))
     split = jax.jit(lambda k: random.split(k, 10_000))
-    out = {"lib": args.lib, "normal_1e6_us": round(timeit(normal, key), 1),
+    gamma = jax.jit(lambda k: random.gamma(k, 2.5, (10_000,)))   # rejection loops
+    out = {"script": "random", "lib": args.lib, "normal_1e6_us": round(timeit(normal, key), 1),
            "split_1e4_us": round(timeit(split, key), 1),
-           "split_1e4_eager_us": round(timeit(lambda k: random.split(k, 10_000), key), 1)}
+           "split_1e4_eager_us": round(timeit(lambda k: random.split(k, 10_000), key), 1),
+           "gamma_1e4_us": round(timeit(gamma, key), 1)}
     print(json.dumps(out))
 
 

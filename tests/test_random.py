@@ -99,7 +99,8 @@ def test_grad_through_normal_scale():
 def test_errors():
     with pytest.raises(TypeError, match="seed must be an integer"):
         random.PRNGKey(1.5)
-    with pytest.raises(TypeError, match="expected a PRNG key"):
+    with pytest.raises(TypeError, match="JAX encountered invalid PRNG key data: expected "
+                                        "key_data.dtype = uint32; got dtype=float32"):
         random.normal(np.zeros(2, np.float32), (3,))
     with pytest.raises(TypeError, match="shape must be a tuple of static integers"):
         xform.jit(lambda n: random.normal(random.PRNGKey(0), (n,)))(3)
@@ -112,7 +113,9 @@ def test_errors():
 def test_docstring_examples():
     import doctest
     import importlib
-    for name in ("xform.random", "xform.lax.prng"):
+    for name in ("xform.random._core", "xform.random._keys",
+                 "xform.random._continuous", "xform.random._gamma",
+                 "xform.random._discrete", "xform.lax.prng"):
         result = doctest.testmod(importlib.import_module(name),
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.attempted > 0 and result.failed == 0, name
@@ -169,3 +172,34 @@ def test_x64_seed_and_float64(x64):
     eq(random.uniform(k, (5,), np.float64), jr.uniform(jk, (5,), np.float64))
     eq(random.normal(k, (5,), np.float64), jr.normal(jk, (5,), np.float64))
     eq(random.bits(k, (4,), np.uint64), jr.bits(jk, (4,), np.uint64))
+
+
+@pytest.fixture
+def not_partitionable():
+    from xform.core.config import config
+    jax.config.update("jax_threefry_partitionable", False)
+    config.update("jax_threefry_partitionable", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_threefry_partitionable", True)
+        config.update("jax_threefry_partitionable", True)
+
+
+def test_threefry_not_partitionable(not_partitionable):
+    # JAX's original counter layout: one cipher call over iota(ceil(bits / 32)) words.
+    k, jk = random.PRNGKey(7), jr.PRNGKey(7)
+    eq(random.split(k, 3), jr.split(jk, 3))
+    eq(random.split(k, (2, 3)), jr.split(jk, (2, 3)))
+    eq(random.fold_in(k, 5), jr.fold_in(jk, 5))
+    for dt, shape in ((np.uint8, (7,)), (np.uint16, (3, 3)), (np.uint32, (5,))):
+        eq(random.bits(k, shape, dt), jr.bits(jk, shape, dt))
+    eq(random.normal(k, (3, 5)), jr.normal(jk, (3, 5)))
+    eq(random.uniform(k, (4,), np.float16), jr.uniform(jk, (4,), np.float16))
+    eq(xform.jit(lambda k: random.gamma(k, 2.0, (3,)))(k), jr.gamma(jk, 2.0, (3,)))
+
+
+def test_threefry_not_partitionable_64bit(not_partitionable, x64):
+    k, jk = random.PRNGKey(3), jr.PRNGKey(3)
+    eq(random.bits(k, (5,), np.uint64), jr.bits(jk, (5,), np.uint64))
+    eq(random.uniform(k, (3,), np.float64), jr.uniform(jk, (3,), np.float64))

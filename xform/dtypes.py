@@ -1,3 +1,3 @@
 """Public dtype utilities (``jax.dtypes`` names)."""
-from xform.core.dtypes import (bfloat16, canonicalize_dtype, finfo, float0,  # noqa: F401
-                               iinfo, issubdtype, result_type)
+from xform.core.dtypes import (bfloat16, canonicalize_dtype, extended, finfo,  # noqa: F401
+                               float0, iinfo, issubdtype, prng_key, result_type)

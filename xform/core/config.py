@@ -27,6 +27,8 @@ _DEFAULTS = {
     # None: the JAX_TRACEBACK_FILTERING environment variable decides, read at each error
     # (core/traceback_util.py); JAX reads it once and defaults to "auto".
     "jax_traceback_filtering": None,
+    "jax_debug_key_reuse": False,  # xform.random: raise when a typed key is reused
+    "jax_threefry_partitionable": True,  # xform.random: JAX's counter layout (default)
 }
 _STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering"}
 INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))

@@ -495,14 +495,34 @@ def _scalar_type(x):
     return _as_dtype(x).type
 
 
+class extended:
+    """Root of the non-NumPy dtypes (JAX's ``dtypes.extended``)."""
+
+
+class prng_key(extended):
+    """Dtype class of typed PRNG keys (``key<fry>``; see ``xform.random.key``)."""
+
+
+def _extended_type(x):
+    # The extended dtype class of x (a class, or a dtype object whose .type is one).
+    if isinstance(x, type) and issubclass(x, extended):
+        return x
+    t = getattr(x, "type", None) if not isinstance(x, (np.dtype, type, str)) else None
+    return t if isinstance(t, type) and issubclass(t, extended) else None
+
+
 def issubdtype(a, b):
     """Whether dtype-like ``a`` is ``b`` or below it in numpy's type hierarchy.
 
-    Like ``jnp.issubdtype``: bfloat16 counts as ``np.floating``.
+    Like ``jnp.issubdtype``: bfloat16 counts as ``np.floating``; extended dtypes (PRNG
+    key dtypes) sit under ``extended`` and ``prng_key`` only.
 
     >>> issubdtype(bfloat16, np.floating), issubdtype("int8", np.unsignedinteger)
     (True, False)
     """
+    a_ext, b_ext = _extended_type(a), _extended_type(b)
+    if a_ext is not None or b_ext is not None:
+        return a_ext is not None and b_ext is not None and issubclass(a_ext, b_ext)
     if isinstance(b, np.dtype) and b == float0:
         # NB: JAX also answers True for any other void dtype here.
         return isinstance(a, np.dtype) and a == float0

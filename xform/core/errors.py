@@ -86,3 +86,12 @@ class NonConcreteBooleanIndexError(IndexError):
             "would make the result's shape data-dependent (it is the number of True "
             "entries). Use jnp.where(mask, x, fill) to keep the shape, or make the mask "
             "concrete (a static argument or a value computed outside jit).")
+
+
+class KeyReuseError(RuntimeError):
+    """A typed PRNG key was consumed twice while ``jax_debug_key_reuse`` is on.
+
+    Sampling from a key (or splitting it) consumes it; reusing it gives correlated
+    numbers. Fix: ``split`` the key and use each new key once, or ``clone`` it where
+    reuse is intended.
+    """

@@ -1,0 +1,345 @@
+"""The gamma family: gamma and loggamma (Marsaglia-Tsang rejection in a while_loop, one
+key per element, as JAX), and what is built on them: beta, dirichlet, t, chisquare, f,
+generalized_normal, ball. Differentiable in the shape parameter by implicit
+reparameterization (``random_gamma_grad``: d sample / d alpha = -dF/dalpha / pdf)."""
+import math
+
+import numpy as np
+
+import xform.numpy as jnp
+from xform import lax
+from xform.core.dtypes import finfo
+from xform.random._continuous import _static_int
+from xform.random._core import (_bcast_param, _float_dtype, _shape_from, _static_shape,
+                                exponential, normal, rademacher, split, uniform)
+from xform.transforms.custom_derivatives import custom_jvp
+
+__all__ = ["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "f",
+           "generalized_normal", "ball"]
+
+
+def _gamma_one(key, alpha, log_space):
+    # Marsaglia and Tsang (2000) for one scalar alpha; alpha < 1 is boosted to alpha + 1
+    # and the sample scaled by u ** (1 / alpha). Key usage exactly as JAX's _gamma_one.
+    dtype = alpha.dtype
+    c_ = lambda v: np.array(v, dtype)
+    zero, one = c_(0), c_(1)
+    boost_mask = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, c_(1. / 3.))
+    c = lax.div(c_(1. / 3.), lax.sqrt(d))
+
+    def cond_fn(state):
+        _, X, V, U = state
+        return lax.bitwise_and(
+            lax.ge(U, lax.sub(one, lax.mul(c_(0.0331), lax.mul(X, X)))),
+            lax.ge(lax.log(U), lax.add(lax.mul(X, c_(0.5)),
+                                       lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
+
+    def next_xv(state):
+        k, _, _ = state
+        k, subkey = split(k)
+        x = normal(subkey, (), dtype)
+        return k, x, lax.add(one, lax.mul(x, c))
+
+    def body_fn(state):
+        k, x_key, u_key = split(state[0], 3)
+        _, x, v = lax.while_loop(lambda s: lax.le(s[2], zero), next_xv,
+                                 (x_key, zero, c_(-1)))
+        return k, lax.mul(x, x), lax.mul(lax.mul(v, v), v), uniform(u_key, (), dtype)
+
+    key, subkey = split(key)
+    _, _, V, _ = lax.while_loop(cond_fn, body_fn, (key, zero, one, c_(2)))
+    if log_space:
+        log_samples = lax.neg(exponential(subkey, (), dtype))
+        log_boost = lax.select(boost_mask | (log_samples == 0), zero,
+                               lax.mul(log_samples, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+    samples = 1 - uniform(subkey, (), dtype)
+    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, V), boost)
+
+
+def _gamma_impl(key, a, log_space):
+    # One key per element (split(key, a.size)), each element its own rejection loop;
+    # vmapped, as JAX's lowering (a vmapped while_loop freezes finished elements).
+    from xform.transforms.vmap import vmap   # (transforms import lax: keep it lazy)
+    keys = split(key, math.prod(a.shape))
+    samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, jnp.ravel(a))
+    return jnp.reshape(samples, a.shape)
+
+
+_gamma_sample = custom_jvp(_gamma_impl, nondiff_argnums=(2,))
+
+
+@_gamma_sample.defjvp
+def _gamma_sample_jvp(log_space, primals, tangents):
+    key, a = primals
+    ans = _gamma_sample(key, a, log_space)
+    return ans, tangents[1] * _gamma_grad(ans, a, log_space)
+
+
+def _gamma_grad(sample, a, log_space):
+    if log_space:   # d log(x) / da = (dx / da) / x, with x = 0 clamped to tiny
+        x = lax.exp(sample)
+        x = lax.select(lax.eq(x, jnp.zeros_like(x)),
+                       jnp.full_like(x, float(finfo(x.dtype).tiny)), x)
+        return random_gamma_grad(a, x) / x
+    return random_gamma_grad(a, sample)
+
+
+def _igamma_series_grad(ax, x, a, enabled, eps):
+    # d/da of the series for P(a, x), scaled to the sample derivative.
+    def cond_fn(v):
+        return jnp.any(v[0])
+
+    def body_fn(v):
+        en, r, c, ans, xx, dc_da, dans_da = v
+        r = r + 1
+        dc_da = dc_da * (xx / r) - (c * xx) / (r * r)
+        dans_da = dans_da + dc_da
+        c = c * (xx / r)
+        ans = ans + c
+        go = en & (jnp.abs(dc_da / dans_da) > eps)
+        new = (r, c, ans, xx, dc_da, dans_da)
+        return (go,) + tuple(lax.select(en, n, o) for n, o in zip(new, v[1:]))
+
+    z = jnp.zeros_like(a)
+    v = lax.while_loop(cond_fn, body_fn, (enabled, a, z + 1, z + 1, x, z, z))
+    ans, dans_da = v[3], v[6]
+    dlogax_da = lax.log(x) - lax.digamma(a + 1)
+    return -(dans_da + ans * dlogax_da) * x / a
+
+
+def _igammac_cf_grad(ax, x, a, enabled, eps):
+    # d/da of the continued fraction for Q(a, x), scaled to the sample derivative.
+    def cond_fn(v):
+        return (v[5] < 2000) & jnp.any(v[0])
+
+    def body_fn(v):
+        (en, ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
+         dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da) = v
+        c, y, z = c + 1, y + 1, z + 2
+        yc = y * c
+        pk = pkm1 * z - pkm2 * yc
+        qk = qkm1 * z - qkm2 * yc
+        nz = qk != 0
+        r = pk / qk
+        t = lax.select(nz, jnp.abs((ans - r) / r), jnp.ones_like(r))
+        ans = lax.select(nz, r, ans)
+        dpk_da = dpkm1_da * z - pkm1 - dpkm2_da * yc + pkm2 * c
+        dqk_da = dqkm1_da * z - qkm1 - dqkm2_da * yc + qkm2 * c
+        dans_da_new = lax.select(nz, (dpk_da - ans * dqk_da) / qk, dans_da)
+        grad_cond = lax.select(nz, jnp.abs(dans_da_new - dans_da), jnp.ones_like(dans_da))
+        pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
+        dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = dpkm1_da, dqkm1_da, dpk_da, dqk_da
+        rescale = jnp.abs(pk) > 1 / eps
+        sc = lambda u: lax.select(rescale, u * eps, u)
+        pkm2, pkm1, qkm2, qkm1 = sc(pkm2), sc(pkm1), sc(qkm2), sc(qkm1)
+        dpkm2_da, dqkm2_da = sc(dpkm2_da), sc(dqkm2_da)
+        dpkm1_da, dqkm1_da = sc(dpkm1_da), sc(dqkm1_da)
+        go = en & (grad_cond > eps)
+        new = (ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
+               dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da_new)
+        return (go,) + tuple(n if i == 4 else lax.select(en, n, o)
+                             for i, (n, o) in enumerate(zip(new, v[1:])))
+
+    y = 1 - a
+    z = x + y + 1
+    pkm1 = x + 1
+    qkm1 = z * x
+    ans = pkm1 / qkm1
+    zeros = jnp.zeros_like(x)
+    dqkm1_da = -x
+    dans_da = (zeros - ans * dqkm1_da) / qkm1
+    init = (enabled, ans, jnp.ones_like(x), y, z, np.array(0, x.dtype), pkm1, qkm1,
+            jnp.ones_like(x), x, zeros, zeros, zeros, dqkm1_da, dans_da)
+    v = lax.while_loop(cond_fn, body_fn, init)
+    ans, dans_da = v[1], v[14]
+    dlogax_da = lax.log(x) - lax.digamma(a)
+    return -(dans_da + ans * dlogax_da) * x
+
+
+def random_gamma_grad(a, x):
+    """d x / d a for ``x ~ Gamma(a, 1)`` held at fixed CDF value (JAX's
+    ``lax.random_gamma_grad``): ``-(dP(a, x)/da) / p(x; a)``, by the series (x <= 1 or
+    x <= a) or the continued fraction, differentiated term by term.
+
+    >>> import numpy as np
+    >>> from xform.random._gamma import random_gamma_grad
+    >>> round(float(random_gamma_grad(np.float32(1.0), np.float32(1.0))), 4)
+    1.1736
+    """
+    a, x = jnp.asarray(a), jnp.asarray(x)
+    shape = np.broadcast_shapes(a.shape, x.shape)
+    a, x = jnp.broadcast_to(a, shape), jnp.broadcast_to(x, shape)
+    fi = finfo(a.dtype)
+    eps = np.array(fi.eps, a.dtype)
+    is_nan = jnp.isnan(a) | jnp.isnan(x)
+    x_is_zero = x == 0
+    domain_error = (x < 0) | (a <= 0)
+    use_cf = (x > 1) & (x > a)
+    ax = a * lax.log(x) - x - lax.lgamma(a)
+    underflow = ax < -np.log(fi.max)
+    ax = lax.exp(ax)
+    enabled = ~(x_is_zero | domain_error | underflow | is_nan)
+    out = lax.select(use_cf, -_igammac_cf_grad(ax, x, a, enabled & use_cf, eps),
+                     _igamma_series_grad(ax, x, a, enabled & ~use_cf, eps))
+    out = lax.select(x_is_zero, jnp.zeros_like(out), out)
+    return lax.select(domain_error | is_nan, jnp.full_like(a, np.nan), out)
+
+
+def _gamma(name, key, a, shape, dtype, log_space):
+    dtype = _float_dtype(name, dtype)
+    shape = _shape_from(name, shape, a)
+    a = _bcast_param(a, dtype, shape)
+    return _gamma_sample(key, a, log_space)
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) samples, differentiable in ``a`` (implicit reparameterization).
+
+    Args:
+      key: a PRNG key.
+      a: shape parameter(s), broadcast to ``shape``.
+      shape: output shape (default ``a``'s shape).
+      dtype: float dtype (default float32, float64 under x64).
+
+    >>> import xform.random as random
+    >>> bool((random.gamma(random.PRNGKey(0), 2.0, (4,)) > 0).all())
+    True
+    """
+    return _gamma("gamma", key, a, shape, dtype, False)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """``log`` of Gamma(a, 1) samples, accurate for small ``a`` (where samples underflow).
+
+    >>> import xform.random as random
+    >>> random.loggamma(random.PRNGKey(0), 0.01, (2,)).shape
+    (2,)
+    """
+    return _gamma("loggamma", key, a, shape, dtype, True)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) samples as ratios of (log-space) gamma samples.
+
+    >>> import xform.random as random
+    >>> x = random.beta(random.PRNGKey(0), 2.0, 3.0, (4,))
+    >>> bool(((x > 0) & (x < 1)).all())
+    True
+    """
+    dtype = _float_dtype("beta", dtype)
+    shape = _shape_from("beta", shape, a, b)
+    key_a, key_b = split(key)
+    a, b = _bcast_param(a, dtype, shape), _bcast_param(b, dtype, shape)
+    log_gamma_a = loggamma(key_a, a, shape, dtype)
+    log_gamma_b = loggamma(key_b, b, shape, dtype)
+    log_max = lax.max(log_gamma_a, log_gamma_b)
+    ga = jnp.exp(log_gamma_a - log_max)
+    gb = jnp.exp(log_gamma_b - log_max)
+    return ga / (ga + gb)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet(alpha) samples: the softmax of log-gamma samples over the last axis.
+
+    >>> import numpy as np, xform.random as random
+    >>> x = random.dirichlet(random.PRNGKey(0), np.ones(3, np.float32))
+    >>> round(float(x.sum()), 5)
+    1.0
+    """
+    dtype = _float_dtype("dirichlet", dtype)
+    if np.ndim(alpha) < 1:
+        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
+                         f"{np.ndim(alpha)}")
+    batch = np.shape(alpha)[:-1]
+    shape = batch if shape is None else _shape_from("dirichlet", shape, np.zeros(batch))
+    alpha = lax.convert_element_type(jnp.asarray(alpha), dtype)
+    x = loggamma(key, alpha, tuple(shape) + np.shape(alpha)[-1:], dtype)
+    # softmax as JAX's jax.nn.softmax
+    e = jnp.exp(x - lax.stop_gradient(jnp.max(x, -1, keepdims=True)))
+    return e / jnp.sum(e, -1, keepdims=True)
+
+
+def t(key, df, shape=None, dtype=None):
+    """Student's t samples ``normal * sqrt(df / 2 / gamma(df / 2))``.
+
+    >>> import xform.random as random
+    >>> random.t(random.PRNGKey(0), 3.0, (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("t", dtype)
+    shape = _shape_from("t", shape, df)
+    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    key_n, key_g = split(key)
+    n = normal(key_n, shape, dtype)
+    half_df = lax.div(df, np.array(2, dtype))
+    g = gamma(key_g, half_df, shape, dtype)
+    return n * jnp.sqrt(half_df / g)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square samples ``2 * exp(loggamma(df / 2))``.
+
+    >>> import xform.random as random
+    >>> bool((random.chisquare(random.PRNGKey(0), 2.0, (3,)) > 0).all())
+    True
+    """
+    dtype = _float_dtype("chisquare", dtype)
+    shape = _shape_from("chisquare", shape, df)
+    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    two = np.array(2, dtype)
+    log_g = loggamma(key, lax.div(df, two), shape, dtype)
+    return lax.mul(jnp.exp(log_g), jnp.broadcast_to(two, shape))
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    """F-distribution samples: a ratio of scaled chi-squares.
+
+    >>> import xform.random as random
+    >>> random.f(random.PRNGKey(0), 2.0, 3.0, (2,)).shape
+    (2,)
+    """
+    dtype = _float_dtype("f", dtype)
+    shape = _shape_from("f", shape, dfnum, dfden)
+    dfden = lax.convert_element_type(jnp.asarray(dfden), dtype)
+    dfnum = lax.convert_element_type(jnp.asarray(dfnum), dtype)
+    key_dfd, key_dfn = split(key)
+    chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype)
+    chi2_dfd = chisquare(key_dfd, dfden, shape, dtype)
+    return lax.div(lax.div(chi2_dfn, jnp.broadcast_to(dfnum, shape)),
+                   lax.div(chi2_dfd, jnp.broadcast_to(dfden, shape)))
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Generalized normal samples (density ~ exp(-|x|^p)).
+
+    >>> import xform.random as random
+    >>> random.generalized_normal(random.PRNGKey(0), 1.5, (3,)).shape
+    (3,)
+    """
+    dtype = _float_dtype("generalized_normal", dtype)
+    shape = _static_shape("generalized_normal", shape)
+    k_g, k_r = split(key)
+    g = gamma(k_g, 1 / p, shape, dtype)
+    r = rademacher(k_r, shape, dtype)
+    return r * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Samples uniform in the unit ``p``-norm ball of dimension ``d``.
+
+    >>> import xform.random as random
+    >>> random.ball(random.PRNGKey(0), 3, shape=(2,)).shape
+    (2, 3)
+    """
+    dtype = _float_dtype("ball", dtype)
+    shape = _static_shape("ball", shape)
+    d = _static_int("ball", "d", d)
+    k1, k2 = split(key)
+    g = generalized_normal(k1, p, (*shape, d), dtype)
+    e = exponential(k2, shape, dtype)
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
