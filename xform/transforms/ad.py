@@ -322,6 +322,13 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         x_flat, x_tree = tree_util.tree_flatten(dyn)
         for x in x_flat:
             _check_input_dtype(x, False, holomorphic, "jacfwd")
+            dt = get_aval(x).dtype
+            if not holomorphic and not dtypes.is_floating(dt):
+                raise TypeError(
+                    "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                    "holomorphic=True. For differentiation of non-holomorphic functions "
+                    "involving complex inputs or integer inputs, use xform.jvp directly.")
         f = _partial_args(fun, args, kwargs, nums)
         x_avals = [get_aval(x) for x in x_flat]
         dtype = dtypes.result_type(*[a.dtype for a in x_avals])
@@ -338,6 +345,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         outs = vmap(pushfwd, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
         y, jac = outs[0], outs[1]
         y_flat, y_tree = tree_util.tree_flatten(y)
+        for yl in y_flat:
+            if holomorphic and not dtypes.is_complex(get_aval(yl).dtype):
+                raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
+                                f"dtype, but got {get_aval(yl).dtype.name}.")
         jac_flat = tree_util.tree_leaves(jac)
         rows = []
         for yl, jl in zip(y_flat, jac_flat):
@@ -368,6 +379,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             y, pullback = vjp(f, *dyn)
         y_flat, y_tree = tree_util.tree_flatten(y)
         y_avals = [get_aval(v) for v in y_flat]
+        for a in y_avals:
+            _check_jacrev_output(a.dtype, holomorphic)
         dtype = dtypes.result_type(*[a.dtype for a in y_avals])
         basis = _std_basis(y_avals, dtype)
 
@@ -384,6 +397,18 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         result = tree_util.tree_unflatten(y_tree, rows)
         return (result, aux) if has_aux else result
     return jacfun
+
+
+def _check_jacrev_output(dt, holomorphic):
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError("jacrev with holomorphic=True requires outputs with complex dtype, "
+                        f"but got {dt.name}.")
+    if not holomorphic and not dtypes.is_floating(dt):
+        raise TypeError(
+            "jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions involving "
+            "complex outputs, use xform.vjp directly.")
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
