@@ -1,5 +1,6 @@
 """Public error classes (``jax.errors`` names)."""
 from xform.core.errors import (ConcretizationTypeError, JAXTypeError,  # noqa: F401
+                               JaxRuntimeError,
                                NonConcreteBooleanIndexError,
                                TracerArrayConversionError, TracerBoolConversionError,
                                TracerIntegerConversionError, UnexpectedTracerError)

@@ -86,3 +86,12 @@ class NonConcreteBooleanIndexError(IndexError):
             "would make the result's shape data-dependent (it is the number of True "
             "entries). Use jnp.where(mask, x, fill) to keep the shape, or make the mask "
             "concrete (a static argument or a value computed outside jit).")
+
+
+class JaxRuntimeError(RuntimeError):
+    """XLA's runtime failed: compiling, transferring or executing a program.
+
+    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
+    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
+    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
+    """

@@ -1,0 +1,81 @@
+"""JAX semantics the tutorials rely on (issue 15's list), each checked against real JAX."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+from xform.tree_util import Partial
+
+
+def _close(got, want, rtol=1e-5, atol=1e-6):
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g, w)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+# ---- 4: static out-of-bounds ints clamp (more in test_indexing.py) ----
+
+def test_static_out_of_bounds_int_clamps():
+    _close(xnp.arange(10)[11], jnp.arange(10)[11])
+    _close(xnp.arange(10)[-11], jnp.arange(10)[-11])
+    _close(xform.jit(lambda x: x[11])(xnp.arange(10)), jnp.arange(10)[11])
+
+
+# ---- 6: complex: non-holomorphic functions built with x + y * 1j, allclose ----
+
+def _cookbook_fun(m):
+    def u(x, y):
+        return 0.3 * x + 0.7 * y ** 2
+
+    def v(x, y):
+        return 0.2 * x * y + 0.9 * y
+
+    def fun(z):
+        x, y = m.real(z), m.imag(z)
+        return u(x, y) + v(x, y) * 1j
+    return fun
+
+
+def test_non_holomorphic_jvp_vjp_and_allclose_on_complex():
+    outs = []
+    for api, m in ((xform, xnp), (jax, jnp)):
+        fun = _cookbook_fun(m)
+        z = 0.4 + 0.6j
+        _, t = api.jvp(fun, (z,), (0.5 + 0.25j,))
+        _, pull = api.vjp(fun, z)
+        ct, = pull(0.3 + 0.8j)
+        outs.append((t, ct, m.allclose(t, t * (1 + 1e-7)), m.isclose(t, ct),
+                     m.isclose(m.array([complex(np.inf, 0), complex(np.nan, 1), 1j]),
+                               m.array([complex(np.inf, 0), complex(np.nan, 1), 1j + 1e-3]),
+                               equal_nan=True)))
+    _close(*outs)
+
+
+def test_jacobian_dtype_checks_match_jax():
+    cases = [lambda api: api.jacfwd(lambda z: z * 2)(1 + 1j),
+             lambda api: api.jacrev(lambda x: x * 1j)(1.0),
+             lambda api: api.jacrev(lambda x: x.real, holomorphic=True)(1.0 + 0j),
+             lambda api: api.jacfwd(lambda x: x.real, holomorphic=True)(1.0 + 0j)]
+    for case in cases:
+        with pytest.raises(TypeError) as want:
+            case(jax)
+        with pytest.raises(TypeError) as got:
+            case(xform)
+        assert str(got.value).split(".")[0] == str(want.value).split(".")[0]
+    _close(xform.jacrev(lambda x: x * 1j, holomorphic=True)(1.0 + 0j),
+           jax.jacrev(lambda x: x * 1j, holomorphic=True)(1.0 + 0j))
+
+
+# ---- 7: runtime errors are xform's own JaxRuntimeError ----
+
+def test_runtime_errors_are_xform_jax_runtime_error():
+    assert issubclass(xform.errors.JaxRuntimeError, RuntimeError)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
+        jnp.zeros((1 << 42,), "uint8").block_until_ready()
+    with pytest.raises(xform.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
+        xnp.zeros((1 << 42,), "uint8").block_until_ready()
+    with pytest.raises(xform.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
+        xform.jit(lambda x: xnp.broadcast_to(x, (1 << 42,)))(xnp.uint8(1)).block_until_ready()
