@@ -79,3 +79,25 @@ def test_runtime_errors_are_xform_jax_runtime_error():
         xnp.zeros((1 << 42,), "uint8").block_until_ready()
     with pytest.raises(xform.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
         xform.jit(lambda x: xnp.broadcast_to(x, (1 << 42,)))(xnp.uint8(1)).block_until_ready()
+
+
+# ---- 2: vjp's pullback is a pytree (Partial) ----
+
+def test_vjp_pullback_is_a_pytree_through_jit():
+    def f(x):
+        return xnp.sin(x) * x, xnp.cos(x)
+
+    x = np.arange(3.0, dtype=np.float32)
+    ct = (np.ones(3, np.float32), np.full(3, 2.0, np.float32))
+    _, pull = xform.vjp(f, x)
+    assert isinstance(pull, Partial) and len(xform.tree_util.tree_leaves(pull)) > 0
+    got_jit = xform.jit(lambda p, c: p(c))(pull, ct)
+    made = xform.jit(lambda x: xform.vjp(f, x)[1])(x)  # returned from jit
+    assert isinstance(made, Partial)
+    _, jpull = jax.vjp(lambda x: (jnp.sin(x) * x, jnp.cos(x)), x)
+    want = jpull(ct)
+    _close(pull(ct), want)
+    _close(got_jit, want)
+    _close(made(ct), want)
+    with pytest.raises(TypeError, match="Tree structure of cotangent input"):
+        pull(ct[0])
