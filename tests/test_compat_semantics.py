@@ -101,3 +101,30 @@ def test_vjp_pullback_is_a_pytree_through_jit():
     _close(made(ct), want)
     with pytest.raises(TypeError, match="Tree structure of cotangent input"):
         pull(ct[0])
+
+
+# ---- 3: nested checkpoint, and control flow inside checkpoint, under grad ----
+
+def _recursive_checkpoint(api, funs):
+    if len(funs) == 1:
+        return funs[0]
+    if len(funs) == 2:
+        return lambda x: funs[0](funs[1](x))
+    f1 = _recursive_checkpoint(api, funs[:len(funs) // 2])
+    f2 = _recursive_checkpoint(api, funs[len(funs) // 2:])
+    return lambda x: f1(api.checkpoint(f2)(x))
+
+
+def _checkpoint_cases(api, m):
+    f = _recursive_checkpoint(api, [m.sin] * 8)
+    g = api.checkpoint(lambda x: api.jit(lambda y: m.sin(y) * y)(x) * 2)
+    c = api.checkpoint(lambda x: api.lax.cond(x > 0, m.sin, m.cos, x) * x)
+    s = api.checkpoint(lambda x: api.lax.scan(lambda a, _: (m.sin(a) * x, a), x, None,
+                                              length=3)[1].sum())
+    return (f(3.0), api.grad(f)(3.0), api.jit(api.grad(f))(3.0), api.grad(api.grad(f))(3.0),
+            api.vmap(api.grad(g))(m.arange(3.0)), api.grad(c)(1.0), api.grad(c)(-1.0),
+            api.jit(api.grad(s))(1.0))
+
+
+def test_nested_checkpoint_matches_jax():
+    _close(_checkpoint_cases(xform, xnp), _checkpoint_cases(jax, jnp))
