@@ -128,3 +128,48 @@ def _checkpoint_cases(api, m):
 
 def test_nested_checkpoint_matches_jax():
     _close(_checkpoint_cases(xform, xnp), _checkpoint_cases(jax, jnp))
+
+
+# ---- 1: custom_jvp / custom_vjp rules branch on values outside jit ----
+
+def _custom_rules(api, m):
+    @api.custom_jvp
+    def f(x):
+        if x > 0:
+            return m.sin(x)
+        return m.cos(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        if x > 0:
+            return f(x), 2.0 * m.cos(x) * t
+        return f(x), -3.0 * m.sin(x) * t
+
+    @api.custom_vjp
+    def g(x, y):
+        return x * y if x > 0 else x + y
+
+    def g_fwd(x, y):
+        return g(x, y), (x, y)
+
+    def g_bwd(res, ct):
+        x, y = res
+        return (ct * y, ct * x) if x > 0 else (ct, 2 * ct)
+
+    g.defvjp(g_fwd, g_bwd)
+    return f, g
+
+
+def test_custom_rules_use_python_control_flow_on_values():
+    outs = []
+    for api, m in ((xform, xnp), (jax, jnp)):
+        f, g = _custom_rules(api, m)
+        outs.append((api.grad(f)(1.0), api.grad(f)(-1.0), api.jvp(f, (1.0,), (1.0,)),
+                     api.grad(api.grad(f))(1.0), api.vjp(f, 0.5)[1](1.0),
+                     api.grad(g, (0, 1))(1.0, 2.0), api.grad(g, (0, 1))(-1.0, 2.0),
+                     api.grad(lambda x: g(x, x) * f(x))(0.7)))
+    _close(*outs)
+    f, _ = _custom_rules(xform, xnp)
+    with pytest.raises(xform.errors.TracerBoolConversionError):  # as JAX: traced under jit
+        xform.jit(xform.grad(f))(1.0)
