@@ -15,8 +15,8 @@ from xform.nn._functions import log_softmax, logsumexp, softmax
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 
-__all__ = ["digamma", "entr", "erf", "erfc", "expit", "gammaln", "log_softmax", "logit",
-           "logsumexp", "softmax", "xlog1py", "xlogy"]
+__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "expit", "gammaln", "log_ndtr",
+           "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py", "xlogy"]
 
 
 def _inexact(name, *args):
@@ -172,3 +172,60 @@ def _xlogx(x):
 
 
 _xlogx.defjvps(lambda t, ans, x: t * (lax.log(x) + 1))
+
+
+def betaln(a, b):
+    """The log of the beta function, ``gammaln(a) + gammaln(b) - gammaln(a + b)``.
+
+    >>> import xform.scipy.special as sp
+    >>> sp.betaln(2., 3.)
+    Array(-2.4849067, dtype=float32, weak_type=True)
+    """
+    a, b = _inexact("betaln", a, b)
+    return lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
+
+
+def ndtr(x):
+    """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2`` (accurate in both tails).
+
+    >>> import xform.scipy.special as sp
+    >>> sp.ndtr(0.)
+    Array(0.5, dtype=float32, weak_type=True)
+    """
+    x, = _inexact("ndtr", x)
+    half = lax.convert_element_type(0.5, x.aval.dtype, x.aval.weak_type)
+    return lax.mul(half, lax.erfc(lax.mul(x, -np.sqrt(0.5).astype(x.aval.dtype))))
+
+
+def ndtri(p):
+    """The inverse of ``ndtr``: ``sqrt(2) * erfinv(2p - 1)``.
+
+    NB: JAX uses Cephes' rational approximation, more accurate for ``p`` below ~1e-4.
+
+    >>> import xform.scipy.special as sp
+    >>> sp.ndtri(0.5)
+    Array(0., dtype=float32, weak_type=True)
+    """
+    p, = _inexact("ndtri", p)
+    return lax.mul(lax.erf_inv(lax.sub(lax.mul(p, 2), 1)), np.sqrt(2).astype(p.aval.dtype))
+
+
+def log_ndtr(x):
+    """``log(ndtr(x))``, accurate far into both tails (an asymptotic series below
+    -10 (float32) / -20 (float64), ``log1p(-ndtr(-x))`` above 5 / 8).
+
+    >>> import xform.scipy.special as sp
+    >>> sp.log_ndtr(-30.)
+    Array(-454.3212, dtype=float32, weak_type=True)
+    """
+    x, = _inexact("log_ndtr", x)
+    lower, upper = (-10.0, 5.0) if x.aval.dtype.itemsize <= 4 else (-20.0, 8.0)
+    lo = jnp.minimum(x, lower)
+    mid = jnp.clip(x, lower, upper)
+    hi = jnp.maximum(x, upper)
+    # log ndtr(x) ~ -x^2/2 - log(-x) - log(2 pi)/2 + log(sum_n (-1)^n (2n-1)!! / x^(2n))
+    inv = 1 / (lo * lo)
+    series = 1 + inv * (-1 + inv * (3 + inv * (-15 + inv * 105)))
+    tail = -0.5 * lo * lo - jnp.log(-lo) - 0.5 * np.log(2 * np.pi) + jnp.log(series)
+    return jnp.where(x <= lower, tail,
+                     jnp.where(x >= upper, jnp.log1p(-ndtr(-hi)), jnp.log(ndtr(mid))))
