@@ -66,11 +66,18 @@ def _fns(dist, fn):
     return getattr(getattr(xst, dist), fn), getattr(getattr(jst, dist), fn)
 
 
-@pytest.mark.parametrize("dist,fn,args", CASES + DISCRETE, ids=lambda v: v if
-                         isinstance(v, str) else "")
-def test_values_match_jax(dist, fn, args):
-    xf, jf = _fns(dist, fn)
-    _close(xf(*args), jf(*args), rtol=1e-4 if fn in ("ppf", "isf") else 2e-5)
+def test_values_match_jax():
+    # one jit over every case (one compile), and the eager path on a few
+    cases = CASES + DISCRETE
+    got = xform.jit(lambda: [_fns(d, f)[0](*a) for d, f, a in cases])()
+    for (dist, fn, args), g in zip(cases, got):
+        try:
+            _close(g, _fns(dist, fn)[1](*args), rtol=1e-4 if fn in ("ppf", "isf") else 2e-5)
+        except AssertionError as e:
+            raise AssertionError(f"{dist}.{fn}: {e}") from None
+    for dist, fn, args in cases[::9]:
+        xf, jf = _fns(dist, fn)
+        _close(xf(*args), jf(*args), rtol=1e-4)
 
 
 @pytest.mark.parametrize("dist,fn,args", CASES[::3], ids=lambda v: v if
@@ -83,14 +90,17 @@ def test_grads_and_vmap_match_jax(dist, fn, args):
 
 
 def test_parameter_grads_match_jax():
-    for dist, fn, args in [("gamma", "logpdf", (POS, 2.5)), ("t", "logpdf", (X, 3.0)),
-                           ("beta", "logpdf", (P, 2.0, 3.0)), ("poisson", "logpmf", (K, 2.5)),
-                           ("binom", "logpmf", (K, 8.0, 0.3))]:
-        xf, jf = _fns(dist, fn)
-        g = xform.grad(lambda *a: xf(*a).sum(), argnums=tuple(range(1, len(args))))(*args)
-        w = jax.grad(lambda *a: jf(*a).sum(), argnums=tuple(range(1, len(args))))(*args)
-        for gi, wi in zip(g, w):
-            _close(gi, wi, rtol=2e-4)
+    cases = [("gamma", "logpdf", (POS, 2.5)), ("t", "logpdf", (X, 3.0)),
+             ("beta", "logpdf", (P, 2.0, 3.0)), ("poisson", "logpmf", (K, 2.5)),
+             ("binom", "logpmf", (K, 8.0, 0.3))]
+
+    def grads(api, which):
+        return [api.grad(lambda *a, f=_fns(d, fn)[which]: f(*a).sum(),
+                         argnums=tuple(range(1, len(args))))(*args)
+                for d, fn, args in cases]
+    got = xform.jit(lambda: grads(xform, 0))()
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(grads(jax, 1))):
+        _close(g, w, rtol=2e-4)
 
 
 def test_norm_log_cdf_tails():
@@ -106,24 +116,19 @@ def test_multivariate_normal_matches_jax():
     cov = a @ a.T + n * np.eye(n, dtype=np.float32)
     mean = R.normal(size=n).astype(np.float32)
     xs = R.normal(size=(4, n)).astype(np.float32)
-    _close(xst.multivariate_normal.logpdf(xs, mean, cov),
-           jst.multivariate_normal.logpdf(xs, mean, cov), rtol=1e-5)
-    _close(xst.multivariate_normal.pdf(xs[0], mean, cov),
-           jst.multivariate_normal.pdf(xs[0], mean, cov), rtol=1e-5)
-    _close(xst.multivariate_normal.logpdf(xs, mean, 2.0),
-           jst.multivariate_normal.logpdf(xs, mean, 2.0))
-    _close(xst.multivariate_normal.logpdf(xs[:, 0], 0.5, 2.0),
-           jst.multivariate_normal.logpdf(xs[:, 0], 0.5, 2.0))
     covs = np.stack([cov, 2 * cov])
-    _close(xst.multivariate_normal.logpdf(xs[:2], mean, covs),
-           jst.multivariate_normal.logpdf(xs[:2], mean, covs), rtol=1e-5)
-    # vmap over points (the tutorial's pattern) and grads w.r.t. mean and cov
-    _close(xform.vmap(lambda x: xst.multivariate_normal.logpdf(x, mean, cov))(xs),
-           jax.vmap(lambda x: jst.multivariate_normal.logpdf(x, mean, cov))(xs), rtol=1e-5)
-    g = xform.grad(lambda m, c: xst.multivariate_normal.logpdf(xs, m, c).sum(), (0, 1))(mean, cov)
-    w = jax.grad(lambda m, c: jst.multivariate_normal.logpdf(xs, m, c).sum(), (0, 1))(mean, cov)
-    _close(g[0], w[0], rtol=1e-4, atol=1e-5)
-    _close(g[1], w[1], rtol=1e-4, atol=1e-5)
+
+    def cases(st, api):
+        mvn = st.multivariate_normal
+        return (mvn.logpdf(xs, mean, cov), mvn.pdf(xs[0], mean, cov),
+                mvn.logpdf(xs, mean, 2.0), mvn.logpdf(xs[:, 0], 0.5, 2.0),
+                mvn.logpdf(xs[:2], mean, covs),
+                # vmap over points (the tutorial's pattern), grads w.r.t. mean and cov
+                api.vmap(lambda x: mvn.logpdf(x, mean, cov))(xs),
+                api.grad(lambda m, c: mvn.logpdf(xs, m, c).sum(), (0, 1))(mean, cov))
+    got, want = xform.jit(lambda: cases(xst, xform))(), cases(jst, jax)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        _close(g, w, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="incompatible shapes"):
         xst.multivariate_normal.logpdf(xs, mean, np.eye(2, dtype=np.float32))
 
@@ -132,12 +137,13 @@ def test_dirichlet_matches_jax():
     alpha = np.array([1.5, 2.0, 3.0], np.float32)
     x = R.dirichlet(alpha, size=4).T.astype(np.float32)   # categories first
     x = x / x.sum(0)
-    _close(xst.dirichlet.logpdf(x, alpha), jst.dirichlet.logpdf(x, alpha), rtol=1e-4)
-    _close(xst.dirichlet.pdf(x[:, 0], alpha), jst.dirichlet.pdf(x[:, 0], alpha), rtol=1e-4)
-    _close(xst.dirichlet.logpdf(x[:2, 0], alpha), jst.dirichlet.logpdf(x[:2, 0], alpha),
-           rtol=1e-4)
-    _close(xform.grad(lambda a: xst.dirichlet.logpdf(x, a).sum())(alpha),
-           jax.grad(lambda a: jst.dirichlet.logpdf(x, a).sum())(alpha), rtol=1e-4)
+
+    def cases(st, api):
+        d = st.dirichlet
+        return (d.logpdf(x, alpha), d.pdf(x[:, 0], alpha), d.logpdf(x[:2, 0], alpha),
+                api.grad(lambda a: d.logpdf(x, a).sum())(alpha))
+    for g, w in zip(xform.jit(lambda: cases(xst, xform))(), cases(jst, jax)):
+        _close(g, w, rtol=1e-4)
 
 
 def test_out_of_support_and_jit():
