@@ -173,3 +173,75 @@ def test_custom_rules_use_python_control_flow_on_values():
     f, _ = _custom_rules(xform, xnp)
     with pytest.raises(xform.errors.TracerBoolConversionError):  # as JAX: traced under jit
         xform.jit(xform.grad(f))(1.0)
+
+
+# ---- 5: custom pytree nodes with unhashable aux data as jit arguments ----
+
+class _Node:
+    def __init__(self, value, meta):
+        self.value, self.meta = value, meta
+
+
+for _api in (xform, jax):
+    _api.tree_util.register_pytree_node(_Node, lambda n: ((n.value,), n.meta),
+                                        lambda meta, kids: _Node(kids[0], meta))
+
+
+def test_unhashable_aux_data_as_jit_argument():
+    counts = {}
+
+    def f(n, api):
+        counts[api] = counts.get(api, 0) + 1
+        return n.value * n.meta["scale"]
+    outs = {}
+    for api in (xform, jax):
+        g = api.jit(lambda n, api=api: f(n, api))
+        outs[api.__name__] = [g(_Node(np.float32(2.0), {"scale": s})) for s in (3.0, 3.0, 4.0)]
+    _close(outs["xform"], outs["jax"])
+    assert counts[xform] == counts[jax] == 2  # equal aux data (a dict) hits the cache
+
+
+# ---- 9: ShapeDtypeStruct.like, xform.experimental ----
+
+def test_shape_dtype_struct_like_and_update():
+    for x, jx in ((np.zeros((2, 3), np.int32),) * 2, (1.0, 1.0), (xnp.ones(3), jnp.ones(3))):
+        got, want = xform.ShapeDtypeStruct.like(x), jax.ShapeDtypeStruct.like(jx)
+        assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype,
+                                                         want.weak_type)
+    s = xform.ShapeDtypeStruct((2,), np.float32).update(shape=(4,))
+    assert (s.shape, s.dtype) == ((4,), np.float32)
+
+
+def test_io_callback_effect_under_jit_and_vmap():
+    from xform.experimental import io_callback
+    log = []
+
+    def record(x):
+        log.append(np.asarray(x).copy())
+        return np.asarray(x * 2, np.float32)
+
+    f = xform.jit(lambda x: (io_callback(record, xform.ShapeDtypeStruct.like(x), x), x + 1)[1])
+    _close(f(xnp.ones(2)), np.full(2, 2.0, np.float32))  # result unused: still runs
+    f(xnp.ones(2))
+    assert len(log) == 2
+    out = xform.vmap(lambda x: io_callback(record, xform.ShapeDtypeStruct((), np.float32),
+                                           x))(xnp.arange(3.0))
+    _close(out, np.arange(3.0, dtype=np.float32) * 2)
+    assert len(log) == 5
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        xform.vmap(lambda x: io_callback(record, xform.ShapeDtypeStruct((), np.float32), x,
+                                         ordered=True))(xnp.arange(3.0))
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        xform.grad(lambda x: io_callback(record, xform.ShapeDtypeStruct((), np.float32), x))(1.)
+
+
+def test_experimental_x64_context_managers_and_shard_map():
+    from xform.experimental import disable_x64, enable_x64
+    from xform.experimental.shard_map import shard_map
+    assert shard_map is xform.shard_map
+    before = xform.config.jax_enable_x64
+    with enable_x64():
+        assert xnp.arange(3.0).dtype == np.float64
+        with disable_x64():
+            assert xnp.arange(3.0).dtype == np.float32
+    assert xform.config.jax_enable_x64 == before

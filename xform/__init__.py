@@ -38,3 +38,4 @@ __version__ = "0.1.0"
 from xform import optim, training  # noqa: E402,F401
 import importlib as _importlib  # noqa: E402
 checkpoint = _importlib.import_module("xform.checkpoint")
+from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, shard_map)

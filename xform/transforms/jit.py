@@ -38,6 +38,17 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: ShapedArray(self.shape, self.dtype).size)
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of ``x`` (an array, tracer or scalar)."""
+        aval = get_aval(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+    def update(self, **kwargs):
+        """A copy with ``shape``, ``dtype`` or ``weak_type`` replaced."""
+        fields = dict(shape=self.shape, dtype=self.dtype, weak_type=self.weak_type)
+        return ShapeDtypeStruct(**{**fields, **kwargs})
+
     @property
     def aval(self):
         return ShapedArray(self.shape, self.dtype, self.weak_type)
