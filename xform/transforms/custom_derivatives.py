@@ -136,11 +136,11 @@ class custom_jvp:
         trace = current_trace()
         if trace is eval_trace:
             return self.fun(*args)
-        if _concrete(args):  # not under jit or vmap: run the rule on values, as JAX does
+        if type(trace) in _CONCRETE_TRACES and _concrete(args):
+            # not under jit or vmap: the rule runs on values, as in JAX
             if type(trace) is ad.JVPTrace:
                 return _custom_jvp_concrete(self, trace, args)
-            if type(trace) is pe.JaxprTrace:  # known inputs: apply it at the parent
-                return _at_parent(self, trace, args)
+            return _at_parent(self, trace, args)  # known partial-eval inputs
         tracers, rebuild, dyn, nums = _split_nondiff(args, self.nondiff_argnums)
 
         def jvp(trs, primals, tangents):
@@ -296,11 +296,10 @@ class custom_vjp:
         _, rebuild, dyn, nums = _split_nondiff(args, self.nondiff_argnums)
         if nums:
             bwd = functools.partial(self.bwd, *[args[i] for i in nums])
-        if _concrete(args):  # not under jit or vmap: run fwd on values, as JAX does
-            if type(trace) is ad.JVPTrace:
+        if type(trace) in _CONCRETE_TRACES and _concrete(args):
+            if type(trace) is ad.JVPTrace:  # not under jit or vmap: fwd runs on values
                 return _custom_vjp_concrete(self, trace, dyn, rebuild, bwd)
-            if type(trace) is pe.JaxprTrace:
-                return _at_parent(self, trace, args)
+            return _at_parent(self, trace, args)
         flat, in_tree = tree_util.tree_flatten(dyn)
         in_avals = [get_aval(x) for x in flat]
         closed, consts, out_tree = _trace(lambda *d: self.fun(*rebuild([], d)), in_tree,
@@ -423,6 +422,9 @@ def _check_ct(ct, aval, path):
 # Under a JVP whose primals are concrete (grad/jvp/vjp, not under jit or vmap), JAX runs
 # the custom_jvp rule (the custom_vjp fwd) on them, so rules may branch on values. The
 # function itself is not traced; tangents stay with the JVP trace applying the rule.
+
+_CONCRETE_TRACES = (ad.JVPTrace, pe.JaxprTrace)
+
 
 def _concrete(args):
     return all(to_concrete_value(x) is not None for x in tree_util.tree_leaves(args))
