@@ -153,3 +153,17 @@ def test_out_of_support_and_jit():
     _close(xform.jit(xst.norm.logpdf)(X, 0.5, 2.0), jst.norm.logpdf(X, 0.5, 2.0))
     from xform.scipy.stats.norm import logpdf   # importable as a module, as in JAX
     assert logpdf is xst.norm.logpdf
+
+
+def test_docstring_examples():
+    import doctest
+    from xform.scipy.stats import _continuous, _discrete, _multivariate
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    finder = doctest.DocTestFinder()
+    mods = [xst, xst.norm, xst.poisson, xst.multivariate_normal, _continuous, _discrete,
+            _multivariate]
+    tests = [t for m in mods for t in finder.find(m, m.__name__, globs={}) if t.examples]
+    assert len(tests) >= 4
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0

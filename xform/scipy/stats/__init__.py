@@ -4,7 +4,7 @@ Each distribution is a small module (``from xform.scipy.stats import norm``).
 
 >>> from xform.scipy.stats import norm
 >>> norm.cdf(0.)
-Array(0.5, dtype=float32, weak_type=True)
+Array(0.5, dtype=float32)
 """
 from xform.scipy.stats._continuous import (beta, cauchy, chi2, expon, gamma,  # noqa: F401
                                            gennorm, gumbel_l, gumbel_r, laplace, logistic,

@@ -82,6 +82,6 @@ poisson = distribution(
 
     >>> from xform.scipy.stats import poisson
     >>> poisson.pmf(0, 2.)
-    Array(0.13533528, dtype=float32, weak_type=True)
+    Array(0.13533522, dtype=float32, weak_type=True)
     """,
     logpmf=_poisson_logpmf, pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)))
