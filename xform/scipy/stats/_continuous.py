@@ -2,8 +2,8 @@
 ``xform.numpy`` and ``xform.scipy.special``: each function promotes its arguments to one
 inexact dtype and broadcasts them, as JAX does; ``pdf`` is ``exp(logpdf)``.
 
-NB: the CDFs needing the incomplete gamma or beta functions (gamma, chi2, beta, t) are
-not provided yet: xform.lax has no ``igamma``/``betainc``.
+NB: beta's CDFs (the incomplete beta function) are not provided yet; gamma's and chi2's
+use ``scipy.special.gammainc``/``gammaincc`` (a series / continued fraction).
 """
 import numpy as np
 
@@ -126,9 +126,22 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
     return jnp.where(x < loc, neg_inf(out), out)
 
 
+def _gamma_tails(name, x, a, loc, scale):
+    """(cdf, sf) of the gamma distribution; 0 and 1 below ``loc``."""
+    x, a, loc, scale = promote(name, x, a, loc, scale)
+    y = jnp.maximum((x - loc) / scale, 0)
+    return special.gammainc(a, y), special.gammaincc(a, y)
+
+
 gamma = distribution(
     "gamma", "The gamma distribution with shape ``a``.", logpdf=_gamma_logpdf,
-    pdf=lambda x, a, loc=0, scale=1: jnp.exp(_gamma_logpdf(x, a, loc, scale)))
+    pdf=lambda x, a, loc=0, scale=1: jnp.exp(_gamma_logpdf(x, a, loc, scale)),
+    cdf=lambda x, a, loc=0, scale=1: _gamma_tails("gamma.cdf", x, a, loc, scale)[0],
+    logcdf=lambda x, a, loc=0, scale=1: jnp.log(
+        _gamma_tails("gamma.logcdf", x, a, loc, scale)[0]),
+    sf=lambda x, a, loc=0, scale=1: _gamma_tails("gamma.sf", x, a, loc, scale)[1],
+    logsf=lambda x, a, loc=0, scale=1: jnp.log(
+        _gamma_tails("gamma.logsf", x, a, loc, scale)[1]))
 
 
 def _chi2_logpdf(x, df, loc=0, scale=1):
@@ -140,10 +153,22 @@ def _chi2_logpdf(x, df, loc=0, scale=1):
     return jnp.where(x < loc, neg_inf(out), out)
 
 
+def _chi2_tails(name, x, df, loc, scale):
+    x, df, loc, scale = promote(name, x, df, loc, scale)
+    y = jnp.maximum((x - loc) / scale, 0)
+    return special.gammainc(df / 2, y / 2), special.gammaincc(df / 2, y / 2)
+
+
 chi2 = distribution(
     "chi2", "The chi-squared distribution with ``df`` degrees of freedom.",
     logpdf=_chi2_logpdf,
-    pdf=lambda x, df, loc=0, scale=1: jnp.exp(_chi2_logpdf(x, df, loc, scale)))
+    pdf=lambda x, df, loc=0, scale=1: jnp.exp(_chi2_logpdf(x, df, loc, scale)),
+    cdf=lambda x, df, loc=0, scale=1: _chi2_tails("chi2.cdf", x, df, loc, scale)[0],
+    logcdf=lambda x, df, loc=0, scale=1: jnp.log(
+        _chi2_tails("chi2.logcdf", x, df, loc, scale)[0]),
+    sf=lambda x, df, loc=0, scale=1: _chi2_tails("chi2.sf", x, df, loc, scale)[1],
+    logsf=lambda x, df, loc=0, scale=1: jnp.log(
+        _chi2_tails("chi2.logsf", x, df, loc, scale)[1]))
 
 
 def _beta_logpdf(x, a, b, loc=0, scale=1):

@@ -76,12 +76,19 @@ def _poisson_logpmf(k, mu, loc=0):
     return jnp.where((x < 0) | (jnp.round(k) != k), neg_inf(out), out)
 
 
+def _poisson_cdf(k, mu, loc=0):
+    k, mu, loc = promote("poisson.cdf", k, mu, loc)
+    x = jnp.floor(k - loc)
+    out = special.gammaincc(jnp.maximum(x, 0) + 1, mu)
+    return jnp.where(x < 0, jnp.zeros_like(out), out)
+
+
 poisson = distribution(
-    "poisson", """The Poisson distribution with mean ``mu`` (no ``cdf`` yet: it needs the
-    incomplete gamma function).
+    "poisson", """The Poisson distribution with mean ``mu``.
 
     >>> from xform.scipy.stats import poisson
     >>> poisson.pmf(0, 2.)
     Array(0.13533522, dtype=float32, weak_type=True)
     """,
-    logpmf=_poisson_logpmf, pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)))
+    logpmf=_poisson_logpmf, pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)),
+    cdf=_poisson_cdf)
