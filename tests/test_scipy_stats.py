@@ -32,6 +32,8 @@ CASES = [
     ("chi2", "cdf", (POS, 3.0)), ("chi2", "sf", (POS, 2.0)), ("chi2", "logcdf", (POS, 5.0)),
     ("chi2", "logsf", (POS, 1.0, 0.1)),
     ("beta", "logpdf", (P, 2.0, 3.0)), ("beta", "pdf", (P, 0.5, 1.5)),
+    ("beta", "cdf", (P, 2.0, 3.0)), ("beta", "sf", (P, 0.5, 1.5)),
+    ("beta", "logcdf", (P, 4.0, 1.5)), ("beta", "logsf", (X, 2.0, 2.0, -2.0, 5.0)),
     ("t", "logpdf", (X, 3.0, 0.5, 2.0)), ("t", "pdf", (X, 5.0)),
     ("cauchy", "logpdf", (X, 0.5, 2.0)), ("cauchy", "pdf", (X,)), ("cauchy", "cdf", (X,)),
     ("cauchy", "logcdf", (X,)), ("cauchy", "sf", (X,)), ("cauchy", "logsf", (X,)),
@@ -86,7 +88,8 @@ def test_values_match_jax():
 
 
 # (jax's own grad of gumbel_l.ppf fails on a float0 internally)
-GRAD_CASES = [c for c in CASES[::3] if c[:2] != ("gumbel_l", "ppf")]
+GRAD_CASES = [c for c in CASES[::3] if c[:2] != ("gumbel_l", "ppf")] + [
+    ("beta", "cdf", (P, 2.0, 3.0)), ("gamma", "sf", (POS, 0.7))]
 
 
 @pytest.mark.parametrize("dist,fn,args", GRAD_CASES, ids=lambda v: v if

@@ -2,8 +2,8 @@
 ``xform.numpy`` and ``xform.scipy.special``: each function promotes its arguments to one
 inexact dtype and broadcasts them, as JAX does; ``pdf`` is ``exp(logpdf)``.
 
-NB: beta's CDFs (the incomplete beta function) are not provided yet; gamma's and chi2's
-use ``scipy.special.gammainc``/``gammaincc`` (a series / continued fraction).
+The CDFs of gamma and chi2 use ``scipy.special.gammainc``/``gammaincc``, beta's
+``betainc`` (series and continued fractions in fixed-length loops).
 """
 import numpy as np
 
@@ -179,10 +179,22 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
     return jnp.where((x < loc) | (x > loc + scale), neg_inf(out), out)
 
 
+def _beta_tails(name, x, a, b, loc, scale):
+    x, a, b, loc, scale = promote(name, x, a, b, loc, scale)
+    y = jnp.clip((x - loc) / scale, 0, 1)
+    return special.betainc(a, b, y), special.betainc(b, a, 1 - y)
+
+
 beta = distribution(
     "beta", "The beta distribution with shapes ``a``, ``b`` on ``[loc, loc + scale]``.",
     logpdf=_beta_logpdf,
-    pdf=lambda x, a, b, loc=0, scale=1: jnp.exp(_beta_logpdf(x, a, b, loc, scale)))
+    pdf=lambda x, a, b, loc=0, scale=1: jnp.exp(_beta_logpdf(x, a, b, loc, scale)),
+    cdf=lambda x, a, b, loc=0, scale=1: _beta_tails("beta.cdf", x, a, b, loc, scale)[0],
+    logcdf=lambda x, a, b, loc=0, scale=1: jnp.log(
+        _beta_tails("beta.logcdf", x, a, b, loc, scale)[0]),
+    sf=lambda x, a, b, loc=0, scale=1: _beta_tails("beta.sf", x, a, b, loc, scale)[1],
+    logsf=lambda x, a, b, loc=0, scale=1: jnp.log(
+        _beta_tails("beta.logsf", x, a, b, loc, scale)[1]))
 
 
 def _t_logpdf(x, df, loc=0, scale=1):
