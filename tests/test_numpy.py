@@ -438,10 +438,7 @@ def test_indexing_more():
                              list(b)[1]), x, rand((5,), "uint8"))
     y = xnp.asarray(x)
     assert len(y) == 3 and [int(v[0]) for v in y] == [int(v) for v in x[:, 0]]
-    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
-        y[3]
-    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 1 with size 4"):
-        y[0, -5]
+    assert int(y[3][0]) == int(x[2, 0]) and int(y[0, -5]) == int(x[0, 0])  # clamped, as JAX
     with pytest.raises(IndexError, match="Too many indices: array is 2-dimensional, but 3 "
                                          "were indexed"):
         y[0, 0, 0]

@@ -17,8 +17,32 @@ from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA leg
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
+from xform.core.errors import JaxRuntimeError
 Device = _jax.Device
 Buffer = _jax.ArrayImpl
+
+
+# ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
+
+def _runtime_error(e):
+    return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
+
+
+def xform_error(e):
+    """``e`` as xform raises it: jaxlib's JaxRuntimeError becomes xform's own (the hot
+    paths call jaxlib's C++ execute directly and convert in their ``except``)."""
+    return _runtime_error(e) if isinstance(e, _jax.JaxRuntimeError) else e
+
+
+def _xform_errors(fn):
+    """``fn`` raising xform's JaxRuntimeError where jaxlib raises its own."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _jax.JaxRuntimeError as e:
+            raise _runtime_error(e) from None
+    return call
 
 
 @functools.cache
@@ -164,6 +188,7 @@ def _jax_aval(shape, dtype):
     return _jcore.ShapedArray(shape, dtype)
 
 
+@_xform_errors
 def device_put(x: np.ndarray, device=None):
     """Copy a host NumPy array (already of a canonical dtype) to ``device``.
 
@@ -176,6 +201,7 @@ def device_put(x: np.ndarray, device=None):
                                    _jax.HostBufferSemantics.ZERO_COPY, True)
 
 
+@_xform_errors
 def to_numpy(buf) -> np.ndarray:
     """Fetch a buffer to the host (blocks until it is ready). Read-only."""
     return np.asarray(buf)
@@ -185,6 +211,7 @@ def buffer_device(buf):
     return next(iter(buf.devices()))
 
 
+@_xform_errors
 def copy_to_device(buf, device):
     """Move a buffer to another device (via the host: fine for CPU devices)."""
     if buffer_device(buf) == device:
@@ -192,6 +219,7 @@ def copy_to_device(buf, device):
     return device_put(np.asarray(buf), device)
 
 
+@_xform_errors
 def block_until_ready(buf):
     buf.block_until_ready()
     return buf
@@ -213,7 +241,7 @@ class Executable:
 
     def __init__(self, exe, devices, module, host_callbacks=()):
         self._exe = exe
-        self.execute = exe.execute  # bound method: the dispatch hot path calls it directly
+        self.execute = _xform_errors(exe.execute)
         self.devices = devices
         self.module = module  # what was compiled: StableHLO text or MLIR bytecode
         self.host_callbacks = host_callbacks
@@ -294,6 +322,7 @@ def _device_list(devices):
     return devices, _jax.DeviceList(tuple(devices))
 
 
+@_xform_errors
 def compile(module, devices=None, host_callbacks=()) -> Executable:
     """Compile a StableHLO module (text, or MLIR bytecode as ``bytes``) with XLA for
     ``devices`` (default: one device).
@@ -341,6 +370,7 @@ def serialize_executable(exe: Executable) -> bytes:
     return client().serialize_executable(exe._exe)
 
 
+@_xform_errors
 def deserialize_executable(data: bytes, module, devices=None) -> Executable:
     """An Executable from ``serialize_executable``'s bytes. NB: like jaxlib, trusts its
     input; the compilation cache checks a digest of the bytes before calling this."""
@@ -406,7 +436,7 @@ def _reraising(execute, errors, callbacks):
         except _jax.JaxRuntimeError as e:
             if errors:
                 raise errors[-1] from e
-            raise
+            raise _runtime_error(e) from None
     run.host_callbacks = callbacks
     return run
 
@@ -446,9 +476,13 @@ class ReplicatedExecutable:
         args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
                                self._sharding, list(bufs), True, True)
                 for bufs in per_arg_buffers]
-        return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        try:
+            return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        except _jax.JaxRuntimeError as e:
+            raise _runtime_error(e) from None
 
 
+@_xform_errors
 def compile_replicated(module_text: str, devices, host_callbacks=()):
     """Compile a StableHLO module whose collectives address ``len(devices)`` replicas."""
     devices = tuple(devices)

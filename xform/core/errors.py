@@ -95,3 +95,12 @@ class KeyReuseError(RuntimeError):
     numbers. Fix: ``split`` the key and use each new key once, or ``clone`` it where
     reuse is intended.
     """
+
+
+class JaxRuntimeError(RuntimeError):
+    """XLA's runtime failed: compiling, transferring or executing a program.
+
+    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
+    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
+    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
+    """

@@ -12,7 +12,7 @@ repeated calls reuse compiled executables.
 """
 import collections
 
-from xform.core.jaxpr import eval_jaxpr
+from xform.core.jaxpr import JaxprEqn, Var, eval_jaxpr
 from xform.core.trace import set_current_trace
 from xform.interpreters import ad, batching
 from xform.interpreters import partial_eval as pe
@@ -95,6 +95,26 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
         return [next(unknown_it) if u else pe.JaxprTracer(trace, value=next(known_it))
                 for u in out_unknowns]
 
+    def split_eqn(eqn, unknown_in):
+        # The eqn-level twin of ``partial_eval``: the known call outputs its known
+        # outputs then the residuals, which the staged call takes before unknown inputs.
+        params = eqn.params
+        jaxpr, unknowns = params["jaxpr"], tuple(unknown_in)
+        known, staged, out_unknowns, num_res = cache.get(
+            jaxpr, ("pe", unknowns, split_key(params)),
+            lambda: split(jaxpr, unknowns, params))
+        rest = {k: v for k, v in params.items() if k != "jaxpr"}
+        residuals = [Var(a) for a in known.out_avals[len(known.out_avals) - num_res:]]
+        known_eqn = JaxprEqn(
+            [v for v, u in zip(eqn.invars, unknowns) if not u],
+            [v for v, u in zip(eqn.outvars, out_unknowns) if not u] + residuals,
+            prim, dict(derived_params(rest, "known"), jaxpr=known), eqn.source)
+        staged_eqn = JaxprEqn(
+            residuals + [v for v, u in zip(eqn.invars, unknowns) if u],
+            [v for v, u in zip(eqn.outvars, out_unknowns) if u],
+            prim, dict(derived_params(rest, "staged"), jaxpr=staged), eqn.source)
+        return known_eqn, staged_eqn
+
     def transpose(cts, *args, jaxpr, **params):
         linear = tuple(ad.is_undefined_primal(a) for a in args)
         t_jaxpr = cache.get(jaxpr, ("transpose", linear),
@@ -115,5 +135,6 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
 
     ad.primitive_jvps[prim] = jvp
     pe.partial_eval_rules[prim] = partial_eval
+    pe.eqn_split_rules[prim] = split_eqn
     ad.primitive_transposes[prim] = transpose
     batching.primitive_batchers[prim] = batch

@@ -297,3 +297,87 @@ ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
 batching.primitive_batchers[pure_callback_p] = _pure_callback_batch
 mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
+
+
+# ---- io_callback: typed results and an effect ----
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False,
+                **kwargs):
+    """Call an impure Python function (I/O, state) from inside transformed or compiled code.
+
+    Like ``pure_callback``, but the call is an effect: it is never removed, even when its
+    results are unused, and it runs once per execution.
+
+    Args:
+      callback: the host function; gets ``args``/``kwargs`` as pytrees of Arrays.
+      result_shape_dtypes: pytree of objects with ``shape`` and ``dtype`` (e.g.
+        ``xform.ShapeDtypeStruct``) describing the results.
+      *args: positional arguments for ``callback``.
+      sharding: accepted for JAX compatibility; the callback runs on the host.
+      ordered: JAX orders such calls with effect tokens. NB: xform threads no tokens;
+        the calls of one program run on the host in the program's order on CPU.
+      **kwargs: keyword arguments for ``callback``.
+
+    Returns:
+      A pytree of Arrays with the structure of ``result_shape_dtypes``.
+
+    Raises:
+      ValueError: under differentiation, and under ``vmap`` when ``ordered``.
+
+    >>> import numpy as np, xform, xform.numpy as jnp
+    >>> log = []
+    >>> def record(x):
+    ...   log.append(float(x))
+    ...   return np.float32(len(log))
+    >>> f = xform.jit(lambda x: xform.experimental.io_callback(
+    ...     record, xform.ShapeDtypeStruct((), jnp.float32), x))
+    >>> f(2.0)
+    Array(1., dtype=float32)
+    """
+    del sharding
+    result_leaves, out_tree = tree_util.tree_flatten(result_shape_dtypes)
+    result_avals = tuple(_result_aval(r) for r in result_leaves)
+    operands, tree, static = split_static(args, kwargs)
+    outs = io_callback_p.bind(*operands, callback=_UserCallback(callback, tree, static),
+                              result_avals=result_avals, ordered=ordered)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _io_callback_impl(*args, callback, result_avals, ordered):
+    outs = _checked_results(callback(*args), result_avals)
+    return [dispatch.device_put_value(x) for x in outs]
+
+
+def _io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+def _io_callback_transpose(cts, *args, **params):
+    raise ValueError("IO callbacks do not support transpose.")
+
+
+def _io_callback_batch(vals, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    size = batching.axis_size_of(vals, dims)
+    batched = tuple(ShapedArray((size,) + a.shape, a.dtype) for a in result_avals)
+    outs = io_callback_p.bind(*vals, callback=_Sequential(callback, dims, size, result_avals),
+                              result_avals=batched, ordered=ordered)
+    return outs, [0] * len(outs)
+
+
+def _io_callback_lowering(ctx, *args, callback, result_avals, ordered):
+    def host(*xs):
+        return _checked_results(callback(*xs), result_avals)
+    return _emit_callback(ctx, host, args, result_avals, has_side_effect=True)
+
+
+io_callback_p = Primitive("io_callback")
+io_callback_p.multiple_results = True
+io_callback_p.def_impl(_io_callback_impl)
+io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+pe.effectful_primitives.add(io_callback_p)
+ad.primitive_jvps[io_callback_p] = _io_callback_jvp
+ad.primitive_transposes[io_callback_p] = _io_callback_transpose
+batching.primitive_batchers[io_callback_p] = _io_callback_batch
+mlir.register_lowering(io_callback_p, _io_callback_lowering)

@@ -133,9 +133,9 @@ def apply_primitive(prim, *args, **params):
         _prim_cache.insert(_canonical_key(key), entry)
     try:
         outs = entry.run(bufs).consume_with_handlers(entry.handlers)
-    except Exception:
+    except Exception as e:
         check_deleted(args, prim.name)
-        raise
+        raise backend.xform_error(e) from None
     if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]

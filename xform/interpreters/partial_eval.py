@@ -283,6 +283,25 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
     return known, unknown, result["out_unknowns"], result["num_res"]
 
 
+# prim -> rule(eqn, unknown_in) -> (known_eqn, staged_eqn): the eqn-level split of a
+# call-like primitive (``interpreters/call.py``), for ``partial_eval_jaxpr_custom``.
+eqn_split_rules = {}
+
+
+def _is_higher_order(eqn):
+    return any(True for p in eqn.params.values() for _ in _param_jaxprs(p))
+
+
+def _as_call(eqn, unknown_vars):
+    """``eqn`` wrapped in a ``jit`` call (split by ordinary partial evaluation)."""
+    from xform.interpreters.pjit import pjit_p
+    invars = list(dict.fromkeys(v for v in eqn.invars if type(v) is Var))
+    body = ClosedJaxpr(Jaxpr([], invars, eqn.outvars, [eqn]), [])
+    call = JaxprEqn(invars, eqn.outvars, pjit_p, dict(jaxpr=body, name=eqn.primitive.name),
+                    eqn.source)
+    return call, [v in unknown_vars for v in invars], eqn_split_rules[pjit_p]
+
+
 def partial_eval_jaxpr_custom(closed, unknowns, saveable):
     """Split ``closed`` for rematerialization (``checkpoint``; JAX's name).
 
@@ -297,7 +316,23 @@ def partial_eval_jaxpr_custom(closed, unknowns, saveable):
     unknown_vars = {v for v, u in zip(j.invars, unknowns) if u}
     known_eqns, staged_eqns, saved = [], [], set(j.constvars) | set(known_in)
     for eqn in j.eqns:
-        if any(type(v) is Var and v in unknown_vars for v in eqn.invars):
+        unknown_in = [type(v) is Var and v in unknown_vars for v in eqn.invars]
+        if any(unknown_in) and not all(unknown_in) and _is_higher_order(eqn):
+            # A call (a nested remat, a jit, a cond...) taking primals and tangents: split
+            # it too, so its primal outputs stay known (else they'd depend on tangents).
+            rule = eqn_split_rules.get(eqn.primitive)
+            if rule is None:
+                eqn, unknown_in, rule = _as_call(eqn, unknown_vars)
+            known_eqn, staged_eqn = rule(eqn, unknown_in)
+            known_eqns.append(known_eqn)
+            if saveable(known_eqn):
+                saved.update(known_eqn.outvars)
+            else:
+                staged_eqns.append(known_eqn)
+            unknown_vars.update(staged_eqn.outvars)
+            staged_eqns.append(staged_eqn)
+            continue
+        if any(unknown_in):
             unknown_vars.update(eqn.outvars)
             staged_eqns.append(eqn)
             continue

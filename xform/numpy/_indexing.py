@@ -13,8 +13,8 @@ Out-of-bounds: gathers use the requested mode; the default (PROMISE_IN_BOUNDS) c
 as XLA does, so ``x[jnp.array([12])]`` on 10 elements gives ``x[9]`` as in JAX. Scatters
 default to FILL_OR_DROP: out-of-bounds updates are dropped.
 
-NB: a static Python int out of range raises IndexError, as in NumPy (and as JAX does
-with ``jax_check_static_indices``); JAX's default clamps it silently.
+A static Python int out of range clamps too, as JAX's default does (``jnp.arange(10)[11]``
+is 9, ``[-11]`` is 0); NumPy would raise IndexError. Indexing an empty axis still raises.
 """
 import operator
 from typing import NamedTuple
@@ -125,24 +125,11 @@ def _expand_ellipsis(entries, ndim):
     return entries + fill
 
 
-def _check_int(i, axis, size, clip):
-    """A static int index in range (clamped with ``clip``), else IndexError."""
+def _check_int(i, axis, size):
+    """A static int index, normalized and clamped into range; IndexError on an empty axis."""
     if size == 0:
         raise IndexError(f"index is out of bounds for axis {axis} with size 0")
-    if clip:
-        return min(max(i + size if i < 0 else i, 0), size - 1)
-    if not -size <= i < size:
-        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
-    return i % size
-
-
-def _check_static_ints(entries, shape):
-    """IndexError for a static int out of range (also where a gather would clamp it)."""
-    axis = 0
-    for kind, v in _expand_ellipsis(entries, len(shape)):
-        if kind == _INT:
-            _check_int(operator.index(v), axis, shape[axis], False)
-        axis += _ndim(v) if kind == _BOOL else kind != _NONE
+    return min(max(i + size if i < 0 else i, 0), size - 1)
 
 
 # ---- x[idx] ----
@@ -159,18 +146,15 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
     shape = x.aval.shape
     entries = _entries(idx, shape)
     parsed = None if mode is None else GatherScatterMode.from_any(mode)
-    if parsed in (None, GatherScatterMode.PROMISE_IN_BOUNDS):
-        _check_static_ints(entries, shape)
-    if parsed in _SLICEABLE_MODES:
-        clip = parsed is GatherScatterMode.CLIP
+    if parsed in _SLICEABLE_MODES:  # all of them clamp static ints, as the gather would
         kinds = {kind for kind, _ in entries}
         if kinds <= _STATIC_KINDS:
-            return _static_take(x, _expand_ellipsis(entries, len(shape)), clip)
+            return _static_take(x, _expand_ellipsis(entries, len(shape)))
         if kinds <= _STATIC_KINDS | {_ARRAY} and all(
                 kind != _ARRAY or not _ndim(v) for kind, v in entries) and all(
                 kind != _SLICE or _static_slice(v, i).step in (None, 1, -1)
                 for i, (kind, v) in enumerate(entries)):
-            return _dynamic_take(x, _expand_ellipsis(entries, len(shape)), clip, normalize)
+            return _dynamic_take(x, _expand_ellipsis(entries, len(shape)), normalize)
     g = _to_gather(x, entries, normalize)
     if fill_value is not None:
         fill_value = _util.concrete_or_error(fill_value, "fill_value", "ndarray.at[].get")
@@ -188,7 +172,7 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
     return lax.expand_dims(y, g.newaxis_dims) if g.newaxis_dims else y
 
 
-def _static_take(x, entries, clip):
+def _static_take(x, entries):
     """Static ints/slices/None: slice + rev + squeeze + expand_dims."""
     shape = x.aval.shape
     start, limit, strides, rev_axes, squeeze_axes, newaxis_dims = [], [], [], [], [], []
@@ -200,7 +184,7 @@ def _static_take(x, entries, clip):
             continue
         n = shape[axis]
         if kind == _INT:
-            i = _check_int(operator.index(v), axis, n, clip)
+            i = _check_int(operator.index(v), axis, n)
             lo, hi, step = i, i + 1, 1
             squeeze_axes.append(axis)
         else:
@@ -225,7 +209,7 @@ def _static_take(x, entries, clip):
     return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
 
 
-def _dynamic_take(x, entries, clip, normalize):
+def _dynamic_take(x, entries, normalize):
     """Scalar (traced) ints and unit-step slices: dynamic_slice + rev + squeeze."""
     shape = x.aval.shape
     index_dtype = _index_dtype(shape)
@@ -238,7 +222,7 @@ def _dynamic_take(x, entries, clip, normalize):
             continue
         n = shape[axis]
         if kind == _INT:
-            starts.append(_check_int(operator.index(v), axis, n, clip))
+            starts.append(_check_int(operator.index(v), axis, n))
             sizes.append(1)
             squeeze_axes.append(axis)
         elif kind == _ARRAY:

@@ -450,10 +450,12 @@ def isfinite(x, /):
 
 
 def isinf(x, /):
-    """Like numpy.isinf."""
+    """Like numpy.isinf (a complex number is infinite if either part is)."""
     x = asarray(x, "isinf")
     if not dtypes.is_inexact(x.aval.dtype):
         return lax.full(x.aval.shape, False)
+    if dtypes.is_complex(x.aval.dtype):
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs(x), _util.scalar_array(np.inf, x.aval.dtype, False))
 
 

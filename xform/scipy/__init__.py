@@ -1,4 +1,5 @@
 """``xform.scipy``: the parts of SciPy's API that JAX provides (``scipy.linalg``,
-``scipy.special``)."""
+``scipy.special``, ``scipy.stats``)."""
 from xform.scipy import linalg  # noqa: F401
 from xform.scipy import special  # noqa: F401
+from xform.scipy import stats  # noqa: F401

@@ -131,17 +131,31 @@ def vjp(fun, *primals, has_aux=False):
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
     flat_fun, store = flatten_fun(fun, p_tree, has_aux)
-    outs, vjp_flat = ad.vjp_flat(flat_fun, p_flat)
+    outs, linear, residuals = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store.out_tree
-    out_avals = [get_aval(o) for o in outs]
+    pullback = _VjpPullback(linear, [get_aval(p).to_tangent_aval() for p in p_flat], p_tree,
+                            out_tree, [get_aval(o) for o in outs])
+    # A Partial: the residuals are its leaves, so the pullback can cross jit boundaries
+    result = (tree_util.tree_unflatten(out_tree, outs),
+              tree_util.Partial(pullback, list(residuals)))
+    return result + (_strip_aux_tracers(store.aux),) if has_aux else result
 
-    def vjp_fun(ct):
+
+class _VjpPullback:
+    """The static half of vjp's pullback: the linear jaxpr and the trees around it."""
+    __slots__ = ("linear", "in_avals", "in_tree", "out_tree", "out_avals")
+
+    def __init__(self, linear, in_avals, in_tree, out_tree, out_avals):
+        self.linear, self.in_avals, self.in_tree = linear, in_avals, in_tree
+        self.out_tree, self.out_avals = out_tree, out_avals
+
+    def __call__(self, residuals, ct):
         ct_flat, ct_tree = tree_util.tree_flatten(ct)
-        if ct_tree != out_tree:
+        if ct_tree != self.out_tree:
             raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {out_tree}.")
+                            f"structure of primal output {self.out_tree}.")
         cts = []
-        for c, a in zip(ct_flat, out_avals):
+        for c, a in zip(ct_flat, self.out_avals):
             if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
                 cts.append(ad.Zero(a.to_tangent_aval()))
                 continue
@@ -152,12 +166,8 @@ def vjp(fun, *primals, has_aux=False):
                                  f"{ca.shape} must be the same as the shape of corresponding "
                                  f"primal input {a.shape}.")
             cts.append(c)
-        cts_in = vjp_flat(cts)
-        cts_in = [_zeros_or_float0(c) for c in cts_in]
-        return tree_util.tree_unflatten(p_tree, cts_in)
-
-    result = (tree_util.tree_unflatten(out_tree, outs), vjp_fun)
-    return result + (_strip_aux_tracers(store.aux),) if has_aux else result
+        cts_in = ad.backward_pass(self.linear, residuals, self.in_avals, cts)
+        return tree_util.tree_unflatten(self.in_tree, [_zeros_or_float0(c) for c in cts_in])
 
 
 def _zeros_or_float0(c):
@@ -322,6 +332,13 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         x_flat, x_tree = tree_util.tree_flatten(dyn)
         for x in x_flat:
             _check_input_dtype(x, False, holomorphic, "jacfwd")
+            dt = get_aval(x).dtype
+            if not holomorphic and not dtypes.is_floating(dt):
+                raise TypeError(
+                    "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                    "holomorphic=True. For differentiation of non-holomorphic functions "
+                    "involving complex inputs or integer inputs, use xform.jvp directly.")
         f = _partial_args(fun, args, kwargs, nums)
         x_avals = [get_aval(x) for x in x_flat]
         dtype = dtypes.result_type(*[a.dtype for a in x_avals])
@@ -338,6 +355,10 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         outs = vmap(pushfwd, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
         y, jac = outs[0], outs[1]
         y_flat, y_tree = tree_util.tree_flatten(y)
+        for yl in y_flat:
+            if holomorphic and not dtypes.is_complex(get_aval(yl).dtype):
+                raise TypeError("jacfwd with holomorphic=True requires outputs with complex "
+                                f"dtype, but got {get_aval(yl).dtype.name}.")
         jac_flat = tree_util.tree_leaves(jac)
         rows = []
         for yl, jl in zip(y_flat, jac_flat):
@@ -368,6 +389,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             y, pullback = vjp(f, *dyn)
         y_flat, y_tree = tree_util.tree_flatten(y)
         y_avals = [get_aval(v) for v in y_flat]
+        for a in y_avals:
+            _check_jacrev_output(a.dtype, holomorphic)
         dtype = dtypes.result_type(*[a.dtype for a in y_avals])
         basis = _std_basis(y_avals, dtype)
 
@@ -384,6 +407,18 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         result = tree_util.tree_unflatten(y_tree, rows)
         return (result, aux) if has_aux else result
     return jacfun
+
+
+def _check_jacrev_output(dt, holomorphic):
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError("jacrev with holomorphic=True requires outputs with complex dtype, "
+                        f"but got {dt.name}.")
+    if not holomorphic and not dtypes.is_floating(dt):
+        raise TypeError(
+            "jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions involving "
+            "complex outputs, use xform.vjp directly.")
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):

@@ -313,6 +313,7 @@ def _remat_lowering(ctx, *args, jaxpr, prevent_cse, differentiated, policy):
     # forward computation (which would silently undo the rematerialization).
     if prevent_cse and differentiated and args:
         args = mlir.hlo.optimization_barrier(list(args))
+        args = [args] if len(ctx.avals_in) == 1 else list(args)  # one result: an OpResult
     return mlir.jaxpr_subcomp(ctx.module_ctx, jaxpr.jaxpr, jaxpr.consts, list(args))
 
 

@@ -10,10 +10,12 @@ import inspect
 from xform.core import dtypes, tree_util
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Tracer, current_trace, eval_trace, get_aval
+from xform.core.trace import (Tracer, current_trace, eval_trace, get_aval, set_current_trace,
+                              to_concrete_value)
 from xform.interpreters import ad
 from xform.interpreters import partial_eval as pe
-from xform.interpreters.custom import (LazyJaxpr, custom_jvp_call_p, custom_vjp_call_p)
+from xform.interpreters.custom import (LazyJaxpr, _tangent_or_zero, custom_jvp_call_p,
+                                      custom_vjp_call_p)
 
 
 def _name(f):
@@ -131,8 +133,14 @@ class custom_jvp:
         if self.nondiff_argnums:
             args = tuple(_stop_gradient(a) if i in self.nondiff_argnums else a
                          for i, a in enumerate(args))
-        if current_trace() is eval_trace:
+        trace = current_trace()
+        if trace is eval_trace:
             return self.fun(*args)
+        if type(trace) in _CONCRETE_TRACES and _concrete(args):
+            # not under jit or vmap: the rule runs on values, as in JAX
+            if type(trace) is ad.JVPTrace:
+                return _custom_jvp_concrete(self, trace, args)
+            return _at_parent(self, trace, args)  # known partial-eval inputs
         tracers, rebuild, dyn, nums = _split_nondiff(args, self.nondiff_argnums)
 
         def jvp(trs, primals, tangents):
@@ -162,17 +170,7 @@ def _trace_jvp(jvp, in_avals, n_skip, in_tree, out_tree, out_avals, names):
     def flat_jvp(*xs):
         trs, primals = tree_util.tree_unflatten(in_tree, xs[n_skip:n])
         _, tangents = tree_util.tree_unflatten(in_tree, xs[n + n_skip:])
-        pair = jvp(trs, primals, tangents)
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise TypeError(f"Custom JVP rule {jname} for function {fname} must produce a pair "
-                            "(list or tuple of length two) representing primal and tangent "
-                            f"outputs, but got {pair}.")
-        p_out, p_tree = tree_util.tree_flatten(pair[0])
-        t_out, t_tree = tree_util.tree_flatten(pair[1])
-        if p_tree != t_tree:
-            raise TypeError(f"Custom JVP rule {jname} for function {fname} must produce primal "
-                            "and tangent outputs with equal container (pytree) structures, but "
-                            f"got {p_tree} and {t_tree} respectively.")
+        p_out, p_tree, t_out = _split_jvp_pair(jvp(trs, primals, tangents), names)
         p_avals = [get_aval(p) for p in p_out]
         what = (f"Custom JVP rule {jname} for function {fname} must produce a pair (list or "
                 "tuple of length two) where the first element represents the primal output "
@@ -190,11 +188,27 @@ def _trace_jvp(jvp, in_avals, n_skip, in_tree, out_tree, out_avals, names):
                             f"    {_types(p_tree, p_avals)}\nwhile the custom_jvp-decorated "
                             f"function {fname} had output shapes/dtypes of:\n"
                             f"    {_types(out_tree, out_avals)}")
-        _check_tangents(p_avals, [get_aval(t) for t in t_out])
         return p_out + t_out
 
     t_avals = [a.to_tangent_aval() for a in in_avals]
     return pe.trace_to_jaxpr(flat_jvp, list(in_avals) + t_avals)
+
+
+def _split_jvp_pair(pair, names):
+    """The rule's ``(primal_out, tangent_out)`` flattened and checked against each other."""
+    fname, jname = names
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise TypeError(f"Custom JVP rule {jname} for function {fname} must produce a pair "
+                        "(list or tuple of length two) representing primal and tangent "
+                        f"outputs, but got {pair}.")
+    p_out, p_tree = tree_util.tree_flatten(pair[0])
+    t_out, t_tree = tree_util.tree_flatten(pair[1])
+    if p_tree != t_tree:
+        raise TypeError(f"Custom JVP rule {jname} for function {fname} must produce primal "
+                        "and tangent outputs with equal container (pytree) structures, but "
+                        f"got {p_tree} and {t_tree} respectively.")
+    _check_tangents([get_aval(p) for p in p_out], [get_aval(t) for t in t_out])
+    return p_out, p_tree, t_out
 
 
 def _check_tangents(p_avals, t_avals):
@@ -273,7 +287,8 @@ class custom_vjp:
             raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} "
                                  "using defvjp.")
         args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
-        if current_trace() is eval_trace:
+        trace = current_trace()
+        if trace is eval_trace:
             return self.fun(*args)
         bwd = self.bwd
         for i in self.nondiff_argnums:
@@ -281,6 +296,10 @@ class custom_vjp:
         _, rebuild, dyn, nums = _split_nondiff(args, self.nondiff_argnums)
         if nums:
             bwd = functools.partial(self.bwd, *[args[i] for i in nums])
+        if type(trace) in _CONCRETE_TRACES and _concrete(args):
+            if type(trace) is ad.JVPTrace:  # not under jit or vmap: fwd runs on values
+                return _custom_vjp_concrete(self, trace, dyn, rebuild, bwd)
+            return _at_parent(self, trace, args)
         flat, in_tree = tree_util.tree_flatten(dyn)
         in_avals = [get_aval(x) for x in flat]
         closed, consts, out_tree = _trace(lambda *d: self.fun(*rebuild([], d)), in_tree,
@@ -397,6 +416,93 @@ def _check_ct(ct, aval, path):
         from xform import lax
         ct = lax.convert_element_type(ct, t_aval.dtype)
     return ct
+
+
+# ---- outside jit and vmap: the rules run on concrete primals ("final style") ----
+# Under a JVP whose primals are concrete (grad/jvp/vjp, not under jit or vmap), JAX runs
+# the custom_jvp rule (the custom_vjp fwd) on them, so rules may branch on values. The
+# function itself is not traced; tangents stay with the JVP trace applying the rule.
+
+_CONCRETE_TRACES = (ad.JVPTrace, pe.JaxprTrace)
+
+
+def _concrete(args):
+    return all(to_concrete_value(x) is not None for x in tree_util.tree_leaves(args))
+
+
+def _at_parent(f, trace, args):
+    """``f`` on known partial-eval values: computed by the parent (which may differentiate
+    them with the custom rule)."""
+    args = tree_util.tree_map(
+        lambda x: x.value if type(x) is pe.JaxprTracer and x._trace is trace else x, args)
+    with set_current_trace(trace.parent):
+        return f(*args)
+
+
+def _primals_tangents(trace, leaves):
+    tracers = [trace.lift(x) for x in leaves]
+    return [t.primal for t in tracers], [t.tangent for t in tracers]
+
+
+def _closure_check(fun, trace, error):
+    """A rule must not close over a value this JVP perturbs (its tangent would be lost)."""
+    cells = [c.cell_contents for c in (getattr(fun, "__closure__", None) or ())
+             if c.cell_contents is not fun]
+    if any(type(x) is ad.JVPTracer and x._trace is trace and type(x.tangent) is not ad.Zero
+           for x in tree_util.tree_leaves(cells)):
+        raise error()
+
+
+def _custom_jvp_concrete(f, trace, args):
+    from xform.interpreters.custom import CustomJVPClosureError
+    for fn in (f.fun, f.jvp):
+        _closure_check(fn, trace, CustomJVPClosureError)
+    nums = sorted({i % len(args) for i in f.nondiff_argnums if -len(args) <= i < len(args)})
+    dyn = tuple(a for i, a in enumerate(args) if i not in nums)
+    leaves, tree = tree_util.tree_flatten(dyn)
+    primals, tangents = _primals_tangents(trace, leaves)
+    nondiff = [tree_util.tree_map(
+        lambda x: x.primal if type(x) is ad.JVPTracer and x._trace is trace else x, args[i])
+        for i in nums]
+    with set_current_trace(trace.parent):
+        if all(type(t) is ad.Zero for t in tangents):
+            full = iter(tree_util.tree_unflatten(tree, primals))
+            nd = iter(nondiff)
+            return f(*[next(nd) if i in nums else next(full) for i in range(len(args))])
+        tangents = [ad.instantiate_zeros(t) for t in tangents]
+        pair = f.jvp(*nondiff, tree_util.tree_unflatten(tree, primals),
+                     tree_util.tree_unflatten(tree, tangents))
+        p_out, p_tree, t_out = _split_jvp_pair(pair, (_name(f.fun), _name(f.jvp)))
+    return tree_util.tree_unflatten(p_tree, [
+        ad.JVPTracer(trace, p, _tangent_or_zero(p, t)) for p, t in zip(p_out, t_out)])
+
+
+def _custom_vjp_concrete(f, trace, dyn, rebuild, bwd):
+    from xform.interpreters.custom import CustomVJPException, custom_lin_p
+    for fn in (f.fun, f.fwd):
+        _closure_check(fn, trace, CustomVJPException)
+    leaves, in_tree = tree_util.tree_flatten(dyn)
+    primals, tangents = _primals_tangents(trace, leaves)
+    with set_current_trace(trace.parent):
+        if all(type(t) is ad.Zero for t in tangents):
+            return f(*rebuild([], tree_util.tree_unflatten(in_tree, primals)))
+        pair = f.fwd(*rebuild([], tree_util.tree_unflatten(in_tree, primals)))
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"Custom VJP fwd rule {_name(f.fwd)} for function {_name(f.fun)} "
+                            "must produce a pair (list or tuple of length two) where the first "
+                            "element represents the primal output and the second element "
+                            f"represents residuals, but got {pair}.")
+        p_out, out_tree = tree_util.tree_flatten(pair[0])
+        res, res_tree = tree_util.tree_flatten(pair[1])
+        flat_bwd = _FlatBwd(bwd, in_tree, [get_aval(p) for p in primals], out_tree,
+                            [res_tree], _name(f.bwd))
+        in_zeros = tuple(type(t) is ad.Zero for t in tangents)
+        out_avals = tuple(get_aval(p).to_tangent_aval() for p in p_out)
+        t_out = custom_lin_p.bind(*res, *[t for t in tangents if type(t) is not ad.Zero],
+                                  num_res=len(res), bwd=flat_bwd, out_avals=out_avals,
+                                  in_zeros=in_zeros)
+    return tree_util.tree_unflatten(out_tree, [
+        ad.JVPTracer(trace, p, _tangent_or_zero(p, t)) for p, t in zip(p_out, t_out)])
 
 
 # ---- closure_convert ----

@@ -41,6 +41,17 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: ShapedArray(self.shape, self.dtype).size)
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of ``x`` (an array, tracer or scalar)."""
+        aval = get_aval(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+    def update(self, **kwargs):
+        """A copy with ``shape``, ``dtype`` or ``weak_type`` replaced."""
+        fields = dict(shape=self.shape, dtype=self.dtype, weak_type=self.weak_type)
+        return ShapeDtypeStruct(**{**fields, **kwargs})
+
     @property
     def aval(self):
         return ShapedArray(self.shape, self.dtype, self.weak_type)
@@ -234,11 +245,11 @@ class JitWrapped:
                     try:
                         outs = entry.run(entry.consts + bufs if entry.consts else bufs
                                          ).consume_with_handlers(entry.handlers)
-                    except Exception:
+                    except Exception as e:
                         dispatch.check_deleted(args, f"jit({self._name})",
                                                lambda i: explain.leaf_name(self, args,
                                                                            {}, i))
-                        raise
+                        raise backend.xform_error(e) from None
                     if entry.out_aval is not None:
                         return Array(outs[0], entry.out_aval)
                     return tree_util.tree_unflatten(entry.out_tree,
@@ -258,10 +269,10 @@ class JitWrapped:
                 try:
                     outs = entry.run(entry.consts + bufs if entry.consts else bufs
                                      ).consume_with_handlers(entry.handlers)
-                except Exception:
+                except Exception as e:
                     dispatch.check_deleted(leaves, f"jit({self._name})",
                                            lambda i: explain.leaf_name(self, args, {}, i))
-                    raise
+                    raise backend.xform_error(e) from None
                 return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
         return self._call(args, kwargs)
 

@@ -1,0 +1,94 @@
+"""Discrete distributions of ``jax.scipy.stats`` (``logpmf``/``pmf``, and ``cdf`` where
+it is closed-form): bernoulli, binom, geom, nbinom, poisson."""
+from xform import numpy as jnp
+from xform.scipy import special
+from xform.scipy.stats._common import distribution, nan, neg_inf, promote
+
+
+def _bernoulli_logpmf(k, p, loc=0):
+    k, p, loc = promote("bernoulli.logpmf", k, p, loc)
+    x = k - loc
+    out = special.xlogy(x, p) + special.xlog1py(1 - x, -p)
+    return jnp.where((x < 0) | (x > 1), neg_inf(out), out)
+
+
+def _bernoulli_cdf(k, p):
+    k, p = promote("bernoulli.cdf", k, p)
+    out = jnp.where(k < 0, jnp.zeros_like(k), jnp.where(k < 1, 1 - p, jnp.ones_like(k)))
+    return jnp.where((p < 0) | (p > 1) | jnp.isnan(k), nan(out), out)
+
+
+def _bernoulli_ppf(q, p):
+    q, p = promote("bernoulli.ppf", q, p)
+    out = jnp.where(q <= 1 - p, jnp.zeros_like(q), jnp.ones_like(q))
+    return jnp.where((q < 0) | (q > 1) | (p < 0) | (p > 1) | jnp.isnan(q), nan(out), out)
+
+
+bernoulli = distribution(
+    "bernoulli", "The Bernoulli distribution with success probability ``p``.",
+    logpmf=_bernoulli_logpmf,
+    pmf=lambda k, p, loc=0: jnp.exp(_bernoulli_logpmf(k, p, loc)),
+    cdf=_bernoulli_cdf, ppf=_bernoulli_ppf)
+
+
+def _binom_logpmf(k, n, p, loc=0):
+    k, n, p, loc = promote("binom.logpmf", k, n, p, loc)
+    y = k - loc
+    comb = special.gammaln(n + 1) - special.gammaln(y + 1) - special.gammaln(n - y + 1)
+    out = comb + special.xlogy(y, p) + special.xlog1py(n - y, -p)
+    return jnp.where((y < 0) | (y > n), neg_inf(out), out)
+
+
+binom = distribution(
+    "binom", "The binomial distribution: successes in ``n`` trials of probability ``p``.",
+    logpmf=_binom_logpmf, pmf=lambda k, n, p, loc=0: jnp.exp(_binom_logpmf(k, n, p, loc)))
+
+
+def _geom_logpmf(k, p, loc=0):
+    k, p, loc = promote("geom.logpmf", k, p, loc)
+    x = k - loc
+    out = special.xlog1py(x - 1, -p) + jnp.log(p)
+    return jnp.where(x <= 0, neg_inf(out), out)
+
+
+geom = distribution(
+    "geom", "The geometric distribution: trials until the first success.",
+    logpmf=_geom_logpmf, pmf=lambda k, p, loc=0: jnp.exp(_geom_logpmf(k, p, loc)))
+
+
+def _nbinom_logpmf(k, n, p, loc=0):
+    k, n, p, loc = promote("nbinom.logpmf", k, n, p, loc)
+    x = k - loc
+    comb = special.gammaln(n + x) - special.gammaln(x + 1) - special.gammaln(n)
+    out = comb + special.xlogy(n, p) + special.xlog1py(x, -p)
+    return jnp.where(x < 0, neg_inf(out), out)
+
+
+nbinom = distribution(
+    "nbinom", "The negative binomial distribution: failures before ``n`` successes.",
+    logpmf=_nbinom_logpmf, pmf=lambda k, n, p, loc=0: jnp.exp(_nbinom_logpmf(k, n, p, loc)))
+
+
+def _poisson_logpmf(k, mu, loc=0):
+    k, mu, loc = promote("poisson.logpmf", k, mu, loc)
+    x = k - loc
+    out = special.xlogy(x, mu) - special.gammaln(x + 1) - mu
+    return jnp.where((x < 0) | (jnp.round(k) != k), neg_inf(out), out)
+
+
+def _poisson_cdf(k, mu, loc=0):
+    k, mu, loc = promote("poisson.cdf", k, mu, loc)
+    x = jnp.floor(k - loc)
+    out = special.gammaincc(jnp.maximum(x, 0) + 1, mu)
+    return jnp.where(x < 0, jnp.zeros_like(out), out)
+
+
+poisson = distribution(
+    "poisson", """The Poisson distribution with mean ``mu``.
+
+    >>> from xform.scipy.stats import poisson
+    >>> poisson.pmf(0, 2.)
+    Array(0.13533522, dtype=float32, weak_type=True)
+    """,
+    logpmf=_poisson_logpmf, pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)),
+    cdf=_poisson_cdf)
