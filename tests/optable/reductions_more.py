@@ -27,6 +27,14 @@ def _cum(op, axis, shape, reverse, domain="real", dtypes=NUM):
                reverse=reverse)
 
 
+def _max_pair(L):
+    """(value, payload) pairs reduced to the pair of the largest value (argmax-like)."""
+    def computation(a, b):
+        pick = L.ge(a[0], b[0])
+        return L.select(pick, a[0], b[0]), L.select(pick, a[1], b[1])
+    return computation
+
+
 # NB: grad_order=None (no zero-tangent test) for bool/int-only rows: the harness draws
 # tangents of the operand dtype, which jvp rejects for bool/int primals.
 LOGICAL = (BOOL, I32)
@@ -65,4 +73,14 @@ RECORDS = [
         op="reduce_precision", exponent_bits=8, mantissa_bits=7),
     rec("reduce_precision_f64", 1, (F32,), [((3, 4),), ((),)], domains("real"),
         op="reduce_precision", exponent_bits=11, mantissa_bits=52),
+    # -- general lax.reduce: max from 0 is no known monoid (so it binds `reduce`), and a
+    #    variadic reduction of two operands with a coupled computation --
+    rec("reduce_general_max_from_0", 1, (F32,), [((3, 4),), ((2, 3, 2),)],
+        domains("distinct"), 1, call=lambda L, x: L.reduce(x, np.zeros((), x.dtype), L.max, (1,))),
+    rec("reduce_general_variadic", 2, (F32,), [((3, 4), (3, 4))],
+        domains("distinct", "real"), 1,
+        call=lambda L, x, y: L.reduce((x, y), (np.full((), -np.inf, x.dtype),
+                                               np.zeros((), y.dtype)), _max_pair(L), (0,))),
+    # -- optimization_barrier: the identity, which XLA may not move computation across --
+    rec("optimization_barrier", 1, (F32, I32), [((3, 4),), ((),)], domains("real")),
 ]
