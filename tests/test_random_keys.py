@@ -161,3 +161,24 @@ def test_key_errors_match_jax():
         random.wrap_key_data(np.zeros(2, np.float32))
     with pytest.raises(TypeError, match="unexpected PRNG key type"):
         random.normal("key")
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("stack", lambda J, k: J.stack([k[0], k[1]])),
+    ("stack_axis1", lambda J, k: J.stack([k, k], axis=1)),
+    ("stack_neg_axis", lambda J, k: J.stack([k, k], axis=-1)),
+    ("concatenate", lambda J, k: J.concatenate([k, k[:1]])),
+    ("concatenate_none", lambda J, k: J.concatenate([k.reshape(3, 1), k[:2]], axis=None)),
+])
+def test_stack_and_concatenate_key_arrays_match_jax(name, fn):
+    k, jk = random.split(random.key(7), 3), jr.split(jr.key(7), 3)
+    got, want = fn(jnp, k), fn(jnpj, jk)
+    assert got.shape == want.shape and str(got.dtype) == "key<fry>"
+    eq(data(got), jr.key_data(want))
+    eq(data(xform.jit(lambda k: fn(jnp, k))(k)), jr.key_data(want))
+
+
+def test_stack_of_keys_and_arrays_is_an_error():
+    k = random.split(random.key(0), 3)
+    with pytest.raises(TypeError, match="cannot mix PRNGKeyArray with other arrays"):
+        jnp.stack([k, jnp.ones(3)])

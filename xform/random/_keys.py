@@ -16,6 +16,7 @@ from xform.core.dtypes import prng_key
 from xform.core.errors import KeyReuseError  # noqa: F401  (raised here)
 from xform.core.trace import get_aval
 from xform.core.tree_util import register_pytree_node
+from xform.numpy import _shape as _shape_mod
 
 _KEY_SHAPE = (2,)
 
@@ -162,6 +163,8 @@ def _unflatten(consumed, children):
 # The consumed mark rides in the treedef, so a consumed key passed through jit, vmap
 # or a loop is still consumed inside (always False while jax_debug_key_reuse is off).
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._consumed), _unflatten)
+# jnp.stack / jnp.concatenate of key arrays act on the key dimensions, as JAX's do.
+_shape_mod.extended_types[PRNGKeyArray] = (lambda k: k._base_array, PRNGKeyArray)
 
 
 def is_typed_key(x):
