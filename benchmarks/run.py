@@ -52,7 +52,16 @@ TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("nn_train", "cnn_step_ms", 1.05, "CNN module train step"),
            ("nn_train", "transformer_step_ms", 1.05, "transformer module train step"),
            ("nn_train", "cnn_init_ms", 1.5, "CNN jit(init): trace + compile"),
-           ("nn_train", "transformer_init_ms", 1.5, "transformer jit(init)")]
+           ("nn_train", "transformer_init_ms", 1.5, "transformer jit(init)"),
+           ("random", "normal_1e6_us", 1.1, "jit random.normal (1000, 1000)"),
+           ("random", "split_1e4_us", 1.1, "jit random.split(key, 10_000)"),
+           ("optim", "update_ms", 1.05, "adamw update, 10M params"),
+           ("pmap", "step_ms", 1.2, "data-parallel MLP step, 8 devices")]
+# Targets across metrics: (script, xform metric, (lib, metric) it is divided by, max).
+CROSS_TARGETS = [("lazy", "chain_lazy_us", ("jax", "chain_eager_us"), 0.2,
+                  "lazy 100-op chain vs JAX eager (>= 5x faster)"),
+                 ("lazy", "mlp_lazy_ms", ("xform", "mlp_jit_ms"), 2.0,
+                  "lazy MLP step vs xform's jitted step")]
 # Speedups reported per library (higher is better): (script, metric, min for xform).
 SPEEDUPS = [("startup", "ready_speedup", 3.0, "second process: step ready (cold/warm)"),
             ("startup", "first_call_speedup", None, "second process: first call (cold/warm)")]
@@ -137,6 +146,13 @@ def targets(vals):
             rows.append(f"| {what} | {script}.{metric} | {r:.2f} | <= {limit:g} | {res} |")
         else:
             rows.append(f"| {what} | {script}.{metric} | n/a | <= {limit:g} | no data |")
+    for script, metric, (lib, other), limit, what in CROSS_TARGETS:
+        x = _median(vals.get((script, metric), {}).get("xform", []))
+        d = _median(vals.get((script, other), {}).get(lib, []))
+        if x is not None and d:
+            res = "pass" if x / d <= limit else "FAIL"
+            rows.append(f"| {what} | {script}.{metric} / {lib} {other} | {x / d:.2f} | "
+                        f"<= {limit:g} | {res} |")
     for script, metric, limit, what in SPEEDUPS:
         by_lib = vals.get((script, metric), {})
         j, x = _median(by_lib.get("jax", [])), _median(by_lib.get("xform", []))

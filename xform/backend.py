@@ -249,12 +249,16 @@ class Executable:
     def make_execute(self, out_avals):
         """``execute`` for a program whose outputs have ``out_avals`` (objects with
         ``shape`` and ``dtype``), built from :meth:`execute_parts`."""
-        run, handlers = self.execute_parts(out_avals)
+        handlers = self._handlers(out_avals)
         if handlers is None:
             return self.execute
+        run = self._exe.execute_sharded
 
         def execute(bufs):
-            return run(bufs).consume_with_handlers(handlers)
+            try:
+                return run(bufs).consume_with_handlers(handlers)
+            except _jax.JaxRuntimeError as e:
+                raise _runtime_error(e) from None
         return execute
 
     def execute_parts(self, out_avals):
@@ -265,17 +269,23 @@ class Executable:
         ``execute_sharded`` and ``handlers`` are C++ result handlers built once here:
         this skips jaxlib's Python ``execute`` wrapper (which builds a sharding object
         per output in Python), about 6 -> 3.6 us per call, and lets the hot paths call
-        two C++ functions with no Python frame between them. Otherwise (host callbacks,
-        several devices, float0 or extended dtypes) ``handlers`` is None and ``run``
-        is ``self.execute``."""
+        two C++ functions with no Python frame between them (they convert jaxlib's
+        runtime errors with :func:`xform_error`). Otherwise (host callbacks, several
+        devices, float0 or extended dtypes) ``run`` wraps ``self.execute``."""
+        handlers = self._handlers(out_avals)
+        if handlers is None:
+            return as_execute_parts(self.execute)
+        return self._exe.execute_sharded, handlers
+
+    def _handlers(self, out_avals):
+        """jaxlib's C++ result handlers for ``out_avals``, or None where they don't apply."""
         if self.host_callbacks or len(self.devices) != 1 or not all(
                 _plain_dtype(a.dtype) for a in out_avals):
-            return self.execute, None
+            return None
         sharding = _sharding(self.devices[0])
-        handlers = [_jax.array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)),
-                                              sharding, committed=True, _skip_checks=True)
-                    for a in out_avals]
-        return self._exe.execute_sharded, handlers
+        return [_jax.array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)),
+                                          sharding, committed=True, _skip_checks=True)
+                for a in out_avals]
 
     def cost_analysis(self):
         """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
