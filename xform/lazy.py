@@ -65,8 +65,8 @@ def mark_step(block=False):
 
     Args:
       block: wait until the computed values are ready. By default (as PyTorch/XLA's
-        ``xm.mark_step()``) the program runs asynchronously, so Python can record the
-        next step meanwhile; reading a value waits for it.
+        ``xm.mark_step()``) it returns once the program is dispatched (the runtime may
+        run it asynchronously); reading a value waits for it.
 
     >>> import xform, xform.numpy as jnp
     >>> with xform.lazy():
@@ -77,7 +77,7 @@ def mark_step(block=False):
     >>> w
     Array([0.125, 0.125, 0.125], dtype=float32)
     """
-    bufs = _interp.barrier("mark_step", asynchronous=not block)
+    bufs = _interp.barrier("mark_step")
     if block:
         for b in bufs:
             b.block_until_ready()

@@ -14,7 +14,6 @@ once and run as many times as it repeats. See docs/architecture.md, "Lazy eager 
 """
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 import time
 import weakref
 
@@ -51,7 +50,6 @@ class _Thread(threading.local):
         self.depth = 0       # nesting of ``with lazy()`` blocks in this thread
         self.saved = []      # the traces lazy() blocks replaced
         self.graph = None    # the pending graph (made on the first recorded op)
-        self.inflight = None  # the graph an asynchronous mark_step is running
 
 
 _tls = _Thread()
@@ -164,22 +162,14 @@ def _reason_from_caller():
 
 
 def is_pending(x) -> bool:
-    """Whether ``x`` is an Array whose value no barrier has computed or started
-    computing (a ``mark_step()`` running asynchronously has started it)."""
-    if type(x) is not Array or type(x._buf) is not _Pending:
-        return False
-    b = x._buf
-    return b.real is None and b.graph.running is None
+    """Whether ``x`` is an Array whose value a barrier has not computed yet."""
+    return type(x) is Array and type(x._buf) is _Pending and x._buf.real is None
 
 
 def _force(p, reason):
     """Compute pending value ``p`` (and, for consistency, every live array of its
     graph)."""
     graph = p.graph
-    if graph.running is not None:
-        _settle(graph)
-        if p.real is not None:
-            return
     if graph.error is not None:
         raise RuntimeError("This lazy array's computation failed at an earlier barrier "
                            f"({type(graph.error).__name__}: {graph.error})") from graph.error
@@ -209,7 +199,7 @@ class _Graph:
     order of definition; inputs are -1, -2, ... in order of first use; literals are
     ``(value, aval)`` tuples. ``keys[i]`` is equation i in that canonical numbering."""
     __slots__ = ("eqns", "keys", "counts", "inputs", "in_avals", "in_index",
-                 "var_avals", "arrays", "error", "effects", "closed", "running")
+                 "var_avals", "arrays", "error", "effects", "closed")
 
     def __init__(self):
         self.keys = []       # (prim, params key, refs) per equation
@@ -222,7 +212,6 @@ class _Graph:
         self.error = None
         self.effects = False
         self.closed = False  # run already (by a barrier, maybe from another thread)
-        self.running = None  # (future, arrays) while an asynchronous mark_step runs it
 
 
 def _is_literal(x):
@@ -309,15 +298,11 @@ def record(prim, args, params):
         if type(x) is Array:
             b = x._buf
             if type(b) is _Pending:
-                if b.real is None:
-                    if b.graph is g:
-                        refs.append(b.var)
-                        avals.append(x.aval)
-                        continue
-                    if b.graph is not _tls.inflight:  # not a value being computed
-                        x._buf = b._get("other_thread")  # by this thread's mark_step
-                else:
-                    x._buf = b.real
+                if b.graph is g and b.real is None:
+                    refs.append(b.var)
+                    avals.append(x.aval)
+                    continue
+                x._buf = b._get("other_thread")
             i = g.in_index.get(id(x))
             refs.append(-i if i is not None else _input(g, x))
             avals.append(x.aval)
@@ -399,21 +384,18 @@ def _live_counts(arrays):
 _BASE = _live_base()
 
 
-def barrier(reason, asynchronous=False):
+def barrier(reason):
     """Compute every live pending array of this thread's graph with one program;
-    returns their buffers. ``asynchronous`` (``mark_step()``'s default) runs the program
-    on a worker thread and returns at once: see :func:`_settle`."""
+    returns their buffers."""
     _count_barrier(reason)
-    if _tls.inflight is not None:
-        _settle(_tls.inflight)
     g = _tls.graph
     if g is None:
         return []
     _tls.graph = None
-    return _run_graph(g, cut=reason == "size_limit", asynchronous=asynchronous)
+    return _run_graph(g, cut=reason == "size_limit")
 
 
-def _run_graph(g, cut=False, asynchronous=False):
+def _run_graph(g, cut=False):
     if g.closed or not g.keys:
         return []
     g.closed = True
@@ -425,70 +407,20 @@ def _run_graph(g, cut=False, asynchronous=False):
     out_vars = [a._buf.var for a in out_arrays]
     if not out_vars and not g.effects:
         return []  # everything recorded is dead
-    asynchronous = (asynchronous and not cut and not g.effects
-                    and not config.jax_debug_nans and not config.jax_debug_infs)
     try:
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
             if cut and len(g.keys) >= 2 * options["block_size"]:
                 from xform.interpreters.lazy_segments import run_segments
                 bufs = run_segments(g, out_vars)
             else:
-                bufs = _run_whole(g, out_vars, asynchronous)
+                bufs = _run_whole(g, out_vars)
     except BaseException as e:
         g.error = e
         raise
-    if asynchronous:
-        g.running = (bufs, out_arrays)
-        _tls.inflight = g
-        return []
     for a, b in zip(out_arrays, bufs):
         a._buf.real = b
         a._buf = b
     return bufs
-
-
-# ---- asynchronous barriers ----
-# ``mark_step()`` hands the program to one worker thread and returns, so Python records
-# step n+1 while XLA runs step n (PJRT's CPU client runs small programs inline, in the
-# calling thread, with the GIL released). Step n's arrays keep their ``_Pending`` until
-# the next barrier of the thread (or a read of one of them) settles the graph: it waits
-# for the program and writes the buffers into the arrays. Recording may use them
-# meanwhile: they become inputs of the next graph, whose barrier settles them first.
-# Only one graph per thread is in flight, so donation sees settled refcounts.
-
-_worker = None
-_settle_lock = threading.Lock()
-
-
-def _submit(exe, bufs):
-    global _worker
-    if _worker is None:
-        _worker = ThreadPoolExecutor(1, thread_name_prefix="xform-lazy")
-    return _worker.submit(_execute, exe, bufs)
-
-
-def _settle(g):
-    """Wait for graph ``g``'s asynchronous program and fill in its arrays' buffers."""
-    with _settle_lock:
-        running, g.running = g.running, None
-        if _tls.inflight is g:
-            _tls.inflight = None
-    if running is None:
-        return
-    future, out_arrays = running
-    del running
-    try:
-        bufs = future.result()
-    except BaseException as e:
-        g.error = e
-        raise
-    finally:
-        del future
-    for a, b in zip(out_arrays, bufs):
-        p = a._buf
-        if type(p) is _Pending:
-            p.real = b
-            a._buf = b
 
 
 _cache = {}
@@ -552,27 +484,18 @@ def _donations(g, out_vars):
     return tuple(pairs)
 
 
-def _run_whole(g, out_vars, asynchronous=False):
+def _run_whole(g, out_vars):
     t0 = time.perf_counter()
     donate = _donations(g, out_vars) if g.inputs else ()
     key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donate,
            config.jax_debug_nans, config.jax_debug_infs)
     exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
                                       out_vars), donate, t0)
-    bufs = [_buffer(x) for x in g.inputs]
+    bufs = [x._buf for x in g.inputs]
     _metrics["donated_buffers"] += len(donate)
     g.inputs = []
     g.in_index = {}
-    if asynchronous:
-        return _submit(exe, bufs)
     return _execute(exe, bufs)
-
-
-def _buffer(x):
-    b = x._buf
-    if type(b) is _Pending:  # a value of a graph that was in flight when recorded
-        b = x._buf = b._get("other_thread")
-    return b
 
 
 def _lookup(key, build, donate, t0):
