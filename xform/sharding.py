@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from xform.core.array import GridLayout
+
 
 class PartitionSpec(tuple):
     """Per array dimension: a mesh axis name, a tuple of names, or None (not split).
@@ -191,7 +193,7 @@ class Shard:
         return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id})"
 
 
-class TiledLayout:
+class TiledLayout(GridLayout):
     """How a :class:`~xform.core.array.ShardedArray`'s buffers tile it as a
     PartitionSpec says (what shard_map returns): ``spec[i]`` is the tuple of mesh axis
     indices (major first) splitting dimension ``i`` into equal blocks; each device
@@ -203,19 +205,6 @@ class TiledLayout:
         self.devices, self.sizes = tuple(devices), tuple(sizes)
         self.names, self.spec = tuple(names), tuple(tuple(p) for p in spec)
         self._key = (self.devices, self.sizes, self.spec)
-
-    def __eq__(self, other):
-        return type(other) is TiledLayout and self._key == other._key
-
-    def __hash__(self):
-        return hash(self._key)
-
-    def coords(self, k):
-        out = []
-        for size in reversed(self.sizes):
-            out.append(k % size)
-            k //= size
-        return tuple(reversed(out))
 
     def _count(self, i):
         return math.prod(self.sizes[a] for a in self.spec[i]) if i < len(self.spec) else 1

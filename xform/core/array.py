@@ -219,7 +219,27 @@ class ShardedArray(Array):
         return (_reconstruct, (np.array(self._value()), self.aval.weak_type))
 
 
-class MeshLayout:
+class GridLayout:
+    """Base of the layouts of per-device buffers over a mesh whose devices are numbered
+    row-major (``sizes`` per mesh axis); subclasses set ``_key``, which they compare by."""
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def coords(self, k):
+        """Device ``k``'s coordinates on the mesh (major axis first)."""
+        out = []
+        for size in reversed(self.sizes):
+            out.append(k % size)
+            k //= size
+        return tuple(reversed(out))
+
+
+class MeshLayout(GridLayout):
     """How per-device buffers tile an array (see :class:`ShardedArray`)."""
     __slots__ = ("devices", "sizes", "dims", "names", "_key")
 
@@ -227,19 +247,6 @@ class MeshLayout:
         self.devices, self.sizes = tuple(devices), tuple(sizes)
         self.dims, self.names = tuple(dims), tuple(names)
         self._key = (self.devices, self.sizes, self.dims)
-
-    def __eq__(self, other):
-        return type(other) is MeshLayout and self._key == other._key
-
-    def __hash__(self):
-        return hash(self._key)
-
-    def coords(self, k):
-        out = []
-        for size in reversed(self.sizes):
-            out.append(k % size)
-            k //= size
-        return tuple(reversed(out))
 
     def shard_shape(self, shape):
         mapped = {d for d in self.dims if d is not None}
