@@ -1,5 +1,7 @@
 """Shared helpers for the xform.nn tests: run the same model in xform.nn and flax.linen
 and compare variable trees (paths and values) and outputs."""
+import functools
+
 import numpy as np
 
 import jax
@@ -38,3 +40,25 @@ def assert_trees(a, b, rtol=0.0, atol=0.0, path=""):
 
 def keys(seed):
     return xform.random.PRNGKey(seed), jax.random.PRNGKey(seed)
+
+
+def fjit(fn, **kw):
+    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
+    return jax.jit(functools.partial(fn, **kw))
+
+
+def close(a, e, tol=1e-5):
+    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
+    a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+
+
+def same_leaves(ours, theirs, tol=1e-5):
+    """Same leaf paths (in order), dtypes, and values within ``tol`` (0: bit for bit)."""
+    a = jax.tree_util.tree_leaves_with_path(ours)
+    b = jax.tree_util.tree_leaves_with_path(theirs)
+    assert [jax.tree_util.keystr(p) for p, _ in a] == [jax.tree_util.keystr(p) for p, _ in b]
+    for (path, u), (_, w) in zip(a, b):
+        assert np.asarray(u).dtype == np.asarray(w).dtype, path
+        close(u, w, tol)

@@ -2,7 +2,6 @@
 MultiHeadDotProductAttention family (same key -> same variables and outputs, eagerly and
 under jit; dropout masks; gradients; the decode cache; bfloat16); errors; doctests."""
 import doctest
-import functools
 import warnings
 
 import flax.linen as fnn
@@ -16,19 +15,9 @@ import xform.numpy as jnp
 from xform import nn
 from xform.nn import _attention_fns
 
+from nn_oracle import close, fjit, same_leaves
+
 R = np.random.RandomState(0)
-
-
-def fjit(fn, **kw):
-    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
-    return jax.jit(functools.partial(fn, **kw))
-
-
-def close(a, e, tol=1e-5):
-    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
-    a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
-    assert a.shape == e.shape, (a.shape, e.shape)
-    np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
 
 
 # ---- functions ----
@@ -113,19 +102,6 @@ def test_attention_fns_doctests():
 
 # ---- modules ----
 
-def paths_and_values(tree):
-    return {jax.tree_util.keystr(p): np.asarray(v)
-            for p, v in jax.tree_util.tree_leaves_with_path(tree)}
-
-
-def same_variables(ours, theirs, tol=1e-6):
-    a, b = paths_and_values(ours), paths_and_values(theirs)
-    assert a.keys() == b.keys(), (a.keys(), b.keys())
-    for k in a:
-        assert a[k].dtype == b[k].dtype, k
-        close(a[k], b[k], tol)
-
-
 RNGS = lambda lib: {"params": lib.random.PRNGKey(0), "dropout": lib.random.PRNGKey(1)}
 X = R.randn(2, 5, 6).astype(np.float32)
 KV = R.randn(2, 4, 6).astype(np.float32)
@@ -152,7 +128,7 @@ def test_attention_modules_vs_flax(cls, kw, args):
         warnings.simplefilter("ignore", DeprecationWarning)
         v = ours.init(RNGS(xform), *args, **call)
         fv = fjit(theirs.init, **call)(RNGS(jax), *args)
-        same_variables(v, fv, 0)
+        same_leaves(v, fv, 0)
         fy = fjit(theirs.apply, rngs=RNGS(jax), **call)(fv, *args)
         close(ours.apply(v, *args, rngs=RNGS(xform), **call), fy)
         jitted = xform.jit(lambda v, *a: ours.apply(v, *a, rngs=RNGS(xform), **call))
@@ -167,16 +143,16 @@ def test_attention_grad_sow_and_bf16():
     loss = lambda m: lambda p, x: (m.apply(p, x) ** 2).sum()
     g = xform.jit(xform.grad(loss(ours), (0, 1)))(v, X)
     fg = jax.jit(jax.grad(loss(theirs), (0, 1)))(fv, X)
-    same_variables(g[0], fg[0], 1e-4)
+    same_leaves(g[0], fg[0], 1e-4)
     close(g[1], fg[1], 1e-4)
     _, state = ours.apply(v, X, sow_weights=True, mutable=["intermediates"])
     _, fstate = fjit(theirs.apply, sow_weights=True, mutable=["intermediates"])(fv, X)
-    same_variables(state, fstate, 1e-5)
+    same_leaves(state, fstate, 1e-5)
     bkw = dict(kw, dtype=jjnp.bfloat16)
     ours = nn.MultiHeadDotProductAttention(**bkw)
     theirs = fnn.MultiHeadDotProductAttention(**bkw)
     v, fv = ours.init(RNGS(xform), X), fjit(theirs.init)(RNGS(jax), X)
-    same_variables(v, fv, 0)
+    same_leaves(v, fv, 0)
     y, fy = ours.apply(v, X), fjit(theirs.apply)(fv, X)
     assert y.dtype == fy.dtype == jjnp.bfloat16
     close(y, fy, 3e-2)
@@ -195,7 +171,7 @@ def test_decode_cache_vs_full_causal_pass():
     fdec = fnn.MultiHeadDotProductAttention(**kw, decode=True)
     cache = dec.init(RNGS(xform), X)["cache"]
     fcache = fjit(fdec.init)(RNGS(jax), X)["cache"]
-    same_variables(cache, fcache, 0)
+    same_leaves(cache, fcache, 0)
     fv = fjit(ffull.init)(RNGS(jax), X)
     fstep = jax.jit(lambda c, x: fdec.apply({"params": fv["params"], "cache": c}, x,
                                             mutable=["cache"]))
@@ -207,7 +183,7 @@ def test_decode_cache_vs_full_causal_pass():
         cache, fcache = upd["cache"], fupd["cache"]
         close(y, expected[:, t:t + 1])
         close(y, fy)
-    same_variables(cache, fcache, 1e-5)
+    same_leaves(cache, fcache, 1e-5)
     assert int(cache["cache_index"]) == 5
     with pytest.raises(ValueError, match=r"Autoregressive cache shape error, expected query "
                                          r"shape \(2, 1, 2, 4\) instead got \(2, 2, 2, 4\)"):

@@ -2,7 +2,6 @@
 (paths and values) and outputs, eagerly and under jit; gradients through apply; bfloat16;
 errors; docstring examples."""
 import doctest
-import functools
 
 import flax.linen as fnn
 import jax
@@ -14,19 +13,9 @@ import xform
 from xform import nn
 from xform.nn import _pooling
 
+from nn_oracle import close, fjit, same_leaves
+
 R = np.random.RandomState(0)
-
-
-def fjit(fn, **kw):
-    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
-    return jax.jit(functools.partial(fn, **kw))
-
-
-def close(a, e, tol=1e-5):
-    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
-    a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
-    assert a.shape == e.shape, (a.shape, e.shape)
-    np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
 
 
 # ---- pooling ----
@@ -73,25 +62,12 @@ def test_pooling_doctests():
 
 # ---- Conv, ConvLocal, ConvTranspose ----
 
-def paths_and_values(tree):
-    return {jax.tree_util.keystr(p): np.asarray(v)
-            for p, v in jax.tree_util.tree_leaves_with_path(tree)}
-
-
-def same_variables(ours, theirs, tol=1e-6):
-    a, b = paths_and_values(ours), paths_and_values(theirs)
-    assert a.keys() == b.keys(), (a.keys(), b.keys())
-    for k in a:
-        assert a[k].dtype == b[k].dtype, k
-        close(a[k], b[k], tol)
-
-
 def check_layer(cls, kw, x, tol=1e-5, jit=True):
     """Same key -> same variables and outputs as flax (eager, and jitted apply)."""
     ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
     v = ours.init(xform.random.PRNGKey(1), x)
     fv = fjit(theirs.init)(jax.random.PRNGKey(1), x)
-    same_variables(v, fv, 0)
+    same_leaves(v, fv, 0)
     y, fy = ours.apply(v, x), fjit(theirs.apply)(fv, x)
     assert y.dtype == fy.dtype
     close(y, fy, tol)
@@ -151,7 +127,7 @@ def test_conv_grad_bf16_mask_and_errors():
     loss = lambda m, lib: lambda p, x: (m.apply(p, x) ** 2).sum()
     g = xform.jit(xform.grad(loss(ours, xform), (0, 1)))(v, X2)
     fg = jax.jit(jax.grad(loss(theirs, jax), (0, 1)))(fv, X2)
-    same_variables(g[0], fg[0], 1e-4)
+    same_leaves(g[0], fg[0], 1e-4)
     close(g[1], fg[1], 1e-4)
     for cls in ("Conv", "ConvTranspose"):                 # mixed precision
         bkw = dict(kw, dtype=jjnp.bfloat16)

@@ -3,7 +3,6 @@ carry and outputs), RNN over the lifted scan (seq_lengths, return_carry, reverse
 keep_order, time_major, unroll), Bidirectional; jit, gradients, bfloat16, errors,
 doctests."""
 import doctest
-import functools
 
 import flax.linen as fnn
 import jax
@@ -15,30 +14,11 @@ import xform
 from xform import nn
 from xform.nn import _recurrent
 
+from nn_oracle import close, fjit, same_leaves
+
 R = np.random.RandomState(0)
 X = R.randn(2, 5, 4).astype(np.float32)            # (batch, time, features)
 LENS = np.array([3, 5], np.int32)
-
-
-def fjit(fn, **kw):
-    """The flax oracle jitted (one compile instead of one per op: keeps the tests fast)."""
-    return jax.jit(functools.partial(fn, **kw))
-
-
-def close(a, e, tol=1e-5):
-    """Equal within ``tol``; bit for bit when ``tol`` is 0 (initial variables)."""
-    a, e = np.asarray(a, np.float32), np.asarray(e, np.float32)
-    assert a.shape == e.shape, (a.shape, e.shape)
-    np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
-
-
-def same_trees(ours, theirs, tol=1e-5):
-    a = jax.tree_util.tree_leaves_with_path(ours)
-    b = jax.tree_util.tree_leaves_with_path(theirs)
-    assert [jax.tree_util.keystr(p) for p, _ in a] == [jax.tree_util.keystr(p) for p, _ in b]
-    for (path, u), (_, w) in zip(a, b):
-        assert np.asarray(u).dtype == np.asarray(w).dtype, path
-        close(u, w, tol)
 
 
 @pytest.mark.parametrize("cls,kw,x", [
@@ -53,13 +33,13 @@ def test_cells_vs_flax(cls, kw, x):
     ours, theirs = getattr(nn, cls)(**kw), getattr(fnn, cls)(**kw)
     carry = ours.initialize_carry(xform.random.PRNGKey(0), x.shape)
     fcarry = theirs.initialize_carry(jax.random.PRNGKey(0), x.shape)
-    same_trees(carry, fcarry, 0)
+    same_leaves(carry, fcarry, 0)
     v = ours.init(xform.random.PRNGKey(1), carry, x)
     fv = fjit(theirs.init)(jax.random.PRNGKey(1), fcarry, x)
-    same_trees(v, fv, 0)
+    same_leaves(v, fv, 0)
     expected = fjit(theirs.apply)(fv, fcarry, x)
-    same_trees(ours.apply(v, carry, x), expected)
-    same_trees(xform.jit(ours.apply)(v, carry, x), expected)
+    same_leaves(ours.apply(v, carry, x), expected)
+    same_leaves(xform.jit(ours.apply)(v, carry, x), expected)
 
 
 def _rnn(lib_nn, cell="LSTMCell", **kw):
@@ -77,10 +57,10 @@ def test_rnn_vs_flax(kw, call):
     ours, theirs = _rnn(nn, "GRUCell", **kw), _rnn(fnn, "GRUCell", **kw)
     v = ours.init(xform.random.PRNGKey(0), x, **call)
     fv = fjit(theirs.init, **call)(jax.random.PRNGKey(0), x)
-    same_trees(v, fv, 0)
+    same_leaves(v, fv, 0)
     expected = fjit(theirs.apply, **call)(fv, x)
-    same_trees(ours.apply(v, x, **call), expected)
-    same_trees(xform.jit(lambda v, x: ours.apply(v, x, **call))(v, x), expected)
+    same_leaves(ours.apply(v, x, **call), expected)
+    same_leaves(xform.jit(lambda v, x: ours.apply(v, x, **call))(v, x), expected)
 
 
 def test_rnn_carry_grad_and_bidirectional():
@@ -88,17 +68,17 @@ def test_rnn_carry_grad_and_bidirectional():
     v, fv = ours.init(xform.random.PRNGKey(0), X), fjit(theirs.init)(jax.random.PRNGKey(0), X)
     carry = (X[:, 0, :3] * 0.5, X[:, 1, :3])
     call = dict(initial_carry=carry, return_carry=True)
-    same_trees(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
+    same_leaves(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
     loss = lambda m: lambda p, x: (m.apply(p, x, seq_lengths=LENS) ** 2).sum()
     g = xform.jit(xform.grad(loss(ours), (0, 1)))(v, X)
-    same_trees(g, jax.jit(jax.grad(loss(theirs), (0, 1)))(fv, X), 1e-4)
+    same_leaves(g, jax.jit(jax.grad(loss(theirs), (0, 1)))(fv, X), 1e-4)
     mk = lambda m: m.Bidirectional(m.RNN(m.SimpleCell(3)), m.RNN(m.OptimizedLSTMCell(2)))
     ours, theirs = mk(nn), mk(fnn)
     call = dict(seq_lengths=LENS, return_carry=True)
     v = ours.init(xform.random.PRNGKey(0), X, **call)
     fv = fjit(theirs.init, **call)(jax.random.PRNGKey(0), X)
-    same_trees(v, fv, 0)
-    same_trees(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
+    same_leaves(v, fv, 0)
+    same_leaves(ours.apply(v, X, **call), fjit(theirs.apply, **call)(fv, X))
 
 
 def test_rnn_over_conv_lstm_cell():
@@ -108,9 +88,9 @@ def test_rnn_over_conv_lstm_cell():
     ours, theirs = mk(nn), mk(fnn)
     v = ours.init(xform.random.PRNGKey(0), x)
     fv = fjit(theirs.init)(jax.random.PRNGKey(0), x)
-    same_trees(v, fv, 0)
+    same_leaves(v, fv, 0)
     lens = np.array([2, 4], np.int32)
-    same_trees(ours.apply(v, x, seq_lengths=lens),
+    same_leaves(ours.apply(v, x, seq_lengths=lens),
                fjit(theirs.apply, seq_lengths=lens)(fv, x))
 
 
@@ -118,7 +98,7 @@ def test_rnn_bf16_and_errors():
     mk = lambda m: m.RNN(m.LSTMCell(3, dtype=jjnp.bfloat16))
     ours, theirs = mk(nn), mk(fnn)
     v, fv = ours.init(xform.random.PRNGKey(0), X), fjit(theirs.init)(jax.random.PRNGKey(0), X)
-    same_trees(v, fv, 0)
+    same_leaves(v, fv, 0)
     y, fy = ours.apply(v, X), fjit(theirs.apply)(fv, X)
     assert y.dtype == fy.dtype
     close(y, fy, 3e-2)
