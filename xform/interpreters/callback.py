@@ -283,10 +283,13 @@ def _pure_callback_batch(vals, dims, *, callback, result_avals, vmap_method):
     return outs, [0] * len(outs)
 
 
-def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
-    def host(*xs):
-        return _checked_results(callback(*xs), result_avals)
-    return _emit_callback(ctx, host, args, result_avals, has_side_effect=False)
+def _callback_lowering(has_side_effect):
+    """Lowering of a typed callback primitive: a host call checking its results."""
+    def lowering(ctx, *args, callback, result_avals, **_):
+        def host(*xs):
+            return _checked_results(callback(*xs), result_avals)
+        return _emit_callback(ctx, host, args, result_avals, has_side_effect=has_side_effect)
+    return lowering
 
 
 pure_callback_p = Primitive("pure_callback")
@@ -296,7 +299,7 @@ pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_
 ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
 batching.primitive_batchers[pure_callback_p] = _pure_callback_batch
-mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
+mlir.register_lowering(pure_callback_p, _callback_lowering(has_side_effect=False))
 
 
 # ---- io_callback: typed results and an effect ----
@@ -366,12 +369,6 @@ def _io_callback_batch(vals, dims, *, callback, result_avals, ordered):
     return outs, [0] * len(outs)
 
 
-def _io_callback_lowering(ctx, *args, callback, result_avals, ordered):
-    def host(*xs):
-        return _checked_results(callback(*xs), result_avals)
-    return _emit_callback(ctx, host, args, result_avals, has_side_effect=True)
-
-
 io_callback_p = Primitive("io_callback")
 io_callback_p.multiple_results = True
 io_callback_p.def_impl(_io_callback_impl)
@@ -380,4 +377,4 @@ pe.effectful_primitives.add(io_callback_p)
 ad.primitive_jvps[io_callback_p] = _io_callback_jvp
 ad.primitive_transposes[io_callback_p] = _io_callback_transpose
 batching.primitive_batchers[io_callback_p] = _io_callback_batch
-mlir.register_lowering(io_callback_p, _io_callback_lowering)
+mlir.register_lowering(io_callback_p, _callback_lowering(has_side_effect=True))
