@@ -206,14 +206,7 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
                                 for g, ax in zip(variable_groups, v_in_axes))
         sizes = set()
         _axis_sizes((v_in_axes, in_axes), (variable_groups, args), sizes)
-        if axis_size is None and len(sizes) == 1:
-            n = sizes.pop()
-        elif len(sizes) > 1:
-            raise ValueError(f"Inconsistent batch axis sizes: {sizes}")
-        elif axis_size is None:
-            raise ValueError("axis_size should be specified manually.")
-        else:
-            n = axis_size
+        n = _mapped_size(sizes, axis_size, "batch axis sizes", "axis_size")
         rng_groups = _split_rng_groups(rng_groups, r_splits, n)
 
         def mapped(variable_groups, rng_groups, args):
@@ -225,6 +218,18 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
         return y, tuple(g if ax is None else meta.add_axis(g, ax, metadata_params)
                         for g, ax in zip(out, v_out_axes))
     return _pack(core, v_groups, tuple(v_out), r_groups)
+
+
+def _mapped_size(sizes, given, what, arg):
+    """The one size of the mapped axes (``given`` when the user set it), as Flax's
+    errors say it."""
+    if len(sizes) > 1:
+        raise ValueError(f"Inconsistent {what}: {sizes}")
+    if given is not None:
+        return given
+    if not sizes:
+        raise ValueError(f"{arg} should be specified manually.")
+    return next(iter(sizes))
 
 
 def _move_axes(axes, tree, to_front):
@@ -256,14 +261,7 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
         axes = arg_axes if isinstance(arg_axes, (tuple, list)) else (arg_axes,) * len(args)
         sizes = set()
         _axis_sizes(tuple(axes), args, sizes)
-        if length is None and len(sizes) == 1:
-            n = sizes.pop()
-        elif len(sizes) > 1:
-            raise ValueError(f"Inconsistent scan lengths: {sizes}")
-        elif length is None:
-            raise ValueError("length should be specified manually.")
-        else:
-            n = length
+        n = _mapped_size(sizes, length, "scan lengths", "length")
         rngs_split = _split_rng_groups(rng_groups, r_splits, n)
         bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
         scan_vars = tuple(_move_axes(ax, meta.remove_axis(g, ax, metadata_params), True)
