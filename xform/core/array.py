@@ -17,7 +17,7 @@ class Array(ArrayOps):
     >>> jnp.array([1.0, 2.0])
     Array([1., 2.], dtype=float32)
     """
-    __slots__ = ("_buf", "aval", "_npy")
+    __slots__ = ("_buf", "aval", "_npy", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, buf, aval: ShapedArray):
@@ -36,6 +36,10 @@ class Array(ArrayOps):
     def _value(self) -> np.ndarray:
         """The host copy (fetched once, read-only)."""
         if self._npy is None:
+            if not isinstance(self.aval.dtype, np.dtype):
+                raise TypeError(f"JAX array with {self.aval.dtype} dtype cannot be "
+                                "converted to a NumPy array. Use jax.random.key_data(arr) "
+                                "if you wish to extract the underlying integer array.")
             self._npy = backend.to_numpy(self._buf)
         return self._npy
 
@@ -118,6 +122,8 @@ class Array(ArrayOps):
         # program per index.
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
+        if not isinstance(self.aval.dtype, np.dtype):
+            return (self[i] for i in range(self.aval.shape[0]))
         from xform.interpreters.dispatch import device_put_value
         weak = self.aval.weak_type
         return (device_put_value(row, weak_type=weak) for row in self._value())
@@ -131,9 +137,14 @@ class Array(ArrayOps):
         return format(str(self), spec)
 
     def __str__(self):
+        if not isinstance(self.aval.dtype, np.dtype):
+            return repr(self)
         return str(self._value())
 
     def __repr__(self):
+        if not isinstance(self.aval.dtype, np.dtype):  # typed keys, as JAX prints them
+            return (f"Array({self.aval.shape}, dtype={self.aval.dtype}) overlaying:\n"
+                    f"{backend.to_numpy(self._buf)}")
         v = self._value()
         prefix = "Array("
         if v.size == 0 and v.shape != (0,):

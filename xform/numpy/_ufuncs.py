@@ -102,8 +102,24 @@ true_divide = _binary("true_divide", lax.div_p, """Like numpy.true_divide.
     Array([0. , 0.5, 1. ], dtype=float32)
     """, to="inexact", allowed=dtypes.inexact_dtypes)
 divide = true_divide
-equal = _binary("equal", lax.eq_p, "Like numpy.equal.")
-not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.")
+def _extended_aware(fn, rule):
+    """``fn``, except that arrays of an extended dtype (typed keys) compare through
+    their dtype's rule (``dtype._rules.equal``: all physical words equal)."""
+    def cmp(x1, x2, /):
+        for x in (x1, x2):
+            dt = getattr(x, "dtype", None)
+            if dt is not None and not isinstance(dt, np.dtype) and dtypes.is_extended(dt):
+                return rule(dt._rules, x1, x2)
+        return fn(x1, x2)
+    cmp.__name__ = cmp.__qualname__ = fn.__name__
+    cmp.__doc__ = fn.__doc__
+    return cmp
+
+
+equal = _extended_aware(_binary("equal", lax.eq_p, "Like numpy.equal."),
+                        lambda rules, a, b: rules.equal(a, b))
+not_equal = _extended_aware(_binary("not_equal", lax.ne_p, "Like numpy.not_equal."),
+                            lambda rules, a, b: logical_not(rules.equal(a, b)))
 less = _binary("less", lax.lt_p, "Like numpy.less.")
 less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.")
 greater = _binary("greater", lax.gt_p, "Like numpy.greater.")
