@@ -267,3 +267,13 @@ def test_arithmetic_and_numpy_conversion_of_keys_are_errors():
     with pytest.raises(TypeError, match="convert_element_type does not accept dtype "
                                         "key<fry>"):
         k.astype(np.uint32)
+
+
+def test_key_array_updates_match_jax():
+    k, jk = random.split(random.key(4), 3), jr.split(jr.key(4), 3)
+    new, jnew = random.key(9), jr.key(9)
+    same_keys(k.at[1].set(new), jk.at[1].set(jnew))
+    same_keys(xform.jit(lambda k, n: k.at[np.array([0, 2])].set(n))(k, new),
+              jk.at[np.array([0, 2])].set(jnew))
+    same_keys(xform.lax.dynamic_update_slice(k, new[None], (np.int32(2),)),
+              jax.lax.dynamic_update_slice(jk, jnew[None], (np.int32(2),)))

@@ -33,13 +33,15 @@ class Array(ArrayOps):
     itemsize = property(lambda self: self.aval.dtype.itemsize)
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
+    def physical_value(self) -> np.ndarray:
+        """The host copy of what XLA holds (for typed keys: their uint32 data)."""
+        return backend.to_numpy(self._buf)
+
     def _value(self) -> np.ndarray:
         """The host copy (fetched once, read-only)."""
         if self._npy is None:
             if not isinstance(self.aval.dtype, np.dtype):
-                raise TypeError(f"JAX array with {self.aval.dtype} dtype cannot be "
-                                "converted to a NumPy array. Use jax.random.key_data(arr) "
-                                "if you wish to extract the underlying integer array.")
+                _no_numpy_value(self.aval.dtype)
             self._npy = backend.to_numpy(self._buf)
         return self._npy
 
@@ -144,7 +146,7 @@ class Array(ArrayOps):
     def __repr__(self):
         if not isinstance(self.aval.dtype, np.dtype):  # typed keys, as JAX prints them
             return (f"Array({self.aval.shape}, dtype={self.aval.dtype}) overlaying:\n"
-                    f"{backend.to_numpy(self._buf)}")
+                    f"{self.physical_value()}")
         v = self._value()
         prefix = "Array("
         if v.size == 0 and v.shape != (0,):
@@ -162,6 +164,12 @@ class Array(ArrayOps):
 
     def __deepcopy__(self, memo):
         return self
+
+
+def _no_numpy_value(dtype):
+    raise TypeError(f"JAX array with {dtype} dtype cannot be converted to a NumPy array. "
+                    "Use jax.random.key_data(arr) if you wish to extract the underlying "
+                    "integer array.")
 
 
 def _reconstruct(value, weak_type):
@@ -189,15 +197,21 @@ class ShardedArray(Array):
 
     def __getattr__(self, name):
         if name == "_buf":  # assembled on first use by an ordinary (one-device) op
-            buf = backend.device_put(self._value())
+            buf = backend.device_put(self.physical_value())
             self._buf = buf
             return buf
         raise AttributeError(name)
 
-    def _value(self):
+    def physical_value(self):
+        """The assembled host array of what XLA holds (key data for typed keys)."""
         if self._npy is None:
             self._npy = self.layout.assemble([backend.to_numpy(b) for b in self._shards])
         return self._npy
+
+    def _value(self):
+        if not isinstance(self.aval.dtype, np.dtype):
+            _no_numpy_value(self.aval.dtype)
+        return self.physical_value()
 
     def block_until_ready(self):
         for b in self._shards:

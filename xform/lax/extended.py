@@ -18,6 +18,7 @@ from xform.interpreters import mlir
 from xform.lax import barriers, dynamic_slicing, elementwise, shapes, slicing
 from xform.lax._prim import allow_extended
 from xform.lax.control_flow import conditionals, loops, scan
+from xform.lax.scatter import _scatter_lowering, scatter_p
 
 hlo = mlir.hlo
 
@@ -103,7 +104,19 @@ def _gather(ctx, operand, indices, *, dimension_numbers, slice_sizes, **params):
                                     slice_sizes=tuple(slice_sizes) + elt, **params)
 
 
-for _prim, _rule in [(shapes.broadcast_in_dim_p, _broadcast_in_dim),
+_scatter_set = _scatter_lowering(lambda old, new: new)
+
+
+def _scatter(ctx, operand, indices, updates, *, dimension_numbers, **params):
+    upd_ndim, elt = ctx.avals_in[2].ndim, _trailing(ctx.avals_in[0])[1]
+    dn = dimension_numbers._replace(
+        update_window_dims=tuple(dimension_numbers.update_window_dims) +
+        tuple(range(upd_ndim, upd_ndim + len(elt))))
+    return _scatter_set(_physical(ctx), operand, indices, updates, dimension_numbers=dn,
+                        **params)
+
+
+for _prim, _rule in [(scatter_p, _scatter), (shapes.broadcast_in_dim_p, _broadcast_in_dim),
                      (shapes.transpose_p, _transpose), (shapes.slice_p, _slice),
                      (dynamic_slicing.dynamic_slice_p, _dynamic_slice),
                      (dynamic_slicing.dynamic_update_slice_p, _dynamic_update_slice),
@@ -112,7 +125,7 @@ for _prim, _rule in [(shapes.broadcast_in_dim_p, _broadcast_in_dim),
 allow_extended(shapes.broadcast_in_dim_p, shapes.transpose_p, shapes.slice_p,
                shapes.reshape_p, shapes.squeeze_p, shapes.concatenate_p, shapes.rev_p,
                dynamic_slicing.dynamic_slice_p, dynamic_slicing.dynamic_update_slice_p,
-               elementwise.select_n_p, slicing.gather_p,
+               elementwise.select_n_p, slicing.gather_p, scatter_p,
                # carriers: their bodies are jaxprs whose values have physical types
                conditionals.cond_p, loops.while_p, scan.scan_p,
                barriers.optimization_barrier_p)
