@@ -208,6 +208,7 @@ def test_key_arrays_are_pytree_leaves():
     ("expand_dims", lambda J, k: J.expand_dims(k, 1)),
     ("transpose", lambda J, k: J.transpose(J.stack([k, k]))),
     ("ravel", lambda J, k: J.ravel(J.stack([k, k]))),
+    ("zeros_like", lambda J, k: J.zeros_like(k)),
 ])
 def test_structural_ops_on_key_arrays_match_jax(name, fn):
     k, jk = random.split(random.key(7), 3), jr.split(jr.key(7), 3)

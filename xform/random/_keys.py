@@ -25,8 +25,15 @@ _KEY_SHAPE = (2,)
 
 
 class _KeyRules:
-    """What core needs to know of ``key<fry>``: the physical element, and equality."""
+    """What core needs to know of ``key<fry>``: the physical element; filling and
+    equality (used by ``lax.full`` and ``jnp.equal``)."""
     physical_element_aval = ShapedArray(_KEY_SHAPE, np.uint32)
+
+    @staticmethod
+    def full(shape, fill_value):
+        """Keys whose data words are all ``fill_value`` (``jnp.zeros_like(keys)``)."""
+        from xform.lax.shapes import full
+        return random_wrap(full(tuple(shape) + _KEY_SHAPE, fill_value, np.uint32))
 
     @staticmethod
     def equal(a, b):
