@@ -128,12 +128,22 @@ for _p, _batch in ((random_wrap_p, _wrap_batch), (random_unwrap_p, _unwrap_batch
 
 
 def random_wrap(data):
-    """Typed keys over checked ``uint32[..., 2]`` key data."""
+    """Typed keys over checked ``uint32[..., 2]`` key data.
+
+    >>> import numpy as np
+    >>> random_wrap(np.array([[0, 1], [2, 3]], np.uint32)).shape
+    (2,)
+    """
     return random_wrap_p.bind(check_key_data(data))
 
 
 def random_unwrap(keys):
-    """The ``uint32[..., 2]`` data of typed ``keys``."""
+    """The ``uint32[..., 2]`` data of typed ``keys``.
+
+    >>> import xform.random as random
+    >>> random_unwrap(random.key(3))
+    Array([0, 3], dtype=uint32)
+    """
     return random_unwrap_p.bind(keys)
 
 
