@@ -137,7 +137,15 @@ def test_debug_key_reuse():
         k = random.key(4)
         random.split(k)
         with pytest.raises(random.KeyReuseError, match=r"already consumed \(by split\)"):
-            random.normal(k)
+            xform.jit(lambda k: random.normal(k))(k)     # consumed before the call
+        k = random.key(5)
+        xform.jit(lambda k: random.normal(k))(k)      # the call consumes it
+        with pytest.raises(random.KeyReuseError, match=r"consumed \(by jit\(<lambda>\)\)"):
+            random.uniform(k)
+        xform.jit(lambda k: random.key_data(k))(random.key(6))  # not a consumer: fine
+        k = random.key(7)
+        f = xform.jit(lambda k: random.key_data(k))
+        f(k), f(k)
 
 
 def test_key_errors_match_jax():

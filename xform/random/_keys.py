@@ -184,15 +184,21 @@ def unwrap(name, key, allow_batched=False):
 _consumed = {}   # id(key object) -> (weakref to it, name of the consumer)
 
 
+def consumer(key):
+    """The name of what consumed the typed ``key`` object (None if it is fresh)."""
+    seen = _consumed.get(id(key))
+    return seen[1] if seen is not None and seen[0]() is key else None
+
+
 def consume(name, key):
     """With ``jax_debug_key_reuse`` on, mark the typed ``key`` object (an Array or a
     tracer) used, and raise if it was."""
     if not config.jax_debug_key_reuse or not is_typed_key(key):
         return
-    seen = _consumed.get(id(key))
-    if seen is not None and seen[0]() is key:
+    used_by = consumer(key)
+    if used_by is not None:
         raise KeyReuseError(
-            f"{name}: this PRNG key was already consumed (by {seen[1]}). Split it "
+            f"{name}: this PRNG key was already consumed (by {used_by}). Split it "
             "(jax.random.split) and use each new key once, or clone it (jax.random.clone) "
             "where reuse is intended.")
     k = id(key)
