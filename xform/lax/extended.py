@@ -23,10 +23,6 @@ from xform.lax.scatter import _scatter_lowering, scatter_p
 hlo = mlir.hlo
 
 
-def _element_ndim(aval):
-    return len(aval.dtype._rules.physical_element_aval.shape)
-
-
 def _physical(ctx, avals_in=None):
     return mlir.LoweringRuleContext(
         ctx.module_ctx, ctx.primitive,
