@@ -468,3 +468,18 @@ def test_jit_traced_under_one_axis_size_is_not_reused_for_another():
         _close(xform.vmap(g, axis_name="i")(np.ones(n, np.float32)),
                np.full(n, n, np.float32))
         _close(xform.pmap(h, "i")(X[:n, :1]), np.tile(X[:n, 0], (n, 1)))
+
+
+def test_pmap_over_typed_keys_matches_jax():
+    # typed keys are arrays of an extended dtype: sharded by their key dimensions
+    import jax.random as jr
+    import xform.random as random
+    keys, jkeys = random.split(random.key(3), N), jr.split(jr.key(3), N)
+    _close(xform.pmap(lambda k: random.normal(k, (2,)))(keys),
+           jax.pmap(lambda k: jr.normal(k, (2,)))(jkeys))
+    out = xform.pmap(lambda k: random.split(k)[0])(keys)
+    assert out.shape == (N,) and str(out.dtype) == "key<fry>"
+    np.testing.assert_array_equal(random.key_data(out),
+                                  jr.key_data(jax.pmap(lambda k: jr.split(k)[0])(jkeys)))
+    with pytest.raises(TypeError, match="cannot be converted to a NumPy array"):
+        np.asarray(out)

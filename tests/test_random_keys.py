@@ -72,7 +72,7 @@ def test_pytrees_jit_vmap_args_and_outputs():
         return k1, random.normal(k2, (2,))
     k1, x = f(k)
     jk1, jx = jax.jit(lambda key: (jr.split(key)[0], jr.normal(jr.split(key)[1], (2,))))(jk)
-    assert isinstance(k1, random.PRNGKeyArray)
+    assert isinstance(k1, xform.Array) and str(k1.dtype) == "key<fry>"
     eq(data(k1), jr.key_data(jk1))
     eq(x, jx)
     keys, jkeys = random.split(k, 4), jr.split(jk, 4)
@@ -138,6 +138,14 @@ def test_debug_key_reuse():
         random.split(k)
         with pytest.raises(random.KeyReuseError, match=r"already consumed \(by split\)"):
             xform.jit(lambda k: random.normal(k))(k)     # consumed before the call
+        k = random.key(5)
+        xform.jit(lambda k: random.normal(k))(k)      # the call consumes it
+        with pytest.raises(random.KeyReuseError, match=r"consumed \(by jit\(<lambda>\)\)"):
+            random.uniform(k)
+        xform.jit(lambda k: random.key_data(k))(random.key(6))  # not a consumer: fine
+        k = random.key(7)
+        f = xform.jit(lambda k: random.key_data(k))
+        f(k), f(k)
 
 
 def test_key_errors_match_jax():
@@ -180,5 +188,101 @@ def test_stack_and_concatenate_key_arrays_match_jax(name, fn):
 
 def test_stack_of_keys_and_arrays_is_an_error():
     k = random.split(random.key(0), 3)
-    with pytest.raises(TypeError, match="cannot mix PRNGKeyArray with other arrays"):
+    with pytest.raises(ValueError, match="dtype=key<fry> is not a valid dtype for JAX "
+                                         "type promotion"):
         jnp.stack([k, jnp.ones(3)])
+
+
+# ---- typed keys are arrays of an extended dtype (as JAX's) ----
+
+def same_keys(got, want):
+    assert got.shape == want.shape and str(got.dtype) == "key<fry>"
+    eq(data(got), jr.key_data(want))
+
+
+def test_key_arrays_are_pytree_leaves():
+    ks, jks = random.split(random.key(5), 3), jr.split(jr.key(5), 3)
+    leaves = xform.tree_util.tree_leaves({"k": ks, "x": 1.0})
+    assert len(leaves) == 2 and leaves[0] is ks
+    shapes = xform.tree_util.tree_map(lambda x: np.shape(x) if not hasattr(x, "shape")
+                                      else x.shape, {"k": ks})
+    assert shapes == jax.tree.map(lambda x: x.shape, {"k": jks}) == {"k": (3,)}
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("where", lambda J, k: J.where(J.array([True, False, True]), k, k[::-1])),
+    ("gather", lambda J, k: k[J.array([2, 0, 2])]),
+    ("broadcast_to", lambda J, k: J.broadcast_to(k[0], (2, 3))),
+    ("expand_dims", lambda J, k: J.expand_dims(k, 1)),
+    ("transpose", lambda J, k: J.transpose(J.stack([k, k]))),
+    ("ravel", lambda J, k: J.ravel(J.stack([k, k]))),
+    ("zeros_like", lambda J, k: J.zeros_like(k)),
+])
+def test_structural_ops_on_key_arrays_match_jax(name, fn):
+    k, jk = random.split(random.key(7), 3), jr.split(jr.key(7), 3)
+    want = fn(jnpj, jk)
+    same_keys(fn(jnp, k), want)
+    same_keys(xform.jit(lambda k: fn(jnp, k))(k), want)
+
+
+def test_key_equality_matches_jax():
+    k, jk = random.split(random.key(2), 3), jr.split(jr.key(2), 3)
+    eq(k == k[::-1], jk == jk[::-1])
+    eq(k != k[0], jk != jk[0])
+    eq(xform.jit(lambda a: a == a[0])(k), jk == jk[0])
+
+
+def test_keys_through_transformations_match_jax():
+    k, jk = random.split(random.key(11), (2, 3)), jr.split(jr.key(11), (2, 3))
+    # vmap over a non-leading key axis, keys out
+    same_keys(xform.vmap(lambda key: random.fold_in(key[1], 3), in_axes=1)(k),
+              jax.vmap(lambda key: jr.fold_in(key[1], 3), in_axes=1)(jk))
+    same_keys(xform.jit(xform.vmap(lambda key: random.split(key)[1]))(k[0]),
+              jax.vmap(lambda key: jr.split(key)[1])(jk[0]))
+    # dynamic indexing under jit
+    i = np.int32(2)
+    same_keys(xform.jit(lambda k, i: k[1, i])(k, i), jk[1, i])
+    # scan over keys, cond and while carrying keys
+    body = lambda c, key: (c + random.normal(key), random.split(key)[0])
+    jbody = lambda c, key: (c + jr.normal(key), jr.split(key)[0])
+    c, ys = xform.lax.scan(body, 0.0, k[0])
+    jc, jys = jax.lax.scan(jbody, 0.0, jk[0])
+    eq(c, jc)
+    same_keys(ys, jys)
+    same_keys(xform.lax.cond(True, lambda a: a[0], lambda a: a[1], k),
+              jax.lax.cond(True, lambda a: a[0], lambda a: a[1], jk))
+    # a batched predicate selects between key carries
+    out = xform.vmap(lambda key, n: xform.lax.while_loop(
+        lambda s: s[1] < n, lambda s: (random.split(s[0])[0], s[1] + 1), (key, 0))[0])(
+            k[0], np.array([0, 1, 3], np.int32))
+    want = jax.vmap(lambda key, n: jax.lax.while_loop(
+        lambda s: s[1] < n, lambda s: (jr.split(s[0])[0], s[1] + 1), (key, 0))[0])(
+            jk[0], np.array([0, 1, 3], np.int32))
+    same_keys(out, want)
+
+
+def test_arithmetic_and_numpy_conversion_of_keys_are_errors():
+    k = random.key(0)
+    with pytest.raises(ValueError, match="dtype=key<fry> is not a valid dtype for JAX "
+                                         "type promotion"):
+        k + 1
+    with pytest.raises(TypeError, match="add does not accept dtype key<fry>"):
+        xform.lax.add(k, k)
+    with pytest.raises(TypeError, match="sin does not accept dtype key<fry>"):
+        jnp.sin(k)
+    with pytest.raises(TypeError, match=r"cannot be converted to a NumPy array. Use "
+                                        r"jax.random.key_data\(arr\)"):
+        np.asarray(k)
+    with pytest.raises(TypeError, match="convert_element_type does not accept dtype "
+                                        "key<fry>"):
+        k.astype(np.uint32)
+
+
+def test_key_array_updates_match_jax():
+    k, jk = random.split(random.key(4), 3), jr.split(jr.key(4), 3)
+    new, jnew = random.key(9), jr.key(9)
+    same_keys(k.at[1].set(new), jk.at[1].set(jnew))
+    same_keys(xform.jit(lambda k, n: k.at[np.array([0, 2])].set(n))(k, new),
+              jk.at[np.array([0, 2])].set(jnew))
+    same_keys(xform.lax.dynamic_update_slice(k, new[None], (np.int32(2),)),
+              jax.lax.dynamic_update_slice(jk, jnew[None], (np.int32(2),)))

@@ -34,6 +34,7 @@ import types
 import numpy as np
 
 from xform import tree_util as tu
+from xform.core import dtypes
 
 __all__ = ["save", "restore", "CheckpointError", "CheckpointManager"]
 
@@ -183,14 +184,17 @@ def _leaf_record(path, x):
             and not isinstance(x, np.generic):
         raise TypeError(f"checkpoint: the leaf at {tu.keystr(path) or 'the root'} is a "
                         f"{type(x).__name__}; checkpoints hold arrays and numbers")
+    if dtypes.is_extended(getattr(x, "dtype", None)) and hasattr(x, "physical_value"):
+        # typed PRNG keys: their uint32 data, and the key dtype to wrap it back in
+        rec, stored = _leaf_record(path, np.asarray(x.physical_value()))
+        return {**rec, "extended": str(x.dtype)}, stored
     try:
         arr = np.asarray(x, order="C")   # (ascontiguousarray would make 0-d arrays 1-d)
-    except Exception as e:  # noqa: BLE001  (tracers, typed PRNG keys, ...)
+    except Exception as e:  # noqa: BLE001  (tracers, ...)
         raise TypeError(f"checkpoint: the leaf at {tu.keystr(path) or 'the root'} "
                         f"({type(x).__name__} of dtype {getattr(x, 'dtype', '?')}) has no "
                         f"NumPy value to save ({type(e).__name__}: {e}); save concrete "
-                        "arrays (outside jit), and typed PRNG keys as "
-                        "xform.random.key_data(key)") from None
+                        "arrays (outside jit)") from None
     name = arr.dtype.name
     if name not in _NATIVE and name not in _EXTRA:
         raise TypeError(f"checkpoint: the leaf at {tu.keystr(path) or 'the root'} has dtype "
@@ -282,7 +286,8 @@ def _load_leaves(data, header, meta, start, file):
             if hashlib.sha256(raw).hexdigest() != rec["sha256"]:
                 raise CheckpointError(f"{file} is corrupted: the bytes of tensor {i} do not "
                                       "match their SHA-256 checksum")
-            out.append(np.frombuffer(raw, dtype).reshape(shape).copy())
+            arr = np.frombuffer(raw, dtype).reshape(shape).copy()
+            out.append(arr if "extended" not in rec else _wrap_extended(rec["extended"], arr))
     except CheckpointError:
         raise
     except (KeyError, TypeError, ValueError, IndexError):
@@ -377,10 +382,21 @@ def save(path, tree, *, overwrite=True):
         pass
 
 
+def _wrap_extended(name, data):
+    if name != "key<fry>":
+        raise CheckpointError(f"unknown extended dtype {name!r} in the checkpoint")
+    import xform.random
+    return xform.random.wrap_key_data(data)
+
+
+def _dtype_name(dt):
+    return str(dt) if dtypes.is_extended(dt) else np.dtype(dt).name
+
+
 def _leaf_desc(x):
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return f"a Python {type(x).__name__}"
-    return f"shape {tuple(np.shape(x))} dtype {np.dtype(x.dtype).name}"
+    return f"shape {tuple(np.shape(x))} dtype {_dtype_name(x.dtype)}"
 
 
 def _fit_leaf(stored, want, path, file):
@@ -398,7 +414,7 @@ def _fit_leaf(stored, want, path, file):
                 return type(want)(stored.item() if hasattr(stored, "item") else stored)
             return np.asarray(stored, dtype=want.dtype)
     elif tuple(stored.shape) == tuple(np.shape(want)) and \
-            stored.dtype == np.dtype(want.dtype):
+            _dtype_name(stored.dtype) == _dtype_name(want.dtype):
         return stored
     raise CheckpointError(f"{file}: the leaf {where} has {_leaf_desc(stored)} in the "
                           f"checkpoint but {_leaf_desc(want)} in the target")

@@ -17,7 +17,7 @@ class Array(ArrayOps):
     >>> jnp.array([1.0, 2.0])
     Array([1., 2.], dtype=float32)
     """
-    __slots__ = ("_buf", "aval", "_npy")
+    __slots__ = ("_buf", "aval", "_npy", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, buf, aval: ShapedArray):
@@ -33,9 +33,15 @@ class Array(ArrayOps):
     itemsize = property(lambda self: self.aval.dtype.itemsize)
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
+    def physical_value(self) -> np.ndarray:
+        """The host copy of what XLA holds (for typed keys: their uint32 data)."""
+        return backend.to_numpy(self._buf)
+
     def _value(self) -> np.ndarray:
         """The host copy (fetched once, read-only)."""
         if self._npy is None:
+            if not isinstance(self.aval.dtype, np.dtype):
+                _no_numpy_value(self.aval.dtype)
             self._npy = backend.to_numpy(self._buf)
         return self._npy
 
@@ -118,6 +124,8 @@ class Array(ArrayOps):
         # program per index.
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
+        if not isinstance(self.aval.dtype, np.dtype):
+            return (self[i] for i in range(self.aval.shape[0]))
         from xform.interpreters.dispatch import device_put_value
         weak = self.aval.weak_type
         return (device_put_value(row, weak_type=weak) for row in self._value())
@@ -131,9 +139,14 @@ class Array(ArrayOps):
         return format(str(self), spec)
 
     def __str__(self):
+        if not isinstance(self.aval.dtype, np.dtype):
+            return repr(self)
         return str(self._value())
 
     def __repr__(self):
+        if not isinstance(self.aval.dtype, np.dtype):  # typed keys, as JAX prints them
+            return (f"Array({self.aval.shape}, dtype={self.aval.dtype}) overlaying:\n"
+                    f"{self.physical_value()}")
         v = self._value()
         prefix = "Array("
         if v.size == 0 and v.shape != (0,):
@@ -151,6 +164,12 @@ class Array(ArrayOps):
 
     def __deepcopy__(self, memo):
         return self
+
+
+def _no_numpy_value(dtype):
+    raise TypeError(f"JAX array with {dtype} dtype cannot be converted to a NumPy array. "
+                    "Use jax.random.key_data(arr) if you wish to extract the underlying "
+                    "integer array.")
 
 
 def _reconstruct(value, weak_type):
@@ -178,15 +197,21 @@ class ShardedArray(Array):
 
     def __getattr__(self, name):
         if name == "_buf":  # assembled on first use by an ordinary (one-device) op
-            buf = backend.device_put(self._value())
+            buf = backend.device_put(self.physical_value())
             self._buf = buf
             return buf
         raise AttributeError(name)
 
-    def _value(self):
+    def physical_value(self):
+        """The assembled host array of what XLA holds (key data for typed keys)."""
         if self._npy is None:
             self._npy = self.layout.assemble([backend.to_numpy(b) for b in self._shards])
         return self._npy
+
+    def _value(self):
+        if not isinstance(self.aval.dtype, np.dtype):
+            _no_numpy_value(self.aval.dtype)
+        return self.physical_value()
 
     def block_until_ready(self):
         for b in self._shards:

@@ -10,6 +10,8 @@ _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f6
 
 
 def short_dtype_name(dtype) -> str:
+    if dtypes.is_extended(dtype):
+        return str(dtype)
     return _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
@@ -19,12 +21,20 @@ class ShapedArray:
     Immutable and hashable (the hash is computed once: avals are jit cache keys).
     NB: xform has no ConcreteArray; tracers that know their value say so through
     ``Tracer.to_concrete_value`` (the stackless design JAX uses now).
+
+    ``dtype`` may be an extended dtype (typed PRNG keys, ``key<fry>``): the shape is
+    then the logical one and ``physical_aval`` gives what XLA holds.
     """
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        try:
+            self.dtype = np.dtype(dtype)
+        except TypeError:
+            if not dtypes.is_extended(dtype):
+                raise
+            self.dtype = dtype
         self.weak_type = bool(weak_type)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
@@ -59,6 +69,16 @@ class ShapedArray:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
+
+
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+    """What XLA holds for ``aval``: itself, or for an extended dtype its physical
+    element (e.g. ``uint32[2]`` per threefry key) appended to the shape."""
+    dt = aval.dtype
+    if isinstance(dt, np.dtype):
+        return aval
+    elt = dt._rules.physical_element_aval
+    return ShapedArray(aval.shape + elt.shape, elt.dtype)
 
 
 _canonical = {}

@@ -85,6 +85,8 @@ def _as_dtype(x):
     memoizable = t is str or isinstance(x, type)
     if memoizable and x in _DTYPE_LIKE_MEMO:
         return _DTYPE_LIKE_MEMO[x]
+    if not memoizable and is_extended(x):
+        return x
     try:
         dt = np.dtype(x)
     except (TypeError, ValueError) as e:
@@ -176,6 +178,8 @@ def canonicalize_dtype(dtype):
     dt = _as_dtype(dtype)
     out = _CANONICAL[config.jax_enable_x64].get(dt)
     if out is None:
+        if is_extended(dt):
+            return dt
         raise _unsupported(dt, dtype)
     return out
 
@@ -225,6 +229,8 @@ def dtype(x, canonicalize=True):
     """
     dt = getattr(x, "dtype", None)  # arrays and tracers first: the common case
     if type(dt) not in _DTYPE_CLASSES:
+        if is_extended(dt):
+            return dt
         dt = _raw_dtype(x)
     out = _CANONICAL[config.jax_enable_x64 if canonicalize else True].get(dt)
     if out is None:
@@ -402,6 +408,8 @@ def _arg_key(x):
         return x, False
     if isinstance(x, type) and x in _PY_SCALAR_KEYS:
         return _PY_SCALAR_KEYS[x]  # the types int/float/complex are weak too
+    if is_extended(dt):
+        return dt, False
     return _raw_dtype(x), _weak_attr(x)
 
 
@@ -480,6 +488,9 @@ def result_type(*args, return_weak_type_flag=False):
     out = cache.get(key)
     if out is None:
         pairs = key if n > 2 else (key[:2], key[2:]) if n == 2 else (key,)
+        if any(is_extended(dt) for dt, _ in pairs):
+            dt = _extended_result_type(args)
+            return (dt, False) if return_weak_type_flag else dt
         out = cache[key] = _result_type_uncached(pairs, config.jax_enable_x64)
     return out if return_weak_type_flag else out[0]
 
@@ -509,6 +520,28 @@ def _extended_type(x):
         return x
     t = getattr(x, "type", None) if not isinstance(x, (np.dtype, type, str)) else None
     return t if isinstance(t, type) and issubclass(t, extended) else None
+
+
+def is_extended(dt):
+    """Whether ``dt`` is an extended dtype (a dtype object such as ``key<fry>``).
+
+    Extended dtypes are not NumPy dtypes: arrays of them have a logical shape and a
+    physical representation (``dt._rules.physical_element_aval``) that lowering uses.
+
+    >>> is_extended(np.float32)
+    False
+    """
+    return not isinstance(dt, (np.dtype, type, str)) and _extended_type(dt) is not None
+
+
+def _extended_result_type(args):
+    # Promotion of extended dtypes: only arrays of one extended dtype join (to it).
+    dts = {getattr(a, "dtype", a) for a in args}
+    ext = [d for d in dts if is_extended(d)]
+    if len(dts) == 1 and ext:
+        return ext[0]
+    bad = ext[0] if ext else next(iter(dts))
+    raise ValueError(f"dtype={bad} is not a valid dtype for JAX type promotion.")
 
 
 def issubdtype(a, b):

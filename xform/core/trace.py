@@ -129,7 +129,7 @@ class set_current_trace:
 
 class Tracer(ArrayOps):
     """A value inside a transformation. Operators and array methods: ``ArrayOps``."""
-    __slots__ = ("_trace",)
+    __slots__ = ("_trace", "__weakref__")
     __array_priority__ = 1000
 
     @property

@@ -12,16 +12,25 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from xform.core.avals import ShapedArray
+from xform.core.avals import ShapedArray, physical_aval
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
 chlo = backend.chlo
 
 _lowerings = {}
+_extended_lowerings = {}
 
 
 def register_lowering(prim, rule):
     _lowerings[prim] = rule
+    return rule
+
+
+def register_extended_lowering(prim, rule):
+    """``rule`` lowers ``prim`` where an operand or result has an extended dtype (typed
+    keys): it gets the logical avals and emits ops on the physical values. Primitives
+    without one (calls, loops, conditionals) lower as usual: values have physical types."""
+    _extended_lowerings[prim] = rule
     return rule
 
 
@@ -55,7 +64,20 @@ def dtype_to_ir_type(dtype):
 
 
 def aval_to_ir_type(aval: ShapedArray):
+    if not isinstance(aval.dtype, np.dtype):
+        aval = physical_aval(aval)
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def _has_extended(avals):
+    return any(not isinstance(a.dtype, np.dtype) for a in avals)
+
+
+def _const_value(c, aval):
+    # A constant's host value; an extended-dtype Array gives its physical data.
+    if not isinstance(aval.dtype, np.dtype):
+        return backend.to_numpy(c._buf), None
+    return np.asarray(c), aval.dtype
 
 
 def ir_constant(x, dtype=None):
@@ -159,16 +181,20 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
         return env[a]
 
     for v, c in zip(jaxpr.constvars, consts, strict=True):
-        env[v] = c if isinstance(c, ir.Value) else ir_constant(np.asarray(c), v.aval.dtype)
+        env[v] = c if isinstance(c, ir.Value) else ir_constant(*_const_value(c, v.aval))
     for v, x in zip(jaxpr.invars, args, strict=True):
         env[v] = x
     for eqn in jaxpr.eqns:
+        avals_in = [a.aval for a in eqn.invars]
+        avals_out = [v.aval for v in eqn.outvars]
         rule = _lowerings.get(eqn.primitive)
+        if eqn.primitive in _extended_lowerings and (_has_extended(avals_in)
+                                                    or _has_extended(avals_out)):
+            rule = _extended_lowerings[eqn.primitive]
         if rule is None:
             raise NotImplementedError(f"No StableHLO lowering for primitive "
                                       f"'{eqn.primitive.name}'")
-        ctx = LoweringRuleContext(module_ctx, eqn.primitive, [a.aval for a in eqn.invars],
-                                  [v.aval for v in eqn.outvars])
+        ctx = LoweringRuleContext(module_ctx, eqn.primitive, avals_in, avals_out)
         outs = rule(ctx, *[read(a) for a in eqn.invars], **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]

@@ -174,7 +174,8 @@ def _shard_arg(x, layout, devices):
                     else backend.copy_to_device(buf, dev) for dev in devices]
         host = dispatch._canonical_numpy(np.asarray(x))
         return [backend.device_put(host, dev) for dev in devices]
-    host = dispatch._canonical_numpy(np.asarray(x))
+    host = (x.physical_value() if isinstance(x, Array)
+            else dispatch._canonical_numpy(np.asarray(x)))
     out = []
     for k, dev in enumerate(devices):
         index, _ = layout.shard_index(k, host.shape)

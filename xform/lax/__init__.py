@@ -54,6 +54,7 @@ from xform.lax.dynamic_slicing import (
     dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim, slice_in_dim,
     dynamic_slice_p, dynamic_update_slice_p)
 from xform.lax.shapes import rev, split, rev_p, split_p
+from xform.lax import extended as _extended  # noqa: F401  (structural rules for typed keys)
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
 from xform.lax.fft import FftType, fft, fft_p
 

@@ -11,11 +11,31 @@ from xform.core.trace import Primitive, get_aval
 from xform.interpreters import batching, dispatch
 
 
+_extended_ok = set()
+
+
+def allow_extended(*prims):
+    """Let ``prims`` take extended-dtype operands (typed keys); see ``lax/extended.py``."""
+    _extended_ok.update(prims)
+
+
 def standard_primitive(name, abstract_eval, multiple_results=False):
-    """A primitive executed eagerly by compiling its lowering (no separate impl)."""
+    """A primitive executed eagerly by compiling its lowering (no separate impl).
+
+    Operands of an extended dtype (typed keys) are refused with a clear error unless
+    the primitive is structural and allowed (``allow_extended``)."""
     prim = Primitive(name)
     prim.multiple_results = multiple_results
-    prim.def_abstract_eval(abstract_eval)
+
+    def checked_abstract_eval(*avals, **params):
+        for a in avals:
+            if not isinstance(a.dtype, np.dtype) and prim not in _extended_ok:
+                raise TypeError(f"{name} does not accept dtype {a.dtype}: arrays of "
+                                f"{a.dtype} support only indexing, reshaping, "
+                                "concatenation and selection (take the underlying "
+                                "integers with jax.random.key_data).")
+        return abstract_eval(*avals, **params)
+    prim.def_abstract_eval(checked_abstract_eval)
     prim.def_impl(partial(dispatch.apply_primitive, prim))
     return prim
 

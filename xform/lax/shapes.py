@@ -85,6 +85,8 @@ def broadcast(operand, sizes):
 def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, or its own)."""
     shape = _ints(shape, "full shape")
+    if dtype is not None and dtypes.is_extended(dtype):   # typed keys: fill their data
+        return dtype._rules.full(shape, fill_value)
     if dtype is None:
         fill = fill_value if not isinstance(fill_value, (bool, int, float, complex)) \
             else scalar_array(fill_value, dtypes.dtype(fill_value), False)

@@ -87,6 +87,8 @@ def asarray(a, dtype=None, order=None, *, copy=None):
 
 def _filled(shape, fill, dt, weak):
     """``fill`` (a scalar or array) broadcast to ``shape`` as ``dt``."""
+    if dtypes.is_extended(dt):   # typed keys (jnp.zeros_like(keys)): lax.full fills data
+        return lax.full(shape, fill, dt)
     if type(fill) in _PY_SCALAR_TYPES:
         fill = _util.scalar_operand(fill, dt, weak)
     else:

@@ -211,39 +211,11 @@ def _promote_all(arrays, dtype):
     return [_util.convert(x, dt, weak) for x in arrays]
 
 
-# Array-like types that wrap an array with hidden trailing dimensions (xform.random's
-# typed keys register here): type -> (its data array, wrap data back). concatenate and
-# stack act on their visible dimensions, as JAX's do for extended dtypes.
-extended_types = {}
-
-
-def _extended(name, arrays):
-    """(data arrays, wrap, visible ndim) if ``arrays`` are of a registered extended type."""
-    if not isinstance(arrays, (list, tuple)) or not arrays:
-        return None
-    kind = extended_types.get(type(arrays[0]))
-    if kind is None:
-        return None
-    if any(type(a) is not type(arrays[0]) for a in arrays):
-        raise TypeError(f"jnp.{name}: cannot mix {type(arrays[0]).__name__} with other "
-                        f"arrays, got {[type(a).__name__ for a in arrays]}")
-    data, wrap = kind
-    return [data(a) for a in arrays], wrap, arrays[0].ndim
-
-
 def concatenate(arrays, axis=0, dtype=None):
     """Like numpy.concatenate; ``axis=None`` flattens the inputs first.
 
     Dtypes are promoted like a binary operation.
     """
-    ext = _extended("concatenate", arrays)
-    if ext is not None:
-        datas, wrap, ndim = ext
-        if axis is None:
-            datas, axis = [d.reshape(-1, d.shape[-1]) for d in datas], 0
-        elif not ndim:
-            raise ValueError("Zero-dimensional arrays cannot be concatenated.")
-        return wrap(concatenate(datas, canonicalize_axis(axis, ndim)))
     arrays = _sequence("concatenate", arrays)
     if not arrays:
         raise ValueError("Need at least one array to concatenate.")
@@ -268,10 +240,6 @@ def stack(arrays, axis=0, out=None, dtype=None):
     """Like numpy.stack."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
-    ext = _extended("stack", arrays)
-    if ext is not None:
-        datas, wrap, ndim = ext
-        return wrap(stack(datas, canonicalize_axis(axis, ndim + 1)))
     arrays = _sequence("stack", arrays)
     if not arrays:
         raise ValueError("Need at least one array to stack.")

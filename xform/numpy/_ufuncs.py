@@ -59,16 +59,21 @@ def _fast_pair(x, y, allowed=None):
     return None
 
 
-def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None):
+def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=None):
     """A NumPy binary function over ``prim``; ``bool_fn(a, b)`` handles bool operands
-    (lax arithmetic takes no bools: JAX's add is "or" on them, multiply "and")."""
+    (lax arithmetic takes no bools: JAX's add is "or" on them, multiply "and"), and
+    ``extended_fn(a, b)`` operands of an extended dtype (typed keys)."""
     bind = prim.bind
     if bool_fn is not None:
         allowed = dtypes.numeric_dtypes
+    elif extended_fn is not None:   # (extended dtypes miss the fast path)
+        allowed = dtypes.all_dtypes
 
     def fn(x1, x2, /):
         ops = _fast_pair(x1, x2, allowed)
         if ops is None:
+            if extended_fn is not None and (_is_extended(x1) or _is_extended(x2)):
+                return extended_fn(x1, x2)
             ops = promote_args(name, x1, x2, to=to)
             if bool_fn is not None and ops[0].aval.dtype == dtypes.bool_:
                 return bool_fn(*ops)
@@ -102,8 +107,20 @@ true_divide = _binary("true_divide", lax.div_p, """Like numpy.true_divide.
     Array([0. , 0.5, 1. ], dtype=float32)
     """, to="inexact", allowed=dtypes.inexact_dtypes)
 divide = true_divide
-equal = _binary("equal", lax.eq_p, "Like numpy.equal.")
-not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.")
+def _is_extended(x):
+    dt = getattr(x, "dtype", None)
+    return dt is not None and not isinstance(dt, np.dtype) and dtypes.is_extended(dt)
+
+
+def _keys_equal(x1, x2):
+    # Typed keys compare through their dtype's rule: all physical words equal.
+    dt = x1.dtype if _is_extended(x1) else x2.dtype
+    return dt._rules.equal(x1, x2)
+
+
+equal = _binary("equal", lax.eq_p, "Like numpy.equal.", extended_fn=_keys_equal)
+not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.",
+                    extended_fn=lambda a, b: logical_not(_keys_equal(a, b)))
 less = _binary("less", lax.lt_p, "Like numpy.less.")
 less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.")
 greater = _binary("greater", lax.gt_p, "Like numpy.greater.")

@@ -13,7 +13,7 @@ from xform.random import (_continuous, _core, _discrete, _gamma,  # noqa: F401
                           _keys as _keys_mod)
 from xform.random._core import (PRNGKey, key, key_data, wrap_key_data,  # noqa: F401
                                 key_impl, key_dtype, clone)
-from xform.random._keys import KeyReuseError, PRNGKeyArray  # noqa: F401
+from xform.random._keys import KeyReuseError  # noqa: F401
 
 
 def _public(fn, allow_batched=False):
@@ -41,5 +41,5 @@ for _mod, _names in _SAMPLERS.items():
         globals()[_name] = _public(getattr(_mod, _name))
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
-           "KeyReuseError", "PRNGKeyArray"] + [n for ns in _SAMPLERS.values() for n in ns]
+           "KeyReuseError"] + [n for ns in _SAMPLERS.values() for n in ns]
 del _mod, _names, _name

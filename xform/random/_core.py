@@ -93,7 +93,7 @@ def key(seed, *, impl=None, dtype=None):
     ((), key<fry>)
     """
     _check_impl(impl, dtype)
-    return _keys.PRNGKeyArray(_seed_to_key(seed, "key"))
+    return _keys.random_wrap(_seed_to_key(seed, "key"))
 
 
 def key_data(keys):
@@ -117,7 +117,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     if _keys.is_typed_key(key_bits_array):
         raise TypeError("wrap_key_data accepts raw uint32 key data, but was given a PRNG "
                         "key array.")
-    return _keys.PRNGKeyArray(_keys.check_key_data(jnp.asarray(key_bits_array)))
+    return _keys.random_wrap(jnp.asarray(key_bits_array))
 
 
 def key_dtype(impl=None):
@@ -150,7 +150,7 @@ def clone(key):
     ()
     """
     data, typed = _keys.unwrap("clone", key, allow_batched=True)
-    return _keys.PRNGKeyArray(data) if typed else data
+    return _keys.random_wrap(data) if typed else data
 
 
 def _single_key(name, k):
@@ -159,7 +159,7 @@ def _single_key(name, k):
 
 
 def _rewrap(like, data):
-    return _keys.PRNGKeyArray(data) if _keys.is_typed_key(like) else data
+    return _keys.random_wrap(data) if _keys.is_typed_key(like) else data
 
 
 def _static_shape(name, shape):

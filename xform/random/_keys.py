@@ -1,24 +1,44 @@
-"""Typed PRNG keys: ``PRNGKeyArray``, an array of dtype ``key<fry>`` over ``uint32[..., 2]``
-key data, and the key checks every sampler runs (including ``jax_debug_key_reuse``).
+"""Typed PRNG keys: the extended dtype ``key<fry>``, the two primitives that convert
+between key arrays and their ``uint32[..., 2]`` data, and the key checks every sampler
+runs (including ``jax_debug_key_reuse``).
 
-NB: JAX makes key arrays an *extended dtype* that every primitive and interpreter knows.
-xform makes ``PRNGKeyArray`` a pytree node whose one leaf is the raw key data, so jit,
-vmap, grad (float0 tangents), scan and while_loop carry typed keys with no change to
-the core; the dtype (``KeyTy``, under ``dtypes.prng_key``) is known to ``issubdtype``.
-What differs: ``tree_leaves(key)`` is the uint32 data (JAX: the key), and jnp
-functions (``jnp.stack``, ``jnp.where``) do not accept key arrays: indexing, reshape,
-ravel, squeeze and ``T`` are methods; stack ``key_data`` and ``wrap_key_data`` it.
+As in JAX, a typed key array is an ordinary ``Array`` (or tracer) whose dtype is
+extended: its shape is the logical one, XLA holds the data (``physical_aval``), and
+every transformation carries it as it carries any array (a pytree leaf; float0
+tangents). Indexing, reshaping, stacking and ``jnp.where`` work through the
+structural primitives' extended rules (``lax/extended.py``); arithmetic is refused.
 """
+import weakref
+
 import numpy as np
 
+from xform.core.array import Array
+from xform.core.avals import ShapedArray, canonical_aval
 from xform.core.config import config
 from xform.core.dtypes import prng_key
 from xform.core.errors import KeyReuseError  # noqa: F401  (raised here)
 from xform.core.trace import get_aval
-from xform.core.tree_util import register_pytree_node
-from xform.numpy import _shape as _shape_mod
+from xform.interpreters import ad, batching, dispatch, mlir
+from xform.lax._prim import allow_extended, standard_primitive
 
 _KEY_SHAPE = (2,)
+
+
+class _KeyRules:
+    """What core needs to know of ``key<fry>``: the physical element; filling and
+    equality (used by ``lax.full`` and ``jnp.equal``)."""
+    physical_element_aval = ShapedArray(_KEY_SHAPE, np.uint32)
+
+    @staticmethod
+    def full(shape, fill_value):
+        """Keys whose data words are all ``fill_value`` (``jnp.zeros_like(keys)``)."""
+        from xform.lax.shapes import full
+        return random_wrap(full(tuple(shape) + _KEY_SHAPE, fill_value, np.uint32))
+
+    @staticmethod
+    def equal(a, b):
+        import xform.numpy as jnp
+        return jnp.all(jnp.equal(random_unwrap(a), random_unwrap(b)), axis=-1)
 
 
 class KeyTy:
@@ -28,6 +48,7 @@ class KeyTy:
     itemsize = 8
     kind = "V"
     _impl_name = "threefry2x32"
+    _rules = _KeyRules
 
     def __repr__(self):
         return self.name
@@ -64,111 +85,71 @@ class PRNGSpec:
         return hash(self._name)
 
 
-class PRNGKeyArray:
-    """An array of typed PRNG keys: shape ``data.shape[:-1]``, dtype ``key<fry>``.
+# ---- random_wrap / random_unwrap: key arrays <-> their uint32[..., 2] data ----
+
+def _wrap_abstract_eval(data):
+    return ShapedArray(data.shape[:-1], key_dtype)
+
+
+def _unwrap_abstract_eval(keys):
+    return ShapedArray(keys.shape + _KEY_SHAPE, np.uint32)
+
+
+def _same_buffer(prim):
+    # Eagerly the buffer already holds the other form: rewrap it, no program runs.
+    def impl(x):
+        if type(x) is Array:
+            return Array(x._buf, canonical_aval(prim.abstract_eval(x.aval)))
+        return dispatch.apply_primitive(prim, x)
+    return impl
+
+
+def _wrap_batch(vals, dims):
+    (x,), (d,) = vals, dims
+    if d == get_aval(x).ndim - 1:   # the batch axis must not be the key-data axis
+        x, d = batching.moveaxis(x, d, 0), 0
+    return random_wrap_p.bind(x), d
+
+
+def _unwrap_batch(vals, dims):
+    (x,), (d,) = vals, dims
+    return random_unwrap_p.bind(x), d
+
+
+random_wrap_p = standard_primitive("random_wrap", _wrap_abstract_eval)
+random_unwrap_p = standard_primitive("random_unwrap", _unwrap_abstract_eval)
+allow_extended(random_unwrap_p)
+for _p, _batch in ((random_wrap_p, _wrap_batch), (random_unwrap_p, _unwrap_batch)):
+    _p.def_impl(_same_buffer(_p))
+    ad.defnondiff(_p)
+    batching.primitive_batchers[_p] = _batch
+    mlir.register_lowering(_p, lambda ctx, x: x)   # the same physical value
+    mlir.register_extended_lowering(_p, lambda ctx, x: x)
+
+
+def random_wrap(data):
+    """Typed keys over checked ``uint32[..., 2]`` key data.
+
+    >>> import numpy as np
+    >>> random_wrap(np.array([[0, 1], [2, 3]], np.uint32)).shape
+    (2,)
+    """
+    return random_wrap_p.bind(check_key_data(data))
+
+
+def random_unwrap(keys):
+    """The ``uint32[..., 2]`` data of typed ``keys``.
 
     >>> import xform.random as random
-    >>> random.key(0)
-    Array((), dtype=key<fry>) overlaying:
-    [0 0]
+    >>> random_unwrap(random.key(3))
+    Array([0, 3], dtype=uint32)
     """
-    __slots__ = ("_base_array", "_consumed")
-    __array_priority__ = 200
-
-    def __init__(self, data):
-        # No checks: pytree unflattening builds these from tracers and placeholders.
-        self._base_array = data
-        self._consumed = False
-
-    shape = property(lambda self: tuple(get_aval(self._base_array).shape[:-1]))
-    dtype = property(lambda self: key_dtype)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-    itemsize = property(lambda self: key_dtype.itemsize)
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d key array")
-        return (self[i] for i in range(self.shape[0]))
-
-    def __getitem__(self, idx):
-        idx = idx if isinstance(idx, tuple) else (idx,)
-        # Index key dimensions only: the trailing data axis stays whole.
-        idx = (*idx, slice(None)) if any(i is Ellipsis for i in idx) else (*idx, Ellipsis)
-        return PRNGKeyArray(self._base_array[idx])
-
-    def reshape(self, *shape, order="C"):
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        shape = tuple(int(s) for s in shape)
-        if -1 in shape:
-            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-            shape = tuple(self.size // max(known, 1) if s == -1 else s for s in shape)
-        return PRNGKeyArray(self._base_array.reshape(*shape, *_KEY_SHAPE))
-
-    def ravel(self):
-        return self.reshape(-1)
-
-    flatten = ravel
-
-    def squeeze(self, axis=None):
-        import xform.numpy as jnp
-        if axis is None:
-            axis = tuple(i for i, s in enumerate(self.shape) if s == 1)
-        return PRNGKeyArray(jnp.squeeze(self._base_array, axis))
-
-    @property
-    def T(self):
-        import xform.numpy as jnp
-        perm = tuple(reversed(range(self.ndim))) + (self.ndim,)
-        return PRNGKeyArray(jnp.transpose(self._base_array, perm))
-
-    def block_until_ready(self):
-        self._base_array.block_until_ready()
-        return self
-
-    def __eq__(self, other):
-        import xform.numpy as jnp
-        if not isinstance(other, PRNGKeyArray):
-            return NotImplemented
-        return jnp.all(self._base_array == other._base_array, axis=-1)
-
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else ~eq
-
-    __hash__ = None
-
-    def __repr__(self):
-        data = self._base_array
-        try:
-            body = str(np.asarray(data))
-        except Exception:  # a tracer
-            body = repr(data)
-        return f"Array({self.shape}, dtype={key_dtype}) overlaying:\n{body}"
-
-    __str__ = __repr__
-
-
-def _unflatten(consumed, children):
-    k = PRNGKeyArray(children[0])
-    k._consumed = consumed
-    return k
-
-
-# The consumed mark rides in the treedef, so a consumed key passed through jit, vmap
-# or a loop is still consumed inside (always False while jax_debug_key_reuse is off).
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._consumed), _unflatten)
-# jnp.stack / jnp.concatenate of key arrays act on the key dimensions, as JAX's do.
-_shape_mod.extended_types[PRNGKeyArray] = (lambda k: k._base_array, PRNGKeyArray)
+    return random_unwrap_p.bind(keys)
 
 
 def is_typed_key(x):
-    return isinstance(x, PRNGKeyArray)
+    dt = getattr(x, "dtype", None)
+    return isinstance(dt, KeyTy)
 
 
 def check_key_data(data):
@@ -190,8 +171,8 @@ def check_key_data(data):
 def unwrap(name, key, allow_batched=False):
     """The raw ``uint32[..., 2]`` data of ``key`` (typed or raw), checked, and whether it
     was typed. Raises JAX's errors for non-keys and (unless allowed) key batches."""
-    typed = isinstance(key, PRNGKeyArray)
-    data = key._base_array if typed else check_key_data(key)
+    typed = is_typed_key(key)
+    data = random_unwrap(key) if typed else check_key_data(key)
     if not allow_batched:
         shape = get_aval(data).shape[:-1]
         if shape:
@@ -200,13 +181,25 @@ def unwrap(name, key, allow_batched=False):
     return data, typed
 
 
+_consumed = {}   # id(key object) -> (weakref to it, name of the consumer)
+
+
+def consumer(key):
+    """The name of what consumed the typed ``key`` object (None if it is fresh)."""
+    seen = _consumed.get(id(key))
+    return seen[1] if seen is not None and seen[0]() is key else None
+
+
 def consume(name, key):
-    """With ``jax_debug_key_reuse`` on, mark the typed ``key`` used (raise if it was)."""
-    if not config.jax_debug_key_reuse or not isinstance(key, PRNGKeyArray):
+    """With ``jax_debug_key_reuse`` on, mark the typed ``key`` object (an Array or a
+    tracer) used, and raise if it was."""
+    if not config.jax_debug_key_reuse or not is_typed_key(key):
         return
-    if key._consumed:
+    used_by = consumer(key)
+    if used_by is not None:
         raise KeyReuseError(
-            f"{name}: this PRNG key was already consumed (by {key._consumed}). Split it "
+            f"{name}: this PRNG key was already consumed (by {used_by}). Split it "
             "(jax.random.split) and use each new key once, or clone it (jax.random.clone) "
             "where reuse is intended.")
-    key._consumed = name
+    k = id(key)
+    _consumed[k] = (weakref.ref(key, lambda _, k=k: _consumed.pop(k, None)), name)

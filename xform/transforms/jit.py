@@ -158,7 +158,7 @@ class _FunCache:
     the argument types change (JAX's "Common Gotchas")."""
     __slots__ = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
                  "plain", "jaxprs", "entries", "fast", "tree_fast", "hoisted", "sig",
-                 "__weakref__")
+                 "consumed", "__weakref__")
 
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
                  donate_argnames):
@@ -173,10 +173,12 @@ class _FunCache:
         self.tree_fast = {}  # (C++ treedef of args, avals) -> _Entry
         self.hoisted = {}   # key -> (closed, jaxpr with consts as inputs, consts)
         self.sig = None     # parameter names, for cache-miss explanations
+        self.consumed = {}  # key -> argument leaves whose typed keys the function consumes
         _all_caches.add(self)
 
     def clear(self):
-        for d in (self.jaxprs, self.entries, self.fast, self.tree_fast, self.hoisted):
+        for d in (self.jaxprs, self.entries, self.fast, self.tree_fast, self.hoisted,
+                  self.consumed):
             d.clear()
 
 
@@ -281,6 +283,10 @@ class JitWrapped:
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        if config.jax_debug_key_reuse:
+            from xform.random import _keys
+            for i in self._cache.consumed.get(key, ()):
+                _keys.consume(f"jit({self._name})", leaves[i])
         if refinfo is not None:
             return self._call_with_refs(key, leaves, closed, out_tree, refinfo)
         cache = self._cache
@@ -292,7 +298,8 @@ class JitWrapped:
                 compiled = mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated)
                 entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
-                if self._plain and not kwargs and compiled is None:
+                if self._plain and not kwargs and compiled is None and \
+                        not config.jax_debug_key_reuse:   # (fast paths check no keys)
                     self._add_fast_paths(entry, args, leaves)
             outs = entry.compiled(
                 leaves, lambda i: explain.leaf_name(self, args, kwargs, i))
@@ -407,6 +414,8 @@ class JitWrapped:
             if config.jax_explain_cache_misses:
                 explain.explain_cache_miss(self, key, args, nums)
             hit = self._trace(in_tree, avals, args, kwargs, nums)
+            if config.jax_debug_key_reuse:
+                self._cache.consumed[key] = self._consumed_by_trace
             # A jaxpr that captured tracers of an enclosing transformation (or refs
             # created inside one) is valid only for this call: don't cache it.
             if not any(isinstance(c, Tracer) for c in hit[0].consts) and (
@@ -433,6 +442,10 @@ class JitWrapped:
                 full_kwargs = {k: (dyn_kwargs[k] if k in dyn_kwargs else kwargs[k])
                                for k in kwargs}
                 out = self._fun(*full_args, **full_kwargs)
+                if config.jax_debug_key_reuse:   # which argument keys it consumed
+                    from xform.random import _keys
+                    self._consumed_by_trace = tuple(
+                        i for i, x in enumerate(flat) if _keys.consumer(x) is not None)
                 out_leaves, out_tree = tree_util.tree_flatten(out)
                 refs.check_no_ref_outputs(self._fun, out_leaves)
                 out_tree_box.append(out_tree)
@@ -597,6 +610,8 @@ def _clear_all(name, value):
     # check no flags (they stay empty while jit is disabled: _call returns early).
     for c in list(_all_caches):
         if name == "jax_enable_x64":
+            c.clear()
+        elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
             c.clear()
         elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
             if name != "jax_disable_jit":  # executables bake the flag in

@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from xform.core import dtypes, tree_util
-from xform.core.avals import ShapedArray
+from xform.core.avals import ShapedArray, physical_aval
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.trace import Tracer, get_aval, set_current_trace
@@ -468,8 +468,8 @@ def _i32(x):
 def _scan_lowering(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, linear,
                    unroll):
     consts, init, xs = _split(args, num_consts, num_carry)
-    x_avals = jaxpr.in_avals[num_consts + num_carry:]
-    ys_avals = ctx.avals_out[num_carry:]
+    x_avals = [physical_aval(a) for a in jaxpr.in_avals[num_consts + num_carry:]]
+    ys_avals = [physical_aval(a) for a in ctx.avals_out[num_carry:]]
     ys_init = [mlir.full_like_aval(0, a) for a in ys_avals]
     if length == 0:   # a body slicing a zero-length xs would not even verify
         return init + ys_init
