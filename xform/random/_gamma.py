@@ -10,7 +10,7 @@ import xform.numpy as jnp
 from xform import lax
 from xform.core.dtypes import finfo
 from xform.random._continuous import _static_int
-from xform.random._core import (_bcast_param, _float_dtype, _shape_from, _static_shape,
+from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
                                 exponential, normal, rademacher, split, uniform)
 from xform.transforms.custom_derivatives import custom_jvp
 
@@ -190,13 +190,6 @@ def random_gamma_grad(a, x):
     return lax.select(domain_error | is_nan, jnp.full_like(a, np.nan), out)
 
 
-def _gamma(name, key, a, shape, dtype, log_space):
-    dtype = _float_dtype(name, dtype)
-    shape = _shape_from(name, shape, a)
-    a = _bcast_param(a, dtype, shape)
-    return _gamma_sample(key, a, log_space)
-
-
 def gamma(key, a, shape=None, dtype=None):
     """Gamma(a, 1) samples, differentiable in ``a`` (implicit reparameterization).
 
@@ -210,7 +203,11 @@ def gamma(key, a, shape=None, dtype=None):
     >>> bool((random.gamma(random.PRNGKey(0), 2.0, (4,)) > 0).all())
     True
     """
-    return _gamma("gamma", key, a, shape, dtype, False)
+    kd = _key_data("gamma", key)
+    dtype = _float_dtype("gamma", dtype)
+    if shape is not None:
+        shape = _shape_from("gamma", shape, a)
+    return _gamma(kd, a, shape=shape, dtype=dtype)
 
 
 def loggamma(key, a, shape=None, dtype=None):
@@ -220,7 +217,20 @@ def loggamma(key, a, shape=None, dtype=None):
     >>> random.loggamma(random.PRNGKey(0), 0.01, (2,)).shape
     (2,)
     """
-    return _gamma("loggamma", key, a, shape, dtype, True)
+    kd = _key_data("loggamma", key)
+    dtype = _float_dtype("loggamma", dtype)
+    if shape is not None:
+        shape = _shape_from("loggamma", shape, a)
+    return _gamma(kd, a, shape=shape, dtype=dtype, log_space=True)
+
+
+@_jit(static_argnames=("shape", "dtype", "log_space"))
+def _gamma(key, a, shape, dtype, log_space=False):
+    shape = np.shape(a) if shape is None else shape
+    a = lax.convert_element_type(a, dtype)
+    if np.shape(a) != shape:
+        a = jnp.broadcast_to(a, shape)
+    return _gamma_sample(key, a, log_space)
 
 
 def beta(key, a, b, shape=None, dtype=None):
@@ -231,13 +241,20 @@ def beta(key, a, b, shape=None, dtype=None):
     >>> bool(((x > 0) & (x < 1)).all())
     True
     """
+    kd = _key_data("beta", key)
     dtype = _float_dtype("beta", dtype)
-    shape = _shape_from("beta", shape, a, b)
+    return _beta(kd, a, b, _shape_from("beta", shape, a, b), dtype)
+
+
+@_jit(3, 4)
+def _beta(key, a, b, shape, dtype):
+    a = lax.convert_element_type(a, dtype)
+    b = lax.convert_element_type(b, dtype)
     key_a, key_b = split(key)
-    a, b = _bcast_param(a, dtype, shape), _bcast_param(b, dtype, shape)
+    a, b = jnp.broadcast_to(a, shape), jnp.broadcast_to(b, shape)
     log_gamma_a = loggamma(key_a, a, shape, dtype)
     log_gamma_b = loggamma(key_b, b, shape, dtype)
-    log_max = lax.max(log_gamma_a, log_gamma_b)
+    log_max = lax.max(log_gamma_a, log_gamma_b)   # gamma_a / (gamma_a + gamma_b), scaled
     ga = jnp.exp(log_gamma_a - log_max)
     gb = jnp.exp(log_gamma_b - log_max)
     return ga / (ga + gb)
@@ -251,13 +268,20 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     >>> round(float(x.sum()), 5)
     1.0
     """
+    kd = _key_data("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
     if np.ndim(alpha) < 1:
         raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
                          f"{np.ndim(alpha)}")
-    batch = np.shape(alpha)[:-1]
-    shape = batch if shape is None else _shape_from("dirichlet", shape, np.zeros(batch))
-    alpha = lax.convert_element_type(jnp.asarray(alpha), dtype)
+    if shape is not None:
+        shape = _shape_from("dirichlet", shape, np.zeros(np.shape(alpha)[:-1]))
+    return _dirichlet(kd, alpha, shape, dtype)
+
+
+@_jit(2, 3)
+def _dirichlet(key, alpha, shape, dtype):
+    shape = np.shape(alpha)[:-1] if shape is None else shape
+    alpha = lax.convert_element_type(alpha, dtype)
     x = loggamma(key, alpha, tuple(shape) + np.shape(alpha)[-1:], dtype)
     # softmax as JAX's jax.nn.softmax
     e = jnp.exp(x - lax.stop_gradient(jnp.max(x, -1, keepdims=True)))
@@ -271,9 +295,14 @@ def t(key, df, shape=None, dtype=None):
     >>> random.t(random.PRNGKey(0), 3.0, (2,)).shape
     (2,)
     """
+    kd = _key_data("t", key)
     dtype = _float_dtype("t", dtype)
-    shape = _shape_from("t", shape, df)
-    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    return _t(kd, df, _shape_from("t", shape, df), dtype)
+
+
+@_jit(2, 3)
+def _t(key, df, shape, dtype):
+    df = lax.convert_element_type(df, dtype)
     key_n, key_g = split(key)
     n = normal(key_n, shape, dtype)
     half_df = lax.div(df, np.array(2, dtype))
@@ -288,12 +317,17 @@ def chisquare(key, df, shape=None, dtype=None):
     >>> bool((random.chisquare(random.PRNGKey(0), 2.0, (3,)) > 0).all())
     True
     """
+    kd = _key_data("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
-    shape = _shape_from("chisquare", shape, df)
-    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    return _chisquare(kd, df, _shape_from("chisquare", shape, df), dtype)
+
+
+@_jit(2, 3)
+def _chisquare(key, df, shape, dtype):
+    df = lax.convert_element_type(df, dtype)
     two = np.array(2, dtype)
     log_g = loggamma(key, lax.div(df, two), shape, dtype)
-    return lax.mul(jnp.exp(log_g), jnp.broadcast_to(two, shape))
+    return lax.mul(jnp.exp(log_g), two)
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
@@ -303,15 +337,19 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     >>> random.f(random.PRNGKey(0), 2.0, 3.0, (2,)).shape
     (2,)
     """
+    kd = _key_data("f", key)
     dtype = _float_dtype("f", dtype)
-    shape = _shape_from("f", shape, dfnum, dfden)
-    dfden = lax.convert_element_type(jnp.asarray(dfden), dtype)
-    dfnum = lax.convert_element_type(jnp.asarray(dfnum), dtype)
+    return _f(kd, dfnum, dfden, _shape_from("f", shape, dfnum, dfden), dtype)
+
+
+@_jit(3, 4)
+def _f(key, dfnum, dfden, shape, dtype):
+    dfden = lax.convert_element_type(dfden, dtype)
+    dfnum = lax.convert_element_type(dfnum, dtype)
     key_dfd, key_dfn = split(key)
     chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype)
     chi2_dfd = chisquare(key_dfd, dfden, shape, dtype)
-    return lax.div(lax.div(chi2_dfn, jnp.broadcast_to(dfnum, shape)),
-                   lax.div(chi2_dfd, jnp.broadcast_to(dfden, shape)))
+    return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
 
 
 def generalized_normal(key, p, shape=(), dtype=None):
@@ -321,8 +359,13 @@ def generalized_normal(key, p, shape=(), dtype=None):
     >>> random.generalized_normal(random.PRNGKey(0), 1.5, (3,)).shape
     (3,)
     """
+    kd = _key_data("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
-    shape = _static_shape("generalized_normal", shape)
+    return _generalized_normal(kd, p, _static_shape("generalized_normal", shape), dtype)
+
+
+@_jit(2, 3)
+def _generalized_normal(key, p, shape, dtype):
     k_g, k_r = split(key)
     g = gamma(k_g, 1 / p, shape, dtype)
     r = rademacher(k_r, shape, dtype)
@@ -336,9 +379,14 @@ def ball(key, d, p=2, shape=(), dtype=None):
     >>> random.ball(random.PRNGKey(0), 3, shape=(2,)).shape
     (2, 3)
     """
+    kd = _key_data("ball", key)
     dtype = _float_dtype("ball", dtype)
     shape = _static_shape("ball", shape)
-    d = _static_int("ball", "d", d)
+    return _ball(kd, p, _static_int("ball", "d", d), shape, dtype)
+
+
+@_jit(2, 3, 4)
+def _ball(key, p, d, shape, dtype):
     k1, k2 = split(key)
     g = generalized_normal(k1, p, (*shape, d), dtype)
     e = exponential(k2, shape, dtype)
