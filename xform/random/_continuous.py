@@ -177,10 +177,14 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     kd = _key_data("triangular", key)
     dtype = _float_dtype("triangular", dtype)
     shape = _shape_from("triangular", shape, left, mode, right)
-    # (JAX's _triangular is an inline jit: no boundary)
+    return _triangular(kd, left, mode, right, shape, dtype)
+
+
+@_jit(4, 5, inline=True)
+def _triangular(key, left, mode, right, shape, dtype):
     left, right, mode = (_bcast_param(v, dtype, shape) for v in (left, right, mode))
     fc = (mode - left) / (right - left)
-    u = uniform(kd, shape, dtype)
+    u = uniform(key, shape, dtype)
     out1 = left + lax.sqrt(u * (right - left) * (mode - left))
     out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
     return lax.select(u < fc, out1, out2)

@@ -19,7 +19,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core.config import config
-from xform.core.trace import get_aval
+from xform.core.trace import current_trace, get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
 from xform.random import _keys
 
@@ -170,7 +170,7 @@ def _rewrap(like, data):
     return _keys.PRNGKeyArray(data) if _keys.is_typed_key(like) else data
 
 
-def _jit(*static_argnums, static_argnames=()):
+def _jit(*static_argnums, static_argnames=(), inline=False):
     """JAX's ``@jit(static_argnums=...)`` on a sampler's private impl, mirrored.
 
     Each public function checks and canonicalizes its arguments and calls its impl
@@ -179,10 +179,31 @@ def _jit(*static_argnums, static_argnames=()):
     reach its body as call arguments exactly as in JAX's program, and XLA's constant
     folding and algebraic simplification fall the same way: inlined, they are literals
     in the body and XLA folds them differently (1 to ~100 ulp apart). Eagerly, a call
-    runs one cached executable, as JAX's. JAX's ``inline=True`` jits get no boundary."""
+    runs one cached executable, as JAX's. ``inline`` is JAX's ``inline=True``: no
+    boundary when staged into an enclosing jit, a jitted call otherwise."""
     from xform.transforms.jit import jit    # (transforms import lax: keep it lazy)
-    return functools.partial(jit, static_argnums=static_argnums,
-                             static_argnames=static_argnames)
+
+    def wrap(fn):
+        jitted = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames)
+        if not inline:
+            return jitted
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            return (fn if _staging() else jitted)(*args, **kwargs)
+        return call
+    return wrap
+
+
+def _staging():
+    # Is a jaxpr being built (jit, or linearize's unknowns) under the current trace?
+    from xform.interpreters import partial_eval as pe
+    t = current_trace()
+    while t is not None:
+        if isinstance(t, (pe.DynamicJaxprTrace, pe.JaxprTrace)):
+            return True
+        t = t.parent
+    return False
 
 
 def _static_shape(name, shape):
@@ -612,10 +633,13 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None):
     """
     kd = _key_data("lognormal", key)
     dtype = _float_dtype("lognormal", dtype)
-    shape = _shape_from("lognormal", shape, sigma)
-    # (JAX's _lognormal is an inline jit: no boundary)
+    return _lognormal(kd, sigma, _shape_from("lognormal", shape, sigma), dtype)
+
+
+@_jit(2, 3, inline=True)
+def _lognormal(key, sigma, shape, dtype):
     sigma = lax.convert_element_type(sigma, dtype)
-    return lax.exp(normal(kd, shape, dtype) * sigma)
+    return lax.exp(normal(key, shape, dtype) * sigma)
 
 
 def pareto(key, b, shape=None, dtype=None):

@@ -364,9 +364,13 @@ def binomial(key, n, p, shape=None, dtype=None):
     >>> random.binomial(random.PRNGKey(0), 10.0, 0.5, (3,)).dtype
     dtype('float32')
     """
-    _single_key("binomial", key)
+    kd = _key_data("binomial", key)
     dtype = _float_dtype("binomial", dtype)
-    shape = _shape_from("binomial", shape, n, p)
+    return _binomial(kd, n, p, _shape_from("binomial", shape, n, p), dtype)
+
+
+@_jit(3, 4, inline=True)
+def _binomial(key, n, p, shape, dtype):
     prob = jnp.asarray(p)
     prob = prob.astype(to_inexact_dtype(prob.dtype))
     count = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(n), prob.dtype), shape)

@@ -1,18 +1,21 @@
 """The gamma family: gamma and loggamma (Marsaglia-Tsang rejection in a while_loop, one
 key per element, as JAX), and what is built on them: beta, dirichlet, t, chisquare, f,
-generalized_normal, ball. Differentiable in the shape parameter by implicit
-reparameterization (``random_gamma_grad``: d sample / d alpha = -dF/dalpha / pdf)."""
+generalized_normal, ball. ``random_gamma_p`` is a primitive, as JAX's: differentiable in
+the shape parameter by implicit reparameterization (``random_gamma_grad``: d sample /
+d alpha = -dF/dalpha / pdf), batched by flattening keys and lanes together."""
 import math
 
 import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
+from xform.core.avals import ShapedArray
 from xform.core.dtypes import finfo
+from xform.interpreters import ad, batching, mlir
+from xform.lax._prim import standard_primitive
 from xform.random._continuous import _static_int
 from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
                                 exponential, normal, rademacher, split, uniform)
-from xform.transforms.custom_derivatives import custom_jvp
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "f",
            "generalized_normal", "ball"]
@@ -61,23 +64,39 @@ def _gamma_one(key, alpha, log_space):
     return lax.mul(lax.mul(d, V), boost)
 
 
-def _gamma_impl(key, a, log_space):
-    # One key per element (split(key, a.size)), each element its own rejection loop;
-    # vmapped, as JAX's lowering (a vmapped while_loop freezes finished elements).
+def _gamma_impl(key, a, *, log_space):
+    # ``key``: uint32[*batch, 2] (a batch of keys after vmap, see the batching rule) and
+    # ``a`` of shape (*batch, *rest): each key is split into prod(rest) keys, one per
+    # element, and the elements run their own rejection loops, vmapped (a vmapped
+    # while_loop freezes finished lanes): JAX's lowering of random_gamma, lane for lane.
     from xform.transforms.vmap import vmap   # (transforms import lax: keep it lazy)
-    keys = split(key, math.prod(a.shape))
-    samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, jnp.ravel(a))
+    nbatch = key.ndim - 1
+    count = math.prod(a.shape[nbatch:])
+    keys = vmap(lambda k: split(k, count))(jnp.reshape(key, (-1, 2)))
+    samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(
+        jnp.reshape(keys, (-1, 2)), jnp.ravel(a))
     return jnp.reshape(samples, a.shape)
 
 
-_gamma_sample = custom_jvp(_gamma_impl, nondiff_argnums=(2,))
+def _random_gamma_abstract_eval(key, a, *, log_space):
+    return ShapedArray(a.shape, a.dtype)
 
 
-@_gamma_sample.defjvp
-def _gamma_sample_jvp(log_space, primals, tangents):
-    key, a = primals
-    ans = _gamma_sample(key, a, log_space)
-    return ans, tangents[1] * _gamma_grad(ans, a, log_space)
+def _random_gamma_batch(vals, dims, *, log_space):
+    # As JAX: both operands batched at the front, so the lowering sees one flat batch
+    # of lanes (a vmap of a vmap would nest the rejection loops instead).
+    size = batching.axis_size_of(vals, dims)
+    key, a = (batching.bdim_at_front(v, d, size) for v, d in zip(vals, dims))
+    return random_gamma_p.bind(key, a, log_space=log_space), 0
+
+
+# Gamma samples as a primitive, as JAX's random_gamma: its own batching rule (above) and
+# JVP (implicit reparameterization); the lowering is the vmapped rejection sampler.
+random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl, multiple_results=False))
+batching.primitive_batchers[random_gamma_p] = _random_gamma_batch
+ad.defjvp2(random_gamma_p, None,
+           lambda t, ans, key, a, log_space: t * _gamma_grad(ans, a, log_space))
 
 
 def _gamma_grad(sample, a, log_space):
@@ -230,7 +249,7 @@ def _gamma(key, a, shape, dtype, log_space=False):
     a = lax.convert_element_type(a, dtype)
     if np.shape(a) != shape:
         a = jnp.broadcast_to(a, shape)
-    return _gamma_sample(key, a, log_space)
+    return random_gamma_p.bind(key, a, log_space=log_space)
 
 
 def beta(key, a, b, shape=None, dtype=None):
