@@ -118,6 +118,9 @@ def test_errors():
         random.uniform(random.PRNGKey(0), (2,), minval=np.zeros(3))
     with pytest.raises(TypeError, match="only accepts floating point dtypes"):
         random.uniform(random.PRNGKey(0), (2,), np.int32)
+    with pytest.raises(ValueError, match="dtype argument to `bits` must be an unsigned "
+                                         "int dtype, got int32"):
+        random.bits(random.PRNGKey(0), (2,), np.int32)
 
 
 def test_docstring_examples():
@@ -181,6 +184,7 @@ def test_x64_seed_and_float64(x64):
     eq(random.uniform(k, (5,), np.float64), jr.uniform(jk, (5,), np.float64))
     eq(random.normal(k, (5,), np.float64), jr.normal(jk, (5,), np.float64))
     eq(random.bits(k, (4,), np.uint64), jr.bits(jk, (4,), np.uint64))
+    eq(random.bits(k, (4,)), jr.bits(jk, (4,)))   # default uint64 under x64
 
 
 @pytest.fixture

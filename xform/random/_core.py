@@ -324,17 +324,20 @@ def _random_bits(key, bit_width, shape):
 
 
 def bits(key, shape=(), dtype=None):
-    """Uniform random bits of an unsigned integer ``dtype`` (default uint32).
+    """Uniform random bits of an unsigned integer ``dtype`` (default uint32, or uint64
+    under x64).
 
     >>> import xform.random as random
     >>> random.bits(random.PRNGKey(0), (3,)).dtype
     dtype('uint32')
     """
     kd = _key_data("bits", key)
-    dtype = np.dtype(np.uint32 if dtype is None else dtype)
+    if dtype is None:   # JAX's default: uint64 under x64
+        dtype = np.uint64 if config.jax_enable_x64 else np.uint32
+    dtype = np.dtype(dtype)
     if not np.issubdtype(dtype, np.unsignedinteger):
-        raise TypeError(f"dtype argument to `bits` must be an unsigned int dtype, "
-                        f"got {dtype}")
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, "
+                         f"got {dtype}")
     return _bits(kd, dtype.itemsize * 8, _static_shape("bits", shape))
 
 
