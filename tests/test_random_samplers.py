@@ -230,7 +230,10 @@ def test_errors_name_the_argument():
 
 def test_high_modes():
     k, jk = random.PRNGKey(4), jr.PRNGKey(4)
-    close(xform.jit(lambda k: random.gumbel(k, (6,), mode="high"))(k),
-          jr.gumbel(jk, (6,), mode="high"), 0)
+    for mode in ("high", "highest"):   # highest: float32 from 64 bits (clz), as JAX
+        close(xform.jit(lambda k: random.gumbel(k, (2, 6), mode=mode))(k),
+              jr.gumbel(jk, (2, 6), mode=mode), 0)
+        close(random.gumbel(k, (6,), np.float16, mode=mode),
+              jr.gumbel(jk, (6,), np.float16, mode=mode), 0)
     close(xform.jit(lambda k: random.bernoulli(k, 0.3, (20,), mode="high"))(k),
           jr.bernoulli(jk, 0.3, (20,), mode="high"), 0)

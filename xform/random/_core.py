@@ -563,7 +563,10 @@ def _logistic(key, shape, dtype):
 
 
 def gumbel(key, shape=(), dtype=None, mode=None):
-    """Standard Gumbel samples ``-log(-log(u))`` (JAX's default mode ``"low"``).
+    """Standard Gumbel samples ``-log(-log(u))``.
+
+    ``mode``: ``"low"`` (default: one uniform), ``"high"`` (two, for more dynamic range
+    near 0) or ``"highest"`` (float32: 64 random bits, exact near 0 and 1), as JAX's.
 
     >>> import xform.random as random
     >>> random.gumbel(random.PRNGKey(0), (2,)).shape
@@ -573,21 +576,48 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     dtype = _float_dtype("gumbel", dtype)
     shape = _static_shape("gumbel", shape)
     mode = "low" if mode is None else mode
-    if mode not in ("low", "high"):
-        raise ValueError(f"Must provide valid mode for gumbel got: {mode} (xform: 'low' "
-                         "or 'high')")
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
     return _gumbel(kd, shape, dtype, mode)
 
 
 @_jit(1, 2, 3)
 def _gumbel(key, shape, dtype, mode):
     fi = jnp.finfo(dtype)
-    if mode == "high":
+    if mode == "highest" and dtype == np.float32:
+        # u in (0, 1) from 64 random bits (fixed point, all of them kept near 0 and 1):
+        # log1p(-u) below 1/2, log(u) above, from the flipped bits 1 - u there.
+        b = _random_bits(key, 32, (2,) + shape)
+        neg = lax.bitwise_not(b)
+        carry = lax.convert_element_type(lax.eq(neg[1], np.uint32(0xFFFFFFFF)), np.uint32)
+        neg = neg + jnp.stack([carry, jnp.ones_like(carry)])   # 1 - u: ~u + 1, 64-bit
+        flip = b[0] < np.uint32(1 << 31)
+        x = _bits_to_unit_float32(jnp.where(flip, b, neg))
+        return jnp.where(flip, -jnp.log(-jnp.log1p(-x)), -jnp.log(-jnp.log(x)))
+    if mode in ("high", "highest"):
         # Two uniforms: the second fills the low-order bits below 1/2 (more dynamic range).
-        high, low = _uniform(key, 0.0, 1.0, (2,) + shape, dtype)
+        u = _uniform(key, 0.0, 1.0, (2,) + shape, dtype)
+        high, low = u[0], u[1]
         x = jnp.where(high >= 0.5, high, high + 2 ** -int(fi.nmant) * low + fi.tiny)
         return -jnp.log(-jnp.log1p(-x))
     return -jnp.log(-jnp.log(_uniform(key, fi.tiny, 1.0, shape, dtype)))
+
+
+def _bits_to_unit_float32(b):
+    # uint32[2, ...] (hi, lo) read as the 64-bit fixed-point fraction in (0, 1), rounded
+    # down to float32: the leading one found by counting leading zeros, 23 bits after it.
+    hiclz, loclz = lax.clz(b[0]), lax.clz(b[1])
+    hi, lo = b[0], b[1]
+    mantissa = lax.bitwise_or(
+        lax.shift_left(hi, hiclz),
+        jnp.where(hiclz == 32, lax.shift_left(lo, loclz),
+                  lax.shift_right_logical(lo, np.uint32(32) - hiclz)))
+    mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, np.uint32(8)),
+                               np.uint32((1 << 23) - 1))
+    exp = lax.shift_left(np.uint32(126) - jnp.where(hiclz == 32, 32 + loclz, hiclz),
+                         np.uint32(23))
+    exp = lax.bitwise_and(exp, np.uint32((1 << 30) - (1 << 22)))
+    return bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.float32)
 
 
 def cauchy(key, shape=(), dtype=None):
