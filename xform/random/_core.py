@@ -7,8 +7,8 @@ Derivation follows JAX 0.10.2 with its default ``jax_threefry_partitionable=True
 ``split(key, shape)`` encrypts the 64-bit linear index of each output position (hi
 word, lo word) under ``key``; ``fold_in(key, d)`` encrypts the counter
 ``(0, uint32(d))``; ``bits`` encrypts the index of every output element and xors the
-two output words. Every sampler's impl is jitted where JAX's is (``_jit``), and so is
-a call boundary in compiled programs, as in JAX's.
+two output words. Each sampler checks its arguments, then calls its jitted impl where
+JAX does (``_jit``): one executable eagerly, a ``func.call`` under an outer jit.
 """
 import functools
 import math
