@@ -212,6 +212,21 @@ def test_threefry_not_partitionable(not_partitionable):
     eq(xform.jit(lambda k: random.gamma(k, 2.0, (3,)))(k), jr.gamma(jk, 2.0, (3,)))
 
 
+def test_flipping_partitionable_retraces_cached_samplers():
+    # The counter layout is read while tracing: jit caches must not outlive a flip.
+    k, jk = random.PRNGKey(5), jr.PRNGKey(5)
+    eq(random.normal(k, (3,)), jr.normal(jk, (3,)))     # cached with the default layout
+    from xform.core.config import config
+    jax.config.update("jax_threefry_partitionable", False)
+    config.update("jax_threefry_partitionable", False)
+    try:
+        eq(random.normal(k, (3,)), jr.normal(jk, (3,)))
+    finally:
+        jax.config.update("jax_threefry_partitionable", True)
+        config.update("jax_threefry_partitionable", True)
+    eq(random.normal(k, (3,)), jr.normal(jk, (3,)))
+
+
 def test_threefry_not_partitionable_64bit(not_partitionable, x64):
     k, jk = random.PRNGKey(3), jr.PRNGKey(3)
     eq(random.bits(k, (5,), np.uint64), jr.bits(jk, (5,), np.uint64))
