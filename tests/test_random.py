@@ -78,6 +78,14 @@ def test_uniform_normal_bit_exact(dtype):
         eq(random.normal(k, (4, 3), dtype), jr.normal(jk, (4, 3), dtype))
 
 
+def test_complex_normal():
+    # real and imaginary parts from split keys, each scaled by 1/sqrt(2), as JAX's
+    k, jk = random.PRNGKey(2), jr.PRNGKey(2)
+    eq(random.normal(k, (2, 3), np.complex64), jr.normal(jk, (2, 3), np.complex64))
+    eq(xform.jit(lambda k: random.normal(k, (4,), np.complex64))(k),
+       jr.normal(jk, (4,), np.complex64))
+
+
 def test_bernoulli_truncated_normal():
     k, jk = random.PRNGKey(3), jr.PRNGKey(3)
     eq(random.bernoulli(k, 0.3, (50,)), jr.bernoulli(jk, 0.3, (50,)))
@@ -183,6 +191,7 @@ def test_x64_seed_and_float64(x64):
     k, jk = random.PRNGKey(3), jr.PRNGKey(3)
     eq(random.uniform(k, (5,), np.float64), jr.uniform(jk, (5,), np.float64))
     eq(random.normal(k, (5,), np.float64), jr.normal(jk, (5,), np.float64))
+    eq(random.normal(k, (5,), np.complex128), jr.normal(jk, (5,), np.complex128))
     eq(random.bits(k, (4,), np.uint64), jr.bits(jk, (4,), np.uint64))
     eq(random.bits(k, (4,)), jr.bits(jk, (4,)))   # default uint64 under x64
 

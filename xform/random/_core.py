@@ -346,12 +346,14 @@ def bits(key, shape=(), dtype=None):
 _bits = _jit(1, 2)(_random_bits)
 
 
-def _float_dtype(name, dtype):
+def _float_dtype(name, dtype, complex_ok=False):
     # JAX's default is Python ``float``: float32, or float64 under x64.
     from xform.core import dtypes as _dt
     dtype = _dt.default_float_dtype() if dtype is None else np.dtype(dtype)
-    if not np.issubdtype(dtype, np.floating) and dtype.name != "bfloat16":
-        raise TypeError(f"{name} only accepts floating point dtypes, got {dtype}.")
+    if not (np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
+            or (complex_ok and np.issubdtype(dtype, np.complexfloating))):
+        kinds = "floating point or complex" if complex_ok else "floating point"
+        raise TypeError(f"{name} only accepts {kinds} dtypes, got {dtype}.")
     return _dt.canonicalize_dtype(dtype)
 
 
@@ -410,19 +412,28 @@ def _uniform(key, minval, maxval, shape, dtype):
 
 
 def normal(key, shape=(), dtype=None):
-    """Standard normal samples (``sqrt(2) * erfinv(u)``, u uniform in (-1, 1)).
+    """Standard normal samples (``sqrt(2) * erfinv(u)``, u uniform in (-1, 1)); for a
+    complex ``dtype``, real and imaginary parts each of variance 1/2, as JAX's.
 
     >>> import xform.random as random
     >>> random.normal(random.PRNGKey(0), (3,)).shape
     (3,)
     """
     kd = _key_data("normal", key)
-    return _normal(kd, _static_shape("normal", shape), _float_dtype("normal", dtype))
+    dtype = _float_dtype("normal", dtype, complex_ok=True)
+    return _normal(kd, _static_shape("normal", shape), dtype)
 
 
 @_jit(1, 2)
 def _normal(key, shape, dtype):
-    return _normal_real(key, shape, dtype)   # (JAX's complex branch is not built)
+    if not np.issubdtype(dtype, np.complexfloating):
+        return _normal_real(key, shape, dtype)
+    # complex: independent real and imaginary parts, each of variance 1/2
+    key_re, key_im = split(key)
+    real_dtype = np.array(0, dtype).real.dtype
+    re = _normal_real(key_re, shape, real_dtype).astype(dtype)
+    im = _normal_real(key_im, shape, real_dtype).astype(dtype)
+    return (re + 1j * im) / np.array(np.sqrt(2), dtype)
 
 
 @_jit(1, 2)
