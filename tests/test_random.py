@@ -134,7 +134,7 @@ def test_errors():
 def test_docstring_examples():
     import doctest
     import importlib
-    for name in ("xform.random._core", "xform.random._keys",
+    for name in ("xform.random._core", "xform.random._derived", "xform.random._keys",
                  "xform.random._continuous", "xform.random._gamma",
                  "xform.random._discrete", "xform.lax.prng"):
         result = doctest.testmod(importlib.import_module(name),

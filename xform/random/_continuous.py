@@ -8,7 +8,8 @@ import xform.numpy as jnp
 from xform import lax
 from xform.core.dtypes import to_inexact_dtype
 from xform.random._core import (_bcast_param, _float_dtype, _jit, _key_data, _shape_from,
-                                _static_shape, normal, rademacher, split, uniform)
+                                _static_shape, normal, split, uniform)
+from xform.random._derived import rademacher
 
 __all__ = ["weibull_min", "maxwell", "double_sided_maxwell", "multivariate_normal",
            "orthogonal", "triangular", "wald"]

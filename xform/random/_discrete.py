@@ -11,8 +11,9 @@ from xform import lax
 from xform.core.dtypes import finfo, iinfo, to_inexact_dtype
 from xform.lax.cumulative import associative_scan
 from xform.random._core import (_float_dtype, _int_dtype, _jit, _key_data, _random_bits,
-                                _shape_from, _single_key, _static_shape, gumbel, randint,
-                                split, uniform)
+                                _shape_from, _single_key, _static_shape, randint, split,
+                                uniform)
+from xform.random._derived import gumbel
 
 __all__ = ["categorical", "permutation", "choice", "poisson", "geometric", "binomial",
            "multinomial"]

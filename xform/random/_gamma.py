@@ -15,7 +15,8 @@ from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.random._continuous import _static_int
 from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
-                                exponential, normal, rademacher, split, uniform)
+                                normal, split, uniform)
+from xform.random._derived import exponential, rademacher
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "f",
            "generalized_normal", "ball"]
