@@ -144,8 +144,9 @@ class ModuleContext:
     """State while lowering one module: the module, its lowered sub-functions and the
     Python functions its host-callback custom calls run (passed on to compile)."""
 
-    def __init__(self, module, host_callbacks=None):
+    def __init__(self, module, host_callbacks=None, platform=None):
         self.module = module
+        self._platform = platform
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
         self.host_callbacks = [] if host_callbacks is None else host_callbacks
@@ -154,6 +155,12 @@ class ModuleContext:
         """Register ``fn``; returns its index (the custom call's ``index`` attribute)."""
         self.host_callbacks.append(fn)
         return len(self.host_callbacks) - 1
+
+    @property
+    def platform(self):
+        """The platform lowered for (rules may differ by platform, as JAX's): the one
+        given, else the backend's (``"cpu"``)."""
+        return self._platform or backend.client().platform
 
     def unique_name(self, base):
         self._count += 1
@@ -216,7 +223,8 @@ def _ir_context():
 
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
-                          host_callbacks=None, as_bytecode=False, donated=None):
+                          host_callbacks=None, as_bytecode=False, donated=None,
+                          platform=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -227,11 +235,12 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     pass them to ``backend.compile``. ``donated[i]`` (over ``closed.in_avals``) marks
     an input whose buffer the program may reuse for an output of the same type
     (``tf.aliasing_output``): XLA writes that output in place and the input is deleted.
+    ``platform`` overrides the platform lowering rules see (default: the backend's).
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
-        module_ctx = ModuleContext(module, host_callbacks)
+        module_ctx = ModuleContext(module, host_callbacks, platform)
         const_avals = [v.aval for v in jaxpr.constvars] if hoist_consts else []
         fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
                         public=True)

@@ -2,14 +2,14 @@
 
 Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed ``key<fry>`` scalars (``key``).
 Derivation follows JAX 0.10.2 with its default ``jax_threefry_partitionable=True``.
-Samplers use JAX's formulas and key usage: ``_core`` (keys, uniform, normal and their
-simple transforms), ``_continuous``, ``_gamma`` (gamma family), ``_discrete``; ``_keys``
-holds typed keys and the key checks. Every public function taking a key checks it here
+Samplers use JAX's formulas and key usage: ``_core`` (keys, uniform, normal, ...),
+``_derived`` (their simple transforms), ``_continuous``, ``_gamma`` (gamma family),
+``_discrete``; ``_keys`` holds typed keys and the key checks. Every public function taking a key checks it here
 (naming itself in errors) and, with ``jax_debug_key_reuse`` on, marks it consumed.
 """
 import functools as _functools
 
-from xform.random import (_continuous, _core, _discrete, _gamma,  # noqa: F401
+from xform.random import (_continuous, _core, _derived, _discrete, _gamma,  # noqa: F401
                           _keys as _keys_mod)
 from xform.random._core import (PRNGKey, key, key_data, wrap_key_data,  # noqa: F401
                                 key_impl, key_dtype, clone)
@@ -32,8 +32,8 @@ def _public(fn, allow_batched=False):
 
 _SAMPLERS = {
     _core: ["split", "fold_in", "bits", "uniform", "normal", "truncated_normal",
-            "bernoulli", "exponential", "laplace", "logistic", "gumbel", "cauchy",
-            "rademacher", "lognormal", "pareto", "rayleigh", "randint"],
+            "bernoulli", "randint"],
+    _derived: _derived.__all__,
     _continuous: _continuous.__all__, _gamma: _gamma.__all__, _discrete: _discrete.__all__,
 }
 for _mod, _names in _SAMPLERS.items():

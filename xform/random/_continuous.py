@@ -7,8 +7,9 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core.dtypes import to_inexact_dtype
-from xform.random._core import (_bcast_param, _float_dtype, _shape_from, _static_shape,
-                                normal, rademacher, split, uniform)
+from xform.random._core import (_bcast_param, _float_dtype, _jit, _key_data, _shape_from,
+                                _static_shape, normal, split, uniform)
+from xform.random._derived import rademacher
 
 __all__ = ["weibull_min", "maxwell", "double_sided_maxwell", "multivariate_normal",
            "orthogonal", "triangular", "wald"]
@@ -21,9 +22,15 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     >>> random.weibull_min(random.PRNGKey(0), 1.0, 2.0, (3,)).shape
     (3,)
     """
+    kd = _key_data("weibull_min", key)
     dtype = _float_dtype("weibull_min", dtype)
-    u = uniform(key, _static_shape("weibull_min", shape), dtype, 0, 1)
-    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+    return _weibull_min(kd, scale, concentration, _static_shape("weibull_min", shape), dtype)
+
+
+@_jit(3, 4)
+def _weibull_min(key, scale, concentration, shape, dtype):
+    u = uniform(key, shape, dtype, 0, 1)
+    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale   # inverse CDF
 
 
 def maxwell(key, shape=(), dtype=None):
@@ -33,8 +40,13 @@ def maxwell(key, shape=(), dtype=None):
     >>> random.maxwell(random.PRNGKey(0), (2,)).shape
     (2,)
     """
+    kd = _key_data("maxwell", key)
     dtype = _float_dtype("maxwell", dtype)
-    shape = _static_shape("maxwell", shape)
+    return _maxwell(kd, _static_shape("maxwell", shape), dtype)
+
+
+@_jit(1, 2)
+def _maxwell(key, shape, dtype):
     return jnp.linalg.norm(normal(key, shape + (3,), dtype), axis=-1)
 
 
@@ -47,8 +59,14 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     >>> random.double_sided_maxwell(random.PRNGKey(0), 0.0, 1.0, (2,)).shape
     (2,)
     """
+    kd = _key_data("double_sided_maxwell", key)
     dtype = _float_dtype("double_sided_maxwell", dtype)
     shape = _static_shape("double_sided_maxwell", shape)
+    return _double_sided_maxwell(kd, loc, scale, shape, dtype)
+
+
+@_jit(3, 4)
+def _double_sided_maxwell(key, loc, scale, shape, dtype):
     params_shape = tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
     shape = (shape or params_shape) + params_shape
     k_maxwell, k_sign = split(key)
@@ -72,6 +90,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     >>> random.multivariate_normal(random.PRNGKey(0), np.zeros(2), np.eye(2), (3,)).shape
     (3, 2)
     """
+    kd = _key_data("multivariate_normal", key)
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     mean, cov = jnp.asarray(mean), jnp.asarray(cov)
@@ -89,9 +108,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
                          f"but got cov.shape == {cov.shape}.")
     batch = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
-    if shape is None:
-        shape = batch
-    else:
+    if shape is not None:
         shape = _static_shape("multivariate_normal", shape)
         if tuple(np.broadcast_shapes(shape, batch)) != shape:
             raise ValueError(
@@ -99,6 +116,13 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
                 f"shape argument, and the result of broadcasting the shapes must equal the "
                 f"shape argument, but got result {np.broadcast_shapes(shape, batch)} for "
                 f"shape argument {shape}.")
+    return _multivariate_normal(kd, mean, cov, shape, dtype, method)
+
+
+@_jit(3, 4, 5)
+def _multivariate_normal(key, mean, cov, shape, dtype, method):
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
     if method == "svd":
         u, s, _ = jnp.linalg.svd(cov)
         factor = u * jnp.sqrt(s[..., None, :])
@@ -107,7 +131,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         factor = v * jnp.sqrt(w[..., None, :])
     else:
         factor = jnp.linalg.cholesky(cov)
-    z = normal(key, shape + (n,), dtype)
+    z = normal(key, shape + mean.shape[-1:], dtype)
     return mean + jnp.einsum("...ij,...j->...i", factor, z)
 
 
@@ -119,10 +143,16 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     >>> bool(np.allclose(np.asarray(q @ q.T), np.eye(3), atol=1e-5))
     True
     """
+    kd = _key_data("orthogonal", key)
     shape = _static_shape("orthogonal", shape)
     dtype = _float_dtype("orthogonal", dtype)
     n = _static_int("orthogonal", "n", n)
     m = n if m is None else _static_int("orthogonal", "m", m)
+    return _orthogonal(kd, n, m, shape, dtype)
+
+
+@_jit(1, 2, 3, 4)
+def _orthogonal(key, n, m, shape, dtype):
     z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
     q, r = jnp.linalg.qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
@@ -145,8 +175,14 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     >>> random.triangular(random.PRNGKey(0), 0.0, 0.5, 1.0, (3,)).shape
     (3,)
     """
+    kd = _key_data("triangular", key)
     dtype = _float_dtype("triangular", dtype)
     shape = _shape_from("triangular", shape, left, mode, right)
+    return _triangular(kd, left, mode, right, shape, dtype)
+
+
+@_jit(4, 5, inline=True)
+def _triangular(key, left, mode, right, shape, dtype):
     left, right, mode = (_bcast_param(v, dtype, shape) for v in (left, right, mode))
     fc = (mode - left) / (right - left)
     u = uniform(key, shape, dtype)
@@ -162,10 +198,15 @@ def wald(key, mean, shape=None, dtype=None):
     >>> random.wald(random.PRNGKey(0), 1.0, (3,)).shape
     (3,)
     """
+    kd = _key_data("wald", key)
     dtype = _float_dtype("wald", dtype)
-    shape = _shape_from("wald", shape, mean)
+    return _wald(kd, mean, _shape_from("wald", shape, mean), dtype)
+
+
+@_jit(2, 3)
+def _wald(key, mean, shape, dtype):
     k1, k2 = split(key, 2)
-    mean = _bcast_param(mean, dtype, shape)
+    mean = jnp.broadcast_to(lax.convert_element_type(mean, dtype), shape)
     v = normal(k1, shape, dtype)
     z = uniform(k2, shape, dtype)
     y = lax.integer_pow(v, 2)
@@ -174,4 +215,3 @@ def wald(key, mean, shape=None, dtype=None):
     sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
     x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
     return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
-

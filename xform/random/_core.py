@@ -1,5 +1,6 @@
 """Keys (PRNGKey, key, split, fold_in, bits) and the samplers built directly on
-uniform bits (uniform, normal, bernoulli, randint and simple transforms).
+uniform bits (uniform, normal, truncated_normal, bernoulli, randint); ``_derived`` has
+their simple transforms.
 
 Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed ``key<fry>`` scalars (``key``,
 see ``_keys``); the functions here take either and return keys of the kind given.
@@ -7,8 +8,10 @@ Derivation follows JAX 0.10.2 with its default ``jax_threefry_partitionable=True
 ``split(key, shape)`` encrypts the 64-bit linear index of each output position (hi
 word, lo word) under ``key``; ``fold_in(key, d)`` encrypts the counter
 ``(0, uint32(d))``; ``bits`` encrypts the index of every output element and xors the
-two output words.
+two output words. Each sampler checks its arguments, then calls its jitted impl where
+JAX does (``_jit``): one executable eagerly, a ``func.call`` under an outer jit.
 """
+import functools
 import math
 import operator
 
@@ -17,7 +20,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core.config import config
-from xform.core.trace import get_aval
+from xform.core.trace import current_trace, get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
 from xform.random import _keys
 
@@ -158,8 +161,50 @@ def _single_key(name, k):
     return data[0], data[1]
 
 
+def _key_data(name, k):
+    # What the jitted impls take: the raw uint32[2] data (typed keys unwrapped here,
+    # outside the jit, as the key checks and key-reuse marks are).
+    return _keys.unwrap(name, k)[0]
+
+
 def _rewrap(like, data):
     return _keys.random_wrap(data) if _keys.is_typed_key(like) else data
+
+
+def _jit(*static_argnums, static_argnames=(), inline=False):
+    """JAX's ``@jit(static_argnums=...)`` on a sampler's private impl, mirrored.
+
+    Each public function checks and canonicalizes its arguments and calls its impl
+    through this, wherever JAX does (``_uniform``, ``_normal``, ``_gamma``, ...). Inside
+    an outer jit the impl lowers to a ``func.call``, so parameters (``minval``, ``a``)
+    reach its body as call arguments exactly as in JAX's program, and XLA's constant
+    folding and algebraic simplification fall the same way: inlined, they are literals
+    in the body and XLA folds them differently (1 to ~100 ulp apart). Eagerly, a call
+    runs one cached executable, as JAX's. ``inline`` is JAX's ``inline=True``: no
+    boundary when staged into an enclosing jit, a jitted call otherwise."""
+    from xform.transforms.jit import jit    # (transforms import lax: keep it lazy)
+
+    def wrap(fn):
+        jitted = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames)
+        if not inline:
+            return jitted
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            return (fn if _staging() else jitted)(*args, **kwargs)
+        return call
+    return wrap
+
+
+def _staging():
+    # Is a jaxpr being built (jit, or linearize's unknowns) under the current trace?
+    from xform.interpreters import partial_eval as pe
+    t = current_trace()
+    while t is not None:
+        if isinstance(t, (pe.DynamicJaxprTrace, pe.JaxprTrace)):
+            return True
+        t = t.parent
+    return False
 
 
 def _static_shape(name, shape):
@@ -187,14 +232,18 @@ def split(key, num=2):
     >>> random.split(random.PRNGKey(0)).shape
     (2, 2)
     """
-    k1, k2 = _single_key("split", key)
-    shape = _static_shape("split", num)
+    data = _key_data("split", key)
+    return _rewrap(key, _split(data, _static_shape("split", num)))
+
+
+@_jit(1)
+def _split(key, shape):
     if not config.jax_threefry_partitionable:
         counts = lax.iota(np.uint32, 2 * math.prod(shape))
-        return _rewrap(key, jnp.reshape(_threefry_flat(k1, k2, counts), (*shape, 2)))
+        return jnp.reshape(_threefry_flat(key[0], key[1], counts), (*shape, 2))
     c1, c2 = _iota_2x32(shape)
-    b1, b2 = threefry2x32(k1, k2, c1, c2)
-    return _rewrap(key, jnp.stack([b1, b2], axis=-1))
+    b1, b2 = threefry2x32(key[0], key[1], c1, c2)
+    return jnp.stack([b1, b2], axis=-1)
 
 
 def fold_in(key, data):
@@ -204,16 +253,20 @@ def fold_in(key, data):
     >>> random.fold_in(random.PRNGKey(0), 1).shape
     (2,)
     """
-    k1, k2 = _single_key("fold_in", key)
+    kd = _key_data("fold_in", key)
     if isinstance(data, (int, np.integer)) and not isinstance(data, bool) \
             and 0 <= int(data) < 2**32:
         data = np.uint32(int(data))          # as JAX's asarray(data, 'uint32')
     data = jnp.asarray(data)
     if data.shape:
         raise TypeError(f"fold_in data must be a scalar, got shape {data.shape}.")
-    d = lax.convert_element_type(data, np.uint32)
-    b1, b2 = threefry2x32(k1, k2, jnp.zeros((), np.uint32), d)
-    return _rewrap(key, jnp.stack([b1, b2]))
+    return _rewrap(key, _fold_in(kd, lax.convert_element_type(data, np.uint32)))
+
+
+@_jit()
+def _fold_in(key, data):
+    b1, b2 = threefry2x32(key[0], key[1], jnp.zeros((), np.uint32), data)
+    return jnp.stack([b1, b2])
 
 
 def _threefry_flat(k1, k2, counts):
@@ -256,6 +309,7 @@ def _random_bits_original(k1, k2, bit_width, shape):
 
 
 def _random_bits(key, bit_width, shape):
+    # No jit boundary inside samplers: JAX's random_bits lowers inline.
     k1, k2 = _single_key("random_bits", key)
     if not config.jax_threefry_partitionable:
         return _random_bits_original(k1, k2, bit_width, shape)
@@ -265,31 +319,42 @@ def _random_bits(key, bit_width, shape):
     if bit_width == 64:
         hi = lax.convert_element_type(b1, dt)
         lo = lax.convert_element_type(b2, dt)
-        return jnp.bitwise_or(lax.shift_left(hi, np.full(shape, 32, dt)), lo)
+        return jnp.bitwise_or(lax.shift_left(hi, np.array(32, dt)), lo)
     out = jnp.bitwise_xor(b1, b2)
     return out if bit_width == 32 else lax.convert_element_type(out, dt)
 
 
 def bits(key, shape=(), dtype=None):
-    """Uniform random bits of an unsigned integer ``dtype`` (default uint32).
+    """Uniform random bits of an unsigned integer ``dtype`` (default uint32, or uint64
+    under x64).
 
     >>> import xform.random as random
     >>> random.bits(random.PRNGKey(0), (3,)).dtype
     dtype('uint32')
     """
-    dtype = np.dtype(np.uint32 if dtype is None else dtype)
+    kd = _key_data("bits", key)
+    if dtype is None:   # JAX's default: uint64 under x64
+        dtype = np.uint64 if config.jax_enable_x64 else np.uint32
+    dtype = np.dtype(dtype)
     if not np.issubdtype(dtype, np.unsignedinteger):
-        raise TypeError(f"dtype argument to `bits` must be an unsigned int dtype, "
-                        f"got {dtype}")
-    return _random_bits(key, dtype.itemsize * 8, _static_shape("bits", shape))
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, "
+                         f"got {dtype}")
+    return _bits(kd, dtype.itemsize * 8, _static_shape("bits", shape))
 
 
-def _float_dtype(name, dtype):
+# (JAX binds its random_bits primitive: one executable eagerly, inline under jit; a
+# boundary here changes no value, the bits being integers)
+_bits = _jit(1, 2)(_random_bits)
+
+
+def _float_dtype(name, dtype, complex_ok=False):
     # JAX's default is Python ``float``: float32, or float64 under x64.
     from xform.core import dtypes as _dt
     dtype = _dt.default_float_dtype() if dtype is None else np.dtype(dtype)
-    if not np.issubdtype(dtype, np.floating) and dtype.name != "bfloat16":
-        raise TypeError(f"{name} only accepts floating point dtypes, got {dtype}.")
+    if not (np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
+            or (complex_ok and np.issubdtype(dtype, np.complexfloating))):
+        kinds = "floating point or complex" if complex_ok else "floating point"
+        raise TypeError(f"{name} only accepts {kinds} dtypes, got {dtype}.")
     return _dt.canonicalize_dtype(dtype)
 
 
@@ -306,6 +371,12 @@ def _check_param_shape(name, argname, val, shape):
                          f"requested shape {shape}.")
 
 
+def _to_rank(x, rank):
+    # lax.broadcast_to_rank: leading size-1 axes up to ``rank``.
+    x = jnp.asarray(x)
+    return lax.expand_dims(x, tuple(range(rank - x.ndim))) if x.ndim < rank else x
+
+
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in ``[minval, maxval)``.
 
@@ -313,12 +384,19 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     >>> random.uniform(random.PRNGKey(0), (2,)).shape
     (2,)
     """
+    kd = _key_data("uniform", key)
     shape = _static_shape("uniform", shape)
     dtype = _float_dtype("uniform", dtype)
     _check_param_shape("uniform", "minval", minval, shape)
     _check_param_shape("uniform", "maxval", maxval, shape)
-    minval = lax.convert_element_type(jnp.asarray(minval), dtype)
-    maxval = lax.convert_element_type(jnp.asarray(maxval), dtype)
+    return _uniform(kd, minval, maxval, shape, dtype)
+
+
+@_jit(3, 4)
+def _uniform(key, minval, maxval, shape, dtype):
+    # The mantissa of a float in [1, 2) filled with random bits, minus 1, scaled.
+    minval = _to_rank(lax.convert_element_type(minval, dtype), len(shape))
+    maxval = _to_rank(lax.convert_element_type(maxval, dtype), len(shape))
     fi = jnp.finfo(dtype)
     nbits, nmant = fi.bits, fi.nmant
     rng_bits = 8 if nmant < 8 else nbits
@@ -326,27 +404,44 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     b = _random_bits(key, rng_bits, shape)
     if rng_bits != nbits:
         b = lax.convert_element_type(b, udt)
-    fb = lax.shift_right_logical(b, np.full(shape, rng_bits - nmant, udt))
-    one_bits = np.array(1.0, dtype).view(udt)
-    fb = jnp.bitwise_or(fb, np.full(shape, one_bits, udt))
-    floats = lax.sub(bitcast_convert_type(fb, dtype), np.full(shape, 1.0, dtype))
+    fb = lax.shift_right_logical(b, np.array(rng_bits - nmant, udt))
+    fb = lax.bitwise_or(fb, np.array(1.0, dtype).view(udt))
+    floats = lax.sub(bitcast_convert_type(fb, dtype), np.array(1.0, dtype))
     out = lax.add(lax.mul(floats, jnp.broadcast_to(lax.sub(maxval, minval), shape)),
                   jnp.broadcast_to(minval, shape))
     return lax.max(jnp.broadcast_to(minval, shape), out)
 
 
 def normal(key, shape=(), dtype=None):
-    """Standard normal samples (``sqrt(2) * erfinv(u)``, u uniform in (-1, 1)).
+    """Standard normal samples (``sqrt(2) * erfinv(u)``, u uniform in (-1, 1)); for a
+    complex ``dtype``, real and imaginary parts each of variance 1/2, as JAX's.
 
     >>> import xform.random as random
     >>> random.normal(random.PRNGKey(0), (3,)).shape
     (3,)
     """
-    shape = _static_shape("normal", shape)
-    dtype = _float_dtype("normal", dtype)
+    kd = _key_data("normal", key)
+    dtype = _float_dtype("normal", dtype, complex_ok=True)
+    return _normal(kd, _static_shape("normal", shape), dtype)
+
+
+@_jit(1, 2)
+def _normal(key, shape, dtype):
+    if not np.issubdtype(dtype, np.complexfloating):
+        return _normal_real(key, shape, dtype)
+    # complex: independent real and imaginary parts, each of variance 1/2
+    key_re, key_im = split(key)
+    real_dtype = np.array(0, dtype).real.dtype
+    re = _normal_real(key_re, shape, real_dtype).astype(dtype)
+    im = _normal_real(key_im, shape, real_dtype).astype(dtype)
+    return (re + 1j * im) / np.array(np.sqrt(2), dtype)
+
+
+@_jit(1, 2)
+def _normal_real(key, shape, dtype):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
     u = uniform(key, shape, dtype, lo, np.array(1.0, dtype))
-    return lax.mul(np.full(shape, np.sqrt(2), dtype), lax.erf_inv(u))
+    return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
@@ -357,22 +452,29 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     >>> bool((abs(x) <= 1).all())
     True
     """
+    kd = _key_data("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
+    if shape is not None:
+        shape = _static_shape("truncated_normal", shape)
+        _check_param_shape("truncated_normal", "lower", lower, shape)
+        _check_param_shape("truncated_normal", "upper", upper, shape)
+    return _truncated_normal(kd, lower, upper, shape, dtype)
+
+
+@_jit(3, 4)
+def _truncated_normal(key, lower, upper, shape, dtype):
     if shape is None:
-        shape = np.broadcast_shapes(np.shape(lower), np.shape(upper))
-    shape = _static_shape("truncated_normal", shape)
-    _check_param_shape("truncated_normal", "lower", lower, shape)
-    _check_param_shape("truncated_normal", "upper", upper, shape)
+        shape = tuple(np.broadcast_shapes(np.shape(lower), np.shape(upper)))
     sqrt2 = np.array(np.sqrt(2), dtype)
-    lower = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(lower), dtype), shape)
-    upper = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(upper), dtype), shape)
-    a = lax.erf(lax.div(lower, jnp.broadcast_to(sqrt2, shape)))
-    b = lax.erf(lax.div(upper, jnp.broadcast_to(sqrt2, shape)))
+    lower = lax.convert_element_type(lower, dtype)
+    upper = lax.convert_element_type(upper, dtype)
+    a = lax.erf(jnp.true_divide(lower, sqrt2))
+    b = lax.erf(jnp.true_divide(upper, sqrt2))
     u = uniform(key, shape, dtype, a, b)
-    out = lax.mul(jnp.broadcast_to(sqrt2, shape), lax.erf_inv(u))
-    lo = lax.nextafter(lax.stop_gradient(lower), np.full(shape, np.inf, dtype))
-    hi = lax.nextafter(lax.stop_gradient(upper), np.full(shape, -np.inf, dtype))
-    return jnp.clip(out, lo, hi)
+    out = lax.mul(sqrt2, lax.erf_inv(u))
+    # clamped into the open interval: rounding (or u == a) must not leave it
+    return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype)),
+                    lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype)))
 
 
 def bernoulli(key, p=0.5, shape=None, mode="low"):
@@ -382,165 +484,29 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     >>> random.bernoulli(random.PRNGKey(0), 0.5, (3,)).dtype
     dtype('bool')
     """
-    p = jnp.asarray(p)
-    dtype = p.dtype
-    if not np.issubdtype(dtype, np.floating) and dtype.name != "bfloat16":
-        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got "
-                        f"{dtype}.")
-    if shape is None:
-        shape = p.shape
-    shape = _static_shape("bernoulli", shape)
-    _check_param_shape("bernoulli", "p", p, shape)
+    if shape is not None:
+        shape = _static_shape("bernoulli", shape)
     if mode not in ("high", "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    kd = _key_data("bernoulli", key)
+    p = jnp.asarray(p)
+    if not np.issubdtype(p.dtype, np.floating) and p.dtype.name != "bfloat16":
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got "
+                        f"{p.dtype}.")
+    if shape is not None:
+        _check_param_shape("bernoulli", "p", p, shape)
+    return _bernoulli(kd, p, shape=shape, mode=mode)
+
+
+@_jit(static_argnames=("shape", "mode"))
+def _bernoulli(key, p, shape, mode):
+    shape = p.shape if shape is None else shape
+    dtype = p.dtype
     if mode == "high":   # u2 < p - u1 with u2 scaled below u1's resolution
         u = uniform(key, (2, *shape), dtype)
         u2 = u[1] * 2 ** -int(jnp.finfo(dtype).nmant)
-        return u2 < jnp.broadcast_to(p, shape) - u[0]
-    return lax.lt(uniform(key, shape, dtype), jnp.broadcast_to(p, shape))
-
-
-# ---- samplers derived from uniform/normal (JAX's formulas) ----
-
-def _shape_from(name, shape, *params):
-    if shape is None:
-        return tuple(np.broadcast_shapes(*(np.shape(p) for p in params)))
-    shape = _static_shape(name, shape)
-    for argname, p in zip(("parameter",) * len(params), params):
-        _check_param_shape(name, argname, p, shape)
-    return shape
-
-
-def exponential(key, shape=(), dtype=None):
-    """Standard exponential samples ``-log1p(-u)``.
-
-    >>> import xform.random as random
-    >>> bool((random.exponential(random.PRNGKey(0), (4,)) >= 0).all())
-    True
-    """
-    dtype = _float_dtype("exponential", dtype)
-    u = uniform(key, _static_shape("exponential", shape), dtype)
-    return lax.neg(lax.log1p(lax.neg(u)))
-
-
-def laplace(key, shape=(), dtype=None):
-    """Standard Laplace samples.
-
-    >>> import xform.random as random
-    >>> random.laplace(random.PRNGKey(0), (2,)).shape
-    (2,)
-    """
-    dtype = _float_dtype("laplace", dtype)
-    shape = _static_shape("laplace", shape)
-    u = uniform(key, shape, dtype, -1.0 + float(jnp.finfo(dtype).epsneg), 1.0)
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
-
-
-def logistic(key, shape=(), dtype=None):
-    """Standard logistic samples ``log(u) - log1p(-u)``.
-
-    >>> import xform.random as random
-    >>> random.logistic(random.PRNGKey(0), (2,)).shape
-    (2,)
-    """
-    dtype = _float_dtype("logistic", dtype)
-    shape = _static_shape("logistic", shape)
-    x = uniform(key, shape, dtype, float(jnp.finfo(dtype).tiny), 1.0)
-    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
-
-
-def gumbel(key, shape=(), dtype=None, mode=None):
-    """Standard Gumbel samples ``-log(-log(u))`` (JAX's default mode ``"low"``).
-
-    >>> import xform.random as random
-    >>> random.gumbel(random.PRNGKey(0), (2,)).shape
-    (2,)
-    """
-    if mode not in (None, "low", "high"):
-        raise ValueError(f"Must provide valid mode for gumbel got: {mode} (xform: 'low' "
-                         "or 'high')")
-    dtype = _float_dtype("gumbel", dtype)
-    shape = _static_shape("gumbel", shape)
-    fi = jnp.finfo(dtype)
-    if mode == "high":
-        # Two uniforms: the second fills the low-order bits below 1/2 (more dynamic range).
-        u = uniform(key, (2,) + shape, dtype)
-        high, low = u[0], u[1]
-        x = jnp.where(high >= 0.5, high, high + 2 ** -int(fi.nmant) * low + float(fi.tiny))
-        return -jnp.log(-jnp.log1p(-x))
-    u = uniform(key, shape, dtype, float(fi.tiny), 1.0)
-    return lax.neg(lax.log(lax.neg(lax.log(u))))
-
-
-def cauchy(key, shape=(), dtype=None):
-    """Standard Cauchy samples ``tan(pi * (u - 1/2))``.
-
-    >>> import xform.random as random
-    >>> random.cauchy(random.PRNGKey(0), (2,)).shape
-    (2,)
-    """
-    dtype = _float_dtype("cauchy", dtype)
-    shape = _static_shape("cauchy", shape)
-    u = uniform(key, shape, dtype, float(jnp.finfo(dtype).eps), 1.0)
-    return lax.tan(lax.mul(np.full(shape, np.pi, dtype),
-                           lax.sub(u, np.full(shape, 0.5, dtype))))
-
-
-def rademacher(key, shape=(), dtype=None):
-    """Uniform samples from ``{-1, +1}``.
-
-    >>> import xform.random as random
-    >>> random.rademacher(random.PRNGKey(0), (3,)).dtype
-    dtype('int32')
-    """
-    from xform.core import dtypes as _dt
-    dtype = _dt.canonicalize_dtype(_dt.default_int_dtype() if dtype is None else dtype)
-    b = bernoulli(key, 0.5, _static_shape("rademacher", shape)).astype(dtype)
-    return (2 * b - 1).astype(dtype)
-
-
-def lognormal(key, sigma=1.0, shape=None, dtype=None):
-    """Log-normal samples ``exp(sigma * normal)``.
-
-    >>> import xform.random as random
-    >>> bool((random.lognormal(random.PRNGKey(0), shape=(3,)) > 0).all())
-    True
-    """
-    dtype = _float_dtype("lognormal", dtype)
-    shape = _shape_from("lognormal", shape, sigma)
-    sigma = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(sigma), dtype), shape)
-    return lax.exp(lax.mul(normal(key, shape, dtype), sigma))
-
-
-def pareto(key, b, shape=None, dtype=None):
-    """Pareto samples ``exp(exponential / b)``.
-
-    >>> import xform.random as random
-    >>> random.pareto(random.PRNGKey(0), 3.0, (2,)).shape
-    (2,)
-    """
-    dtype = _float_dtype("pareto", dtype)
-    shape = _shape_from("pareto", shape, b)
-    b = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(b), dtype), shape)
-    return lax.exp(lax.div(exponential(key, shape, dtype), b))
-
-
-def rayleigh(key, scale, shape=None, dtype=None):
-    """Rayleigh samples ``scale * sqrt(-2 log u)``.
-
-    >>> import xform.random as random
-    >>> random.rayleigh(random.PRNGKey(0), 1.0, (2,)).shape
-    (2,)
-    """
-    dtype = _float_dtype("rayleigh", dtype)
-    shape = _shape_from("rayleigh", shape, scale)
-    u = uniform(key, shape, dtype)
-    scale = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(scale), dtype), shape)
-    return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.full(shape, -2, dtype))))
-
-
-__all__ += ["exponential", "laplace", "logistic", "gumbel", "cauchy", "rademacher",
-            "lognormal", "pareto", "rayleigh"]
+        return u2 < p - u[0]
+    return uniform(key, shape, dtype) < p
 
 
 def _convert_and_clip(val, dtype):
@@ -560,25 +526,31 @@ def randint(key, shape, minval, maxval, dtype=None):
     True
     """
     from xform.core import dtypes as _dt
+    kd = _key_data("randint", key)
     shape = _static_shape("randint", shape)
     dtype = _dt.canonicalize_dtype(_dt.default_int_dtype() if dtype is None else dtype)
     if not np.issubdtype(dtype, np.integer):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     _check_param_shape("randint", "minval", minval, shape)
     _check_param_shape("randint", "maxval", maxval, shape)
+    if dtype.itemsize >= 4:
+        return _randint(kd, minval, maxval, shape, dtype)
+    # As JAX: sample at least 32 bits (bounds clipped to dtype's range, drawn in int32,
+    # converted back).
+    info = jnp.iinfo(dtype)
+    minval = jnp.clip(jnp.asarray(minval).astype(np.int32), int(info.min), int(info.max))
+    maxval = jnp.clip(jnp.asarray(maxval).astype(np.int32), int(info.min),
+                      int(info.max) + 1)
+    return _randint(kd, minval, maxval, shape, np.dtype(np.int32)).astype(dtype)
+
+
+@_jit(3, 4)
+def _randint(key, minval, maxval, shape, dtype):
     minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
     if not np.issubdtype(minval.dtype, np.integer):
         minval = minval.astype(int)
     if not np.issubdtype(maxval.dtype, np.integer):
         maxval = maxval.astype(int)
-    if dtype.itemsize < 4:
-        # As JAX: sample at least 32 bits (clip the bounds to dtype's range, draw in
-        # the promoted dtype, convert back).
-        info = jnp.iinfo(dtype)
-        minval = jnp.clip(minval, info.min, info.max)
-        maxval = jnp.clip(maxval, info.min, info.max + 1)
-        wide = np.promote_types(dtype, np.int32)
-        return lax.convert_element_type(randint(key, shape, minval, maxval, wide), dtype)
     top = _convert_and_clip(jnp.asarray(np.array(jnp.iinfo(dtype).max, dtype)), maxval.dtype)
     out_of_range = jnp.broadcast_to(lax.gt(maxval, top), shape)
     minval = jnp.broadcast_to(_convert_and_clip(minval, dtype), shape)
@@ -588,11 +560,12 @@ def randint(key, shape, minval, maxval, dtype=None):
     higher, lower = _random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape)
     udt = np.dtype(_UINT[nbits])
     span = lax.convert_element_type(lax.sub(maxval, minval), udt)
-    one = np.ones(shape, udt)
-    span = lax.select(lax.le(maxval, minval), one, span)
+    one = np.array(1, udt)
+    span = lax.select(lax.le(maxval, minval), jnp.broadcast_to(one, shape), span)
     span = lax.select(jnp.logical_and(out_of_range, lax.gt(maxval, minval)),
                       lax.add(span, one), span)
-    mult = lax.rem(np.full(shape, 2 ** (nbits // 2), udt), span)
+    # (a * b) % n = ((a % n) * (b % n)) % n, with a = 2**nbits: multiplier = a % n
+    mult = lax.rem(jnp.broadcast_to(np.array(2 ** (nbits // 2), udt), shape), span)
     mult = lax.rem(lax.mul(mult, mult), span)
     off = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
     off = lax.rem(off, span)
@@ -603,6 +576,15 @@ __all__ += ["randint"]
 
 
 # ---- helpers shared by the sampler modules ----
+
+def _shape_from(name, shape, *params):
+    if shape is None:
+        return tuple(np.broadcast_shapes(*(np.shape(p) for p in params)))
+    shape = _static_shape(name, shape)
+    for argname, p in zip(("parameter",) * len(params), params):
+        _check_param_shape(name, argname, p, shape)
+    return shape
+
 
 def _bcast_param(x, dtype, shape):
     """``x`` converted to ``dtype`` and broadcast to ``shape``."""

@@ -10,8 +10,10 @@ import xform.numpy as jnp
 from xform import lax
 from xform.core.dtypes import finfo, iinfo, to_inexact_dtype
 from xform.lax.cumulative import associative_scan
-from xform.random._core import (_float_dtype, _int_dtype, _random_bits, _shape_from,
-                                _single_key, _static_shape, gumbel, randint, split, uniform)
+from xform.random._core import (_float_dtype, _int_dtype, _jit, _key_data, _random_bits,
+                                _shape_from, _single_key, _static_shape, randint, split,
+                                uniform)
+from xform.random._derived import gumbel
 
 __all__ = ["categorical", "permutation", "choice", "poisson", "geometric", "binomial",
            "multinomial"]
@@ -75,6 +77,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     return lax.reshape(idx, shape, (idx.ndim - 1, *range(idx.ndim - 1)))
 
 
+@_jit(2)
 def _shuffle(key, x, axis):
     # Sort by random 32-bit keys, enough rounds that ties are unlikely (JAX's rule).
     n = math.prod(x.shape)
@@ -98,7 +101,7 @@ def permutation(key, x, axis=0, independent=False):
     >>> sorted(random.permutation(random.PRNGKey(0), 5).tolist())
     [0, 1, 2, 3, 4]
     """
-    _single_key("permutation", key)
+    kd = _key_data("permutation", key)
     if not np.ndim(x):
         if not np.issubdtype(np.result_type(x), np.integer):
             raise TypeError("x must be an integer or at least 1-dimensional")
@@ -107,12 +110,12 @@ def permutation(key, x, axis=0, independent=False):
         except TypeError:
             raise TypeError("permutation: x must be a static integer (not a traced value "
                             f"under jit) or an array, got {x!r}.") from None
-        return _shuffle(key, jnp.arange(n), 0)
+        return _shuffle(kd, jnp.arange(n), 0)
     x = jnp.asarray(x)
     axis = _canon_axis(axis, x.ndim, "permutation")
     if independent or x.ndim == 1:
-        return _shuffle(key, x, axis)
-    ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
+        return _shuffle(kd, x, axis)
+    ind = _shuffle(kd, jnp.arange(x.shape[axis]), 0)
     return jnp.take(x, ind, axis, unique_indices=True)
 
 
@@ -183,6 +186,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 
 # ---- poisson ----
 
+@_jit(2, 3, 4)
 def _poisson_knuth(key, lam, shape, dtype, max_iters):
     # Multiply uniforms until the product drops below exp(-lam).
     def body_fn(carry):
@@ -200,6 +204,7 @@ def _poisson_knuth(key, lam, shape, dtype, max_iters):
     return (k - 1).astype(dtype)
 
 
+@_jit(2, 3, 4)
 def _poisson_rejection(key, lam, shape, dtype, max_iters):
     # Hormann's transformed rejection with squeeze (PTRS), for lam >= 10.
     log_lam = lax.log(lam)
@@ -236,10 +241,15 @@ def poisson(key, lam, shape=None, dtype=None):
     >>> random.poisson(random.PRNGKey(0), 3.0, (4,)).dtype
     dtype('int32')
     """
-    _single_key("poisson", key)
+    kd = _key_data("poisson", key)
     dtype = _int_dtype("poisson", dtype)
     shape = tuple(np.shape(lam)) if shape is None else _static_shape("poisson", shape)
     lam = lax.convert_element_type(jnp.broadcast_to(jnp.asarray(lam), shape), np.float32)
+    return _poisson(kd, lam, shape, dtype)
+
+
+@_jit(2, 3)
+def _poisson(key, lam, shape, dtype):
     use_knuth = jnp.isnan(lam) | (lam < 10)
     lam_knuth = lax.select(use_knuth, lam, jnp.zeros_like(lam))
     lam_rej = lax.select(use_knuth, jnp.full_like(lam, 1e5), lam)
@@ -256,12 +266,17 @@ def geometric(key, p, shape=None, dtype=None):
     >>> bool((random.geometric(random.PRNGKey(0), 0.3, (5,)) >= 1).all())
     True
     """
+    kd = _key_data("geometric", key)
     dtype = _int_dtype("geometric", dtype)
-    shape = _shape_from("geometric", shape, p)
+    return _geometric(kd, p, _shape_from("geometric", shape, p), dtype)
+
+
+@_jit(2, 3)
+def _geometric(key, p, shape, dtype):
     p = jnp.asarray(p)
     p = p.astype(to_inexact_dtype(p.dtype))
     u = uniform(key, shape, p.dtype)
-    u = jnp.where(u == 0, 1, u)
+    u = jnp.where(u == 0, 1, u)   # (JAX's: u = 0 mapped to 1, no inf in log(u))
     log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape)
     g = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
     return g.astype(dtype)
@@ -350,9 +365,13 @@ def binomial(key, n, p, shape=None, dtype=None):
     >>> random.binomial(random.PRNGKey(0), 10.0, 0.5, (3,)).dtype
     dtype('float32')
     """
-    _single_key("binomial", key)
+    kd = _key_data("binomial", key)
     dtype = _float_dtype("binomial", dtype)
-    shape = _shape_from("binomial", shape, n, p)
+    return _binomial(kd, n, p, _shape_from("binomial", shape, n, p), dtype)
+
+
+@_jit(3, 4, inline=True)
+def _binomial(key, n, p, shape, dtype):
     prob = jnp.asarray(p)
     prob = prob.astype(to_inexact_dtype(prob.dtype))
     count = jnp.broadcast_to(lax.convert_element_type(jnp.asarray(n), prob.dtype), shape)

@@ -1,18 +1,22 @@
 """The gamma family: gamma and loggamma (Marsaglia-Tsang rejection in a while_loop, one
 key per element, as JAX), and what is built on them: beta, dirichlet, t, chisquare, f,
-generalized_normal, ball. Differentiable in the shape parameter by implicit
-reparameterization (``random_gamma_grad``: d sample / d alpha = -dF/dalpha / pdf)."""
+generalized_normal, ball. ``random_gamma_p`` is a primitive, as JAX's: differentiable in
+the shape parameter by implicit reparameterization (``random_gamma_grad``: d sample /
+d alpha = -dF/dalpha / pdf), batched by flattening keys and lanes together."""
 import math
 
 import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
+from xform.core.avals import ShapedArray
 from xform.core.dtypes import finfo
+from xform.interpreters import ad, batching, mlir
+from xform.lax._prim import standard_primitive
 from xform.random._continuous import _static_int
-from xform.random._core import (_bcast_param, _float_dtype, _shape_from, _static_shape,
-                                exponential, normal, rademacher, split, uniform)
-from xform.transforms.custom_derivatives import custom_jvp
+from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
+                                normal, split, uniform)
+from xform.random._derived import exponential, rademacher
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "f",
            "generalized_normal", "ball"]
@@ -61,23 +65,39 @@ def _gamma_one(key, alpha, log_space):
     return lax.mul(lax.mul(d, V), boost)
 
 
-def _gamma_impl(key, a, log_space):
-    # One key per element (split(key, a.size)), each element its own rejection loop;
-    # vmapped, as JAX's lowering (a vmapped while_loop freezes finished elements).
+def _gamma_impl(key, a, *, log_space):
+    # ``key``: uint32[*batch, 2] (a batch of keys after vmap, see the batching rule) and
+    # ``a`` of shape (*batch, *rest): each key is split into prod(rest) keys, one per
+    # element, and the elements run their own rejection loops, vmapped (a vmapped
+    # while_loop freezes finished lanes): JAX's lowering of random_gamma, lane for lane.
     from xform.transforms.vmap import vmap   # (transforms import lax: keep it lazy)
-    keys = split(key, math.prod(a.shape))
-    samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, jnp.ravel(a))
+    nbatch = key.ndim - 1
+    count = math.prod(a.shape[nbatch:])
+    keys = vmap(lambda k: split(k, count))(jnp.reshape(key, (-1, 2)))
+    samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(
+        jnp.reshape(keys, (-1, 2)), jnp.ravel(a))
     return jnp.reshape(samples, a.shape)
 
 
-_gamma_sample = custom_jvp(_gamma_impl, nondiff_argnums=(2,))
+def _random_gamma_abstract_eval(key, a, *, log_space):
+    return ShapedArray(a.shape, a.dtype)
 
 
-@_gamma_sample.defjvp
-def _gamma_sample_jvp(log_space, primals, tangents):
-    key, a = primals
-    ans = _gamma_sample(key, a, log_space)
-    return ans, tangents[1] * _gamma_grad(ans, a, log_space)
+def _random_gamma_batch(vals, dims, *, log_space):
+    # As JAX: both operands batched at the front, so the lowering sees one flat batch
+    # of lanes (a vmap of a vmap would nest the rejection loops instead).
+    size = batching.axis_size_of(vals, dims)
+    key, a = (batching.bdim_at_front(v, d, size) for v, d in zip(vals, dims))
+    return random_gamma_p.bind(key, a, log_space=log_space), 0
+
+
+# Gamma samples as a primitive, as JAX's random_gamma: its own batching rule (above) and
+# JVP (implicit reparameterization); the lowering is the vmapped rejection sampler.
+random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl, multiple_results=False))
+batching.primitive_batchers[random_gamma_p] = _random_gamma_batch
+ad.defjvp2(random_gamma_p, None,
+           lambda t, ans, key, a, log_space: t * _gamma_grad(ans, a, log_space))
 
 
 def _gamma_grad(sample, a, log_space):
@@ -190,13 +210,6 @@ def random_gamma_grad(a, x):
     return lax.select(domain_error | is_nan, jnp.full_like(a, np.nan), out)
 
 
-def _gamma(name, key, a, shape, dtype, log_space):
-    dtype = _float_dtype(name, dtype)
-    shape = _shape_from(name, shape, a)
-    a = _bcast_param(a, dtype, shape)
-    return _gamma_sample(key, a, log_space)
-
-
 def gamma(key, a, shape=None, dtype=None):
     """Gamma(a, 1) samples, differentiable in ``a`` (implicit reparameterization).
 
@@ -210,7 +223,11 @@ def gamma(key, a, shape=None, dtype=None):
     >>> bool((random.gamma(random.PRNGKey(0), 2.0, (4,)) > 0).all())
     True
     """
-    return _gamma("gamma", key, a, shape, dtype, False)
+    kd = _key_data("gamma", key)
+    dtype = _float_dtype("gamma", dtype)
+    if shape is not None:
+        shape = _shape_from("gamma", shape, a)
+    return _gamma(kd, a, shape=shape, dtype=dtype)
 
 
 def loggamma(key, a, shape=None, dtype=None):
@@ -220,7 +237,20 @@ def loggamma(key, a, shape=None, dtype=None):
     >>> random.loggamma(random.PRNGKey(0), 0.01, (2,)).shape
     (2,)
     """
-    return _gamma("loggamma", key, a, shape, dtype, True)
+    kd = _key_data("loggamma", key)
+    dtype = _float_dtype("loggamma", dtype)
+    if shape is not None:
+        shape = _shape_from("loggamma", shape, a)
+    return _gamma(kd, a, shape=shape, dtype=dtype, log_space=True)
+
+
+@_jit(static_argnames=("shape", "dtype", "log_space"))
+def _gamma(key, a, shape, dtype, log_space=False):
+    shape = np.shape(a) if shape is None else shape
+    a = lax.convert_element_type(a, dtype)
+    if np.shape(a) != shape:
+        a = jnp.broadcast_to(a, shape)
+    return random_gamma_p.bind(key, a, log_space=log_space)
 
 
 def beta(key, a, b, shape=None, dtype=None):
@@ -231,13 +261,20 @@ def beta(key, a, b, shape=None, dtype=None):
     >>> bool(((x > 0) & (x < 1)).all())
     True
     """
+    kd = _key_data("beta", key)
     dtype = _float_dtype("beta", dtype)
-    shape = _shape_from("beta", shape, a, b)
+    return _beta(kd, a, b, _shape_from("beta", shape, a, b), dtype)
+
+
+@_jit(3, 4)
+def _beta(key, a, b, shape, dtype):
+    a = lax.convert_element_type(a, dtype)
+    b = lax.convert_element_type(b, dtype)
     key_a, key_b = split(key)
-    a, b = _bcast_param(a, dtype, shape), _bcast_param(b, dtype, shape)
+    a, b = jnp.broadcast_to(a, shape), jnp.broadcast_to(b, shape)
     log_gamma_a = loggamma(key_a, a, shape, dtype)
     log_gamma_b = loggamma(key_b, b, shape, dtype)
-    log_max = lax.max(log_gamma_a, log_gamma_b)
+    log_max = lax.max(log_gamma_a, log_gamma_b)   # gamma_a / (gamma_a + gamma_b), scaled
     ga = jnp.exp(log_gamma_a - log_max)
     gb = jnp.exp(log_gamma_b - log_max)
     return ga / (ga + gb)
@@ -251,13 +288,20 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     >>> round(float(x.sum()), 5)
     1.0
     """
+    kd = _key_data("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
     if np.ndim(alpha) < 1:
         raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
                          f"{np.ndim(alpha)}")
-    batch = np.shape(alpha)[:-1]
-    shape = batch if shape is None else _shape_from("dirichlet", shape, np.zeros(batch))
-    alpha = lax.convert_element_type(jnp.asarray(alpha), dtype)
+    if shape is not None:
+        shape = _shape_from("dirichlet", shape, np.zeros(np.shape(alpha)[:-1]))
+    return _dirichlet(kd, alpha, shape, dtype)
+
+
+@_jit(2, 3)
+def _dirichlet(key, alpha, shape, dtype):
+    shape = np.shape(alpha)[:-1] if shape is None else shape
+    alpha = lax.convert_element_type(alpha, dtype)
     x = loggamma(key, alpha, tuple(shape) + np.shape(alpha)[-1:], dtype)
     # softmax as JAX's jax.nn.softmax
     e = jnp.exp(x - lax.stop_gradient(jnp.max(x, -1, keepdims=True)))
@@ -271,9 +315,14 @@ def t(key, df, shape=None, dtype=None):
     >>> random.t(random.PRNGKey(0), 3.0, (2,)).shape
     (2,)
     """
+    kd = _key_data("t", key)
     dtype = _float_dtype("t", dtype)
-    shape = _shape_from("t", shape, df)
-    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    return _t(kd, df, _shape_from("t", shape, df), dtype)
+
+
+@_jit(2, 3)
+def _t(key, df, shape, dtype):
+    df = lax.convert_element_type(df, dtype)
     key_n, key_g = split(key)
     n = normal(key_n, shape, dtype)
     half_df = lax.div(df, np.array(2, dtype))
@@ -288,12 +337,17 @@ def chisquare(key, df, shape=None, dtype=None):
     >>> bool((random.chisquare(random.PRNGKey(0), 2.0, (3,)) > 0).all())
     True
     """
+    kd = _key_data("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
-    shape = _shape_from("chisquare", shape, df)
-    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    return _chisquare(kd, df, _shape_from("chisquare", shape, df), dtype)
+
+
+@_jit(2, 3)
+def _chisquare(key, df, shape, dtype):
+    df = lax.convert_element_type(df, dtype)
     two = np.array(2, dtype)
     log_g = loggamma(key, lax.div(df, two), shape, dtype)
-    return lax.mul(jnp.exp(log_g), jnp.broadcast_to(two, shape))
+    return lax.mul(jnp.exp(log_g), two)
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
@@ -303,15 +357,19 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     >>> random.f(random.PRNGKey(0), 2.0, 3.0, (2,)).shape
     (2,)
     """
+    kd = _key_data("f", key)
     dtype = _float_dtype("f", dtype)
-    shape = _shape_from("f", shape, dfnum, dfden)
-    dfden = lax.convert_element_type(jnp.asarray(dfden), dtype)
-    dfnum = lax.convert_element_type(jnp.asarray(dfnum), dtype)
+    return _f(kd, dfnum, dfden, _shape_from("f", shape, dfnum, dfden), dtype)
+
+
+@_jit(3, 4)
+def _f(key, dfnum, dfden, shape, dtype):
+    dfden = lax.convert_element_type(dfden, dtype)
+    dfnum = lax.convert_element_type(dfnum, dtype)
     key_dfd, key_dfn = split(key)
     chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype)
     chi2_dfd = chisquare(key_dfd, dfden, shape, dtype)
-    return lax.div(lax.div(chi2_dfn, jnp.broadcast_to(dfnum, shape)),
-                   lax.div(chi2_dfd, jnp.broadcast_to(dfden, shape)))
+    return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
 
 
 def generalized_normal(key, p, shape=(), dtype=None):
@@ -321,8 +379,13 @@ def generalized_normal(key, p, shape=(), dtype=None):
     >>> random.generalized_normal(random.PRNGKey(0), 1.5, (3,)).shape
     (3,)
     """
+    kd = _key_data("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
-    shape = _static_shape("generalized_normal", shape)
+    return _generalized_normal(kd, p, _static_shape("generalized_normal", shape), dtype)
+
+
+@_jit(2, 3)
+def _generalized_normal(key, p, shape, dtype):
     k_g, k_r = split(key)
     g = gamma(k_g, 1 / p, shape, dtype)
     r = rademacher(k_r, shape, dtype)
@@ -336,9 +399,14 @@ def ball(key, d, p=2, shape=(), dtype=None):
     >>> random.ball(random.PRNGKey(0), 3, shape=(2,)).shape
     (2, 3)
     """
+    kd = _key_data("ball", key)
     dtype = _float_dtype("ball", dtype)
     shape = _static_shape("ball", shape)
-    d = _static_int("ball", "d", d)
+    return _ball(kd, p, _static_int("ball", "d", d), shape, dtype)
+
+
+@_jit(2, 3, 4)
+def _ball(key, p, d, shape, dtype):
     k1, k2 = split(key)
     g = generalized_normal(k1, p, (*shape, d), dtype)
     e = exponential(k2, shape, dtype)

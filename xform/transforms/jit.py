@@ -606,10 +606,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 def _clear_all(name, value):
-    # x64 changes what tracing produces; disable_jit must bypass the fast paths, which
-    # check no flags (they stay empty while jit is disabled: _call returns early).
+    # x64 (and the PRNG's counter layout) change what tracing produces; disable_jit must
+    # bypass the fast paths, which check no flags (they stay empty while jit is
+    # disabled: _call returns early).
     for c in list(_all_caches):
-        if name == "jax_enable_x64":
+        if name in ("jax_enable_x64", "jax_threefry_partitionable"):
             c.clear()
         elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
             c.clear()
