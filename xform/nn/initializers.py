@@ -1,9 +1,8 @@
 """``xform.nn.initializers``: ``jax.nn.initializers``, same values for the same key.
 
-An initializer is ``init(key, shape, dtype=float32) -> Array``. Each sampler call is
-one compiled program (``jit`` with static shape and dtype), as in JAX, so XLA's
-fusion (an FMA in ``uniform(minval, maxval)`` and ``truncated_normal``) falls where
-JAX's does and eager values match JAX bit for bit; the final scaling is a separate op.
+An initializer is ``init(key, shape, dtype=float32) -> Array``: JAX's formula over
+``xform.random``'s samplers (each one compiled call, as JAX's), so values match JAX's
+bit for bit eagerly and under jit.
 """
 import functools
 import math
@@ -29,21 +28,6 @@ def _dtype(dtype):
 
 def _shape(shape):
     return tuple(int(d) for d in shape) if np.ndim(shape) else (int(shape),)
-
-
-@functools.partial(jit, static_argnums=(1, 2))
-def _normal(key, shape, dtype):
-    return random.normal(key, shape, dtype)
-
-
-@functools.partial(jit, static_argnums=(1, 2))
-def _uniform(key, shape, dtype, minval, maxval):
-    return random.uniform(key, shape, dtype, minval, maxval)
-
-
-@functools.partial(jit, static_argnums=(3, 4))
-def _truncated_normal(key, lower, upper, shape, dtype):
-    return random.truncated_normal(key, lower, upper, shape, dtype)
 
 
 def zeros(key, shape, dtype=None):
@@ -82,7 +66,7 @@ def uniform(scale=1e-2, dtype=None):
     """Uniform on ``[0, scale)``."""
     def init(key, shape, dtype=dtype):
         dt = _dtype(dtype)
-        return _uniform(key, _shape(shape), dt, 0.0, 1.0) * jnp.array(scale, dt)
+        return random.uniform(key, _shape(shape), dt, 0.0, 1.0) * jnp.array(scale, dt)
     return init
 
 
@@ -90,7 +74,7 @@ def normal(stddev=1e-2, dtype=None):
     """Normal with mean 0 and standard deviation ``stddev``."""
     def init(key, shape, dtype=dtype):
         dt = _dtype(dtype)
-        return _normal(key, _shape(shape), dt) * jnp.array(stddev, dt)
+        return random.normal(key, _shape(shape), dt) * jnp.array(stddev, dt)
     return init
 
 
@@ -98,7 +82,7 @@ def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
     """Normal truncated to ``[lower, upper]`` (in standard deviations), times ``stddev``."""
     def init(key, shape, dtype=dtype):
         dt = _dtype(dtype)
-        return (_truncated_normal(key, lower, upper, _shape(shape), dt)
+        return (random.truncated_normal(key, lower, upper, _shape(shape), dt)
                 * jnp.array(stddev, dt))
     return init
 
@@ -137,11 +121,11 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         variance = jnp.array(scale / denominator, dtype=dt)
         if distribution == "truncated_normal":
             stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dt)
-            return _truncated_normal(key, -2, 2, shape, dt) * stddev
+            return random.truncated_normal(key, -2, 2, shape, dt) * stddev
         if distribution == "normal":
-            return _normal(key, shape, dt) * jnp.sqrt(variance)
+            return random.normal(key, shape, dt) * jnp.sqrt(variance)
         if distribution == "uniform":
-            return _uniform(key, shape, dt, -1, 1.0) * jnp.sqrt(3 * variance)
+            return random.uniform(key, shape, dt, -1, 1.0) * jnp.sqrt(3 * variance)
         raise ValueError(
             f"invalid distribution for variance scaling initializer: {distribution}")
     return init
