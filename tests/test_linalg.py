@@ -142,7 +142,17 @@ def test_errors_name_the_problem():
 
 
 def test_not_positive_definite_gives_nan():
-    assert np.isnan(np.asarray(xnp.linalg.cholesky(-SPD))).all()
+    # as JAX: the failed factor is NaN, then tril zeroes its upper triangle
+    got, want = np.asarray(xnp.linalg.cholesky(-SPD)), np.asarray(jnp.linalg.cholesky(-SPD))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[np.tril_indices(4)]).all() and (got[np.triu_indices(4, 1)] == 0).all()
+
+
+def test_cholesky_matches_jax_bit_for_bit():
+    # LAPACK's potrf on CPU, as JAX lowers it (stablehlo.cholesky rounds differently)
+    for a in (SPD, SPD.astype(np.complex64) + 0.5j * (np.tril(SPD, -1) - np.triu(SPD, 1))):
+        np.testing.assert_array_equal(xform.jit(xnp.linalg.cholesky)(a),
+                                      jax.jit(jnp.linalg.cholesky)(a))
 
 
 def test_lu_pivots_to_permutation_matches_jax():

@@ -2,8 +2,8 @@
 
 This module has cholesky, triangular_solve, lu and the shared helpers; qr, eigh and
 svd (the factorizations with orthogonal/unitary factors) are in ``linalg_orthogonal.py``
-and re-exported here. cholesky and triangular_solve lower to StableHLO ops; lu, qr, eigh
-and svd lower to jaxlib's LAPACK kernels (FFI custom calls, see
+and re-exported here. triangular_solve lowers to a StableHLO op; lu, qr, eigh, svd and
+(on CPU, as JAX) cholesky lower to jaxlib's LAPACK kernels (FFI custom calls, see
 ``interpreters/ffi.py``). Every primitive accepts leading batch dimensions, so batching
 moves the batch axis to the front. JVPs follow the standard matrix-calculus rules JAX uses; reverse mode
 comes from them by partial evaluation and transposition like everything else.
@@ -171,6 +171,14 @@ def _cholesky_finish(l):
 
 
 def _cholesky_lowering(ctx, x):
+    if ctx.module_ctx.platform == "cpu":
+        # LAPACK's potrf, as JAX on CPU (stablehlo.cholesky rounds differently: 1 ulp)
+        aval = ctx.avals_in[0]
+        out, info = ffi.lapack_call("potrf_ffi", aval.dtype, [x], [aval],
+                                    [aval, _info_aval(aval)], aliases=[(0, 0)],
+                                    attributes={"uplo": ffi.u8(ord("L"))})
+        return _in_lowering(ctx, lambda l, i: [tril(_nan_on_failure(i, l)[0])],
+                            [out, info], [aval, _info_aval(aval)])[0]
     out = hlo.cholesky(x, lower=ir.BoolAttr.get(True))
     return _in_lowering(ctx, _cholesky_finish, [out], ctx.avals_out)[0]
 
