@@ -291,7 +291,8 @@ def _rerun_op_by_op(closed, name, bufs, what="nan"):
     """A compiled program produced a NaN: run its jaxpr again one primitive at a time,
     so that the first primitive producing a NaN raises (eager primitives check too)."""
     from xform.core.jaxpr import eval_jaxpr
-    args = [Array(b, a) for b, a in zip(bufs[len(closed.consts):], closed.in_avals)]
+    n_hoisted = sum(mlir.hoist_mask(closed, EMBED_CONSTS_UP_TO))
+    args = [Array(b, a) for b, a in zip(bufs[n_hoisted:], closed.in_avals)]
     eval_jaxpr(closed.jaxpr, closed.consts, *args)
     raise FloatingPointError(
         f"invalid value ({what}) encountered in {name}. Because jax_debug_{what}s is set, "
@@ -301,6 +302,12 @@ def _rerun_op_by_op(closed, name, bufs, what="nan"):
 
 
 # ---- compiled jaxprs (jit) ----
+
+# Closed-over arrays of up to this many elements are constants in a jitted program (JAX
+# embeds every one: XLA then folds them, e.g. a sampler's parameters, and values match
+# JAX's); larger ones are passed as arguments, not baked into the program.
+EMBED_CONSTS_UP_TO = 1024
+
 
 class CompiledJaxpr:
     """An XLA executable for a ClosedJaxpr; consts are device buffers passed first.
@@ -315,7 +322,7 @@ class CompiledJaxpr:
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
         callbacks = []
-        module = mlir.lower_jaxpr_to_module(closed, hoist_consts=True,
+        module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
                                             host_callbacks=callbacks, as_bytecode=True,
                                             donated=donated)
         devices = [device] if device is not None else None
@@ -325,7 +332,8 @@ class CompiledJaxpr:
         self.execute = self.executable.make_execute(closed.out_avals)
         # The hit paths call run(bufs).consume_with_handlers(handlers) (see _OneOp).
         self.run, self.handlers = self.executable.execute_parts(closed.out_avals)
-        self.const_bufs = [to_buffer(c) for c in closed.consts]
+        self.const_bufs = [to_buffer(c) for c, h in zip(
+            closed.consts, mlir.hoist_mask(closed, EMBED_CONSTS_UP_TO)) if h]
         self.out_avals = [canonical_aval(a) for a in closed.out_avals]
         if config.jax_debug_nans or config.jax_debug_infs:
             self.execute = _nan_checked(

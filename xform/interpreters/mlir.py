@@ -229,8 +229,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
 
-    With ``hoist_consts`` the consts become leading parameters of ``@main`` (the
-    caller passes their buffers), so large closed-over arrays are not baked in.
+    ``hoist_consts`` says which consts become leading parameters of ``@main`` (the
+    caller passes their buffers) instead of constants in the program: all (True), none
+    (False), or (an int n) those of more than n elements (see ``hoist_mask``).
     Host callbacks the module calls are appended to the list ``host_callbacks``;
     pass them to ``backend.compile``. ``donated[i]`` (over ``closed.in_avals``) marks
     an input whose buffer the program may reuse for an output of the same type
@@ -241,7 +242,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         module_ctx = ModuleContext(module, host_callbacks, platform)
-        const_avals = [v.aval for v in jaxpr.constvars] if hoist_consts else []
+        mask = hoist_mask(closed, hoist_consts)
+        const_avals = [v.aval for v, h in zip(jaxpr.constvars, mask) if h]
         fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
                         public=True)
         if donated is not None and any(donated):
@@ -249,7 +251,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
-            consts = params[:len(const_avals)] if hoist_consts else closed.consts
+            it = iter(params[:len(const_avals)])
+            consts = [next(it) if h else c for c, h in zip(closed.consts, mask)]
             outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
             func_dialect.ReturnOp(outs)
         if as_bytecode:
@@ -257,6 +260,17 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
             module.operation.write_bytecode(file=out)
             return out.getvalue()
         return str(module)
+
+
+def hoist_mask(closed: ClosedJaxpr, hoist_consts):
+    """Per const of ``closed``: is it a parameter of the module (True) or a constant in
+    it? An int ``n`` hoists consts of more than n elements: small closed-over arrays
+    are constants XLA can fold, as JAX (which embeds every const) lowers them, so
+    programs fold, and round, as JAX's do; large ones are not baked into the program."""
+    if hoist_consts is True or hoist_consts is False:
+        return [hoist_consts] * len(closed.consts)
+    return [v.aval.size > hoist_consts or not isinstance(v.aval.dtype, np.dtype)
+            for v in closed.jaxpr.constvars]
 
 
 def input_output_aliases(in_avals, out_avals, donated):

@@ -518,7 +518,8 @@ class Lowered:
         """The StableHLO module as text."""
         if dialect not in ("stablehlo", "mhlo"):
             raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
-        return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated)
+        return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
+                                          hoist_consts=dispatch.EMBED_CONSTS_UP_TO)
 
     def compile(self):
         """Compile with XLA (through the program cache): returns ``Compiled``."""
