@@ -15,7 +15,7 @@ import pytest
 
 import xform
 import xform.numpy as jnp
-from xform.interpreters import compiler
+from xform.interpreters import compiler, dispatch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -371,3 +371,21 @@ def test_cost_and_memory_analysis_and_optimized_hlo():
     hlo = compiled.as_text()
     assert "HloModule" in hlo and "tanh" in hlo
     np.testing.assert_allclose(compiled(a, b), np.tanh(np.ones((8, 4)) * 16), rtol=1e-6)
+
+
+def test_small_closed_over_arrays_are_constants_large_ones_arguments():
+    # JAX embeds closed-over arrays as constants (XLA folds them): xform does for small
+    # ones, and passes large ones as arguments, so a new large array reuses the program
+    small, x = np.arange(4, dtype=np.float32), jnp.ones(4)
+    text = xform.jit(lambda x: x * small).lower(x).as_text()
+    assert "func.func public @main(%arg0: tensor<4xf32>)" in text
+    assert "dense<[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00]>" in text
+    n = dispatch.EMBED_CONSTS_UP_TO + 1
+    big, y = np.ones(n, np.float32), jnp.ones(n)
+    text = xform.jit(lambda y: y * big).lower(y).as_text()
+    assert f"@main(%arg0: tensor<{n}xf32>, %arg1: tensor<{n}xf32>)" in text
+    before = dict(compiler.stats)
+    for k in range(3):
+        big = np.full(n, float(k), np.float32)
+        np.testing.assert_array_equal(xform.jit(lambda y: y * big)(y), big)
+    assert counts(before) == {"trace": 3, "compile": 1}
