@@ -389,3 +389,14 @@ def test_small_closed_over_arrays_are_constants_large_ones_arguments():
         big = np.full(n, float(k), np.float32)
         np.testing.assert_array_equal(xform.jit(lambda y: y * big)(y), big)
     assert counts(before) == {"trace": 3, "compile": 1}
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 5), (16,), (3, 1, 4)])
+def test_bool_array_constants_keep_their_values(shape):
+    # a constant of 2-8 bools was once emitted as packed bits, which MLIR read as a splat
+    mask = np.random.RandomState(1).rand(*shape) > 0.5
+    x = np.ones(shape, np.float32)
+    want = np.where(mask, 1.0, -1.0)
+    inner = xform.jit(lambda x: jnp.where(mask, x, -x))   # consts of a nested call
+    np.testing.assert_array_equal(xform.jit(lambda x: inner(x) * 1.0)(x), want)
+    np.testing.assert_array_equal(inner(x), want)          # embedded in the program

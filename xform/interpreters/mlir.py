@@ -86,9 +86,9 @@ def ir_constant(x, dtype=None):
     if x.dtype == dtypes.float0:
         x = np.zeros(x.shape, np.bool_)
     elt = dtype_to_ir_type(x.dtype)
-    if x.dtype == np.bool_:
-        data = np.packbits(x, bitorder="little")
-    elif x.dtype == dtypes.bfloat16:
+    # (bools go in as one byte each: jaxlib's MLIR reads a packed buffer of one byte as
+    # a splat, so packed bits gave wrong constants for arrays of 2 to 8 bools)
+    if x.dtype == dtypes.bfloat16:
         data = x.view(np.uint16)
     else:
         data = x
