@@ -291,8 +291,8 @@ def _rerun_op_by_op(closed, name, bufs, what="nan"):
     """A compiled program produced a NaN: run its jaxpr again one primitive at a time,
     so that the first primitive producing a NaN raises (eager primitives check too)."""
     from xform.core.jaxpr import eval_jaxpr
-    n_hoisted = sum(mlir.hoist_mask(closed, EMBED_CONSTS_UP_TO))
-    args = [Array(b, a) for b, a in zip(bufs[n_hoisted:], closed.in_avals)]
+    args = [Array(b, a) for b, a in zip(bufs[len(bufs) - len(closed.in_avals):],
+                                        closed.in_avals)]
     eval_jaxpr(closed.jaxpr, closed.consts, *args)
     raise FloatingPointError(
         f"invalid value ({what}) encountered in {name}. Because jax_debug_{what}s is set, "

@@ -76,7 +76,7 @@ def _has_extended(avals):
 def _const_value(c, aval):
     # A constant's host value; an extended-dtype Array gives its physical data.
     if not isinstance(aval.dtype, np.dtype):
-        return backend.to_numpy(c._buf), None
+        return c.physical_value(), None
     return np.asarray(c), aval.dtype
 
 

@@ -413,9 +413,10 @@ class JitWrapped:
         if hit is None:
             if config.jax_explain_cache_misses:
                 explain.explain_cache_miss(self, key, args, nums)
-            hit = self._trace(in_tree, avals, args, kwargs, nums)
+            consumed = []
+            hit = self._trace(in_tree, avals, args, kwargs, nums, consumed)
             if config.jax_debug_key_reuse:
-                self._cache.consumed[key] = self._consumed_by_trace
+                self._cache.consumed[key] = tuple(consumed)
             # A jaxpr that captured tracers of an enclosing transformation (or refs
             # created inside one) is valid only for this call: don't cache it.
             if not any(isinstance(c, Tracer) for c in hit[0].consts) and (
@@ -423,7 +424,9 @@ class JitWrapped:
                 jaxprs[key] = hit
         return (key, leaves) + hit
 
-    def _trace(self, in_tree, avals, args, kwargs, static_nums):
+    def _trace(self, in_tree, avals, args, kwargs, static_nums, consumed=None):
+        # ``consumed`` (with jax_debug_key_reuse): gets the argument leaves whose typed
+        # keys the function consumed
         out_tree_box = []
         ref_pos = tuple(i for i, a in enumerate(avals) if isinstance(a, refs.AbstractRef))
         refinfo = []
@@ -442,10 +445,10 @@ class JitWrapped:
                 full_kwargs = {k: (dyn_kwargs[k] if k in dyn_kwargs else kwargs[k])
                                for k in kwargs}
                 out = self._fun(*full_args, **full_kwargs)
-                if config.jax_debug_key_reuse:   # which argument keys it consumed
+                if config.jax_debug_key_reuse and consumed is not None:
                     from xform.random import _keys
-                    self._consumed_by_trace = tuple(
-                        i for i, x in enumerate(flat) if _keys.consumer(x) is not None)
+                    consumed.extend(i for i, x in enumerate(flat)
+                                    if _keys.consumer(x) is not None)
                 out_leaves, out_tree = tree_util.tree_flatten(out)
                 refs.check_no_ref_outputs(self._fun, out_leaves)
                 out_tree_box.append(out_tree)
