@@ -283,8 +283,7 @@ class Executable:
                 _plain_dtype(a.dtype) for a in out_avals):
             return None
         sharding = _sharding(self.devices[0])
-        return [_jax.array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)),
-                                          sharding, committed=True, _skip_checks=True)
+        return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
                 for a in out_avals]
 
     def cost_analysis(self):
@@ -298,6 +297,15 @@ class Executable:
     def hlo_text(self):
         """The optimized HLO XLA compiled."""
         return self._exe.hlo_modules()[0].to_string()
+
+
+def _array_result_handler(aval, sharding):
+    """jaxlib's C++ handler making an output buffer an Array of ``aval`` (jaxlib 0.10
+    takes ``_skip_checks``; 0.11 dropped it)."""
+    try:
+        return _jax.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+    except TypeError:
+        return _jax.array_result_handler(aval, sharding, committed=True)
 
 
 class _Done:
