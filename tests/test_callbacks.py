@@ -332,7 +332,7 @@ def test_callbacks_inside_control_flow(capfd):
 def test_compile_refuses_callbacks_it_was_not_given():
     from xform import backend
     text = xform.jit(lambda x: xform.debug.print("{}", x)).lower(1.0).as_text()
-    assert backend.PYTHON_CALLBACK_TARGET in text
+    assert backend.python_callback_target(backend.platform()) in text
     with pytest.raises(ValueError, match="This module calls host callbacks: pass them"):
         backend.compile(text)
 

@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 
+from jax._src import config as _jax_config
 from jax._src import core as _jcore
 from jax._src import xla_bridge as _xb
 from jax._src.sharding_impls import SingleDeviceSharding as _SingleDeviceSharding
@@ -47,17 +48,44 @@ def _xform_errors(fn):
 
 @functools.cache
 def client():
-    """The PJRT CPU client (created on first use, so XLA_FLAGS set before it count).
+    """The PJRT client xform runs on (created on first use, so XLA_FLAGS and the
+    ``jax_platforms`` option set before it count). As JAX: ``jax_platforms`` (read from
+    ``JAX_PLATFORMS``, e.g. ``"cuda,cpu"``) lists the platforms to start and the first
+    is the default; unset, a GPU when jaxlib has a GPU plugin, else the CPU.
 
     After ``distributed_initialize`` it is a CPU client joined to the other processes
     (global devices, gloo collectives)."""
     if _dist.cpu_client is not None:
         return _dist.cpu_client
-    return _xb.get_backend("cpu")
+    from xform.core.config import config
+    wanted = config.jax_platforms
+    if not wanted:
+        return _xb.get_backend()
+    if not _xb.backends_are_initialized():
+        _jax_config.update("jax_platforms", wanted)  # start only these (no idle GPU client)
+    try:
+        return _xb.get_backend(wanted.split(",")[0].strip())
+    except (RuntimeError, AssertionError) as e:  # jaxlib asserts when no GPU is visible
+        raise RuntimeError(f"jax_platforms={wanted!r}: could not start that platform "
+                           f"on this machine ({str(e) or 'no such device'})") from None
 
 
 def client_started():
     return client.cache_info().currsize > 0
+
+
+@functools.cache
+def _platform_of(c):
+    plat = c.platform
+    if plat == "gpu":  # jaxlib names CUDA and ROCm clients "gpu"
+        plat = "rocm" if "rocm" in c.platform_version.lower() else "cuda"
+    return plat
+
+
+def platform():
+    """The running client's platform as lowering rules name it: ``"cpu"``, ``"cuda"``,
+    ``"rocm"`` or ``"tpu"`` (``client().platform`` says ``"gpu"`` for both GPU kinds)."""
+    return _platform_of(client())
 
 
 # ---- multi-process: jaxlib's distributed runtime (coordination service) + gloo ----
@@ -149,6 +177,13 @@ def lapack_target(fn_base, dtype):
     from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
     from jaxlib import lapack as _lapack
     return _lapack.prepare_lapack_call(fn_base, np.dtype(dtype))
+
+
+def gpu_solver_target(name):
+    """``name`` (e.g. ``cusolver_getrf_ffi``), after making sure jax registered jaxlib's
+    GPU solver kernels with XLA (the same import as for LAPACK)."""
+    from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
+    return name
 
 
 class _IrContext(ir.Context):
@@ -351,8 +386,8 @@ def compile(module, devices=None, host_callbacks=()) -> Executable:
     devices, device_list = _device_list(devices)
     options = _jax.CompileOptions()
     if not host_callbacks:
-        target = PYTHON_CALLBACK_TARGET if isinstance(module, str) else _CALLBACK_TARGET_BYTES
-        if target in module:  # XLA would crash calling index 0
+        if any((t if isinstance(module, str) else t.encode()) in module
+               for t in _CALLBACK_TARGETS):  # XLA would crash calling index 0
             raise ValueError("This module calls host callbacks: pass them to compile "
                              "(lower_jaxpr_to_module(..., host_callbacks=list) collects them)")
         exe = client().compile_and_load(module, device_list, options)
@@ -423,14 +458,20 @@ def delete(buf):
 
 
 # ---- host callbacks ----
-# jaxlib 0.10.2 on CPU: a program calls back into Python through the typed-FFI
+# jaxlib 0.10.2 (CPU; on GPU the same call under _GPU_CALLBACK_TARGET): a program calls back into Python through the typed-FFI
 # custom call PYTHON_CALLBACK_TARGET (api_version 4) whose ``mhlo.backend_config``
 # is ``{index = i : ui64}``; ``i`` indexes the ``host_callbacks`` passed to
 # ``compile_and_load``. XLA calls that function with one NumPy array per operand
 # and expects a tuple of NumPy arrays, one per result, of exactly the result types.
 # A ``has_side_effect`` call is never removed by XLA.
 PYTHON_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
-_CALLBACK_TARGET_BYTES = PYTHON_CALLBACK_TARGET.encode()  # as found in MLIR bytecode
+_GPU_CALLBACK_TARGET = "xla_ffi_python_gpu_callback"  # the same call on CUDA/ROCm
+_CALLBACK_TARGETS = (PYTHON_CALLBACK_TARGET, _GPU_CALLBACK_TARGET)
+
+
+def python_callback_target(platform):
+    """The host-callback custom call's target on ``platform`` (as lowering rules name it)."""
+    return _GPU_CALLBACK_TARGET if platform in ("cuda", "rocm") else PYTHON_CALLBACK_TARGET
 
 
 def _recording_errors(fn, errors):

@@ -29,8 +29,10 @@ _DEFAULTS = {
     "jax_traceback_filtering": None,
     "jax_debug_key_reuse": False,  # xform.random: raise when a typed key is reused
     "jax_threefry_partitionable": True,  # xform.random: JAX's counter layout (default)
+    # the platforms to start, first the default ("cuda,cpu"); read when the backend starts
+    "jax_platforms": None,
 }
-_STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering"}
+_STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering", "jax_platforms"}
 INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))
 
 

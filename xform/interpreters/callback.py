@@ -9,7 +9,7 @@ operand (Arrays when run eagerly) and returns a tuple of arrays, one per result.
 ``_UserCallback`` adapts a user's function to that convention (pytree arguments
 rebuilt as Arrays). Eagerly the impl calls the host function directly; compiled,
 it is registered with the module (``ModuleContext.add_host_callback``) and called
-by XLA through ``backend.PYTHON_CALLBACK_TARGET``. vmap transforms the host
+by XLA through ``backend.python_callback_target(platform)``. vmap transforms the host
 function into a host-side loop (``_Sequential``) for debug callbacks and
 ``vmap_method="sequential"``, so a batched callback is still one custom call; the
 vectorized methods move and broadcast the operands in the program, as JAX does.
@@ -21,7 +21,7 @@ from xform.core import dtypes, tree_util
 from xform.core.array import Array
 from xform.core.avals import ShapedArray
 from xform.core.trace import Primitive, Tracer, eval_trace, set_current_trace
-from xform.interpreters import ad, batching, dispatch, mlir
+from xform.interpreters import ad, batching, dispatch, ffi, mlir
 from xform.interpreters import partial_eval as pe
 
 ir, hlo = mlir.ir, mlir.hlo
@@ -126,10 +126,16 @@ def _emit_callback(ctx, host_fn, operands, result_avals, has_side_effect):
     index = ctx.module_ctx.add_host_callback(host_fn)
     op = hlo.CustomCallOp(
         [mlir.aval_to_ir_type(a) for a in result_avals], list(operands),
-        backend.PYTHON_CALLBACK_TARGET, has_side_effect=has_side_effect,
+        backend.python_callback_target(ctx.module_ctx.platform),
+        has_side_effect=has_side_effect,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get(
-            {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}))
+            {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}),
+        # NumPy's layout both ways (on GPU XLA chose a transposed result layout for a
+        # vmapped callback and read the host's row-major result wrong)
+        operand_layouts=ffi.row_major_layouts(ir.RankedTensorType(v.type).rank
+                                              for v in operands),
+        result_layouts=ffi.row_major_layouts(len(a.shape) for a in result_avals))
     return list(op.results)
 
 

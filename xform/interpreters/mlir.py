@@ -160,7 +160,7 @@ class ModuleContext:
     def platform(self):
         """The platform lowered for (rules may differ by platform, as JAX's): the one
         given, else the backend's (``"cpu"``)."""
-        return self._platform or backend.client().platform
+        return self._platform or backend.platform()
 
     def unique_name(self, base):
         self._count += 1

@@ -50,18 +50,18 @@ def platform_dependent(*args, default=None, **per_platform):
     (``cpu``, ``cuda``, ``rocm``, ``tpu``; ``gpu`` means cuda or rocm), else
     ``default(*args)``.
 
-    NB: xform compiles for one platform (its CPU client), so the branch is chosen while
+    NB: xform compiles for one platform (its client's), so the branch is chosen while
     tracing; JAX defers the choice to lowering to support multi-platform export.
 
     >>> from xform import lax
     >>> lax.platform_dependent(2.0, cpu=lambda x: x + 1, default=lambda x: x)
     3.0
     """
-    from xform.transforms.devices import default_backend
+    from xform import backend
     for name in per_platform:
         if name not in _PLATFORMS + ("gpu",):
             raise ValueError(f"Unsupported platform: {name}")
-    platform = default_backend()
+    platform = backend.platform()
     fun = per_platform.get(platform)
     if fun is None and platform in ("cuda", "rocm"):
         fun = per_platform.get("gpu")

@@ -171,12 +171,12 @@ def _cholesky_finish(l):
 
 
 def _cholesky_lowering(ctx, x):
-    if ctx.module_ctx.platform == "cpu":
-        # LAPACK's potrf, as JAX on CPU (stablehlo.cholesky rounds differently: 1 ulp)
+    if ctx.module_ctx.platform in ("cpu", *ffi.GPU_PLATFORMS):
+        # potrf (LAPACK's, cuSOLVER's), as JAX (stablehlo.cholesky rounds differently)
         aval = ctx.avals_in[0]
-        out, info = ffi.lapack_call("potrf_ffi", aval.dtype, [x], [aval],
-                                    [aval, _info_aval(aval)], aliases=[(0, 0)],
-                                    attributes={"uplo": ffi.u8(ord("L"))})
+        out, info = ffi.solver_call(ctx, ("potrf_ffi", {"uplo": ffi.u8(ord("L"))}),
+                                    ("potrf_ffi", {"lower": ffi.flag(True)}), [x], [aval],
+                                    [aval, _info_aval(aval)], aliases=[(0, 0)])
         return _in_lowering(ctx, lambda l, i: [tril(_nan_on_failure(i, l)[0])],
                             [out, info], [aval, _info_aval(aval)])[0]
     out = hlo.cholesky(x, lower=ir.BoolAttr.get(True))
@@ -360,7 +360,7 @@ def _pivots_to_permutation(pivots, *, m):
 
 def _lu_lowering(ctx, x):
     aval, piv_aval, perm_aval = ctx.avals_in[0], ctx.avals_out[1], ctx.avals_out[2]
-    lu_, ipiv, _ = ffi.lapack_call("getrf_ffi", aval.dtype, [x], [aval],
+    lu_, ipiv, _ = ffi.solver_call(ctx, ("getrf_ffi", {}), ("getrf_ffi", {}), [x], [aval],
                                    [aval, piv_aval, _info_aval(aval)], aliases=[(0, 0)])
     (pivots,) = _in_lowering(ctx, lambda p: [ew.sub(p, np.int32(1))], [ipiv], [piv_aval])
     (perm,) = _in_lowering(ctx, lambda p, m: [_pivots_to_permutation(p, m=m)], [pivots],

@@ -1,6 +1,6 @@
 """The factorizations with orthogonal/unitary factors, ``qr``, ``eigh`` and ``svd``, as
-primitives lowered to jaxlib's LAPACK kernels (part of ``xform.lax.linalg``, which
-re-exports them; the shared helpers are there).
+primitives lowered to jaxlib's LAPACK kernels, cuSOLVER's on GPU (part of
+``xform.lax.linalg``, which re-exports them; the shared helpers are there).
 """
 import numpy as np
 
@@ -47,8 +47,8 @@ def _qr_lowering(ctx, x, *, full_matrices):
     *batch, m, n = aval.shape
     cols = q_aval.shape[-1]
     tau_aval = ShapedArray((*batch, min(m, n)), aval.dtype)
-    a, tau = ffi.lapack_call("geqrf_ffi", aval.dtype, [x], [aval], [aval, tau_aval],
-                             aliases=[(0, 0)])
+    a, tau = ffi.solver_call(ctx, ("geqrf_ffi", {}), ("geqrf_ffi", {}), [x], [aval],
+                             [aval, tau_aval], aliases=[(0, 0)])
 
     def householder_input(a):   # the first `cols` columns, zero-padded if cols > n
         if cols <= n:
@@ -57,8 +57,8 @@ def _qr_lowering(ctx, x, *, full_matrices):
                            [(0, 0, 0)] * len(batch) + [(0, 0, 0), (0, cols - n, 0)])]
     (qa,) = _in_lowering(ctx, householder_input, [a], [aval])
     prefix = "un" if dtypes.issubdtype(aval.dtype, np.complexfloating) else "or"
-    (q,) = ffi.lapack_call(f"{prefix}gqr_ffi", aval.dtype, [qa, tau], [q_aval, tau_aval],
-                           [q_aval], aliases=[(0, 0)])
+    (q,) = ffi.solver_call(ctx, (f"{prefix}gqr_ffi", {}), ("orgqr_ffi", {}), [qa, tau],
+                           [q_aval, tau_aval], [q_aval], aliases=[(0, 0)])
     (r,) = _in_lowering(ctx, lambda a: [triu(shapes.slice(a, (0,) * a.ndim, r_aval.shape))],
                         [a], [aval])
     return [q, r]
@@ -121,10 +121,11 @@ def _eigh_lowering(ctx, x, *, lower):
     v_aval, w_aval = ctx.avals_out
     info_aval = _info_aval(aval)
     prefix = "he" if dtypes.issubdtype(aval.dtype, np.complexfloating) else "sy"
-    v, w, info = ffi.lapack_call(
-        f"{prefix}evd_ffi", aval.dtype, [x], [aval], [v_aval, w_aval, info_aval],
-        attributes={"mode": ffi.u8(ord("V")), "uplo": ffi.u8(ord("L" if lower else "U"))},
-        aliases=[(0, 0)])
+    v, w, info = ffi.solver_call(
+        ctx, (f"{prefix}evd_ffi", {"mode": ffi.u8(ord("V")),
+                                   "uplo": ffi.u8(ord("L" if lower else "U"))}),
+        ("syevd_ffi", {"lower": ffi.flag(lower), "algorithm": ffi.u8(0)}),
+        [x], [aval], [v_aval, w_aval, info_aval], aliases=[(0, 0)])
     return _in_lowering(ctx, _nan_on_failure, [info, v, w], [info_aval, v_aval, w_aval])
 
 
@@ -191,16 +192,60 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
 
 def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
     aval = ctx.avals_in[0]
-    s_shape, u_shape, vt_shape = _svd_shapes(aval.shape, full_matrices, compute_uv)
-    real = np.dtype(np.finfo(aval.dtype).dtype)
-    avals = [aval, ShapedArray(s_shape, real), ShapedArray(u_shape, aval.dtype),
-             ShapedArray(vt_shape, aval.dtype), _info_aval(aval)]
-    mode = "N" if not compute_uv else ("A" if full_matrices else "S")
-    _, s, u, vt, info = ffi.lapack_call("gesdd_ffi", aval.dtype, [x], [aval], avals,
-                                        attributes={"mode": ffi.u8(ord(mode))},
-                                        aliases=[(0, 0)])
+    if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
+        s, u, vt, info = _svd_gpu(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv)
+        avals = [None, *ctx.avals_out, _info_aval(aval)]
+    else:
+        s_shape, u_shape, vt_shape = _svd_shapes(aval.shape, full_matrices, compute_uv)
+        real = np.dtype(np.finfo(aval.dtype).dtype)
+        avals = [aval, ShapedArray(s_shape, real), ShapedArray(u_shape, aval.dtype),
+                 ShapedArray(vt_shape, aval.dtype), _info_aval(aval)]
+        mode = "N" if not compute_uv else ("A" if full_matrices else "S")
+        _, s, u, vt, info = ffi.solver_call(ctx, ("gesdd_ffi", {"mode": ffi.u8(ord(mode))}),
+                                            None, [x], [aval], avals, aliases=[(0, 0)])
     outs = [s, u, vt] if compute_uv else [s]
     return _in_lowering(ctx, _nan_on_failure, [info, *outs], [avals[-1], *avals[1:1 + len(outs)]])
+
+
+def _svd_gpu(ctx, x, *, full_matrices, compute_uv):
+    """``(s, u, vt, info)`` from cuSOLVER, as JAX picks the kernel: Jacobi (gesvdj) up to
+    1024 x 1024, else QR-based gesvd (on the transpose when m < n). Without
+    ``compute_uv``, u and vt are whatever the kernel gave (unused)."""
+    aval = ctx.avals_in[0]
+    *batch, m, n = aval.shape
+    k, nb, real = min(m, n), len(batch), np.dtype(np.finfo(aval.dtype).dtype)
+    s_aval, info_aval = ShapedArray((*batch, k), real), _info_aval(aval)
+    if m <= 1024 and n <= 1024:
+        econ = not full_matrices and m > 32 and n > 32   # gesvdj's batched path has none
+        u_aval = ShapedArray((*batch, m, k if econ else m), aval.dtype)
+        v_aval = ShapedArray((*batch, n, k if econ else n), aval.dtype)
+        _, s, u, v, info = ffi.solver_call(
+            ctx, None, ("gesvdj_ffi", {"full_matrices": ffi.flag(not econ),
+                                       "compute_uv": ffi.flag(compute_uv)}),
+            [x], [aval], [aval, s_aval, u_aval, v_aval, info_aval], aliases=[(0, 0)])
+        if not compute_uv:
+            return s, u, v, info
+
+        def finish(u, v):   # vt = v^H, cut to the economy shapes if asked
+            vt = _H(v)
+            if not full_matrices and not econ:
+                u = shapes.slice(u, (0,) * u.ndim, (*batch, m, k))
+                vt = shapes.slice(vt, (0,) * vt.ndim, (*batch, k, n))
+            return [u, vt]
+        u, vt = _in_lowering(ctx, finish, [u, v], [u_aval, v_aval])
+        return s, u, vt, info
+    transposed = m < n   # gesvd wants m >= n: it factors the transpose, row-major
+    _, u_shape, vt_shape = _svd_shapes(aval.shape, full_matrices, True)
+    if not compute_uv:   # the kernel writes neither
+        u_shape = vt_shape = ()
+    u_aval, vt_aval = ShapedArray(u_shape, aval.dtype), ShapedArray(vt_shape, aval.dtype)
+    outs = [aval, s_aval, vt_aval, u_aval] if transposed else [aval, s_aval, u_aval, vt_aval]
+    attributes = {"full_matrices": ffi.flag(full_matrices), "compute_uv": ffi.flag(compute_uv),
+                  "transposed": ffi.flag(transposed)}
+    _, s, a, b, info = ffi.solver_call(ctx, None, ("gesvd_ffi", attributes), [x], [aval],
+                                       [*outs, info_aval], aliases=[(0, 0)],
+                                       column_major=not transposed)
+    return (s, b, a, info) if transposed else (s, a, b, info)
 
 
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):

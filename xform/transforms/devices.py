@@ -9,7 +9,7 @@ from xform.interpreters.dispatch import device_put_value
 
 
 def devices(backend_name=None):
-    """The devices xform can run on (CPU devices here)."""
+    """The devices of the platform xform runs on (see ``jax_platforms``)."""
     return backend.devices()
 
 
@@ -23,7 +23,8 @@ def device_count(backend_name=None):
 
 
 def default_backend():
-    return "cpu"
+    """The default platform's name, as JAX's: ``"cpu"``, ``"gpu"`` or ``"tpu"``."""
+    return backend.client().platform
 
 
 def device_put(x, device=None):
