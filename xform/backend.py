@@ -398,7 +398,7 @@ def compile(module, devices=None, host_callbacks=()) -> Executable:
         parsed = ir.Module.parse(module)
         exe = client().compile_and_load(parsed, device_list, options, wrapped)
     result = Executable(exe, devices, module, tuple(wrapped))
-    result.execute = _reraising(exe.execute, errors, wrapped)
+    result.execute = _reraising(exe, errors, wrapped)
     return result
 
 
@@ -485,13 +485,18 @@ def _recording_errors(fn, errors):
     return call
 
 
-def _reraising(execute, errors, callbacks):
-    """``execute`` raising a failed host callback's own exception (not XLA's wrapper).
-    It holds ``callbacks`` alive: callers may keep only this function."""
+def _reraising(exe, errors, callbacks):
+    """``exe.execute`` raising a failed host callback's own exception (not XLA's wrapper).
+
+    It waits for the program to finish: XLA on GPU runs it asynchronously, and a
+    callback's error would otherwise surface later (or, with no outputs, never). It
+    holds ``callbacks`` alive: callers may keep only this function."""
     def run(bufs):
         errors.clear()
         try:
-            return execute(bufs)
+            outs, token = exe.execute_with_token(bufs)
+            token.block_until_ready()
+            return outs
         except _jax.JaxRuntimeError as e:
             if errors:
                 raise errors[-1] from e
