@@ -164,7 +164,8 @@ def test_array_basics():
     assert a.tolist() == [[1., 2.], [3., 4.]]
     assert f32(3.0).item() == 3.0
     np.testing.assert_array_equal(np.asarray(a), [[1., 2.], [3., 4.]])
-    np.testing.assert_array_equal(np.from_dlpack(a), [[1., 2.], [3., 4.]])
+    if xform.default_backend() == "cpu":   # NumPy imports host memory only
+        np.testing.assert_array_equal(np.from_dlpack(a), [[1., 2.], [3., 4.]])
     with pytest.raises(TypeError, match="unhashable"):
         hash(a)
     assert a.block_until_ready() is a

@@ -39,7 +39,7 @@ def test_threefry_lowering_rolled_on_cpu_unrolled_elsewhere():
     from xform.interpreters import mlir
     from xform.lax.prng import _threefry_composition
     closed = xform.make_jaxpr(lambda k: random.bits(k, (3,)))(random.PRNGKey(0))
-    assert mlir.lower_jaxpr_to_module(closed).count("stablehlo.while") == 1
+    assert mlir.lower_jaxpr_to_module(closed, platform="cpu").count("stablehlo.while") == 1
     assert "stablehlo.while" not in mlir.lower_jaxpr_to_module(closed, platform="cuda")
     k = np.uint32(7), np.uint32(123456789)
     x1, x2 = np.arange(6, dtype=np.uint32) * np.uint32(977), np.arange(6, dtype=np.uint32)
@@ -91,9 +91,10 @@ def test_bernoulli_truncated_normal():
     eq(random.bernoulli(k, 0.3, (50,)), jr.bernoulli(jk, 0.3, (50,)))
     p = np.linspace(0, 1, 6, dtype=np.float32)
     eq(random.bernoulli(k, p), jr.bernoulli(jk, p))
-    want = jr.truncated_normal(jk, -1.0, 2.0, (20,))
-    eq(xform.jit(lambda k: random.truncated_normal(k, -1.0, 2.0, (20,)))(k), want)
-    eq(random.truncated_normal(k, -1.0, 2.0, (20,)), want)
+    # like with like: on GPU, JAX's own jitted and eager values differ in the last bits
+    eq(xform.jit(lambda k: random.truncated_normal(k, -1.0, 2.0, (20,)))(k),
+       jax.jit(lambda k: jr.truncated_normal(k, -1.0, 2.0, (20,)))(jk))
+    eq(random.truncated_normal(k, -1.0, 2.0, (20,)), jr.truncated_normal(jk, -1.0, 2.0, (20,)))
 
 
 def test_jit_and_vmap_over_keys():
