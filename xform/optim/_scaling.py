@@ -65,7 +65,7 @@ def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.scale_by_rms(decay=0.0, eps=0.0)
-        >>> tx.update(jnp.array([-3.]), tx.init(jnp.zeros(1)))[0]
+        >>> tx.update(jnp.array([-4.]), tx.init(jnp.zeros(1)))[0]
         Array([-1.], dtype=float32)
     """
     correct = bias_correction
