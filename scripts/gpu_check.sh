@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# xform on a GPU: a smoke run, the core tests and three benchmarks, with xform and its
+# jax oracle both on JAX's default platform (the GPU where jaxlib has its CUDA plugin).
+# CI has no GPU; run this by hand on a machine that has one, from the repository root:
+#   bash scripts/gpu_check.sh [OUTDIR]      (logs go to OUTDIR, default /tmp/gpu_check)
+# TEST_S and BENCH_S bound the test and benchmark stages in seconds (default 330, 150;
+# BENCH_S=0 skips the benchmarks); TESTS (paths) replaces the test files, PYTEST_K selects,
+# BENCH_ONLY names the benchmark scripts (default dispatch,mlp_train,random).
+set -u
+out=${1:-${OUT:-/tmp/gpu_check}}
+mkdir -p "$out"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false   # several test processes share one GPU
+py=${PYTHON:-python3}
+
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  $py - <<'EOF'
+import numpy as np, jax, jaxlib
+import xform, xform.numpy as jnp, xform.random as random
+from xform import backend
+print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "jax default:", jax.default_backend())
+print("xform:", xform.default_backend(), backend.platform(), xform.devices())
+x = np.linspace(-1, 1, 1000, dtype=np.float32)
+checks = {
+    "eager sin": (jnp.sin(x), np.sin(x)),
+    "jit grad": (xform.jit(xform.grad(lambda v: jnp.sum(jnp.tanh(v) ** 2)))(x),
+                 jax.jit(jax.grad(lambda v: jax.numpy.sum(jax.numpy.tanh(v) ** 2)))(x)),
+    "normal": (xform.jit(lambda k: random.normal(k, (1000,)))(random.PRNGKey(0)),
+               jax.jit(lambda k: jax.random.normal(k, (1000,)))(jax.random.PRNGKey(0))),
+    "cholesky": (jnp.linalg.cholesky(np.eye(4, dtype=np.float32) * 4), 2 * np.eye(4)),
+    "svd": (jnp.linalg.svd(np.diag(np.float32([3, 1, 2])), compute_uv=False), [3, 2, 1]),
+    "det": (jnp.linalg.det(np.float32([[2, 1], [1, 3]])), 5.0),
+}
+for name, (got, want) in checks.items():
+    print(f"{name}: max abs diff {np.max(np.abs(np.asarray(got) - np.asarray(want))):.3g}",
+          "on", next(iter(got.devices())))
+xform.debug.print("debug.print from the program: {}", jnp.arange(3))
+EOF
+} > "$out/smoke.txt" 2>&1
+cat "$out/smoke.txt"
+
+tests=(core transforms jit_cache jit_fastpath callbacks lax_ops numpy_table numpy linalg
+       cond_while scan custom_derivatives random random_keys random_samplers
+       nn_layers_basic optim lazy checkpoint platforms)
+files=(); for t in "${tests[@]}"; do files+=("tests/test_$t.py"); done
+[ -n "${TESTS:-}" ] && read -r -a files <<< "$TESTS"
+timeout -s INT -k 30 "${TEST_S:-330}" $py -m pytest -q -n "${WORKERS:-12}" --no-header -rfE \
+    ${PYTEST_K:+-k "$PYTEST_K"} "${files[@]}" > "$out/tests.log" 2>&1
+echo "tests: exit $? (124: stopped at TEST_S)"; tail -n 40 "$out/tests.log"
+
+[ "${BENCH_S:-150}" = 0 ] && exit 0
+timeout -s INT -k 10 "${BENCH_S:-150}" $py benchmarks/run.py --rounds 1 --only "${BENCH_ONLY:-dispatch,mlp_train,random}" \
+    --markdown "$out/bench.md" > "$out/bench.log" 2>&1
+echo "benchmarks: exit $?"; cat "$out/bench.log" | tail -n 40
