@@ -159,7 +159,7 @@ class ModuleContext:
     @property
     def platform(self):
         """The platform lowered for (rules may differ by platform, as JAX's): the one
-        given, else the backend's (``"cpu"``)."""
+        given, else the running backend's (``"cpu"``, ``"cuda"``...)."""
         return self._platform or backend.platform()
 
     def unique_name(self, base):
