@@ -460,9 +460,8 @@ def delete(buf):
 # ---- host callbacks ----
 # jaxlib 0.10.2: a program calls back into Python through the typed-FFI custom call
 # PYTHON_CALLBACK_TARGET (CPU; _GPU_CALLBACK_TARGET on GPU; api_version 4) whose
-# ``mhlo.backend_config``
-# is ``{index = i : ui64}``; ``i`` indexes the ``host_callbacks`` passed to
-# ``compile_and_load``. XLA calls that function with one NumPy array per operand
+# ``mhlo.backend_config`` is ``{index = i : ui64}``; ``i`` indexes the
+# ``host_callbacks`` passed to ``compile_and_load``. XLA calls that function with one NumPy array per operand
 # and expects a tuple of NumPy arrays, one per result, of exactly the result types.
 # A ``has_side_effect`` call is never removed by XLA.
 PYTHON_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
