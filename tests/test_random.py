@@ -132,15 +132,16 @@ def test_errors():
         random.bits(random.PRNGKey(0), (2,), np.int32)
 
 
-def test_docstring_examples():
+@pytest.mark.parametrize("name", [   # one test each: the 40 s spread over the workers
+    "xform.random._core", "xform.random._derived", "xform.random._keys",
+    "xform.random._continuous", "xform.random._gamma", "xform.random._discrete",
+    "xform.lax.prng"])
+def test_docstring_examples(name):
     import doctest
     import importlib
-    for name in ("xform.random._core", "xform.random._derived", "xform.random._keys",
-                 "xform.random._continuous", "xform.random._gamma",
-                 "xform.random._discrete", "xform.lax.prng"):
-        result = doctest.testmod(importlib.import_module(name),
-                                 optionflags=doctest.NORMALIZE_WHITESPACE)
-        assert result.attempted > 0 and result.failed == 0, name
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0, name
 
 
 @pytest.mark.parametrize("name,args", [
