@@ -194,7 +194,6 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
     aval = ctx.avals_in[0]
     if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
         s, u, vt, info = _svd_gpu(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv)
-        avals = [None, *ctx.avals_out, _info_aval(aval)]
     else:
         s_shape, u_shape, vt_shape = _svd_shapes(aval.shape, full_matrices, compute_uv)
         real = np.dtype(np.finfo(aval.dtype).dtype)
@@ -204,7 +203,7 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
         _, s, u, vt, info = ffi.solver_call(ctx, ("gesdd_ffi", {"mode": ffi.u8(ord(mode))}),
                                             None, [x], [aval], avals, aliases=[(0, 0)])
     outs = [s, u, vt] if compute_uv else [s]
-    return _in_lowering(ctx, _nan_on_failure, [info, *outs], [avals[-1], *avals[1:1 + len(outs)]])
+    return _in_lowering(ctx, _nan_on_failure, [info, *outs], [_info_aval(aval), *ctx.avals_out])
 
 
 def _svd_gpu(ctx, x, *, full_matrices, compute_uv):
@@ -213,7 +212,7 @@ def _svd_gpu(ctx, x, *, full_matrices, compute_uv):
     ``compute_uv``, u and vt are whatever the kernel gave (unused)."""
     aval = ctx.avals_in[0]
     *batch, m, n = aval.shape
-    k, nb, real = min(m, n), len(batch), np.dtype(np.finfo(aval.dtype).dtype)
+    k, real = min(m, n), np.dtype(np.finfo(aval.dtype).dtype)
     s_aval, info_aval = ShapedArray((*batch, k), real), _info_aval(aval)
     if m <= 1024 and n <= 1024:
         econ = not full_matrices and m > 32 and n > 32   # gesvdj's batched path has none
