@@ -332,7 +332,8 @@ def test_creation():
     e = xnp.empty((2,), bool)          # values unspecified (jax 0.11 on GPU leaves them)
     assert e.shape == (2,) and e.dtype == bool
     compare(lambda m: (m.zeros(3), m.ones((2, 3), "int8"), m.zeros((), m.bfloat16),
-                       m.full((2,), 1.0), m.full((2,), 1), m.full(3, 2, "float16"), m.full((2, 3), np.arange(3, dtype=np.float32))))
+                       m.full((2,), 1.0), m.full((2,), 1), m.full(3, 2, "float16"),
+                       m.full((2, 3), np.arange(3, dtype=np.float32))))
     e = xnp.empty_like(xnp.zeros((2, 3), "int32"), shape=(4,))
     assert e.shape == (4,) and e.dtype == np.int32
     compare(lambda m, a: (m.zeros_like(a), m.ones_like(a, "float32"), m.full_like(a, 1.5),
