@@ -85,6 +85,9 @@ def test_pytrees_jit_vmap_args_and_outputs():
     out = xform.lax.fori_loop(0, 3, lambda i, key: random.split(key)[0], k)
     want = jax.lax.fori_loop(0, 3, lambda i, key: jr.split(key)[0], jk)
     eq(data(out), jr.key_data(want))
+    # a scalar key closed over by jit is a literal of the program (it was lowered as NumPy)
+    eq(xform.jit(lambda x: random.normal(k, (2,)) + x)(1.0),
+       jax.jit(lambda x: jr.normal(jk, (2,)) + x)(1.0))
 
 
 def test_grad_with_typed_key_argument():

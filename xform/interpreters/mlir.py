@@ -184,7 +184,7 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
 
     def read(a):
         if type(a) is Literal:
-            return ir_constant(np.asarray(a.val), a.aval.dtype)
+            return ir_constant(*_const_value(a.val, a.aval))
         return env[a]
 
     for v, c in zip(jaxpr.constvars, consts, strict=True):
