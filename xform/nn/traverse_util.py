@@ -301,8 +301,6 @@ class ModelParamTraversal(Traversal):
     """The parameters of a nested dict whose ``'/a/b/name'`` path and value pass
     ``filter_fn(path, value)``, visited in sorted path order.
 
-    >>> import warnings
-    >>> warnings.simplefilter('ignore', DeprecationWarning)
     >>> params = {'Dense_0': {'kernel': 1, 'bias': 2}}
     >>> t = ModelParamTraversal(lambda path, _: 'bias' not in path)
     >>> t.update(lambda x: x * 10, params)

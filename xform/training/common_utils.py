@@ -49,7 +49,9 @@ def get_metrics(device_metrics):
     Returns:
         One pytree whose leaves are the per-step values stacked.
     """
-    first = tree_map(lambda x: x.addressable_shards[0].data.squeeze(0), device_metrics)
+    # NB: reshape, not Flax's squeeze(0): xform's pmap shards hold no size-1 mapped axis
+    first = tree_map(lambda x: x.addressable_shards[0].data.reshape(x.shape[1:]),
+                     device_metrics)
     return stack_forest(tree_map(np.asarray, first))
 
 
