@@ -206,6 +206,7 @@ def test_frozen_variables_in_apply_and_meta_names():
     np.testing.assert_array_equal(m.apply(core.freeze(v), jnp.ones((1, 3))),
                                   m.apply(v, jnp.ones((1, 3))))
     assert core.meta.Partitioned is nn.Partitioned and core.DenyList is nn.DenyList
+    assert core.broadcast is nn.broadcast
     boxed = {"w": nn.Partitioned(1, ("a",)), "b": 2}
     assert core.map_axis_meta(lambda b: b.names, boxed) == {"w": ("a",), "b": 2}
     assert core.unbox(boxed) == {"w": 1, "b": 2}

@@ -79,6 +79,14 @@ def _as_set(f):
     return set(f)
 
 
+class _Broadcast:
+    def __repr__(self):
+        return "nn.broadcast"
+
+
+broadcast = _Broadcast()   # scan in_axes/out_axes marker: same value at every step
+
+
 def fold_in_static(key, data):
     """Folds static strings/ints into ``key`` through their SHA-1 (Flax's scheme)."""
     if not data:
