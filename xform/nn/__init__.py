@@ -65,3 +65,9 @@ __all__ += [
     "dot_product_attention_weights", "make_attention_mask", "make_causal_mask", "max_pool",
     "min_pool", "pool", "RNN", "Bidirectional", "ConvLSTMCell", "GRUCell", "LSTMCell",
     "MGUCell", "OptimizedLSTMCell", "RNNCellBase", "SimpleCell"]
+
+# Flax beyond linen (``from flax import X`` -> ``from xform.nn import X``; see
+# docs/migration.md): core (FrozenDict), traverse_util, serialization, config, struct.
+from xform.nn import core, serialization, traverse_util  # noqa: E402
+from xform.nn.configurations import config  # noqa: E402
+from xform.training import struct  # noqa: E402

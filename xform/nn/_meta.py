@@ -8,8 +8,9 @@ import functools
 from xform.core.tree_util import register_pytree_node, tree_map
 from xform.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["AxisMetadata", "PARTITION_NAME", "Partitioned", "get_partition_spec",
-           "get_sharding", "unbox", "with_partitioning"]
+__all__ = ["AxisMetadata", "PARTITION_NAME", "Partitioned", "add_axis", "get_partition_spec",
+           "get_sharding", "is_axis_metadata", "map_axis_meta", "remove_axis",
+           "replace_boxed", "unbox", "with_partitioning"]
 
 PARTITION_NAME = "partition_name"
 
@@ -30,31 +31,34 @@ class AxisMetadata:
         raise NotImplementedError
 
 
-def _is_meta(x):
-    return isinstance(x, AxisMetadata)
+def is_axis_metadata(val):
+    """Whether ``val`` is an ``AxisMetadata`` box."""
+    return isinstance(val, AxisMetadata)
 
 
-def _map_meta(fn, tree):
-    return tree_map(lambda x: fn(x) if _is_meta(x) else x, tree, is_leaf=_is_meta)
+def map_axis_meta(fn, tree):
+    """Applies ``fn`` to every ``AxisMetadata`` box in ``tree`` (other leaves kept)."""
+    return tree_map(lambda x: fn(x) if is_axis_metadata(x) else x, tree,
+                    is_leaf=is_axis_metadata)
 
 
 def unbox(tree):
     """Strips every ``AxisMetadata`` box from ``tree``."""
-    return _map_meta(lambda x: unbox(x.unbox()), tree)
+    return map_axis_meta(lambda x: unbox(x.unbox()), tree)
 
 
 def add_axis(tree, index, params):
-    return _map_meta(lambda x: x.add_axis(index, params), tree)
+    return map_axis_meta(lambda x: x.add_axis(index, params), tree)
 
 
 def remove_axis(tree, index, params):
-    return _map_meta(lambda x: x.remove_axis(index, params), tree)
+    return map_axis_meta(lambda x: x.remove_axis(index, params), tree)
 
 
 def replace_boxed(tree, updates):
     """``updates`` (plain values) put back into ``tree``'s boxes."""
     return tree_map(lambda c, v: c.replace_boxed(replace_boxed(c.unbox(), v))
-                    if _is_meta(c) else v, tree, updates, is_leaf=_is_meta)
+                    if is_axis_metadata(c) else v, tree, updates, is_leaf=is_axis_metadata)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +128,7 @@ def _leaf_spec(x):
 
 def get_partition_spec(tree):
     """The ``PartitionSpec`` tree of ``tree`` (unboxed arrays: replicated)."""
-    return tree_map(_leaf_spec, tree, is_leaf=_is_meta)
+    return tree_map(_leaf_spec, tree, is_leaf=is_axis_metadata)
 
 
 def get_sharding(tree, mesh):

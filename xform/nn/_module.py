@@ -13,13 +13,16 @@ import functools
 import inspect
 import threading
 import typing
+from collections.abc import Mapping
 import uuid
 
 import xform.numpy as jnp
 from xform.core.tree_util import tree_map
 from xform.nn import errors
+from xform.nn.configurations import config
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
                              is_valid_rng, union_filters)
+from xform.nn.core.frozen_dict import freeze
 
 __all__ = ["Module", "apply", "compact", "init", "init_with_output", "merge_param",
            "nowrap", "share_scope", "Variable"]
@@ -192,15 +195,20 @@ class Module:
     def _register_submodules(self, name, val):
         queue = []
         cache = self.scope.root.__dict__.setdefault("adopted", {})
+        preserve = getattr(type(self), "preserve_adopted_names",
+                           config.flax_preserve_adopted_names)
 
         def adopt(suffix, sub):
+            adopted = None
             if sub.parent is None:   # built outside: adopt a clone, named by attribute
+                adopted = sub.name if preserve else None
                 if sub._id not in cache:
                     cache[sub._id] = sub.clone(name=None)
                 sub = cache[sub._id]
             if sub.name is None:
                 object.__setattr__(sub, "parent", self)
-                object.__setattr__(sub, "name", f"{name}{suffix}")
+                object.__setattr__(sub, "name", f"{name}{suffix}" if adopted is None
+                                   else adopted)
                 queue.append(sub)
             return sub
         object.__setattr__(self, name, _map_modules(adopt, val))
@@ -451,7 +459,7 @@ class Module:
             capture = lambda _, name: name == "__call__"
         if capture:
             mutable = union_filters(mutable, "intermediates")
-        if (isinstance(variables, dict) and isinstance(variables.get("params"), dict)
+        if (isinstance(variables, Mapping) and isinstance(variables.get("params"), Mapping)
                 and "params" in variables["params"]):
             raise errors.ApplyScopeInvalidVariablesStructureError(variables)
         root = _bind_scope(variables, rngs=rngs, mutable=mutable, flags=flags)
@@ -461,7 +469,8 @@ class Module:
         finally:
             _context.capture_stack.pop()
         if mutable is not False:
-            return y, root.mutable_variables()
+            out = root.mutable_variables()
+            return y, (freeze(out) if config.flax_return_frozendict else out)
         return y
 
     def apply(self, variables, *args, rngs=None, method=None, mutable=False,
@@ -471,7 +480,7 @@ class Module:
         Returns the output, or ``(output, updated_collections)`` when ``mutable``
         names collections that may change (e.g. ``mutable=['batch_stats']``).
         """
-        if not isinstance(variables, dict):
+        if not isinstance(variables, Mapping):
             raise errors.ApplyScopeInvalidVariablesTypeError()
         return self._run(method, variables, args, kwargs, rngs, mutable,
                          capture_intermediates, None)

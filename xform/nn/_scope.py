@@ -14,12 +14,14 @@ minimal big-endian bytes). Counters persist across calls of the same child (they
 stored in the parent, keyed by child name) so a module called twice draws new keys.
 """
 import hashlib
+from collections.abc import Mapping
 
 import numpy as np
 
 from xform import random
 from xform.core.tree_util import tree_leaves, tree_structure
 from xform.nn import _meta as meta, errors
+from xform.nn.configurations import config
 
 _CHILD = "__child__"   # key prefix for child counters in ``rng_counters``
 
@@ -77,12 +79,22 @@ def _as_set(f):
     return set(f)
 
 
+class _Broadcast:
+    def __repr__(self):
+        return "nn.broadcast"
+
+
+broadcast = _Broadcast()   # scan in_axes/out_axes marker: same value at every step
+
+
 def fold_in_static(key, data):
     """Folds static strings/ints into ``key`` through their SHA-1 (Flax's scheme)."""
     if not data:
         return key
     m = hashlib.sha1()
     for x in data:
+        if config.flax_fix_rng_separator:   # b'\0' between parts: ('ab', 'c') != ('a', 'bc')
+            m.update(b"\00")
         if isinstance(x, str):
             m.update(x.encode("utf-8"))
         elif isinstance(x, int):
@@ -145,9 +157,9 @@ class Variable:
     def value(self, value):
         if self.unbox:   # keep the metadata boxes when the structure is unchanged
             cur = self.scope.get_variable(self.collection, self.name)
-            boxed = tree_leaves(cur, is_leaf=meta._is_meta)
-            if (any(meta._is_meta(x) for x in boxed) and tree_structure(
-                    cur, is_leaf=meta._is_meta) == tree_structure(value, is_leaf=meta._is_meta)):
+            is_box = meta.is_axis_metadata
+            if (any(map(is_box, tree_leaves(cur, is_leaf=is_box))) and tree_structure(
+                    cur, is_leaf=is_box) == tree_structure(value, is_leaf=is_box)):
                 value = meta.replace_boxed(cur, value)
         self.scope.put_variable(self.collection, self.name, value)
 
@@ -322,17 +334,18 @@ def _check_param_shape(name, path_text, value, init_fn, init_args, init_kwargs):
 def bind(variables, rngs=None, mutable=False, flags=None):
     """A root scope over ``variables`` (the mutable collections copied, so the caller's
     dicts are never written)."""
-    if not isinstance(variables, dict) or not all(
-            isinstance(k, str) and isinstance(v, dict) for k, v in variables.items()):
+    if not isinstance(variables, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, Mapping) for k, v in variables.items()):
         raise errors.ApplyScopeInvalidVariablesTypeError()
     if rngs is not None and not is_valid_rngs(rngs):
         raise errors.InvalidRngError(
             "rngs should be a dictionary mapping strings to PRNG keys (uint32[2] "
             "arrays from xform.random.PRNGKey).")
-    new = {k: (_copy_dicts(v) if in_filter(mutable, k) else v)
+    new = {k: (_copy_dicts(v) if in_filter(mutable, k) or not isinstance(v, dict) else v)
            for k, v in variables.items()}
     return Scope(new, rngs=rngs, mutable=mutable, flags=flags)
 
 
 def _copy_dicts(x):
-    return {k: _copy_dicts(v) for k, v in x.items()} if isinstance(x, dict) else x
+    """Nested dicts (FrozenDicts thawed) copied; the arrays are shared."""
+    return {k: _copy_dicts(v) for k, v in x.items()} if isinstance(x, Mapping) else x

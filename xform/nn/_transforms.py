@@ -26,7 +26,8 @@ from xform import lax, random
 from xform.core.tree_util import register_pytree_node, tree_leaves, tree_map
 from xform.nn import _meta as meta
 from xform.nn._module import Module, _State, _wrap_method
-from xform.nn._scope import DenyList, LazyRng, Scope, in_filter, union_filters
+from xform.nn._scope import (DenyList, LazyRng, Scope, broadcast, in_filter,
+                             union_filters)
 from xform.transforms.checkpoint import checkpoint as _checkpoint
 from xform.transforms.jit import jit as _jit
 from xform.transforms.vmap import vmap as _vmap
@@ -35,14 +36,6 @@ __all__ = ["broadcast", "jit", "remat", "checkpoint", "scan", "vmap"]
 
 register_pytree_node(LazyRng, lambda r: ((r.rng,), r.suffix),
                      lambda suffix, kids: LazyRng(kids[0], suffix))
-
-
-class _Broadcast:
-    def __repr__(self):
-        return "nn.broadcast"
-
-
-broadcast = _Broadcast()   # scan in_axes/out_axes marker: same value at every step
 
 
 # ---- packing scopes into pytrees (Flax's lift.pack) ----

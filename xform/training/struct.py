@@ -1,9 +1,11 @@
 """Frozen dataclasses that are pytrees (``flax.struct``): fields are children unless
-declared ``field(pytree_node=False)``, which puts them in the treedef (static under jit)."""
+declared ``field(pytree_node=False)``, which puts them in the treedef (static under jit);
+the children are also the class's state dict for :mod:`xform.nn.serialization`."""
 import dataclasses
 import functools
 
 from xform import tree_util as tu
+from xform.nn import serialization
 
 __all__ = ["dataclass", "field", "PyTreeNode"]
 
@@ -53,6 +55,27 @@ def dataclass(clz=None, **kwargs):
 
     data_clz.replace = replace
     tu.register_dataclass(data_clz, data, meta)
+
+    def to_state_dict(x):
+        return {name: serialization.to_state_dict(getattr(x, name)) for name in data}
+
+    def from_state_dict(x, state):
+        state = dict(state)
+        updates = {}
+        for name in data:
+            if name not in state:
+                raise ValueError(f"Missing field {name} in state dict while restoring an "
+                                 f"instance of {clz.__name__}, at path "
+                                 f"{serialization.current_path()}")
+            updates[name] = serialization.from_state_dict(getattr(x, name),
+                                                          state.pop(name), name=name)
+        if state:
+            raise ValueError(f'Unknown field(s) "{",".join(state)}" in state dict while '
+                             f"restoring an instance of {clz.__name__} at path "
+                             f"{serialization.current_path()}")
+        return x.replace(**updates)
+
+    serialization.register_serialization_state(data_clz, to_state_dict, from_state_dict)
     data_clz._xform_struct = True
     return data_clz
 
