@@ -49,8 +49,13 @@ def _run(lib, tx, extra):
     return traj, [np.asarray(x) for x in tu.tree_leaves(state)], tu.tree_structure(state)
 
 
-def _value(lib, np_mod, params):
-    return {"value": _loss(np_mod, params)}
+def _extra(kind):
+    if kind is None:
+        return None
+    if kind == "value":
+        return lambda lib, np_mod, params: {"value": _loss(np_mod, params)}
+    assert kind == "grad_fn"
+    return lambda lib, np_mod, params: {"grad_fn": lambda p, i: _grad(p)}
 
 
 # name -> (factory(contrib, optax), extra kwargs for update, rtol)
@@ -59,12 +64,33 @@ CASES = {
     "muon_spectral_dion": (lambda c, o: c.muon(0.05, ns_coeffs="dion", nesterov=False,
                                                preconditioning="aol", weight_decay=0.1),
                            None, 2e-5),
+    "sam": (lambda c, o: c.sam(o.sgd(0.05), o.chain(c.normalize(), o.sgd(0.05)),
+                               sync_period=3), None, 1e-6),
+    "sam_opaque": (lambda c, o: c.sam(o.adam(0.05), o.chain(c.normalize(), o.sgd(0.05)),
+                                      opaque_mode=True, reset_state=False), "grad_fn", 1e-6),
+    "ademamix": (lambda c, o: c.ademamix(0.05, b3=o.linear_schedule(0.9, 0.999, 20),
+                                         weight_decay=0.1), None, 1e-6),
+    "simplified_ademamix": (lambda c, o: c.simplified_ademamix(0.01, alpha=2.0), None, 1e-6),
+    "prodigy": (lambda c, o: c.prodigy(weight_decay=0.01), None, 2e-5),
+    "prodigy_safeguard": (lambda c, o: c.prodigy(o.linear_schedule(1.0, 0.0, 40),
+                                                 safeguard_warmup=True), None, 2e-5),
+    "dadapt_adamw": (lambda c, o: c.dadapt_adamw(weight_decay=0.01), None, 2e-5),
+    "schedule_free_adamw": (lambda c, o: c.schedule_free_adamw(0.05, warmup_steps=5,
+                                                               weight_decay=0.01), None, 1e-6),
+    "schedule_free_sgd": (lambda c, o: c.schedule_free_sgd(0.05, weight_decay=0.01), None,
+                          1e-6),
+    "mechanize": (lambda c, o: c.mechanize(o.adam(1.0)), None, 2e-5),
+    "cocob": (lambda c, o: c.cocob(weight_decay=0.01), None, 1e-6),
+    "dog": (lambda c, o: c.dog(weight_decay=0.01), None, 1e-6),
+    "dog_lr": (lambda c, o: c.dog(init_step=("learning_rate", 0.05)), None, 1e-6),
+    "dowg": (lambda c, o: c.dowg(), None, 1e-6),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_step_exact_vs_optax(name):
     make, extra, rtol = CASES[name]
+    extra = _extra(extra)
     traj_x, state_x, tree_x = _run("xform", make(optax.contrib, optax), extra)
     traj_j, state_j, tree_j = _run("jax", make(ox.contrib, ox), extra)
     atol = rtol / 10

@@ -11,3 +11,15 @@ Example:
 """
 from xform.optim.contrib._muon import (  # noqa: F401
     MuonDimensionNumbers, MuonState, muon, scale_by_muon)
+from xform.optim.contrib._sam import NormalizeState, SAMState, normalize, sam  # noqa: F401
+from xform.optim.contrib._ademamix import (  # noqa: F401
+    ScaleByAdemamixState, ScaleBySimplifiedAdEMAMixState, ademamix, scale_by_ademamix,
+    scale_by_simplified_ademamix, simplified_ademamix)
+from xform.optim.contrib._dadapt import (  # noqa: F401
+    DAdaptAdamWState, ProdigyState, dadapt_adamw, prodigy)
+from xform.optim.contrib._schedule_free import (  # noqa: F401
+    ScheduleFreeState, schedule_free, schedule_free_adamw, schedule_free_eval_params,
+    schedule_free_sgd)
+from xform.optim.contrib._mechanic import MechanicState, mechanize  # noqa: F401
+from xform.optim.contrib._cocob import COCOBState, cocob, scale_by_cocob  # noqa: F401
+from xform.optim.contrib._dog import DoGState, DoWGState, dog, dowg  # noqa: F401
