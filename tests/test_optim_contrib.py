@@ -46,7 +46,10 @@ def _run(lib, tx, extra):
     for _ in range(STEPS):
         params, state, updates = step(params, state)
         traj.append([np.asarray(x) for x in tu.tree_leaves((params, updates))])
-    return traj, [np.asarray(x) for x in tu.tree_leaves(state)], tu.tree_structure(state)
+    key_data = jax.random.key_data if is_jax else xform.random.key_data
+    leaves = [np.asarray(key_data(x) if "key" in str(x.dtype) else x)
+              for x in tu.tree_leaves(state)]
+    return traj, leaves, tu.tree_structure(state)
 
 
 def _extra(kind):
@@ -54,6 +57,8 @@ def _extra(kind):
         return None
     if kind == "value":
         return lambda lib, np_mod, params: {"value": _loss(np_mod, params)}
+    if kind == "obj_fn":
+        return lambda lib, np_mod, params: {"obj_fn": lambda p: _loss(np_mod, p)}
     assert kind == "grad_fn"
     return lambda lib, np_mod, params: {"grad_fn": lambda p, i: _grad(p)}
 
@@ -84,7 +89,33 @@ CASES = {
     "dog": (lambda c, o: c.dog(weight_decay=0.01), None, 1e-6),
     "dog_lr": (lambda c, o: c.dog(init_step=("learning_rate", 0.05)), None, 1e-6),
     "dowg": (lambda c, o: c.dowg(), None, 1e-6),
+    "reduce_on_plateau": (lambda c, o: o.chain(o.sgd(0.02), c.reduce_on_plateau(
+        factor=0.5, patience=2, rtol=0.2, cooldown=1, accumulation_size=2)), "value", 1e-6),
+    "momo": (lambda c, o: c.momo(0.5, weight_decay=0.01), "value", 1e-6),
+    "momo_adapt": (lambda c, o: c.momo(0.5, lower_bound=-1.0, adapt_lower_bound=True),
+                   "value", 1e-6),
+    "momo_adam": (lambda c, o: c.momo_adam(0.05, weight_decay=0.01), "value", 1e-6),
+    "momo_adam_adapt": (lambda c, o: c.momo_adam(0.05, lower_bound=-1.0,
+                                                 adapt_lower_bound=True), "value", 1e-6),
+    "acprop": (lambda c, o: c.acprop(0.02, weight_decay=0.01), None, 1e-6),
+    "adopt": (lambda c, o: c.adopt(0.02), None, 1e-6),
+    "adopt_nesterov": (lambda c, o: c.adopt(0.02, nesterov=True, use_clipping=False), None,
+                       1e-6),
+    "madgrad": (lambda c, o: c.madgrad(0.02, weight_decay=0.01), None, 1e-6),
+    "split_real_and_imaginary": (lambda c, o: c.split_real_and_imaginary(o.adam(0.05)), None,
+                                 1e-6),
+    "dpsgd": (lambda c, o: o.chain(_per_example(o), c.dpsgd(
+        0.05, l2_norm_clip=1.0, noise_multiplier=0.1, seed=3, momentum=0.9)), None, 1e-6),
+    "sophia": (lambda c, o: c.sophia(0.05, update_interval=3), "obj_fn", 1e-6),
+    "galore": (lambda c, o: c.galore(0.05, rank=2, update_proj_gap=10), None, 2e-5),
 }
+
+
+def _per_example(o):
+    # three per-example gradients (batch on axis 0) made from the one gradient
+    np_mod = jjnp if o is ox else jnp
+    return o.stateless(lambda u, p: {k: np_mod.stack([g, -2.0 * g, 0.1 * g])
+                                     for k, g in u.items()})
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -23,3 +23,16 @@ from xform.optim.contrib._schedule_free import (  # noqa: F401
 from xform.optim.contrib._mechanic import MechanicState, mechanize  # noqa: F401
 from xform.optim.contrib._cocob import COCOBState, cocob, scale_by_cocob  # noqa: F401
 from xform.optim.contrib._dog import DoGState, DoWGState, dog, dowg  # noqa: F401
+from xform.optim.contrib._reduce_on_plateau import (  # noqa: F401
+    ReduceLROnPlateauState, reduce_on_plateau)
+from xform.optim.contrib._momo import MomoAdamState, MomoState, momo, momo_adam  # noqa: F401
+from xform.optim.contrib._adaptive import (  # noqa: F401
+    MadgradState, acprop, adopt, madgrad, scale_by_acprop, scale_by_adopt, scale_by_madgrad)
+from xform.optim.contrib._complex_valued import (  # noqa: F401
+    SplitRealAndImaginaryState, split_real_and_imaginary)
+from xform.optim.contrib._privacy import (  # noqa: F401
+    DifferentiallyPrivateAggregateState, differentially_private_aggregate, dpsgd)
+from xform.optim.contrib._sophia import (  # noqa: F401
+    HutchinsonState, SophiaState, hutchinson_estimator_diag_hessian, sophia)
+from xform.optim.contrib._galore import (  # noqa: F401
+    GaLoreDimensionNumbers, GaLoreState, galore, scale_by_galore)
