@@ -76,9 +76,8 @@ CASES = {
     "ademamix": (lambda c, o: c.ademamix(0.05, b3=o.linear_schedule(0.9, 0.999, 20),
                                          weight_decay=0.1), None, 1e-6),
     "simplified_ademamix": (lambda c, o: c.simplified_ademamix(0.01, alpha=2.0), None, 1e-6),
-    "prodigy": (lambda c, o: c.prodigy(weight_decay=0.01), None, 2e-5),
-    "prodigy_safeguard": (lambda c, o: c.prodigy(o.linear_schedule(1.0, 0.0, 40),
-                                                 safeguard_warmup=True), None, 2e-5),
+    "prodigy": (lambda c, o: c.prodigy(o.linear_schedule(1.0, 0.0, 40), weight_decay=0.01,
+                                       safeguard_warmup=True), None, 2e-5),
     "dadapt_adamw": (lambda c, o: c.dadapt_adamw(weight_decay=0.01), None, 2e-5),
     "schedule_free_adamw": (lambda c, o: c.schedule_free_adamw(0.05, warmup_steps=5,
                                                                weight_decay=0.01), None, 1e-6),
@@ -87,23 +86,16 @@ CASES = {
     "mechanize": (lambda c, o: c.mechanize(o.adam(1.0)), None, 2e-5),
     "cocob": (lambda c, o: c.cocob(weight_decay=0.01), None, 1e-6),
     "dog": (lambda c, o: c.dog(weight_decay=0.01), None, 1e-6),
-    "dog_lr": (lambda c, o: c.dog(init_step=("learning_rate", 0.05)), None, 1e-6),
     "dowg": (lambda c, o: c.dowg(), None, 1e-6),
     "reduce_on_plateau": (lambda c, o: o.chain(o.sgd(0.02), c.reduce_on_plateau(
         factor=0.5, patience=2, rtol=0.2, cooldown=1, accumulation_size=2)), "value", 1e-6),
-    "momo": (lambda c, o: c.momo(0.5, weight_decay=0.01), "value", 1e-6),
-    "momo_adapt": (lambda c, o: c.momo(0.5, lower_bound=-1.0, adapt_lower_bound=True),
-                   "value", 1e-6),
-    "momo_adam": (lambda c, o: c.momo_adam(0.05, weight_decay=0.01), "value", 1e-6),
-    "momo_adam_adapt": (lambda c, o: c.momo_adam(0.05, lower_bound=-1.0,
-                                                 adapt_lower_bound=True), "value", 1e-6),
+    "momo": (lambda c, o: c.momo(0.5, lower_bound=-1.0, weight_decay=0.01,
+                                 adapt_lower_bound=True), "value", 1e-6),
+    "momo_adam": (lambda c, o: c.momo_adam(0.05, lower_bound=-1.0, weight_decay=0.01,
+                                           adapt_lower_bound=True), "value", 1e-6),
     "acprop": (lambda c, o: c.acprop(0.02, weight_decay=0.01), None, 1e-6),
-    "adopt": (lambda c, o: c.adopt(0.02), None, 1e-6),
-    "adopt_nesterov": (lambda c, o: c.adopt(0.02, nesterov=True, use_clipping=False), None,
-                       1e-6),
+    "adopt": (lambda c, o: c.adopt(0.02, nesterov=True), None, 1e-6),
     "madgrad": (lambda c, o: c.madgrad(0.02, weight_decay=0.01), None, 1e-6),
-    "split_real_and_imaginary": (lambda c, o: c.split_real_and_imaginary(o.adam(0.05)), None,
-                                 1e-6),
     "dpsgd": (lambda c, o: o.chain(_per_example(o), c.dpsgd(
         0.05, l2_norm_clip=1.0, noise_multiplier=0.1, seed=3, momentum=0.9)), None, 1e-6),
     "sophia": (lambda c, o: c.sophia(0.05, update_interval=3), "obj_fn", 1e-6),
@@ -139,3 +131,82 @@ def test_every_optax_contrib_name_exists():
     public = [n for n in dir(ox.contrib) if not n.startswith("_")]
     missing = [n for n in public if not hasattr(optax.contrib, n)]
     assert not missing, f"xform.optim.contrib lacks {missing}"
+
+
+def test_split_real_and_imaginary_complex_params():
+    # complex leaves go to the inner optimizer as (real, imag) pairs; real ones pass through
+    p0 = {"z": np.array([1 + 2j, -0.5j], np.complex64), "r": np.array([0.3], np.float32)}
+
+    def run(c, o, np_mod, jit, tu):
+        tx = c.split_real_and_imaginary(o.adam(0.1))
+
+        @jit
+        def step(p, s):
+            g = tu.tree_map(lambda x: np_mod.conj(x) * (1 + x * np_mod.conj(x)), p)
+            u, s = tx.update(g, s, p)
+            return o.apply_updates(p, u), s
+        p = tu.tree_map(np_mod.asarray, p0)
+        s = tx.init(p)
+        for _ in range(3):
+            p, s = step(p, s)
+        return [np.asarray(x) for x in tu.tree_leaves((p, s))]
+
+    got = run(optax.contrib, optax, jnp, xform.jit, xform.tree_util)
+    want = run(ox.contrib, ox, jjnp, jax.jit, jax.tree_util)
+    assert len(got) == len(want)
+    for x, y in zip(got, want):
+        assert x.dtype == y.dtype
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+    assert got[1].dtype == np.complex64 and not np.allclose(got[1], p0["z"])
+
+
+def _error(fn):
+    with pytest.raises((ValueError, TypeError)) as e:
+        fn()
+    return e.type, str(e.value)
+
+
+def test_errors_match_optax():
+    p = {"w": np.ones((2, 2), np.float32)}
+    cases = [
+        lambda c, o: c.sam(o.sgd(1.0), o.sgd(1.0), sync_period=0),
+        lambda c, o: c.muon(0.1, ns_coeffs="nope"),
+        lambda c, o: c.scale_by_muon(ns_coeffs=(1.0, 2.0)).init(p),
+        lambda c, o: c.scale_by_muon(ns_coeffs=((1.0, 2.0, 3.0),) * 6).init(p),
+        lambda c, o: c.reduce_on_plateau(factor=1.5),
+        lambda c, o: c.reduce_on_plateau(rtol=0.0, atol=0.0),
+        lambda c, o: c.reduce_on_plateau(rtol=-1.0),
+        lambda c, o: c.reduce_on_plateau(rtol=2.0),
+        lambda c, o: c.galore(0.1, rank=0),
+        lambda c, o: c.galore(0.1, rank=2.0),
+        lambda c, o: c.dog(init_step=("nope", 1.0)).init(p),
+        lambda c, o: c.prodigy().update(p, c.prodigy().init(p)),
+        lambda c, o: c.dadapt_adamw().update(p, c.dadapt_adamw().init(p)),
+        lambda c, o: c.momo().update(p, c.momo().init(p), p, value=None),
+        lambda c, o: c.momo_adam().update(p, c.momo_adam().init(p), None, value=1.0),
+        lambda c, o: c.sam(o.sgd(1.0), o.sgd(1.0), opaque_mode=True).update(
+            p, c.sam(o.sgd(1.0), o.sgd(1.0), opaque_mode=True).init(p), p),
+        lambda c, o: c.schedule_free_eval_params(c.ScheduleFreeState(None, 0, 0, 0, 0, None),
+                                                 p),
+        lambda c, o: c.sophia(0.1).update(p, c.sophia(0.1).init(p)),
+        lambda c, o: c.hutchinson_estimator_diag_hessian().update(p, None, p),
+        lambda c, o: c.differentially_private_aggregate(1.0, 1.0, key=1, seed=1),
+    ]
+    for i, case in enumerate(cases):
+        assert _error(lambda: case(optax.contrib, optax)) == \
+            _error(lambda: case(ox.contrib, ox)), i
+
+
+def test_doctests():
+    import doctest
+    import importlib
+    import pkgutil
+    mods = ["xform.optim.contrib"] + [f"xform.optim.contrib.{m.name}" for m in
+                                      pkgutil.iter_modules(optax.contrib.__path__)]
+    attempted = 0
+    for name in mods:
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name
+        attempted += result.attempted
+    assert attempted > 40

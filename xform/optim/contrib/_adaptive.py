@@ -146,7 +146,7 @@ def adopt(learning_rate, b1=0.9, b2=0.9999, eps=1e-6, mu_dtype=None, *, nesterov
         >>> for _ in range(2):
         ...     u, state = tx.update(jnp.array([2.]), state, p)
         >>> u
-        Array([-0.1], dtype=float32)
+        Array([-0.01], dtype=float32)
     """
     return chain(scale_by_adopt(b1=b1, b2=b2, eps=eps, mu_dtype=mu_dtype, nesterov=nesterov,
                                 use_clipping=use_clipping, clip_value_fn=clip_value_fn),

@@ -47,7 +47,7 @@ def scale_by_ademamix(b1=0.9, b2=0.999, b3=0.9999, alpha=6.0, eps=1e-8, eps_root
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.scale_by_ademamix(alpha=0.0)
-        >>> tx.update(jnp.array([2.]), tx.init(jnp.zeros(1)))[0]
+        >>> tx.update(jnp.array([2.]), tx.init(jnp.zeros(1)))[0].round(4)
         Array([1.], dtype=float32)
     """
     mu_dtype = canonicalize_dtype(mu_dtype)
@@ -90,7 +90,7 @@ def ademamix(learning_rate, b1=0.9, b2=0.999, b3=0.9999, alpha=5.0, eps=1e-8, ep
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.ademamix(0.1, alpha=0.0)
         >>> p = jnp.ones(1)
-        >>> tx.update(jnp.array([3.]), tx.init(p), p)[0]
+        >>> tx.update(jnp.array([3.]), tx.init(p), p)[0].round(4)
         Array([-0.1], dtype=float32)
     """
     return chain(scale_by_ademamix(b1=b1, b2=b2, b3=b3, alpha=alpha, eps=eps,
@@ -124,7 +124,7 @@ def scale_by_simplified_ademamix(b1=0.99, b2=0.95, alpha=0.0, eps=1e-8, eps_root
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.scale_by_simplified_ademamix()
-        >>> tx.update(jnp.array([2.]), tx.init(jnp.zeros(1)))[0]
+        >>> tx.update(jnp.array([2.]), tx.init(jnp.zeros(1)))[0].round(4)
         Array([1.], dtype=float32)
     """
     def init_fn(params):
@@ -162,7 +162,7 @@ def simplified_ademamix(learning_rate, b1=0.99, b2=0.95, alpha=0.0, eps=1e-8, ep
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.simplified_ademamix(0.1)
         >>> p = jnp.ones(1)
-        >>> tx.update(jnp.array([3.]), tx.init(p), p)[0]
+        >>> tx.update(jnp.array([3.]), tx.init(p), p)[0].round(4)
         Array([-0.1], dtype=float32)
     """
     return chain(scale_by_simplified_ademamix(b1=b1, b2=b2, alpha=alpha, eps=eps,

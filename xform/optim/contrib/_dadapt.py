@@ -43,8 +43,8 @@ def dadapt_adamw(learning_rate=1.0, betas=(0.9, 0.999), eps=1e-8, estim_lr0=1e-6
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.dadapt_adamw()
-        >>> float(tx.init(jnp.zeros(2)).estim_lr)
-        1e-06
+        >>> tx.init(jnp.zeros(2)).estim_lr.dtype
+        dtype('float32')
     """
     def init_fn(params):
         dtype = tree_dtype(params, "lowest")

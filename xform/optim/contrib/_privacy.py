@@ -58,8 +58,8 @@ def differentially_private_aggregate(l2_norm_clip, noise_multiplier, key=None, *
         >>> import xform, xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.differentially_private_aggregate(1.0, 0.0, xform.random.key(0))
         >>> g = jnp.array([[3., 4.], [0.3, 0.4]])
-        >>> tx.update(g, tx.init(None))[0]
-        Array([0.45, 0.6 ], dtype=float32)
+        >>> [round(float(x), 4) for x in tx.update(g, tx.init(None))[0]]
+        [0.45, 0.6]
     """
     if seed is not None:
         warnings.warn('"seed" is deprecated and will be removed in optax 0.2.7, use "key".',
@@ -106,7 +106,7 @@ def dpsgd(learning_rate, l2_norm_clip, noise_multiplier, seed, momentum=None, ne
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> import warnings; warnings.simplefilter('ignore', DeprecationWarning)
         >>> tx = optax.contrib.dpsgd(0.1, l2_norm_clip=1.0, noise_multiplier=0.0, seed=0)
-        >>> tx.update(jnp.array([[3., 4.]]), tx.init(jnp.zeros(2)))[0]
+        >>> tx.update(jnp.array([[3., 4.]]), tx.init(jnp.zeros(2)))[0].round(4)
         Array([-0.06, -0.08], dtype=float32)
     """
     return chain(differentially_private_aggregate(l2_norm_clip=l2_norm_clip,

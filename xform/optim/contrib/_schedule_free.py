@@ -75,7 +75,7 @@ def schedule_free(base_optimizer, learning_rate, b1=0.9, weight_lr_power=2.0,
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.schedule_free(optax.sgd(0.1), 0.1)
         >>> p = jnp.ones(1)
-        >>> tx.update(jnp.ones(1), tx.init(p), p)[0]
+        >>> tx.update(jnp.ones(1), tx.init(p), p)[0].round(4)
         Array([-0.1], dtype=float32)
     """
     base_optimizer = with_extra_args_support(base_optimizer)
@@ -171,7 +171,7 @@ def schedule_free_adamw(learning_rate=0.0025, warmup_steps=None, b1=0.9, b2=0.99
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.schedule_free_adamw(1.0)
         >>> p = jnp.ones(1)
-        >>> tx.update(jnp.ones(1), tx.init(p), p)[0]
+        >>> tx.update(jnp.ones(1), tx.init(p), p)[0].round(4)
         Array([-1.], dtype=float32)
     """
     learning_rate = _warmup(learning_rate, warmup_steps)
