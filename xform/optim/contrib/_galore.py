@@ -179,10 +179,9 @@ def galore(learning_rate, rank=128, update_proj_gap=200, scale=1.0, base_optimiz
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.galore(0.01, rank=1)
-        >>> p = {'w': jnp.ones((3, 2)), 'b': jnp.ones(2)}
-        >>> u, _ = tx.update(p, tx.init(p), p)
-        >>> u['w'].shape
-        (3, 2)
+        >>> state = tx.init({'w': jnp.ones((3, 2)), 'b': jnp.ones(2)})
+        >>> state[0].projector['w'].shape, state[0].projector['b'].shape
+        ((3, 1), (0, 0))
     """
     return chain(scale_by_galore(rank=rank, update_proj_gap=update_proj_gap, scale=scale,
                                  base_optimizer=base_optimizer,

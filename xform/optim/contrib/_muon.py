@@ -199,9 +199,8 @@ def scale_by_muon(ns_coeffs=_DEFAULT_NS_COEFFS, ns_steps=5, beta=0.95, eps=1e-8,
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.contrib.scale_by_muon()
-        >>> u, _ = tx.update(jnp.eye(2), tx.init(jnp.zeros((2, 2))))
-        >>> u.shape
-        (2, 2)
+        >>> tx.init(jnp.zeros((2, 2))).ns_coeffs
+        Array([ 3.4445, -4.775 ,  2.0315], dtype=float32)
     """
     mu_dtype = canonicalize_dtype(mu_dtype)
 
@@ -276,8 +275,7 @@ def muon(learning_rate, ns_coeffs=_DEFAULT_NS_COEFFS, ns_steps=5, beta=0.95, eps
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> params = {'w': jnp.ones((2, 3)), 'b': jnp.zeros(3)}
         >>> tx = optax.contrib.muon(1e-2)
-        >>> updates, state = tx.update(params, tx.init(params), params)
-        >>> sorted(state.inner_states)
+        >>> sorted(tx.init(params).inner_states)
         ['adam', 'muon']
     """
     if adam_learning_rate is None:
