@@ -2,6 +2,8 @@
 30 jitted steps on the same small problem in both libraries and the updates, params and
 final states agree leaf by leaf. The gradient is a polynomial of the params, so both
 libraries see the same gradients and any difference is the optimizer's."""
+import inspect
+
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -110,6 +112,7 @@ def _per_example(o):
                                      for k, g in u.items()})
 
 
+@pytest.mark.filterwarnings("ignore:\"seed\" is deprecated")  # dpsgd takes a seed
 @pytest.mark.parametrize("name", list(CASES))
 def test_step_exact_vs_optax(name):
     make, extra, rtol = CASES[name]
@@ -127,10 +130,25 @@ def test_step_exact_vs_optax(name):
     assert any(not np.allclose(a, b) for a, b in zip(traj_x[0], traj_x[-1]))
 
 
+def _simple(v):
+    return v is inspect.Parameter.empty or type(v) in (int, float, str, tuple, bool, type(None))
+
+
 def test_every_optax_contrib_name_exists():
+    # same public names, same signatures (names, kinds, plain defaults), same state fields
     public = [n for n in dir(ox.contrib) if not n.startswith("_")]
     missing = [n for n in public if not hasattr(optax.contrib, n)]
     assert not missing, f"xform.optim.contrib lacks {missing}"
+    for n in public:
+        ours, theirs = getattr(optax.contrib, n), getattr(ox.contrib, n)
+        if hasattr(theirs, "_fields"):
+            assert ours._fields == theirs._fields, n
+        elif callable(theirs):
+            ps, qs = (inspect.signature(f).parameters.values() for f in (ours, theirs))
+            assert [(p.name, p.kind) for p in ps] == [(q.name, q.kind) for q in qs], n
+            for p, q in zip(ps, qs):
+                if _simple(q.default):
+                    assert p.default == q.default, (n, p.name)
 
 
 def test_split_real_and_imaginary_complex_params():
@@ -166,6 +184,7 @@ def _error(fn):
     return e.type, str(e.value)
 
 
+@pytest.mark.filterwarnings("ignore:\"seed\" is deprecated")
 def test_errors_match_optax():
     p = {"w": np.ones((2, 2), np.float32)}
     cases = [
