@@ -17,8 +17,10 @@ import xform.optim as optax
 
 STEPS = 30
 _rng = np.random.RandomState(0)
-P0 = {"w": _rng.randn(3, 4).astype(np.float32), "b": _rng.randn(4).astype(np.float32)}
-TARGET = {"w": _rng.randn(3, 4).astype(np.float32), "b": np.zeros(4, np.float32)}
+P0 = {"w": _rng.randn(3, 4).astype(np.float32), "b": _rng.randn(4).astype(np.float32),
+      "k": _rng.randn(2, 3, 2).astype(np.float32)}
+TARGET = {"w": _rng.randn(3, 4).astype(np.float32), "b": np.zeros(4, np.float32),
+          "k": np.zeros((2, 3, 2), np.float32)}
 
 
 def _grad(params):
@@ -68,9 +70,15 @@ def _extra(kind):
 # name -> (factory(contrib, optax), extra kwargs for update, rtol)
 CASES = {
     "muon": (lambda c, o: c.muon(0.05), None, 2e-5),
-    "muon_spectral_dion": (lambda c, o: c.muon(0.05, ns_coeffs="dion", nesterov=False,
-                                               preconditioning="aol", weight_decay=0.1),
-                           None, 2e-5),
+    "muon_dion_aol": (lambda c, o: c.muon(0.05, ns_coeffs="dion", nesterov=False,
+                                          preconditioning="aol", weight_decay=0.1), None, 2e-5),
+    "muon_3d_schatten": (lambda c, o: c.muon(
+        0.05, preconditioning="schatten", adaptive=True, consistent_rms=0.2,
+        muon_weight_dimension_numbers=lambda p: {
+            "w": c.MuonDimensionNumbers(), "b": None,
+            "k": c.MuonDimensionNumbers(reduction_axis=0, output_axis=(2,))}), None, 2e-5),
+    "muon_spectral": (lambda c, o: c.muon(0.05, preconditioning="spectral", ns_steps=3),
+                      None, 2e-5),
     "sam": (lambda c, o: c.sam(o.sgd(0.05), o.chain(c.normalize(), o.sgd(0.05)),
                                sync_period=3), None, 1e-6),
     "sam_opaque": (lambda c, o: c.sam(o.adam(0.05), o.chain(c.normalize(), o.sgd(0.05)),
@@ -101,7 +109,12 @@ CASES = {
     "dpsgd": (lambda c, o: o.chain(_per_example(o), c.dpsgd(
         0.05, l2_norm_clip=1.0, noise_multiplier=0.1, seed=3, momentum=0.9)), None, 1e-6),
     "sophia": (lambda c, o: c.sophia(0.05, update_interval=3), "obj_fn", 1e-6),
-    "galore": (lambda c, o: c.galore(0.05, rank=2, update_proj_gap=10), None, 2e-5),
+    "galore": (lambda c, o: c.galore(0.05, rank=2, update_proj_gap=10, weight_decay=0.01),
+               None, 2e-5),
+    "galore_3d": (lambda c, o: c.galore(
+        0.05, rank=1, update_proj_gap=7, base_optimizer=o.scale_by_lion(),
+        weight_dimension_numbers={"w": c.GaLoreDimensionNumbers(1, 0), "b": None,
+                                  "k": c.GaLoreDimensionNumbers((0, 2), 1)}), None, 2e-5),
 }
 
 
