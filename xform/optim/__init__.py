@@ -63,6 +63,7 @@ from xform.optim.losses import (  # noqa: F401
 from xform.optim.loss_scale import (  # noqa: F401
     all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale, Policy, get_policy)
 
+from xform.optim import contrib  # noqa: F401,E402
 import types as _types  # noqa: E402
 
 #: ``optax.tree``: the tree utilities without their ``tree_`` prefix (``optax.tree.norm``).
