@@ -27,6 +27,7 @@ from xform.transforms.ad_extras import (  # noqa: E402
 
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
 from xform import nn, scipy  # noqa: E402,F401
+from xform import ops, flatten_util  # noqa: E402,F401  (jax.ops segment sums, ravel_pytree)
 from xform.interpreters import pxla as _pxla  # noqa: E402,F401
 from xform.transforms.pmap import (  # noqa: E402
     pmap, device_put_sharded, device_put_replicated, local_device_count)

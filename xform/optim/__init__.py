@@ -48,6 +48,11 @@ from xform.optim._more import (  # noqa: F401
     scale_by_optimistic_gradient, ScaleByOptimisticGradientState, optimistic_gradient_descent,
     scale_by_polyak, polyak_sgd, conditionally_transform, ConditionallyTransformState,
     conditionally_mask, ConditionallyMaskState)
+from xform.optim._linesearch import (  # noqa: F401
+    scale_by_backtracking_linesearch, ScaleByBacktrackingLinesearchState,
+    scale_by_zoom_linesearch, ScaleByZoomLinesearchState, ZoomLinesearchInfo,
+    value_and_grad_from_state)
+from xform.optim._lbfgs import scale_by_lbfgs, ScaleByLBFGSState, lbfgs  # noqa: F401
 from xform.optim import schedules, losses, tree_utils, loss_scale  # noqa: F401
 from xform.optim.schedules import (  # noqa: F401
     constant_schedule, polynomial_schedule, linear_schedule, piecewise_constant_schedule,
