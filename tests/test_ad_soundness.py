@@ -1,7 +1,8 @@
-"""Differentiation with integer values against jax (issue 22, item 7): float0 tangents
-and cotangents eagerly, under jit, vmap and pmap (float0 is i1 inside a program and host
-zeros outside it), and Jacobian blocks cast to the output's (jacfwd) or input's (jacrev)
-dtype as JAX's."""
+"""Soundness of differentiation against jax (issue 22). Integer values (item 7): float0
+tangents and cotangents eagerly, under jit, vmap, pmap and lazy mode (float0 is i1
+inside a program and host zeros outside it), Jacobian blocks cast to the output's
+(jacfwd) or input's (jacrev) dtype. linear_transpose (item 9): the transpose of the
+traced jaxpr, so a non-linear function raises as in JAX instead of giving garbage."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -79,3 +80,58 @@ def test_integer_output_errors_match_jax(name):
     with pytest.raises(TypeError) as e_x:
         getattr(xform, name)(fx)(np.ones(2, np.float32))
     assert str(e_x.value).replace("xform", "jax") == str(e_j.value)
+
+
+def _lt_cases(lib, np_):
+    x = np.ones(3, np.float32)
+    return {  # name: (fun, primals, cotangent)
+        "2x": (lambda x: 2.0 * x, (1.0,), 3.0),
+        "affine": (lambda x: x + 1.0, (x,), x),
+        "const out": (lambda x: np_.ones(3), (x,), x),
+        "pytree": (lambda d: {"a": d["x"] * 2.0, "b": d["y"].sum()},
+                   ({"x": x, "y": x},), {"a": x, "b": np.float32(1.0)}),
+        "matmul": (lambda x: np_.ones((2, 3)) @ x, (x,), np.ones(2, np.float32)),
+        "int": (lambda n: n * 2, (np.arange(3),), np.arange(3)),
+        "struct": (lambda x: x / 2.0, (lib.ShapeDtypeStruct((3,), np.float32),), x),
+    }
+
+
+def _lt_bad(np_):
+    return {"x*x": lambda x: x * x, "sin": np_.sin, "exp": np_.exp,
+            "2/x": lambda x: 2.0 / x, "where": lambda x: np_.where(x > 0, x, 0.0),
+            "x@x": lambda x: x @ x, "cos(sum)*x": lambda x: np_.cos(x.sum()) * x}
+
+
+def _raised(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001
+        return e
+    raise AssertionError("did not raise")
+
+
+def test_linear_transpose_matches_jax():
+    ours, theirs = _lt_cases(xform, xnp), _lt_cases(jax, jnp)
+    for name in ours:
+        (f, p, ct), (g, q, _) = ours[name], theirs[name]
+        t = xform.linear_transpose(f, *p)
+        expected = jax.linear_transpose(g, *q)(ct)
+        assert_same(t(ct), expected, name)
+        assert_same(xform.jit(lambda t, c: t(c))(t, ct), expected, f"{name} as jit arg")
+    x = np.ones(3, np.float32)
+    bad_x, bad_j = _lt_bad(xnp), _lt_bad(jnp)
+    for name in bad_x:  # not linear: raises when called, with JAX's class
+        e_x = _raised(lambda: xform.linear_transpose(bad_x[name], x)(x))
+        e_j = _raised(lambda: jax.linear_transpose(bad_j[name], x)(x))
+        assert type(e_x) is type(e_j), (name, e_x, e_j)
+        if isinstance(e_j, NotImplementedError):
+            assert str(e_x) == str(e_j)
+    for args in [(lambda x: (x, x), (x,), x),                      # tree mismatch
+                 (lambda x: x * 2.0, (x,), x.astype(np.float16)),  # dtype mismatch
+                 (lambda x: x * 2.0, (x,), np.ones(2, np.float32)),  # shape mismatch
+                 (lambda x: x.astype(np.int32), (x,), None)]:     # float -> int
+        f, p, ct = args
+        e_x = _raised(lambda: xform.linear_transpose(f, *p)(ct))
+        e_j = _raised(lambda: jax.linear_transpose(f, *p)(ct))
+        assert type(e_x) is type(e_j) is TypeError
+        assert str(e_x).split(",")[0] == str(e_j).split(",")[0]
