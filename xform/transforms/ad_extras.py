@@ -1,5 +1,6 @@
-"""More of JAX's differentiation API, built on ``vjp`` and ``custom_vjp``:
-``jacobian`` (``jacrev``), ``linear_transpose``, ``custom_gradient`` and ``fwd_and_bwd``."""
+"""More of JAX's differentiation API: ``jacobian`` (``jacrev``), ``linear_transpose``
+(``backward_pass`` on the traced jaxpr), ``custom_gradient`` (a ``custom_vjp``) and
+``fwd_and_bwd`` (``vjp``)."""
 from xform.core import dtypes, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.trace import get_aval
