@@ -320,3 +320,62 @@ def test_while_loop_matches_flax():
     fout, fupd = fm.apply(v, x, rngs={"noise": fn_}, mutable=["state"])
     assert_trees(out, fout, rtol=1e-6, atol=1e-6)
     assert int(upd["state"]["n"]) == int(fupd["state"]["n"]) == 8
+
+
+PER_ROW = dict(variable_axes={"params": 0}, split_rngs={"params": True})
+
+
+def _pytree_arg_models(lib, np_, struct):
+    """A submodule carried in a ``struct.PyTreeNode`` (as a method argument, or as a
+    module field) through lifted transforms: Flax lifts its scope too (issue 22 item 13),
+    so its params are mapped/stacked like the transformed module's."""
+    class Holder(struct.PyTreeNode):
+        layer: lib.Module
+        scale: float
+
+    class Inner(lib.Module):
+        holder: Holder
+
+        def __call__(self, x):
+            return self.holder.layer(x) * self.holder.scale
+
+    class Outer(lib.Module):
+        kind: str
+
+        def setup(self):
+            self.shared = lib.Dense(3)   # a setup submodule: its scope is reused inside
+            if self.kind == "vmap_field":
+                self.inner = lib.vmap(Inner, in_axes=0, **PER_ROW)(
+                    Holder(layer=self.shared, scale=np_.float32(2.0)))
+
+        def __call__(self, x):
+            h = Holder(layer=self.shared, scale=np_.float32(2.0))
+            if self.kind == "vmap":
+                f = lib.vmap(lambda m, h, x: h.layer(x) * h.scale, in_axes=(None, 0),
+                             **PER_ROW)
+                return f(self, h, x)
+            if self.kind == "vmap_field":
+                return self.inner(x)
+            if self.kind == "scan":
+                def body(m, c, h, x):
+                    y = h.layer(x) * h.scale + c
+                    return y.sum(), y
+                return lib.scan(body, in_axes=(lib.broadcast, 0), **PER_ROW)(
+                    self, np_.zeros(()), h, x)
+            return getattr(lib, self.kind)(lambda m, h, x: h.layer(x) * h.scale)(self, h, x)
+    return Outer
+
+
+@pytest.mark.parametrize("kind", ["vmap", "vmap_field", "scan", "remat", "jit"])
+def test_submodule_in_pytree_argument_matches_flax(kind):
+    from flax import struct as fstruct
+
+    from xform.training import struct
+    x = X[0, :4, :2]
+    xm = _pytree_arg_models(nn, jnp, struct)(kind)
+    fm = _pytree_arg_models(fnn, jjnp, fstruct)(kind)
+    (xk, fk) = keys(6)
+    v, fv = xform.jit(xm.init)(xk, x), jax.jit(fm.init)(fk, x)   # (one compile each)
+    assert_trees(v, fv, rtol=1e-6, atol=1e-6)
+    assert_trees(xform.jit(xm.apply)(v, x), jax.jit(fm.apply)(fv, x), rtol=1e-5,
+                 atol=1e-5)

@@ -15,6 +15,9 @@ from xform.interpreters.ad_util import (Zero, add_tangents, instantiate_zeros,  
 
 primitive_jvps = {}
 primitive_transposes = {}
+# Operands a primitive with a transpose rule is *not* linear in: a slice of positions
+# (a predicate, indices, a divisor) or "both" for a bilinear primitive (mul, dot).
+nonlinear_operands = {}
 
 
 class UndefinedPrimal:
@@ -110,6 +113,35 @@ def defbilinear(prim, lhs_rule, rhs_rule):
         return [None, rhs_rule(ct, x, y, **params)]
     primitive_jvps[prim] = jvp
     primitive_transposes[prim] = transpose
+    nonlinear_operands[prim] = "both"
+
+
+def defnonlinear_operands(prim, positions):
+    """Declare which operands ``prim``'s transpose rule needs known: ``positions`` is a
+    slice of operand positions, or "both" for a primitive linear in each of two operands
+    separately. A linear input reaching them makes ``backward_pass`` raise (as JAX's
+    rules assert) instead of the rule computing garbage."""
+    nonlinear_operands[prim] = positions
+
+
+def _check_linear(eqn, args):
+    spec = nonlinear_operands.get(eqn.primitive)
+    if spec is None:
+        return
+    undefined = [is_undefined_primal(a) for a in args]
+    if spec == "both":
+        if not all(undefined):
+            return
+        what = "both its operands"
+    else:
+        bad = [i for i in range(len(args))[spec] if undefined[i]]
+        if not bad:
+            return
+        what = f"its operand(s) at position(s) {bad}"
+    raise AssertionError(
+        f"Cannot transpose '{eqn.primitive.name}': {what} depend on the inputs being "
+        "transposed, so the function is not linear in them (e.g. x * x, y / x, "
+        "where(x > 0, x, 0)); linear_transpose needs a function linear in its inputs.")
 
 
 def defnondiff(prim):
@@ -250,6 +282,7 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
         else:
             ct = cts[0]
         try:
+            _check_linear(eqn, args)
             with source_info_util.source_context(eqn.source):
                 cts_in = rule(ct, *args, **eqn.params)
         except Exception as e:

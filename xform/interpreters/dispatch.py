@@ -24,12 +24,15 @@ from xform.interpreters.compiler import LRUCache
 
 def _canonical_numpy(x, dtype=None):
     x = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    if x.dtype == dtypes.float0:  # float0 is i1 in a program (see mlir.dtype_to_ir_type)
+        return np.zeros(x.shape, np.bool_)
     dt = dtypes.canonicalize_dtype(x.dtype)
     return x if dt == x.dtype else x.astype(dt)
 
 
 def device_put_value(x, device=None, weak_type=None) -> Array:
-    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``."""
+    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``.
+    A float0 array stays on the host, as in JAX: it is all zeros by definition."""
     if isinstance(x, Array):
         if device is None or backend.buffer_device(x._buf) == device:
             return x
@@ -37,6 +40,8 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
     if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
         return x
     aval = aval_of_value(x)
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
     value = _canonical_numpy(x, aval.dtype)
@@ -68,7 +73,23 @@ def to_buffer(x):
     if isinstance(x, (bool, int, float, complex)):
         aval = aval_of_value(x)
         return scalar_array(x, aval.dtype, aval.weak_type)._buf
+    x = np.asarray(x) if isinstance(x, np.generic) else x
+    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
+        return backend.device_put(_canonical_numpy(x))
     return device_put_value(x)._buf
+
+
+def results(bufs, avals):
+    """A compiled program's outputs as values: Arrays, except float0 outputs, which are
+    host zeros (as JAX's; their i1 buffers are dropped)."""
+    return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else Array(b, a)
+            for b, a in zip(bufs, avals, strict=True)]
+
+
+def has_float0(avals):
+    """Whether some of ``avals`` is float0: such programs stay off the fast paths, which
+    wrap every output buffer as an Array."""
+    return any(a.dtype == dtypes.float0 for a in avals)
 
 
 # ---- eager primitives ----
@@ -77,7 +98,7 @@ class _OneOp:
     """An eager op's executable: ``run(bufs).consume_with_handlers(handlers)`` gives
     its output buffers (two C++ calls on the common path); ``execute`` is the same as
     one function."""
-    __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval")
+    __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval", "float0")
 
     def __init__(self, exe, out_avals, multiple_results, execute=None):
         if execute is None:
@@ -89,6 +110,7 @@ class _OneOp:
         self.out_avals = out_avals
         # set: return one Array; None: a list (several outputs, or multiple_results)
         self.out_aval = out_avals[0] if len(out_avals) == 1 and not multiple_results else None
+        self.float0 = has_float0(out_avals)  # such an op is never cached (see results)
 
 
 # Eager one-op executables, keyed by (primitive, avals[, params]); bounded like JAX's.
@@ -130,6 +152,8 @@ def apply_primitive(prim, *args, **params):
         return _apply_slow(prim, args, params)
     if entry is None:
         entry = _compile_primitive(prim, key[1:len(args) + 1], params)
+        if entry.float0:
+            return _run_float0(entry, prim, args)
         _prim_cache.insert(_canonical_key(key), entry)
     try:
         outs = entry.run(bufs).consume_with_handlers(entry.handlers)
@@ -139,6 +163,14 @@ def apply_primitive(prim, *args, **params):
     if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+
+
+def _run_float0(entry, prim, args):
+    """An eager op with float0 outputs (structural ops on float0 tangents, in vmap or
+    jacfwd): never cached, so the fast paths never wrap a float0 buffer."""
+    outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
+    outs = results(outs, entry.out_avals)
+    return outs[0] if entry.out_aval is not None else outs
 
 
 def _canonical_key(key):
@@ -158,6 +190,8 @@ def _apply_slow(prim, args, params):
         key, entry = None, None
     if entry is None:
         entry = _compile_primitive(prim, avals, params)
+        if entry.float0:
+            return _run_float0(entry, prim, args)
         if key is not None:
             _prim_cache.insert(_canonical_key(key), entry)
     try:
@@ -247,6 +281,9 @@ def _eager_aval(prim, x):
 def _compile_primitive(prim, avals, params):
     out = prim.abstract_eval(*avals, **params)
     out_avals = [canonical_aval(a) for a in (out if prim.multiple_results else [out])]
+    if all(a.dtype == dtypes.float0 for a in out_avals):  # all zeros: nothing to run
+        return _OneOp(None, out_avals, prim.multiple_results,
+                      lambda bufs: [None] * len(out_avals))
     invars = [Var(a) for a in avals]
     outvars = [Var(a) for a in out_avals]
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
@@ -318,7 +355,7 @@ class CompiledJaxpr:
     With ``jax_debug_nans`` set when it is built, ``execute`` checks the outputs and on a
     NaN re-runs the jaxpr op by op to name the primitive that produced it."""
     __slots__ = ("execute", "run", "handlers", "const_bufs", "out_avals", "executable",
-                 "name")
+                 "name", "float0")
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
         callbacks = []
@@ -335,6 +372,7 @@ class CompiledJaxpr:
         self.const_bufs = [to_buffer(c) for c, h in zip(
             closed.consts, mlir.hoist_mask(closed, EMBED_CONSTS_UP_TO)) if h]
         self.out_avals = [canonical_aval(a) for a in closed.out_avals]
+        self.float0 = has_float0(self.out_avals)
         if config.jax_debug_nans or config.jax_debug_infs:
             self.execute = _nan_checked(
                 self.execute, self.out_avals,
@@ -348,6 +386,8 @@ class CompiledJaxpr:
         except Exception:
             check_deleted(args, self.name, describe)
             raise
+        if self.float0:
+            return results(outs, self.out_avals)
         return [Array(b, a) for b, a in zip(outs, self.out_avals)]
 
 

@@ -18,6 +18,7 @@ import time
 import weakref
 
 from xform import backend
+from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.avals import aval_of_value
 from xform.core.config import config
@@ -306,6 +307,8 @@ def record(prim, args, params):
             i = g.in_index.get(id(x))
             refs.append(-i if i is not None else _input(g, x))
             avals.append(x.aval)
+        elif getattr(x, "dtype", None) == dtypes.float0:
+            return _float0_eager(prim, args, params)
         else:
             refs.append(_operand(g, prim, x, avals))
     pkey = tuple(params.items()) if params else ()
@@ -317,10 +320,14 @@ def record(prim, args, params):
     if hit is None:
         out = prim.abstract_eval(*avals, **params)  # errors are raised here, at the op
         effects = bool(params) and _maybe_effects(prim, params)
+        if any(a.dtype == dtypes.float0 for a in (out if prim.multiple_results else [out])):
+            effects = "float0"  # (not an effect: such an op runs eagerly, below)
         if akey is not None and len(_avals_cache) < 65536:
             _avals_cache[akey] = (out, effects)
     else:
         out, effects = hit
+    if effects == "float0":
+        return _float0_eager(prim, args, params)
     var = len(g.var_avals)
     if prim.multiple_results:
         result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
@@ -360,6 +367,15 @@ def _operand(g, prim, x, avals):
     x = dispatch.device_put_value(x)
     avals.append(x.aval)
     return _input(g, x)
+
+
+def _float0_eager(prim, args, params):
+    """float0 values (int tangents, all zeros) stay on the host, out of the graph: an
+    op on or making one runs eagerly, after its pending operands (see dispatch.results)."""
+    if any(type(x) is Array and type(x._buf) is _Pending for x in args):
+        args = [concrete(x, "float0") for x in args]
+    with set_current_trace(eval_trace):
+        return prim.impl(*args, **params)
 
 
 def _maybe_effects(prim, params):

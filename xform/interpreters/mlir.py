@@ -42,7 +42,10 @@ def has_lowering(prim):
 
 def dtype_to_ir_type(dtype):
     dtype = np.dtype(dtype)
-    if dtype == np.bool_:
+    # float0 (the tangent dtype of int/bool values, always zero) is i1 in a program,
+    # as in JAX; at the program's edges dispatch passes bool zeros in and hands
+    # host float0 zeros out, so no buffer of it ever exists.
+    if dtype == np.bool_ or dtype == dtypes.float0:
         return ir.IntegerType.get_signless(1)
     if dtype.kind == "i":
         return ir.IntegerType.get_signless(dtype.itemsize * 8)

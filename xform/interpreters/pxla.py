@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from xform import backend
+from xform.core import dtypes
 from xform.core.array import Array, MeshLayout, ShardedArray
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Primitive, get_aval, set_current_trace
@@ -221,7 +222,9 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
     outs = c.exe.execute(per_arg)
     results = []
     for bufs, aval, layout in zip(outs, c.out_avals, c.layouts):
-        if all(d is None for d in layout.dims):
+        if aval.dtype == dtypes.float0:  # host zeros, as dispatch.results
+            results.append(np.zeros(aval.shape, dtypes.float0))
+        elif all(d is None for d in layout.dims):
             results.append(Array(bufs[0], aval))  # replicated: device 0's copy
         else:
             results.append(ShardedArray(bufs, aval, layout))

@@ -151,6 +151,7 @@ def _dynamic_slice_lowering(ctx, operand, *starts, slice_sizes):
 dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_abstract_eval)
 ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
 ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
+ad.defnonlinear_operands(dynamic_slice_p, slice(1, None))   # the start indices
 batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
 mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
 
@@ -226,6 +227,7 @@ dynamic_update_slice_p = standard_primitive("dynamic_update_slice",
                                             _dynamic_update_slice_abstract_eval)
 ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
 ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
+ad.defnonlinear_operands(dynamic_update_slice_p, slice(2, None))   # the start indices
 batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch
 mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
 

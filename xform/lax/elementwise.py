@@ -103,6 +103,7 @@ def mul(x, y):
 
 mul_p = naryop("mul", numeric)
 ad.defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+ad.defnonlinear_operands(mul_p, "both")
 ad.primitive_transposes[mul_p] = lambda ct, x, y: [
     _unbroadcast(x.aval, mul(ct, y)) if ad.is_undefined_primal(x) else None,
     _unbroadcast(y.aval, mul(x, ct)) if ad.is_undefined_primal(y) else None]
@@ -117,6 +118,7 @@ def div(x, y):
 div_p = naryop("div", numeric)
 ad.defjvp2(div_p, lambda t, ans, x, y: _bcast(div(t, y), _out_shape(x, y)),
            lambda t, ans, x, y: mul(neg(t), div(ans, y)))   # d(x/y)/dy = -(x/y)/y
+ad.defnonlinear_operands(div_p, slice(1, 2))   # linear in x only
 ad.primitive_transposes[div_p] = lambda ct, x, y: [
     _unbroadcast(x.aval, div(ct, y)) if ad.is_undefined_primal(x) else None, None]
 mlir.register_lowering(div_p, mlir.elementwise(hlo.divide))
@@ -464,6 +466,7 @@ def _select_n_lowering(ctx, which, *cases):
 select_n_p = standard_primitive("select_n", _select_n_abstract_eval)
 ad.primitive_jvps[select_n_p] = _select_n_jvp
 ad.primitive_transposes[select_n_p] = _select_n_transpose
+ad.defnonlinear_operands(select_n_p, slice(0, 1))   # the predicate
 batching.primitive_batchers[select_n_p] = _select_n_batch
 mlir.register_lowering(select_n_p, _select_n_lowering)
 

@@ -275,6 +275,7 @@ def _triangular_solve_lowering(ctx, a, b, *, left_side, lower, transpose_a, conj
 triangular_solve_p = standard_primitive("triangular_solve", _triangular_solve_abstract_eval)
 ad.defjvp2(triangular_solve_p, _triangular_solve_jvp_a, _triangular_solve_jvp_b)
 ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
+ad.defnonlinear_operands(triangular_solve_p, slice(0, 1))   # the matrix
 _batch_to_front(triangular_solve_p)
 mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
 

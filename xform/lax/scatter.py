@@ -270,6 +270,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, 
 scatter_add_p = _scatter_prim("scatter-add", hlo.add, numeric)
 ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+ad.defnonlinear_operands(scatter_add_p, slice(1, 2))   # the indices
 
 
 def _scatter_mul_jvp(primals, tangents, *, unique_indices, **params):
@@ -301,6 +302,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, *, unique_indices, **p
 scatter_mul_p = _scatter_prim("scatter-mul", hlo.multiply, numeric)
 ad.primitive_jvps[scatter_mul_p] = _scatter_mul_jvp
 ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+ad.defnonlinear_operands(scatter_mul_p, slice(1, 2))   # the indices
 
 
 def _scatter_extremal_jvp(prim):
@@ -394,3 +396,4 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
 scatter_p = _scatter_prim("scatter", lambda old, new: new)
 ad.primitive_jvps[scatter_p] = _scatter_jvp
 ad.primitive_transposes[scatter_p] = _scatter_transpose
+ad.defnonlinear_operands(scatter_p, slice(1, 2))   # the indices

@@ -338,5 +338,6 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
 gather_p = standard_primitive("gather", _gather_abstract_eval)
 ad.defjvp(gather_p, _gather_jvp, None)
 ad.primitive_transposes[gather_p] = _gather_transpose
+ad.defnonlinear_operands(gather_p, slice(1, 2))   # the indices
 batching.primitive_batchers[gather_p] = _gather_batch
 mlir.register_lowering(gather_p, _gather_lowering)

@@ -20,13 +20,14 @@ def _direct(make_core, fns, mdl, *args):
         fn = _wrap_method(fn)
 
         def core_fn(scopes, *a):
-            cloned = _set_module_scopes(mdl, scopes)
+            cloned, a, _ = _set_module_scopes(mdl, a, {}, scopes)
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *a)
             _reimport(mdl._state, cloned._state)
             return res
         return core_fn
-    return make_core([make(f) for f in fns])(_module_scopes(mdl), *args)
+    scopes, args, _ = _module_scopes(mdl, args)
+    return make_core([make(f) for f in fns])(scopes, *args)
 
 
 def _branches(p, variable_groups, rng_groups, fns):

@@ -97,7 +97,8 @@ class _State:
     in_compact_method: bool = False
     in_setup: bool = False
     setup_called: bool = False
-    is_initialized: bool = False
+    transformed: bool = False   # a lifted clone of a module whose setup had run (Flax's
+    is_initialized: bool = False  # SetupState.TRANSFORMED): setup may reuse scopes
     autoname_cursor: dict = dataclasses.field(default_factory=dict)
     children: dict = dataclasses.field(default_factory=dict)
 
@@ -177,11 +178,14 @@ class Module:
                 cursor = parent._state.autoname_cursor.get(prefix, 0)
                 object.__setattr__(self, "name", f"{prefix}_{cursor}")
                 parent._state.autoname_cursor[prefix] = cursor + 1
-            if parent.scope.name_reserved(self.name):
+            # A lifted transformation may have pushed this setup submodule's scope already
+            # (it was passed in the call's arguments): it is reused, as in Flax.
+            reuse = parent._state.in_setup and parent._state.transformed
+            if parent.scope.name_reserved(self.name) and not reuse:
                 raise errors.NameInUseError("submodule", self.name,
                                             type(parent).__name__)
             parent._state.children[self.name] = self
-            object.__setattr__(self, "scope", parent.scope.push(self.name))
+            object.__setattr__(self, "scope", parent.scope.push(self.name, reuse=reuse))
         elif isinstance(self.parent, Scope):
             object.__setattr__(self, "scope", self.parent)
         else:

@@ -324,69 +324,106 @@ def _core_jit(fn, variables, rngs, static_argnums, static_argnames, donate_argnu
 
 # ---- module-level lifting (Flax's linen/transforms.py) ----
 
-def _module_scopes(module):
-    """Scopes of ``module``'s bound submodule fields (depth first), then its own."""
-    scopes, seen = [], set()
+class _InstancePlaceholder:
+    """A bound Module found in a lifted call's arguments (also inside a pytree such as a
+    ``struct.PyTreeNode``), as Flax's: no leaves, so transformations pass it through in
+    the treedef; inside, ``_set_module_scopes`` turns it back into the module bound to
+    its lifted scope. Equal by the module's identity (a hashable treedef for jit)."""
+    __slots__ = ("module", "attrs")
+
+    def __init__(self, module, attrs):
+        self.module, self.attrs = module, attrs
+
+    def __eq__(self, other):
+        return type(other) is _InstancePlaceholder and other.module._id == self.module._id
+
+    def __hash__(self):
+        return hash(self.module._id)
+
+
+register_pytree_node(_InstancePlaceholder, lambda p: ((), p), lambda p, _: p)
+
+
+def _is_module(x):
+    return isinstance(x, Module)
+
+
+def _attrs(m):
+    return {f.name: getattr(m, f.name) for f in dataclasses.fields(m)
+            if f.name != "parent" and f.init}
+
+
+def _module_scopes(module, args=(), kwargs=None):
+    """Flax's ``get_module_scopes``: the scopes of the bound Modules in ``args`` and
+    ``kwargs`` (replaced by placeholders), then of ``module``'s bound submodule fields
+    (depth first, inside any pytree), then its own. Returns ``(scopes, args, kwargs)``;
+    a module met twice contributes one scope."""
+    scopes, seen = [], {}
+
+    def arg(x):
+        if not (isinstance(x, Module) and isinstance(x.scope, Scope)):
+            return x
+        if x._id not in seen:
+            x._try_setup(shallow=True)
+            scopes.append(x.scope)
+            seen[x._id] = _InstancePlaceholder(x, tree_map(arg, _attrs(x), is_leaf=_is_module))
+        return seen[x._id]
+    args, kwargs = tree_map(arg, (tuple(args), dict(kwargs or {})), is_leaf=_is_module)
 
     def visit(m):
-        if id(m) in seen:
+        if m._id in seen:
             return
-        seen.add(id(m))
+        seen[m._id] = None
         m._try_setup(shallow=True)
-        for f in dataclasses.fields(m):
-            if f.name != "parent" and f.init:
-                for leaf in _module_leaves(getattr(m, f.name)):
-                    if isinstance(leaf, Module) and isinstance(leaf.scope, Scope):
-                        visit(leaf)
+        for leaf in tree_leaves(_attrs(m), is_leaf=_is_module):
+            if isinstance(leaf, Module) and isinstance(leaf.scope, Scope):
+                visit(leaf)
         scopes.append(m.scope)
     visit(module)
-    return scopes
+    return scopes, args, kwargs
 
 
-def _module_leaves(x):
-    if isinstance(x, Module):
-        return [x]
-    if isinstance(x, dict):
-        return [m for v in x.values() for m in _module_leaves(v)]
-    if isinstance(x, (list, tuple)):
-        return [m for v in x for m in _module_leaves(v)]
-    return []
-
-
-def _set_module_scopes(module, scopes):
-    """Clones ``module`` (and its bound submodule fields) onto ``scopes``."""
+def _set_module_scopes(module, args, kwargs, scopes):
+    """Flax's ``set_module_scopes``: clones the argument placeholders' modules, then
+    ``module`` and its bound submodule fields, onto ``scopes`` in ``_module_scopes``'
+    order. Returns ``(module, args, kwargs)``."""
     idx, done = 0, {}
+
+    def arg(x):
+        nonlocal idx
+        if type(x) is not _InstancePlaceholder:
+            return x
+        m = x.module
+        if m._id not in done:
+            scope = scopes[idx]
+            idx += 1
+            attrs = tree_map(arg, x.attrs, is_leaf=lambda v: type(v) is _InstancePlaceholder)
+            done[m._id] = m.clone(parent=scope, **attrs)
+        return done[m._id]
+    args, kwargs = tree_map(arg, (tuple(args), dict(kwargs)),
+                            is_leaf=lambda v: type(v) is _InstancePlaceholder)
+
+    def bound(x):
+        return rebuild(x) if isinstance(x, Module) and isinstance(x.scope, Scope) else x
 
     def rebuild(m):
         nonlocal idx
-        if id(m) in done:
-            return done[id(m)]
-        attrs = {}
-        for f in dataclasses.fields(m):
-            if f.name != "parent" and f.init:
-                attrs[f.name] = _map_bound(rebuild, getattr(m, f.name))
-        new = m.clone(parent=scopes[idx], **attrs)
-        idx += 1
-        done[id(m)] = new
-        return new
+        if m._id not in done:
+            attrs = tree_map(bound, _attrs(m), is_leaf=_is_module)
+            done[m._id] = None   # (a module is never its own field)
+            done[m._id] = m.clone(parent=scopes[idx], **attrs)
+            idx += 1
+        return done[m._id]
     new = rebuild(module)
-    assert idx == len(scopes), (idx, len(scopes))
-    return new
-
-
-def _map_bound(fn, x):
-    if isinstance(x, Module):
-        return fn(x) if isinstance(x.scope, Scope) else x
-    if isinstance(x, dict):
-        return {k: _map_bound(fn, v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(_map_bound(fn, v) for v in x)
-    return x
+    if idx != len(scopes):
+        raise AssertionError(f"internal error: {len(scopes)} lifted scopes, {idx} modules")
+    return new, args, kwargs
 
 
 def _export(state):
     return _State(in_compact_method=state.in_compact_method, in_setup=state.in_setup,
-                  setup_called=False, is_initialized=state.is_initialized,
+                  setup_called=False, transformed=state.setup_called or state.transformed,
+                  is_initialized=state.is_initialized,
                   autoname_cursor=dict(state.autoname_cursor))
 
 
@@ -441,17 +478,16 @@ def _lift_method(core_transform, fn, module_class, fork):
         def core_fn(scopes, *args, **kwargs):
             base = self
             if module_class is not None:   # a fresh instance of the untransformed class
-                base = module_class(parent=None, **{
-                    f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                    if f.name != "parent" and f.init})
-            cloned = _set_module_scopes(base, scopes)
+                base = module_class(parent=None, **_attrs(self))
+            cloned, args, kwargs = _set_module_scopes(base, args, kwargs, scopes)
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *args, **kwargs)
             _reimport(self._state, cloned._state)
             return res
         with _fork_rngs(self, fork):
             trafo = core_transform(core_fn)
-            return trafo(_module_scopes(self), *args, **kwargs)
+            scopes, args, kwargs = _module_scopes(self, args, kwargs)
+            return trafo(scopes, *args, **kwargs)
     return wrapped
 
 

@@ -253,14 +253,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             shape = out_aval.shape if out_aval is not None else type(out).__name__
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
                             f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
-        if holomorphic:
-            if not dtypes.is_complex(out_aval.dtype):
-                raise TypeError("grad with holomorphic=True requires complex outputs, got "
-                                f"{out_aval.dtype.name}.")
-        elif not dtypes.is_floating(out_aval.dtype):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
-                            f"sub-dtype of np.floating), but got {out_aval.dtype.name}. For "
-                            "holomorphic differentiation, pass holomorphic=True.")
+        _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
         from xform import lax
         g = f_vjp(lax.full((), 1, out_aval.dtype))
         g = g[0] if isinstance(argnums, int) else g
@@ -306,22 +299,49 @@ def _std_basis(flat_avals, dtype):
     return out
 
 
-def _split(x, axis, avals, shape_of):
+def _split(x, axis, avals, shape_of, example=None):
     """Split ``x`` along ``axis`` into pieces of each aval's size, piece i reshaped to
-    ``shape_of(avals[i])``."""
+    ``shape_of(avals[i])`` and cast to the dtype and weak type of ``example`` (or of
+    ``avals[i]``), as JAX's ``_possible_downcast``: a Jacobian block has its output's
+    dtype (jacfwd) or its input's (jacrev); a float0 block (an int output) becomes
+    integer zeros, a complex block of a real example its real part."""
     from xform import lax
     out, start = [], 0
     xa = get_aval(x)
     for a in avals:
         lo, hi = [0] * xa.ndim, list(xa.shape)
         lo[axis], hi[axis] = start, start + a.size
-        out.append(lax.reshape(lax.slice(x, lo, hi), shape_of(a)))
+        piece = lax.reshape(lax.slice(x, lo, hi), shape_of(a))
+        ex = a if example is None else example
+        if dtypes.is_complex(xa.dtype) and not dtypes.is_complex(ex.dtype):
+            piece = lax.real(piece)
+        out.append(lax.convert_element_type(piece, ex.dtype, ex.weak_type))
         start += a.size
     return out
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Jacobian by forward mode (vmap of jvp over the input basis)."""
+    """Jacobian by forward mode (vmap of jvp over the input basis).
+
+    Args:
+      fun: the function to differentiate.
+      argnums: int or tuple of ints: which positional arguments (floating point).
+      has_aux: ``fun`` returns ``(out, aux)``; aux is returned undifferentiated.
+      holomorphic: complex inputs and outputs, holomorphic ``fun``.
+
+    Returns:
+      A function returning the Jacobian: per output leaf, per input leaf, an array of
+      shape ``out.shape + in.shape`` with the *output's* dtype. An integer or bool
+      output's block is zeros of that dtype (its float0 tangent, cast), as in JAX.
+
+    Raises:
+      TypeError: for non-floating inputs (complex ones need ``holomorphic``).
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.jacfwd(lambda x: (x * 2.0, jnp.round(x).astype(jnp.int32)))(jnp.ones(2))[1]
+    Array([[0, 0],
+           [0, 0]], dtype=int32)
+    """
     from xform.transforms.vmap import vmap
 
     @api_boundary
@@ -361,9 +381,9 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                                 f"dtype, but got {get_aval(yl).dtype.name}.")
         jac_flat = tree_util.tree_leaves(jac)
         rows = []
-        for yl, jl in zip(y_flat, jac_flat):
-            lead = get_aval(yl).shape
-            parts = _split(jl, -1, x_avals, lambda a: lead + a.shape)
+        for yl, jl in zip(y_flat, jac_flat, strict=True):
+            ya = get_aval(yl)
+            parts = _split(jl, -1, x_avals, lambda a: ya.shape + a.shape, example=ya)
             per_arg = tree_util.tree_unflatten(x_tree, parts)
             rows.append(per_arg[0] if isinstance(argnums, int) else per_arg)
         result = tree_util.tree_unflatten(y_tree, rows)
@@ -390,7 +410,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         y_flat, y_tree = tree_util.tree_flatten(y)
         y_avals = [get_aval(v) for v in y_flat]
         for a in y_avals:
-            _check_jacrev_output(a.dtype, holomorphic)
+            _check_output_dtype_revderiv("jacrev", a.dtype, holomorphic)
         dtype = dtypes.result_type(*[a.dtype for a in y_avals])
         basis = _std_basis(y_avals, dtype)
 
@@ -398,8 +418,10 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             return pullback(tree_util.tree_unflatten(y_tree, list(b)))
         jac = vmap(pull)(*basis)   # tuple over args; leaves (M,) + x.shape
         x_leaves, x_tree = tree_util.tree_flatten(jac)
-        per_x = [_split(j, 0, y_avals, lambda a, tail=get_aval(j).shape[1:]: a.shape + tail)
-                 for j in x_leaves]
+        x_avals = [get_aval(x) for x in tree_util.tree_leaves(dyn)]
+        per_x = [_split(j, 0, y_avals, lambda a, tail=get_aval(j).shape[1:]: a.shape + tail,
+                        example=xa)
+                 for j, xa in zip(x_leaves, x_avals, strict=True)]
         rows = []
         for i in range(len(y_flat)):
             per_arg = tree_util.tree_unflatten(x_tree, [p[i] for p in per_x])
@@ -409,16 +431,23 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     return jacfun
 
 
-def _check_jacrev_output(dt, holomorphic):
-    if holomorphic and not dtypes.is_complex(dt):
-        raise TypeError("jacrev with holomorphic=True requires outputs with complex dtype, "
-                        f"but got {dt.name}.")
-    if not holomorphic and not dtypes.is_floating(dt):
+def _check_output_dtype_revderiv(name, dt, holomorphic):
+    """JAX's checks (and texts) on the output of grad/jacrev."""
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {dt.name}.")
+    elif dtypes.is_complex(dt):
         raise TypeError(
-            "jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
             f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
             "holomorphic=True. For differentiation of non-holomorphic functions involving "
-            "complex outputs, use xform.vjp directly.")
+            "complex outputs, use jax.vjp directly.")
+    elif not dtypes.is_floating(dt):
+        raise TypeError(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dt.name}. For differentiation of functions with "
+            "integer outputs, use jax.vjp directly.")
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):

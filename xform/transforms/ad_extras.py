@@ -1,10 +1,12 @@
-"""More of JAX's differentiation API, built on ``vjp`` and ``custom_vjp``:
-``jacobian`` (``jacrev``), ``linear_transpose``, ``custom_gradient`` and ``fwd_and_bwd``."""
+"""More of JAX's differentiation API: ``jacobian`` (``jacrev``), ``linear_transpose``
+(``backward_pass`` on the traced jaxpr), ``custom_gradient`` (a ``custom_vjp``) and
+``fwd_and_bwd`` (``vjp``)."""
 from xform.core import dtypes, tree_util
+from xform.core.api_util import flatten_fun
 from xform.core.trace import get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import partial_eval as pe
-from xform.interpreters.ad import zeros_like_aval
+from xform.interpreters.ad import backward_pass, instantiate_zeros
 from xform.transforms.ad import _check_argnums, jacrev, vjp
 from xform.transforms.custom_derivatives import custom_vjp
 from xform.transforms.jit import jit
@@ -16,17 +18,27 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     """The transpose of the linear function ``fun``, traced at the shapes and dtypes of
     ``primals`` (their values are not used).
 
+    As in JAX, ``fun`` is traced to a jaxpr with every input unknown and that jaxpr is
+    transposed equation by equation when the result is called: nothing is evaluated
+    forward at a made-up point, so a ``fun`` that is not linear raises rather than
+    giving the transpose of some derivative of it.
+
     Args:
       fun: a function linear in its arguments.
       *primals: example arguments (arrays or ``ShapeDtypeStruct``s) giving the avals.
       reduce_axes: deprecated in JAX; must be empty.
 
     Returns:
-      ``transpose_fun(cotangent) -> tuple`` of cotangents, one per primal.
+      ``transpose_fun(cotangent) -> tuple`` of cotangents, one per primal, with the
+      primals' dtypes (a ``Partial``, so it may be passed to a jitted function).
 
     Raises:
-      TypeError: mixing float and integer inputs/outputs, or a cotangent whose structure
-        or type does not match ``fun``'s output.
+      TypeError: mixing float and integer inputs/outputs, or (when called) a cotangent
+        whose structure, shape or dtype does not match ``fun``'s output.
+      NotImplementedError: (when called) ``fun`` applies a primitive with no transpose
+        rule to its inputs (``sin``, ``exp``...): it is not linear.
+      AssertionError: (when called) ``fun`` multiplies two values that depend on its
+        inputs (``x * x``), divides by one or selects on one: it is not linear.
 
     >>> import xform, xform.numpy as jnp
     >>> t = xform.linear_transpose(lambda x: 2.0 * x, 1.0)
@@ -38,19 +50,19 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     in_flat, in_tree = tree_util.tree_flatten(primals)
     in_avals = [get_aval(x) if not hasattr(x, "shape") or hasattr(x, "aval")
                 else _struct_aval(x) for x in in_flat]
-    zeros = tree_util.tree_unflatten(in_tree, [zeros_like_aval(a) for a in in_avals])
-    out, pullback = vjp(fun, *zeros)
-    out_flat, out_tree = tree_util.tree_flatten(out)
-    out_avals = [get_aval(o) for o in out_flat]
-    in_float = all(dtypes.is_inexact(a.dtype) for a in in_avals)
-    out_float = all(dtypes.is_inexact(a.dtype) for a in out_avals)
-    if not (in_float and out_float):
+    flat_fun, store = flatten_fun(fun, in_tree)
+    closed = pe.trace_to_jaxpr(flat_fun, in_avals)
+    out_avals, out_tree = closed.out_avals, store.out_tree
+    in_dtypes = [a.dtype for a in in_avals]
+    out_dtypes = [a.dtype for a in out_avals]
+    if not (all(dtypes.is_inexact(d) for d in in_dtypes + out_dtypes)
+            or all(dtypes.is_integer(d) for d in in_dtypes + out_dtypes)):
         raise TypeError("linear_transpose only supports [float or complex] -> "
                         "[float or complex], and integer -> integer functions, but got "
-                        f"{[a.dtype for a in in_avals]} -> {[a.dtype for a in out_avals]}.")
+                        f"{in_dtypes} -> {out_dtypes}.")
 
     @api_boundary
-    def transposed_fun(out_cotangent):
+    def transposed_fun(consts, out_cotangent):
         ct_flat, ct_tree = tree_util.tree_flatten(out_cotangent)
         if ct_tree != out_tree:
             raise TypeError("cotangent tree does not match function output, "
@@ -58,10 +70,11 @@ def linear_transpose(fun, *primals, reduce_axes=()):
         got = [get_aval(c) for c in ct_flat]
         if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in out_avals]:
             raise TypeError("cotangent type does not match function output, expected "
-                            f"{[a.str_short() for a in out_avals]} but got "
-                            f"{[a.str_short() for a in got]}")
-        return pullback(out_cotangent)
-    return transposed_fun
+                            f"{tuple(out_avals)} but got {ct_flat}")
+        cts = backward_pass(closed.jaxpr, consts, in_avals, ct_flat)
+        cts = [instantiate_zeros(c) for c in cts]
+        return tree_util.tree_unflatten(in_tree, cts)
+    return tree_util.Partial(transposed_fun, list(closed.consts))
 
 
 def _struct_aval(x):

@@ -337,6 +337,7 @@ cond_p = standard_primitive("cond", _cond_abstract_eval, multiple_results=True)
 dispatch.def_structural_impl(cond_p)
 ad.primitive_jvps[cond_p] = _cond_jvp
 ad.primitive_transposes[cond_p] = _cond_transpose
+ad.defnonlinear_operands(cond_p, slice(0, 1))   # the branch index
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
 batching.primitive_batchers[cond_p] = _cond_batch
 mlir.register_lowering(cond_p, _cond_lowering)
