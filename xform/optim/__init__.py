@@ -62,10 +62,22 @@ from xform.optim.losses import (  # noqa: F401
     hinge_loss, ctc_loss)
 from xform.optim.loss_scale import (  # noqa: F401
     all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale, Policy, get_policy)
-
-import types as _types  # noqa: E402
-
-#: ``optax.tree``: the tree utilities without their ``tree_`` prefix (``optax.tree.norm``).
-tree = _types.SimpleNamespace(**{n[len("tree_"):]: getattr(tree_utils, n)
-                                 for n in tree_utils.__all__})
-del _types
+# The rest of Optax 0.2.8's public surface (issue 25): its submodules and top-level names.
+from xform.optim import (  # noqa: F401, E402
+    transforms, tree, projections, second_order, perturbations)
+from xform.optim._protocols import (  # noqa: F401, E402
+    MaskOrFn, TransformUpdateExtraArgsFn, ShouldSkipUpdateFunction, AdaptiveGradClipState,
+    ClipByGlobalNormState, ClipState, NonNegativeParamsState, ScaleState,
+    ScaleByTrustRatioState)
+from xform.optim._transforms_more import (  # noqa: F401, E402
+    adaptive_grad_clip, per_example_global_norm_clip, per_example_layer_norm_clip, flatten,
+    freeze, selective_transform, snapshot, SnapshotState, monitor, MonitorState,
+    measure_with_ema)
+from xform.optim._linalg import (  # noqa: F401, E402
+    power_iteration, matrix_inverse_pth_root, nnls, lookahead, LookaheadParams, LookaheadState,
+    multi_normal, scale_gradient)
+from xform.optim.losses import (  # noqa: F401, E402
+    ctc_loss_with_forward_probs, convex_kl_divergence, generalized_kl_divergence, ntxent,
+    smooth_labels, safe_softmax_cross_entropy, sigmoid_focal_loss)
+from xform.optim.schedules import inject_stateful_hyperparams  # noqa: F401, E402
+from xform.optim.tree_utils import tree_map_params  # noqa: F401, E402
