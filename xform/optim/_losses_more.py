@@ -1,6 +1,8 @@
 """The rest of ``optax.losses``: margin, sparsemax and focal classification losses,
 generalized KL, Fenchel-Young, ranking, segmentation (Dice), self-supervised (NT-Xent,
 triplet) losses and label smoothing."""
+import warnings
+
 import xform.numpy as jnp
 from xform import lax, nn
 from xform.optim._losses import (_check_float, cosine_similarity, kl_divergence,
@@ -137,7 +139,9 @@ def generalized_kl_divergence(log_predictions, targets, axis=-1, where=None):
 
 
 def convex_kl_divergence(log_predictions, targets, axis=-1, where=None):
-    """Optax's former name of :func:`generalized_kl_divergence`."""
+    """Deprecated name of :func:`generalized_kl_divergence`."""
+    warnings.warn("The function convex_kl_divergence is deprecated. Please use "
+                  "generalized_kl_divergence instead.", DeprecationWarning, stacklevel=2)
     return generalized_kl_divergence(log_predictions, targets, axis=axis, where=where)
 
 

@@ -21,8 +21,10 @@ def base_hungarian_algorithm(cost_matrix):
 
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
-        >>> optax.assignment.base_hungarian_algorithm(jnp.array([[4., 1.], [2., 5.]]))
-        (Array([0, 1], dtype=int32), Array([1, 0], dtype=int32))
+        >>> rows, cols = optax.assignment.base_hungarian_algorithm(jnp.array([[4., 1.],
+        ...                                                                [2., 5.]]))
+        >>> rows.tolist(), cols.tolist()
+        ([0, 1], [1, 0])
     """
     cost_matrix = jnp.asarray(cost_matrix)
     if _empty(cost_matrix):
