@@ -50,7 +50,7 @@ def l2_loss(predictions, targets=None):
     return 0.5 * squared_error(jnp.asarray(predictions), targets)
 
 
-def huber_loss(predictions, targets=None, delta=1.0):
+def huber_loss(predictions, targets=None, *, delta=1.0):
     """Quadratic for errors below ``delta``, linear above.
 
     Example:
@@ -75,7 +75,7 @@ def log_cosh(predictions, targets=None):
     return jnp.logaddexp(e, -e) - jnp.log(2.0).astype(e.dtype)
 
 
-def cosine_similarity(predictions, targets, epsilon=0.0, axis=-1, where=None):
+def cosine_similarity(predictions, targets, *, epsilon=0.0, axis=-1, where=None):
     """Cosine of the angle between ``predictions`` and ``targets`` along ``axis``.
 
     Example:
@@ -92,7 +92,7 @@ def cosine_similarity(predictions, targets, epsilon=0.0, axis=-1, where=None):
     return jnp.sum((a / an) * (b / bn), axis=axis, where=where)
 
 
-def cosine_distance(predictions, targets, epsilon=0.0, axis=-1, where=None):
+def cosine_distance(predictions, targets, *, epsilon=0.0, axis=-1, where=None):
     """``1 - cosine_similarity``."""
     return 1.0 - cosine_similarity(predictions, targets, epsilon=epsilon, axis=axis, where=where)
 

@@ -27,7 +27,7 @@ __all__ = ["tree_add", "tree_sub", "tree_mul", "tree_div", "tree_scale", "tree_a
            "tree_map_params", "NamedTupleKey"]
 
 
-def tree_add(tree_x, tree_y, *others):
+def tree_add(tree_x, tree_y, *other_trees):
     """Leafwise sum of two or more pytrees.
 
     Example:
@@ -35,7 +35,7 @@ def tree_add(tree_x, tree_y, *others):
         >>> optax.tree_utils.tree_add({'a': jnp.ones(1)}, {'a': jnp.ones(1)})
         {'a': Array([2.], dtype=float32)}
     """
-    return tu.tree_map(lambda *xs: sum(xs[1:], xs[0]), tree_x, tree_y, *others)
+    return tu.tree_map(lambda *xs: sum(xs[1:], xs[0]), tree_x, tree_y, *other_trees)
 
 
 def tree_sub(tree_x, tree_y):
