@@ -62,30 +62,31 @@ from xform.optim.losses import (  # noqa: F401
     hinge_loss, ctc_loss)
 from xform.optim.loss_scale import (  # noqa: F401
     all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale, Policy, get_policy)
+
 # The rest of Optax 0.2.8's public surface (issue 25): its submodules and top-level names.
-from xform.optim import (  # noqa: F401, E402
+from xform.optim import (  # noqa: F401
     transforms, tree, projections, second_order, perturbations, assignment, microbatching,
     experimental)
-from xform.optim._alias_more import (  # noqa: F401, E402
+from xform.optim._alias_more import (  # noqa: F401
     scale_by_distance_over_gradients, ScaleByDistanceOverGradientsState,
     normalize_by_update_norm, optimistic_adam, optimistic_adam_v2)
-from xform.optim._protocols import (  # noqa: F401, E402
+from xform.optim._protocols import (  # noqa: F401
     MaskOrFn, TransformUpdateExtraArgsFn, ShouldSkipUpdateFunction, AdaptiveGradClipState,
     ClipByGlobalNormState, ClipState, NonNegativeParamsState, ScaleState,
     ScaleByTrustRatioState)
-from xform.optim._transforms_more import (  # noqa: F401, E402
+from xform.optim._transforms_more import (  # noqa: F401
     adaptive_grad_clip, per_example_global_norm_clip, per_example_layer_norm_clip, flatten,
     freeze, selective_transform, snapshot, SnapshotState, monitor, MonitorState,
     measure_with_ema)
-from xform.optim._linalg import (  # noqa: F401, E402
+from xform.optim._linalg import (  # noqa: F401
     power_iteration, matrix_inverse_pth_root, nnls, lookahead, LookaheadParams, LookaheadState,
     multi_normal, scale_gradient)
-from xform.optim.losses import (  # noqa: F401, E402
+from xform.optim.losses import (  # noqa: F401
     ctc_loss_with_forward_probs, convex_kl_divergence, generalized_kl_divergence, ntxent,
     smooth_labels, safe_softmax_cross_entropy, sigmoid_focal_loss)
-from xform.optim.schedules import inject_stateful_hyperparams  # noqa: F401, E402
-from xform.optim.microbatching import microbatch  # noqa: F401, E402
-from xform.optim.tree_utils import (  # noqa: F401, E402
+from xform.optim.schedules import inject_stateful_hyperparams  # noqa: F401
+from xform.optim.microbatching import microbatch  # noqa: F401
+from xform.optim.tree_utils import (  # noqa: F401
     tree_map_params, tree_bias_correction as bias_correction,
     tree_update_moment as update_moment,
     tree_update_moment_per_elem_norm as update_moment_per_elem_norm,
@@ -93,8 +94,8 @@ from xform.optim.tree_utils import (  # noqa: F401, E402
 
 # Optax 0.2.8's deprecated top-level names: optax.contrib's DP-SGD under its old names
 # (with a DeprecationWarning), and the removed monte_carlo module (an AttributeError).
-import importlib as _importlib  # noqa: E402
-import warnings as _warnings  # noqa: E402
+import importlib as _importlib
+import warnings as _warnings
 
 _DEPRECATED = {
     "differentially_private_aggregate": "optax.differentially_private_aggregate is "
