@@ -133,6 +133,9 @@ def test_losses_match_optax():
         optax.losses.dice_loss(SEG, SEG_T, apply_softmax=False)
     with pytest.raises(ValueError, match="leading dimension"):
         optax.ntxent(EMB, np.zeros(5, int))
+    for lib in (optax, ox):   # optax raises TypeError for integer inputs
+        with pytest.raises(TypeError, match="subdtype of"):
+            lib.losses.ranking_softmax_loss(INT[None], INT[None])
 
 
 TREE = {"a": np.array([0.5, -1.5, 2.0], np.float32), "b": np.array([[0.3, -0.2]], np.float32)}

@@ -5,12 +5,21 @@ import warnings
 
 import xform.numpy as jnp
 from xform import lax, nn
-from xform.optim._losses import (_check_float, cosine_similarity, kl_divergence,
+from xform.optim._losses import (cosine_similarity, kl_divergence,
                                  sigmoid_binary_cross_entropy, softmax_cross_entropy)
 from xform.optim.projections import projection_simplex
 from xform.scipy.special import logsumexp
 from xform.transforms.custom_derivatives import custom_jvp
 from xform.transforms.vmap import vmap
+
+
+def _check_floating(x, name, fn):
+    # TypeError, as Optax's utils.check_subdtype raises
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"{fn}: expected `{name}` to have a dtype that is a subdtype of "
+                        f"floating, got {x.dtype} instead")
+    return x
 
 
 def _dot_last_dim(x, y):
@@ -44,7 +53,7 @@ def safe_softmax_cross_entropy(logits, labels):
         >>> optax.safe_softmax_cross_entropy(jnp.array([0., -jnp.inf]), jnp.array([1., 0.]))
         Array(-0., dtype=float32)
     """
-    logits = _check_float(logits, "logits", "safe_softmax_cross_entropy")
+    logits = _check_floating(logits, "logits", "safe_softmax_cross_entropy")
     return -jnp.sum(_weighted_logsoftmax(logits, jnp.asarray(labels, logits.dtype)), axis=-1)
 
 
@@ -118,8 +127,8 @@ def poly_loss_cross_entropy(logits, labels, *, epsilon=2.0, axis=-1, where=None)
         >>> optax.losses.poly_loss_cross_entropy(jnp.zeros(2), jnp.array([1., 0.]))
         Array(1.6931472, dtype=float32)
     """
-    _check_float(logits, "logits", "poly_loss_cross_entropy")
-    _check_float(labels, "labels", "poly_loss_cross_entropy")
+    _check_floating(logits, "logits", "poly_loss_cross_entropy")
+    _check_floating(labels, "labels", "poly_loss_cross_entropy")
     p = nn.softmax(logits, axis=axis, where=where)
     one_minus_pt = jnp.sum(labels * (1 - p), axis=axis, where=where)
     ce = softmax_cross_entropy(logits=logits, labels=labels, axis=axis, where=where)
@@ -154,7 +163,7 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0):
         >>> optax.sigmoid_focal_loss(jnp.array([0.]), jnp.array([1.]))
         Array([0.1732868], dtype=float32)
     """
-    logits = _check_float(logits, "logits", "sigmoid_focal_loss")
+    logits = _check_floating(logits, "logits", "sigmoid_focal_loss")
     labels = jnp.asarray(labels).astype(logits.dtype)
     ce = sigmoid_binary_cross_entropy(logits, labels)
     log_p, log_q = nn.log_sigmoid(logits), nn.log_sigmoid(-logits)
@@ -209,7 +218,7 @@ def ranking_softmax_loss(logits, labels, *, where=None, weights=None, reduce_fn=
         >>> optax.losses.ranking_softmax_loss(jnp.zeros(2), jnp.array([1., 0.]))
         Array(0.6931472, dtype=float32)
     """
-    logits = _check_float(logits, "logits", "ranking_softmax_loss")
+    logits = _check_floating(logits, "logits", "ranking_softmax_loss")
     labels = jnp.asarray(labels).astype(logits.dtype)
     if where is not None:
         labels = jnp.where(where, labels, jnp.zeros_like(labels))
@@ -338,7 +347,7 @@ def ntxent(embeddings, labels, temperature=0.07):
         >>> float(optax.ntxent(e, jnp.array([0, 0, 1, 1]))) < 0.01
         True
     """
-    embeddings = _check_float(embeddings, "embeddings", "ntxent")
+    embeddings = _check_floating(embeddings, "embeddings", "ntxent")
     labels = jnp.asarray(labels)
     if labels.shape[0] != embeddings.shape[0]:
         raise ValueError("Labels and embeddings must have the same leading dimension, found "
@@ -371,7 +380,7 @@ def triplet_margin_loss(anchors, positives, negatives, axis=-1, norm_degree=2, m
         Array([0.], dtype=float32)
     """
     for name, x in (("anchors", anchors), ("positives", positives), ("negatives", negatives)):
-        _check_float(x, name, "triplet_margin_loss")
+        _check_floating(x, name, "triplet_margin_loss")
 
     def dist(x):
         return jnp.power(jnp.power(anchors - x, norm_degree).sum(axis) + eps, 1 / norm_degree)
@@ -386,6 +395,6 @@ def smooth_labels(labels, alpha, *, axis=-1, where=None):
         >>> optax.smooth_labels(jnp.array([1., 0.]), 0.5)
         Array([0.75, 0.25], dtype=float32)
     """
-    labels = _check_float(labels, "labels", "smooth_labels")
+    labels = _check_floating(labels, "labels", "smooth_labels")
     n = jnp.size(labels, axis) if where is None else jnp.sum(where, axis, keepdims=True)
     return (1.0 - alpha) * labels + alpha / n
