@@ -322,7 +322,7 @@ def test_doctests():
     for name in ["xform.optim", "xform.optim._base", "xform.optim._basic",
                  "xform.optim._scaling", "xform.optim._wrappers", "xform.optim._alias",
                  "xform.optim._more",
-                 "xform.optim.schedules", "xform.optim.losses", "xform.optim.loss_scale",
+                 "xform.optim.schedules", "xform.optim._losses", "xform.optim.loss_scale",
                  "xform.optim.tree_utils"]:
         result = doctest.testmod(importlib.import_module(name),
                                  optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -130,11 +130,14 @@ def empty(shape, dtype=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    """Like numpy.full_like; keeps ``a``'s weak type when ``dtype`` is None."""
-    _util.check_arraylike("full_like", a)
+    """Like numpy.full_like; keeps ``a``'s weak type when ``dtype`` is None. As in JAX,
+    ``a`` may also be any object with ``shape`` and ``dtype`` (a ``ShapeDtypeStruct``)."""
+    duck = not _util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype")
+    if not duck:
+        _util.check_arraylike("full_like", a)
     weak = dtype is None and dtypes.is_weakly_typed(a)
     dt = dtypes.dtype(a) if dtype is None else dtypes.canonicalize_dtype(dtype)
-    shp = _util.shape(a) if shape is None else canonical_shape(shape)
+    shp = canonical_shape(shape if shape is not None else a.shape if duck else _util.shape(a))
     return _filled(shp, fill_value, dt, weak)
 
 

@@ -69,9 +69,58 @@ from xform.optim.loss_scale import (  # noqa: F401
     all_finite, select_tree, NoOpLossScale, StaticLossScale, DynamicLossScale, Policy, get_policy)
 
 from xform.optim import contrib  # noqa: F401,E402
-import types as _types  # noqa: E402
+# The rest of Optax 0.2.8's public surface (issue 25): its submodules and top-level names.
+from xform.optim import (  # noqa: F401
+    transforms, tree, projections, second_order, perturbations, assignment, microbatching,
+    experimental)
+from xform.optim._alias_more import (  # noqa: F401
+    scale_by_distance_over_gradients, ScaleByDistanceOverGradientsState,
+    normalize_by_update_norm, optimistic_adam, optimistic_adam_v2)
+from xform.optim._protocols import (  # noqa: F401
+    MaskOrFn, TransformUpdateExtraArgsFn, ShouldSkipUpdateFunction, AdaptiveGradClipState,
+    ClipByGlobalNormState, ClipState, NonNegativeParamsState, ScaleState,
+    ScaleByTrustRatioState)
+from xform.optim._transforms_more import (  # noqa: F401
+    adaptive_grad_clip, per_example_global_norm_clip, per_example_layer_norm_clip, flatten,
+    freeze, selective_transform, snapshot, SnapshotState, monitor, MonitorState,
+    measure_with_ema)
+from xform.optim._linalg import (  # noqa: F401
+    power_iteration, matrix_inverse_pth_root, nnls, lookahead, LookaheadParams, LookaheadState,
+    multi_normal, scale_gradient)
+from xform.optim.losses import (  # noqa: F401
+    ctc_loss_with_forward_probs, convex_kl_divergence, generalized_kl_divergence, ntxent,
+    smooth_labels, safe_softmax_cross_entropy, sigmoid_focal_loss)
+from xform.optim.schedules import inject_stateful_hyperparams  # noqa: F401
+from xform.optim.microbatching import microbatch  # noqa: F401
+from xform.optim.tree_utils import (  # noqa: F401
+    tree_map_params, tree_bias_correction as bias_correction,
+    tree_update_moment as update_moment,
+    tree_update_moment_per_elem_norm as update_moment_per_elem_norm,
+    tree_update_infinity_moment as update_infinity_moment)
 
-#: ``optax.tree``: the tree utilities without their ``tree_`` prefix (``optax.tree.norm``).
-tree = _types.SimpleNamespace(**{n[len("tree_"):]: getattr(tree_utils, n)
-                                 for n in tree_utils.__all__})
-del _types
+# Optax 0.2.8's deprecated top-level names: optax.contrib's DP-SGD under its old names
+# (with a DeprecationWarning), and the removed monte_carlo module (an AttributeError).
+import importlib as _importlib
+import warnings as _warnings
+
+_DEPRECATED = {
+    "differentially_private_aggregate": "optax.differentially_private_aggregate is "
+    "deprecated: use optax.contrib.differentially_private_aggregate (optax v0.1.8 or newer).",
+    "DifferentiallyPrivateAggregateState": "optax.DifferentiallyPrivateAggregateState is "
+    "deprecated: use optax.contrib.DifferentiallyPrivateAggregateState (optax v0.1.8 or "
+    "newer).",
+    "dpsgd": "optax.dpsgd is deprecated: use optax.contrib.dpsgd (optax v0.1.8 or newer).",
+    "monte_carlo": "optax.monte_carlo is deprecated. (optax v0.2.7 or newer).",
+}
+
+
+def __getattr__(name):
+    if name not in _DEPRECATED or name == "monte_carlo":
+        raise AttributeError(_DEPRECATED.get(name,
+                                             f"module 'xform.optim' has no attribute {name!r}"))
+    try:    # imported on first use: contrib imports this package
+        contrib = _importlib.import_module("xform.optim.contrib")
+    except ModuleNotFoundError as e:
+        raise AttributeError(f"{name} lives in xform.optim.contrib, which is missing") from e
+    _warnings.warn(_DEPRECATED[name], DeprecationWarning, stacklevel=2)
+    return getattr(contrib, name)

@@ -236,8 +236,9 @@ def periodic_update(new_tensors, old_tensors, steps, update_period):
 
 # ---- tree math shared by the transformations (Optax's optax.tree namespace) ----
 
-def tree_sum(tree):
-    """Sum of all elements of all leaves."""
+def tree_sum(tree, associative_reduction=False):
+    """Sum of all elements of all leaves (``associative_reduction``, a compile-time hint
+    in Optax, gives the same sum here)."""
     sums = [jnp.sum(x) for x in tu.tree_leaves(tree)]
     out = 0
     for s in sums:
@@ -327,9 +328,9 @@ def tree_cast(tree, dtype):
     return tree if dtype is None else tu.tree_map(lambda t: t.astype(dtype), tree)
 
 
-def tree_cast_like(tree, other):
+def tree_cast_like(tree, other_tree):
     return tu.tree_map(lambda t, o: t.astype(o.dtype) if hasattr(o, "dtype") else t,
-                       tree, other)
+                       tree, other_tree)
 
 
 def _is_none(x):

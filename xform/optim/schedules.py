@@ -1,15 +1,22 @@
 """Step-size schedules (``optax.schedules``): functions from the step count to a value,
 traceable so they run inside ``jit`` with a traced count."""
 import logging
+import warnings
 
 import xform.numpy as jnp
+from xform.optim._base import Schedule  # noqa: F401
+from xform.optim._protocols import StatefulSchedule  # noqa: F401
+from xform.optim._wrappers import (  # noqa: F401
+    InjectHyperparamsState, InjectStatefulHyperparamsState, WrappedSchedule, inject_hyperparams)
 
 __all__ = ["constant_schedule", "polynomial_schedule", "linear_schedule",
            "piecewise_constant_schedule", "exponential_decay", "cosine_decay_schedule",
            "piecewise_interpolate_schedule", "linear_onecycle_schedule",
            "cosine_onecycle_schedule", "warmup_constant_schedule",
            "warmup_cosine_decay_schedule", "warmup_exponential_decay_schedule",
-           "sgdr_schedule", "join_schedules"]
+           "sgdr_schedule", "join_schedules", "inject_hyperparams",
+           "inject_stateful_hyperparams", "InjectHyperparamsState",
+           "InjectStatefulHyperparamsState", "WrappedSchedule", "Schedule", "StatefulSchedule"]
 
 
 def constant_schedule(value):
@@ -267,3 +274,19 @@ def sgdr_schedule(cosine_kwargs):
         boundaries.append(step)
     return join_schedules(schedules, boundaries[:-1])
 
+
+
+def inject_stateful_hyperparams(inner_factory, static_args=(), hyperparam_dtype=None):
+    """Deprecated alias of :func:`inject_hyperparams` (which takes stateful schedules too).
+
+    Example:
+        >>> import warnings, xform.optim as optax
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter('ignore')
+        ...     f = optax.schedules.inject_stateful_hyperparams(optax.sgd)
+        >>> callable(f)
+        True
+    """
+    warnings.warn("inject_stateful_hyperparams is deprecated, use inject_hyperparams instead",
+                  DeprecationWarning)
+    return inject_hyperparams(inner_factory, static_args, hyperparam_dtype)

@@ -1,9 +1,11 @@
 """Pytree arithmetic used by optimizers (``optax.tree_utils``; also ``optax.tree`` with
 the ``tree_`` prefix dropped)."""
-import dataclasses
+import functools
+import inspect
 import operator
 
 import xform.numpy as jnp
+from xform import dtypes, random
 from xform import tree_util as tu
 from xform.optim._base import (bias_correction as tree_bias_correction, tree_cast,
                                tree_cast_like, tree_full_like, tree_norm, tree_sum,
@@ -11,15 +13,21 @@ from xform.optim._base import (bias_correction as tree_bias_correction, tree_cas
                                update_infinity_moment as tree_update_infinity_moment,
                                update_moment as tree_update_moment,
                                update_moment_per_elem_norm as tree_update_moment_per_elem_norm)
+from xform.optim._tree_state import (NamedTupleKey, tree_get, tree_get_all_with_path,
+                                     tree_map_params, tree_set)
 
 __all__ = ["tree_add", "tree_sub", "tree_mul", "tree_div", "tree_scale", "tree_add_scale",
            "tree_vdot", "tree_sum", "tree_norm", "tree_zeros_like", "tree_ones_like",
            "tree_full_like", "tree_where", "tree_cast", "tree_cast_like", "tree_bias_correction",
            "tree_update_moment", "tree_update_moment_per_elem_norm",
-           "tree_update_infinity_moment", "tree_l2_norm"]
+           "tree_update_infinity_moment", "tree_l2_norm", "tree_allclose", "tree_batch_shape",
+           "tree_clip", "tree_conj", "tree_real", "tree_max", "tree_min", "tree_size",
+           "tree_dtype", "tree_random_like", "tree_split_key_like",
+           "tree_unwrap_random_key_data", "tree_get", "tree_set", "tree_get_all_with_path",
+           "tree_map_params", "NamedTupleKey"]
 
 
-def tree_add(tree_x, tree_y, *others):
+def tree_add(tree_x, tree_y, *other_trees):
     """Leafwise sum of two or more pytrees.
 
     Example:
@@ -27,7 +35,7 @@ def tree_add(tree_x, tree_y, *others):
         >>> optax.tree_utils.tree_add({'a': jnp.ones(1)}, {'a': jnp.ones(1)})
         {'a': Array([2.], dtype=float32)}
     """
-    return tu.tree_map(lambda *xs: sum(xs[1:], xs[0]), tree_x, tree_y, *others)
+    return tu.tree_map(lambda *xs: sum(xs[1:], xs[0]), tree_x, tree_y, *other_trees)
 
 
 def tree_sub(tree_x, tree_y):
@@ -80,11 +88,6 @@ def tree_l2_norm(tree, squared=False):
     return tree_norm(tree, squared=squared)
 
 
-# ---- complex parts and lookups by field name (used by the linesearches) ----
-
-__all__ += ["tree_real", "tree_conj", "tree_get", "tree_get_all_with_path"]
-
-
 def tree_real(tree):
     """The real part of every leaf."""
     return tu.tree_map(jnp.real, tree)
@@ -95,88 +98,131 @@ def tree_conj(tree):
     return tu.tree_map(jnp.conj, tree)
 
 
-@dataclasses.dataclass(frozen=True)
-class NamedTupleKey:
-    """Path entry for the field ``name`` of a NamedTuple of class ``tuple_name``."""
-    tuple_name: str
-    name: str
-
-    def __str__(self):
-        return f"{self.tuple_name}.{self.name}"
-
-
-def _is_named_tuple(x):
-    return isinstance(x, tuple) and hasattr(x, "_fields")
-
-
-def _has_key(node, key):
-    if _is_named_tuple(node):
-        return key in node._fields or type(node).__name__ == key
-    return isinstance(node, dict) and key in node
-
-
-def _fields(path, node):
-    """(path, child) for the fields of a NamedTuple or the items of a dict."""
-    if _is_named_tuple(node):
-        name = type(node).__name__
-        return [((*path, NamedTupleKey(name, f)), getattr(node, f)) for f in node._fields]
-    return [((*path, tu.DictKey(k)), v) for k, v in node.items()]
-
-
-def _get_all(node, key, path):
-    found = []
-    if _has_key(node, key):
-        if _is_named_tuple(node):
-            name = type(node).__name__
-            found.append((path, node) if key == name else
-                         ((*path, NamedTupleKey(name, key)), getattr(node, key)))
-        else:
-            found.append(((*path, tu.DictKey(key)), node[key]))
-        kids = _fields(path, node)
-    elif _is_named_tuple(node):
-        kids = _fields(path, node)
-    else:  # any other container: down to the next NamedTuple or node holding `key`
-        stop = lambda x: _is_named_tuple(x) or _has_key(x, key)  # noqa: E731
-        kids = [((*path, *p), v) for p, v in tu.tree_leaves_with_path(node, is_leaf=stop)
-                if stop(v)]
-    for p, child in kids:
-        found += _get_all(child, key, p)
-    return found
-
-
-def tree_get_all_with_path(tree, key, filtering=None):
-    """All ``(path, value)`` pairs of ``tree`` found under ``key``: a dict key, a
-    NamedTuple field, or a NamedTuple's class name (then the value is the tuple).
-
-    Paths name NamedTuple fields with :class:`NamedTupleKey` (class and field), so a
-    ``filtering(path, value) -> bool`` can tell apart equal names in different states.
+def tree_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every pair of leaves is ``allclose``.
 
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
-        >>> state = optax.adam(1e-3).init(jnp.zeros(2))
-        >>> [str(p[-1]) for p, _ in optax.tree_utils.tree_get_all_with_path(state, 'count')]
-        ['ScaleByAdamState.count']
+        >>> bool(optax.tree.allclose({'a': jnp.ones(2)}, {'a': jnp.ones(2) + 1e-9}))
+        True
     """
-    found = _get_all(tree, key, ())
-    if filtering is not None:
-        found = [(p, v) for p, v in found if filtering(p, v)]
-    return found
+    leaves = tu.tree_leaves(tu.tree_map(
+        lambda x, y: jnp.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b))
+    return functools.reduce(operator.and_, leaves, True)
 
 
-def tree_get(tree, key, default=None, filtering=None):
-    """The one value of ``tree`` under ``key`` (see :func:`tree_get_all_with_path`).
+def tree_batch_shape(tree, shape=()):
+    """Every leaf broadcast to ``shape + leaf.shape``."""
+    return tu.tree_map(lambda x: jnp.broadcast_to(x, (*shape, *jnp.shape(x))), tree)
 
-    Returns ``default`` when ``key`` is absent.
 
-    Raises:
-        KeyError: when several values match.
+def tree_clip(tree, min_value=None, max_value=None):
+    """``clip(leaf, min_value, max_value)`` for every leaf."""
+    return tu.tree_map(lambda g: jnp.clip(g, min_value, max_value), tree)
+
+
+
+
+def _reduce_nonempty(reduce, combine, tree, initializer):
+    parts = [reduce(x) for x in tu.tree_leaves(tree) if jnp.size(x) != 0]
+    return functools.reduce(combine, parts, initializer)
+
+
+def tree_max(tree):
+    """The largest element over all leaves (``-inf`` for an empty tree).
 
     Example:
         >>> import xform.numpy as jnp, xform.optim as optax
-        >>> optax.tree_utils.tree_get(optax.adam(1e-3).init(jnp.zeros(2)), 'count')
-        Array(0, dtype=int32)
+        >>> optax.tree.max({'a': jnp.array([1., 5.]), 'b': jnp.array(2.)})
+        Array(5., dtype=float32)
     """
-    found = tree_get_all_with_path(tree, key, filtering=filtering)
-    if len(found) > 1:
-        raise KeyError(f"Found multiple values for '{key}' in {tree}.")
-    return found[0][1] if found else default
+    return _reduce_nonempty(jnp.max, jnp.maximum, tree, -float("inf"))
+
+
+def tree_min(tree):
+    """The smallest element over all leaves (``inf`` for an empty tree)."""
+    return _reduce_nonempty(jnp.min, jnp.minimum, tree, float("inf"))
+
+
+def tree_size(tree):
+    """The total number of elements in all leaves.
+
+    Example:
+        >>> import xform.numpy as jnp, xform.optim as optax
+        >>> optax.tree.size({'a': jnp.ones((2, 3)), 'b': jnp.ones(4)})
+        10
+    """
+    return sum(jnp.size(x) for x in tu.tree_leaves(tree))
+
+
+def _lower_dtype(d1, d2):
+    if jnp.promote_types(d1, d2) == d1:
+        return d2
+    if jnp.promote_types(d1, d2) == d2:
+        return d1
+    raise ValueError(f"Cannot compare dtype of {d1=} and {d2=}. Neither {d1} nor {d2} can "
+                     "be promoted to the other.")
+
+
+def _higher_dtype(d1, d2):
+    return d1 if _lower_dtype(d1, d2) == d2 else d2
+
+
+def tree_dtype(tree, mixed_dtype_handler=None):
+    """The dtype of the leaves; with mixed dtypes, an error (``None``), or their
+    ``'promote'``-d, ``'highest'`` or ``'lowest'`` dtype.
+
+    Example:
+        >>> import xform.numpy as jnp, xform.optim as optax
+        >>> optax.tree.dtype({'a': jnp.ones(1), 'b': jnp.ones(1, jnp.bfloat16)}, 'promote')
+        dtype('float32')
+    """
+    leaves = tu.tree_leaves(tree)
+    if not leaves:
+        return jnp.asarray(leaves).dtype
+    ds = [jnp.asarray(x).dtype for x in leaves]
+    if mixed_dtype_handler is None:
+        errors = [f"Expected dtype={ds[0]} for {tu.keystr(p)} but got {jnp.asarray(x).dtype}."
+                  for p, x in tu.tree_leaves_with_path(tree) if jnp.asarray(x).dtype != ds[0]]
+        if errors:
+            raise ValueError("\n".join(errors))
+        return ds[0]
+    combine = {"promote": jnp.promote_types, "highest": _higher_dtype,
+               "lowest": _lower_dtype}.get(mixed_dtype_handler)
+    if combine is None:
+        raise ValueError(f"Invalid value for {mixed_dtype_handler=}, possible values are: "
+                         'None, "promote", "highest", "lowest".')
+    return functools.reduce(combine, ds)
+
+
+def tree_split_key_like(rng_key, target_tree):
+    """One independent key per leaf of ``target_tree``, in its structure."""
+    treedef = tu.tree_structure(target_tree)
+    keys = random.split(rng_key, treedef.num_leaves)
+    return tu.tree_unflatten(treedef, list(keys))
+
+
+def tree_random_like(rng_key, target_tree, sampler=random.normal, dtype=None):
+    """Random leaves shaped like ``target_tree``'s, ``sampler(key, shape, dtype)`` with
+    one key per leaf.
+
+    Example:
+        >>> import xform, xform.numpy as jnp, xform.optim as optax
+        >>> t = optax.tree.random_like(xform.random.key(0), {'a': jnp.zeros(2)})
+        >>> t['a'].shape
+        (2,)
+    """
+    keys = tree_split_key_like(rng_key, target_tree)
+    takes_sharding = "out_sharding" in inspect.signature(sampler).parameters
+    extra = {"out_sharding": None} if takes_sharding else {}
+    return tu.tree_map(lambda leaf, key: sampler(key, leaf.shape, dtype or leaf.dtype, **extra),
+                       target_tree, keys)
+
+
+def tree_unwrap_random_key_data(input_tree):
+    """Typed PRNG keys replaced by their raw ``key_data``; other leaves unchanged."""
+    def unwrap(x):
+        if hasattr(x, "dtype") and dtypes.issubdtype(x.dtype, dtypes.prng_key):
+            return random.key_data(x)
+        return x
+    return tu.tree_map(unwrap, input_tree)
