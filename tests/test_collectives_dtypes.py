@@ -53,8 +53,8 @@ def _per_member(L, jnp, x, *, replicated):
 
 
 def _run(lib, kind, x):
-    # JAX under jit (eager vmap/shard_map run op by op: slow); xform's vmap too (same
-    # batching rules), its pmap and shard_map eagerly (one replicated program each)
+    # vmap under jit on both sides (eagerly it runs op by op: slow; the batching rules
+    # are the same), JAX's shard_map under jit, xform's pmap and shard_map eagerly
     L, jnp = lib.lax, lib.numpy
     f = lambda v: _per_member(L, jnp, v, replicated=kind != "vmap")  # noqa: E731
     if kind == "pmap":
@@ -77,7 +77,8 @@ def _check(got, want, what):
         g, w = got[k], want[k]
         assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type), (what, k)
         np.testing.assert_allclose(np.asarray(g, np.complex128), np.asarray(w, np.complex128),
-                                   rtol=2e-2 if "bfloat16" in k else 1e-6, err_msg=f"{what} {k}")
+                                   rtol=2e-2 if "bfloat16" in k else 1e-6,
+                                   err_msg=f"{what} {k}")
 
 
 @pytest.mark.parametrize("kind", ["vmap", "replicated"])
