@@ -10,9 +10,8 @@ and vmap over vmap each see their own axis.
 
 Dtypes follow JAX: psum (hence pmean) counts bools as int32; pmean divides in
 ``to_inexact_dtype``; the others keep the operand's dtype (psum_scatter rejects bool).
-psum/pmax/pmin/all_to_all results over a mapped operand are not weakly typed (JAX's
-abstract eval, also under jit of vmap; an unmapped one keeps its weak type), except
-all_to_all under ``vmap(axis_name=)``, as JAX's batching rule.
+Weak types: psum/pmax/pmin of a mapped operand, and all_to_all in a replicated program,
+give non-weak results (JAX's abstract eval, and its jit of vmap); others keep theirs.
 """
 import itertools
 
