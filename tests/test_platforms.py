@@ -90,3 +90,22 @@ def test_platform_dependent_picks_the_gpu_branch_by_platform(monkeypatch):
     pick = xform.lax.platform_dependent
     assert pick(1.0, cpu=lambda x: x + 1, gpu=lambda x: x + 2) == 3.0
     assert pick(1.0, cuda=lambda x: x + 3, gpu=lambda x: x + 2) == 4.0
+
+
+def test_jax_num_cpu_devices_set_before_first_use_sets_the_cpu_device_count():
+    # Regression: the option was accepted and ignored (one device). Fresh interpreters
+    # without this process's XLA_FLAGS device count; jax does the same for comparison.
+    code = ("import {m}\n{m}.config.update('jax_num_cpu_devices', 3)\n"
+            "import {m}.numpy as jnp\n"
+            "print({m}.device_count(), {m}.pmap(lambda x: x * 2)(jnp.arange(3.0)).sum())\n"
+            "try:\n    {m}.config.update('jax_num_cpu_devices', 2)\n"
+            "except RuntimeError as e:\n    print('refused' if 'before backends' in str(e) "
+            "else e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = []
+    for m in ("xform", "jax"):
+        r = subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
+                           text=True, env={**env, "JAX_PLATFORMS": "cpu"}, timeout=120)
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout.split())
+    assert out[0] == out[1] == ["3", "6.0", "refused"]

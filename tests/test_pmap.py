@@ -483,3 +483,30 @@ def test_pmap_over_typed_keys_matches_jax():
                                   jr.key_data(jax.pmap(lambda k: jr.split(k)[0])(jkeys)))
     with pytest.raises(TypeError, match="cannot be converted to a NumPy array"):
         np.asarray(out)
+
+
+def test_pmap_and_shard_map_closing_over_outer_tracers_match_jax():
+    # Regression: a body closing over a tracer of grad/jvp, vmap or jit embedded it as a
+    # constant (TracerArrayConversionError); it is now a replicated operand.
+    from jax.sharding import PartitionSpec as JP
+    from xform.sharding import PartitionSpec as P
+    xs = X[:4, :2]
+
+    def run(lib, smap):
+        L, np_ = lib.lax, lib.numpy
+
+        def f(w):
+            body = lambda x: np_.sin(x * w[0]) + L.psum(x * w[1], "i")  # noqa: E731
+            return lib.pmap(body, "i")(xs * w[1]).sum() + smap(lambda b: b * w[0])(xs).sum()
+        w = np_.array([0.7, -1.3])
+        return (lib.grad(f)(w), lib.jvp(f, (w,), (np_.ones(2),)), lib.jit(f)(w),
+                lib.vmap(f)(np_.stack([w, w * 2])), lib.jit(lib.hessian(f))(w))
+
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("i",))
+    jsmap = lambda g: jax.shard_map(g, mesh=jmesh, in_specs=JP("i"),  # noqa: E731
+                                    out_specs=JP("i"), check_vma=False)
+    xsmap = lambda g: xform.shard_map(g, mesh=xform.make_mesh((4,), ("i",)),  # noqa: E731
+                                      in_specs=P("i"), out_specs=P("i"))
+    got, want = run(xform, xsmap), run(jax, jsmap)
+    for r, e in zip(xform.tree_util.tree_leaves(got), jax.tree.leaves(want)):
+        _close(r, e, tol=1e-4)

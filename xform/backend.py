@@ -18,6 +18,7 @@ from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA leg
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
+from xform.core.config import config as _config
 from xform.core.errors import JaxRuntimeError
 Device = _jax.Device
 Buffer = _jax.ArrayImpl
@@ -53,12 +54,16 @@ def client():
     ``JAX_PLATFORMS``, e.g. ``"cuda,cpu"``) lists the platforms to start and the first
     is the default; unset, a GPU when jaxlib has a GPU plugin, else the CPU.
 
+    ``jax_num_cpu_devices`` (>= 0) is the CPU client's device count, as JAX passes it
+    to the CPU client's creation (else ``--xla_force_host_platform_device_count``).
+
     After ``distributed_initialize`` it is a CPU client joined to the other processes
     (global devices, gloo collectives)."""
     if _dist.cpu_client is not None:
         return _dist.cpu_client
-    from xform.core.config import config
-    wanted = config.jax_platforms
+    if _config.jax_num_cpu_devices >= 0:   # (jax refuses it once its backends started)
+        _jax_config.update("jax_num_cpu_devices", _config.jax_num_cpu_devices)
+    wanted = _config.jax_platforms
     if not wanted:
         return _xb.get_backend()
     if not _xb.backends_are_initialized():
@@ -72,6 +77,18 @@ def client():
 
 def client_started():
     return client.cache_info().currsize > 0
+
+
+def _set_before_start(name):
+    def check(value):  # JAX's validator and message
+        if client_started() and getattr(_config, name) != value:
+            raise RuntimeError(f"{name} config should be updated before backends are "
+                               "initialized i.e. before any JAX operation is executed. You "
+                               "should initialize this config immediately after `import jax`.")
+    return check
+
+
+_config._add_validator("jax_num_cpu_devices", _set_before_start("jax_num_cpu_devices"))
 
 
 @functools.cache

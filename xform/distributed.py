@@ -10,6 +10,7 @@ collectives are jaxlib's (reached through ``xform.backend``).
 import os
 
 from xform import backend
+from xform.core.config import config
 
 
 def _env_int(name):
@@ -36,7 +37,8 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
       initialization_timeout: seconds to wait for the coordinator and the other
         processes before failing (never hangs).
       heartbeat_timeout_seconds, shutdown_timeout_seconds: coordination service limits.
-      num_local_devices: CPU devices of this process (default: XLA's flag, else 1).
+      num_local_devices: CPU devices of this process (default: ``XFORM_NUM_LOCAL_DEVICES``,
+        else the ``jax_num_cpu_devices`` option, else XLA's flag, else 1).
 
     Raises:
       RuntimeError: called twice, or after devices were used.
@@ -53,6 +55,8 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     process_id = process_id if process_id is not None else _env_int("JAX_PROCESS_ID")
     if num_local_devices is None:
         num_local_devices = _env_int("XFORM_NUM_LOCAL_DEVICES")
+    if num_local_devices is None and config.jax_num_cpu_devices >= 0:   # (as JAX)
+        num_local_devices = config.jax_num_cpu_devices
     if coordinator_address is None:
         raise ValueError("coordinator_address should be defined (argument or "
                          "JAX_COORDINATOR_ADDRESS), as 'host:port'")

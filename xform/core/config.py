@@ -31,6 +31,8 @@ _DEFAULTS = {
     "jax_threefry_partitionable": True,  # xform.random: JAX's counter layout (default)
     # the platforms to start, first the default ("cuda,cpu"); read when the backend starts
     "jax_platforms": None,
+    # CPU devices the CPU client gets (-1: XLA_FLAGS decides); read when it starts
+    "jax_num_cpu_devices": -1,
 }
 _STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering", "jax_platforms"}
 INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))
@@ -68,6 +70,7 @@ class Config:
         for k, v in _DEFAULTS.items():
             object.__setattr__(self, k, _from_env(k, v))
         object.__setattr__(self, "_listeners", [])
+        object.__setattr__(self, "_validators", {})
 
     def __setattr__(self, name, value):
         raise AttributeError("Use config.update(name, value) to change a flag.")
@@ -80,7 +83,10 @@ class Config:
         """
         if name not in _DEFAULTS and name not in JAX_OPTIONS:
             raise AttributeError(f"Unrecognized config option: {name}")
-        object.__setattr__(self, name, _convert(name, value))
+        converted = _convert(name, value)
+        if name in self._validators:
+            self._validators[name](converted)
+        object.__setattr__(self, name, converted)
         for fn in self._listeners:
             fn(name, value)
 
@@ -98,6 +104,10 @@ class Config:
     def _add_listener(self, fn):
         """Call ``fn(name, value)`` after every update (caches keyed on flags use this)."""
         self._listeners.append(fn)
+
+    def _add_validator(self, name, fn):
+        """Call ``fn(value)`` before flag ``name`` is set; it raises to refuse the value."""
+        self._validators[name] = fn
 
     # JAX-style read accessors.
     @property

@@ -21,8 +21,8 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array, MeshLayout, ShardedArray
-from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Primitive, get_aval, set_current_trace
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -425,6 +425,24 @@ batching.primitive_batchers[xla_pmap_p] = _pmap_batch
 
 
 def trace_body(fun, in_avals, axes):
-    """Trace the per-device function with the mesh's axis names bound."""
+    """Trace the per-device function with the mesh's axis names bound. Values it closed
+    over are the jaxpr's consts: tracers among them go through ``closure_convert``."""
     with batching.extend_axis_env(axes):
         return pe.trace_to_jaxpr(fun, in_avals)
+
+
+def closure_convert(jaxpr, axes, args, in_axes):
+    """Closure conversion before binding ``xla_pmap``: the tracers of enclosing
+    transformations (grad/jvp, vmap, jit tracing) that the body closed over become
+    leading operands replicated over the mesh (in_axes None), so those transformations
+    see them (a const would be hidden from them). Returns ``(jaxpr, args, in_axes)``."""
+    hoist = [isinstance(c, Tracer) for c in jaxpr.consts]
+    if not any(hoist):
+        return jaxpr, tuple(args), tuple(in_axes)
+    j, consts = jaxpr.jaxpr, jaxpr.consts
+    pick = lambda xs, h: [x for x, hx in zip(xs, hoist) if hx == h]  # noqa: E731
+    body = Jaxpr(pick(j.constvars, False), pick(j.constvars, True) + list(j.invars),
+                 j.outvars, j.eqns)
+    tracers = pick(consts, True)
+    return (ClosedJaxpr(body, pick(consts, False)), (*tracers, *args),
+            ((None,) * len(axes),) * len(tracers) + tuple(in_axes))

@@ -7,13 +7,19 @@ a collective over the vmapped axis is a batching rule (keyed by axis name in
 collective whose replica groups come from the replicated program's mesh
 (``pxla.lowering_axes``). Nested names resolve innermost-first, so pmap over vmap
 and vmap over vmap each see their own axis.
+
+Dtypes follow JAX: psum (hence pmean) counts bools as int32; pmean divides in
+``to_inexact_dtype``; the others keep the operand's dtype (psum_scatter rejects bool).
+Weak types: psum/pmax/pmin of a mapped operand, and all_to_all in a replicated program,
+give non-weak results (JAX's abstract eval, and its jit of vmap); others keep theirs.
 """
 import itertools
 
 import numpy as np
 
+from xform.core import dtypes
 from xform.core.avals import ShapedArray
-from xform.core.trace import get_aval
+from xform.core.trace import Tracer, get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters.batching import not_mapped
 from xform.lax import elementwise as _ew
@@ -65,6 +71,12 @@ def axis_size(axis_name):
     return _bound_size(_names(axis_name))
 
 
+def _scalar_like(x, value):
+    """``value`` as a scalar of ``x``'s dtype and weak type (ops with it keep both)."""
+    aval = get_aval(x)
+    return _ew.convert_element_type(value, aval.dtype, aval.weak_type)
+
+
 # ---- replica groups (lowering inside a replicated program) ----
 
 def _mesh():
@@ -103,9 +115,12 @@ def _groups_attr(groups):
     return ir.DenseIntElementsAttr.get(np.asarray(groups, np.int64))
 
 
-def _all_reduce_lowering(op):
+def _all_reduce_lowering(op, reduce_fn=None):
     def rule(ctx, x, *, axis_name, axis_index_groups):
         aval = ctx.avals_in[0]
+        if reduce_fn is not None and aval.dtype in dtypes.complex_dtypes:
+            return mlir.lower_fun(_gather_reduce(reduce_fn, axis_name, axis_index_groups),
+                                  multiple_results=False)(ctx, x)
         groups = _device_groups(axis_name, axis_index_groups)
         result = hlo.AllReduceOp([mlir.aval_to_ir_type(aval)], [x], _groups_attr(groups))
         scalar = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(aval.dtype))
@@ -116,15 +131,30 @@ def _all_reduce_lowering(op):
     return rule
 
 
+def _gather_reduce(reduce_fn, axis_name, axis_index_groups):
+    # NB: XLA's all-reduce has no complex max/min (JAX fails in XLA there): gather the
+    # members' values and reduce them, which gives vmap's (lexicographic) answer.
+    sizes = dict(_mesh())
+    size = (len(axis_index_groups[0]) if axis_index_groups is not None
+            else int(np.prod([sizes[n] for n in axis_name])))
+
+    def fun(x):
+        g = all_gather_p.bind(x, axis_name=axis_name, axis_index_groups=axis_index_groups,
+                              axis_size=size, axis=0, tiled=False)
+        return reduce_fn(g, (0,))
+    return fun
+
+
 # ---- psum / pmax / pmin ----
 
 def _reducer_abstract_eval(x, *, axis_name, axis_index_groups):
-    return x
+    return x.update(weak_type=False)
 
 
 def _make_reducer(name, op, reduce_fn):
     prim = standard_primitive(name, _reducer_abstract_eval)
-    mlir.register_lowering(prim, _all_reduce_lowering(op))
+    mlir.register_lowering(prim, _all_reduce_lowering(
+        op, None if name == "psum" else reduce_fn))
 
     def batch_named(size, name_, vals, dims, *, axis_name, axis_index_groups):
         (x,), (d,) = vals, dims
@@ -134,13 +164,14 @@ def _make_reducer(name, op, reduce_fn):
                                       "axes under vmap")
         if d is not_mapped:
             n = size if axis_index_groups is None else len(axis_index_groups[0])
-            out = _ew.mul(x, _shapes.full((), n, get_aval(x).dtype)) if prim is psum_p else x
+            out = _ew.mul(x, _scalar_like(x, n)) if prim is psum_p else x
             out_d = not_mapped
-        elif axis_index_groups is None:
-            out, out_d = reduce_fn(x, (d,)), not_mapped
-        else:  # per group: reduce the group's members, give the result to each of them
-            out = _grouped_reduce(prim, x, d, size, axis_index_groups)
-            out_d = d
+        else:  # (not weak, as the primitive's result: JAX's jit of vmap)
+            if axis_index_groups is None:
+                out, out_d = reduce_fn(x, (d,)), not_mapped
+            else:  # per group: reduce the group's members, give each member the result
+                out, out_d = _grouped_reduce(prim, x, d, size, axis_index_groups), d
+            out = _ew.convert_element_type(out, get_aval(out).dtype, False)
         if rest:
             out = prim.bind(out, axis_name=rest, axis_index_groups=None)
         return out, out_d
@@ -202,6 +233,22 @@ def _reduce(prim, x, axis_name, axis_index_groups):
         lambda v: prim.bind(v, axis_name=names, axis_index_groups=groups), x)
 
 
+def _psum(x, axis_name, axis_index_groups):
+    # As JAX: bools are counted (int32); values that are not tracers (constants the
+    # same on every member) are multiplied by the axis size without a collective.
+    from xform.core import tree_util
+    leaves, tree = tree_util.tree_flatten(x)
+    leaves = [_ew.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_
+              else v for v in leaves]
+    if not any(isinstance(v, Tracer) for v in leaves):
+        n = _bound_size(_names(axis_name), _groups(axis_index_groups))
+        leaves = [_scalar_like(v, v) for v in leaves]   # (Python scalars: weak Arrays)
+        return tree_util.tree_unflatten(
+            tree, [_ew.mul(v, _scalar_like(v, n)) for v in leaves])
+    return _reduce(psum_p, tree_util.tree_unflatten(tree, leaves), axis_name,
+                   axis_index_groups)
+
+
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum ``x`` (a pytree) over the named mapped axis (all members get the sum).
 
@@ -211,7 +258,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
       axis_index_groups: optional list of index groups, each reduced separately.
 
     Returns:
-      The sum over the axis, with ``x``'s shape and dtype.
+      The sum over the axis, with ``x``'s shape and dtype; bools are counted (int32), as
+      in JAX. A value that is not traced (a constant) is multiplied by the axis size.
 
     Raises:
       NameError: if ``axis_name`` is not bound.
@@ -219,12 +267,15 @@ def psum(x, axis_name, *, axis_index_groups=None):
     >>> import xform, xform.numpy as jnp
     >>> xform.vmap(lambda x: xform.lax.psum(x, 'i'), axis_name='i')(jnp.arange(3.0))
     Array([3., 3., 3.], dtype=float32)
+    >>> xform.vmap(lambda x: xform.lax.psum(x > 0, 'i'), axis_name='i')(jnp.arange(3.0))
+    Array([2, 2, 2], dtype=int32)
     """
-    return _reduce(psum_p, x, axis_name, axis_index_groups)
+    return _psum(x, axis_name, axis_index_groups)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
-    """Maximum of ``x`` over the named axis (see :func:`psum`).
+    """Maximum of ``x`` over the named axis (see :func:`psum`); the dtype is kept (for
+    bools: any). Complex operands compare lexicographically (real part, then imaginary).
 
     >>> import xform, xform.numpy as jnp
     >>> xform.vmap(lambda x: xform.lax.pmax(x, 'i'), axis_name='i')(jnp.arange(3.0))
@@ -234,7 +285,8 @@ def pmax(x, axis_name, *, axis_index_groups=None):
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
-    """Minimum of ``x`` over the named axis (see :func:`psum`).
+    """Minimum of ``x`` over the named axis (see :func:`psum`); the dtype is kept (for
+    bools: all). Complex operands compare lexicographically (real part, then imaginary).
 
     >>> import xform, xform.numpy as jnp
     >>> xform.vmap(lambda x: xform.lax.pmin(x, 'i'), axis_name='i')(jnp.arange(3.0))
@@ -244,23 +296,23 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
-    """Mean of ``x`` over the named axis: ``psum(x) / axis size``.
+    """Mean of ``x`` over the named axis: ``psum(x) / axis size``, a true division as
+    JAX's: bools and integers give floats (``to_inexact_dtype``: float32 up to 32 bits).
 
     >>> import xform, xform.numpy as jnp
     >>> xform.vmap(lambda x: xform.lax.pmean(x, 'i'), axis_name='i')(jnp.arange(3.0))
     Array([1., 1., 1.], dtype=float32)
+    >>> xform.vmap(lambda x: xform.lax.pmean(x > 0, 'i'), axis_name='i')(jnp.arange(4.0))
+    Array([0.75, 0.75, 0.75, 0.75], dtype=float32)
     """
     from xform.core import tree_util
-    from xform.core import dtypes
     n = _bound_size(_names(axis_name), _groups(axis_index_groups))
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
 
-    def mean(v):  # true division, as JAX's ``psum(x) / n``: integers give floats
-        dt = get_aval(v).dtype
-        if dt not in dtypes.inexact_dtypes:
-            dt = dtypes.canonicalize_dtype(np.float64)
-            v = _ew.convert_element_type(v, dt)
-        return _ew.div(v, _shapes.full((), n, dt))
+    def mean(v):  # (the weak type of the sum is kept, as JAX's ``v / n``)
+        aval = get_aval(v)
+        v = _ew.convert_element_type(v, dtypes.to_inexact_dtype(aval.dtype), aval.weak_type)
+        return _ew.div(v, _scalar_like(v, n))
     return tree_util.tree_map(mean, total)
 
 
@@ -478,15 +530,23 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
     >>> f = lambda x: xform.lax.psum_scatter(x, 'i')
     >>> xform.vmap(f, axis_name='i')(jnp.ones((2, 2)))
     Array([2., 2.], dtype=float32)
+
+    Raises:
+      TypeError: for a bool operand (as JAX: the sum is an ``add``, undefined on bools).
     """
     from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     size = _bound_size(names, groups)
-    return tree_util.tree_map(
-        lambda v: reduce_scatter_p.bind(
+
+    def one(v):
+        aval = get_aval(v)
+        if aval.dtype == np.bool_:
+            raise TypeError(f"psum_scatter does not accept dtype bool (operand of shape "
+                            f"{aval.shape}); convert it to a numeric dtype first")
+        return reduce_scatter_p.bind(
             v, axis_name=names, axis_index_groups=groups, axis_size=size,
-            scatter_dimension=scatter_dimension % max(get_aval(v).ndim, 1), tiled=tiled),
-        x)
+            scatter_dimension=scatter_dimension % max(aval.ndim, 1), tiled=tiled)
+    return tree_util.tree_map(one, x)
 
 
 # ---- ppermute / pshuffle ----
@@ -510,7 +570,9 @@ def _ppermute_batch_named(size, name_, vals, dims, *, axis_name, perm):
     if d is not_mapped:
         x, d = batching.broadcast(x, size, 0), 0
     src = {t: s for s, t in perm}
-    zero = _ew.mul(_slicing.slice_in_dim(x, 0, 1, axis=d), _shapes.full((), 0, get_aval(x).dtype))
+    row = list(get_aval(x).shape)
+    row[d] = 1   # members receiving nothing get zeros (not x * 0: bools, inf, nan)
+    zero = _shapes.broadcast_in_dim(_scalar_like(x, 0), tuple(row), ())
     rows = [_slicing.slice_in_dim(x, src[t], src[t] + 1, axis=d) if t in src else zero
             for t in range(size)]
     return _shapes.concatenate(rows, d), d
@@ -574,7 +636,7 @@ def _all_to_all_abstract_eval(x, *, axis_name, axis_index_groups, axis_size, spl
                          f"{shape[split_axis]} is not divisible by the axis size {axis_size}")
     shape[split_axis] //= axis_size
     shape[concat_axis] *= axis_size
-    return x.update(shape=tuple(shape))
+    return x.update(shape=tuple(shape), weak_type=False)   # (as JAX's)
 
 
 def _all_to_all_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size, split_axis,

@@ -146,7 +146,7 @@ def max(x, y):
     return max_p.bind(*_scalar_args("max", x, y))
 
 
-max_p = naryop("max", numeric)
+max_p = naryop("max", dtypes.all_dtypes)   # bool too, as JAX (logical or)
 ad.defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
 mlir.register_lowering(max_p, mlir.elementwise(hlo.maximum))
@@ -157,7 +157,7 @@ def min(x, y):
     return min_p.bind(*_scalar_args("min", x, y))
 
 
-min_p = naryop("min", numeric)
+min_p = naryop("min", dtypes.all_dtypes)   # bool too, as JAX (logical and)
 ad.defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
 mlir.register_lowering(min_p, mlir.elementwise(hlo.minimum))

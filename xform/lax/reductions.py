@@ -176,14 +176,16 @@ def _reduce_chooser_jvp(prim):
     return jvp
 
 
-reduce_max_p, reduce_max = _monoid_reducer("reduce_max", hlo.maximum, _lowest)
+reduce_max_p, reduce_max = _monoid_reducer("reduce_max", hlo.maximum, _lowest,
+                                          dtypes.all_dtypes)   # bool too, as JAX
 reduce_max.__doc__ = """Maximum over ``axes`` (``-inf`` or the dtype's minimum if empty).
 
     >>> reduce_max(jnp.array([[1., 5.], [3., 4.]]), (1,))
     Array([5., 4.], dtype=float32)
     """
 ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
-reduce_min_p, reduce_min = _monoid_reducer("reduce_min", hlo.minimum, _highest)
+reduce_min_p, reduce_min = _monoid_reducer("reduce_min", hlo.minimum, _highest,
+                                          dtypes.all_dtypes)
 reduce_min.__doc__ = """Minimum over ``axes`` (``inf`` or the dtype's maximum if empty).
 
     >>> reduce_min(jnp.array([[1., 5.], [3., 4.]]), (1,))

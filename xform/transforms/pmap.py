@@ -12,7 +12,7 @@ from xform import backend
 from xform import backend as _backend
 from xform.core import tree_util
 from xform.core.array import Array, MeshLayout, ShardedArray
-from xform.core.trace import _context, eval_trace, get_aval
+from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.interpreters import dispatch, pxla
 
 
@@ -171,21 +171,27 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             raise ValueError("pmap static_broadcasted_argnums values must be hashable, got "
                              f"{static_vals!r}") from None
         if hit is None:
-            hit = cache[key] = _trace(args, static_idx, in_tree, avals, size)
-            if len(cache) > 64:
-                cache.pop(next(iter(cache)))
+            hit = _trace(args, static_idx, in_tree, avals, size)
+            # a body that closed over tracers of an enclosing transformation is valid
+            # for this call only: not cached
+            if not any(isinstance(c, Tracer) for c in hit[0].consts):
+                cache[key] = hit
+                if len(cache) > 64:
+                    cache.pop(next(iter(cache)))
         closed, out_tree, out_dims, axes = hit
-        params = dict(jaxpr=closed, axes=axes, in_axes=tuple((d,) for d in dims),
-                      out_axes=tuple(out_dims), devices=devs, name=fun_name)
+        closed, operands, in_dims = pxla.closure_convert(
+            closed, axes, leaves, tuple((d,) for d in dims))
+        params = dict(jaxpr=closed, axes=axes, in_axes=in_dims, out_axes=tuple(out_dims),
+                      devices=devs, name=fun_name)
         if donate and _context.trace is eval_trace:  # (under transformations: ignored)
-            mask = []
+            mask = [False] * (len(operands) - len(leaves))   # (hoisted closure tracers)
             for i, a in enumerate(args):
                 if i not in static_idx:
                     mask += [i in donate] * len(tree_util.tree_leaves(a))
-            mask += [False] * (len(leaves) - len(mask))
-            outs = pxla.xla_pmap_p.impl(*leaves, donated=tuple(mask), **params)
+            mask += [False] * (len(operands) - len(mask))
+            outs = pxla.xla_pmap_p.impl(*operands, donated=tuple(mask), **params)
         else:
-            outs = pxla.xla_pmap_p.bind(*leaves, **params)
+            outs = pxla.xla_pmap_p.bind(*operands, **params)
         return tree_util.tree_unflatten(out_tree, outs)
     return mapped
 

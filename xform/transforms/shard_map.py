@@ -195,6 +195,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
                 full.append(s * math.prod(mesh.shape[a] for a in names))
             out_axes.append(tuple(where.get(a) for a in mesh.axis_names))
             full_shapes.append(tuple(full))
+        closed, reshaped, in_axes = pxla.closure_convert(closed, axes, reshaped, in_axes)
         outs = pxla.xla_pmap_p.bind(*reshaped, jaxpr=closed, axes=axes,
                                     in_axes=tuple(in_axes), out_axes=tuple(out_axes),
                                     devices=devices, name=getattr(f, "__name__", "fun"))
