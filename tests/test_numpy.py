@@ -4,6 +4,7 @@ Each check runs the same expression on both libraries (``m`` is the module) with
 same NumPy inputs and compares shape, dtype, ``weak_type`` and values.
 """
 import collections
+import copy
 
 import jax
 import jax.numpy as jnp
@@ -234,15 +235,17 @@ def test_shift_divmod_round_contains_dunders_match_jax():
     with pytest.raises(ValueError, match="api_version"):
         x.__array_namespace__(api_version="2019.1")
     assert xnp.__array_api_version__ == jnp.__array_api_version__
+    assert x.tobytes() == jnp.arange(3).tobytes() and hex(x[2]) == hex(jnp.arange(3)[2])
     # the concrete-value methods of tracers: item() where the value is known (a JVP
     # primal), ConcretizationTypeError under jit, as JAX
     seen = []
     for lib in (jax, xform):
         lib.grad(lambda t: seen.append((t.item(), t.itemsize, t.nbytes)) or t)(2.0)
+        seen.append(lib.jit(lambda t: copy.copy(t) + copy.deepcopy(t))(1.0))
         for name in ["item", "tolist", "tobytes", "__dlpack__"]:
             with pytest.raises(lib.errors.ConcretizationTypeError):
                 lib.jit(lambda t: getattr(t, name)())(1.0)
-    assert seen[0] == seen[1]
+    assert seen[0] == seen[2] and float(seen[1]) == float(seen[3]) == 2.0
 
 
 def test_format_matches_jax():

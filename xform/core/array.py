@@ -63,6 +63,9 @@ class Array(ArrayOps):
     def tolist(self):
         return self._value().tolist()
 
+    def tobytes(self, order="C"):
+        return self._value().tobytes(order)
+
     def block_until_ready(self):
         self._buf.block_until_ready()  # (backend's Buffer method, called directly: hot)
         return self

@@ -163,6 +163,12 @@ class Tracer(ArrayOps):
     def __reversed__(self):
         return iter(self[::-1])
 
+    def __copy__(self):   # as JAX's tracers: jnp.copy (``copy.deepcopy`` of a pytree
+        return self.copy()   # holding tracers, e.g. inside a Flax module, must work)
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
     def _concrete_or(self, error):
         value = self.to_concrete_value()
         if value is None:
