@@ -226,6 +226,9 @@ def test_shift_divmod_round_contains_dunders_match_jax():
     check(ops(*args_x), jax.jit(ops)(*args_j))
     check(xform.jit(ops)(*args_x), jax.jit(ops)(*args_j))
     check(xform.vmap(ops)(*args_x), jax.vmap(ops)(*args_j))
+    weak = lambda t, n: [round(t), round(t, 1), divmod(t, 2), n >> 1, 3 << n, divmod(n, 2.0),
+                         round(n)]   # weakly typed (Python scalar) operands
+    check(xform.jit(weak)(2.5, 3), jax.jit(weak)(2.5, 3))
     assert (2 in xnp.arange(3)) is True and (5 in xnp.arange(3)) is False
     for bad, err in [(xnp.ones((2, 2)), ValueError), (None, TypeError)]:
         with pytest.raises(err, match="Array.__contains__"):
