@@ -56,6 +56,44 @@ def test_round_trip_numpy_only_dtypes(tmp_path):
                                       y.astype(np.float64) if y.dtype.kind == "V" else y)
 
 
+def test_64bit_and_float8_leaves_are_never_narrowed(tmp_path):
+    """Issue 22 #2: without x64, restoring 64-bit (and float8) data with no target gives
+    NumPy arrays of the saved dtype; a 32-bit target leaf for it, or a Python number the
+    target dtype cannot hold, is a CheckpointError naming the leaf (never a silent
+    narrowing); with x64 the leaves come back as Arrays of the saved dtype, as JAX holds
+    them."""
+    import jax
+    import jax.numpy as jjnp
+    from xform.experimental import enable_x64
+    saved = {"u": np.array([2**40 + 7], np.uint64), "i": np.array([-2**40 - 3], np.int64),
+             "f": np.array([1e300]), "c": np.array([1e300j]), "s": np.float64(1e-300),
+             "f8": np.array([0.5, -2.0], ml_dtypes.float8_e4m3fn), "w": jnp.ones(2),
+             "big": 2**40, "huge": 1e300}
+    path = tmp_path / "c.safetensors"
+    checkpoint.save(path, saved)
+    mgr = CheckpointManager(tmp_path / "m")
+    mgr.save(0, saved)
+    for out in (checkpoint.restore(path), mgr.restore()):
+        _same(out, saved)
+        assert isinstance(out["w"], xform.Array)
+        assert all(type(out[k]) is np.ndarray for k in ("u", "i", "f", "c", "s", "f8"))
+    bad = [("f", jnp.zeros(1), r"\['f'\] has shape \(1,\) dtype float64 in the checkpoint "
+            r"but shape \(1,\) dtype float32 in the target \(.*jax_enable_x64"),
+           ("u", jnp.zeros(1, np.uint32), r"\['u'\].*uint64.*uint32.*jax_enable_x64"),
+           ("big", jnp.zeros((), np.int32), r"\['big'\] holds 1099511627776 .* int32"),
+           ("huge", jnp.zeros(()), r"\['huge'\] holds 1e\+300 .* float32")]
+    for key, leaf, msg in bad:
+        for restore in (checkpoint.restore, lambda p, target: mgr.restore(target=target)):
+            with pytest.raises(CheckpointError, match=msg):
+                restore(path, target={**saved, key: leaf})
+    with enable_x64(), jax.enable_x64(True):
+        out = checkpoint.restore(path)
+        _same({k: out[k] for k in "uifcs"}, {k: saved[k] for k in "uifcs"})
+        for k in "uifcs":   # the dtype JAX itself holds the saved data in under x64
+            assert isinstance(out[k], xform.Array)
+            assert out[k].dtype == jjnp.asarray(saved[k]).dtype
+
+
 _LEAF_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8, np.bool_]
 
 

@@ -4,6 +4,7 @@ Each check runs the same expression on both libraries (``m`` is the module) with
 same NumPy inputs and compares shape, dtype, ``weak_type`` and values.
 """
 import collections
+import copy
 
 import jax
 import jax.numpy as jnp
@@ -205,6 +206,68 @@ def test_operators_cover_all_dunders():
     assert (xnp.arange(3) == None) is False  # noqa: E711  (unknown operand: identity)
     with pytest.raises(TypeError):
         xnp.arange(3) + "a"
+
+
+def test_shift_divmod_round_contains_dunders_match_jax():
+    """Issue 22 #8: >>, <<, divmod and round() (both operand orders, weak scalars) on
+    Arrays and on jit and vmap tracers, against JAX."""
+    import xform
+    i, u = rand((2, 3), "int32", "pos"), rand((2, 3), "uint8")
+    f = np.array([[0.5, 1.5, -2.25], [2.5, -0.5, 3.75]], np.float32)
+
+    def ops(a, b, g):
+        return [a >> 1, a << 2, 9 >> a, 1 << a, b >> 1, b << b, a >> b,
+                divmod(a, 2), divmod(7, a), divmod(g, 0.75), divmod(2.0, g),
+                round(g), round(g, 1), round(g, 0), round(a), round(a, 1), round(g.sum()),
+                a.ravel().__contains__(a.ravel()[1]), g.ravel().__contains__(7)]
+
+    args_j = [jnp.asarray(v) for v in (i, u, f)]
+    args_x = [xnp.asarray(v) for v in (i, u, f)]
+    check(ops(*args_x), jax.jit(ops)(*args_j))
+    check(xform.jit(ops)(*args_x), jax.jit(ops)(*args_j))
+    check(xform.vmap(ops)(*args_x), jax.vmap(ops)(*args_j))
+    weak = lambda t, n: [round(t), round(t, 1), divmod(t, 2), n >> 1, 3 << n, divmod(n, 2.0),
+                         round(n)]   # weakly typed (Python scalar) operands
+    check(xform.jit(weak)(2.5, 3), jax.jit(weak)(2.5, 3))
+    assert (2 in xnp.arange(3)) is True and (5 in xnp.arange(3)) is False
+    for bad, err in [(xnp.ones((2, 2)), ValueError), (None, TypeError)]:
+        with pytest.raises(err, match="Array.__contains__"):
+            bad in (xnp.arange(3) if bad is None else bad)   # noqa: B015
+    x = xnp.arange(3)
+    assert x.__array_namespace__() is xnp and x.__array_module__((Array, np.ndarray)) is xnp
+    with pytest.raises(ValueError, match="api_version"):
+        x.__array_namespace__(api_version="2019.1")
+    assert xnp.__array_api_version__ == jnp.__array_api_version__
+    assert x.tobytes() == jnp.arange(3).tobytes() and hex(x[2]) == hex(jnp.arange(3)[2])
+    # the concrete-value methods of tracers: item() where the value is known (a JVP
+    # primal), ConcretizationTypeError under jit, as JAX
+    seen = []
+    for lib in (jax, xform):
+        lib.grad(lambda t: seen.append((t.item(), t.itemsize, t.nbytes)) or t)(2.0)
+        seen.append(lib.jit(lambda t: copy.copy(t) + copy.deepcopy(t))(1.0))
+        for name in ["item", "tolist", "tobytes", "__dlpack__"]:
+            with pytest.raises(lib.errors.ConcretizationTypeError):
+                lib.jit(lambda t: getattr(t, name)())(1.0)
+    assert seen[0] == seen[2] and float(seen[1]) == float(seen[3]) == 2.0
+
+
+def test_format_matches_jax():
+    """Issue 22 #11: format specs on 0-d arrays and NumPy's str for others; a spec on a
+    non-scalar or on a tracer is a TypeError, as in JAX."""
+    import xform
+    vals = [np.float32(0.1), np.float32(2.5), np.int32(-7), np.array([1.5, 2.0], np.float32)]
+    for v in vals:
+        for spec in ["", ".3f", ">12", "e"]:
+            try:
+                want = format(jnp.asarray(v), spec)
+            except TypeError:
+                with pytest.raises(TypeError):
+                    format(xnp.asarray(v), spec)
+                continue
+            assert format(xnp.asarray(v), spec) == want, (v, spec)
+    for jaxlib, mod in [(jax, jnp), (xform, xnp)]:
+        with pytest.raises(TypeError, match="unsupported format string"):
+            jaxlib.jit(lambda t: f"{t:.3f}" and t)(1.0)
 
 
 def test_where_and_clip():

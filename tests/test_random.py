@@ -132,6 +132,46 @@ def test_errors():
         random.bits(random.PRNGKey(0), (2,), np.int32)
 
 
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
+def test_64bit_dtypes_broadcast_bounds_and_out_of_range_data_match_jax():
+    """Issue 22 #4, #6, #10: without x64 a 64-bit dtype is canonicalized before drawing
+    (bits(uint64) is the uint32 draw); bounds of different shapes broadcast; integer
+    data out of range is an OverflowError, never wrapped or narrowed."""
+    k, jk = random.PRNGKey(1), jr.PRNGKey(1)
+    draws = [lambda r, k: r.bits(k, (3,), "uint64"), lambda r, k: r.bits(k, (3,), np.uint16),
+             lambda r, k: r.randint(k, (3,), -5, 10, "int64"),
+             lambda r, k: r.uniform(k, (3,), "float64"),
+             lambda r, k: r.rademacher(k, (3,), "int64"),
+             lambda r, k: r.poisson(k, 3.0, (3,), "int64")]
+    lo, hi = np.full((2, 1), -1.0, np.float32), np.array([0.5, 1.0, 2.0], np.float32)
+    draws += [lambda r, k: r.uniform(k, (2, 3), minval=lo, maxval=hi),
+              lambda r, k: r.uniform(k, (2, 3), minval=hi, maxval=lo + 5),
+              lambda r, k: r.truncated_normal(k, lo, hi),
+              lambda r, k: r.truncated_normal(k, lo, hi, (4, 2, 3)),
+              lambda r, k: r.randint(k, (2, 3), lo.astype(np.int32), (hi * 4).astype(np.int32))]
+    # like with like (jit against jit): one compile per library for all the draws
+    got = xform.jit(lambda k: [f(random, k) for f in draws])(k)
+    want = jax.jit(lambda k: [f(jr, k) for f in draws])(jk)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        eq(g, w)
+    eq(random.bits(k, (3,), "uint64"), want[0])            # eagerly too
+    eq(random.uniform(k, (2, 3), minval=lo, maxval=hi), want[6])
+    for lib, key in [(jr, jk), (random, k)]:
+        for bad in [-1, 2**32]:
+            with pytest.raises(OverflowError, match="out of bounds for uint32"):
+                lib.fold_in(key, bad)
+        for seed in [2**63, -2**63 - 1]:
+            with pytest.raises(OverflowError):
+                lib.PRNGKey(seed)
+        with pytest.raises(TypeError, match="got dtype=uint64"):
+            lib.wrap_key_data(np.array([2**40, 1], np.uint64))
+    for data in [np.int32(-1), 2**32 - 1, 7.5]:
+        eq(random.fold_in(k, data), jr.fold_in(jk, data))
+    for seed in [2**63 - 1, -2**63, -2**40 - 3]:
+        eq(random.PRNGKey(seed), jr.PRNGKey(seed))
+
+
 @pytest.mark.parametrize("name", [   # one test each: the 40 s spread over the workers
     "xform.random._core", "xform.random._derived", "xform.random._keys",
     "xform.random._continuous", "xform.random._gamma", "xform.random._discrete",

@@ -30,6 +30,12 @@ def test_typed_key_basics_match_jax():
     eq(data(k), jr.key_data(jk))
     ks, jks = random.split(k, 3), jr.split(jk, 3)
     assert ks.shape == (3,) and repr(ks) == repr(jks)
+    # f-strings print keys as str() does (Flax code prints make_rng results); a format
+    # spec on a key is a TypeError, as in JAX (issue 22 #11)
+    assert f"{k}" == str(k) == f"{jk}" and f"{ks!s:}" == f"{jks}"
+    for key in (k, jk):
+        with pytest.raises(TypeError, match="unsupported format string"):
+            f"{key:>5}"
     eq(data(random.fold_in(k, 7)), jr.key_data(jr.fold_in(jk, 7)))
     eq(random.normal(k, (4,)), jr.normal(jk, (4,)))
     eq(random.bits(k, (3,)), jr.bits(jk, (3,)))

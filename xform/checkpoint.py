@@ -399,6 +399,21 @@ def _leaf_desc(x):
     return f"shape {tuple(np.shape(x))} dtype {_dtype_name(x.dtype)}"
 
 
+def _exact_scalar(value, dt):
+    """``value`` (a Python number) as a 0-d array of ``dt``, or None where that would
+    wrap an integer or overflow a finite float to inf."""
+    with np.errstate(over="ignore"):
+        try:
+            out = np.asarray(value, dtype=dt)
+        except OverflowError:
+            return None
+    if out.dtype.kind in "iub":
+        return out if out.item() == value else None
+    finite = np.isfinite(np.asarray(value, dtype=np.complex128 if isinstance(
+        value, complex) else np.float64))
+    return out if not finite or np.isfinite(out.astype(np.complex128)) else None
+
+
 def _fit_leaf(stored, want, path, file):
     """``stored`` as the target leaf ``want`` expects, or CheckpointError."""
     where = tu.keystr(path) or "the root"
@@ -412,16 +427,39 @@ def _fit_leaf(stored, want, path, file):
         if ok_shape and (kind(stored) == kind(want) or {kind(stored), kind(want)} <= {"i", "u"}):
             if w_py:
                 return type(want)(stored.item() if hasattr(stored, "item") else stored)
-            return np.asarray(stored, dtype=want.dtype)
+            out = _exact_scalar(stored, want.dtype)
+            if out is not None:
+                return out
+            raise CheckpointError(f"{file}: the leaf {where} holds {stored!r} in the "
+                                  f"checkpoint, which dtype {_dtype_name(want.dtype)} of "
+                                  "the target cannot represent")
     elif tuple(stored.shape) == tuple(np.shape(want)) and \
             _dtype_name(stored.dtype) == _dtype_name(want.dtype):
         return stored
+    hint = ""
+    if not (w_py or s_py) and not _holds_exactly(stored.dtype) and \
+            _dtype_name(want.dtype) == dtypes.canonicalize_dtype(stored.dtype).name:
+        hint = (f" (without jax_enable_x64 xform holds {_dtype_name(stored.dtype)} as "
+                f"{_dtype_name(want.dtype)}: enable jax_enable_x64, or restore into a NumPy "
+                "array target or with no target, to get the saved data back exactly)")
     raise CheckpointError(f"{file}: the leaf {where} has {_leaf_desc(stored)} in the "
-                          f"checkpoint but {_leaf_desc(want)} in the target")
+                          f"checkpoint but {_leaf_desc(want)} in the target{hint}")
+
+
+def _holds_exactly(dt):
+    """Whether an xform Array keeps dtype ``dt`` as it is (not float64 etc. without x64,
+    not a dtype xform lacks such as float8 or int4)."""
+    try:
+        return dtypes.canonicalize_dtype(dt) == dt
+    except TypeError:
+        return False
 
 
 def _to_array(x, like=None):
-    if isinstance(x, np.ndarray) and not isinstance(like, np.ndarray):
+    """A leaf from the file as an xform Array, unless the target holds a NumPy array
+    there or an Array would change its dtype: then the NumPy array, never narrowed."""
+    if isinstance(x, np.ndarray) and not isinstance(like, np.ndarray) \
+            and _holds_exactly(x.dtype):
         import xform.numpy as jnp
         return jnp.asarray(x)
     return x
@@ -439,14 +477,20 @@ def restore(path, target=None):
             (NamedTuples as namedtuples of the same name, other nodes as dicts).
 
     Returns:
-        The restored pytree; arrays are ``xform`` Arrays (NumPy arrays where the target
-        has NumPy arrays), Python numbers stay Python numbers.
+        The restored pytree, every leaf with the dtype it was saved with: arrays are
+        ``xform`` Arrays, except NumPy arrays where the target has NumPy arrays and
+        where an Array could not hold the saved dtype (float64, int64, uint64 and
+        complex128 when ``jax_enable_x64`` is off; float8, int4): those come back as
+        NumPy arrays of the saved dtype, never narrowed. Python numbers stay Python
+        numbers.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         CheckpointError: the file is truncated, corrupted or not a checkpoint, or it does
             not fit ``target`` (the message names the key path, and for a leaf both
-            shapes and dtypes).
+            shapes and dtypes; a float32 target leaf for saved float64 data is such a
+            mismatch, not a conversion), or a saved Python number does not fit the
+            target's dtype (an int that would wrap, a float that would overflow).
 
     Example:
         >>> import os, tempfile, xform.numpy as jnp, xform.optim as optax

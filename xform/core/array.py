@@ -63,6 +63,9 @@ class Array(ArrayOps):
     def tolist(self):
         return self._value().tolist()
 
+    def tobytes(self, order="C"):
+        return self._value().tobytes(order)
+
     def block_until_ready(self):
         self._buf.block_until_ready()  # (backend's Buffer method, called directly: hot)
         return self
@@ -134,9 +137,12 @@ class Array(ArrayOps):
         raise TypeError("unhashable type: 'Array'")
 
     def __format__(self, spec):
-        if not self.aval.shape:
-            return format(self._value().item(), spec)
-        return format(str(self), spec)
+        # As jax.Array: NumPy's formatting of the value (a 0-d array as its NumPy scalar,
+        # so f"{x:.3f}" works and f"{x}" prints float32 digits); typed keys as str().
+        if not isinstance(self.aval.dtype, np.dtype):
+            return object.__format__(self, spec)
+        v = self._value()
+        return format(v if v.ndim else v[()], spec)
 
     def __str__(self):
         if not isinstance(self.aval.dtype, np.dtype):

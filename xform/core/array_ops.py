@@ -12,11 +12,12 @@ NB: JAX sets these attributes on its Tracer and ArrayImpl classes when ``jax.num
 imported (``jax/_src/numpy/array_methods.py``); xform declares them with the types.
 """
 
-BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
-          "xor")
+BINARY = ("add", "sub", "mul", "truediv", "floordiv", "divmod", "mod", "pow", "matmul",
+          "and", "or", "xor", "lshift", "rshift")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 METHODS = (
-    ("__getitem__", "__setitem__", "__neg__", "__pos__", "__abs__", "__invert__")
+    ("__getitem__", "__setitem__", "__contains__", "__neg__", "__pos__", "__abs__",
+     "__invert__", "__round__", "__array_namespace__", "__array_module__")
     + tuple(f"__{n}__" for n in BINARY) + tuple(f"__r{n}__" for n in BINARY)
     + tuple(f"__{n}__" for n in COMPARISONS)
     + ("astype", "reshape", "transpose", "ravel", "flatten", "squeeze", "swapaxes", "clip",

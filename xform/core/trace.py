@@ -11,6 +11,8 @@ level bookkeeping in every rule.
 """
 import threading
 
+import numpy as np
+
 from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.errors import (TracerArrayConversionError, TracerBoolConversionError,
@@ -145,6 +147,8 @@ class Tracer(ArrayOps):
     ndim = property(lambda self: self.aval.ndim)
     size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
     def __len__(self):
         if not self.aval.shape:
@@ -155,6 +159,15 @@ class Tracer(ArrayOps):
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.aval.shape[0]))
+
+    def __reversed__(self):
+        return iter(self[::-1])
+
+    def __copy__(self):   # as JAX's tracers: jnp.copy (``copy.deepcopy`` of a pytree
+        return self.copy()   # holding tracers, e.g. inside a Flax module, must work)
+
+    def __deepcopy__(self, memo):
+        return self.copy()
 
     def _concrete_or(self, error):
         value = self.to_concrete_value()
@@ -182,6 +195,23 @@ class Tracer(ArrayOps):
 
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(self)
+
+    def item(self, *args):
+        """The element as a Python scalar: only where the value is known (a JVP primal),
+        as JAX; under jit a ConcretizationTypeError."""
+        value = self.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(self, "The problem arose with the item() method.\n")
+        return np.asarray(value).item(*args)
+
+    def tolist(self):
+        raise ConcretizationTypeError(self, "The problem arose with the tolist() method.\n")
+
+    def tobytes(self, order="C"):
+        raise ConcretizationTypeError(self, "The problem arose with the tobytes() method.\n")
+
+    def __dlpack__(self, **kwargs):
+        raise ConcretizationTypeError(self, "The problem arose with the __dlpack__() method.\n")
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays are mutable "

@@ -79,6 +79,8 @@ from xform.numpy._misc import (
 from xform.numpy import fft
 from xform.numpy import _array_methods
 
+__array_api_version__ = "2024.12"   # the Python array API version followed (as jax.numpy)
+
 # ---- dtypes ----
 dtype = _np.dtype
 result_type = _dtypes.result_type

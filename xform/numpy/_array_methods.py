@@ -11,7 +11,7 @@ from xform import lax
 from xform.core import array_ops, dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
-from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs
+from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs, _util
 
 _KNOWN = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
@@ -114,6 +114,46 @@ for _name, _fn in _COMPARISONS.items():
     _METHODS[f"__{_name}__"] = _binop(_fn)
 
 
+def _round_op(self, ndigits=None):
+    """``round(x)``: ties to even; with no ``ndigits`` an int array (as JAX: the default
+    int dtype, strongly typed), with ``ndigits`` the input's dtype."""
+    from xform.numpy._elementwise import round
+    out = round(self, ndigits or 0)
+    return out if ndigits is not None else _astype(out, int)
+
+
+def _contains(self, other):
+    """``v in x``: whether the 1-D ``x`` holds the scalar ``v`` (NB: like JAX, not
+    NumPy's elementwise-on-any-rank semantics)."""
+    if other is None or isinstance(other, str):
+        raise TypeError(f"Array.__contains__: unsupported operand type {type(other)}.")
+    query = _util.asarray(other, "Array.__contains__")
+    if self.ndim != 1:
+        raise ValueError("Array.__contains__: search array must be one-dimensional, "
+                         f"got arr.shape={self.shape}.")
+    if query.ndim != 0:
+        raise ValueError("Array.__contains__: query value must be a scalar, got "
+                         f"query.shape={query.shape}")
+    return _reductions.any(_ufuncs.equal(self, query))
+
+
+def _array_namespace(self, *, api_version=None):
+    """The Python array API namespace of xform arrays: ``xform.numpy``."""
+    import xform.numpy
+    if api_version is not None and api_version != xform.numpy.__array_api_version__:
+        raise ValueError(f"api_version={api_version!r} is not available; available "
+                         f"versions are: {[xform.numpy.__array_api_version__]}")
+    return xform.numpy
+
+
+def _array_module(self, types):
+    """NEP 37 dispatch: ``xform.numpy`` when every type is an xform or NumPy array."""
+    import xform.numpy
+    if all(issubclass(t, (Array, Tracer, np.ndarray)) for t in types):
+        return xform.numpy
+    return NotImplemented
+
+
 def _compress(self, condition, axis=None, *, size=None, fill_value=0):
     from xform.numpy._take import compress
     return compress(condition, self, axis, size=size, fill_value=fill_value)
@@ -133,6 +173,13 @@ def _more_methods():
         "diagonal": _matrix.diagonal, "trace": _matrix.trace, "ptp": _statistics.ptp,
         "conj": _math.conjugate, "conjugate": _math.conjugate, "copy": _misc.copy,
         "real": property(_math.real), "imag": property(_math.imag),
+        "__round__": _round_op, "__contains__": _contains,
+        "__array_namespace__": _array_namespace, "__array_module__": _array_module,
+        "__divmod__": _binop(_math.divmod), "__rdivmod__": _binop(_math.divmod, True),
+        "__lshift__": _binop(_elementwise.left_shift),
+        "__rlshift__": _binop(_elementwise.left_shift, True),
+        "__rshift__": _binop(_elementwise.right_shift),
+        "__rrshift__": _binop(_elementwise.right_shift, True),
     }
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
+from xform.core import dtypes as _dt
 from xform.core.config import config
 from xform.core.trace import current_trace, get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
@@ -44,8 +45,9 @@ def _seed_to_key(seed, name):
         raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
     if isinstance(seed, (int, np.integer)) and not hasattr(seed, "shape"):
         s = int(seed)
-        if not -2**63 <= s < 2**64:
-            raise OverflowError(f"{name} seed {s} does not fit in 64 bits.")
+        if not -2**63 <= s < 2**63:   # as JAX, which converts a Python seed to int64
+            raise OverflowError(f"{name} seed {s} is out of bounds for int64 (a Python "
+                                "int seed must be a 64-bit signed integer).")
         u = s % 2**64
         # JAX without x64 truncates a Python seed to int32 first, so the high
         # word is 0 and the low word the low 32 bits.
@@ -120,7 +122,9 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     if _keys.is_typed_key(key_bits_array):
         raise TypeError("wrap_key_data accepts raw uint32 key data, but was given a PRNG "
                         "key array.")
-    return _keys.random_wrap(jnp.asarray(key_bits_array))
+    # checked as given (JAX's errors; uint64 data is refused, never narrowed)
+    _keys.check_has_array_attrs(key_bits_array)
+    return _keys.random_wrap(jnp.asarray(_keys.check_key_data(key_bits_array)))
 
 
 def key_dtype(impl=None):
@@ -254,13 +258,11 @@ def fold_in(key, data):
     (2,)
     """
     kd = _key_data("fold_in", key)
-    if isinstance(data, (int, np.integer)) and not isinstance(data, bool) \
-            and 0 <= int(data) < 2**32:
-        data = np.uint32(int(data))          # as JAX's asarray(data, 'uint32')
-    data = jnp.asarray(data)
-    if data.shape:
-        raise TypeError(f"fold_in data must be a scalar, got shape {data.shape}.")
-    return _rewrap(key, _fold_in(kd, lax.convert_element_type(data, np.uint32)))
+    if np.ndim(data):
+        raise TypeError("fold_in accepts a scalar, but was given an array of shape "
+                        f"{np.shape(data)} != (). Use jax.vmap for batching.")
+    # as JAX: a Python int outside uint32's range is an OverflowError, arrays convert
+    return _rewrap(key, _fold_in(kd, jnp.asarray(data, dtype=np.uint32)))
 
 
 @_jit()
@@ -328,14 +330,16 @@ def bits(key, shape=(), dtype=None):
     """Uniform random bits of an unsigned integer ``dtype`` (default uint32, or uint64
     under x64).
 
+    As in JAX, ``dtype`` is canonicalized first: without ``jax_enable_x64`` a requested
+    ``uint64`` gives the uint32 draw (the same values as ``dtype=uint32``), not the
+    64-bit draw truncated.
+
     >>> import xform.random as random
     >>> random.bits(random.PRNGKey(0), (3,)).dtype
     dtype('uint32')
     """
     kd = _key_data("bits", key)
-    if dtype is None:   # JAX's default: uint64 under x64
-        dtype = np.uint64 if config.jax_enable_x64 else np.uint32
-    dtype = np.dtype(dtype)
+    dtype = _dt.default_uint_dtype() if dtype is None else _dt.canonicalize_dtype(dtype)
     if not np.issubdtype(dtype, np.unsignedinteger):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, "
                          f"got {dtype}")
@@ -349,7 +353,6 @@ _bits = _jit(1, 2)(_random_bits)
 
 def _float_dtype(name, dtype, complex_ok=False):
     # JAX's default is Python ``float``: float32, or float64 under x64.
-    from xform.core import dtypes as _dt
     dtype = _dt.default_float_dtype() if dtype is None else np.dtype(dtype)
     if not (np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
             or (complex_ok and np.issubdtype(dtype, np.complexfloating))):
@@ -407,9 +410,10 @@ def _uniform(key, minval, maxval, shape, dtype):
     fb = lax.shift_right_logical(b, np.array(rng_bits - nmant, udt))
     fb = lax.bitwise_or(fb, np.array(1.0, dtype).view(udt))
     floats = lax.sub(bitcast_convert_type(fb, dtype), np.array(1.0, dtype))
-    out = lax.add(lax.mul(floats, jnp.broadcast_to(lax.sub(maxval, minval), shape)),
-                  jnp.broadcast_to(minval, shape))
-    return lax.max(jnp.broadcast_to(minval, shape), out)
+    # minval and maxval may have different shapes that broadcast to ``shape`` (e.g.
+    # (2, 1) and (3,)): jnp's broadcasting, as JAX's ``floats * (maxval - minval)``.
+    out = jnp.add(jnp.multiply(floats, jnp.subtract(maxval, minval)), minval)
+    return lax.max(jnp.broadcast_to(minval, shape), jnp.broadcast_to(out, shape))
 
 
 def normal(key, shape=(), dtype=None):
@@ -525,7 +529,6 @@ def randint(key, shape, minval, maxval, dtype=None):
     >>> bool(((x >= 0) & (x < 10)).all())
     True
     """
-    from xform.core import dtypes as _dt
     kd = _key_data("randint", key)
     shape = _static_shape("randint", shape)
     dtype = _dt.canonicalize_dtype(_dt.default_int_dtype() if dtype is None else dtype)
@@ -593,7 +596,6 @@ def _bcast_param(x, dtype, shape):
 
 def _int_dtype(name, dtype):
     # JAX's default is Python ``int``: int32, or int64 under x64.
-    from xform.core import dtypes as _dt
     dtype = _dt.default_int_dtype() if dtype is None else np.dtype(dtype)
     if not np.issubdtype(dtype, np.integer):
         raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dtype}")

@@ -152,15 +152,24 @@ def is_typed_key(x):
     return isinstance(dt, KeyTy)
 
 
+def check_has_array_attrs(data):
+    if not all(hasattr(data, a) for a in ("ndim", "shape", "dtype")):
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
+                        f"ndim, shape, and dtype attributes. Got {data!r}")
+
+
 def check_key_data(data):
     """``data`` validated as raw threefry key data (``uint32[..., 2]``), JAX's messages."""
     try:
         aval = get_aval(data)
     except TypeError:
         raise TypeError(f"unexpected PRNG key type {type(data)}") from None
-    if aval.dtype != np.uint32:
+    check_has_array_attrs(data)
+    # the value's own dtype, before canonicalization (uint64 data must not be narrowed)
+    dt = np.dtype(getattr(data, "dtype", aval.dtype))
+    if dt != np.uint32:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
-                        f"uint32; got dtype={aval.dtype.name}")
+                        f"uint32; got dtype={dt.name}")
     if tuple(aval.shape[-1:]) != _KEY_SHAPE:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
                         f"end with (2,); got shape={tuple(aval.shape)} for "
