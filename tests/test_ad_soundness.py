@@ -135,3 +135,21 @@ def test_linear_transpose_matches_jax():
         e_j = _raised(lambda: jax.linear_transpose(f, *p)(ct))
         assert type(e_x) is type(e_j) is TypeError
         assert str(e_x).split(",")[0] == str(e_j).split(",")[0]
+
+
+def test_grad_of_weak_scalar_and_full_like_keep_weak_type_as_jax():
+    # grad seeds its cotangent like the output (lax.full_like keeps a weak type), so the
+    # gradient at a Python float is weakly typed, as JAX's; it was a strong float32.
+    cases = {
+        "grad tanh": (lambda: xform.grad(xnp.tanh)(0.0), lambda: jax.grad(jnp.tanh)(0.0)),
+        "jit grad": (lambda: xform.jit(xform.grad(lambda x: x * 2.0))(1.0),
+                     lambda: jax.jit(jax.grad(lambda x: x * 2.0))(1.0)),
+        "grad of array": (lambda: xform.grad(lambda x: xnp.sum(x * 2.0))(xnp.ones(2)),
+                          lambda: jax.grad(lambda x: jnp.sum(x * 2.0))(jnp.ones(2))),
+        "full_like": (lambda: xform.lax.full_like(1.0, 2, shape=(2,)),
+                      lambda: jax.lax.full_like(1.0, 2, shape=(2,))),
+        "full_like dtype": (lambda: xform.lax.full_like(1.0, 2, dtype=np.float32),
+                            lambda: jax.lax.full_like(1.0, 2, dtype=np.float32)),
+    }
+    for what, (ours, theirs) in cases.items():
+        assert_same(ours(), theirs(), what)

@@ -82,7 +82,7 @@ def broadcast(operand, sizes):
                             tuple(range(len(sizes), len(sizes) + aval.ndim)))
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, _weak_type=False):
     """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, or its own)."""
     shape = _ints(shape, "full shape")
     if dtype is not None and dtypes.is_extended(dtype):   # typed keys: fill their data
@@ -92,7 +92,7 @@ def full(shape, fill_value, dtype=None):
             else scalar_array(fill_value, dtypes.dtype(fill_value), False)
     else:
         from xform.lax.elementwise import convert_element_type
-        fill = convert_element_type(fill_value, dtype)
+        fill = convert_element_type(fill_value, dtype, weak_type=_weak_type)
     if get_aval(fill).shape:
         raise TypeError(f"full must be called with a scalar fill_value, got shape "
                         f"{get_aval(fill).shape}")
@@ -100,10 +100,12 @@ def full(shape, fill_value, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
-    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
+    """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``;
+    weakly typed when ``x`` is and no ``dtype`` is given, as JAX's."""
     aval = get_aval(x)
     return full(aval.shape if shape is None else shape, fill_value,
-                aval.dtype if dtype is None else dtype)
+                aval.dtype if dtype is None else dtype,
+                _weak_type=dtype is None and aval.weak_type)
 
 
 def zeros_like_array(x):

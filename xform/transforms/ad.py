@@ -255,7 +255,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                             f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
         from xform import lax
-        g = f_vjp(lax.full((), 1, out_aval.dtype))
+        g = f_vjp(lax.full_like(out, 1))   # weakly typed like the output, as JAX's
         g = g[0] if isinstance(argnums, int) else g
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
