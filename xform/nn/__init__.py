@@ -71,3 +71,8 @@ __all__ += [
 from xform.nn import core, serialization, traverse_util  # noqa: E402
 from xform.nn.configurations import config  # noqa: E402
 from xform.training import struct  # noqa: E402
+
+# Lifted map_variables and differentiation (issue 25's remaining linen names)
+from xform.nn._lifted_ad import (  # noqa: E402
+    custom_vjp, grad, jvp, map_variables, value_and_grad, vjp)
+from xform.nn._weight_norm import PReLU, SpectralNorm, WeightNorm  # noqa: E402

@@ -88,10 +88,11 @@ class _Pack:
         rs = [_group(s.rngs, rng_filters) for s in self.scopes]
         self.rng_groups = tuple(zip(*rs)) or ((),) * len(rng_filters)
 
-    def scope_fn(self, variable_groups, rng_groups):
+    def scope_fn(self, variable_groups, rng_groups, mutable_filter=True):
         mutable = False
         for f in self.out_filters:
             mutable = union_filters(mutable, f)
+        mutable = _intersect(mutable, mutable_filter)
         inner = {}
         for i, s in enumerate(self.scopes):
             variables, rngs = {}, {}
@@ -430,7 +431,7 @@ def _lift(core_transform, target, methods=None, fork=False):
     return type(prefix + target.__name__, (target,), fns)
 
 
-def _lift_method(core_transform, fn, module_class, fork):
+def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
     @functools.wraps(fn)
     def wrapped(self, *args, **kwargs):
         if self.scope is None:
@@ -444,14 +445,16 @@ def _lift_method(core_transform, fn, module_class, fork):
                 base = module_class(parent=None, **{
                     f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                     if f.name != "parent" and f.init})
-            cloned = _set_module_scopes(base, scopes)
+            cloned = (_set_module_scopes(base, scopes) if multi_scope
+                      else base.clone(parent=scopes[0]))
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *args, **kwargs)
             _reimport(self._state, cloned._state)
             return res
         with _fork_rngs(self, fork):
             trafo = core_transform(core_fn)
-            return trafo(_module_scopes(self), *args, **kwargs)
+            scopes = _module_scopes(self) if multi_scope else [self.scope]
+            return trafo(scopes, *args, **kwargs)
     return wrapped
 
 
