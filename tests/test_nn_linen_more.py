@@ -120,3 +120,51 @@ def test_errors():
         Foo().init(xform.random.PRNGKey(0), xjnp.ones((1, 2)))
     with np.testing.assert_raises_regex(ValueError, "Module method"):
         xnn.vjp(xnn.Dense, xnn.Dense(2), 1.0)
+
+
+def test_jit_traces_once_per_module_hash():
+    traces = []
+
+    class Block(xnn.Module):
+        features: int
+
+        @xnn.compact
+        def __call__(self, x, train=True):
+            traces.append(self.features)
+            x = xnn.Dense(self.features)(x)
+            return xnn.Dropout(0.5, deterministic=not train)(x)
+
+    JX, JF = xnn.jit(Block), None
+
+    class Net(xnn.Module):
+        @xnn.compact
+        def __call__(self, x):
+            J = JX
+            return J(3, name="a")(x) + J(3, name="b")(x) + J(4 - 1, name="c")(x)
+
+    class FBlock(fnn.Module):
+        features: int
+
+        @fnn.compact
+        def __call__(self, x, train=True):
+            x = fnn.Dense(self.features)(x)
+            return fnn.Dropout(0.5, deterministic=not train)(x)
+
+    JF = fnn.jit(FBlock)
+
+    class FNet(fnn.Module):
+        @fnn.compact
+        def __call__(self, x):
+            J = JF
+            return J(3, name="a")(x) + J(3, name="b")(x) + J(4 - 1, name="c")(x)
+
+    x = np.ones((1, 2), np.float32)
+    (kx, kf), (dx, df) = keys(0), keys(1)
+    vx = Net().init({"params": kx, "dropout": dx}, x)
+    vf = FNet().init({"params": kf, "dropout": df}, x)
+    same_leaves(vx, vf, 0.0)
+    n_init = len(traces)
+    for _ in range(3):   # eager applies: the identical modules reuse one trace
+        yx = Net().apply(vx, x, rngs={"dropout": dx})
+    assert len(traces) == n_init + 1, traces
+    same_leaves(yx, FNet().apply(vf, x, rngs={"dropout": df}), 1e-6)

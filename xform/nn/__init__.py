@@ -28,7 +28,7 @@ from xform.nn._linear import (  # noqa: E402
 from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
 from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
 from xform.nn._transforms import (  # noqa: E402
-    broadcast, checkpoint, jit, remat, scan, vmap)
+    broadcast, checkpoint, remat, scan, vmap)
 from xform.nn._summary import tabulate  # noqa: E402
 from xform.nn._control import cond, switch, while_loop  # noqa: E402
 from xform.nn._normalization import InstanceNorm  # noqa: E402
@@ -76,3 +76,4 @@ from xform.training import struct  # noqa: E402
 from xform.nn._lifted_ad import (  # noqa: E402
     custom_vjp, grad, jvp, map_variables, value_and_grad, vjp)
 from xform.nn._weight_norm import PReLU, SpectralNorm, WeightNorm  # noqa: E402
+from xform.nn._lifted_jit import jit  # noqa: E402

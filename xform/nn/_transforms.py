@@ -1,5 +1,5 @@
-"""Lifted transformations: ``nn.jit``, ``nn.vmap``, ``nn.scan``, ``nn.remat`` over
-xform's own ``jit``/``vmap``/``lax.scan``/``checkpoint``.
+"""Lifted transformations: ``nn.vmap``, ``nn.scan``, ``nn.remat`` over xform's own
+``vmap``/``lax.scan``/``checkpoint`` (``nn.jit``: ``_lifted_jit``).
 
 Lifting (as Flax's ``core/lift.py``): the scopes a transformed call touches (the
 module's own and those of submodule fields, e.g. an RNN's cell) are *packed* into
@@ -29,10 +29,9 @@ from xform.nn._module import Module, _State, _wrap_method
 from xform.nn._scope import (DenyList, LazyRng, Scope, broadcast, in_filter,
                              union_filters)
 from xform.transforms.checkpoint import checkpoint as _checkpoint
-from xform.transforms.jit import jit as _jit
 from xform.transforms.vmap import vmap as _vmap
 
-__all__ = ["broadcast", "jit", "remat", "checkpoint", "scan", "vmap"]
+__all__ = ["broadcast", "remat", "checkpoint", "scan", "vmap"]
 
 register_pytree_node(LazyRng, lambda r: ((r.rng,), r.suffix),
                      lambda suffix, kids: LazyRng(kids[0], suffix))
@@ -308,21 +307,6 @@ def _core_remat(fn, variables, rngs, prevent_cse, static_argnums, policy):
     return _pack(core, (variables,), (variables,), (rngs,))
 
 
-def _core_jit(fn, variables, rngs, static_argnums, static_argnames, donate_argnums):
-    def core(p, variable_groups, rng_groups, *args, **kwargs):
-        rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
-                              is_leaf=lambda r: isinstance(r, LazyRng))
-
-        def jitted(variable_groups, rng_groups, *args, **kwargs):
-            scopes = p.scope_fn(variable_groups, rng_groups)
-            return fn(scopes, *args, **kwargs), p.repack(scopes)
-        return _jit(jitted, static_argnums=tuple(i + 2 for i in static_argnums),
-                    static_argnames=static_argnames,
-                    donate_argnums=tuple(i + 2 for i in donate_argnums))(
-            variable_groups, rng_groups, *args, **kwargs)
-    return _pack(core, (variables,), (variables,), (rngs,))
-
-
 # ---- module-level lifting (Flax's linen/transforms.py) ----
 
 def _module_scopes(module):
@@ -439,6 +423,7 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
             raise errors.CallCompactUnboundModuleError(type(self).__name__)
         state = _export(self._state)
 
+        @functools.wraps(fn)   # nn.jit caches its trace per wrapped method
         def core_fn(scopes, *args, **kwargs):
             base = self
             if module_class is not None:   # a fresh instance of the untransformed class
@@ -451,6 +436,7 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
             res = fn(cloned, *args, **kwargs)
             _reimport(self._state, cloned._state)
             return res
+        core_fn.module = self   # nn.jit's cache key: the module's fingerprint
         with _fork_rngs(self, fork):
             trafo = core_transform(core_fn)
             scopes = _module_scopes(self) if multi_scope else [self.scope]
@@ -552,25 +538,3 @@ def checkpoint(target, variables=True, rngs=True, concrete=False, prevent_cse=Tr
 
 remat = checkpoint
 
-
-def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=(),
-        donate_argnums=(), device=None, backend=None, methods=None):
-    """Compiles a Module class or method with ``xform.jit`` (lifted); rng streams are
-    forked first, as Flax does. ``static_argnums`` count ``self`` as argument 0.
-
-    NB: the lifted function is re-traced at every call (Flax caches per module
-    hash); under an outer ``xform.jit`` that costs nothing.
-
-    >>> import xform, xform.numpy as jnp, xform.nn as nn
-    >>> v = nn.jit(nn.Dense)(2).init(xform.random.PRNGKey(0), jnp.ones((1, 3)))
-    >>> v['params']['kernel'].shape
-    (3, 2)
-    """
-    del device, backend
-    norm = lambda n: (n,) if isinstance(n, int) else tuple(n)
-    snums = tuple(i - 1 for i in norm(static_argnums) if i > 0)
-    dnums = tuple(i - 1 for i in norm(donate_argnums) if i > 0)
-
-    def core(fn):
-        return _core_jit(fn, variables, rngs, snums, static_argnames, dnums)
-    return _lift(_named("Jit", core), target, methods, fork=True)
