@@ -168,3 +168,30 @@ def test_jit_traces_once_per_module_hash():
         yx = Net().apply(vx, x, rngs={"dropout": dx})
     assert len(traces) == n_init + 1, traces
     same_leaves(yx, FNet().apply(vf, x, rngs={"dropout": df}), 1e-6)
+
+
+def test_scan_broadcast_out_and_data_transform():
+    def build(jx, nn, jnp):
+        class Cell(nn.Module):
+            @nn.compact
+            def __call__(self, c, x):
+                k = self.param("k", nn.initializers.normal(), (2,))
+                c = jnp.tanh(c * k + x)
+                return c, (c, k * 2.0)
+
+        def scale_params(variable_groups, rng_groups):   # a data_transform
+            bcast = tuple({col: jx.tree.map(lambda t: t * 0.5, v) for col, v in g.items()}
+                          for g in variable_groups[0])
+            return (bcast,) + tuple(variable_groups[1:]), rng_groups
+
+        class Net(nn.Module):
+            @nn.compact
+            def __call__(self, xs):
+                S = nn.scan(Cell, variable_broadcast="params", split_rngs={"params": False},
+                            in_axes=1, out_axes=(1, nn.broadcast),
+                            data_transform=scale_params)
+                return S(name="s")(jnp.zeros((3, 2)), xs)
+        return Net()
+    res = _both(build, np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 4, 2))
+    c, (ys, k2) = res["x"][1]
+    assert ys.shape == (3, 4, 2) and k2.shape == (2,)

@@ -13,8 +13,9 @@ mapped index / scan step, and ``nn.jit`` first forks each stream with ``make_rng
 
 ``nn.scan``'s broadcast variables (e.g. params shared by all steps, created at init)
 are computed by a first call of the body outside the loop (Flax traces it with
-partial evaluation), then fed to every step. NB: Flax rejects a broadcast variable
-that depends on the carry; here it silently takes the first step's value.
+partial evaluation), then fed to every step, and so are broadcast outputs
+(``out_axes=nn.broadcast``). NB: Flax rejects a broadcast variable or output that
+depends on the carry; here it silently takes the first step's value.
 """
 import dataclasses
 import functools
@@ -242,8 +243,23 @@ def _move_axes(axes, tree, to_front):
                     f"got {axes!r}")
 
 
+def _broadcast_parts(axes, tree, first=None):
+    """``tree`` with its ``nn.broadcast`` parts (``axes``: a prefix tree) replaced by
+    ``first``'s (by ``()`` when ``first`` is None)."""
+    if axes is broadcast:
+        return () if first is None else first
+    if isinstance(axes, (tuple, list)):
+        firsts = [None] * len(axes) if first is None else first
+        return type(tree)(_broadcast_parts(a, t, f) for a, t, f in zip(axes, tree, firsts))
+    if isinstance(axes, dict):
+        return {k: _broadcast_parts(axes[k], tree[k], None if first is None else first[k])
+                for k in tree}
+    return tree
+
+
 def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs,
-               in_axes, out_axes, length, reverse, unroll, metadata_params):
+               in_axes, out_axes, length, reverse, unroll, data_transform,
+               metadata_params):
     v_in, v_out = _split_in_out(dict(variable_axes))
     v_groups, v_in_axes, v_out_axes = tuple(v_in), tuple(v_in.values()), \
         tuple(v_out.values())
@@ -267,7 +283,10 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
             cvars, c = carry
             rgs = tuple(rt if s else g for rt, g, s in zip(rngs_t, rng_groups, r_splits))
             a = tuple(arg if ax is broadcast else x for arg, ax, x in zip(args, axes, xs_t))
-            scopes = p.scope_fn((bcast_in, cvars) + tuple(scan_vars_t), rgs)
+            groups = (bcast_in, cvars) + tuple(scan_vars_t)
+            if data_transform is not None:
+                groups, rgs = data_transform(groups, rgs)
+            scopes = p.scope_fn(groups, rgs)
             c, y = fn(scopes, c, *a)
             out = p.repack(scopes)
             bout = out[0]
@@ -277,18 +296,17 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
             return bout, (out[1], c), (y, out[2:])
 
         pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
-        bcast_out, _, _ = body(bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
-                               tree_map(pick, step_rngs), tree_map(pick, xs))
+        bcast_out, _, (y_first, _) = body(
+            bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
+            tree_map(pick, step_rngs), tree_map(pick, xs))
 
         def loop(carry, per):
-            _, carry, ys = body(bcast_out, carry, *per)
-            return carry, ys
+            _, carry, (y, scan_out) = body(bcast_out, carry, *per)
+            return carry, (_broadcast_parts(out_axes, y), scan_out)
         (carry_vars, c), (ys, scan_out) = lax.scan(
             loop, (carry_vars, init), (scan_vars, step_rngs, xs), length=n,
             reverse=reverse, unroll=unroll)
-        if out_axes is broadcast:
-            raise NotImplementedError("nn.scan(out_axes=nn.broadcast) is not supported.")
-        ys = _move_axes(out_axes, ys, False)
+        ys = _broadcast_parts(out_axes, _move_axes(out_axes, ys, False), y_first)
         scan_out = tuple(meta.add_axis(_move_axes(ax, g, False), ax, metadata_params)
                          for g, ax in zip(scan_out, v_out_axes))
         return (c, ys), (bcast_out, carry_vars) + scan_out
@@ -491,7 +509,10 @@ def scan(target, variable_axes={}, variable_broadcast=False,  # noqa: B006
         RNN cell).
       variable_carry: collections threaded through the steps.
       split_rngs: ``{stream_filter: bool}``: a different key per step.
-      in_axes, out_axes: scanned axis of xs / ys (``nn.broadcast``: not scanned).
+      in_axes, out_axes: scanned axis of xs / ys (``nn.broadcast``: not scanned; a
+        broadcast output is the first step's, so it must not depend on the loop).
+      data_transform: ``(variable_groups, rng_groups) -> (variable_groups,
+        rng_groups)`` applied to each step's raw groups before the scopes are built.
       length, reverse, unroll: as ``lax.scan``.
 
     >>> import xform, xform.numpy as jnp, xform.nn as nn
@@ -506,13 +527,11 @@ def scan(target, variable_axes={}, variable_broadcast=False,  # noqa: B006
     (2, 3)
     """
     del _split_transpose, check_constancy_invariants
-    if data_transform is not None:
-        raise NotImplementedError("nn.scan(data_transform=...) is not supported.")
 
     def core(fn):
         return _core_scan(fn, variable_axes, variable_broadcast, variable_carry,
                           split_rngs, in_axes, out_axes, length, reverse, unroll,
-                          metadata_params)
+                          data_transform, metadata_params)
     return _lift(_named("Scan", core), target, methods)
 
 
