@@ -195,3 +195,14 @@ def test_scan_broadcast_out_and_data_transform():
     res = _both(build, np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 4, 2))
     c, (ys, k2) = res["x"][1]
     assert ys.shape == (3, 4, 2) and k2.shape == (2,)
+
+
+def test_lazy_init():
+    out = {}
+    for (lib, (jx, nn, jnp)), key in zip(LIBS.items(), keys(0)):
+        class Net(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.BatchNorm(use_running_average=False)(nn.Dense(3)(x))
+        out[lib] = Net().lazy_init(key, jx.ShapeDtypeStruct((2, 4), jnp.float32))
+    same_leaves(out["x"], out["f"], 0.0)

@@ -18,6 +18,7 @@ import uuid
 
 import xform.numpy as jnp
 from xform.core.tree_util import tree_map
+from xform.transforms.jit import ShapeDtypeStruct, jit
 from xform.nn import errors
 from xform.nn.configurations import config
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
@@ -506,6 +507,25 @@ class Module:
                                      capture_intermediates=capture_intermediates,
                                      **kwargs)
         return v
+
+    def lazy_init(self, rngs, *args, method=None, mutable=DenyList("intermediates"),
+                  **kwargs):
+        """``init`` from input *shapes*: ``args`` may hold ``xform.ShapeDtypeStruct``
+        leaves. It runs compiled with only the variables as outputs, so XLA drops the
+        computation they do not need. NB: Flax rejects variables that depend on input
+        values; here such variables see zeros.
+
+        >>> import xform, xform.nn as nn
+        >>> x = xform.ShapeDtypeStruct((1, 3), 'float32')
+        >>> v = nn.Dense(2).lazy_init(xform.random.PRNGKey(0), x)
+        >>> v['params']['kernel'].shape
+        (3, 2)
+        """
+        concrete = lambda x: (jnp.zeros(x.shape, x.dtype)
+                              if isinstance(x, ShapeDtypeStruct) else x)
+        args, kwargs = tree_map(concrete, (args, kwargs))
+        return jit(lambda rngs, args, kwargs: self.init(
+            rngs, *args, method=method, mutable=mutable, **kwargs))(rngs, args, kwargs)
 
     def bind(self, variables, *args, rngs=None, mutable=False):
         """An interactive copy of this module with ``variables`` bound."""
