@@ -77,3 +77,22 @@ from xform.nn._lifted_ad import (  # noqa: E402
     custom_vjp, grad, jvp, map_variables, value_and_grad, vjp)
 from xform.nn._weight_norm import PReLU, SpectralNorm, WeightNorm  # noqa: E402
 from xform.nn._lifted_jit import jit  # noqa: E402
+from xform.nn._module import InterceptorContext, intercept_methods  # noqa: E402
+from xform.nn._lifted_extras import (  # noqa: E402
+    disable_named_call, enable_named_call, named_call, override_named_call, remat_scan)
+from xform.nn.batch_apply import BatchApply  # noqa: E402
+from xform.nn.core import FrozenDict, meta  # noqa: E402
+from xform.nn.initializers import ones, ones_init, zeros, zeros_init  # noqa: E402
+normalize = standardize   # flax.linen's deprecated alias
+
+__all__ += [
+    "custom_vjp", "grad", "jvp", "map_variables", "value_and_grad", "vjp", "PReLU",
+    "SpectralNorm", "WeightNorm", "InterceptorContext", "intercept_methods",
+    "disable_named_call", "enable_named_call", "named_call", "override_named_call",
+    "remat_scan", "BatchApply", "FrozenDict", "ones", "ones_init", "zeros", "zeros_init",
+    "normalize"]
+
+# flax.linen's submodules, under the same names (``from xform.nn.linear import Dense``)
+from xform.nn import (  # noqa: E402
+    activation, attention, batch_apply, combinators, dtypes, linear, module,
+    normalization, pooling, recurrent, stochastic, summary, transforms)

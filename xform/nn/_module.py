@@ -8,6 +8,7 @@ built inside it get it as parent), and after an ``@compact`` method rewinds the 
 named after the attribute (``layers_0`` for lists, ``blocks_a`` for dicts), inline
 submodules ``ClassName_<n>`` counted per class and per call, ``name=`` wins.
 """
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -42,6 +43,7 @@ class _Context(threading.local):
         self.module_stack = [None]
         self.capture_stack = []
         self.call_info_stack = []   # used by tabulate
+        self.interceptors = []      # nn.intercept_methods, oldest first
 
 
 _context = _Context()
@@ -61,6 +63,51 @@ def compact(fun):
     """
     fun.compact = True
     return fun
+
+
+@dataclasses.dataclass(frozen=True)
+class InterceptorContext:
+    """What a method interceptor is told: the module, the method's name, and the
+    method bound to the module (calling it skips the other interceptors)."""
+    module: "Module"
+    method_name: str
+    orig_method: typing.Callable
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor):
+    """Within the context, every Module method call runs as ``interceptor(next_fun,
+    args, kwargs, context)`` (the last registered interceptor innermost).
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> def double(next_fun, args, kwargs, context):
+    ...   return next_fun(*args, **kwargs) * 2
+    >>> v = nn.Dense(1).init(xform.random.PRNGKey(0), jnp.ones((1, 1)))
+    >>> with nn.intercept_methods(double):
+    ...   y = nn.Dense(1).apply(v, jnp.ones((1, 1)))
+    >>> bool(y == 2 * nn.Dense(1).apply(v, jnp.ones((1, 1))))
+    True
+    """
+    _context.interceptors.append(interceptor)
+    try:
+        yield
+    finally:
+        assert _context.interceptors.pop() is interceptor
+
+
+def _run_interceptors(fun, module, args, kwargs):
+    bound = functools.partial(fun, module)
+    context = InterceptorContext(module, fun.__name__, bound)
+
+    def wrap(interceptor, next_fun):
+        @functools.wraps(next_fun)
+        def wrapped(*args, **kwargs):
+            return interceptor(next_fun, args, kwargs, context)
+        return wrapped
+    run = bound
+    for interceptor in reversed(_context.interceptors):
+        run = wrap(interceptor, run)
+    return run(*args, **kwargs)
 
 
 def nowrap(fun):
@@ -284,7 +331,10 @@ class Module:
         try:
             if add_call_info:
                 call_index = _context.call_info_stack[-1].next_index()
-            y = fun(self, *args, **kwargs)
+            if _context.interceptors:
+                y = _run_interceptors(fun, self, args, kwargs)
+            else:
+                y = fun(self, *args, **kwargs)
             if _context.capture_stack:
                 filter_fn = _context.capture_stack[-1]
                 if filter_fn and filter_fn(self, fun_name):
