@@ -257,3 +257,48 @@ SHARDING = {"LogicallyPartitioned", "get_logical_axis_rules", "logical_axis_rule
             "logical_to_mesh", "logical_to_mesh_axes", "logical_to_mesh_sharding",
             "set_logical_axis_rules", "spmd", "with_logical_constraint",
             "with_logical_partitioning"}
+
+
+def test_tabulate_text_matches_flax(monkeypatch):
+    import flax.linen.summary as fsummary
+    import xform.nn._summary as xsummary
+    # Flax orders the collections as a set (varies per run): pin it to xform's order
+    table_init = fsummary.Table.__init__
+    monkeypatch.setattr(fsummary.Table, "__init__", lambda self, m, cols, rows: table_init(
+        self, m, tuple(sorted(cols, key=lambda c: (c != "params", c))), rows))
+
+    def build(jx, nn, jnp):
+        class Block(nn.Module):
+            @nn.compact
+            def __call__(self, x, train: bool = True):
+                return nn.BatchNorm(use_running_average=not train)(nn.Dense(3)(x))
+
+        class Net(nn.Module):
+            def setup(self):
+                self.b, self.head = Block(), nn.Dense(2)
+
+            def __call__(self, x):
+                y = self.b(self.b(x, train=True))
+                return self.head(y), {"aux": y.sum()}
+
+            def encode(self, x):
+                return self.b(x)
+        return Net()
+    options = [{}, {"depth": 1}, {"depth": 0}, {"show_repeated": True},
+               {"method": "encode"},
+               {"console_kwargs": {"width": 70, "force_terminal": False},
+                "column_kwargs": {"justify": "right"}, "table_kwargs": {"show_edge": False}}]
+    for opts in options:
+        texts = [build(jx, nn, jnp).tabulate(key, jnp.ones((1, 3)), **opts)
+                 for (jx, nn, jnp), key in zip(LIBS.values(), keys(0))]
+        assert texts[0] == texts[1], opts
+    # FLOPs: XLA's cost analysis; equal where the lowered HLO matches JAX's (a Dense;
+    # rng and normalization ops lower differently, so their counts differ)
+    texts = [nn.Dense(4).tabulate(key, jnp.ones((2, 3)), compute_flops=True)
+             for (jx, nn, jnp), key in zip(LIBS.values(), keys(0))]
+    assert texts[0] == texts[1]
+    # without rich: the same cells, markup removed
+    monkeypatch.setattr(xsummary, "rich", None)
+    text = build(xform, xnn, xjnp).tabulate(keys(0)[0], xjnp.ones((1, 3)))
+    assert "│ b/Dense_0 " in text and "kernel: float32[3,3]" in text and "[dim]" not in text
+    assert text.rstrip().endswith("Total Parameters: 32 (128 B)")

@@ -593,13 +593,15 @@ class Module:
 
     def tabulate(self, rngs, *args, depth=None, show_repeated=False,
                  mutable=DenyList("intermediates"), console_kwargs=None,
-                 table_kwargs=None, column_kwargs=None, compute_flops=True,
+                 table_kwargs={}, column_kwargs={}, compute_flops=False,  # noqa: B006
                  compute_vjp_flops=False, **kwargs):
-        """A text table of submodule calls: paths, input/output shapes, variables per
-        collection (counts, bytes), totals and XLA FLOPs (see ``nn.tabulate``)."""
-        from xform.nn._summary import tabulate
+        """Flax's summary table of ``init(rngs, *args, **kwargs)``: see ``nn.tabulate``."""
+        from xform.nn._summary import tabulate   # cycle: _summary records _module calls
         return tabulate(self, rngs, depth=depth, show_repeated=show_repeated,
-                        mutable=mutable, compute_flops=compute_flops)(*args, **kwargs)
+                        mutable=mutable, console_kwargs=console_kwargs,
+                        table_kwargs=table_kwargs, column_kwargs=column_kwargs,
+                        compute_flops=compute_flops,
+                        compute_vjp_flops=compute_vjp_flops)(*args, **kwargs)
 
 
 def apply(fn, module, mutable=False, capture_intermediates=False):
