@@ -229,6 +229,39 @@ def test_remat_scan_batch_apply_intercept():
     assert calls[xnn] == calls[fnn] and calls[xnn]
 
 
+def test_compact_name_scope_fold_rngs_add_metadata_axis():
+    def build(jx, nn, jnp):
+        class Foo(nn.Module):
+            @nn.compact_name_scope
+            def up(self, x):
+                return nn.Dense(3)(x)
+
+            @nn.compact_name_scope
+            def down(self, x):
+                return nn.Dropout(0.5, deterministic=False)(nn.Dense(3)(x))
+
+            @nn.compact
+            def __call__(self, x):
+                F = nn.fold_rngs(nn.Dropout)
+                P = nn.add_metadata_axis(nn.Dense, {"params": 0},
+                                         {nn.PARTITION_NAME: "layers"})
+                P(2, kernel_init=nn.with_partitioning(nn.initializers.ones, ("a", "b")),
+                  name="p")(x)
+                return self.up(x) + self.down(x), F(0.5, deterministic=False)(x)
+        return Foo()
+    res = {}
+    for (lib, (jx, nn, jnp)), key, rng in zip(LIBS.items(), keys(0), keys(1)):
+        rngs = {"params": key, "dropout": rng}
+        v = build(jx, nn, jnp).init(rngs, jnp.ones((1, 2)))
+        y = build(jx, nn, jnp).apply(v, jnp.ones((1, 2)), rngs={"dropout": rng})
+        down = build(jx, nn, jnp).apply(v, jnp.ones((1, 2)), method="down",
+                                        rngs={"dropout": rng})
+        res[lib] = (jx.tree.map(lambda x: x, nn.unbox(v)), y, down,
+                    tuple(nn.get_partition_spec(v)["params"]["p"]["kernel"]))
+    same_leaves(res["x"][:3], res["f"][:3], 1e-6)
+    assert res["x"][3] == res["f"][3] == ("layers", "a", "b")
+
+
 def test_module_aliases_cover_flax():
     """Every xform.nn.<m> alias holds each public name of flax.linen.<m> that xform.nn
     has, and the listed leftovers are exactly the ones xform.nn lacks."""
@@ -236,7 +269,7 @@ def test_module_aliases_cover_flax():
     import types
     for m in ["activation", "linear", "attention", "normalization", "pooling",
               "recurrent", "stochastic", "module", "combinators", "summary",
-              "transforms", "batch_apply"]:
+              "transforms", "batch_apply", "kw_only_dataclasses"]:
         ours, theirs = (importlib.import_module(f"{p}.{m}") for p in ("xform.nn",
                                                                       "flax.linen"))
         assert getattr(xnn, m) is ours
@@ -250,8 +283,7 @@ def test_module_aliases_cover_flax():
 
 # Not provided (see docs/architecture.md, Modules): fp8 ops and the logical
 # partitioning names belong to the sharding work.
-LEFT_OUT = {"add_metadata_axis", "compact_name_scope", "fold_rngs",
-            "kw_only_dataclasses", "Fp8DirectDotGeneralOp", "Fp8DotGeneral",
+LEFT_OUT = {"Fp8DirectDotGeneralOp", "Fp8DotGeneral",
             "Fp8DotGeneralOp", "Fp8Einsum", "NANOOFp8DotGeneralOp", "fp8_ops"}
 SHARDING = {"LogicallyPartitioned", "get_logical_axis_rules", "logical_axis_rules",
             "logical_to_mesh", "logical_to_mesh_axes", "logical_to_mesh_sharding",

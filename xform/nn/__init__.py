@@ -79,7 +79,8 @@ from xform.nn._weight_norm import PReLU, SpectralNorm, WeightNorm  # noqa: E402
 from xform.nn._lifted_jit import jit  # noqa: E402
 from xform.nn._module import InterceptorContext, intercept_methods  # noqa: E402
 from xform.nn._lifted_extras import (  # noqa: E402
-    disable_named_call, enable_named_call, named_call, override_named_call, remat_scan)
+    add_metadata_axis, compact_name_scope, disable_named_call, enable_named_call,
+    fold_rngs, named_call, override_named_call, remat_scan)
 from xform.nn.batch_apply import BatchApply  # noqa: E402
 from xform.nn.core import FrozenDict, meta  # noqa: E402
 from xform.nn.initializers import ones, ones_init, zeros, zeros_init  # noqa: E402
@@ -90,9 +91,9 @@ __all__ += [
     "SpectralNorm", "WeightNorm", "InterceptorContext", "intercept_methods",
     "disable_named_call", "enable_named_call", "named_call", "override_named_call",
     "remat_scan", "BatchApply", "FrozenDict", "ones", "ones_init", "zeros", "zeros_init",
-    "normalize"]
+    "normalize", "add_metadata_axis", "compact_name_scope", "fold_rngs"]
 
 # flax.linen's submodules, under the same names (``from xform.nn.linear import Dense``)
 from xform.nn import (  # noqa: E402
-    activation, attention, batch_apply, combinators, dtypes, linear, module,
-    normalization, pooling, recurrent, stochastic, summary, transforms)
+    activation, attention, batch_apply, combinators, dtypes, kw_only_dataclasses,
+    linear, module, normalization, pooling, recurrent, stochastic, summary, transforms)

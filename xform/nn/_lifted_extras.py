@@ -1,14 +1,21 @@
-"""``nn.remat_scan`` (nested ``scan`` of ``remat``, Flax's ``lift.remat_scan``) and the
-profiling-name switches ``named_call``, ``enable_named_call``, ``disable_named_call``,
+"""``nn.remat_scan`` (nested ``scan`` of ``remat``, Flax's ``lift.remat_scan``),
+``fold_rngs``, ``add_metadata_axis``, ``compact_name_scope`` and the profiling-name
+switches ``named_call``, ``enable_named_call``, ``disable_named_call``,
 ``override_named_call``."""
 import contextlib
 import functools
 
-from xform.nn._transforms import _core_remat, _core_scan, _lift, _named
+from xform.nn import _meta as meta
+from xform.nn._lifted_ad import map_variables
+from xform.nn._module import Module, compact
+from xform.nn._scope import LazyRng
+from xform.nn._transforms import _core_remat, _core_scan, _lift, _named, _pack
+from xform.core.tree_util import tree_map
 from xform.transforms.runtime import named_call as _named_call
 
-__all__ = ["disable_named_call", "enable_named_call", "named_call",
-           "override_named_call", "remat_scan"]
+__all__ = ["add_metadata_axis", "compact_name_scope", "disable_named_call",
+           "enable_named_call", "fold_rngs", "named_call", "override_named_call",
+           "remat_scan"]
 
 _use_named_call = [False]
 
@@ -96,3 +103,94 @@ def remat_scan(target, lengths=(), policy=None, variable_broadcast=False,
         return _core_remat_scan(fn, tuple(lengths), policy, variable_broadcast,
                                 variable_carry, variable_axes, split_rngs)
     return _lift(_named("Remat_scan", core), target)
+
+
+def fold_rngs(target, variables=True, rngs=True):
+    """Runs a Module class or method on rng streams forked with one ``make_rng`` each
+    (their path suffix folded in), as ``nn.jit`` does, without compiling.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> v = nn.fold_rngs(nn.Dense)(2).init(xform.random.PRNGKey(0), jnp.ones((1, 3)))
+    >>> v['params']['kernel'].shape
+    (3, 2)
+    """
+    def core(fn):
+        def inner(p, variable_groups, rng_groups, *args, **kwargs):
+            rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
+                                  is_leaf=lambda r: isinstance(r, LazyRng))
+            scopes = p.scope_fn(variable_groups, rng_groups)
+            return fn(scopes, *args, **kwargs), p.repack(scopes)
+        return _pack(inner, (variables,), (variables,), (rngs,))
+    return _lift(_named("Fold_rngs", core), target, fork=True)
+
+
+def add_metadata_axis(target, variable_axes={}, metadata_params={}):  # noqa: B006
+    """Adds the mapped axis ``variable_axes[col]`` to the axis metadata (e.g.
+    ``Partitioned`` names) of collection ``col`` on the way out, and removes it on the
+    way in (``map_variables``), as a ``vmap`` over them would.
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> D = nn.add_metadata_axis(nn.Dense, {'params': 0})
+    >>> D(2).init(xform.random.PRNGKey(0), jnp.ones((1, 3)))['params']['kernel'].shape
+    (3, 2)
+    """
+    for col, axis in variable_axes.items():
+        target = map_variables(
+            target, col,
+            trans_in_fn=functools.partial(meta.remove_axis, index=axis,
+                                          params=metadata_params),
+            trans_out_fn=functools.partial(meta.add_axis, index=axis,
+                                           params=metadata_params),
+            mutable=True)
+    return target
+
+
+class _CompactNameScope(Module):
+    fn: object
+    module_fn: object
+
+    @compact
+    def __call__(self, *args, **kwargs):
+        return self.fn(self.module_fn(), *args, **kwargs)
+
+
+def compact_name_scope(fun):
+    """A Module method whose inline submodules and variables live in a scope named
+    after the method (so several such methods can each be compact).
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> class Foo(nn.Module):
+    ...   @nn.compact_name_scope
+    ...   def up(self, x):
+    ...     return nn.Dense(3)(x)
+    ...   def __call__(self, x):
+    ...     return self.up(x)
+    >>> sorted(Foo().init(xform.random.PRNGKey(0), jnp.ones((1, 2)))['params']['up'])
+    ['Dense_0']
+    """
+    name = fun.__name__
+
+    @functools.wraps(fun)
+    def wrapper(self, *args, **kwargs):
+        if self.scope is None:
+            raise ValueError(
+                f"Cannot call compact_name_scope method {name!r} on a Module that has "
+                f"not been setup. This is likely because you are calling {name!r} from "
+                f"outside of init or apply.")
+        modules = self.__dict__.get("_compact_name_scope_modules")
+        if modules is None:
+            modules = {}
+            object.__setattr__(self, "_compact_name_scope_modules", modules)
+        if name not in modules:   # created as a setup() submodule would be
+            state = self._state
+            prev, state.in_setup = state.in_setup, True
+            try:
+                modules[name] = _CompactNameScope(fun, lambda: self, parent=self,
+                                                  name=name)
+            finally:
+                state.in_setup = prev
+        return modules[name](*args, **kwargs)
+    wrapper.compact_name_scope = True
+    wrapper.inner_fun = fun
+    wrapper.nowrap = True
+    return wrapper

@@ -2,10 +2,10 @@
 interception), re-exported from ``xform.nn``."""
 from xform.nn import (  # noqa: F401
     DenyList, FrozenDict, InterceptorContext, Module, Variable, apply, compact,
-    disable_named_call, enable_named_call, init, init_with_output, intercept_methods,
-    merge_param, nowrap, override_named_call, share_scope)
+    compact_name_scope, disable_named_call, enable_named_call, init, init_with_output,
+    intercept_methods, merge_param, nowrap, override_named_call, share_scope)
 
 __all__ = ["DenyList", "FrozenDict", "InterceptorContext", "Module", "Variable",
-    "apply", "compact", "disable_named_call", "enable_named_call", "init",
-    "init_with_output", "intercept_methods", "merge_param", "nowrap",
+    "apply", "compact", "compact_name_scope", "disable_named_call", "enable_named_call",
+    "init", "init_with_output", "intercept_methods", "merge_param", "nowrap",
     "override_named_call", "share_scope"]
