@@ -334,3 +334,14 @@ def test_tabulate_text_matches_flax(monkeypatch):
     text = build(xform, xnn, xjnp).tabulate(keys(0)[0], xjnp.ones((1, 3)))
     assert "│ b/Dense_0 " in text and "kernel: float32[3,3]" in text and "[dim]" not in text
     assert text.rstrip().endswith("Total Parameters: 32 (128 B)")
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+    for name in ("xform.nn._weight_norm", "xform.nn._lifted_ad", "xform.nn._lifted_jit",
+                 "xform.nn._lifted_extras", "xform.nn.batch_apply", "xform.nn._summary",
+                 "xform.nn._module"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, name

@@ -79,3 +79,12 @@ def test_typing_names():
         assert isinstance(x, xt.ArrayLike)
     assert not isinstance("a", xt.ArrayLike) and not isinstance([1], xt.ArrayLike)
     assert xform.jit(lambda x: jnp.float32(isinstance(x, xt.ArrayLike)))(1.0) == 1.0
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+    for name in ("xform.scipy.sparse.linalg", "xform.typing"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, name

@@ -167,7 +167,7 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
 
     >>> import xform.numpy as jnp
     >>> x, _ = cg(jnp.array([[4., 1.], [1., 3.]]), jnp.array([1., 2.]))
-    >>> x.round(4).tolist()
+    >>> [round(float(v), 4) for v in x]
     [0.0909, 0.6364]
     """
     return _isolve(_cg_solve, A, b, x0, tol, atol, maxiter, M, check_symmetric=True)
@@ -179,7 +179,7 @@ def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
 
     >>> import xform.numpy as jnp
     >>> x, _ = bicgstab(jnp.array([[4., 2.], [1., 3.]]), jnp.array([1., 2.]))
-    >>> x.round(4).tolist()
+    >>> [round(float(v), 4) for v in x]
     [-0.1, 0.7]
     """
     return _isolve(_bicgstab_solve, A, b, x0, tol, atol, maxiter, M,
@@ -371,7 +371,7 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
 
     >>> import xform.numpy as jnp
     >>> x, info = gmres(jnp.array([[4., 2.], [1., 3.]]), jnp.array([1., 2.]))
-    >>> x.round(4).tolist(), int(info)
+    >>> [round(float(v), 4) for v in x], int(info)
     ([-0.1, 0.7], 0)
     """
     b = tree_map(jnp.asarray, b)
