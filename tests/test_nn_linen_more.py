@@ -339,9 +339,9 @@ def test_tabulate_text_matches_flax(monkeypatch):
 def test_docstring_examples():
     import doctest
     import importlib
+    # (_module, _transforms, _summary: test_nn_module.py)
     for name in ("xform.nn._weight_norm", "xform.nn._lifted_ad", "xform.nn._lifted_jit",
-                 "xform.nn._lifted_extras", "xform.nn.batch_apply"):   # (the others:
-        # test_nn_module.py)
+                 "xform.nn._lifted_extras", "xform.nn.batch_apply"):
         result = doctest.testmod(importlib.import_module(name),
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, name
