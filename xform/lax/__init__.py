@@ -34,7 +34,7 @@ from xform.lax.dot import dot, dot_general, dot_general_p
 from xform.lax.dot import Precision
 from xform.lax.conv import (
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
-    conv_with_general_padding, conv_general_dilated_p)
+    conv_with_general_padding, conv_general_dilated_p, conv_transpose)
 from xform.lax.windowed import (
     padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
     reduce_window_sum_p)

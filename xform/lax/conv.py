@@ -158,6 +158,82 @@ def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation,
                                 preferred_element_type=preferred_element_type)
 
 
+_TRANSPOSE_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                      4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def _conv_transpose_padding(k, s, padding):
+    """``(low, high)`` padding of the stride-dilated input along one axis, for a
+    kernel of (dilated) size ``k``, stride ``s`` and the forward conv's ``padding``."""
+    if padding == "SAME":
+        pad_len = k + s - 2
+        pad_a = k - 1 if s > k - 1 else int(np.ceil(pad_len / 2))
+    elif padding == "VALID":
+        pad_len = k + s - 2 + max(k - s, 0)
+        pad_a = k - 1
+    elif isinstance(padding, tuple):
+        pads = tuple(k - p - 1 for p in padding)
+        pad_a, pad_len = pads[0], sum(pads)
+    else:
+        raise ValueError(f"Invalid padding mode: {padding}")
+    return pad_a, pad_len - pad_a
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+    """N-d transposed convolution: a fractionally strided ``conv_general_dilated`` (the
+    input dilated by ``strides``), with Keras ``Conv2DTranspose`` output sizes.
+
+    Args:
+      lhs: input of rank ``n + 2``.
+      rhs: kernel of rank ``n + 2``.
+      strides: ``n`` ints, the fractional stride (input dilation).
+      padding: 'SAME' or 'VALID' (the forward conv's padding), or ``n`` ``(low, high)``
+        pairs padding the dilated input (with ``use_consistent_padding``: the forward
+        conv's padding, as PyTorch reads it).
+      rhs_dilation: kernel dilation per spatial axis.
+      dimension_numbers: as ``conv_general_dilated``; default channels-last
+        (``('NHWC', 'HWIO', 'NHWC')`` and its 1-d/3-d analogues).
+      transpose_kernel: flip the kernel's spatial axes and swap its I/O axes (the
+        gradient of a forward conv with the same kernel).
+      precision, preferred_element_type: as ``conv_general_dilated``.
+      use_consistent_padding: read explicit pairs as the forward conv's padding.
+
+    Returns:
+      The transposed convolution.
+
+    >>> conv_transpose(jnp.ones((1, 2, 1)), jnp.ones((3, 1, 1)), (2,), "SAME")[0, :, 0]
+    Array([1., 1., 2., 1.], dtype=float32)
+    """
+    lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
+    ndim = len(lhs_shape)
+    if ndim != len(rhs_shape) or ndim < 2:
+        raise TypeError(f"conv_transpose requires lhs and rhs of equal rank >= 2, got "
+                        f"shapes {tuple(lhs_shape)} and {tuple(rhs_shape)}")
+    if dimension_numbers is None:
+        if ndim not in _TRANSPOSE_LAYOUTS:
+            raise ValueError("No 4+ dimensional dimension_number defaults.")
+        dimension_numbers = _TRANSPOSE_LAYOUTS[ndim]
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    k_sdims = [rhs_shape[d] for d in dn.rhs_spec[2:]]
+    rhs_dilation = (1,) * (ndim - 2) if rhs_dilation is None else tuple(rhs_dilation)
+    if use_consistent_padding or padding in ("SAME", "VALID"):
+        per_axis = [padding] * len(strides) if isinstance(padding, str) else padding
+        pads = tuple(_conv_transpose_padding((k - 1) * r + 1, s, p)
+                     for k, r, s, p in zip(k_sdims, rhs_dilation, strides, per_axis))
+    else:
+        pads = padding
+    if transpose_kernel:
+        rhs = shapes.rev(rhs, tuple(dn.rhs_spec[2:]))
+        perm = list(range(ndim))
+        perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
+        rhs = shapes.transpose(rhs, tuple(perm))
+    return conv_general_dilated(lhs, rhs, (1,) * (ndim - 2), pads, strides, rhs_dilation,
+                                dn, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
 # ---- abstract eval ----
 
 def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,

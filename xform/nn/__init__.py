@@ -28,7 +28,7 @@ from xform.nn._linear import (  # noqa: E402
 from xform.nn._normalization import BatchNorm, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
 from xform.nn._stochastic import Dropout, Sequential  # noqa: E402
 from xform.nn._transforms import (  # noqa: E402
-    broadcast, checkpoint, jit, remat, scan, vmap)
+    broadcast, checkpoint, remat, scan, vmap)
 from xform.nn._summary import tabulate  # noqa: E402
 from xform.nn._control import cond, switch, while_loop  # noqa: E402
 from xform.nn._normalization import InstanceNorm  # noqa: E402
@@ -71,3 +71,29 @@ __all__ += [
 from xform.nn import core, serialization, traverse_util  # noqa: E402
 from xform.nn.configurations import config  # noqa: E402
 from xform.training import struct  # noqa: E402
+
+# Lifted map_variables and differentiation (issue 25's remaining linen names)
+from xform.nn._lifted_ad import (  # noqa: E402
+    custom_vjp, grad, jvp, map_variables, value_and_grad, vjp)
+from xform.nn._weight_norm import PReLU, SpectralNorm, WeightNorm  # noqa: E402
+from xform.nn._lifted_jit import jit  # noqa: E402
+from xform.nn._module import InterceptorContext, intercept_methods  # noqa: E402
+from xform.nn._lifted_extras import (  # noqa: E402
+    add_metadata_axis, compact_name_scope, disable_named_call, enable_named_call,
+    fold_rngs, named_call, override_named_call, remat_scan)
+from xform.nn.batch_apply import BatchApply  # noqa: E402
+from xform.nn.core import FrozenDict, meta  # noqa: E402
+from xform.nn.initializers import ones, ones_init, zeros, zeros_init  # noqa: E402
+normalize = standardize   # flax.linen's deprecated alias
+
+__all__ += [
+    "custom_vjp", "grad", "jvp", "map_variables", "value_and_grad", "vjp", "PReLU",
+    "SpectralNorm", "WeightNorm", "InterceptorContext", "intercept_methods",
+    "disable_named_call", "enable_named_call", "named_call", "override_named_call",
+    "remat_scan", "BatchApply", "FrozenDict", "ones", "ones_init", "zeros", "zeros_init",
+    "normalize", "add_metadata_axis", "compact_name_scope", "fold_rngs"]
+
+# flax.linen's submodules, under the same names (``from xform.nn.linear import Dense``)
+from xform.nn import (  # noqa: E402
+    activation, attention, batch_apply, combinators, dtypes, kw_only_dataclasses,
+    linear, module, normalization, pooling, recurrent, stochastic, summary, transforms)

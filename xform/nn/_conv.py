@@ -1,8 +1,8 @@
 """Convolution layers of ``flax.linen``: Conv, ConvLocal, ConvTranspose, channels-last
 (``(*batch, *spatial, features)``) with Flax's parameters, defaults and padding modes.
 
-The lax-level pieces JAX has and xform's lax lacks (``conv_transpose``, the patches of a
-local convolution) are compositions of ``lax.conv_general_dilated`` here.
+The patches of a local convolution (``lax.conv_general_dilated_patches``, which xform's
+lax lacks) are a composition of ``lax.conv_general_dilated`` here.
 """
 import math
 
@@ -89,41 +89,6 @@ def _conv_patches(lhs, filter_shape, strides, padding, lhs_dilation, rhs_dilatio
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
         feature_group_count=channels,
         precision=None if precision is None else (precision, lax.Precision.DEFAULT))
-
-
-def _conv_transpose_padding(k, s, padding):
-    """Low and high padding of the dilated input for a transposed conv along one axis."""
-    if padding == "SAME":
-        pad_len = k + s - 2
-        pad_a = k - 1 if s > k - 1 else int(np.ceil(pad_len / 2))
-    elif padding == "VALID":
-        pad_len = k + s - 2 + max(k - s, 0)
-        pad_a = k - 1
-    else:
-        raise ValueError(f"Invalid padding mode: {padding}")
-    return pad_a, pad_len - pad_a
-
-
-def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, transpose_kernel=False,
-                   precision=None, preferred_element_type=None):
-    """``jax.lax.conv_transpose`` in the channels-last layout (``NH..C``, ``H..IO``): a
-    fractionally strided convolution (the input dilated by ``strides``)."""
-    ndim = jnp.ndim(lhs)
-    dn = _conv_dimension_numbers(ndim)
-    k_spatial = jnp.shape(rhs)[:-2]
-    rhs_dilation = (1,) * (ndim - 2) if rhs_dilation is None else tuple(rhs_dilation)
-    if isinstance(padding, str):
-        pads = [_conv_transpose_padding((k - 1) * d + 1, s, padding)
-                for k, s, d in zip(k_spatial, strides, rhs_dilation)]
-    else:
-        pads = padding
-    if transpose_kernel:
-        rhs = jnp.flip(rhs, tuple(range(ndim - 2)))
-        rhs = jnp.swapaxes(rhs, -1, -2)
-    return lax.conv_general_dilated(
-        lhs, rhs, (1,) * (ndim - 2), pads, lhs_dilation=tuple(strides),
-        rhs_dilation=rhs_dilation, dimension_numbers=dn, precision=precision,
-        preferred_element_type=preferred_element_type)
 
 
 class _Conv(Module):
@@ -363,9 +328,9 @@ class ConvTranspose(Module):
         if self.use_bias:
             bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        y = conv_transpose(inputs, kernel, strides, padding, rhs_dilation=kernel_dilation,
-                           transpose_kernel=self.transpose_kernel, precision=self.precision,
-                           preferred_element_type=self.preferred_element_type)
+        y = lax.conv_transpose(inputs, kernel, strides, padding,
+                               rhs_dilation=kernel_dilation, transpose_kernel=self.transpose_kernel, precision=self.precision,
+                               preferred_element_type=self.preferred_element_type)
         if self.padding == "CIRCULAR":
             y = self._fold_circular(y, jnp.shape(inputs)[1:-1], strides)
         if bias is not None:

@@ -8,6 +8,7 @@ built inside it get it as parent), and after an ``@compact`` method rewinds the 
 named after the attribute (``layers_0`` for lists, ``blocks_a`` for dicts), inline
 submodules ``ClassName_<n>`` counted per class and per call, ``name=`` wins.
 """
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -18,6 +19,7 @@ import uuid
 
 import xform.numpy as jnp
 from xform.core.tree_util import tree_map
+from xform.transforms.jit import ShapeDtypeStruct, jit
 from xform.nn import errors
 from xform.nn.configurations import config
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
@@ -41,6 +43,7 @@ class _Context(threading.local):
         self.module_stack = [None]
         self.capture_stack = []
         self.call_info_stack = []   # used by tabulate
+        self.interceptors = []      # nn.intercept_methods, oldest first
 
 
 _context = _Context()
@@ -60,6 +63,51 @@ def compact(fun):
     """
     fun.compact = True
     return fun
+
+
+@dataclasses.dataclass(frozen=True)
+class InterceptorContext:
+    """What a method interceptor is told: the module, the method's name, and the
+    method bound to the module (calling it skips the other interceptors)."""
+    module: "Module"
+    method_name: str
+    orig_method: typing.Callable
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor):
+    """Within the context, every Module method call runs as ``interceptor(next_fun,
+    args, kwargs, context)`` (the last registered interceptor innermost).
+
+    >>> import xform, xform.numpy as jnp, xform.nn as nn
+    >>> def double(next_fun, args, kwargs, context):
+    ...   return next_fun(*args, **kwargs) * 2
+    >>> v = nn.Dense(1).init(xform.random.PRNGKey(0), jnp.ones((1, 1)))
+    >>> with nn.intercept_methods(double):
+    ...   y = nn.Dense(1).apply(v, jnp.ones((1, 1)))
+    >>> bool(y == 2 * nn.Dense(1).apply(v, jnp.ones((1, 1))))
+    True
+    """
+    _context.interceptors.append(interceptor)
+    try:
+        yield
+    finally:
+        assert _context.interceptors.pop() is interceptor
+
+
+def _run_interceptors(fun, module, args, kwargs):
+    bound = functools.partial(fun, module)
+    context = InterceptorContext(module, fun.__name__, bound)
+
+    def wrap(interceptor, next_fun):
+        @functools.wraps(next_fun)
+        def wrapped(*args, **kwargs):
+            return interceptor(next_fun, args, kwargs, context)
+        return wrapped
+    run = bound
+    for interceptor in reversed(_context.interceptors):
+        run = wrap(interceptor, run)
+    return run(*args, **kwargs)
 
 
 def nowrap(fun):
@@ -287,7 +335,10 @@ class Module:
         try:
             if add_call_info:
                 call_index = _context.call_info_stack[-1].next_index()
-            y = fun(self, *args, **kwargs)
+            if _context.interceptors:
+                y = _run_interceptors(fun, self, args, kwargs)
+            else:
+                y = fun(self, *args, **kwargs)
             if _context.capture_stack:
                 filter_fn = _context.capture_stack[-1]
                 if filter_fn and filter_fn(self, fun_name):
@@ -511,6 +562,25 @@ class Module:
                                      **kwargs)
         return v
 
+    def lazy_init(self, rngs, *args, method=None, mutable=DenyList("intermediates"),
+                  **kwargs):
+        """``init`` from input *shapes*: ``args`` may hold ``xform.ShapeDtypeStruct``
+        leaves. It runs compiled with only the variables as outputs, so XLA drops the
+        computation they do not need. NB: Flax rejects variables that depend on input
+        values; here such variables see zeros.
+
+        >>> import xform, xform.nn as nn
+        >>> x = xform.ShapeDtypeStruct((1, 3), 'float32')
+        >>> v = nn.Dense(2).lazy_init(xform.random.PRNGKey(0), x)
+        >>> v['params']['kernel'].shape
+        (3, 2)
+        """
+        concrete = lambda x: (jnp.zeros(x.shape, x.dtype)
+                              if isinstance(x, ShapeDtypeStruct) else x)
+        args, kwargs = tree_map(concrete, (args, kwargs))
+        return jit(lambda rngs, args, kwargs: self.init(
+            rngs, *args, method=method, mutable=mutable, **kwargs))(rngs, args, kwargs)
+
     def bind(self, variables, *args, rngs=None, mutable=False):
         """An interactive copy of this module with ``variables`` bound."""
         if rngs is not None and not isinstance(rngs, dict):
@@ -527,13 +597,15 @@ class Module:
 
     def tabulate(self, rngs, *args, depth=None, show_repeated=False,
                  mutable=DenyList("intermediates"), console_kwargs=None,
-                 table_kwargs=None, column_kwargs=None, compute_flops=True,
+                 table_kwargs={}, column_kwargs={}, compute_flops=False,  # noqa: B006
                  compute_vjp_flops=False, **kwargs):
-        """A text table of submodule calls: paths, input/output shapes, variables per
-        collection (counts, bytes), totals and XLA FLOPs (see ``nn.tabulate``)."""
-        from xform.nn._summary import tabulate
+        """Flax's summary table of ``init(rngs, *args, **kwargs)``: see ``nn.tabulate``."""
+        from xform.nn._summary import tabulate   # cycle: _summary records _module calls
         return tabulate(self, rngs, depth=depth, show_repeated=show_repeated,
-                        mutable=mutable, compute_flops=compute_flops)(*args, **kwargs)
+                        mutable=mutable, console_kwargs=console_kwargs,
+                        table_kwargs=table_kwargs, column_kwargs=column_kwargs,
+                        compute_flops=compute_flops,
+                        compute_vjp_flops=compute_vjp_flops)(*args, **kwargs)
 
 
 def apply(fn, module, mutable=False, capture_intermediates=False):

@@ -1,17 +1,34 @@
-"""``nn.tabulate`` / ``Module.tabulate``: a plain-text table of every module call in
-``init`` (path, class, input and output shapes, variables per collection with counts
-and bytes, totals), like Flax's, plus a FLOPs column: XLA's cost analysis of each
-call compiled on its own (``jit(...).lower(...).compile().cost_analysis()``)."""
+"""``nn.tabulate`` / ``Module.tabulate``: Flax's summary table of every module call in
+``init`` (path, module, input/output shapes, optional forward/VJP FLOPs, variables per
+collection with counts and bytes, totals).
+
+The table is built as Flax builds it (``init`` under ``eval_shape``: no compute) and,
+when ``rich`` is installed, rendered with it exactly as Flax does (same text, same
+``console_kwargs``/``table_kwargs``/``column_kwargs``); without ``rich`` a plain
+box-drawing renderer prints the same cells with the markup removed. FLOPs are XLA's
+cost analysis of each call lowered alone, as Flax reports them.
+"""
+import re
+
 import numpy as np
 
-from xform.core.trace import Tracer
 from xform.core.tree_util import tree_leaves
 from xform.nn import _module
-from xform.nn._scope import DenyList
+from xform.nn._scope import DenyList, LazyRng
+from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
+from xform.transforms.ad import vjp
+
+try:   # optional: Flax's renderer
+    import rich.console
+    import rich.table
+    import rich.text
+except ImportError:   # pragma: no cover - exercised where rich is absent
+    rich = None
 
 
 class _Call:
-    __slots__ = ("index", "path", "module", "cls", "method", "args", "kwargs", "out")
+    __slots__ = ("index", "path", "module", "method", "args", "kwargs", "out", "rngs",
+                 "mutable")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -20,7 +37,8 @@ class _Call:
 
 class _CallRecorder:
     """Pushed on the module context while tabulating: every wrapped method call lands
-    here (index taken on entry, so parents come before children)."""
+    here (index taken on entry, so parents come before children), with its inputs and
+    outputs as shapes."""
 
     def __init__(self):
         self.calls, self._next = [], 0
@@ -30,173 +48,291 @@ class _CallRecorder:
         return self._next - 1
 
     def record(self, index, module, method, args, kwargs, out):
-        self.calls.append(_Call(index=index, path=module.path, module=module.clone(),
-                                cls=type(module).__name__, method=method, args=args,
-                                kwargs=kwargs, out=out))
+        scope = module.scope
+        self.calls.append(_Call(
+            index=index, path=module.path, module=module.clone(), method=method,
+            args=_represent(args), kwargs=_represent(kwargs), out=_represent(out),
+            rngs={k: r.rng if isinstance(r, LazyRng) else r for k, r in scope.rngs.items()},
+            mutable=scope.mutable))
 
 
-def _shape_str(tree):
-    def one(x):
-        if hasattr(x, "shape") and hasattr(x, "dtype"):
-            return f"{np.dtype(x.dtype).name}[{','.join(map(str, x.shape))}]"
-        return repr(x)
-    if isinstance(tree, (tuple, list)):
-        parts = [_shape_str(x) for x in tree]
-        return parts[0] if len(parts) == 1 and isinstance(tree, tuple) else \
-            "(" + ", ".join(parts) + ")"
+def _represent(tree):
+    """Arrays (and tracers) as ``ShapeDtypeStruct``; other leaves kept."""
     if isinstance(tree, dict):
-        return "{" + ", ".join(f"{k}: {_shape_str(v)}" for k, v in tree.items()) + "}"
-    return one(tree)
+        return {k: _represent(tree[k]) for k in sorted(tree)}
+    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
+        return tuple(_represent(x) for x in tree)
+    if hasattr(tree, "shape") and hasattr(tree, "dtype") and not isinstance(
+            tree, (int, float, bool)):
+        return ShapeDtypeStruct(tuple(tree.shape), np.dtype(tree.dtype))
+    return tree
 
 
-def _own_vars(variables, path):
-    """``{collection: {name: array}}`` of the module at ``path`` (not its children)."""
+def _render_leaf(x):
+    if isinstance(x, ShapeDtypeStruct):
+        return f"[dim]{np.dtype(x.dtype).name}[/dim][{','.join(map(str, x.shape))}]"
+    return repr(x)
+
+
+def _yaml(value, top=True):
+    """Flax's cell text: the structure as block YAML (``yaml.safe_dump`` without
+    quotes) of rendered leaves."""
+    if isinstance(value, dict):
+        if not value:
+            return "" if top else "{}"
+        lines = []
+        for k, v in value.items():
+            if isinstance(v, (dict, list, tuple)) and v:
+                sub = _yaml(v, False).split("\n")
+                pad = "  " if isinstance(v, dict) else ""
+                lines += [f"{k}:"] + [pad + s for s in sub]
+            else:
+                lines.append(f"{k}: {_yaml(v, False)}")
+        return "\n".join(lines)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "" if top else "[]"
+        lines = []
+        for v in value:
+            sub = _yaml(v, False).split("\n")
+            lines += ["- " + sub[0]] + ["  " + s for s in sub[1:]]
+        return "\n".join(lines)
+    return _render_leaf(value)
+
+
+def _process_inputs(args, kwargs):
+    if args and kwargs:
+        return (*args, kwargs)
+    if args:
+        return args[0] if len(args) == 1 else args
+    return kwargs if kwargs else ()
+
+
+def _path_variables(path, variables):
     out = {}
     for col, tree in variables.items():
-        node = tree
-        for p in path:
-            node = node.get(p, {}) if isinstance(node, dict) else {}
-        leaves = {k: node[k] for k in sorted(node) if not isinstance(node[k], dict)} \
-            if isinstance(node, dict) else {}
-        if leaves:
-            out[col] = leaves
+        for name in path:
+            if not isinstance(tree, dict) or name not in tree:
+                tree = None
+                break
+            tree = tree[name]
+        if tree is not None:
+            out[col] = tree
     return out
 
 
-def _size(tree):
-    leaves = tree_leaves(tree)
-    return (sum(int(np.prod(np.shape(x))) for x in leaves),
-            sum(int(np.prod(np.shape(x))) * np.dtype(x.dtype).itemsize for x in leaves))
+def _module_variables(path, variables, all_paths):
+    """The variables at ``path`` minus those of submodules that were called."""
+    own = {col: dict(v) if isinstance(v, dict) else v
+           for col, v in _path_variables(path, variables).items()}
+    for col in own:
+        for key in list(own[col]):
+            if path + (key,) in all_paths:
+                del own[col][key]
+    return own
 
 
-def _fmt_bytes(n):
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1000
+def _size_and_bytes(tree):
+    leaves = [x for x in tree_leaves(tree) if hasattr(x, "shape")]
+    size = sum(int(np.prod(x.shape)) for x in leaves)
+    return size, sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in leaves)
 
 
-def _subtree(variables, path):
-    out = {}
-    for col, tree in variables.items():
-        node = tree
-        for p in path:
-            node = node.get(p) if isinstance(node, dict) else None
-        if node is not None:
-            out[col] = node
-    return out
+def _bytes_repr(n):
+    for scale, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+        if n > scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,} B"
 
 
-def _flops(call, variables, rngs):
-    """FLOPs of one call compiled alone, or None where it ran inside a transform."""
-    if any(isinstance(x, Tracer) for x in tree_leaves((call.args, call.kwargs))):
-        return None
-    from xform.transforms.jit import jit
-    sub = _subtree(variables, call.path)
+def _size_repr(size, nbytes):
+    return f"{size:,} [dim]({_bytes_repr(nbytes)})[/dim]" if size else ""
 
-    def f(v, args, kwargs):
-        return call.module.apply(v, *args, rngs=rngs, method=call.method, mutable=True,
-                                 **kwargs)
-    try:
-        cost = jit(f).lower(sub, call.args, call.kwargs).compile().cost_analysis()
-    except Exception:   # noqa: BLE001  (a method that cannot run alone: no figure)
-        return None
+
+def _flops(fn, *args):
+    cost = jit(fn).lower(*args).cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    return int(cost.get("flops", 0)) if cost else None
+    return int(cost["flops"]) if cost and "flops" in cost else 0
 
 
-def _render(title, header, rows, footer):
-    cells = [header] + rows + [footer]
+def _call_flops(c, compute_flops, compute_vjp_flops):
+    """Forward and VJP FLOPs of one call run alone (-1 when not asked for)."""
+    if not compute_flops and not compute_vjp_flops:
+        return -1, -1
+    is_dyn = lambda x: isinstance(x, ShapeDtypeStruct)
+    leaves = tree_leaves((c.args, c.kwargs), is_leaf=is_dyn)
+    dyn = [x for x in leaves if is_dyn(x)]
+
+    def inputs(dynamic):
+        it = iter(dynamic)
+        swap = lambda t: (
+            {k: swap(v) for k, v in t.items()} if isinstance(t, dict) else
+            tuple(swap(v) for v in t) if isinstance(t, tuple) else
+            next(it) if is_dyn(t) else t)
+        return swap((c.args, c.kwargs))
+
+    def init(rngs, dynamic):
+        args, kwargs = inputs(dynamic)
+        return c.module.init(rngs, *args, method=c.method, mutable=c.mutable, **kwargs)
+    variables = eval_shape(init, c.rngs, dyn)
+
+    def apply(variables, rngs, dynamic):
+        args, kwargs = inputs(dynamic)
+        return c.module.apply(variables, *args, rngs=rngs, method=c.method,
+                              mutable=c.mutable, **kwargs)
+    flops = _flops(apply, variables, c.rngs, dyn) if compute_flops else -1
+    vjp_flops = -1
+    if compute_vjp_flops:
+        def apply_vjp(variables, rngs, dynamic):
+            out, vjp_fn = vjp(lambda v, d: apply(v, rngs, d), variables, dynamic)
+            return vjp_fn(out)
+        vjp_flops = _flops(apply_vjp, variables, c.rngs, dyn)
+    return flops, vjp_flops
+
+
+def _table(module, rngs, args, kwargs, depth, show_repeated, compute_flops,
+           compute_vjp_flops):
+    """``(collections, rows)``: Flax's ``Table`` of one ``init``."""
+    recorder = _CallRecorder()
+    _module._context.call_info_stack.append(recorder)
+    try:
+        variables = eval_shape(lambda r: module.init(r, *args, **kwargs), rngs)
+    finally:
+        _module._context.call_info_stack.pop()
+    variables = _represent(dict(variables))
+    calls = sorted(recorder.calls, key=lambda c: c.index)
+    all_paths, visited, rows = {c.path for c in calls}, set(), []
+    for c in calls:
+        if c.path in visited or not hasattr(c.module, c.method):
+            if not show_repeated:
+                continue
+            module_vars, counted = {}, {}
+        elif depth is not None:
+            if len(c.path) > depth:
+                continue
+            module_vars = _module_variables(c.path, variables, all_paths)
+            counted = (_path_variables(c.path, variables) if len(c.path) == depth
+                       else module_vars)
+        else:
+            module_vars = counted = _module_variables(c.path, variables, all_paths)
+        visited.add(c.path)
+        rows.append((c, _process_inputs(c.args, c.kwargs), module_vars, counted,
+                     *_call_flops(c, compute_flops, compute_vjp_flops)))
+    # NB: Flax orders the collections as a set does (varies between runs); here
+    # 'params' first, then the others sorted.
+    return tuple(sorted(variables, key=lambda c: (c != "params", c))), rows
+
+
+def _strip(markup):
+    return re.sub(r"\[/?(dim|bold)\]", "", markup)
+
+
+def _render_plain(title, columns, rows, footer, caption):
+    cells = [columns] + [[_strip(c) for c in r] for r in rows] + [
+        [_strip(c) for c in footer]]
     widths = [max(len(line) for r in cells for line in r[i].split("\n"))
-              for i in range(len(header))]
+              for i in range(len(columns))]
+    rule = lambda l, m, r, f="─": l + m.join(f * (w + 2) for w in widths) + r
 
-    def line(left, mid, right, fill):
-        return left + mid.join(fill * (w + 2) for w in widths) + right
-
-    def row(r):
+    def row(r, right=()):
         parts = [c.split("\n") for c in r]
-        height = max(len(p) for p in parts)
-        return "\n".join(
-            "│" + "│".join(f" {(p[k] if k < len(p) else ''):<{w}} "
-                         for p, w in zip(parts, widths)) + "│"
-            for k in range(height))
-    out = [title.center(len(line("┌", "┬", "┐", "─"))), line("┌", "┬", "┐", "─"),
-           row(header), line("├", "┼", "┤", "═")]
-    for r in rows:
-        out += [row(r), line("├", "┼", "┤", "─")]
-    out += [row(footer), line("└", "┴", "┘", "─")]
-    return "\n".join(out)
+        return "\n".join("│" + "│".join(
+            f" {(p[k] if k < len(p) else ''):{'>' if i in right else '<'}{w}} "
+            for i, (p, w) in enumerate(zip(parts, widths))) + "│"
+            for k in range(max(len(p) for p in parts)))
+    total = len(footer) - len([c for c in footer if c and c != "Total"]) - 1
+    out = [title.center(len(rule("┏", "┳", "┓"))), rule("┏", "┳", "┓", "━"),
+           row(columns).replace("│", "┃"), rule("┡", "╇", "┩", "━")]
+    for r in cells[1:-1]:
+        out += [row(r), rule("├", "┼", "┤")]
+    width = len(rule("┏", "┳", "┓"))
+    out += [row(cells[-1], right={total}), rule("└", "┴", "┘")]
+    out += [line.center(width).rstrip() for line in _strip(caption).split("\n")]
+    return "\n" + "\n".join(out) + "\n\n"
+
+
+def _render(module, collections, rows, console_kwargs, table_kwargs, column_kwargs,
+            non_param_cols):
+    title = f"{type(module).__name__} Summary"
+    body = []
+    totals = {col: (0, 0) for col in collections}
+    for c, inputs, module_vars, counted, flops, vjp_flops in rows:
+        sizes = {col: _size_and_bytes(counted[col]) if col in counted else (0, 0)
+                 for col in collections}
+        col_reprs = []
+        for col in collections:
+            text = _yaml(module_vars[col]) if col in module_vars else ""
+            text = text + "\n\n" if text else ""
+            col_reprs.append(text + f"[bold]{_size_repr(*sizes[col])}[/bold]")
+            totals[col] = tuple(a + b for a, b in zip(totals[col], sizes[col]))
+        method = f" [dim]({c.method})[/dim]" if c.method not in ("__call__",
+                                                                "<lambda>") else ""
+        values = {"inputs": inputs, "outputs": c.out, "flops": flops,
+                  "vjp_flops": vjp_flops}
+        body.append(["/".join(c.path), type(c.module).__name__ + method]
+                    + [_yaml(values[k]) if k in ("inputs", "outputs") else str(values[k])
+                       for k in non_param_cols[2:]] + col_reprs)
+    caption = "\nTotal Parameters: " + _size_repr(*(sum(v[i] for v in totals.values())
+                                                     for i in (0, 1)))
+    footer = [""] * (len(non_param_cols) - 1) + ["Total"] + [
+        _size_repr(*totals[col]) for col in collections]
+    columns = list(non_param_cols) + list(collections)
+    if rich is None:
+        return _render_plain(title, columns, body, footer, caption)
+    table = rich.table.Table(show_header=True, show_lines=True, show_footer=True,
+                             title=title, **table_kwargs)
+    for col in columns:
+        table.add_column(col, **column_kwargs)
+    for r in body:
+        table.add_row(*r)
+    table.columns[len(non_param_cols) - 1].footer = rich.text.Text.from_markup(
+        "Total", justify="right")
+    for i, col in enumerate(collections):
+        table.columns[len(non_param_cols) + i].footer = footer[len(non_param_cols) + i]
+    table.caption_style = "bold"
+    table.caption = caption
+    kwargs = {"force_terminal": True, "force_jupyter": False, **(console_kwargs or {})}
+    import io
+    f = io.StringIO()
+    rich.console.Console(file=f, **kwargs).print(table)
+    return "\n" + f.getvalue() + "\n"
 
 
 def tabulate(module, rngs, depth=None, show_repeated=False,
-             mutable=DenyList("intermediates"), console_kwargs=None, table_kwargs=None,
-             column_kwargs=None, compute_flops=True, compute_vjp_flops=False, **kwargs):
-    """Returns ``fn(*args, **kw) -> str``: the summary table of ``module.init(rngs,
-    *args, **kw)``.
+             mutable=DenyList("intermediates"), console_kwargs=None, table_kwargs={},
+             column_kwargs={}, compute_flops=False, compute_vjp_flops=False,
+             **kwargs):  # noqa: B006
+    """Returns ``fn(*args, **kw) -> str``: Flax's summary table of
+    ``module.init(rngs, *args, **kw)`` (run under ``eval_shape``: no compute).
 
     Args:
       module: the module to summarize.
       rngs: the key (or dict of streams) passed to ``init``.
-      depth: rows only for paths at most this deep (None: all).
+      depth: rows only for paths at most this deep; the deepest rows count their
+        submodules' variables (None: all rows).
       show_repeated: also list repeated calls of the same module.
       mutable: collections created by ``init`` (as ``init``).
-      compute_flops: add XLA's FLOPs of each call's forward pass (beyond Flax's
-        default; Flax's ``compute_flops=True``).
+      console_kwargs: for ``rich.console.Console`` (e.g. ``{'width': 120}``).
+      table_kwargs, column_kwargs: for ``rich.table.Table`` and its columns.
+      compute_flops, compute_vjp_flops: add XLA's FLOPs of each call's forward
+        pass / VJP.
       **kwargs: forwarded to ``init`` (e.g. ``method=``).
 
     >>> import xform, xform.numpy as jnp, xform.nn as nn
-    >>> table = nn.tabulate(nn.Dense(3), xform.random.PRNGKey(0))(jnp.ones((2, 4)))
+    >>> table = nn.tabulate(nn.Dense(3), xform.random.PRNGKey(0),
+    ...                     console_kwargs={'force_terminal': False})(jnp.ones((2, 4)))
     >>> 'Total Parameters: 15 (60 B)' in table
     True
     """
-    del console_kwargs, table_kwargs, column_kwargs, compute_vjp_flops
+    if mutable != DenyList("intermediates"):
+        kwargs["mutable"] = mutable
 
     def run(*args, **call_kwargs):
-        recorder = _CallRecorder()
-        _module._context.call_info_stack.append(recorder)
-        try:
-            variables = module.init(rngs, *args, mutable=mutable, **kwargs,
-                                    **call_kwargs)
-        finally:
-            _module._context.call_info_stack.pop()
-        calls = sorted(recorder.calls, key=lambda c: c.index)
-        seen, rows_calls = set(), []
-        for c in calls:
-            if depth is not None and len(c.path) > depth:
-                continue
-            if not show_repeated and c.path in seen:
-                continue
-            seen.add(c.path)
-            rows_calls.append(c)
-        cols = sorted({col for c in rows_calls for col in _own_vars(variables, c.path)})
-        header = ["path", "module", "inputs", "outputs"] + \
-            (["flops"] if compute_flops else []) + cols
-        stream = rngs if isinstance(rngs, dict) else {"params": rngs}
-        rows = []
-        for c in rows_calls:
-            name = c.cls if c.method == "__call__" else f"{c.cls}.{c.method}"
-            ins = c.args[0] if len(c.args) == 1 and not c.kwargs else (c.args, c.kwargs) \
-                if c.kwargs else c.args
-            r = ["/".join(c.path), name, _shape_str(ins), _shape_str(c.out)]
-            if compute_flops:
-                f = _flops(c, variables, stream)
-                r.append("-" if f is None else str(f))
-            own = _own_vars(variables, c.path)
-            for col in cols:
-                vs = own.get(col)
-                if not vs:
-                    r.append("")
-                    continue
-                n, b = _size(vs)
-                r.append("\n".join(f"{k}: {_shape_str(v)}" for k, v in vs.items())
-                         + f"\n\n{n} ({_fmt_bytes(b)})")
-            rows.append(r)
-        footer = [""] * (4 + bool(compute_flops)) + [
-            "{} ({})".format(*(lambda nb: (nb[0], _fmt_bytes(nb[1])))(
-                _size(variables.get(col, {})))) for col in cols]
-        footer[3 + bool(compute_flops)] = "Total"
-        total_n, total_b = _size({k: v for k, v in variables.items()})
-        title = f"{type(module).__name__} Summary"
-        return (_render(title, header, rows, footer)
-                + f"\n\nTotal Parameters: {total_n} ({_fmt_bytes(total_b)})\n")
+        collections, rows = _table(module, rngs, args, {**call_kwargs, **kwargs}, depth,
+                                   show_repeated, compute_flops, compute_vjp_flops)
+        cols = ["path", "module", "inputs", "outputs"] + (
+            ["flops"] if compute_flops else []) + (
+            ["vjp_flops"] if compute_vjp_flops else [])
+        return _render(module, collections, rows, console_kwargs, table_kwargs,
+                       column_kwargs, cols)
     return run

@@ -1,5 +1,5 @@
-"""Lifted transformations: ``nn.jit``, ``nn.vmap``, ``nn.scan``, ``nn.remat`` over
-xform's own ``jit``/``vmap``/``lax.scan``/``checkpoint``.
+"""Lifted transformations: ``nn.vmap``, ``nn.scan``, ``nn.remat`` over xform's own
+``vmap``/``lax.scan``/``checkpoint`` (``nn.jit``: ``_lifted_jit``).
 
 Lifting (as Flax's ``core/lift.py``): the scopes a transformed call touches (the
 module's own and those of submodule fields, e.g. an RNN's cell) are *packed* into
@@ -13,8 +13,9 @@ mapped index / scan step, and ``nn.jit`` first forks each stream with ``make_rng
 
 ``nn.scan``'s broadcast variables (e.g. params shared by all steps, created at init)
 are computed by a first call of the body outside the loop (Flax traces it with
-partial evaluation), then fed to every step. NB: Flax rejects a broadcast variable
-that depends on the carry; here it silently takes the first step's value.
+partial evaluation), then fed to every step, and so are broadcast outputs
+(``out_axes=nn.broadcast``). NB: Flax rejects a broadcast variable or output that
+depends on the carry; here it silently takes the first step's value.
 """
 import dataclasses
 import functools
@@ -29,10 +30,9 @@ from xform.nn._module import Module, _State, _wrap_method
 from xform.nn._scope import (DenyList, LazyRng, Scope, broadcast, in_filter,
                              union_filters)
 from xform.transforms.checkpoint import checkpoint as _checkpoint
-from xform.transforms.jit import jit as _jit
 from xform.transforms.vmap import vmap as _vmap
 
-__all__ = ["broadcast", "jit", "remat", "checkpoint", "scan", "vmap"]
+__all__ = ["broadcast", "remat", "checkpoint", "scan", "vmap"]
 
 register_pytree_node(LazyRng, lambda r: ((r.rng,), r.suffix),
                      lambda suffix, kids: LazyRng(kids[0], suffix))
@@ -88,10 +88,11 @@ class _Pack:
         rs = [_group(s.rngs, rng_filters) for s in self.scopes]
         self.rng_groups = tuple(zip(*rs)) or ((),) * len(rng_filters)
 
-    def scope_fn(self, variable_groups, rng_groups):
+    def scope_fn(self, variable_groups, rng_groups, mutable_filter=True):
         mutable = False
         for f in self.out_filters:
             mutable = union_filters(mutable, f)
+        mutable = _intersect(mutable, mutable_filter)
         inner = {}
         for i, s in enumerate(self.scopes):
             variables, rngs = {}, {}
@@ -242,8 +243,23 @@ def _move_axes(axes, tree, to_front):
                     f"got {axes!r}")
 
 
+def _broadcast_parts(axes, tree, first=None):
+    """``tree`` with its ``nn.broadcast`` parts (``axes``: a prefix tree) replaced by
+    ``first``'s (by ``()`` when ``first`` is None)."""
+    if axes is broadcast:
+        return () if first is None else first
+    if isinstance(axes, (tuple, list)):
+        firsts = [None] * len(axes) if first is None else first
+        return type(tree)(_broadcast_parts(a, t, f) for a, t, f in zip(axes, tree, firsts))
+    if isinstance(axes, dict):
+        return {k: _broadcast_parts(axes[k], tree[k], None if first is None else first[k])
+                for k in tree}
+    return tree
+
+
 def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs,
-               in_axes, out_axes, length, reverse, unroll, metadata_params):
+               in_axes, out_axes, length, reverse, unroll, data_transform,
+               metadata_params):
     v_in, v_out = _split_in_out(dict(variable_axes))
     v_groups, v_in_axes, v_out_axes = tuple(v_in), tuple(v_in.values()), \
         tuple(v_out.values())
@@ -267,7 +283,10 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
             cvars, c = carry
             rgs = tuple(rt if s else g for rt, g, s in zip(rngs_t, rng_groups, r_splits))
             a = tuple(arg if ax is broadcast else x for arg, ax, x in zip(args, axes, xs_t))
-            scopes = p.scope_fn((bcast_in, cvars) + tuple(scan_vars_t), rgs)
+            groups = (bcast_in, cvars) + tuple(scan_vars_t)
+            if data_transform is not None:
+                groups, rgs = data_transform(groups, rgs)
+            scopes = p.scope_fn(groups, rgs)
             c, y = fn(scopes, c, *a)
             out = p.repack(scopes)
             bout = out[0]
@@ -277,18 +296,17 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
             return bout, (out[1], c), (y, out[2:])
 
         pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
-        bcast_out, _, _ = body(bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
-                               tree_map(pick, step_rngs), tree_map(pick, xs))
+        bcast_out, _, (y_first, _) = body(
+            bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
+            tree_map(pick, step_rngs), tree_map(pick, xs))
 
         def loop(carry, per):
-            _, carry, ys = body(bcast_out, carry, *per)
-            return carry, ys
+            _, carry, (y, scan_out) = body(bcast_out, carry, *per)
+            return carry, (_broadcast_parts(out_axes, y), scan_out)
         (carry_vars, c), (ys, scan_out) = lax.scan(
             loop, (carry_vars, init), (scan_vars, step_rngs, xs), length=n,
             reverse=reverse, unroll=unroll)
-        if out_axes is broadcast:
-            raise NotImplementedError("nn.scan(out_axes=nn.broadcast) is not supported.")
-        ys = _move_axes(out_axes, ys, False)
+        ys = _broadcast_parts(out_axes, _move_axes(out_axes, ys, False), y_first)
         scan_out = tuple(meta.add_axis(_move_axes(ax, g, False), ax, metadata_params)
                          for g, ax in zip(scan_out, v_out_axes))
         return (c, ys), (bcast_out, carry_vars) + scan_out
@@ -304,21 +322,6 @@ def _core_remat(fn, variables, rngs, prevent_cse, static_argnums, policy):
         return _checkpoint(rematted, prevent_cse=prevent_cse, policy=policy,
                            static_argnums=tuple(i + 2 for i in static_argnums))(
             variable_groups, rng_groups, *args)
-    return _pack(core, (variables,), (variables,), (rngs,))
-
-
-def _core_jit(fn, variables, rngs, static_argnums, static_argnames, donate_argnums):
-    def core(p, variable_groups, rng_groups, *args, **kwargs):
-        rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
-                              is_leaf=lambda r: isinstance(r, LazyRng))
-
-        def jitted(variable_groups, rng_groups, *args, **kwargs):
-            scopes = p.scope_fn(variable_groups, rng_groups)
-            return fn(scopes, *args, **kwargs), p.repack(scopes)
-        return _jit(jitted, static_argnums=tuple(i + 2 for i in static_argnums),
-                    static_argnames=static_argnames,
-                    donate_argnums=tuple(i + 2 for i in donate_argnums))(
-            variable_groups, rng_groups, *args, **kwargs)
     return _pack(core, (variables,), (variables,), (rngs,))
 
 
@@ -467,7 +470,7 @@ def _lift(core_transform, target, methods=None, fork=False):
     return type(prefix + target.__name__, (target,), fns)
 
 
-def _lift_method(core_transform, fn, module_class, fork):
+def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
     @functools.wraps(fn)
     def wrapped(self, *args, **kwargs):
         if self.scope is None:
@@ -475,18 +478,26 @@ def _lift_method(core_transform, fn, module_class, fork):
             raise errors.CallCompactUnboundModuleError(type(self).__name__)
         state = _export(self._state)
 
+        @functools.wraps(fn)   # nn.jit caches its trace per wrapped method
         def core_fn(scopes, *args, **kwargs):
             base = self
             if module_class is not None:   # a fresh instance of the untransformed class
                 base = module_class(parent=None, **_attrs(self))
-            cloned, args, kwargs = _set_module_scopes(base, args, kwargs, scopes)
+            if multi_scope:
+                cloned, args, kwargs = _set_module_scopes(base, args, kwargs, scopes)
+            else:   # lifted over the module's own scope only (Flax's multi_scope=False)
+                cloned = base.clone(parent=scopes[0])
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *args, **kwargs)
             _reimport(self._state, cloned._state)
             return res
+        core_fn.module = self   # nn.jit's cache key: the module's fingerprint
         with _fork_rngs(self, fork):
             trafo = core_transform(core_fn)
-            scopes, args, kwargs = _module_scopes(self, args, kwargs)
+            if multi_scope:
+                scopes, args, kwargs = _module_scopes(self, args, kwargs)
+            else:
+                scopes = [self.scope]
             return trafo(scopes, *args, **kwargs)
     return wrapped
 
@@ -538,7 +549,10 @@ def scan(target, variable_axes={}, variable_broadcast=False,  # noqa: B006
         RNN cell).
       variable_carry: collections threaded through the steps.
       split_rngs: ``{stream_filter: bool}``: a different key per step.
-      in_axes, out_axes: scanned axis of xs / ys (``nn.broadcast``: not scanned).
+      in_axes, out_axes: scanned axis of xs / ys (``nn.broadcast``: not scanned; a
+        broadcast output is the first step's, so it must not depend on the loop).
+      data_transform: ``(variable_groups, rng_groups) -> (variable_groups,
+        rng_groups)`` applied to each step's raw groups before the scopes are built.
       length, reverse, unroll: as ``lax.scan``.
 
     >>> import xform, xform.numpy as jnp, xform.nn as nn
@@ -553,13 +567,11 @@ def scan(target, variable_axes={}, variable_broadcast=False,  # noqa: B006
     (2, 3)
     """
     del _split_transpose, check_constancy_invariants
-    if data_transform is not None:
-        raise NotImplementedError("nn.scan(data_transform=...) is not supported.")
 
     def core(fn):
         return _core_scan(fn, variable_axes, variable_broadcast, variable_carry,
                           split_rngs, in_axes, out_axes, length, reverse, unroll,
-                          metadata_params)
+                          data_transform, metadata_params)
     return _lift(_named("Scan", core), target, methods)
 
 
@@ -585,25 +597,3 @@ def checkpoint(target, variables=True, rngs=True, concrete=False, prevent_cse=Tr
 
 remat = checkpoint
 
-
-def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=(),
-        donate_argnums=(), device=None, backend=None, methods=None):
-    """Compiles a Module class or method with ``xform.jit`` (lifted); rng streams are
-    forked first, as Flax does. ``static_argnums`` count ``self`` as argument 0.
-
-    NB: the lifted function is re-traced at every call (Flax caches per module
-    hash); under an outer ``xform.jit`` that costs nothing.
-
-    >>> import xform, xform.numpy as jnp, xform.nn as nn
-    >>> v = nn.jit(nn.Dense)(2).init(xform.random.PRNGKey(0), jnp.ones((1, 3)))
-    >>> v['params']['kernel'].shape
-    (3, 2)
-    """
-    del device, backend
-    norm = lambda n: (n,) if isinstance(n, int) else tuple(n)
-    snums = tuple(i - 1 for i in norm(static_argnums) if i > 0)
-    dnums = tuple(i - 1 for i in norm(donate_argnums) if i > 0)
-
-    def core(fn):
-        return _core_jit(fn, variables, rngs, snums, static_argnames, dnums)
-    return _lift(_named("Jit", core), target, methods, fork=True)
