@@ -37,6 +37,8 @@ class Primitive:
         trace = _context.trace
         if trace is eval_trace:  # eager: straight to impl (one frame less per op)
             return self.impl(*args, **params)
+        if _context.vma is not None:  # inside shard_map(check_vma=True): implicit pvary
+            args = _context.vma.match(self, args, params)
         return trace.process_primitive(self, args, params)
 
     def def_impl(self, impl):
@@ -48,7 +50,10 @@ class Primitive:
         return rule
 
     def abstract_eval(self, *avals, **params):
-        return self._abstract_eval(*avals, **params)
+        out = self._abstract_eval(*avals, **params)
+        if _context.vma is not None:  # the outputs' varying manual axes
+            out = _context.vma.type_outputs(self, avals, params, out)
+        return out
 
     def __repr__(self):
         return self.name
@@ -102,6 +107,7 @@ def check_no_tracers(prim, args):
 class _Context(threading.local):
     def __init__(self):
         self.trace = eval_trace
+        self.vma = None  # the vma rules (``xform.lax.vma``) while they apply
 
 
 eval_trace = EvalTrace()

@@ -12,6 +12,7 @@ import itertools
 
 import numpy as np
 
+from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -185,13 +186,25 @@ def _pminmax_jvp(prim):
         if type(t) is ad.Zero:
             return out, ad.Zero(get_aval(out).to_tangent_aval())
         hit = _ew.convert_element_type(_ew.eq(x, out), get_aval(t).dtype)
-        num = psum_p.bind(_ew.mul(t, hit), **params)
-        return out, _ew.div(num, psum_p.bind(hit, **params))
+        sum_p = _sum_prim()
+        num = sum_p.bind(_ew.mul(t, hit), **params)
+        return out, _ew.div(num, sum_p.bind(hit, **params))
     ad.primitive_jvps[prim] = jvp
 
 
 _pminmax_jvp(pmax_p)
 _pminmax_jvp(pmin_p)
+
+
+def _sum_prim(axis_index_groups=None):
+    """psum's primitive: ``psum_invariant`` inside ``shard_map(check_vma=True)``."""
+    if _trace._context.vma is None:
+        return psum_p
+    if axis_index_groups is not None:
+        raise NotImplementedError("psum with axis_index_groups inside shard_map with "
+                                  "check_vma=True; pass check_vma=False to shard_map")
+    from xform.lax.vma import psum_invariant_p
+    return psum_invariant_p
 
 
 def _reduce(prim, x, axis_name, axis_index_groups):
@@ -220,7 +233,7 @@ def psum(x, axis_name, *, axis_index_groups=None):
     >>> xform.vmap(lambda x: xform.lax.psum(x, 'i'), axis_name='i')(jnp.arange(3.0))
     Array([3., 3., 3.], dtype=float32)
     """
-    return _reduce(psum_p, x, axis_name, axis_index_groups)
+    return _reduce(_sum_prim(axis_index_groups), x, axis_name, axis_index_groups)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):

@@ -1,0 +1,177 @@
+"""Varying manual axes (``shard_map(check_vma=True)``): pvary, psum_invariant, pcast.
+
+Inside such a body every aval carries ``vma``, the mesh axes its value may vary over
+(inputs: the axes their in_spec names). While the body (and every retrace of it by
+jvp, partial evaluation, transpose) is traced, ``trace._context.vma`` holds
+:data:`RULES`: ``Primitive.bind`` makes the operands of an op agree by binding
+``pvary`` on the invariant ones (``match``), and ``abstract_eval`` types the results
+(``type_outputs``). ``pvary`` is the identity whose transpose is ``psum``; ``psum``
+there binds ``psum_invariant`` (varying -> invariant) whose transpose is ``pvary``.
+So the cotangent of a replicated input is summed over the devices, as in JAX.
+"""
+import contextlib
+
+from xform.core import trace as _trace
+from xform.core.avals import ShapedArray
+from xform.core.trace import get_aval
+from xform.interpreters import ad, batching, mlir
+from xform.lax import collectives as _coll
+from xform.lax._prim import standard_primitive
+
+hlo = mlir.hlo
+
+
+def _vma(x):
+    return getattr(get_aval(x), "vma", frozenset())
+
+
+def _has_jaxpr(params):
+    from xform.core.jaxpr import ClosedJaxpr, Jaxpr
+    for v in params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, (ClosedJaxpr, Jaxpr)):
+                return True
+    return False
+
+
+class _Rules:
+    """Implicit ``pvary`` before a bind and the vma of its results."""
+
+    def __init__(self, order):
+        self.order = tuple(order)  # the mesh's axis names, to order pvary's axes
+
+    def ordered(self, names):
+        return (tuple(n for n in self.order if n in names)
+                + tuple(n for n in names if n not in self.order))
+
+    def match(self, prim, args, params):
+        if prim in _COLLECTIVES:  # a collective over axes the operand is invariant on
+            need = frozenset(params["axis_name"])
+            return [pvary_p.bind(x, axes=self.ordered(need - v))
+                    if need - (v := _vma(x)) else x for x in args]
+        if prim in _OWN_RULES or len(args) < 2 or _has_jaxpr(params):
+            return args
+        vmas = [_vma(x) for x in args]
+        union = frozenset().union(*vmas)
+        if all(v == union for v in vmas):
+            return args
+        return [x if v == union else pvary_p.bind(x, axes=self.ordered(union - v))
+                for x, v in zip(args, vmas)]
+
+    def type_outputs(self, prim, avals, params, out):
+        rule = _OWN_RULES.get(prim) or _COLLECTIVES.get(prim)
+        if rule is not None:
+            vma = rule(avals, params)
+        elif _has_jaxpr(params):  # a call/loop: its jaxpr typed the results already
+            return out
+        else:
+            vma = frozenset().union(*[getattr(a, "vma", frozenset()) for a in avals])
+
+        def typed(a):
+            return a.update(vma=vma) if type(a) is ShapedArray and a.vma != vma else a
+        return [typed(a) for a in out] if isinstance(out, (list, tuple)) else typed(out)
+
+
+@contextlib.contextmanager
+def vma_mode(axis_names):
+    """Track varying manual axes over ``axis_names`` (None: stop tracking)."""
+    prev = _trace._context.vma
+    _trace._context.vma = None if axis_names is None else _Rules(axis_names)
+    try:
+        yield
+    finally:
+        _trace._context.vma = prev
+
+
+def active():
+    return _trace._context.vma is not None
+
+
+# ---- pvary: invariant -> varying (identity; transpose psum) ----
+
+pvary_p = standard_primitive("pvary", lambda x, *, axes: x)
+pvary_p.def_impl(lambda x, *, axes: x)  # (only reached by evaluating a body's jaxpr)
+mlir.register_lowering(pvary_p, lambda ctx, x, *, axes: x)
+ad.deflinear(pvary_p, lambda ct, x, *, axes: [
+    psum_invariant_p.bind(ct, axis_name=axes, axis_index_groups=None)])
+batching.primitive_batchers[pvary_p] = lambda vals, dims, *, axes: (
+    pvary_p.bind(vals[0], axes=axes), dims[0])
+
+
+# ---- psum_invariant: psum of a varying value (transpose pvary) ----
+
+psum_invariant_p = standard_primitive("psum_invariant", lambda x, **_: x)
+mlir.register_lowering(psum_invariant_p, _coll._all_reduce_lowering(hlo.add))
+ad.deflinear(psum_invariant_p, lambda ct, x, *, axis_name, axis_index_groups: [
+    pvary_p.bind(ct, axes=axis_name)])
+batching.primitive_batchers[psum_invariant_p] = lambda vals, dims, **p: (
+    psum_invariant_p.bind(vals[0], **p), dims[0])
+batching.collective_batchers[psum_invariant_p] = (  # values as psum's
+    lambda *a, **p: batching.collective_batchers[_coll.psum_p](*a, **p))
+
+
+def psum_invariant(x, axis_name):
+    """``psum`` of one array inside a ``check_vma`` body: axes ``x`` is invariant
+    over are made varying first (the sum then multiplies by their size, as JAX)."""
+    return psum_invariant_p.bind(x, axis_name=axis_name, axis_index_groups=None)
+
+
+def _minus_axes(avals, params):
+    return avals[0].vma - frozenset(params["axis_name"])
+
+
+_OWN_RULES = {
+    pvary_p: lambda avals, p: avals[0].vma | frozenset(p["axes"]),
+    _coll.axis_index_p: lambda avals, p: frozenset(p["axis_name"]),
+}
+_COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplies)
+    psum_invariant_p: _minus_axes,
+    _coll.psum_p: _minus_axes,
+    _coll.pmax_p: _minus_axes,
+    _coll.pmin_p: _minus_axes,
+    _coll.all_gather_p: lambda avals, p: avals[0].vma,
+    _coll.reduce_scatter_p: lambda avals, p: avals[0].vma,
+    _coll.all_to_all_p: lambda avals, p: avals[0].vma,
+    _coll.ppermute_p: lambda avals, p: avals[0].vma,
+}
+
+
+def pcast(x, axis_name, *, to):
+    """Change the varying-manual-axes type of ``x`` (a pytree) inside ``shard_map``:
+    ``to='varying'`` marks an invariant value as varying over ``axis_name`` (a no-op
+    on values whose transpose is a ``psum``). Outside ``check_vma`` it is a no-op.
+
+    >>> import xform, xform.numpy as jnp
+    >>> from xform.sharding import PartitionSpec as P
+    >>> mesh = xform.make_mesh((2,), ('i',))
+    >>> f = xform.shard_map(lambda w: xform.lax.pcast(w, 'i', to='varying'), mesh=mesh,
+    ...                     in_specs=P(), out_specs=P('i'))
+    >>> f(jnp.ones(2))
+    Array([1., 1., 1., 1.], dtype=float32)
+    """
+    from xform.core import tree_util
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
+    axes = _coll._names(axis_name)
+    if not axis_name:
+        return x
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'unreduced', 'reduced', 'varying'}")
+    _coll._bound_size(axes)
+    if not active():
+        return x
+
+    def one(leaf):
+        vma = _vma(leaf)
+        state = {"varying" if a in vma else "invarying" for a in axes}
+        if len(state) > 1:
+            raise ValueError(f"jax.lax.pcast can only accept axis_name which corresponds "
+                             f"to one of varying, unreduced, reduced or invarying state of "
+                             f"the input. Got input type: {get_aval(leaf).str_short()}, "
+                             f"axes: {axes} and input state: {state}")
+        from_ = state.pop()
+        if (from_, to) != ("invarying", "varying"):
+            raise ValueError(f"Unsupported pcast from={from_}, to={to!r}")
+        return pvary_p.bind(leaf, axes=_trace._context.vma.ordered(axes))
+    return tree_util.tree_map(one, x)
