@@ -104,9 +104,9 @@ def test_errors():
         NamedSharding(MESH2, P("z"))
 
 
-@pytest.mark.parametrize("name", ["xform.lax.collectives", "xform.transforms.pmap",
-                                  "xform.transforms.shard_map", "xform.sharding",
-                                  "xform.distributed"])
+@pytest.mark.parametrize("name", ["xform.lax.collectives", "xform.lax.vma",
+                                  "xform.transforms.pmap", "xform.transforms.shard_map",
+                                  "xform.sharding", "xform.distributed"])
 def test_docstring_examples(name):
     import doctest
     import importlib
