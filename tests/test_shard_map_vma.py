@@ -53,6 +53,8 @@ def _cases(lib, check_vma):
             lax.ppermute(x * w[0], "i", [(0, 1), (1, 2), (2, 3), (3, 0)])
             * lax.axis_index("i") + lax.all_gather(w[1] * x, "i")[1]))(w),
             (P(), P("i")), P())(W, X),
+        "all_gather_invariant": lambda: j.grad(lambda x: np_.sum(np_.sin(sm(
+            lambda x: lax.all_gather(x * 2, "i", axis=1, to="invarying"), P("i"), P())(x))))(X),
         "psum_of_invariant": lambda: j.grad(
             lambda w: sm(lambda w: lax.psum(w * w, "i"), P(), P())(w).sum())(W),
     }
@@ -61,7 +63,8 @@ def _cases(lib, check_vma):
 @pytest.mark.parametrize("check_vma", [True, False])
 def test_gradients_match_jax(check_vma):
     want, got = _cases("jax", check_vma), _cases("xform", check_vma)
-    for name in want if check_vma else ["inner_grad", "inner_grad_psum"]:
+    for name in want if check_vma else ["inner_grad", "inner_grad_psum",
+                                        "all_gather_invariant"]:
         e = jax.tree_util.tree_map(np.asarray, want[name]())
         r = jax.tree_util.tree_map(np.asarray, got[name]())
         jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(

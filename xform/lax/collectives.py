@@ -385,9 +385,12 @@ ad.deflinear(all_gather_p, lambda ct, x, *, axis_name, axis_index_groups, axis_s
                                            tiled=tiled)])
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
+               to="varying"):
     """Gather ``x`` from every member of the named axis, stacked along ``axis`` (or
-    concatenated along it with ``tiled=True``).
+    concatenated along it with ``tiled=True``). Inside ``shard_map`` the result varies
+    over the axis (its transpose is ``psum_scatter``); ``to='invarying'`` makes it
+    invariant (transpose: each member's own slice).
 
     >>> import xform, xform.numpy as jnp
     >>> xform.vmap(lambda x: xform.lax.all_gather(x, 'i'), axis_name='i')(jnp.arange(2.0))
@@ -397,6 +400,10 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     size = _bound_size(names, groups)
+    prim = all_gather_p
+    if to != "varying":
+        from xform.lax.vma import all_gather_prim
+        prim = all_gather_prim(to, groups)
 
     def one(v):
         aval = get_aval(v)
@@ -404,8 +411,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         if not -ndim <= axis < max(ndim, 1):
             raise ValueError(f"all_gather axis {axis} is out of bounds for an operand of "
                              f"shape {aval.shape} (tiled={tiled})")
-        return all_gather_p.bind(v, axis_name=names, axis_index_groups=groups,
-                                 axis_size=size, axis=axis % max(ndim, 1), tiled=tiled)
+        return prim.bind(v, axis_name=names, axis_index_groups=groups,
+                         axis_size=size, axis=axis % max(ndim, 1), tiled=tiled)
     return tree_util.tree_map(one, x)
 
 

@@ -116,6 +116,39 @@ def psum_invariant(x, axis_name):
     return psum_invariant_p.bind(x, axis_name=axis_name, axis_index_groups=None)
 
 
+# ---- all_gather_invariant: all_gather(..., to='invarying') (transpose: own slice) ----
+
+def all_gather_prim(to, axis_index_groups):
+    """``all_gather``'s primitive for ``to`` other than ``'varying'``."""
+    if to not in ("varying", "reduced", "invarying"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                         "values are: {'varying', 'reduced', 'invarying'}")
+    if to == "reduced" or axis_index_groups is not None:
+        raise NotImplementedError(f"all_gather with to={to!r}"
+                                  + (" and axis_index_groups" if axis_index_groups else ""))
+    return all_gather_invariant_p
+
+
+def _all_gather_invariant_transpose(ct, x, *, axis_name, axis_index_groups, axis_size,
+                                    axis, tiled):
+    from xform.lax import dynamic_slicing, shapes
+    size = get_aval(ct).shape[axis] // axis_size
+    idx = _coll.axis_index_p.bind(axis_name=axis_name)
+    out = dynamic_slicing.dynamic_slice_in_dim(ct, idx * size, size, axis=axis)
+    return [out if tiled else shapes.squeeze(out, (axis,))]
+
+
+all_gather_invariant_p = standard_primitive(  # (all_gather's params, groups None)
+    "all_gather_invariant", _coll._all_gather_abstract_eval)
+mlir.register_lowering(all_gather_invariant_p, _coll._all_gather_lowering)
+ad.deflinear(all_gather_invariant_p, _all_gather_invariant_transpose)
+batching.collective_batchers[all_gather_invariant_p] = (  # values as all_gather's
+    lambda *a, **p: batching.collective_batchers[_coll.all_gather_p](*a, **p))
+batching.primitive_batchers[all_gather_invariant_p] = lambda vals, dims, *, axis, **p: (
+    all_gather_invariant_p.bind(batching.moveaxis(vals[0], dims[0], 0), axis=axis + 1,
+                                **p), 0)
+
+
 def _minus_axes(avals, params):
     return avals[0].vma - frozenset(params["axis_name"])
 
@@ -127,6 +160,7 @@ _OWN_RULES = {
 _COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplies)
     psum_invariant_p: _minus_axes,
     _coll.psum_p: _minus_axes,
+    all_gather_invariant_p: _minus_axes,
     _coll.pmax_p: _minus_axes,
     _coll.pmin_p: _minus_axes,
     _coll.all_gather_p: lambda avals, p: avals[0].vma,
