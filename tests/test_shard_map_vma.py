@@ -80,11 +80,18 @@ def test_vma_types_errors_and_pcast():
         seen.update(x=xform.typeof(x).mat.varying, w=xform.typeof(w).vma,
                     wx=xform.typeof(w * x).vma, psum=xform.typeof(lax.psum(x, "i")).vma,
                     gather=xform.typeof(lax.all_gather(x, "i")).vma,
-                    idx=xform.typeof(lax.axis_index("i")).vma)
+                    idx=xform.typeof(lax.axis_index("i")).vma,
+                    like=xform.typeof(xnp.zeros_like(x)).vma,
+                    inv=xform.typeof(lax.all_gather(x, "i", to="invarying")).vma)
+        with pytest.raises(ValueError, match=r"unexpected JAX type .* for argument to VJP "
+                                             r"function: got f32\[2,3\], but expected "
+                                             r"f32\[2,3\]\{V:i\}"):
+            xform.vjp(lambda w: w * x, w)[1](w)
         return w
     xform.shard_map(body, mesh=mesh, in_specs=(P(), P("i")), out_specs=P())(W, X)
     i = frozenset({"i"})
-    assert seen == dict(x=i, w=frozenset(), wx=i, psum=frozenset(), gather=i, idx=i)
+    assert seen == dict(x=i, w=frozenset(), wx=i, psum=frozenset(), gather=i, idx=i,
+                        like=i, inv=frozenset())
     sm = lambda f, o, **kw: xform.shard_map(f, mesh=mesh, in_specs=(P(), P("i")),
                                             out_specs=o, **kw)
     with pytest.raises(ValueError, match=r"(?s)out_specs\[1\]\['a'\] is PartitionSpec\(\) "

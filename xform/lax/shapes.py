@@ -5,6 +5,7 @@ import operator
 import numpy as np
 
 from xform.core import dtypes
+from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -102,8 +103,10 @@ def full(shape, fill_value, dtype=None):
 def full_like(x, fill_value, dtype=None, shape=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``."""
     aval = get_aval(x)
-    return full(aval.shape if shape is None else shape, fill_value,
-                aval.dtype if dtype is None else dtype)
+    out = full(aval.shape if shape is None else shape, fill_value,
+               aval.dtype if dtype is None else dtype)
+    vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
+    return out if vma is None else vma.like(out, x)
 
 
 def zeros_like_array(x):

@@ -15,6 +15,7 @@ from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
+from xform.interpreters import callback as _callback
 from xform.lax import collectives as _coll
 from xform.lax._prim import standard_primitive
 
@@ -57,6 +58,11 @@ class _Rules:
             return args
         return [x if v == union else pvary_p.bind(x, axes=self.ordered(union - v))
                 for x, v in zip(args, vmas)]
+
+    def like(self, val, x):
+        """``val`` (e.g. ``full_like(x, ...)``) varying over the axes ``x`` varies over."""
+        missing = _vma(x) - _vma(val)
+        return pvary_p.bind(val, axes=self.ordered(missing)) if missing else val
 
     def type_outputs(self, prim, avals, params, out):
         rule = _OWN_RULES.get(prim) or _COLLECTIVES.get(prim)
@@ -156,6 +162,7 @@ def _minus_axes(avals, params):
 _OWN_RULES = {
     pvary_p: lambda avals, p: avals[0].vma | frozenset(p["axes"]),
     _coll.axis_index_p: lambda avals, p: frozenset(p["axis_name"]),
+    _callback.pure_callback_p: lambda avals, p: frozenset(),  # its result_shape_dtypes
 }
 _COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplies)
     psum_invariant_p: _minus_axes,

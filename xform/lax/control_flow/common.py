@@ -6,6 +6,7 @@ traced once to a jaxpr; the values it closes over (possibly tracers of enclosing
 transformations) become explicit leading operands, so every interpreter sees them.
 """
 from xform.core.avals import ShapedArray
+from xform.core.trace import _context
 from xform.interpreters import partial_eval as pe
 
 trace_jaxpr = pe.trace_to_subjaxpr   # pytree function -> (jaxpr, consts, out_tree)
@@ -31,7 +32,7 @@ def check_same_types(what, names, trees, aval_lists):
                             f"types, got\n  {_type_str(first_avals)}\nand\n"
                             f"  {_type_str(avals)}.")
         for a, b in zip(first_avals, avals):
-            if a.vma != b.vma:  # inside shard_map(check_vma=True): JAX's error
+            if a.vma != b.vma and _context.vma is not None:  # in shard_map(check_vma)
                 lo = names[0] if len(a.vma) < len(b.vma) else name
                 raise TypeError(
                     f"{what} branches must have equal output types but they differ.\n\n"

@@ -209,6 +209,9 @@ def _carry_name(f):
 def check_carry_vma(what, names, in_avals, out_avals):
     """Inside shard_map(check_vma=True): JAX's error for a carry whose output varies
     over more mesh axes than its input (``pcast`` the initial value)."""
+    from xform.core.trace import _context
+    if _context.vma is None:  # (e.g. lowering a body: its avals keep their vma)
+        return
     for name, a, b in zip(names, in_avals, out_avals):
         if (a.shape, a.dtype) == (b.shape, b.dtype) and a.vma != b.vma:
             what_in = f"carry component {name}" if "[" in name else f"carry {name}"
