@@ -114,6 +114,24 @@ eval_trace = EvalTrace()
 _context = _Context()
 
 
+class vma_mode:
+    """Context manager: type values with the mesh axes ``axis_names`` they vary over
+    (inside ``shard_map(check_vma=True)``), or with None stop. ``vma_rules`` (set by
+    ``xform.lax.vma``) makes the rules object from the axis names."""
+    __slots__ = ("rules", "prev")
+    vma_rules = None
+
+    def __init__(self, axis_names):
+        self.rules = None if axis_names is None else vma_mode.vma_rules(axis_names)
+
+    def __enter__(self):
+        self.prev = _context.vma
+        _context.vma = self.rules
+
+    def __exit__(self, *exc):
+        _context.vma = self.prev
+
+
 def current_trace() -> Trace:
     return _context.trace
 

@@ -21,7 +21,7 @@ import numpy as np
 from xform import backend
 from xform.core.array import Array, MeshLayout, ShardedArray
 from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Primitive, get_aval, set_current_trace
+from xform.core.trace import Primitive, get_aval, set_current_trace, vma_mode
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -109,7 +109,6 @@ xla_pmap_p.multiple_results = True
 
 def _vma_mode(check_vma, axes):
     """While retracing a shard_map(check_vma=True) body: track its varying axes."""
-    from xform.lax.vma import vma_mode
     return vma_mode(tuple(n for n, _ in axes) if check_vma else None)
 
 
@@ -308,7 +307,7 @@ def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name,
     axis sums its cotangent there. With check_vma the body's pvary/psum_invariant
     transposes do that: cotangents go in as they are, and only a cotangent still
     varying over an axis its input is replicated on is summed there."""
-    from xform.lax.collectives import psum_p
+    from xform.lax.collectives import _sum_prim
     linear = tuple(ad.is_undefined_primal(a) for a in args)
     with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)  # (a custom_vjp bwd may use axes)
@@ -320,7 +319,7 @@ def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name,
         for ct, dims in zip(outs, lin_dims):
             names = tuple(n for (n, _), d in zip(axes, dims) if d is None and (
                 not check_vma or n in getattr(get_aval(ct), "vma", ())))
-            result.append(psum_p.bind(ct, axis_name=names, axis_index_groups=None)
+            result.append(_sum_prim().bind(ct, axis_name=names, axis_index_groups=None)
                           if names else ct)
         return result
     with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):

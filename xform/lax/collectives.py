@@ -203,7 +203,7 @@ def _sum_prim(axis_index_groups=None):
     if axis_index_groups is not None:
         raise NotImplementedError("psum with axis_index_groups inside shard_map with "
                                   "check_vma=True; pass check_vma=False to shard_map")
-    from xform.lax.vma import psum_invariant_p
+    from xform.lax.vma import psum_invariant_p  # (a cycle: vma builds on this module)
     return psum_invariant_p
 
 
@@ -402,7 +402,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
     size = _bound_size(names, groups)
     prim = all_gather_p
     if to != "varying":
-        from xform.lax.vma import all_gather_prim
+        from xform.lax.vma import all_gather_prim  # (a cycle, as in _sum_prim)
         prim = all_gather_prim(to, groups)
 
     def one(v):

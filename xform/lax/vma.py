@@ -1,18 +1,9 @@
-"""Varying manual axes (``shard_map(check_vma=True)``): pvary, psum_invariant, pcast.
-
-Inside such a body every aval carries ``vma``, the mesh axes its value may vary over
-(inputs: the axes their in_spec names). While the body (and every retrace of it by
-jvp, partial evaluation, transpose) is traced, ``trace._context.vma`` holds
-:data:`RULES`: ``Primitive.bind`` makes the operands of an op agree by binding
-``pvary`` on the invariant ones (``match``), and ``abstract_eval`` types the results
-(``type_outputs``). ``pvary`` is the identity whose transpose is ``psum``; ``psum``
-there binds ``psum_invariant`` (varying -> invariant) whose transpose is ``pvary``.
-So the cotangent of a replicated input is summed over the devices, as in JAX.
-"""
-import contextlib
-
+"""Varying manual axes inside ``shard_map(check_vma=True)``: the typing rules that
+``Primitive.bind``/``abstract_eval`` apply there, ``pvary`` (transpose psum),
+``psum_invariant`` (transpose pvary), ``all_gather_invariant`` and ``pcast``."""
 from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters import callback as _callback
@@ -23,11 +14,13 @@ hlo = mlir.hlo
 
 
 def _vma(x):
-    return getattr(get_aval(x), "vma", frozenset())
+    try:
+        return getattr(get_aval(x), "vma", frozenset())
+    except TypeError:  # not an array (an opaque operand): no manual axes
+        return frozenset()
 
 
 def _has_jaxpr(params):
-    from xform.core.jaxpr import ClosedJaxpr, Jaxpr
     for v in params.values():
         for x in (v if isinstance(v, (tuple, list)) else (v,)):
             if isinstance(x, (ClosedJaxpr, Jaxpr)):
@@ -78,15 +71,7 @@ class _Rules:
         return [typed(a) for a in out] if isinstance(out, (list, tuple)) else typed(out)
 
 
-@contextlib.contextmanager
-def vma_mode(axis_names):
-    """Track varying manual axes over ``axis_names`` (None: stop tracking)."""
-    prev = _trace._context.vma
-    _trace._context.vma = None if axis_names is None else _Rules(axis_names)
-    try:
-        yield
-    finally:
-        _trace._context.vma = prev
+_trace.vma_mode.vma_rules = _Rules
 
 
 def active():
@@ -114,12 +99,6 @@ batching.primitive_batchers[psum_invariant_p] = lambda vals, dims, **p: (
     psum_invariant_p.bind(vals[0], **p), dims[0])
 batching.collective_batchers[psum_invariant_p] = (  # values as psum's
     lambda *a, **p: batching.collective_batchers[_coll.psum_p](*a, **p))
-
-
-def psum_invariant(x, axis_name):
-    """``psum`` of one array inside a ``check_vma`` body: axes ``x`` is invariant
-    over are made varying first (the sum then multiplies by their size, as JAX)."""
-    return psum_invariant_p.bind(x, axis_name=axis_name, axis_index_groups=None)
 
 
 # ---- all_gather_invariant: all_gather(..., to='invarying') (transpose: own slice) ----
