@@ -106,6 +106,10 @@ def test_vma_types_errors_and_pcast():
     with pytest.raises(TypeError, match=r"(?s)scan body function carry input .* manual axis "
                                         r"types do not match.*pcast\(\.\.\., \('i',\)"):
         sm(lambda w, x: lax.scan(lambda c, r: (c * r.sum(), None), 1.0, x)[0], P("i"))(W, X)
+    with pytest.raises(ValueError, match=r"jax.lax.psum can only accept axis_name which "
+                                         r"corresponds to one of varying, .* state"):
+        xform.shard_map(lambda x: lax.psum(x, ("x", "y")), mesh=LIBS["xform"][4],
+                        in_specs=P("x"), out_specs=P())(X)
     with pytest.raises(ValueError, match="Unsupported pcast from=varying"):
         sm(lambda w, x: lax.pcast(x, "i", to="varying"), P("i"))(W, X)
     # pcast'ing the carry makes the scan typecheck; its gradient sums over devices

@@ -196,13 +196,10 @@ _pminmax_jvp(pmax_p)
 _pminmax_jvp(pmin_p)
 
 
-def _sum_prim(axis_index_groups=None):
-    """psum's primitive: ``psum_invariant`` inside ``shard_map(check_vma=True)``."""
+def _sum_prim():
+    """The sum's primitive: ``psum_invariant`` inside ``shard_map(check_vma=True)``."""
     if _trace._context.vma is None:
         return psum_p
-    if axis_index_groups is not None:
-        raise NotImplementedError("psum with axis_index_groups inside shard_map with "
-                                  "check_vma=True; pass check_vma=False to shard_map")
     from xform.lax.vma import psum_invariant_p  # (a cycle: vma builds on this module)
     return psum_invariant_p
 
@@ -233,7 +230,10 @@ def psum(x, axis_name, *, axis_index_groups=None):
     >>> xform.vmap(lambda x: xform.lax.psum(x, 'i'), axis_name='i')(jnp.arange(3.0))
     Array([3., 3., 3.], dtype=float32)
     """
-    return _reduce(_sum_prim(axis_index_groups), x, axis_name, axis_index_groups)
+    if _trace._context.vma is not None:  # inside shard_map(check_vma=True)
+        from xform.lax.vma import psum_varying  # (a cycle, as in _sum_prim)
+        return psum_varying(x, axis_name, axis_index_groups)
+    return _reduce(psum_p, x, axis_name, axis_index_groups)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):

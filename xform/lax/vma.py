@@ -134,6 +134,34 @@ batching.primitive_batchers[all_gather_invariant_p] = lambda vals, dims, *, axis
                                 **p), 0)
 
 
+def _state(leaf, axes, name):
+    """'varying' or 'invarying': the one state of ``leaf`` over ``axes`` (JAX's check)."""
+    vma = _vma(leaf)
+    state = {"varying" if a in vma else "invarying" for a in axes}
+    if len(state) > 1:
+        raise ValueError(f"{name} can only accept axis_name which corresponds to one of "
+                         f"varying, unreduced, reduced or invarying state of the input. Got "
+                         f"input type: {get_aval(leaf).str_short()}, axes: {axes} and "
+                         f"input state: {state}")
+    return state.pop()
+
+
+def psum_varying(x, axis_name, axis_index_groups):
+    """``lax.psum`` inside ``check_vma``: ``psum_invariant`` per leaf (an invariant one
+    is made varying first, so its sum multiplies it by the axis size, as in JAX)."""
+    from xform.core import tree_util
+    names = _coll._names(axis_name)
+    _coll._bound_size(names, _coll._groups(axis_index_groups))
+    if axis_index_groups is not None:
+        raise NotImplementedError("psum with axis_index_groups inside shard_map with "
+                                  "check_vma=True; pass check_vma=False to shard_map")
+
+    def one(leaf):
+        _state(leaf, names, "jax.lax.psum")
+        return psum_invariant_p.bind(leaf, axis_name=names, axis_index_groups=None)
+    return tree_util.tree_map(one, x)
+
+
 def _minus_axes(avals, params):
     return avals[0].vma - frozenset(params["axis_name"])
 
@@ -183,14 +211,7 @@ def pcast(x, axis_name, *, to):
         return x
 
     def one(leaf):
-        vma = _vma(leaf)
-        state = {"varying" if a in vma else "invarying" for a in axes}
-        if len(state) > 1:
-            raise ValueError(f"jax.lax.pcast can only accept axis_name which corresponds "
-                             f"to one of varying, unreduced, reduced or invarying state of "
-                             f"the input. Got input type: {get_aval(leaf).str_short()}, "
-                             f"axes: {axes} and input state: {state}")
-        from_ = state.pop()
+        from_ = _state(leaf, axes, "jax.lax.pcast")
         if (from_, to) != ("invarying", "varying"):
             raise ValueError(f"Unsupported pcast from={from_}, to={to!r}")
         return pvary_p.bind(leaf, axes=_trace._context.vma.ordered(axes))
