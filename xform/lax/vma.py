@@ -2,12 +2,15 @@
 ``Primitive.bind``/``abstract_eval`` apply there, ``pvary`` (transpose psum),
 ``psum_invariant`` (transpose pvary), ``all_gather_invariant`` and ``pcast``."""
 from xform.core import trace as _trace
+from xform.core import tree_util
 from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters import callback as _callback
 from xform.lax import collectives as _coll
+from xform.lax import dynamic_slicing as _slicing
+from xform.lax import shapes as _shapes
 from xform.lax._prim import standard_primitive
 
 hlo = mlir.hlo
@@ -68,7 +71,7 @@ class _Rules:
 
         def typed(a):
             return a.update(vma=vma) if type(a) is ShapedArray and a.vma != vma else a
-        return [typed(a) for a in out] if isinstance(out, (list, tuple)) else typed(out)
+        return [typed(a) for a in out] if prim.multiple_results else typed(out)
 
 
 _trace.vma_mode.vma_rules = _Rules
@@ -89,6 +92,51 @@ batching.primitive_batchers[pvary_p] = lambda vals, dims, *, axes: (
     pvary_p.bind(vals[0], axes=axes), dims[0])
 
 
+def _state(leaf, axes, name):
+    """'varying' or 'invarying': the one state of ``leaf`` over ``axes`` (JAX's check)."""
+    vma = _vma(leaf)
+    state = {"varying" if a in vma else "invarying" for a in axes}
+    if len(state) > 1:
+        raise ValueError(f"{name} can only accept axis_name which corresponds to one of "
+                         f"varying, unreduced, reduced or invarying state of the input. Got "
+                         f"input type: {get_aval(leaf).str_short()}, axes: {axes} and "
+                         f"input state: {state}")
+    return state.pop()
+
+
+def pcast(x, axis_name, *, to):
+    """Change the varying-manual-axes type of ``x`` (a pytree) inside ``shard_map``:
+    ``to='varying'`` marks an invariant value as varying over ``axis_name`` (a no-op
+    on values whose transpose is a ``psum``). Outside ``check_vma`` it is a no-op.
+
+    >>> import xform, xform.numpy as jnp
+    >>> from xform.sharding import PartitionSpec as P
+    >>> mesh = xform.make_mesh((2,), ('i',))
+    >>> f = xform.shard_map(lambda w: xform.lax.pcast(w, 'i', to='varying'), mesh=mesh,
+    ...                     in_specs=P(), out_specs=P('i'))
+    >>> f(jnp.ones(2))
+    Array([1., 1., 1., 1.], dtype=float32)
+    """
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
+    axes = _coll._names(axis_name)
+    if not axis_name:
+        return x
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         "{'unreduced', 'reduced', 'varying'}")
+    _coll._bound_size(axes)
+    if not active():
+        return x
+
+    def one(leaf):
+        from_ = _state(leaf, axes, "jax.lax.pcast")
+        if (from_, to) != ("invarying", "varying"):
+            raise ValueError(f"Unsupported pcast from={from_}, to={to!r}")
+        return pvary_p.bind(leaf, axes=_trace._context.vma.ordered(axes))
+    return tree_util.tree_map(one, x)
+
+
 # ---- psum_invariant: psum of a varying value (transpose pvary) ----
 
 psum_invariant_p = standard_primitive("psum_invariant", lambda x, **_: x)
@@ -101,26 +149,29 @@ batching.collective_batchers[psum_invariant_p] = (  # values as psum's
     lambda *a, **p: batching.collective_batchers[_coll.psum_p](*a, **p))
 
 
+def psum_varying(x, axis_name, axis_index_groups):
+    """``lax.psum`` inside ``check_vma``: ``psum_invariant`` per leaf (an invariant one
+    is made varying first, so its sum multiplies it by the axis size, as in JAX)."""
+    names = _coll._names(axis_name)
+    _coll._bound_size(names, _coll._groups(axis_index_groups))
+    if axis_index_groups is not None:
+        raise NotImplementedError("psum with axis_index_groups inside shard_map with "
+                                  "check_vma=True; pass check_vma=False to shard_map")
+
+    def one(leaf):
+        _state(leaf, names, "jax.lax.psum")
+        return psum_invariant_p.bind(leaf, axis_name=names, axis_index_groups=None)
+    return tree_util.tree_map(one, x)
+
+
 # ---- all_gather_invariant: all_gather(..., to='invarying') (transpose: own slice) ----
-
-def all_gather_prim(to, axis_index_groups):
-    """``all_gather``'s primitive for ``to`` other than ``'varying'``."""
-    if to not in ("varying", "reduced", "invarying"):
-        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
-                         "values are: {'varying', 'reduced', 'invarying'}")
-    if to == "reduced" or axis_index_groups is not None:
-        raise NotImplementedError(f"all_gather with to={to!r}"
-                                  + (" and axis_index_groups" if axis_index_groups else ""))
-    return all_gather_invariant_p
-
 
 def _all_gather_invariant_transpose(ct, x, *, axis_name, axis_index_groups, axis_size,
                                     axis, tiled):
-    from xform.lax import dynamic_slicing, shapes
     size = get_aval(ct).shape[axis] // axis_size
     idx = _coll.axis_index_p.bind(axis_name=axis_name)
-    out = dynamic_slicing.dynamic_slice_in_dim(ct, idx * size, size, axis=axis)
-    return [out if tiled else shapes.squeeze(out, (axis,))]
+    out = _slicing.dynamic_slice_in_dim(ct, idx * size, size, axis=axis)
+    return [out if tiled else _shapes.squeeze(out, (axis,))]
 
 
 all_gather_invariant_p = standard_primitive(  # (all_gather's params, groups None)
@@ -134,33 +185,18 @@ batching.primitive_batchers[all_gather_invariant_p] = lambda vals, dims, *, axis
                                 **p), 0)
 
 
-def _state(leaf, axes, name):
-    """'varying' or 'invarying': the one state of ``leaf`` over ``axes`` (JAX's check)."""
-    vma = _vma(leaf)
-    state = {"varying" if a in vma else "invarying" for a in axes}
-    if len(state) > 1:
-        raise ValueError(f"{name} can only accept axis_name which corresponds to one of "
-                         f"varying, unreduced, reduced or invarying state of the input. Got "
-                         f"input type: {get_aval(leaf).str_short()}, axes: {axes} and "
-                         f"input state: {state}")
-    return state.pop()
+def all_gather_prim(to, axis_index_groups):
+    """``all_gather``'s primitive for ``to`` other than ``'varying'``."""
+    if to not in ("varying", "reduced", "invarying"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                         "values are: {'varying', 'reduced', 'invarying'}")
+    if to == "reduced" or axis_index_groups is not None:
+        raise NotImplementedError(f"all_gather with to={to!r}"
+                                  + (" and axis_index_groups" if axis_index_groups else ""))
+    return all_gather_invariant_p
 
 
-def psum_varying(x, axis_name, axis_index_groups):
-    """``lax.psum`` inside ``check_vma``: ``psum_invariant`` per leaf (an invariant one
-    is made varying first, so its sum multiplies it by the axis size, as in JAX)."""
-    from xform.core import tree_util
-    names = _coll._names(axis_name)
-    _coll._bound_size(names, _coll._groups(axis_index_groups))
-    if axis_index_groups is not None:
-        raise NotImplementedError("psum with axis_index_groups inside shard_map with "
-                                  "check_vma=True; pass check_vma=False to shard_map")
-
-    def one(leaf):
-        _state(leaf, names, "jax.lax.psum")
-        return psum_invariant_p.bind(leaf, axis_name=names, axis_index_groups=None)
-    return tree_util.tree_map(one, x)
-
+# ---- the rule tables ----
 
 def _minus_axes(avals, params):
     return avals[0].vma - frozenset(params["axis_name"])
@@ -182,37 +218,3 @@ _COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplie
     _coll.all_to_all_p: lambda avals, p: avals[0].vma,
     _coll.ppermute_p: lambda avals, p: avals[0].vma,
 }
-
-
-def pcast(x, axis_name, *, to):
-    """Change the varying-manual-axes type of ``x`` (a pytree) inside ``shard_map``:
-    ``to='varying'`` marks an invariant value as varying over ``axis_name`` (a no-op
-    on values whose transpose is a ``psum``). Outside ``check_vma`` it is a no-op.
-
-    >>> import xform, xform.numpy as jnp
-    >>> from xform.sharding import PartitionSpec as P
-    >>> mesh = xform.make_mesh((2,), ('i',))
-    >>> f = xform.shard_map(lambda w: xform.lax.pcast(w, 'i', to='varying'), mesh=mesh,
-    ...                     in_specs=P(), out_specs=P('i'))
-    >>> f(jnp.ones(2))
-    Array([1., 1., 1., 1.], dtype=float32)
-    """
-    from xform.core import tree_util
-    if isinstance(axis_name, (set, frozenset)):
-        raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
-    axes = _coll._names(axis_name)
-    if not axis_name:
-        return x
-    if to not in ("varying", "reduced", "unreduced"):
-        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
-                         "{'unreduced', 'reduced', 'varying'}")
-    _coll._bound_size(axes)
-    if not active():
-        return x
-
-    def one(leaf):
-        from_ = _state(leaf, axes, "jax.lax.pcast")
-        if (from_, to) != ("invarying", "varying"):
-            raise ValueError(f"Unsupported pcast from={from_}, to={to!r}")
-        return pvary_p.bind(leaf, axes=_trace._context.vma.ordered(axes))
-    return tree_util.tree_map(one, x)
