@@ -8,6 +8,7 @@ from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters import callback as _callback
+from xform.interpreters import pxla as _pxla
 from xform.lax import collectives as _coll
 from xform.lax import dynamic_slicing as _slicing
 from xform.lax import shapes as _shapes
@@ -206,6 +207,7 @@ _OWN_RULES = {
     pvary_p: lambda avals, p: avals[0].vma | frozenset(p["axes"]),
     _coll.axis_index_p: lambda avals, p: frozenset(p["axis_name"]),
     _callback.pure_callback_p: lambda avals, p: frozenset(),  # its result_shape_dtypes
+    _pxla.xla_pmap_p: lambda avals, p: frozenset().union(*(a.vma for a in avals)),  # nested
 }
 _COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplies)
     psum_invariant_p: _minus_axes,
