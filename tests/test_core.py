@@ -35,6 +35,7 @@ LINEAR = {
     "jit",
     "fft",
     "psum", "all_gather", "reduce_scatter", "ppermute", "all_to_all", "xla_pmap",
+    "pvary", "psum_invariant", "all_gather_invariant",
 }
 NO_OPERANDS = {"iota"}  # nothing to batch or differentiate
 

@@ -23,11 +23,13 @@ class ShapedArray:
     ``Tracer.to_concrete_value`` (the stackless design JAX uses now).
 
     ``dtype`` may be an extended dtype (typed PRNG keys, ``key<fry>``): the shape is
-    then the logical one and ``physical_aval`` gives what XLA holds.
+    then the logical one and ``physical_aval`` gives what XLA holds. ``vma``: inside a
+    ``shard_map(check_vma=True)`` body, the mesh axes the value may vary over
+    (``typeof(x).mat.varying``; see ``xform.lax.vma``).
     """
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, vma=frozenset()):
         self.shape = tuple(shape)
         try:
             self.dtype = np.dtype(dtype)
@@ -36,7 +38,8 @@ class ShapedArray:
                 raise
             self.dtype = dtype
         self.weak_type = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+        self.vma = vma if type(vma) is frozenset else frozenset(vma)
+        self._hash = hash((self.shape, self.dtype, self.weak_type, vma))
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -47,12 +50,18 @@ class ShapedArray:
     def __eq__(self, other):
         return (type(other) is ShapedArray and self._hash == other._hash
                 and self.shape == other.shape and self.dtype == other.dtype
-                and self.weak_type == other.weak_type)
+                and self.weak_type == other.weak_type and self.vma == other.vma)
 
-    def update(self, shape=None, dtype=None, weak_type=None):
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           self.vma if vma is None else frozenset(vma))
+
+    @property
+    def mat(self):
+        """The manual axis type: ``.varying`` (the ``vma``), ``.unreduced``, ``.reduced``."""
+        return ManualAxisType(self.vma)
 
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
@@ -61,14 +70,27 @@ class ShapedArray:
         """The aval of this value's tangents: float0 for integer/bool values."""
         if dtypes.is_inexact(self.dtype):
             return self.strip_weak_type()
-        return ShapedArray(self.shape, dtypes.float0)
+        return ShapedArray(self.shape, dtypes.float0, vma=self.vma)
 
     def str_short(self):
-        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        vma = "{V:%s}" % ",".join(sorted(map(str, self.vma))) if self.vma else ""
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]{vma}"
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
+
+
+class ManualAxisType:
+    """The mesh axes a value varies over (xform tracks no unreduced/reduced state)."""
+    __slots__ = ("varying",)
+    unreduced = reduced = frozenset()
+
+    def __init__(self, varying=frozenset()):
+        self.varying = frozenset(varying)
+
+    def __repr__(self):
+        return f"ManualAxisType(varying={set(self.varying) or '{}'})"
 
 
 def physical_aval(aval: ShapedArray) -> ShapedArray:
@@ -78,7 +100,7 @@ def physical_aval(aval: ShapedArray) -> ShapedArray:
     if isinstance(dt, np.dtype):
         return aval
     elt = dt._rules.physical_element_aval
-    return ShapedArray(aval.shape + elt.shape, elt.dtype)
+    return ShapedArray(aval.shape + elt.shape, elt.dtype, vma=aval.vma)
 
 
 _canonical = {}

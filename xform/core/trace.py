@@ -39,6 +39,8 @@ class Primitive:
         trace = _context.trace
         if trace is eval_trace:  # eager: straight to impl (one frame less per op)
             return self.impl(*args, **params)
+        if _context.vma is not None:  # inside shard_map(check_vma=True): implicit pvary
+            args = _context.vma.match(self, args, params)
         return trace.process_primitive(self, args, params)
 
     def def_impl(self, impl):
@@ -50,7 +52,10 @@ class Primitive:
         return rule
 
     def abstract_eval(self, *avals, **params):
-        return self._abstract_eval(*avals, **params)
+        out = self._abstract_eval(*avals, **params)
+        if _context.vma is not None:  # the outputs' varying manual axes
+            out = _context.vma.type_outputs(self, avals, params, out)
+        return out
 
     def __repr__(self):
         return self.name
@@ -104,10 +109,29 @@ def check_no_tracers(prim, args):
 class _Context(threading.local):
     def __init__(self):
         self.trace = eval_trace
+        self.vma = None  # the vma rules (``xform.lax.vma``) while they apply
 
 
 eval_trace = EvalTrace()
 _context = _Context()
+
+
+class vma_mode:
+    """Context manager: type values with the mesh axes ``axis_names`` they vary over
+    (inside ``shard_map(check_vma=True)``), or with None stop. ``vma_rules`` (set by
+    ``xform.lax.vma``) makes the rules object from the axis names."""
+    __slots__ = ("rules", "prev")
+    vma_rules = None
+
+    def __init__(self, axis_names):
+        self.rules = None if axis_names is None else vma_mode.vma_rules(axis_names)
+
+    def __enter__(self):
+        self.prev = _context.vma
+        _context.vma = self.rules
+
+    def __exit__(self, *exc):
+        _context.vma = self.prev
 
 
 def current_trace() -> Trace:

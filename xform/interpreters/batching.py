@@ -71,7 +71,7 @@ class BatchTracer(Tracer):
         if self.batch_dim is not_mapped:
             return aval
         shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
-        return ShapedArray(shape, aval.dtype, aval.weak_type)
+        return aval.update(shape=shape)
 
 
 class BatchTrace(Trace):

@@ -22,7 +22,7 @@ from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array, MeshLayout, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
-from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace
+from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace, vma_mode
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -59,7 +59,7 @@ def unmapped_aval(aval, dims, sizes):
     shape = list(aval.shape)
     for d, size in sorted((d, s) for d, s in zip(dims, sizes) if d is not None):
         shape.insert(d, size)
-    return aval.update(shape=tuple(shape))
+    return aval.update(shape=tuple(shape), vma=())
 
 
 def mapped_aval(aval, dims):
@@ -108,7 +108,12 @@ xla_pmap_p = Primitive("xla_pmap")
 xla_pmap_p.multiple_results = True
 
 
-def _abstract_eval(*avals, jaxpr, axes, in_axes, out_axes, devices, name):
+def _vma_mode(check_vma, axes):
+    """While retracing a shard_map(check_vma=True) body: track its varying axes."""
+    return vma_mode(tuple(n for n, _ in axes) if check_vma else None)
+
+
+def _abstract_eval(*avals, jaxpr, axes, in_axes, out_axes, devices, name, check_vma=False):
     sizes = [s for _, s in axes]
     return [unmapped_aval(a, d, sizes) for a, d in zip(jaxpr.out_avals, out_axes)]
 
@@ -201,7 +206,8 @@ def _local(devices):
     return tuple(d for d in devices if d.process_index == me)
 
 
-def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=None):
+def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=None,
+               check_vma=False):
     """Run the replicated program (``donated``: per operand, may its buffers be reused;
     only pmap's eager call passes it)."""
     devices = _mesh_devices(axes, devices)
@@ -236,16 +242,18 @@ xla_pmap_p.def_impl(_pmap_impl)
 
 # ---- JVP ----
 
-def _pmap_jvp(primals, tangents, *, jaxpr, axes, in_axes, out_axes, devices, name):
+def _pmap_jvp(primals, tangents, *, jaxpr, axes, in_axes, out_axes, devices, name,
+              check_vma=False):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    with batching.extend_axis_env(axes):  # user rules (custom_jvp) may name the axes
+    # (user rules, e.g. custom_jvp's, may name the axes)
+    with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         jvp_jaxpr, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
     nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
     t_in_axes = tuple(d for d, nz in zip(in_axes, nonzeros) if nz)
     t_out_axes = tuple(d for d, nz in zip(out_axes, out_nz) if nz)
     outs = xla_pmap_p.bind(*primals, *nz_tangents, jaxpr=jvp_jaxpr, axes=axes,
                            in_axes=in_axes + t_in_axes, out_axes=out_axes + t_out_axes,
-                           devices=devices, name=f"jvp({name})")
+                           devices=devices, name=f"jvp({name})", check_vma=check_vma)
     n = len(jaxpr.out_avals)
     primals_out, nz_out = outs[:n], iter(outs[n:])
     full = _abstract_eval(jaxpr=jaxpr, axes=axes, in_axes=in_axes, out_axes=out_axes,
@@ -263,7 +271,8 @@ def _pmap_partial_eval(trace, tracers, params):
     jaxpr, axes = params["jaxpr"], params["axes"]
     in_axes, out_axes = params["in_axes"], params["out_axes"]
     unknowns = tuple(t.var is not None for t in tracers)
-    with batching.extend_axis_env(axes):
+    check_vma = params.get("check_vma", False)
+    with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns,
                                                                       False)
     res_dims = tuple(range(len(axes)))  # residuals come out stacked over the mesh axes
@@ -273,7 +282,7 @@ def _pmap_partial_eval(trace, tracers, params):
             *[t.value for t in tracers if t.var is None], jaxpr=known, axes=axes,
             in_axes=tuple(d for d, u in zip(in_axes, unknowns) if not u),
             out_axes=known_out_axes + (res_dims,) * num_res,
-            devices=params["devices"], name=params["name"])
+            devices=params["devices"], name=params["name"], check_vma=check_vma)
     n_known = len(known_outs) - num_res
     residuals = [pe.JaxprTracer(trace, value=r) for r in known_outs[n_known:]]
     unknown_params = dict(params, jaxpr=unknown,
@@ -293,37 +302,43 @@ pe.partial_eval_rules[xla_pmap_p] = _pmap_partial_eval
 
 # ---- transpose ----
 
-def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name):
-    from xform.lax.collectives import psum_p
+def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name,
+                    check_vma=False):
+    """Without check_vma (pmap; JAX's check_vma=False): an output replicated over mesh
+    axes counts once but every device along them holds (and back-propagates) a copy,
+    so each gets a 1/n share of its cotangent, and a linear input replicated over an
+    axis sums its cotangent there. With check_vma the body's pvary/psum_invariant
+    transposes do that: cotangents go in as they are, and only a cotangent still
+    varying over an axis its input is replicated on is summed there."""
+    from xform.lax.collectives import _sum_prim
     linear = tuple(ad.is_undefined_primal(a) for a in args)
-    with batching.extend_axis_env(axes):  # a custom_vjp's bwd may call collectives
-        t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)
+    with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
+        t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)  # (a custom_vjp bwd may use axes)
     lin_dims = [d for d, lin in zip(in_axes, linear) if lin]
 
-    def body(*xs):  # a linear input replicated over a mesh axis sums its cotangent there
+    def body(*xs):
         outs = eval_jaxpr(t_jaxpr.jaxpr, t_jaxpr.consts, *xs)
         result = []
         for ct, dims in zip(outs, lin_dims):
-            names = tuple(n for (n, _), d in zip(axes, dims) if d is None)
-            result.append(psum_p.bind(ct, axis_name=names, axis_index_groups=None)
+            names = tuple(n for (n, _), d in zip(axes, dims) if d is None and (
+                not check_vma or n in getattr(get_aval(ct), "vma", ())))
+            result.append(_sum_prim().bind(ct, axis_name=names, axis_index_groups=None)
                           if names else ct)
         return result
-    with batching.extend_axis_env(axes):
+    with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         t_jaxpr = pe.trace_to_jaxpr(body, t_jaxpr.in_avals)
     res = [a for a in args if not ad.is_undefined_primal(a)]
     res_dims = tuple(d for d, lin in zip(in_axes, linear) if not lin)
     cts = [ad.instantiate_zeros(c) for c in cts]
-    # An output replicated over some mesh axes counts once, but every device along them
-    # holds (and back-propagates) a copy: give each its 1/n share of the cotangent.
     from xform import lax
     for i, dims in enumerate(out_axes):
         n = math.prod(s for (_, s), d in zip(axes, dims) if d is None)
-        if n > 1:
+        if n > 1 and not check_vma:
             cts[i] = lax.div(cts[i], lax.full((), n, get_aval(cts[i]).dtype))
     lin_cts = iter(xla_pmap_p.bind(*res, *cts, jaxpr=t_jaxpr, axes=axes,
                                    in_axes=res_dims + tuple(out_axes),
                                    out_axes=tuple(lin_dims), devices=devices,
-                                   name=f"transpose({name})"))
+                                   name=f"transpose({name})", check_vma=check_vma))
     return [next(lin_cts) if lin else None for lin in linear]
 
 
@@ -379,7 +394,8 @@ def _per_device_eval(jaxpr, axes, in_axes, out_axes, args):
     return [gather_block(o, d, axes) for o, d in zip(outs, out_axes)]
 
 
-def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
+def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name,
+                   check_vma=False):
     if lowering_axes() == axes:  # jit of pmap, compiled for the pmap's mesh
         def fun(*xs, **_):
             with batching.extend_axis_env(axes):
@@ -398,7 +414,8 @@ def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name):
 mlir.register_lowering(xla_pmap_p, _pmap_lowering)
 
 
-def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name):
+def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name,
+                check_vma=False):
     # vmap of pmap: the vmapped axis becomes an extra (unmapped-by-the-mesh) axis of the
     # body, batched with batch_jaxpr; batched outputs carry it at the front.
     size = batching.axis_size_of(vals, dims)
@@ -412,22 +429,24 @@ def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name):
         removed = sorted(d for d in shifted if d is not None)
         body_dims.append(b - sum(1 for d in removed if d < b))
         new_in.append(shifted)
-    with batching.extend_axis_env(axes):
+    with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size, body_dims)
     new_out = tuple(tuple(None if d is None else d + 1 for d in dims_) if bat else dims_
                     for dims_, bat in zip(out_axes, out_batched))
     outs = xla_pmap_p.bind(*vals, jaxpr=b_jaxpr, axes=axes, in_axes=tuple(new_in),
-                           out_axes=new_out, devices=devices, name=name)
+                           out_axes=new_out, devices=devices, name=name,
+                           check_vma=check_vma)
     return outs, [0 if bat else batching.not_mapped for bat in out_batched]
 
 
 batching.primitive_batchers[xla_pmap_p] = _pmap_batch
 
 
-def trace_body(fun, in_avals, axes):
-    """Trace the per-device function with the mesh's axis names bound. Values it closed
+def trace_body(fun, in_avals, axes, check_vma=False):
+    """Trace the per-device function with the mesh's axis names bound (and with
+    ``check_vma``, its values typed with the axes they vary over). Values it closed
     over are the jaxpr's consts: tracers among them go through ``closure_convert``."""
-    with batching.extend_axis_env(axes):
+    with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         return pe.trace_to_jaxpr(fun, in_avals)
 
 

@@ -65,6 +65,7 @@ from xform.lax.collectives import (  # noqa: E402
     all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
     psum, psum_scatter, all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
     ppermute_p, psum_p, reduce_scatter_p)
+from xform.lax.vma import pcast  # noqa: E402
 from xform.lax.control_flow.solves import custom_linear_solve, custom_root  # noqa: E402
 from xform.lax.general_reduce import reduce, reduce_p  # noqa: E402
 from xform.lax.barriers import (  # noqa: E402

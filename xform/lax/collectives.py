@@ -18,6 +18,7 @@ import itertools
 import numpy as np
 
 from xform.core import dtypes
+from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import Tracer, get_aval
 from xform.interpreters import ad, batching, mlir
@@ -216,13 +217,22 @@ def _pminmax_jvp(prim):
         if type(t) is ad.Zero:
             return out, ad.Zero(get_aval(out).to_tangent_aval())
         hit = _ew.convert_element_type(_ew.eq(x, out), get_aval(t).dtype)
-        num = psum_p.bind(_ew.mul(t, hit), **params)
-        return out, _ew.div(num, psum_p.bind(hit, **params))
+        sum_p = _sum_prim()
+        num = sum_p.bind(_ew.mul(t, hit), **params)
+        return out, _ew.div(num, sum_p.bind(hit, **params))
     ad.primitive_jvps[prim] = jvp
 
 
 _pminmax_jvp(pmax_p)
 _pminmax_jvp(pmin_p)
+
+
+def _sum_prim():
+    """The sum's primitive: ``psum_invariant`` inside ``shard_map(check_vma=True)``."""
+    if _trace._context.vma is None:
+        return psum_p
+    from xform.lax.vma import psum_invariant_p  # (a cycle: vma builds on this module)
+    return psum_invariant_p
 
 
 def _reduce(prim, x, axis_name, axis_index_groups):
@@ -240,6 +250,10 @@ def _psum(x, axis_name, axis_index_groups):
     leaves, tree = tree_util.tree_flatten(x)
     leaves = [_ew.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_
               else v for v in leaves]
+    if _trace._context.vma is not None:  # inside shard_map(check_vma=True)
+        from xform.lax.vma import psum_varying  # (a cycle, as in _sum_prim)
+        return psum_varying(tree_util.tree_unflatten(tree, leaves), axis_name,
+                            axis_index_groups)
     if not any(isinstance(v, Tracer) for v in leaves):
         n = _bound_size(_names(axis_name), _groups(axis_index_groups))
         leaves = [_scalar_like(v, v) for v in leaves]   # (Python scalars: weak Arrays)
@@ -424,9 +438,12 @@ ad.deflinear(all_gather_p, lambda ct, x, *, axis_name, axis_index_groups, axis_s
                                            tiled=tiled)])
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
+               to="varying"):
     """Gather ``x`` from every member of the named axis, stacked along ``axis`` (or
-    concatenated along it with ``tiled=True``).
+    concatenated along it with ``tiled=True``). Inside ``shard_map`` the result varies
+    over the axis (its transpose is ``psum_scatter``); ``to='invarying'`` makes it
+    invariant (transpose: each member's own slice).
 
     >>> import xform, xform.numpy as jnp
     >>> xform.vmap(lambda x: xform.lax.all_gather(x, 'i'), axis_name='i')(jnp.arange(2.0))
@@ -436,6 +453,10 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     size = _bound_size(names, groups)
+    prim = all_gather_p
+    if to != "varying":
+        from xform.lax.vma import all_gather_prim  # (a cycle, as in _sum_prim)
+        prim = all_gather_prim(to, groups)
 
     def one(v):
         aval = get_aval(v)
@@ -443,8 +464,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         if not -ndim <= axis < max(ndim, 1):
             raise ValueError(f"all_gather axis {axis} is out of bounds for an operand of "
                              f"shape {aval.shape} (tiled={tiled})")
-        return all_gather_p.bind(v, axis_name=names, axis_index_groups=groups,
-                                 axis_size=size, axis=axis % max(ndim, 1), tiled=tiled)
+        return prim.bind(v, axis_name=names, axis_index_groups=groups,
+                         axis_size=size, axis=axis % max(ndim, 1), tiled=tiled)
     return tree_util.tree_map(one, x)
 
 

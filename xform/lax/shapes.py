@@ -5,6 +5,7 @@ import operator
 import numpy as np
 
 from xform.core import dtypes
+from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -103,9 +104,11 @@ def full_like(x, fill_value, dtype=None, shape=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``;
     weakly typed when ``x`` is and no ``dtype`` is given, as JAX's."""
     aval = get_aval(x)
-    return full(aval.shape if shape is None else shape, fill_value,
-                aval.dtype if dtype is None else dtype,
-                _weak_type=dtype is None and aval.weak_type)
+    out = full(aval.shape if shape is None else shape, fill_value,
+               aval.dtype if dtype is None else dtype,
+               _weak_type=dtype is None and aval.weak_type)
+    vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
+    return out if vma is None else vma.like(out, x)
 
 
 def zeros_like_array(x):

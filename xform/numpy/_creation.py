@@ -7,6 +7,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.core import trace as _trace
 from xform.core.errors import ConcretizationTypeError
 from xform.core.trace import Tracer
 from xform.interpreters.dispatch import device_put_value
@@ -138,7 +139,8 @@ def full_like(a, fill_value, dtype=None, shape=None):
     weak = dtype is None and dtypes.is_weakly_typed(a)
     dt = dtypes.dtype(a) if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = canonical_shape(shape if shape is not None else a.shape if duck else _util.shape(a))
-    return _filled(shp, fill_value, dt, weak)
+    out, vma = _filled(shp, fill_value, dt, weak), _trace._context.vma
+    return out if vma is None else vma.like(out, a)  # (in shard_map: varying like ``a``)
 
 
 def zeros_like(a, dtype=None, shape=None):

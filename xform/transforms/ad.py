@@ -9,7 +9,7 @@ from xform.core import dtypes, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Tracer, get_aval
+from xform.core.trace import Tracer, _context, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad
 from xform.interpreters.dispatch import device_put_value
@@ -165,6 +165,12 @@ class _VjpPullback:
                 raise ValueError(f"Shape of cotangent input to vjp pullback function "
                                  f"{ca.shape} must be the same as the shape of corresponding "
                                  f"primal input {a.shape}.")
+            if ca.vma != a.vma and a.dtype == ca.dtype:  # inside shard_map(check_vma)
+                raise ValueError(
+                    "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
+                    f"got {ca.str_short()}, but expected {a.to_tangent_aval().str_short()} "
+                    "because the corresponding output of the differentiated function had "
+                    f"JAX type {a.str_short()}")
             cts.append(c)
         cts_in = ad.backward_pass(self.linear, residuals, self.in_avals, cts)
         return tree_util.tree_unflatten(self.in_tree, [_zeros_or_float0(c) for c in cts_in])
@@ -255,7 +261,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                             f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
         from xform import lax
-        g = f_vjp(lax.full_like(out, 1))   # weakly typed like the output, as JAX's
+        g = f_vjp(lax.full_like(out, 1))   # weakly typed and varying like the output
         g = g[0] if isinstance(argnums, int) else g
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
@@ -415,6 +421,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         basis = _std_basis(y_avals, dtype)
 
         def pull(*b):
+            vma = _context.vma  # (in shard_map: each basis row varying like its output)
+            b = b if vma is None else [vma.like(r, y) for r, y in zip(b, y_flat)]
             return pullback(tree_util.tree_unflatten(y_tree, list(b)))
         jac = vmap(pull)(*basis)   # tuple over args; leaves (M,) + x.shape
         x_leaves, x_tree = tree_util.tree_flatten(jac)

@@ -407,9 +407,11 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = _flat_avals(self._name, leaves, in_tree)
         # the bound axis names and sizes too (as JAX's trace context): a body calling
-        # axis_size or all_gather traces differently under another vmap/pmap size
+        # axis_size or all_gather traces differently under another vmap/pmap size (or
+        # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
-               tuple(batching._axis_env.frames))
+               tuple(batching._axis_env.frames)
+               + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
         hit = jaxprs.get(key)
         if hit is None:

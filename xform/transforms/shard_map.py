@@ -5,7 +5,9 @@ splits over mesh axes ``(a, b, ...)`` is reshaped into ``(size_a, size_b, ..., b
 and those new dimensions become mesh-mapped dimensions of ``xla_pmap``; the body
 sees one block per device, collectives name mesh axes, and outputs are reassembled
 by the inverse reshape. Mesh axes an output spec leaves out are taken from the
-first device along them (as JAX's ``check_vma=False``: the value must be replicated).
+first device along them: with ``check_vma`` (the default) the body's values are typed
+with the axes they vary over (``xform.lax.vma``), which proves that replication;
+without it the user promises it.
 Those reshapes only relabel per-device buffers: results are Arrays tiled over the
 mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
 the same spec is split without a transfer.
@@ -94,6 +96,50 @@ def _merge(o, shape):
     return _reshape(o, shape)
 
 
+def _out_vma_error(f, mesh, fails):
+    """JAX's error for outputs varying over mesh axes their out_specs leave out."""
+    msgs = []
+    for path, spec, vma in fails:
+        unmentioned = [n for n in mesh.axis_names if n not in spec.axis_names()]
+        order = lambda names: ",".join(str(n) for n in mesh.axis_names if n in names)
+        if len(unmentioned) > 1:
+            msgs.append(
+                f"* out_specs{path} is {spec} which implies that the corresponding output "
+                f"value is only varying across mesh axes {{{order(spec.axis_names())}}} "
+                f"and not {{{order([n for n in unmentioned if n in vma])}}}, but it was "
+                f"inferred to be possibly varying over {{{order(vma)}}}")
+        else:
+            msgs.append(
+                f"* out_specs{path} is {spec} which implies that the corresponding output "
+                f"value is replicated across mesh axis '{unmentioned[0]}', but could not "
+                f"infer replication over any axes")
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    return (f"shard_map applied to the function '{getattr(f, '__name__', f)}' was given "
+            "out_specs which require replication which can't be statically inferred given "
+            f"the mesh:\n\nThe mesh given has shape {tuple(mesh.shape.values())} with "
+            f"corresponding axis names {mesh.axis_names}.\n\n" + "\n\n".join(msgs)
+            + "\n\nCheck if these output values are meant to be replicated over those mesh "
+            "axes. If not, consider revising the corresponding out_specs entries. If so, "
+            "consider disabling the check by passing the check_vma=False argument to "
+            "`jax.shard_map`.")
+
+
+def _flat_out_specs(out_specs, out_tree):
+    """Per output leaf: (key path of its spec in ``out_specs``, spec)."""
+    is_spec = lambda x: x is None or isinstance(x, PartitionSpec)
+    paths, spec_tree = tree_util.tree_flatten_with_path(out_specs, is_leaf=is_spec)
+    keyed = tree_util.tree_unflatten(spec_tree, [(tree_util.keystr(k), s) for k, s in paths])
+    try:
+        return tree_util.broadcast_prefix(
+            keyed, tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves),
+            is_leaf=lambda x: isinstance(x, tuple) and len(x) == 2 and is_spec(x[1])
+            and isinstance(x[0], str))
+    except ValueError as e:
+        raise ValueError(f"shard_map out_specs must be a tree prefix of the outputs: "
+                         f"{e}") from None
+
+
 def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=True,
               check_vma=None, axis_names=None, auto=frozenset()):
     """Map ``f`` over blocks of its arguments split across ``mesh`` per ``in_specs``;
@@ -105,14 +151,23 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
       in_specs: a PartitionSpec per positional argument (a pytree prefix).
       out_specs: a PartitionSpec per output (a pytree prefix). All three may also be
         given positionally (``jax.experimental.shard_map``'s form).
-      check_rep, check_vma, axis_names, auto: accepted for compatibility.
+      check_vma: type every value in ``f`` with the mesh axes it varies over (inputs:
+        those their in_spec names). An op mixing invariant and varying operands makes
+        the invariant ones varying (``pvary``, whose transpose is a ``psum``), so the
+        gradient of a replicated input sums over the devices; ``psum`` makes values
+        invariant; an output must not vary over an axis its out_spec leaves out.
+        ``False``: no typing; left-out axes take the first device's value, and
+        gradients follow JAX's ``check_vma=False`` rules. ``check_rep`` is its
+        legacy name (used when ``check_vma`` is not given).
+      axis_names, auto: accepted for compatibility.
 
     Returns:
       The mapped function.
 
     Raises:
       ValueError: a spec naming an unknown mesh axis, longer than the value's rank, or
-        splitting a dimension not divisible by the mesh axes' sizes.
+        splitting a dimension not divisible by the mesh axes' sizes; with
+        ``check_vma``, an output varying over a mesh axis its out_spec leaves out.
 
     >>> import xform, xform.numpy as jnp
     >>> from xform.sharding import PartitionSpec as P
@@ -139,6 +194,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
                         f"{type(mesh).__name__}")
     axes = tuple((n, s) for n, s in mesh.shape.items())
     devices = tuple(mesh.devices.flat)
+    check = bool(check_rep if check_vma is None else check_vma)
 
     @functools.wraps(f)
     def mapped(*args):
@@ -163,27 +219,33 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
             reshaped.append(_split(x, shape, dims, mesh))
             in_axes.append(dims)
-            block_avals.append(pxla.mapped_aval(aval.update(shape=shape), dims))
+            vma = {n for n, d in zip(mesh.axis_names, dims) if d is not None} if check else ()
+            block_avals.append(pxla.mapped_aval(aval.update(shape=shape, vma=vma), dims))
         store = {}
 
         def flat_fun(*flat):
+            from xform.lax.vma import pvary_p
             out = f(*tree_util.tree_unflatten(in_tree, flat))
-            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            store["specs"] = _flat_out_specs(out_specs, out_tree)
+            store["out_tree"] = out_tree
+            if check:  # an output its spec splits over an axis it is invariant on
+                for i, (o, (_, spec)) in enumerate(zip(out_leaves, store["specs"])):
+                    spec = _check_spec(spec, get_aval(o).shape, mesh, f"output {i}")
+                    need = [n for n in mesh.axis_names if n in spec.axis_names()
+                            and n not in get_aval(o).vma]
+                    if need:
+                        out_leaves[i] = pvary_p.bind(o, axes=tuple(need))
             return out_leaves
 
-        closed = pxla.trace_body(flat_fun, block_avals, axes)
+        closed = pxla.trace_body(flat_fun, block_avals, axes, check)
         out_tree = store["out_tree"]
-        try:
-            flat_out_specs = tree_util.broadcast_prefix(
-                out_specs, tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves),
-                is_leaf=lambda x: x is None or isinstance(x, PartitionSpec))
-        except ValueError as e:
-            raise ValueError(f"shard_map out_specs must be a tree prefix of the outputs: "
-                             f"{e}") from None
-        out_axes, full_shapes = [], []
-        for i, (aval, spec) in enumerate(zip(closed.out_avals, flat_out_specs)):
+        out_axes, full_shapes, fails = [], [], []
+        for i, (aval, (path, spec)) in enumerate(zip(closed.out_avals, store["specs"])):
             # the reshaped output is the block shape with a mesh dim before each split dim
             spec = _check_spec(spec, aval.shape, mesh, f"output {i}")
+            if not aval.vma <= set(spec.axis_names()):
+                fails.append((path, spec, aval.vma))
             shape, where = [], {}
             full = []
             for d, s in enumerate(aval.shape):
@@ -195,10 +257,13 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
                 full.append(s * math.prod(mesh.shape[a] for a in names))
             out_axes.append(tuple(where.get(a) for a in mesh.axis_names))
             full_shapes.append(tuple(full))
+        if fails:
+            raise ValueError(_out_vma_error(f, mesh, fails))
         closed, reshaped, in_axes = pxla.closure_convert(closed, axes, reshaped, in_axes)
         outs = pxla.xla_pmap_p.bind(*reshaped, jaxpr=closed, axes=axes,
                                     in_axes=tuple(in_axes), out_axes=tuple(out_axes),
-                                    devices=devices, name=getattr(f, "__name__", "fun"))
+                                    devices=devices, name=getattr(f, "__name__", "fun"),
+                                    check_vma=check)
         outs = [_merge(o, s) for o, s in zip(outs, full_shapes)]
         return tree_util.tree_unflatten(out_tree, outs)
     return mapped

@@ -6,6 +6,7 @@ traced once to a jaxpr; the values it closes over (possibly tracers of enclosing
 transformations) become explicit leading operands, so every interpreter sees them.
 """
 from xform.core.avals import ShapedArray
+from xform.core.trace import _context
 from xform.interpreters import partial_eval as pe
 
 trace_jaxpr = pe.trace_to_subjaxpr   # pytree function -> (jaxpr, consts, out_tree)
@@ -30,9 +31,21 @@ def check_same_types(what, names, trees, aval_lists):
             raise TypeError(f"{what}: {names[0]} and {name} must have identical output "
                             f"types, got\n  {_type_str(first_avals)}\nand\n"
                             f"  {_type_str(avals)}.")
+        for a, b in zip(first_avals, avals):
+            if a.vma != b.vma and _context.vma is not None:  # in shard_map(check_vma)
+                lo = names[0] if len(a.vma) < len(b.vma) else name
+                raise TypeError(
+                    f"{what} branches must have equal output types but they differ.\n\n"
+                    f"The output of {names[0]} has type {a.str_short()} but the "
+                    f"corresponding output of {name} has type {b.str_short()}, so the "
+                    f"manual axis types do not match.\n\nThis might be fixed by applying "
+                    f"`jax.lax.pcast(..., {tuple(sorted(a.vma ^ b.vma))}, to='varying')` "
+                    f"to the output of {lo}.\n\nRevise {names[0]} and/or {name} so that "
+                    "all output types match.")
 
 
 def join_weak_types(aval_lists):
     """Output avals of several branches: weak only where every branch is weak."""
-    return [ShapedArray(col[0].shape, col[0].dtype, all(b.weak_type for b in col))
+    return [ShapedArray(col[0].shape, col[0].dtype, all(b.weak_type for b in col),
+                        frozenset().union(*(b.vma for b in col)))
             for col in zip(*aval_lists)]

@@ -130,6 +130,9 @@ def _check_carry(body_fun, in_tree, in_avals, out_tree, out_avals):
              f"{a.str_short()} but body_fun output has type {o.str_short()}"
              for p, a, o in zip(_paths(in_tree), in_avals, out_avals)
              if (a.shape, a.dtype) != (o.shape, o.dtype)]
+    from xform.lax.control_flow.scan import check_carry_vma
+    check_carry_vma("while_loop body", [f"c{tree_util.keystr(p)}" for p in _paths(in_tree)],
+                    in_avals, out_avals)
     if diffs:
         raise TypeError(f"lax.while_loop: body_fun ({name}) output must have the same "
                         "types as init_val (the loop carry keeps its shape and dtype):\n"

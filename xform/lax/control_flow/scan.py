@@ -195,7 +195,7 @@ def _check_unroll(unroll, length):
 
 
 def _unstacked(aval):
-    return ShapedArray(aval.shape[1:], aval.dtype, aval.weak_type)
+    return aval.update(shape=aval.shape[1:])
 
 
 def _carry_name(f):
@@ -204,6 +204,26 @@ def _carry_name(f):
     except (TypeError, ValueError):
         return "carry"
     return params[0] if params else "carry"
+
+
+def check_carry_vma(what, names, in_avals, out_avals):
+    """Inside shard_map(check_vma=True): JAX's error for a carry whose output varies
+    over more mesh axes than its input (``pcast`` the initial value)."""
+    from xform.core.trace import _context
+    if _context.vma is None:  # (e.g. lowering a body: its avals keep their vma)
+        return
+    for name, a, b in zip(names, in_avals, out_avals):
+        if (a.shape, a.dtype) == (b.shape, b.dtype) and a.vma != b.vma:
+            what_in = f"carry component {name}" if "[" in name else f"carry {name}"
+            axes = tuple(sorted(b.vma - a.vma))
+            raise TypeError(
+                f"{what} function carry input and carry output must have equal types, but "
+                f"they differ:\n\nThe input {what_in} has type {a.str_short()} but the "
+                f"corresponding output carry component has type {b.str_short()}, so the "
+                f"manual axis types do not match.\n\nThis might be fixed by applying "
+                f"`jax.lax.pcast(..., {axes}, to='varying')`, to the initial carry value "
+                f"corresponding to the input {what_in}.\n\nRevise the function so that all "
+                "output types match the corresponding input types.")
 
 
 def _check_carry(f, init, init_tree, out_tree, in_avals, out_avals, what="scan body"):
@@ -220,6 +240,8 @@ def _check_carry(f, init, init_tree, out_tree, in_avals, out_avals, what="scan b
              f"{b.str_short()}"
              for p, a, b in zip(paths, in_avals, out_avals)
              if (a.shape, a.dtype) != (b.shape, b.dtype)]
+    check_carry_vma(what, [f"{name}{tree_util.keystr(p)}" for p in paths], in_avals,
+                    out_avals)
     if diffs:
         raise TypeError(f"{what} function carry input and carry output must have equal "
                         "types (shapes and dtypes), but they differ:\n"
@@ -240,7 +262,7 @@ def _scan_abstract_eval(*avals, reverse, length, jaxpr, num_consts, num_carry, l
                         f"body's inputs {[a.str_short() for a in want]} "
                         f"(length={length}, num_consts={num_consts}, num_carry={num_carry})")
     carry, ys = _split(jaxpr.out_avals, num_carry)
-    return carry + [ShapedArray((length,) + a.shape, a.dtype, a.weak_type) for a in ys]
+    return carry + [a.update(shape=(length,) + a.shape) for a in ys]
 
 
 # ---- JVP: the body's JVP, with tangents of consts, carries and xs alongside ----
