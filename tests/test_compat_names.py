@@ -376,7 +376,8 @@ def test_config_knows_every_jax_option():
 @pytest.mark.parametrize("name", [
     "xform.ref", "xform.debugger", "xform.transforms.runtime", "xform.transforms.ad_extras",
     "xform.core.config", "xform.lax.control_flow.solves", "xform.lax.general_reduce",
-    "xform.lax.barriers"])
+    "xform.lax.barriers", "xform.transforms.ad", "xform.transforms.custom_derivatives",
+    "xform.transforms.checkpoint"])
 def test_docstring_examples_run(name):
     import doctest
     import importlib

@@ -55,7 +55,7 @@ relu.__doc__ = r"""Rectified linear unit: :math:`\max(x, 0)`, with derivative 0 
     >>> xform.nn.relu(xform.numpy.array([-2., 0., 0.5]))
     Array([0. , 0. , 0.5], dtype=float32)
     >>> xform.grad(xform.nn.relu)(0.)
-    Array(0., dtype=float32)
+    Array(0., dtype=float32, weak_type=True)
     """
 relu.defjvps(lambda t, ans, x: lax.select(x > 0, t, lax.full_like(t, 0)))
 

@@ -245,7 +245,8 @@ def ldexp(x1, x2, /):
     if not dtypes.is_integer(x2.aval.dtype):
         raise TypeError(f"ldexp: x2 must be an integer array, got {x2.aval.dtype.name}")
     x1, x2 = _util.broadcast_arrays("ldexp", x1, x2, scalars_ok=False)
-    return _exp2_int(x1, lax.convert_element_type(x2, dtypes.int32))
+    out = _exp2_int(x1, lax.convert_element_type(x2, dtypes.int32))
+    return lax.convert_element_type(out, out.aval.dtype)   # never weak, as JAX's
 
 
 def frexp(x, /):
@@ -303,8 +304,11 @@ def angle(z, deg=False):
     from xform.numpy._math import imag, real
     z = asarray(z, "angle")
     re, im = real(z), imag(z)
-    if not dtypes.is_inexact(re.aval.dtype):
-        re, im = _util.promote_dtypes("angle", re, im, to="inexact")
+    if not dtypes.is_inexact(re.aval.dtype) or (dtypes.is_floating(z.aval.dtype)
+                                                and z.aval.ndim == 0):
+        # (as JAX: a real scalar's result is a strong float; it was weak through imag's 0)
+        dt = dtypes.to_inexact_dtype(re.aval.dtype)
+        re, im = lax.convert_element_type(re, dt), lax.convert_element_type(im, dt)
     out = lax.atan2(im, re)
     if deg:
         out = lax.mul(out, _util.scalar_array(180 / np.pi, out.aval.dtype, True))

@@ -111,7 +111,7 @@ def custom_gradient(fun):
     ... def f(x):
     ...     return x ** 2, lambda g: (g * 10.0,)
     >>> xform.grad(f)(3.0)
-    Array(10., dtype=float32)
+    Array(10., dtype=float32, weak_type=True)
     """
     @custom_vjp
     def wrapped(*args):

@@ -180,7 +180,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
 
     >>> import xform, xform.numpy as jnp
     >>> xform.grad(xform.checkpoint(lambda x: jnp.sin(jnp.sin(x))))(0.0)
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
     """
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
 

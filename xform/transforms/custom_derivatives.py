@@ -89,7 +89,7 @@ class custom_jvp:
     ... def f_jvp(primals, tangents):  # a deliberately "wrong" rule: d sin(x) = 2 dx
     ...   return f(*primals), 2.0 * tangents[0]
     >>> xform.grad(f)(0.0)
-    Array(2., dtype=float32)
+    Array(2., dtype=float32, weak_type=True)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
@@ -262,7 +262,7 @@ class custom_vjp:
     ...   return x
     >>> clip_grad.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
     >>> xform.grad(lambda x: 5.0 * clip_grad(x))(2.0)
-    Array(1., dtype=float32)
+    Array(1., dtype=float32, weak_type=True)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
