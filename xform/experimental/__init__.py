@@ -1,14 +1,14 @@
 """``xform.experimental``: the names JAX keeps in ``jax.experimental`` that its tutorials
-import: ``io_callback``, the ``enable_x64``/``disable_x64`` context managers,
-``mesh_utils`` and ``shard_map`` (also as ``xform.experimental.shard_map.shard_map``).
+import: ``io_callback``, the ``enable_x64``/``disable_x64`` context managers, and
+``shard_map`` (also as ``xform.experimental.shard_map.shard_map``).
 """
 import contextlib
 
 from xform.core.config import config
-from xform.experimental import mesh_utils, shard_map  # noqa: F401  (the modules, as in JAX)
+from xform.experimental import shard_map  # noqa: F401  (the module, as in JAX)
 from xform.interpreters.callback import io_callback  # noqa: F401
 
-__all__ = ["disable_x64", "enable_x64", "io_callback", "mesh_utils", "shard_map"]
+__all__ = ["disable_x64", "enable_x64", "io_callback", "shard_map"]
 
 
 @contextlib.contextmanager
