@@ -328,3 +328,16 @@ def test_eager_int_and_slice_indexing_share_one_executable():
         np.testing.assert_array_equal(x[i, 1:3], base[i, 1:3])
     np.testing.assert_array_equal(x[1:9:3], base[1:9:3])  # strided: a real slice
     assert compiler.stats["compile"] - before <= 1
+
+
+def test_at_apply_matches_jax():
+    """``.at[idx].apply(f)``: f once per occurrence of an index, dropped out of bounds."""
+    x = np.arange(6.0).reshape(2, 3)
+    rows, cols = np.array([0, 0, 1]), np.array([1, 1, 2])
+    for idx in [(rows, cols), 1, (slice(None), 7)]:
+        for f, jf in [(lambda v: v * 10 + 1, lambda v: v * 10 + 1), (xnp.sin, jnp.sin)]:
+            _same(xnp.asarray(x).at[idx].apply(f), jnp.asarray(x).at[idx].apply(jf),
+                  exact=False)
+    i = np.arange(4)
+    _same(xform.jit(lambda a: a.at[rows].apply(xnp.negative))(i),
+          jax.jit(lambda a: a.at[rows].apply(jnp.negative))(i))

@@ -529,7 +529,7 @@ def test_docstring_examples():
     names = ["xform.numpy"] + [f"xform.numpy.{m}" for m in [
         "_creation", "_reductions", "_shape", "_ufuncs", "_math", "_matrix", "_einsum",
         "_manip", "_elementwise", "_cumulative", "_take", "_sorting", "_statistics", "_pad",
-        "_polynomial", "_misc", "fft"]]
+        "_polynomial", "_misc", "_indexing", "fft"]]
     importlib.import_module("xform.lax.fft")
     for name in names + ["xform.lax.fft"]:
         module = sys.modules[name] if name == "xform.lax.fft" else importlib.import_module(name)

@@ -106,7 +106,8 @@ def test_errors():
 
 @pytest.mark.parametrize("name", ["xform.lax.collectives", "xform.lax.vma",
                                   "xform.transforms.pmap", "xform.transforms.shard_map",
-                                  "xform.sharding", "xform.distributed"])
+                                  "xform.sharding", "xform.distributed",
+                                  "xform.experimental.mesh_utils"])
 def test_docstring_examples(name):
     import doctest
     import importlib
@@ -186,3 +187,19 @@ def test_shard_map_under_jit_with_jit_level_code_and_grad():
     np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(lambda x: jf(x).sum())(X)),
                                rtol=1e-4, atol=1e-5)
     assert g.devices() == set(xform.devices())
+
+
+def test_create_device_mesh_vs_jax():
+    from jax.experimental import mesh_utils as jmu
+    from xform.experimental import mesh_utils
+    for shape in [(2, 4), (8,)]:
+        got, want = mesh_utils.create_device_mesh(shape), jmu.create_device_mesh(shape)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert [d.id for d in got.flat] == [d.id for d in want.flat]
+    mesh = Mesh(mesh_utils.create_device_mesh((2, 4)), ("data", "model"))
+    assert mesh.shape == {"data": 2, "model": 4}
+    for bad in [(3,), ("a",)]:
+        with pytest.raises(ValueError) as e:
+            jmu.create_device_mesh(bad)
+        with pytest.raises(ValueError, match=str(e.value).split()[0]):
+            mesh_utils.create_device_mesh(bad)

@@ -79,6 +79,13 @@ def test_typing_names():
         assert isinstance(x, xt.ArrayLike)
     assert not isinstance("a", xt.ArrayLike) and not isinstance([1], xt.ArrayLike)
     assert xform.jit(lambda x: jnp.float32(isinstance(x, xt.ArrayLike)))(1.0) == 1.0
+    # as `jax.typing` after `import jax`, `xform.typing` is there after `import xform`
+    import subprocess
+    import sys
+    code = "import jax, xform; print(hasattr(jax, 'typing'), hasattr(xform, 'typing'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "True"]
 
 
 def test_docstring_examples():
