@@ -232,7 +232,9 @@ def device_put_sharded(shards, devices):
         bufs = [backend.device_put(v, d) for v, d in zip(vals, devices)]
         aval = get_aval(xs[0]) if isinstance(xs[0], Array) else \
             dispatch.device_put_value(vals[0]).aval
-        aval = aval.update(shape=(len(xs),) + vals[0].shape, weak_type=False)
+        # weak only if every shard is a weak Array (as jnp.stack would type them)
+        weak = all(isinstance(x, Array) and x.aval.weak_type for x in xs)
+        aval = aval.update(shape=(len(xs),) + vals[0].shape, weak_type=weak)
         return ShardedArray(bufs, aval, MeshLayout(devices, (len(devices),), (0,), (None,)))
     return tree_util.tree_map(stack, shards[0], *shards[1:])
 
