@@ -68,7 +68,7 @@ __all__ += [
 
 # Flax beyond linen (``from flax import X`` -> ``from xform.nn import X``; see
 # docs/migration.md): core (FrozenDict), traverse_util, serialization, config, struct.
-from xform.nn import core, serialization, traverse_util  # noqa: E402
+from xform.nn import core, jax_utils, serialization, traverse_util  # noqa: E402
 from xform.nn.configurations import config  # noqa: E402
 from xform.training import struct  # noqa: E402
 
