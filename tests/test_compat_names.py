@@ -384,3 +384,16 @@ def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name),
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_device_get_matches_jax():
+    tree = lambda m, r: {"a": m.numpy.ones(2), "n": 3, "k": r.key(0), "np": np.zeros(1),  # noqa: E731
+                         "b": [m.numpy.float32(2)]}
+    ours, theirs = xform.device_get(tree(xform, xform.random)), jax.device_get(
+        tree(jax, jax.random))
+    assert sorted(ours) == sorted(theirs)
+    for k in ("a", "n", "np"):
+        assert type(ours[k]) is type(theirs[k]) and np.array_equal(ours[k], theirs[k]), k
+    assert type(ours["b"][0]) is np.ndarray and ours["b"][0].dtype == theirs["b"][0].dtype
+    assert str(ours["k"].dtype) == "key<fry>"          # keys stay device arrays, as JAX's
+    assert xform.jit(lambda x: xform.device_get(x) * 2)(1.0) == 2.0  # tracers pass through

@@ -13,8 +13,9 @@ from xform.transforms.vmap import vmap
 from xform.transforms.custom_derivatives import custom_jvp, custom_vjp, closure_convert
 from xform.transforms.checkpoint import checkpoint, remat, checkpoint_policies
 from xform import ad_checkpoint  # noqa: E402
-from xform.transforms.devices import (device_put, devices, device_count, local_devices,
-                                      default_backend, block_until_ready, disable_jit)
+from xform.transforms.devices import (device_put, device_get, devices, device_count,
+                                      local_devices, default_backend, block_until_ready,
+                                      disable_jit)
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
 from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
