@@ -35,6 +35,7 @@ import warnings
 
 from xform import backend
 from xform.core.config import config
+from xform.core.profiling import span
 
 logger = logging.getLogger("xform")
 
@@ -100,7 +101,8 @@ def _compile(module, devices, host_callbacks, name, in_avals):
             [a.str_short() for a in in_avals])
         logger.warning("Compiling %s%s.", name, shapes)
     t0 = time.perf_counter()
-    exe = backend.compile(module, devices, host_callbacks)
+    with span("xform.compile", name=name):
+        exe = backend.compile(module, devices, host_callbacks)
     seconds = time.perf_counter() - t0
     stats["compile"] += 1
     if config.jax_log_compiles:

@@ -15,6 +15,7 @@ from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from xform.core.profiling import span
 from xform.core.trace import Tracer, check_not_tracer
 from xform.interpreters import compiler, mlir
 from xform.interpreters.compiler import LRUCache
@@ -359,9 +360,10 @@ class CompiledJaxpr:
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
         callbacks = []
-        module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
-                                            host_callbacks=callbacks, as_bytecode=True,
-                                            donated=donated)
+        with span("xform.jit.lower", name=name):
+            module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
+                                                host_callbacks=callbacks, as_bytecode=True,
+                                                donated=donated)
         devices = [device] if device is not None else None
         self.name = name
         self.executable = compiler.compile_module(module, devices, callbacks, name,

@@ -23,6 +23,7 @@ from xform.core.array import Array
 from xform.core.avals import aval_of_value
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from xform.core.profiling import span
 from xform.core.trace import Trace, _context, check_not_tracer, eval_trace, set_current_trace
 
 _getrefcount = sys.getrefcount
@@ -523,7 +524,8 @@ def _lookup(key, build, donate, t0):
         _metrics["cache_hits"] += 1
         _metrics["trace_ms"] += (time.perf_counter() - t0) * 1e3
         return exe
-    closed = build()
+    with span("xform.lazy.build", ops=len(key[0]) if key else 0):
+        closed = build()
     t1 = time.perf_counter()
     _metrics["trace_ms"] += (t1 - t0) * 1e3
     exe = _compile(closed, donate)
@@ -538,7 +540,8 @@ def _lookup(key, build, donate, t0):
 
 def _execute(exe, bufs):
     t0 = time.perf_counter()
-    outs = exe(bufs)
+    with span("xform.lazy.execute"):
+        outs = exe(bufs)
     _metrics["programs_executed"] += 1
     _metrics["execute_ms"] += (time.perf_counter() - t0) * 1e3
     for b in outs:
@@ -568,10 +571,12 @@ def _compile(closed, donate):
     ``execute(buffers) -> buffers`` (NaN-checked under jax_debug_nans)."""
     from xform.interpreters import dispatch, mlir
     callbacks = []
-    text = mlir.lower_jaxpr_to_module(closed, host_callbacks=callbacks)
+    with span("xform.lazy.lower"):
+        text = mlir.lower_jaxpr_to_module(closed, host_callbacks=callbacks)
     if donate:
         text = _add_aliases(text, donate)
-    exe = backend.compile(text, None, callbacks)
+    with span("xform.compile", name="a lazy graph"):
+        exe = backend.compile(text, None, callbacks)
     run = exe.execute
     if config.jax_debug_nans or config.jax_debug_infs:
         run = dispatch._nan_checked(run, closed.out_avals, lambda bufs, what: _nan_rerun(

@@ -17,6 +17,7 @@ from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array, MeshLayout, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
+from xform.core.profiling import span
 from xform.interpreters import batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pxla import (
@@ -213,10 +214,11 @@ class ReplicatedJaxpr:
         in_kinds = _input_kinds(closed.jaxpr)
         per_device, out_kinds = _per_device_jaxpr(closed, axes, in_kinds)
         callbacks = []
-        with lowering_axes_context(axes):
+        with lowering_axes_context(axes), span("xform.jit.lower", name=name):
             text = mlir.lower_jaxpr_to_module(per_device, hoist_consts=True,
                                               host_callbacks=callbacks, donated=donated)
-        self.exe = backend.compile_replicated(text, devices, callbacks)
+        with span("xform.compile", name=name):
+            self.exe = backend.compile_replicated(text, devices, callbacks)
         self.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(c)), d)
                             for d in devices] for c in per_device.consts]
         names, sizes = tuple(n for n, _ in axes), tuple(s for _, s in axes)

@@ -17,6 +17,7 @@ from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
+from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir
@@ -292,6 +293,7 @@ class JitWrapped:
         cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             entry = cache.entries.get(key)
+            describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
                 # a program that maps over several devices is compiled for all of them
@@ -301,8 +303,10 @@ class JitWrapped:
                 if self._plain and not kwargs and compiled is None and \
                         not config.jax_debug_key_reuse:   # (fast paths check no keys)
                     self._add_fast_paths(entry, args, leaves)
-            outs = entry.compiled(
-                leaves, lambda i: explain.leaf_name(self, args, kwargs, i))
+                with span("xform.jit.execute", name=f"jit({self._name})"):  # first call
+                    outs = entry.compiled(leaves, describe)
+            else:
+                outs = entry.compiled(leaves, describe)
             out = tree_util.tree_unflatten(out_tree, outs)
             if entry.c_out_tree is None and self._plain and not kwargs:
                 c_leaves, c_out = backend.flatten_builtin(out)
@@ -462,7 +466,8 @@ class JitWrapped:
 
         t0 = time.perf_counter()
         in_avals = [a.inner_aval if isinstance(a, refs.AbstractRef) else a for a in avals]
-        closed = pe.trace_to_jaxpr(flat_fun, in_avals)
+        with span("xform.jit.trace", name=f"jit({self._name})"):
+            closed = pe.trace_to_jaxpr(flat_fun, in_avals)
         compiler.stats["trace"] += 1
         explain.note_traced(self._fun)
         if config.jax_log_compiles:
