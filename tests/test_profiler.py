@@ -55,6 +55,12 @@ def test_trace_has_annotations_and_xform_phases(tmp_path):
              "user_step", "xform.jit.trace", "xform.jit.lower", "xform.compile",
              "xform.jit.execute", "xform.lazy.build", "xform.lazy.execute"]
     assert [n for n in names if n.encode() not in data] == []
+    # read back with ProfileData: xform's phases are events on the host plane
+    pd = xform.profiler.ProfileData.from_file(os.path.join(log_dir, "plugins", "profile",
+                                                           run, xplane))
+    host = pd.find_plane_with_name("/host:CPU")
+    events = {e.name for line in host.lines for e in line.events}
+    assert {"xform.jit.trace", "xform.compile", "user_label_qx"} <= events
 
     # The Perfetto file: the trace events, without the metadata Perfetto rejects.
     with gzip.open(os.path.join(log_dir, "plugins", "profile", run,
@@ -159,6 +165,8 @@ def test_device_memory_profile(tmp_path):
     del live
 
 
-def test_doctests():
+def test_doctests_and_names():
+    public = {n for n in dir(jax.profiler) if not n.startswith("_")}
+    assert sorted(public - set(dir(xform.profiler))) == []
     result = doctest.testmod(xform.profiler, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 4 and result.failed == 0

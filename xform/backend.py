@@ -603,11 +603,15 @@ def process_count():
 
 # ---- the profiler: jaxlib's TensorBoard/Perfetto traces, TraceMe spans, pprof heap ----
 
-from jaxlib import _profiler  # noqa: E402
+from jaxlib import _profile_data, _profiler  # noqa: E402
 from jaxlib import version as _jaxlib_version  # noqa: E402
 TraceMe = _profiler.TraceMe                # a span; ``TraceMe(name, **metadata)``
 ProfileOptions = _profiler.ProfileOptions
 trace_me_enabled = _profiler.TraceMe.is_enabled  # is a profiler session recording now?
+ProfileData = _profile_data.ProfileData    # a written xspace, read back (planes, events)
+ProfileEvent = _profile_data.ProfileEvent
+ProfilePlane = _profile_data.ProfilePlane
+register_subprocess = _profiler.register_subprocess
 
 
 def profiler_session(options=None):

@@ -30,6 +30,18 @@ class ProfileOptions(_backend.ProfileOptions):
     """
 
 
+ProfileData = _backend.ProfileData    # ``ProfileData.from_file(xplane_path).planes``
+ProfileEvent = _backend.ProfileEvent
+ProfilePlane = _backend.ProfilePlane
+
+
+def register_subprocess(pid, port):
+    """Profile the subprocess ``pid`` (its profiler server listens on ``port``) along
+    with this process: captures are forwarded to it and its trace merged (CPU only).
+    Returns a function that unregisters it (also on garbage collection)."""
+    return _backend.register_subprocess(pid, port)
+
+
 class _State:
     def __init__(self):
         self.session = None
