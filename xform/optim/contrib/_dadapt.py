@@ -5,8 +5,9 @@ from typing import Any, NamedTuple
 import xform.numpy as jnp
 from xform import tree_util as tu
 from xform.optim._base import (GradientTransformationExtraArgs, NO_PARAMS_MSG,
-                               safe_increment, tree_zeros_like)
-from xform.optim.contrib._common import tree_dtype, tree_sum_abs, tree_vdot, value_or_schedule
+                               safe_increment, tree_norm, tree_zeros_like)
+from xform.optim.contrib._common import value_or_schedule
+from xform.optim.tree_utils import tree_dtype, tree_vdot
 
 
 class DAdaptAdamWState(NamedTuple):
@@ -71,7 +72,7 @@ def dadapt_adamw(learning_rate=1.0, betas=(0.9, 0.999), eps=1e-8, estim_lr0=1e-6
         grad_sum = tu.tree_map(lambda sk, g: sb2 * sk + (1 - sb2) * dlr * g,
                                state.grad_sum, updates)
         numerator_weighted = sb2 * state.numerator_weighted + (1 - sb2) * dlr * numerator_acum
-        d_estimate = numerator_weighted / ((1 - sb2) * tree_sum_abs(grad_sum))
+        d_estimate = numerator_weighted / ((1 - sb2) * tree_norm(grad_sum, ord=1))
         estim_lr = jnp.maximum(state.estim_lr, d_estimate)
         p_update = tu.tree_map(
             lambda ea, eas, p: -weight_decay * dlr * p - ea / (jnp.sqrt(eas) + eps),
@@ -153,7 +154,7 @@ def prodigy(learning_rate=1.0, betas=(0.9, 0.999), beta3=None, eps=1e-8, estim_l
                                state.grad_sum, dg)
         numerator_weighted = beta3 * state.numerator_weighted
         numerator_weighted += (estim_lr / estim_lr0) * dlr * numerator_acum
-        lr_estimate = estim_lr_coef * numerator_weighted / tree_sum_abs(grad_sum)
+        lr_estimate = estim_lr_coef * numerator_weighted / tree_norm(grad_sum, ord=1)
         new_estim_lr = jnp.maximum(estim_lr, lr_estimate)
         p_update = tu.tree_map(
             lambda ea, eas, p: (-weight_decay * dlr * p

@@ -6,7 +6,7 @@ import xform.numpy as jnp
 from xform import tree_util as tu
 from xform.optim._base import GradientTransformation, chain, identity, tree_norm
 from xform.optim._basic import add_decayed_weights, scale_by_learning_rate
-from xform.optim.contrib._common import tree_dtype
+from xform.optim.tree_utils import tree_dtype
 
 
 def _sub(x, y):

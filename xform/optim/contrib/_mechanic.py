@@ -7,7 +7,7 @@ from xform import lax
 from xform import tree_util as tu
 from xform.optim._base import (GradientTransformationExtraArgs, NO_PARAMS_MSG,
                                safe_increment, tree_norm, with_extra_args_support)
-from xform.optim.contrib._common import tree_dtype, tree_vdot
+from xform.optim.tree_utils import tree_dtype, tree_vdot
 
 
 class MechanicState(NamedTuple):

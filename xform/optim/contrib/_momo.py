@@ -9,7 +9,8 @@ from xform import lax
 from xform import tree_util as tu
 from xform.optim._base import (GradientTransformationExtraArgs, NO_PARAMS_MSG,
                                safe_increment, tree_norm, tree_zeros_like)
-from xform.optim.contrib._common import tree_dtype, tree_vdot, value_or_schedule
+from xform.optim.contrib._common import value_or_schedule
+from xform.optim.tree_utils import tree_dtype, tree_vdot
 
 _NO_VALUE_MSG = ("You need to pass the latest loss value to Momo.\n"
                  "                       Use ``jax.value_and_grad`` for this.")

@@ -6,7 +6,7 @@ import xform.numpy as jnp
 from xform import lax
 from xform import tree_util as tu
 from xform.optim._base import GradientTransformationExtraArgs, safe_increment
-from xform.optim.contrib._common import tree_dtype
+from xform.optim.tree_utils import tree_dtype
 
 
 class ReduceLROnPlateauState(NamedTuple):

@@ -9,7 +9,7 @@ from xform.optim._base import (GradientTransformationExtraArgs, chain, safe_incr
                                tree_cast, with_extra_args_support)
 from xform.optim._basic import add_decayed_weights, scale_by_learning_rate
 from xform.optim._scaling import scale_by_rms
-from xform.optim.contrib._common import tree_dtype
+from xform.optim.tree_utils import tree_dtype
 from xform.optim.schedules import warmup_constant_schedule
 
 

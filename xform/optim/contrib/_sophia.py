@@ -11,7 +11,7 @@ from xform.optim._base import (GradientTransformationExtraArgs, bias_correction,
                                canonicalize_dtype, chain, safe_increment, tree_cast,
                                tree_zeros_like, update_moment, with_extra_args_support)
 from xform.optim._basic import add_decayed_weights, scale_by_learning_rate
-from xform.optim.contrib._common import tree_dtype
+from xform.optim.tree_utils import tree_dtype
 
 
 class HutchinsonState(NamedTuple):
