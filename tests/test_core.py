@@ -349,3 +349,12 @@ def test_debug_nans_error_cites_the_users_line(debug_nans):
     notes = "".join(getattr(info.value, "__notes__", []))
     assert f"{__file__}:{first + 2} (_two_ops)" in notes, notes
     assert "log(f32[]) -> f32[]" in notes
+
+
+def test_shaped_array_vma_hashes_like_its_frozenset():
+    # vma given as any iterable is stored (and hashed) as a frozenset; a set used to be
+    # hashed as given, which raised TypeError
+    from xform.core.avals import ShapedArray
+    a = ShapedArray((2,), np.float32, vma={"i"})
+    b = ShapedArray((2,), np.float32, vma=frozenset({"i"}))
+    assert a == b and hash(a) == hash(b) and a != ShapedArray((2,), np.float32)

@@ -39,7 +39,7 @@ class ShapedArray:
             self.dtype = dtype
         self.weak_type = bool(weak_type)
         self.vma = vma if type(vma) is frozenset else frozenset(vma)
-        self._hash = hash((self.shape, self.dtype, self.weak_type, vma))
+        self._hash = hash((self.shape, self.dtype, self.weak_type, self.vma))
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
