@@ -1,4 +1,5 @@
 """User-facing errors with JAX's names; each docstring says the cause and the fix."""
+from xform.backend import JaxRuntimeError  # noqa: F401  (the runtime raises it)
 
 
 class JAXTypeError(TypeError):
@@ -94,13 +95,4 @@ class KeyReuseError(RuntimeError):
     Sampling from a key (or splitting it) consumes it; reusing it gives correlated
     numbers. Fix: ``split`` the key and use each new key once, or ``clone`` it where
     reuse is intended.
-    """
-
-
-class JaxRuntimeError(RuntimeError):
-    """XLA's runtime failed: compiling, transferring or executing a program.
-
-    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
-    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
-    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
     """
