@@ -154,7 +154,6 @@ ALLOWED = {
     ("xform.ref", "xform.numpy"): "to fix",
     ("xform.transforms.ad", "xform.lax"): "to fix: move 9",
     ("xform.transforms.custom_derivatives", "xform.lax"): "to fix: move 9",
-    ("xform.transforms.jit", "xform.random._keys"): "to fix: move 5",
     ("xform.transforms.shard_map", "xform.lax"): "to fix: move 9",
 }
 # Ratchets on the whole graph (function-local imports count as edges). Targets (issue 26):

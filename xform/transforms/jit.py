@@ -12,7 +12,7 @@ import time
 import weakref
 
 from xform import backend
-from xform.core import tree_util
+from xform.core import errors, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
@@ -286,9 +286,8 @@ class JitWrapped:
             return self._fun(*args, **kwargs)
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if config.jax_debug_key_reuse:
-            from xform.random import _keys
             for i in self._cache.consumed.get(key, ()):
-                _keys.consume(f"jit({self._name})", leaves[i])
+                errors.consume_key(f"jit({self._name})", leaves[i])
         if refinfo is not None:
             return self._call_with_refs(key, leaves, closed, out_tree, refinfo)
         cache = self._cache
@@ -455,9 +454,8 @@ class JitWrapped:
                                for k in kwargs}
                 out = self._fun(*full_args, **full_kwargs)
                 if config.jax_debug_key_reuse and consumed is not None:
-                    from xform.random import _keys
                     consumed.extend(i for i, x in enumerate(flat)
-                                    if _keys.consumer(x) is not None)
+                                    if errors.key_consumer(x) is not None)
                 out_leaves, out_tree = tree_util.tree_flatten(out)
                 refs.check_no_ref_outputs(self._fun, out_leaves)
                 out_tree_box.append(out_tree)
