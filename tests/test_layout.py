@@ -120,6 +120,8 @@ _PREFIX_LAYER = {
     "xform.backend": 0,
     "xform.core": 1,
     "xform.interpreters": 2,
+    # the pmap primitive's rules and the mesh compile bind collectives: L3 beside them
+    "xform.interpreters.pxla": 3, "xform.interpreters.mesh_jit": 3,
     "xform.lax": 3, "xform.lax.control_flow": 5,
     "xform.transforms": 4, "xform.ref": 4,
     "xform.numpy": 5, "xform.random": 5, "xform.scipy": 5, "xform.flatten_util": 5,
@@ -139,9 +141,6 @@ ALLOWED = {
     ("xform.transforms.shard_map", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
     ("xform.nn._meta", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
     ("xform.core.array_ops", "xform.numpy"): "to fix",
-    ("xform.interpreters.mesh_jit", "xform.lax.collectives"): "to fix: move 6",
-    ("xform.interpreters.pxla", "xform.lax"): "to fix: move 6",
-    ("xform.interpreters.pxla", "xform.lax.collectives"): "to fix: move 6",
     ("xform.lax.extended", "xform.lax.control_flow.conditionals"): "to fix",
     ("xform.lax.extended", "xform.lax.control_flow.loops"): "to fix",
     ("xform.lax.extended", "xform.lax.control_flow.scan"): "to fix",
