@@ -19,6 +19,7 @@ from xform.core import tree_util
 from xform.core.array import MeshLayout, ShardedArray
 from xform.core.trace import get_aval
 from xform.interpreters import pxla
+from xform.lax import shapes
 from xform.sharding import Mesh, PartitionSpec, TiledLayout
 
 
@@ -68,8 +69,7 @@ def _split_layout(shape, spec, mesh, what):
 
 
 def _reshape(x, shape):
-    from xform import lax
-    return x if tuple(get_aval(x).shape) == tuple(shape) else lax.reshape(x, tuple(shape))
+    return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
 
 
 def _split(x, shape, dims, mesh):
