@@ -123,6 +123,7 @@ _PREFIX_LAYER = {
     # the pmap primitive's rules and the mesh compile bind collectives: L3 beside them
     "xform.interpreters.pxla": 3, "xform.interpreters.mesh_jit": 3,
     "xform.lax": 3, "xform.lax.control_flow": 5,
+    "xform.lax.prng": 5,  # threefry's rolled lowering is a fori_loop (random's bits)
     "xform.transforms": 4, "xform.ref": 4,
     "xform.numpy": 5, "xform.random": 5, "xform.scipy": 5, "xform.flatten_util": 5,
     "xform.nn._functions": 5, "xform.nn._activations": 5,  # jax.nn: numpy compositions
@@ -140,11 +141,6 @@ ALLOWED = {
     ("xform.transforms.devices", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
     ("xform.transforms.shard_map", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
     ("xform.nn._meta", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
-    ("xform.core.array_ops", "xform.numpy"): "to fix",
-    ("xform.lax.extended", "xform.lax.control_flow.conditionals"): "to fix",
-    ("xform.lax.extended", "xform.lax.control_flow.loops"): "to fix",
-    ("xform.lax.extended", "xform.lax.control_flow.scan"): "to fix",
-    ("xform.lax.prng", "xform.lax.control_flow.scan_loops"): "to fix",
     ("xform.ref", "xform.numpy"):
         "new_ref/swap take Python values as jnp.asarray does (a cycle: numpy -> jit -> ref)",
 }
