@@ -134,13 +134,6 @@ _PREFIX_LAYER = {
 # Upward imports that stay, (importer, imported): the reason each is there. The test fails
 # when one is gone, so the list only shrinks.
 ALLOWED = {
-    ("xform.core.array", "xform.interpreters.dispatch"):
-        "host transfer; removed by move 1 (issue 23/27 branch)",
-    ("xform.core.array", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
-    ("xform.interpreters.mesh_jit", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
-    ("xform.transforms.devices", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
-    ("xform.transforms.shard_map", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
-    ("xform.nn._meta", "xform.sharding"): "removed by move 2 (issue 23/27 branch)",
     ("xform.ref", "xform.numpy"):
         "new_ref/swap take Python values as jnp.asarray does (a cycle: numpy -> jit -> ref)",
 }

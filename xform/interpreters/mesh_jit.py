@@ -14,11 +14,12 @@ import math
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
-from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core import dtypes, transfer
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
-from xform.interpreters import batching, dispatch, mlir, pjit
+from xform.interpreters import batching, mlir, pjit
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pxla import (
     _Deleted, _mesh_devices, _shard_arg, check_deleted, gather_block, lowering_axes_context,
@@ -44,6 +45,11 @@ def _meshes(jaxpr, found):
             for sub in _sub_jaxprs(eqn.params):
                 _meshes(sub, found)
     return found
+
+
+def maps_over_devices(closed):
+    """Whether ``closed`` holds pmap/shard_map equations (this module compiles it)."""
+    return bool(_meshes(closed.jaxpr, set()))
 
 
 def compile_jaxpr(closed, name, donated=None):
@@ -219,12 +225,11 @@ class ReplicatedJaxpr:
                                               host_callbacks=callbacks, donated=donated)
         with span("xform.compile", name=name):
             self.exe = backend.compile_replicated(text, devices, callbacks)
-        self.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(c)), d)
+        self.const_bufs = [[backend.device_put(transfer.canonical_numpy(np.asarray(c)), d)
                             for d in devices] for c in per_device.consts]
         names, sizes = tuple(n for n, _ in axes), tuple(s for _, s in axes)
 
         def layout(kind):  # a whole value: tiles of an empty spec (replicated)
-            from xform.sharding import TiledLayout
             if kind is None or kind[0] == "t":
                 return TiledLayout(devices, sizes, names, () if kind is None else kind[1])
             return MeshLayout(devices, sizes, kind[1], names)
@@ -238,7 +243,7 @@ class ReplicatedJaxpr:
         try:
             for x, layout in zip(args, self.in_layouts):
                 if not isinstance(x, Array):
-                    x = dispatch.device_put_value(x)
+                    x = transfer.device_put_value(x)
                 per_arg.append(_shard_arg(x, layout, self.devices))
         except _Deleted:
             check_deleted(args, self.name, describe)
@@ -258,3 +263,4 @@ class ReplicatedJaxpr:
 
 
 pjit.mesh_compile = compile_jaxpr   # the jit primitive's impl compiles over meshes here
+pjit.maps_over_devices = maps_over_devices
