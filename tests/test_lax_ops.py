@@ -37,8 +37,9 @@ def test_table_covers_every_primitive():
         called |= {str(e.primitive) for e in jaxpr.jaxpr.eqns}
     # Collectives need a bound axis name: tests/test_pmap.py and test_shard_map.py check
     # each against jax (values, grads, batching, lowering).
-    from xform.lax import collectives
-    named = {v.name for v in vars(collectives).values() if isinstance(v, Primitive)}
+    from xform.lax import collectives, collectives_permute
+    named = {v.name for m in (collectives, collectives_permute) for v in vars(m).values()
+             if isinstance(v, Primitive)}
     assert prims - called - named == set()
 
 

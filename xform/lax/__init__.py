@@ -62,9 +62,10 @@ from xform.interpreters import ad_util as _ad_util
 _ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
                       transpose=transpose, reduce_sum=reduce_sum)
 from xform.lax.collectives import (  # noqa: E402
-    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, pshuffle,
-    psum, psum_scatter, all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
-    ppermute_p, psum_p, reduce_scatter_p)
+    all_gather, axis_index, axis_size, pmax, pmean, pmin, psum, psum_scatter, all_gather_p,
+    axis_index_p, pmax_p, pmin_p, psum_p, reduce_scatter_p)
+from xform.lax.collectives_permute import (  # noqa: E402
+    all_to_all, ppermute, pshuffle, all_to_all_p, ppermute_p)
 from xform.lax.vma import pcast  # noqa: E402
 from xform.lax.control_flow.solves import custom_linear_solve, custom_root  # noqa: E402
 from xform.lax.general_reduce import reduce, reduce_p  # noqa: E402

@@ -10,6 +10,7 @@ from xform.interpreters import ad, batching, mlir
 from xform.interpreters import callback as _callback
 from xform.interpreters import pxla as _pxla
 from xform.lax import collectives as _coll
+from xform.lax import collectives_permute as _perm
 from xform.lax import dynamic_slicing as _slicing
 from xform.lax import shapes as _shapes
 from xform.lax._prim import standard_primitive
@@ -217,6 +218,6 @@ _COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplie
     _coll.pmin_p: _minus_axes,
     _coll.all_gather_p: lambda avals, p: avals[0].vma,
     _coll.reduce_scatter_p: lambda avals, p: avals[0].vma,
-    _coll.all_to_all_p: lambda avals, p: avals[0].vma,
-    _coll.ppermute_p: lambda avals, p: avals[0].vma,
+    _perm.all_to_all_p: lambda avals, p: avals[0].vma,
+    _perm.ppermute_p: lambda avals, p: avals[0].vma,
 }
