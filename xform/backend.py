@@ -18,13 +18,20 @@ from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA leg
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
-from xform.core.config import config as _config
-from xform.core.errors import JaxRuntimeError
 Device = _jax.Device
 Buffer = _jax.ArrayImpl
 
 
 # ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
+
+class JaxRuntimeError(RuntimeError):
+    """XLA's runtime failed: compiling, transferring or executing a program.
+
+    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
+    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
+    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
+    """
+
 
 def _runtime_error(e):
     return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
@@ -61,9 +68,9 @@ def client():
     (global devices, gloo collectives)."""
     if _dist.cpu_client is not None:
         return _dist.cpu_client
-    if _config.jax_num_cpu_devices >= 0:   # (jax refuses it once its backends started)
-        _jax_config.update("jax_num_cpu_devices", _config.jax_num_cpu_devices)
-    wanted = _config.jax_platforms
+    if _start_options["jax_num_cpu_devices"] >= 0:  # (jax refuses it once started)
+        _jax_config.update("jax_num_cpu_devices", _start_options["jax_num_cpu_devices"])
+    wanted = _start_options["jax_platforms"]
     if not wanted:
         return _xb.get_backend()
     if not _xb.backends_are_initialized():
@@ -79,16 +86,20 @@ def client_started():
     return client.cache_info().currsize > 0
 
 
-def _set_before_start(name):
-    def check(value):  # JAX's validator and message
-        if client_started() and getattr(_config, name) != value:
-            raise RuntimeError(f"{name} config should be updated before backends are "
-                               "initialized i.e. before any JAX operation is executed. You "
-                               "should initialize this config immediately after `import jax`.")
-    return check
+# What the client starts with. The config flags of these names push their values here
+# (core/config.py), so this module needs nothing from xform.
+_start_options = {"jax_platforms": None, "jax_num_cpu_devices": -1}
 
 
-_config._add_validator("jax_num_cpu_devices", _set_before_start("jax_num_cpu_devices"))
+def set_start_option(name, value):
+    """Record ``jax_platforms``/``jax_num_cpu_devices`` for the client's start; a new
+    device count after the start is refused (JAX's validator and message)."""
+    if (name == "jax_num_cpu_devices" and client_started()
+            and _start_options[name] != value):
+        raise RuntimeError(f"{name} config should be updated before backends are "
+                           "initialized i.e. before any JAX operation is executed. You "
+                           "should initialize this config immediately after `import jax`.")
+    _start_options[name] = value
 
 
 @functools.cache
