@@ -301,7 +301,8 @@ class JitWrapped:
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
-                                           self._split_static(args, kwargs)[0], out_tree,
+                                           lambda: self._split_static(args, kwargs)[0],
+                                           out_tree,
                                            describe, self._name)
             if place is not None:
                 key = (key, place.key)
