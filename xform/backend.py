@@ -286,7 +286,24 @@ def dlpack_device(buf):
     return buf.__dlpack_device__()
 
 
-class Executable:
+class _Analyses:
+    """What XLA tells about a compiled program (both executable kinds)."""
+    __slots__ = ()
+
+    def cost_analysis(self):
+        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
+        return dict(self._exe.cost_analysis())
+
+    def memory_analysis(self):
+        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
+        return self._exe.get_compiled_memory_stats()
+
+    def hlo_text(self):
+        """The optimized HLO XLA compiled."""
+        return self._exe.hlo_modules()[0].to_string()
+
+
+class Executable(_Analyses):
     """A compiled XLA program; ``execute(buffers) -> buffers`` (holds its host callbacks)."""
     __slots__ = ("_exe", "execute", "devices", "module", "host_callbacks")
 
@@ -336,18 +353,6 @@ class Executable:
         sharding = _sharding(self.devices[0])
         return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
                 for a in out_avals]
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
-        return dict(self._exe.cost_analysis())
-
-    def memory_analysis(self):
-        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
-        return self._exe.get_compiled_memory_stats()
-
-    def hlo_text(self):
-        """The optimized HLO XLA compiled."""
-        return self._exe.hlo_modules()[0].to_string()
 
 
 def _array_result_handler(aval, sharding):
@@ -529,7 +534,7 @@ def _replica_sharding(devices):
                          PartitionSpec("_replicas"))
 
 
-class ReplicatedExecutable:
+class ReplicatedExecutable(_Analyses):
     """A program compiled once for ``len(devices)`` replicas or partitions.
     ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device."""
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
