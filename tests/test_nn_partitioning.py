@@ -162,3 +162,11 @@ def test_with_partitioning_keeps_initializer_and_names():
     logical = functools.partial(xnn.with_logical_partitioning, rules=RULES)(
         xnn.initializers.zeros, ("mlp",))(xform.random.PRNGKey(0), (2,))
     assert logical.rules == RULES and isinstance(logical, xnn.Partitioned)
+
+
+def test_doctests():
+    import doctest
+    from xform.nn import _meta, _spmd
+    for mod in (_meta, _spmd):
+        r = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert r.attempted and not r.failed, mod.__name__
