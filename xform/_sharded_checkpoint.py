@@ -31,7 +31,8 @@ from xform import backend, tree_util as tu
 from xform.checkpoint import (  # (xform.checkpoint imports this module last: a cycle)
     _META_KEY, CheckpointError, _child_key, _decode, _dtype_name, _encode, _fit_leaf,
     _holds_exactly, _leaf_record, _match, _np_dtype, _wrap_extended)
-from xform.sharding import Sharding, SingleDeviceSharding
+from xform.core.sharding import Sharding, SingleDeviceSharding
+from xform.core.transfer import device_put_value
 
 __all__ = ["save_sharded", "restore_sharded"]
 
@@ -346,7 +347,6 @@ def _place(rec, reader, sharding, where):
             return _wrap_extended(rec["extended"], value)
         if not _holds_exactly(value.dtype):
             return value
-        from xform.interpreters.dispatch import device_put_value
         device = None if sharding is None else next(iter(sharding.device_set))
         return device_put_value(value, device)
     if "extended" in rec:

@@ -14,8 +14,9 @@ import math
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
-from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core import dtypes, transfer
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
 from xform.interpreters import batching, dispatch, mlir
@@ -219,12 +220,11 @@ class ReplicatedJaxpr:
                                               host_callbacks=callbacks, donated=donated)
         with span("xform.compile", name=name):
             self.exe = backend.compile_replicated(text, devices, callbacks)
-        self.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(c)), d)
+        self.const_bufs = [[backend.device_put(transfer.canonical_numpy(np.asarray(c)), d)
                             for d in devices] for c in per_device.consts]
         names, sizes = tuple(n for n, _ in axes), tuple(s for _, s in axes)
 
         def layout(kind):  # a whole value: tiles of an empty spec (replicated)
-            from xform.sharding import TiledLayout
             if kind is None or kind[0] == "t":
                 return TiledLayout(devices, sizes, names, () if kind is None else kind[1])
             return MeshLayout(devices, sizes, kind[1], names)
@@ -238,7 +238,7 @@ class ReplicatedJaxpr:
         try:
             for x, layout in zip(args, self.in_layouts):
                 if not isinstance(x, Array):
-                    x = dispatch.device_put_value(x)
+                    x = transfer.device_put_value(x)
                 per_arg.append(_shard_arg(x, layout, self.devices))
         except _Deleted:
             check_deleted(args, self.name, describe)

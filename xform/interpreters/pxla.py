@@ -19,8 +19,9 @@ import threading
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
-from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core import dtypes, transfer
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace, vma_mode
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -140,7 +141,7 @@ def _compile(jaxpr, axes, devices, out_axes, name, donated=None):
     c = _Compiled()
     c.exe = backend.compile_replicated(text, devices, callbacks)
     c.devices = devices
-    c.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(v)), d)
+    c.const_bufs = [[backend.device_put(transfer.canonical_numpy(np.asarray(v)), d)
                      for d in _local(devices)] for v in jaxpr.consts]
     sizes = tuple(s for _, s in axes)
     names = tuple(n for n, _ in axes)
@@ -178,10 +179,10 @@ def _shard_arg(x, layout, devices):
                 raise _Deleted
             return [buf if backend.buffer_device(buf) == dev
                     else backend.copy_to_device(buf, dev) for dev in devices]
-        host = dispatch._canonical_numpy(np.asarray(x))
+        host = transfer.canonical_numpy(np.asarray(x))
         return [backend.device_put(host, dev) for dev in devices]
     host = (x.physical_value() if isinstance(x, Array)
-            else dispatch._canonical_numpy(np.asarray(x)))
+            else transfer.canonical_numpy(np.asarray(x)))
     out = []
     for k, dev in enumerate(devices):
         index, _ = layout.shard_index(k, host.shape)
@@ -220,7 +221,7 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
     try:
         for x, dims in zip(args, in_axes):
             if isinstance(x, (bool, int, float, complex)):
-                x = dispatch.device_put_value(x)
+                x = transfer.device_put_value(x)
             per_arg.append(_shard_arg(x, MeshLayout(devices, sizes, dims, names), devices))
     except _Deleted:
         check_deleted(args, f"pmap({name})")

@@ -5,10 +5,11 @@ mapped axis' name (``metadata_params={nn.PARTITION_NAME: 'layers'}``)."""
 import dataclasses
 import functools
 
-from xform import lax, sharding
-from xform.nn import errors
+from xform import lax
+from xform.core.mesh import get_abstract_mesh
+from xform.core.sharding import NamedSharding, PartitionSpec
 from xform.core.tree_util import register_dataclass, tree_map
-from xform.sharding import NamedSharding, PartitionSpec
+from xform.nn import errors
 
 __all__ = ["AxisMetadata", "PARTITION_NAME", "Partitioned", "add_axis", "get_global_mesh",
            "get_partition_spec", "get_sharding", "global_mesh_defined", "is_axis_metadata",
@@ -66,9 +67,8 @@ def replace_boxed(tree, updates):
 def get_global_mesh():
     """The mesh set with ``xform.set_mesh`` (flax reads JAX's abstract mesh, so a legacy
     ``with mesh:`` does not count), or None."""
-    get = getattr(sharding, "get_abstract_mesh", None)  # arrives with issue 23's core
-    mesh = get() if get is not None else None
-    return None if mesh is None or mesh.empty else mesh
+    mesh = get_abstract_mesh()
+    return None if mesh.empty else mesh
 
 
 def global_mesh_defined():
@@ -84,7 +84,7 @@ class Partitioned(AxisMetadata):
     >>> init = nn.with_partitioning(nn.initializers.zeros, (None, 'model'))
     >>> v = nn.Dense(4, kernel_init=init).init(xform.random.PRNGKey(0), jnp.ones((1, 2)))
     >>> nn.get_partition_spec(v)['params']['kernel']
-    PartitionSpec(None, 'model')
+    P(None, 'model')
     """
     value: object
     names: tuple

@@ -17,7 +17,7 @@ import threading
 from xform import lax
 from xform.core.tree_util import register_dataclass, tree_leaves, tree_map
 from xform.nn import _meta as meta
-from xform.sharding import NamedSharding, PartitionSpec
+from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec
 
 __all__ = ["LogicallyPartitioned", "RulesFallback", "get_logical_axis_rules",
            "logical_axis_rules", "logical_to_mesh", "logical_to_mesh_axes",
@@ -49,7 +49,7 @@ def logical_axis_rules(rules):
     >>> import xform.nn as nn
     >>> with nn.logical_axis_rules([('batch', 'data'), ('mlp', 'model')]):
     ...     nn.logical_to_mesh_axes(('batch', 'embed', 'mlp'))
-    PartitionSpec('data', None, 'model')
+    P('data', None, 'model')
     """
     old = _rules.rules
     _rules.rules = rules
@@ -91,8 +91,8 @@ def _assign(names, rules=None):
     for logical, mesh_axes in rules:
         if logical in names:
             pos = list(names).index(logical)
-            used = set(tree_leaves(out)) - {None}
-            new = set(tree_leaves(mesh_axes)) - {None}
+            used = set(tree_leaves(out)) - {None, UNCONSTRAINED}
+            new = set(tree_leaves(mesh_axes)) - {None, UNCONSTRAINED}
             if out[pos] is _UNASSIGNED and not used & new:
                 out[pos] = mesh_axes
     return out
@@ -157,7 +157,7 @@ def _constrain_one(names, x, fallback, rules, mesh):
 
 def _is_logical_spec(x):
     return x is None or isinstance(x, tuple) and all(
-        isinstance(e, str) or e is None for e in x)
+        isinstance(e, str) or e is None or e is UNCONSTRAINED for e in x)
 
 
 def with_logical_constraint(x, logical_axis_resources, rules=None, mesh=None,
@@ -208,7 +208,7 @@ def with_logical_partitioning(fn, names, mesh=None, rules=None):
     >>> init = nn.with_logical_partitioning(nn.initializers.ones, ('embed', 'mlp'))
     >>> v = nn.Dense(4, kernel_init=init).init(xform.random.PRNGKey(0), jnp.ones((1, 2)))
     >>> nn.logical_to_mesh(nn.get_partition_spec(v), [('mlp', 'model')])['params']
-    {'bias': PartitionSpec(), 'kernel': PartitionSpec(None, 'model')}
+    {'bias': P(), 'kernel': P(None, 'model')}
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -6,7 +6,7 @@ from xform import backend
 from xform.core import dtypes, tree_util
 from xform.core.trace import Tracer
 from xform.core.config import config
-from xform.interpreters.dispatch import device_put_value
+from xform.core.transfer import device_put_value
 
 
 def devices(backend_name=None):

@@ -12,7 +12,7 @@ import time
 import weakref
 
 from xform import backend
-from xform.core import tree_util
+from xform.core import transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
@@ -347,7 +347,7 @@ class JitWrapped:
 
     def _add_fast_paths(self, entry, args, leaves):
         # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
-        if dispatch.has_float0(entry.out_avals):  # (outputs that are host zeros)
+        if transfer.has_float0(entry.out_avals):  # (outputs that are host zeros)
             return
         if all(type(a) is Array for a in args):
             self._fast[tuple(canonical_aval(a.aval) for a in args)] = entry
