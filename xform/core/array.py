@@ -8,7 +8,7 @@ import numpy as np
 from xform import backend
 from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
-from xform.core.sharding import Shard, SingleDeviceSharding
+from xform.core.sharding import MeshLayout, Shard, SingleDeviceSharding
 
 
 class Array(ArrayOps):
@@ -204,20 +204,29 @@ class ShardedArray(Array):
     SPMD programs over the mesh (``interpreters.spmd``); ``_buf``, one assembled
     single-device copy, is made only where a one-device program needs it.
     """
-    __slots__ = ("_shards", "layout")
+    __slots__ = ("_shards", "layout", "_one")
 
     def __init__(self, shards, aval, layout):
         self._shards = list(shards)
         self.aval = aval
         self.layout = layout
         self._npy = None
+        self._one = None
 
     def __getattr__(self, name):
-        if name == "_buf":  # assembled on first use by an ordinary (one-device) op
-            buf = backend.device_put(self.physical_value())
-            self._buf = buf
+        # pmap's arrays: one-device ops see the assembled array. A NamedSharding's have
+        # no ``_buf``: eager ops then take dispatch's slow path, which runs them SPMD.
+        if name == "_buf" and type(self.layout) is MeshLayout:
+            buf = self._buf = self.one_buffer()
             return buf
         raise AttributeError(name)
+
+    def one_buffer(self):
+        """The whole array in one buffer on the first device (made once, on demand: for
+        one-device programs, e.g. a jit whose other arguments live on one device)."""
+        if self._one is None:
+            self._one = backend.device_put(self.physical_value(), self.layout.devices[0])
+        return self._one
 
     def physical_value(self):
         """The assembled host array of what XLA holds (key data for typed keys)."""

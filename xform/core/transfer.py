@@ -7,7 +7,7 @@ import numpy as np
 
 from xform import backend
 from xform.core import dtypes
-from xform.core.array import Array
+from xform.core.array import Array, ShardedArray
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.trace import Tracer, check_not_tracer
 
@@ -62,7 +62,7 @@ def to_buffer(x):
         return x._buf
     check_not_tracer(x, " (it reached a compiled computation outside any transformation)")
     if isinstance(x, Array):  # an Array over several devices: its one-device copy
-        return x._buf
+        return x.one_buffer()
     if isinstance(x, (bool, int, float, complex)):
         aval = aval_of_value(x)
         return scalar_array(x, aval.dtype, aval.weak_type)._buf
@@ -70,6 +70,30 @@ def to_buffer(x):
     if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
         return backend.device_put(canonical_numpy(x))
     return device_put_value(x)._buf
+
+
+def shard_buffers(x, layout):
+    """One buffer per device of ``layout`` (in its device order) holding that device's
+    block of ``x``: an array already laid out so gives its buffers (no transfer);
+    anything else goes through the host, each device getting only its block."""
+    if type(x) is ShardedArray and x.layout == layout:
+        return x._shards
+    if type(x) is Array and not any(layout.spec):  # replicated: copies of its buffer
+        return [backend.copy_to_device(x._buf, d) for d in layout.devices]
+    host = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
+    return [backend.device_put(np.ascontiguousarray(block), d)
+            for block, d in zip(layout.split(host), layout.devices)]
+
+
+def put_sharded(x, sharding, what="One of device_put args"):
+    """``x`` (Array, NumPy value or scalar) as an Array laid out as ``sharding`` (a
+    NamedSharding): each device receives its block, never the whole array."""
+    aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
+    sharding.check_shape(aval.shape, what)
+    if not isinstance(aval.dtype, np.dtype):
+        raise NotImplementedError("device_put of typed keys to a NamedSharding")
+    layout = sharding.layout()
+    return ShardedArray(shard_buffers(x, layout), aval, layout)
 
 
 def results(bufs, avals):

@@ -11,11 +11,12 @@ import numpy as np
 
 from xform import backend
 from xform.core import dtypes
-from xform.core.array import Array
+from xform.core.array import Array, ShardedArray
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.profiling import span
+from xform.core.sharding import TiledLayout
 from xform.core.trace import check_not_tracer
 from xform.core.transfer import clear_scalar_cache, has_float0, results, to_buffer
 from xform.interpreters import compiler, mlir
@@ -42,6 +43,8 @@ class _OneOp:
         self.out_aval = out_avals[0] if len(out_avals) == 1 and not multiple_results else None
         self.float0 = has_float0(out_avals)  # such an op is never cached (see results)
 
+
+sharded_apply = None  # ``spmd.apply_primitive`` (set by that module, which imports this)
 
 # Eager one-op executables, keyed by (primitive, avals[, params]); bounded like JAX's.
 # NB: a hit does not refresh the entry's recency (that would hash the key a second
@@ -112,6 +115,8 @@ def _canonical_key(key):
 def _apply_slow(prim, args, params):
     """``apply_primitive`` for arguments that are not all Arrays (Python and NumPy
     scalars are put on the device; a leaked tracer raises), or unhashable params."""
+    if any(type(x) is ShardedArray and type(x.layout) is TiledLayout for x in args):
+        return sharded_apply(prim, args, params)  # an SPMD program over their mesh
     avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
     key = (prim, *avals, tuple(params.items())) if params else (prim, *avals)
     try:

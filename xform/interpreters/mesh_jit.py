@@ -46,6 +46,11 @@ def _meshes(jaxpr, found):
     return found
 
 
+def maps_over_devices(closed):
+    """Whether ``closed`` holds pmap/shard_map equations (this module compiles it)."""
+    return bool(_meshes(closed.jaxpr, set()))
+
+
 def compile_jaxpr(closed, name, donated=None):
     """For jit: a :class:`ReplicatedJaxpr` if ``closed`` maps over exactly one mesh of
     several devices (single process), else None (compile for one device as usual)."""

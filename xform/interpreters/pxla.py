@@ -174,7 +174,7 @@ def _shard_arg(x, layout, devices):
     if (all(d is None for d in layout.dims) if type(layout) is MeshLayout
             else not any(layout.spec)):  # replicated
         if isinstance(x, Array):  # (a ShardedArray: its one-device buffer)
-            buf = x._buf
+            buf = transfer.to_buffer(x)
             if backend.is_deleted(buf):
                 raise _Deleted
             return [buf if backend.buffer_device(buf) == dev

@@ -20,10 +20,11 @@ from xform.core.config import config
 from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir
+from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
+from xform.transforms import jit_sharding
 from xform import ref as refs
 
 _flatten_builtin = backend.flatten_builtin
@@ -195,7 +196,7 @@ def _as_tuple(x):
 
 
 def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
-               donate_argnames):
+               donate_argnames, shardings_key=None):
     opts = tuple(map(_as_tuple, (static_argnums, static_argnames, donate_argnums,
                                  donate_argnames)))
     try:
@@ -206,9 +207,9 @@ def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
             per_fun = _fun_caches[fun] = {}
     except Exception:  # noqa: BLE001  (not weakly referenceable, not hashable, or an
         per_fun = {}   # __eq__ that raises, e.g. on array fields): a private cache
-    cache = per_fun.get(opts)
+    cache = per_fun.get(opts + (shardings_key,))
     if cache is None:
-        cache = per_fun[opts] = _FunCache(fun, *opts)
+        cache = per_fun[opts + (shardings_key,)] = _FunCache(fun, *opts)
     return cache
 
 
@@ -216,12 +217,17 @@ class JitWrapped:
     """The callable ``jit`` returns. Also offers ``lower`` (AOT) and ``trace``."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 donate_argnames=(), _shared=True):
+                 donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = getattr(fun, "__name__", "fun")
+        self._shardings = None
+        if in_shardings is not None or out_shardings is not None:
+            self._shardings = jit_sharding.JitShardings(in_shardings, out_shardings)
+            _shared = _shared and self._shardings.key is not None
         cache = self._cache = _fun_cache(fun, _shared, static_argnums, static_argnames,
-                                         donate_argnums, donate_argnames)
+                                         donate_argnums, donate_argnames,
+                                         self._shardings and self._shardings.key)
         self._static_argnums = cache.static_argnums
         self._static_argnames = cache.static_argnames
         self._plain = cache.plain
@@ -292,12 +298,20 @@ class JitWrapped:
             return self._call_with_refs(key, leaves, closed, out_tree, refinfo)
         cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
-            entry = cache.entries.get(key)
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
+            # sharded arguments, in/out_shardings or constraints: one SPMD program
+            place = jit_sharding.placement(self._shardings, closed, leaves,
+                                           self._split_static(args, kwargs)[0], out_tree,
+                                           describe)
+            if place is not None:
+                key = (key, place.key)
+            entry = cache.entries.get(key)
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
                 # a program that maps over several devices is compiled for all of them
-                compiled = mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated)
+                compiled = (spmd.PartitionedJaxpr(closed, place, f"jit({self._name})",
+                                                  donated) if place is not None else
+                            mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
                 if self._plain and not kwargs and compiled is None and \
@@ -597,8 +611,12 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
       donate_argnums, donate_argnames: arguments whose buffers the computation may
         reuse for outputs of the same shape and dtype; a donated Array is deleted by the
         call and using it afterwards raises an error naming it.
-      in_shardings, out_shardings, device, backend, inline, keep_unused: accepted for
-        JAX compatibility; xform runs on the default device.
+      in_shardings, out_shardings: pytree prefixes of the positional arguments /
+        outputs holding NamedShardings (PartitionSpecs under a mesh context) or None:
+        the call compiles as ONE program XLA partitions over the mesh (as do calls
+        with arguments already sharded); outputs left unspecified get the sharding
+        XLA chose.
+      device, backend, inline, keep_unused: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
@@ -612,10 +630,12 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames)
+                                 donate_argnames=donate_argnames,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                      in_shardings=in_shardings, out_shardings=out_shardings)
 
 
 def _clear_all(name, value):
