@@ -156,6 +156,42 @@ def test_bad_data_and_mismatches_raise_clear_errors(tmp_path):
         checkpoint.save_sharded(str(tmp_path / "f"), {"s": "text"})
 
 
+def _layout(a):
+    return tuple(a.sharding.spec), sorted((s.device.id, str(s.index), s.data.shape)
+                                          for s in a.addressable_shards)
+
+
+def test_restore_onto_another_mesh_and_spec_matches_jax_layout(tmp_path):
+    """Saved from device_put onto a (4, 2) mesh, restored onto a (2, 4) mesh with another
+    spec, into a target's shardings, and onto one device: values as saved; the
+    per-device layout as JAX's device_put gives for that sharding."""
+    auto = (xform.sharding.AxisType.Auto,) * 2
+    mesh = xform.make_mesh((4, 2), ("data", "model"), axis_types=auto)
+    x = xform.device_put(X, xform.sharding.NamedSharding(mesh, P("data", "model")))
+    tree = {"x": x, "b": xform.device_put(X[0], xform.sharding.NamedSharding(mesh, P()))}
+    checkpoint.save_sharded(tmp_path, tree)
+    assert len(_index(tmp_path)["leaves"][0]["shards"]) == 1   # replicated: written once
+    mesh2 = xform.make_mesh((2, 4), ("a", "b"), axis_types=auto)
+    jmesh2 = jax.make_mesh((2, 4), ("a", "b"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    for spec in [(None, "a"), (("b", "a"),), ("b", "a")]:
+        want = jax.device_put(X, jax.sharding.NamedSharding(jmesh2, jax.P(*spec)))
+        got = checkpoint.restore_sharded(tmp_path, shardings={
+            "x": xform.sharding.NamedSharding(mesh2, P(*spec)), "b": None})
+        assert _layout(got["x"]) == _layout(want), spec
+        np.testing.assert_array_equal(np.asarray(got["x"]), X)
+        np.testing.assert_array_equal(np.asarray(got["b"]), X[0])
+    same = checkpoint.restore_sharded(tmp_path, target=tree)
+    assert same["x"].sharding == x.sharding and _layout(same["x"]) == _layout(x)
+    one = checkpoint.restore_sharded(tmp_path, shardings=xform.sharding.SingleDeviceSharding(
+        xform.devices()[3]))
+    assert one["x"].devices() == {xform.devices()[3]}
+    with pytest.raises(CheckpointError, match=r"leaf \['x'\] \(shape \(8, 6\)\) cannot be "
+                                              r"placed.*evenly divide"):
+        checkpoint.restore_sharded(tmp_path, shardings={
+            "x": xform.sharding.NamedSharding(xform.make_mesh((8,), ("a",)), P(None, "a")),
+            "b": None})
+
+
 def test_doctests():
     import doctest
     r = doctest.testmod(sc, optionflags=doctest.NORMALIZE_WHITESPACE)

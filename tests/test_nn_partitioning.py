@@ -170,3 +170,49 @@ def test_doctests():
     for mod in (_meta, _spmd):
         r = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert r.attempted and not r.failed, mod.__name__
+
+
+def _mlp(nn):
+    ki = nn.initializers.lecun_normal()
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.Dense(8, kernel_init=nn.with_logical_partitioning(ki, ("embed", "mlp")))(x)
+            h = nn.with_logical_constraint(nn.relu(h), ("batch", "mlp"))
+            return nn.Dense(4, kernel_init=nn.with_partitioning(ki, ("model", None)))(h)
+    return MLP()
+
+
+def _layout(tree, jx):
+    """Per leaf: the spec and every device's (id, shard index, shard shape), as plain data."""
+    def one(a):
+        shards = sorted((s.device.id, str(s.index), s.data.shape) for s in a.addressable_shards)
+        return tuple(a.sharding.spec), shards
+    return jx.tree_util.tree_map(one, tree)
+
+
+def test_sharded_init_apply_and_unbox_constraint_match_flax():
+    """jit(init, out_shardings=logical_to_mesh_sharding(...)) makes the params already
+    sharded; apply under the mesh and rules; Partitioned.unbox under set_mesh constrains
+    the value: the same layouts (spec, per-device index and shape) as Flax on JAX."""
+    res = {}
+    for (lib, (jx, nn, jnp)), key in zip(LIBS.items(), keys(0)):
+        mesh = jx.make_mesh((4, 2), ("data", "model"),
+                            axis_types=(jx.sharding.AxisType.Auto,) * 2)
+        rules = (("batch", "data"), ("mlp", "model"), ("embed", None))
+        model, x = _mlp(nn), jnp.ones((8, 4))
+        specs = nn.get_partition_spec(jx.eval_shape(model.init, key, x))
+        shardings = nn.logical_to_mesh_sharding(specs, mesh, rules)
+        with nn.logical_axis_rules(rules):
+            v = jx.jit(model.init, out_shardings=shardings)(key, x)
+            with jx.set_mesh(mesh):
+                y = jx.jit(model.apply)(v, x)
+                boxed = {"w": nn.Partitioned(jnp.ones((4, 8)), (None, "model"))}
+                unboxed = jx.jit(nn.unbox)(boxed)
+        res[lib] = (_layout(nn.unbox(v), jx), _layout(unboxed, jx), nn.unbox(v), y)
+    assert res["x"][:2] == res["f"][:2]
+    assert res["x"][0]["params"]["Dense_0"]["kernel"][0] == (None, "model")
+    assert res["x"][1]["w"][0] == (None, "model")
+    same_leaves(res["x"][2], res["f"][2], 0.0)
+    same_leaves(res["x"][3], res["f"][3], 1e-5)

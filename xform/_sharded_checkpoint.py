@@ -354,7 +354,12 @@ def _place(rec, reader, sharding, where):
                                  "restore onto one device only (pass no sharding for it)")
     from xform import device_put, make_array_from_single_device_arrays
     pieces, arrays = {}, []
-    for device, index in sharding.addressable_devices_indices_map(shape).items():
+    try:
+        indices = sharding.addressable_devices_indices_map(shape)
+    except ValueError as e:
+        raise CheckpointError(f"restore_sharded: the leaf {where} (shape {shape}) cannot "
+                              f"be placed with {sharding}: {e}") from None
+    for device, index in indices.items():
         want = _norm_index(index, shape)
         key = tuple(map(tuple, want))
         if key not in pieces:
