@@ -196,3 +196,27 @@ def test_doctests():
     import doctest
     r = doctest.testmod(sc, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert r.attempted and not r.failed
+
+
+def test_two_processes_each_write_their_own_shards(tmp_path):
+    """Two processes (2 CPU devices each) save an array split over all 4 devices: each
+    writes the 2 shards it holds to its own file, the replicated scalar is written once,
+    and each restores the whole array reading both files."""
+    from pathlib import Path
+    from xform import launch
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo) + os.pathsep + os.environ.get(
+        "PYTHONPATH", "")}
+    env.pop("XLA_FLAGS", None)
+    codes, outs = launch.launch([str(repo / "tests" / "multiprocess" / "ckpt_worker.py"),
+                                 str(tmp_path)], 2, devices_per_process=2, timeout=150,
+                                env=env, capture=True)
+    assert codes == [0, 0], "\n".join(o[-3000:] for o in outs)
+    results = [json.loads(next(ln for ln in o.splitlines() if ln.startswith("{")))
+               for o in outs]
+    files = ["g1-p0-of-2.safetensors", "g1-p1-of-2.safetensors"]
+    for r in results:
+        assert r["files"] == files and not r["fully_addressable"]
+        assert r["x_shards_by_file"] == [files[0]] * 2 + [files[1]] * 2
+        assert r["step_shards"] == 1 and r["restored"] and r["step"] == 7 and r["lr"] == 0.5
+    assert sorted(os.listdir(tmp_path)) == files + ["index.json"]
