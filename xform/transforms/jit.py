@@ -302,7 +302,7 @@ class JitWrapped:
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
                                            self._split_static(args, kwargs)[0], out_tree,
-                                           describe)
+                                           describe, self._name)
             if place is not None:
                 key = (key, place.key)
             entry = cache.entries.get(key)
