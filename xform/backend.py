@@ -18,13 +18,20 @@ from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA leg
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
-from xform.core.config import config as _config
-from xform.core.errors import JaxRuntimeError
 Device = _jax.Device
 Buffer = _jax.ArrayImpl
 
 
 # ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
+
+class JaxRuntimeError(RuntimeError):
+    """XLA's runtime failed: compiling, transferring or executing a program.
+
+    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
+    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
+    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
+    """
+
 
 def _runtime_error(e):
     return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
@@ -61,9 +68,9 @@ def client():
     (global devices, gloo collectives)."""
     if _dist.cpu_client is not None:
         return _dist.cpu_client
-    if _config.jax_num_cpu_devices >= 0:   # (jax refuses it once its backends started)
-        _jax_config.update("jax_num_cpu_devices", _config.jax_num_cpu_devices)
-    wanted = _config.jax_platforms
+    if _start_options["jax_num_cpu_devices"] >= 0:  # (jax refuses it once started)
+        _jax_config.update("jax_num_cpu_devices", _start_options["jax_num_cpu_devices"])
+    wanted = _start_options["jax_platforms"]
     if not wanted:
         return _xb.get_backend()
     if not _xb.backends_are_initialized():
@@ -79,16 +86,20 @@ def client_started():
     return client.cache_info().currsize > 0
 
 
-def _set_before_start(name):
-    def check(value):  # JAX's validator and message
-        if client_started() and getattr(_config, name) != value:
-            raise RuntimeError(f"{name} config should be updated before backends are "
-                               "initialized i.e. before any JAX operation is executed. You "
-                               "should initialize this config immediately after `import jax`.")
-    return check
+# What the client starts with. The config flags of these names push their values here
+# (core/config.py), so this module needs nothing from xform.
+_start_options = {"jax_platforms": None, "jax_num_cpu_devices": -1}
 
 
-_config._add_validator("jax_num_cpu_devices", _set_before_start("jax_num_cpu_devices"))
+def set_start_option(name, value):
+    """Record ``jax_platforms``/``jax_num_cpu_devices`` for the client's start; a new
+    device count after the start is refused (JAX's validator and message)."""
+    if (name == "jax_num_cpu_devices" and client_started()
+            and _start_options[name] != value):
+        raise RuntimeError(f"{name} config should be updated before backends are "
+                           "initialized i.e. before any JAX operation is executed. You "
+                           "should initialize this config immediately after `import jax`.")
+    _start_options[name] = value
 
 
 @functools.cache
@@ -282,7 +293,24 @@ def dlpack_device(buf):
     return buf.__dlpack_device__()
 
 
-class Executable:
+class _Analyses:
+    """What XLA tells about a compiled program (both executable kinds)."""
+    __slots__ = ()
+
+    def cost_analysis(self):
+        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
+        return dict(self._exe.cost_analysis())
+
+    def memory_analysis(self):
+        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
+        return self._exe.get_compiled_memory_stats()
+
+    def hlo_text(self):
+        """The optimized HLO XLA compiled."""
+        return self._exe.hlo_modules()[0].to_string()
+
+
+class Executable(_Analyses):
     """A compiled XLA program; ``execute(buffers) -> buffers`` (holds its host callbacks)."""
     __slots__ = ("_exe", "execute", "devices", "module", "host_callbacks")
 
@@ -332,18 +360,6 @@ class Executable:
         sharding = _sharding(self.devices[0])
         return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
                 for a in out_avals]
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
-        return dict(self._exe.cost_analysis())
-
-    def memory_analysis(self):
-        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
-        return self._exe.get_compiled_memory_stats()
-
-    def hlo_text(self):
-        """The optimized HLO XLA compiled."""
-        return self._exe.hlo_modules()[0].to_string()
 
 
 def _array_result_handler(aval, sharding):
@@ -525,7 +541,7 @@ def _replica_sharding(devices):
                          PartitionSpec("_replicas"))
 
 
-class ReplicatedExecutable:
+class ReplicatedExecutable(_Analyses):
     """A program compiled once for ``len(devices)`` replicas or partitions.
     ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device."""
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")

@@ -19,11 +19,12 @@ from xform.core.array import Array, ShardedArray
 from xform.core.sharding import MeshLayout, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
-from xform.interpreters import batching, dispatch, mlir
+from xform.interpreters import batching, mlir, pjit
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pxla import (
     _Deleted, _mesh_devices, _shard_arg, check_deleted, gather_block, lowering_axes_context,
     mapped_aval, take_block, tiled_spec, xla_pmap_p)
+from xform.lax.collectives import all_gather_p
 
 
 def _sub_jaxprs(params):
@@ -119,7 +120,6 @@ def _input_kinds(jaxpr):
 
 def gather_tiles(x, spec, axes):
     """The full value from every device's tile (tiled ``all_gather``, minor axes first)."""
-    from xform.lax.collectives import all_gather_p
     for i, axes_i in enumerate(spec):
         for a in reversed(axes_i):
             x = all_gather_p.bind(x, axis_name=(axes[a][0],), axis_index_groups=None,
@@ -260,3 +260,7 @@ class ReplicatedJaxpr:
                 out._buf = bufs[0]  # replicated: one-device ops use device 0's copy
             results.append(out)
         return results
+
+
+pjit.mesh_compile = compile_jaxpr   # the jit primitive's impl compiles over meshes here
+pjit.maps_over_devices = maps_over_devices

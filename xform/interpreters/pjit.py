@@ -21,18 +21,28 @@ pjit_p = Primitive("jit")
 pjit_p.multiple_results = True
 
 
+def mesh_compile(jaxpr, name):
+    """A program mapping over several devices compiles for all of them; mesh_jit.py
+    (beside the pmap rules, a layer up) replaces this with its compile on import."""
+    return None
+
+
+def maps_over_devices(jaxpr):
+    """Whether ``jaxpr`` holds pmap/shard_map equations; mesh_jit.py fills it in too."""
+    return False
+
+
 def _pjit_impl(*args, jaxpr, name):
-    from xform.interpreters import mesh_jit  # (a program mapping over devices)
     place = None
     if (any(type(x) is ShardedArray for x in args) or spmd.has_sharding_constraints(jaxpr)) \
-            and not mesh_jit.maps_over_devices(jaxpr):  # one SPMD program over their mesh
+            and not maps_over_devices(jaxpr):  # one SPMD program over their mesh
         place = spmd.placement(jaxpr, args)
     if place is not None:
         compiled = _compiled.get(jaxpr, place.key, lambda: spmd.PartitionedJaxpr(
             jaxpr, place, f"jit({name})"))
         return compiled(args)
     compiled = _compiled.get(jaxpr, None,
-                             lambda: mesh_jit.compile_jaxpr(jaxpr, f"jit({name})")
+                             lambda: mesh_compile(jaxpr, f"jit({name})")
                              or dispatch.CompiledJaxpr(jaxpr, name=f"jit({name})"))
     return compiled(args)
 

@@ -78,6 +78,11 @@ class Placement:
         self.key = (_mesh_key(mesh), tuple(s.spec for s in in_shardings),
                     tuple(None if s is None else s.spec for s in out_shardings))
 
+    def specs(self):
+        """``(mesh, in_specs, out_specs)``: what ``mlir.lower_jaxpr_to_module`` takes."""
+        return (self.mesh, [s.spec for s in self.in_shardings],
+                [None if s is None else s.spec for s in self.out_shardings])
+
 
 def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=None,
               name="jit"):
@@ -140,12 +145,10 @@ class PartitionedJaxpr:
         self.name, self.mesh = name, place.mesh
         self.in_layouts = [s.layout() for s in place.in_shardings]
         callbacks = []
-        specs = (place.mesh, [s.spec for s in place.in_shardings],
-                 [None if s is None else s.spec for s in place.out_shardings])
         with span("xform.jit.lower", name=name):
             self.module = mlir.lower_jaxpr_to_module(
                 closed, hoist_consts=dispatch.EMBED_CONSTS_UP_TO, host_callbacks=callbacks,
-                donated=donated, spmd=specs)
+                donated=donated, spmd=place.specs())
         devices = place.mesh._flat_devices
         with span("xform.compile", name=name):
             self.exe = backend.compile_replicated(
@@ -158,10 +161,13 @@ class PartitionedJaxpr:
                            for c, h in zip(closed.consts, mask) if h]
         self.out_avals = closed.out_avals
         tilings = backend.output_tilings(self.exe) or [None] * len(self.out_avals)
-        self.out_layouts = [
-            s.layout() if s is not None else
-            _named_from_tiling(t, a.shape, place.mesh, place.in_shardings).layout()
+        self.in_shardings = place.in_shardings
+        self.out_shardings = [
+            s if s is not None else _named_from_tiling(t, a.shape, place.mesh,
+                                                       place.in_shardings)
             for s, t, a in zip(place.out_shardings, tilings, self.out_avals)]
+        self.out_layouts = [s.layout() for s in self.out_shardings]
+        self.executable = self.exe  # (what the stages API asks for its analyses)
 
     def __call__(self, args, describe=None):
         per_arg = list(self.const_bufs)

@@ -1,4 +1,4 @@
-"""``jit``, ``make_jaxpr``, ``eval_shape`` and the ahead-of-time stages API.
+"""``jit``, ``make_jaxpr`` and ``eval_shape`` (the stages API is in ``stages.py``).
 
 A jitted call flattens its arguments, keys a cache on (pytree structure, avals,
 static arguments), and on a miss traces to a ClosedJaxpr, lowers it to StableHLO
@@ -12,7 +12,7 @@ import time
 import weakref
 
 from xform import backend
-from xform.core import transfer, tree_util
+from xform.core import errors, transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
@@ -20,11 +20,12 @@ from xform.core.config import config
 from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir, spmd
+from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
 from xform.transforms import jit_sharding
+from xform.transforms.stages import Traced
 from xform import ref as refs
 
 _flatten_builtin = backend.flatten_builtin
@@ -291,9 +292,8 @@ class JitWrapped:
             return self._fun(*args, **kwargs)
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if config.jax_debug_key_reuse:
-            from xform.random import _keys
             for i in self._cache.consumed.get(key, ()):
-                _keys.consume(f"jit({self._name})", leaves[i])
+                errors.consume_key(f"jit({self._name})", leaves[i])
         if refinfo is not None:
             return self._call_with_refs(key, leaves, closed, out_tree, refinfo)
         cache = self._cache
@@ -301,7 +301,8 @@ class JitWrapped:
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
-                                           self._split_static(args, kwargs)[0], out_tree,
+                                           lambda: self._split_static(args, kwargs)[0],
+                                           out_tree,
                                            describe, self._name)
             if place is not None:
                 key = (key, place.key)
@@ -468,9 +469,8 @@ class JitWrapped:
                                for k in kwargs}
                 out = self._fun(*full_args, **full_kwargs)
                 if config.jax_debug_key_reuse and consumed is not None:
-                    from xform.random import _keys
                     consumed.extend(i for i, x in enumerate(flat)
-                                    if _keys.consumer(x) is not None)
+                                    if errors.key_consumer(x) is not None)
                 out_leaves, out_tree = tree_util.tree_flatten(out)
                 refs.check_no_ref_outputs(self._fun, out_leaves)
                 out_tree_box.append(out_tree)
@@ -492,13 +492,16 @@ class JitWrapped:
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, _, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        _, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if refinfo is not None:
             raise NotImplementedError(
                 f"jit({self._name}).trace/lower: the function uses array references from "
                 "outside it (arguments or closed over); call it instead.")
         donated = self._donated(args, kwargs, len(closed.in_avals))
-        return Traced(closed, out_tree, self._name, donated)
+        place = jit_sharding.placement(
+            self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
+            out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
+        return Traced(closed, out_tree, self._name, donated, place)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""
@@ -510,88 +513,6 @@ class JitWrapped:
     def clear_cache(self):
         """Forget this function's traces and executables (every wrapper of it)."""
         self._cache.clear()
-
-
-class Traced:
-    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
-
-    def __init__(self, closed, out_tree, name, donated=None):
-        self.jaxpr = closed
-        self.out_tree = out_tree
-        self.name = name
-        self._donated = donated
-
-    def lower(self):
-        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated)
-
-
-class Lowered:
-    """A program lowered to StableHLO; ``as_text()`` shows it, ``compile()`` builds it.
-
-    >>> import xform, xform.numpy as jnp
-    >>> lowered = xform.jit(lambda x: x * 2.0).lower(jnp.ones(3))
-    >>> lowered.cost_analysis()["flops"]
-    3.0
-    """
-
-    def __init__(self, closed, out_tree, name, donated=None):
-        self._closed = closed
-        self._out_tree = out_tree
-        self._name = name
-        self._donated = donated
-
-    def as_text(self, dialect="stablehlo"):
-        """The StableHLO module as text."""
-        if dialect not in ("stablehlo", "mhlo"):
-            raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
-        return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
-                                          hoist_consts=dispatch.EMBED_CONSTS_UP_TO)
-
-    def compile(self):
-        """Compile with XLA (through the program cache): returns ``Compiled``."""
-        compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
-                                          donated=self._donated)
-        return Compiled(compiled, self._closed, self._out_tree)
-
-    def cost_analysis(self):
-        """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
-
-        NB: JAX estimates from the unoptimized HLO; xform asks the compiled program
-        (the compile is cached, so a later ``compile()`` is free)."""
-        return self.compile().cost_analysis()
-
-
-class Compiled:
-    """An executable for fixed argument shapes; call it with arrays of those shapes."""
-
-    def __init__(self, compiled, closed, out_tree):
-        self._compiled = compiled
-        self._in_avals = closed.in_avals
-        self._out_tree = out_tree
-
-    def __call__(self, *args, **kwargs):
-        leaves, _ = tree_util.tree_flatten((args, kwargs))
-        avals = [get_aval(x) for x in leaves]
-        if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in self._in_avals]:
-            raise TypeError(
-                "Argument types differ from the types for which this computation was "
-                f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
-                f"{[a.str_short() for a in avals]}")
-        return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
-
-    def as_text(self):
-        """The optimized HLO that XLA compiled."""
-        return self._compiled.executable.hlo_text()
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the compiled program (``flops``, ...) as a dict."""
-        return self._compiled.executable.cost_analysis()
-
-    def memory_analysis(self):
-        """Bytes of arguments, outputs, aliased (donated) buffers, temporaries, code:
-        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
-        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``."""
-        return self._compiled.executable.memory_analysis()
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
