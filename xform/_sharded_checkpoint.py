@@ -27,12 +27,14 @@ import tempfile
 
 import numpy as np
 
-from xform import backend, tree_util as tu
+from xform import backend
+from xform.core import tree_util as tu
 from xform.checkpoint import (  # (xform.checkpoint imports this module last: a cycle)
     _META_KEY, CheckpointError, _child_key, _decode, _dtype_name, _encode, _fit_leaf,
     _holds_exactly, _leaf_record, _match, _np_dtype, _wrap_extended)
 from xform.core.sharding import Sharding, SingleDeviceSharding
 from xform.core.transfer import device_put_value
+from xform.transforms.devices import device_put, make_array_from_single_device_arrays
 
 __all__ = ["save_sharded", "restore_sharded"]
 
@@ -354,7 +356,6 @@ def _place(rec, reader, sharding, where):
     if "extended" in rec:
         raise CheckpointError(f"restore_sharded: {where} holds typed PRNG keys, which "
                                  "restore onto one device only (pass no sharding for it)")
-    from xform import device_put, make_array_from_single_device_arrays
     pieces, arrays = {}, []
     try:
         indices = sharding.addressable_devices_indices_map(shape)
