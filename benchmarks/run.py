@@ -40,7 +40,7 @@ def discover(bench_dir=BENCH_DIR):
 
 # Per-run metadata and problem sizes: not measurements.
 SKIP = {"nproc", "n", "n_ops", "size", "batch", "steps", "lr", "layers", "d_model", "heads",
-        "seq", "compiled", "round", "fresh_vg_compiles"}
+        "seq", "compiled", "round", "fresh_vg_compiles", "mesh"}
 # The targets: (script, metric, max ratio xform/jax).
 TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("dispatch", "eager_add_ab_us", 1.0, "eager single op (a + b)"),
@@ -56,7 +56,8 @@ TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("random", "normal_1e6_us", 1.1, "jit random.normal (1000, 1000)"),
            ("random", "split_1e4_us", 1.1, "jit random.split(key, 10_000)"),
            ("optim", "update_ms", 1.05, "adamw update, 10M params"),
-           ("pmap", "step_ms", 1.2, "data-parallel MLP step, 8 devices")]
+           ("pmap", "step_ms", 1.2, "data-parallel MLP step, 8 devices"),
+           ("sharded_train", "step_ms", 1.10, "DP x TP transformer step, (4, 2) mesh")]
 # Targets across metrics: (script, xform metric, (lib, metric) it is divided by, max).
 CROSS_TARGETS = [("lazy", "chain_lazy_us", ("jax", "chain_eager_us"), 0.2,
                   "lazy 100-op chain vs JAX eager (>= 5x faster)"),

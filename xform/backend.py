@@ -177,6 +177,13 @@ def distributed_shutdown():
     client.cache_clear()
 
 
+def distributed_barrier(name, timeout_s=60):
+    """Wait until every process reaches the barrier ``name`` (a no-op in one process);
+    used by sharded checkpoints between writing shards and committing the index."""
+    if _dist.client is not None:
+        _dist.client.wait_at_barrier(name, timeout_s * 1000)
+
+
 def distributed_state():
     return _dist
 
