@@ -14,37 +14,21 @@ once and run as many times as it repeats. See docs/architecture.md, "Lazy eager 
 """
 import sys
 import threading
-import time
-import weakref
+
+import numpy as np
 
 from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.avals import aval_of_value
 from xform.core.config import config
-from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from xform.core.profiling import span
+from xform.core.jaxpr import ClosedJaxpr, JaxprEqn
 from xform.core.trace import Trace, _context, check_not_tracer, eval_trace, set_current_trace
+from xform.interpreters import dispatch, lazy_run, partial_eval as pe
+from xform.interpreters.lazy_run import _metrics, count_barrier, options
+from xform.interpreters.lazy_segments import run_segments
 
 _getrefcount = sys.getrefcount
-
-options = {"max_graph_size": 10_000, "block_size": 512, "donate": True,
-           "cache_size": 512, "record_jit": False}
-
-
-def _zero_metrics():
-    return {"graphs_compiled": 0, "cache_hits": 0, "ops_recorded": 0,
-            "barriers": {}, "programs_executed": 0, "graph_cuts": 0,
-            "repeated_blocks": 0, "donated_buffers": 0,
-            "trace_ms": 0.0, "compile_ms": 0.0, "execute_ms": 0.0}
-
-
-_metrics = _zero_metrics()
-
-
-def _count_barrier(reason):
-    counts = _metrics["barriers"]
-    counts[reason] = counts.get(reason, 0) + 1
 
 
 class _Thread(threading.local):
@@ -121,7 +105,6 @@ class _Pending:
         return self.real
 
     def __array__(self, dtype=None, copy=None):
-        import numpy as np
         return np.asarray(self._get(), dtype=dtype)
 
     def block_until_ready(self):
@@ -178,7 +161,7 @@ def _force(p, reason):
     if graph is _tls.graph:
         barrier(reason)
     else:  # recorded by another thread, or its graph was cut meanwhile
-        _count_barrier(reason)
+        count_barrier(reason)
         _run_graph(graph)
     if p.real is None:
         raise RuntimeError("internal error: a live lazy array was not computed by its "
@@ -232,43 +215,15 @@ def _input(g, x):
     return -i
 
 
-_kinds = {}
-_INLINE = frozenset({"custom_jvp_call", "custom_vjp_call", "remat", "name",
-                     "custom_lin"})
-_BARRIER_REASONS = {"jit": "jit", "debug_callback": "host_callback",
-                    "pure_callback": "host_callback", "io_callback": "host_callback"}
-
-
-def _kind(prim):
-    """How lazy mode handles ``prim``: "record" (its eager impl is its lowering),
-    "structural" (the same, with jaxpr params canonicalized), "inline" (its impl
-    evaluates a jaxpr: the equations inside are recorded) or a barrier reason."""
-    import functools
-    from xform.interpreters import dispatch
-    impl = prim.impl
-    if (isinstance(impl, functools.partial) and impl.func is dispatch.apply_primitive
-            or getattr(impl, "same_as_lowering", False)):
-        kind = "record"
-    elif getattr(impl, "__qualname__", "").startswith("def_structural_impl"):
-        kind = "structural"
-    elif prim.name in _INLINE:
-        kind = "inline"
-    else:
-        kind = _BARRIER_REASONS.get(prim.name, "pmap" if "pmap" in prim.name else "eager")
-    _kinds[prim] = kind
-    return kind
-
-
 class LazyTrace(Trace):
     """The bottom trace in lazy mode: records primitives instead of running them."""
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        kind = _kinds.get(prim) or _kind(prim)
+        kind = prim.lazy_kind
         if kind == "record":
             return record(prim, args, params)
         if kind == "structural":
-            from xform.interpreters import dispatch
             params = {k: (dispatch._canonical(v) if isinstance(v, ClosedJaxpr) else
                           tuple(dispatch._canonical(j) for j in v)
                           if isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr)
@@ -355,7 +310,6 @@ def record(prim, args, params):
 
 def _operand(g, prim, x, avals):
     """The reference to a non-Array operand (a literal or a new input)."""
-    from xform.interpreters import dispatch
     t = type(x)
     if t is float or t is int or t is bool:
         aval = aval_of_value(x)
@@ -380,7 +334,6 @@ def _float0_eager(prim, args, params):
 
 
 def _maybe_effects(prim, params):
-    from xform.interpreters import partial_eval as pe
     return pe.has_effects(JaxprEqn([], [], prim, params))
 
 
@@ -404,7 +357,7 @@ _BASE = _live_base()
 def barrier(reason):
     """Compute every live pending array of this thread's graph with one program;
     returns their buffers."""
-    _count_barrier(reason)
+    count_barrier(reason)
     g = _tls.graph
     if g is None:
         return []
@@ -427,10 +380,9 @@ def _run_graph(g, cut=False):
     try:
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
             if cut and len(g.keys) >= 2 * options["block_size"]:
-                from xform.interpreters.lazy_segments import run_segments
                 bufs = run_segments(g, out_vars)
             else:
-                bufs = _run_whole(g, out_vars)
+                bufs = lazy_run.run_whole(g, out_vars)
     except BaseException as e:
         g.error = e
         raise
@@ -440,200 +392,9 @@ def _run_graph(g, cut=False):
     return bufs
 
 
-_cache = {}
-_produced = {}  # id(buffer) -> weakref: buffers lazy programs computed (donatable)
-
-
-def _mark_produced(buf):
-    key = id(buf)
-    _produced[key] = weakref.ref(buf, lambda _, k=key: _produced.pop(k, None))
-
-
-def _was_produced(buf):
-    ref = _produced.get(id(buf))
-    return ref is not None and ref() is buf
-
-
-def _holders(lst, i):
-    """sys.getrefcount of ``lst[i]`` and of its buffer, as _donations reads them."""
-    x = lst[i]
-    buf = x._buf
-    return _getrefcount(x), _getrefcount(buf)
-
-
-_HOLDERS = None
-
-
-def _holders_base():
-    # Calibrated, not assumed: an Array only a list holds, with a fresh buffer.
-    global _HOLDERS
-    if _HOLDERS is None:
-        import numpy as np
-        probe = [Array(backend.device_put(np.zeros(1, np.float32)), aval_of_value(
-            np.zeros(1, np.float32)))]
-        _HOLDERS = _holders(probe, 0)
-    return _HOLDERS
-
-
-def _donations(g, out_vars):
-    """Pairs (input number, output position): inputs whose Array and buffer nothing
-    else references, made by a lazy program, never fetched to the host, matched with
-    an output of the same shape and dtype. The program may write the output into the
-    input's buffer (XLA's input/output aliasing)."""
-    if not options["donate"] or config.jax_debug_nans or config.jax_debug_infs:
-        return ()
-    free = {}
-    for pos, v in enumerate(out_vars):
-        a = g.var_avals[v]
-        free.setdefault((a.shape, a.dtype), []).append(pos)
-    pairs = []
-    inputs = g.inputs
-    base = _holders_base()
-    for i in range(len(inputs)):
-        if type(inputs[i]) is not Array or _holders(inputs, i) != base:
-            continue
-        x = inputs[i]
-        if x._npy is not None or not _was_produced(x._buf):
-            continue
-        slot = free.get((x.aval.shape, x.aval.dtype))
-        if slot:
-            pairs.append((i, slot.pop(0)))
-    return tuple(pairs)
-
-
-def _run_whole(g, out_vars):
-    t0 = time.perf_counter()
-    donate = _donations(g, out_vars) if g.inputs else ()
-    key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donate,
-           config.jax_debug_nans, config.jax_debug_infs)
-    exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
-                                      out_vars), donate, t0)
-    bufs = [x._buf for x in g.inputs]
-    _metrics["donated_buffers"] += len(donate)
-    g.inputs = []
-    g.in_index = {}
-    return _execute(exe, bufs)
-
-
-def _lookup(key, build, donate, t0):
-    try:
-        exe = _cache.get(key)
-    except TypeError:  # an unhashable param: compile without caching
-        key, exe = None, None
-    if exe is not None:
-        _metrics["cache_hits"] += 1
-        _metrics["trace_ms"] += (time.perf_counter() - t0) * 1e3
-        return exe
-    with span("xform.lazy.build", ops=len(key[0]) if key else 0):
-        closed = build()
-    t1 = time.perf_counter()
-    _metrics["trace_ms"] += (t1 - t0) * 1e3
-    exe = _compile(closed, donate)
-    _metrics["compile_ms"] += (time.perf_counter() - t1) * 1e3
-    _metrics["graphs_compiled"] += 1
-    if key is not None:
-        if len(_cache) >= options["cache_size"]:
-            _cache.pop(next(iter(_cache)))
-        _cache[key] = exe
-    return exe
-
-
-def _execute(exe, bufs):
-    t0 = time.perf_counter()
-    with span("xform.lazy.execute"):
-        outs = exe(bufs)
-    _metrics["programs_executed"] += 1
-    _metrics["execute_ms"] += (time.perf_counter() - t0) * 1e3
-    for b in outs:
-        _mark_produced(b)
-    return outs
-
-
-def _build(keys, counts, in_avals, var_avals, out_vars):
-    """The ClosedJaxpr of canonical equations ``keys``, returning ``out_vars``; DCE
-    drops equations whose results no output needs (unless they have effects)."""
-    from xform.interpreters import partial_eval as pe
-    invars = [Var(a) for a in in_avals]
-    vs = [Var(a) for a in var_avals]
-    eqns = []
-    v = 0
-    for (prim, pkey, refs), n in zip(keys, counts):
-        ins = [(vs[r] if r >= 0 else invars[-r - 1]) if type(r) is int else Literal(*r)
-               for r in refs]
-        eqns.append(JaxprEqn(ins, vs[v:v + n], prim, dict(pkey)))
-        v += n
-    jaxpr, _ = pe.dce_jaxpr(Jaxpr([], invars, [vs[i] for i in out_vars], eqns))
-    return ClosedJaxpr(jaxpr, [])
-
-
-def _compile(closed, donate):
-    """Lower with the normal lowering, compile with backend.compile; returns
-    ``execute(buffers) -> buffers`` (NaN-checked under jax_debug_nans)."""
-    from xform.interpreters import dispatch, mlir
-    callbacks = []
-    with span("xform.lazy.lower"):
-        text = mlir.lower_jaxpr_to_module(closed, host_callbacks=callbacks)
-    if donate:
-        text = _add_aliases(text, donate)
-    with span("xform.compile", name="a lazy graph"):
-        exe = backend.compile(text, None, callbacks)
-    run = exe.execute
-    if config.jax_debug_nans or config.jax_debug_infs:
-        run = dispatch._nan_checked(run, closed.out_avals, lambda bufs, what: _nan_rerun(
-            closed, bufs, what))
-    if config.jax_log_compiles:
-        import logging
-        logging.getLogger("xform").warning("Compiled a lazy graph with %d equations",
-                                           len(closed.jaxpr.eqns))
-    return run
-
-
-def _nan_rerun(closed, bufs, what="nan"):
-    from xform.interpreters import dispatch
-    dispatch._rerun_op_by_op(closed, "a lazy graph", bufs, what)
-
-
-def _add_aliases(text, donate):
-    """Mark ``@main``'s argument i as aliasing output j (``tf.aliasing_output``)."""
-    ir = backend.ir
-    with backend.make_ir_context():
-        module = ir.Module.parse(text)
-        main = next(op for op in module.body.operations
-                    if ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        attrs = list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes \
-            else None
-        n = len(main.regions[0].blocks[0].arguments)
-        dicts = [dict((a.name, a.attr) for a in ir.DictAttr(attrs[i])) if attrs else {}
-                 for i in range(n)]
-        for i, j in donate:
-            dicts[i]["tf.aliasing_output"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), j)
-        main.attributes["arg_attrs"] = ir.ArrayAttr.get(
-            [ir.DictAttr.get(d) for d in dicts])
-        return str(module)
-
-
-# ---- metrics ----
-
-def metrics():
-    m = dict(_metrics)
-    m["barriers"] = dict(_metrics["barriers"])
-    m["cache_size"] = len(_cache)
-    return m
-
-
-def reset_metrics():
-    _metrics.clear()
-    _metrics.update(_zero_metrics())
-
-
-def clear_cache():
-    _cache.clear()
-
-
 def _clear_on_flag(name, value):
     if name == "jax_enable_x64":
-        _cache.clear()
+        lazy_run.clear_cache()
         _avals_cache.clear()
 
 
