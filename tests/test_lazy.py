@@ -316,6 +316,16 @@ def test_graph_cut_and_repeated_block():
     assert m("graphs_compiled") <= 8  # not one compile per cut
 
 
+def test_size_limit_set_mid_graph_applies_to_it():
+    with L():
+        y = jnp.arange(3.0) + 1.0
+        L.configure(max_graph_size=2)
+        assert pending(y) and barriers("size_limit") == 0
+        y = y * 2.0                     # reaches the new limit: cut and run now
+        assert barriers("size_limit") == 1 and not pending(y)
+    np.testing.assert_array_equal(y, [2.0, 4.0, 6.0])
+
+
 def test_find_period():
     from xform.interpreters.lazy_segments import find_period
     assert find_period(list("xyzabcabcabc")) == (3, 3)

@@ -138,6 +138,7 @@ def configure(max_graph_size=None, block_size=None, donate=None, cache_size=None
             raise ValueError(f"xform.lazy.configure: {k} must be a positive int, got {v!r}")
         else:
             _run.options[k] = v
+    _interp.refresh_limit()
     return dict(_run.options)
 
 

@@ -183,20 +183,42 @@ class _Graph:
     """Equations recorded since the last barrier. Variables are numbered 0, 1, ... in
     order of definition; inputs are -1, -2, ... in order of first use; literals are
     ``(value, aval)`` tuples. ``keys[i]`` is equation i in that canonical numbering."""
-    __slots__ = ("eqns", "keys", "counts", "inputs", "in_avals", "in_index",
-                 "var_avals", "arrays", "error", "effects", "closed")
+    __slots__ = ("keys", "multi", "inputs", "in_avals", "in_index", "arrays", "error",
+                 "effects", "closed", "limit", "counts", "var_avals")
 
     def __init__(self):
         self.keys = []       # (prim, params key, refs) per equation
-        self.counts = []     # number of outputs per equation
+        self.multi = {}      # equation index -> number of outputs, where not 1
         self.inputs = []     # concrete Arrays, by input number
         self.in_avals = []
         self.in_index = {}   # id(Array) -> input number
-        self.var_avals = []
-        self.arrays = []     # every lazy Array made (liveness is read from refcounts)
+        self.arrays = []     # the lazy Array of each variable (liveness: refcounts)
         self.error = None
         self.effects = False
         self.closed = False  # run already (by a barrier, maybe from another thread)
+        self.limit = _limit()  # equations after which a barrier runs (_after_record)
+        self.counts = self.var_avals = None  # (tables(), when a program is built)
+
+    def tables(self):
+        """Outputs per equation and the aval of each variable, derived once from what
+        recording kept (not appended per op: recording is the hot path)."""
+        if self.counts is None:
+            multi = self.multi
+            self.counts = [multi.get(i, 1) for i in range(len(self.keys))]
+            self.var_avals = [a.aval for a in self.arrays]
+        return self.counts, self.var_avals
+
+
+def _limit():
+    # The size limit, or 1 while NaNs/infs are checked: they are raised at the op that
+    # made them, as eagerly.
+    return 1 if config.jax_debug_nans or config.jax_debug_infs else options["max_graph_size"]
+
+
+def refresh_limit():
+    """Apply changed options or debug flags to the graph being recorded."""
+    if _tls.graph is not None:
+        _tls.graph.limit = _limit()
 
 
 def _is_literal(x):
@@ -220,27 +242,64 @@ class LazyTrace(Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        kind = prim.lazy_kind
-        if kind == "record":
-            return record(prim, args, params)
-        if kind == "structural":
-            params = {k: (dispatch._canonical(v) if isinstance(v, ClosedJaxpr) else
-                          tuple(dispatch._canonical(j) for j in v)
-                          if isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr)
-                          else v) for k, v in params.items()}
-            return record(prim, args, params)
-        if kind == "inline":
-            return prim.impl(*args, **params)
-        if kind == "jit" and options["record_jit"]:  # a call equation in the graph
-            return record(prim, args, params)
-        # Needs values: a barrier, then run eagerly.
-        if any(type(x) is Array and type(x._buf) is _Pending for x in args):
-            args = [concrete(x, kind) for x in args]
-        with set_current_trace(eval_trace):
-            return prim.impl(*args, **params)
+        """The hot path of lazy mode, inlined (docs/architecture.md has its profile): a
+        recorded primitive of one or two Array operands, no params, one result, its
+        abstract evaluation seen before. Anything else (or an AttributeError: an
+        operand that is no Array) takes ``record`` or ``_not_recorded``."""
+        if prim.lazy_kind != "record" or params or prim.multiple_results:
+            return _not_recorded(prim, args, params)
+        g = _tls.graph
+        if g is None or g.closed:
+            g = _tls.graph = _Graph()
+        try:
+            if len(args) == 2:
+                x, y = args
+                b = x._buf
+                c = y._buf
+                refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),
+                        c.var if type(c) is _Pending and c.graph is g else _ref(g, y))
+                hit = _evals_by_id.get((prim, id(x.aval), id(y.aval)))
+            elif len(args) == 1:
+                x, = args
+                b = x._buf
+                refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),)
+                hit = _evals_by_id.get((prim, id(x.aval)))
+            else:
+                hit = None
+        except AttributeError:
+            hit = None
+        if hit is None or hit[1]:
+            return _record(g, prim, args, params)
+        arrays = g.arrays
+        result = Array(_Pending(g, len(arrays)), hit[0])
+        arrays.append(result)
+        keys = g.keys
+        keys.append((prim, (), refs))
+        if len(keys) >= g.limit:
+            _after_record(g, False)
+        return result
 
 
-_avals_cache = {}  # (prim, in avals, params key) -> abstract evaluation
+def _not_recorded(prim, args, params):
+    """``process_primitive`` off its hot path, by ``prim.lazy_kind``."""
+    kind = prim.lazy_kind
+    if kind == "record":
+        return record(prim, args, params)
+    if kind == "structural":
+        params = {k: (dispatch._canonical(v) if isinstance(v, ClosedJaxpr) else
+                      tuple(dispatch._canonical(j) for j in v)
+                      if isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr)
+                      else v) for k, v in params.items()}
+        return record(prim, args, params)
+    if kind == "inline":
+        return prim.impl(*args, **params)
+    if kind == "jit" and options["record_jit"]:  # a call equation in the graph
+        return record(prim, args, params)
+    # Needs values: a barrier, then run eagerly.
+    if any(type(x) is Array and type(x._buf) is _Pending for x in args):
+        args = [concrete(x, kind) for x in args]
+    with set_current_trace(eval_trace):
+        return prim.impl(*args, **params)
 
 
 def record(prim, args, params):
@@ -249,25 +308,72 @@ def record(prim, args, params):
     g = _tls.graph
     if g is None or g.closed:
         g = _tls.graph = _Graph()
+    return _record(g, prim, args, params)
+
+
+# Abstract evaluations: by the identity of the input avals first (a tuple of ints hashes
+# in C; ShapedArray.__hash__ is a Python call), then by value. An entry holds its input
+# avals, so their ids cannot be reused while it exists.
+_evals_by_id = {}  # (prim, params key, id of each in aval) -> (out, effects, in avals)
+_avals_cache = {}  # (prim, in avals, params key) -> (out, effects)
+
+
+def _ref(g, x):
+    """The reference to concrete Array ``x`` (an input of ``g``), or AttributeError."""
+    if type(x) is not Array:
+        raise AttributeError
+    b = x._buf
+    if type(b) is _Pending:  # computed, or recorded by another thread
+        x._buf = b._get("other_thread")
+    i = g.in_index.get(id(x))
+    return -i if i is not None else _input(g, x)
+
+
+def _id_key(prim, pkey, avals):
+    ids = tuple(map(id, avals))
+    return (prim, *ids) if not pkey else (prim, pkey, *ids)
+
+
+def _record(g, prim, args, params):
     refs = []
     avals = []
     for x in args:
         if type(x) is Array:
             b = x._buf
-            if type(b) is _Pending:
-                if b.graph is g and b.real is None:
-                    refs.append(b.var)
-                    avals.append(x.aval)
-                    continue
-                x._buf = b._get("other_thread")
-            i = g.in_index.get(id(x))
-            refs.append(-i if i is not None else _input(g, x))
+            refs.append(b.var if type(b) is _Pending and b.graph is g else _ref(g, x))
             avals.append(x.aval)
         elif getattr(x, "dtype", None) == dtypes.float0:
             return _float0_eager(prim, args, params)
         else:
             refs.append(_operand(g, prim, x, avals))
     pkey = tuple(params.items()) if params else ()
+    try:
+        hit = _evals_by_id.get(_id_key(prim, pkey, avals))
+    except TypeError:  # unhashable params
+        hit = None
+    if hit is None:
+        hit = _abstract_eval(prim, avals, params, pkey)
+    out, effects = hit[0], hit[1]
+    if effects == "float0":
+        return _float0_eager(prim, args, params)
+    var = len(g.arrays)
+    if prim.multiple_results:
+        result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
+        g.arrays.extend(result)
+        if len(result) != 1:
+            g.multi[len(g.keys)] = len(result)
+    else:
+        result = Array(_Pending(g, var), out)
+        g.arrays.append(result)
+    g.keys.append((prim, pkey, tuple(refs)))
+    if effects or len(g.keys) >= g.limit:
+        _after_record(g, effects)
+    return result
+
+
+def _abstract_eval(prim, avals, params, pkey):
+    """``(out avals, effects, in avals)`` of ``prim`` on ``avals``; cached when the
+    params are hashable. ``effects`` is "float0" for an op making float0 values."""
     akey = (prim, tuple(avals), pkey)
     try:
         hit = _avals_cache.get(akey)
@@ -278,34 +384,25 @@ def record(prim, args, params):
         effects = bool(params) and _maybe_effects(prim, params)
         if any(a.dtype == dtypes.float0 for a in (out if prim.multiple_results else [out])):
             effects = "float0"  # (not an effect: such an op runs eagerly, below)
+        hit = (out, effects)
         if akey is not None and len(_avals_cache) < 65536:
-            _avals_cache[akey] = (out, effects)
-    else:
-        out, effects = hit
-    if effects == "float0":
-        return _float0_eager(prim, args, params)
-    var = len(g.var_avals)
-    if prim.multiple_results:
-        result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
-        g.var_avals.extend(out)
-        g.arrays.extend(result)
-        g.counts.append(len(result))
-    else:
-        result = Array(_Pending(g, var), out)
-        g.var_avals.append(out)
-        g.arrays.append(result)
-        g.counts.append(1)
-    g.keys.append((prim, pkey, tuple(refs)))
-    _metrics["ops_recorded"] += 1
+            _avals_cache[akey] = hit
+    if akey is not None:
+        if len(_evals_by_id) >= 8192:
+            _evals_by_id.clear()
+        _evals_by_id[_id_key(prim, pkey, avals)] = hit + (tuple(avals),)
+    return hit
+
+
+def _after_record(g, effects):
+    """The barriers a recorded op may need at once."""
     if effects:  # a host callback inside (a scan printing): run now, in program order
         g.effects = True
         barrier("host_callback")
     elif len(g.keys) >= options["max_graph_size"]:
         barrier("size_limit")
-    elif config.jax_debug_nans or config.jax_debug_infs:  # NaNs/infs are raised at the op
-        # that made them, as eagerly
+    else:  # NaNs/infs are raised at the op that made them, as eagerly
         barrier("debug_nans")
-    return result
 
 
 def _operand(g, prim, x, avals):
@@ -341,14 +438,14 @@ def _maybe_effects(prim, params):
 
 def _live_base():
     # What sys.getrefcount reports for an array only the graph's list holds, as
-    # _live_mask counts it (calibrated, not assumed).
+    # _live_counts counts it (calibrated, not assumed).
     class _Probe:
         pass
     return _live_counts([_Probe()])[0]
 
 
 def _live_counts(arrays):
-    return [_getrefcount(a) for a in arrays]
+    return list(map(_getrefcount, arrays))
 
 
 _BASE = _live_base()
@@ -369,13 +466,11 @@ def _run_graph(g, cut=False):
     if g.closed or not g.keys:
         return []
     g.closed = True
-    arrays = g.arrays
-    counts = _live_counts(arrays)
-    out_arrays = [arrays[i] for i, c in enumerate(counts) if c > _BASE]
-    g.arrays = []
-    del arrays, counts
+    _metrics["ops_recorded"] += len(g.keys)
+    out_arrays = [a for a, c in zip(g.arrays, _live_counts(g.arrays)) if c > _BASE]
     out_vars = [a._buf.var for a in out_arrays]
     if not out_vars and not g.effects:
+        g.arrays = []
         return []  # everything recorded is dead
     try:
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
@@ -386,6 +481,8 @@ def _run_graph(g, cut=False):
     except BaseException as e:
         g.error = e
         raise
+    finally:
+        g.arrays = []  # (the dead arrays go now; tables() has read what it needs)
     for a, b in zip(out_arrays, bufs):
         a._buf.real = b
         a._buf = b
@@ -396,6 +493,9 @@ def _clear_on_flag(name, value):
     if name == "jax_enable_x64":
         lazy_run.clear_cache()
         _avals_cache.clear()
+        _evals_by_id.clear()
+    elif name in ("jax_debug_nans", "jax_debug_infs"):
+        refresh_limit()
 
 
 config._add_listener(_clear_on_flag)

@@ -81,7 +81,7 @@ def _donations(g, out_vars):
         return ()
     free = {}
     for v in out_vars:
-        a = g.var_avals[v]
+        a = g.arrays[v].aval
         key = (a.shape, a.dtype)
         free[key] = free.get(key, 0) + 1
     mask = [False] * len(g.inputs)
@@ -106,8 +106,10 @@ def run_whole(g, out_vars):
     donated = _donations(g, out_vars) if g.inputs else ()
     key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donated,
            config.jax_debug_nans, config.jax_debug_infs)
-    exe = lookup(key, lambda: build(g.keys, g.counts, g.in_avals, g.var_avals,
-                                    out_vars), donated, t0)
+    def build_whole():
+        counts, var_avals = g.tables()
+        return build(g.keys, counts, g.in_avals, var_avals, out_vars)
+    exe = lookup(key, build_whole, donated, t0)
     bufs = [x._buf for x in g.inputs]
     _metrics["donated_buffers"] += sum(donated)
     g.inputs = []

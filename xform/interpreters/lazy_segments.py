@@ -43,6 +43,7 @@ def run_segments(g, out_vars):
     """Run a cut graph in segments: a prefix, blocks of whole periods (one executable
     for all of them) and a remainder. Values flow between segments as buffers."""
     _metrics["graph_cuts"] += 1
+    g.tables()
     n = len(g.keys)
     found = find_period(_shift_keys(g))
     bounds = [0]
