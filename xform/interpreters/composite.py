@@ -1,0 +1,215 @@
+"""Eager composites: a jnp/lax/nn function made of several primitives runs, outside any
+transformation, as ONE compiled call (JAX gets the same by jitting its jnp functions).
+
+``@composite(static=(...))`` marks such a function. Under a transformation (jit, grad,
+vmap, make_jaxpr, lazy mode) the wrapper calls the function as it is, so its primitives
+are emitted inline exactly as before. On concrete values it builds a flat key, the
+function, the avals of its array arguments, the *type* of each Python scalar argument
+(a weakly typed operand, so a new value never recompiles) and the values of the static
+parameters, and looks it up in the function's own dict of executables. A miss traces the
+function once to a jaxpr and compiles it through the program cache; a hit is the key, one
+dict lookup and the executable's two C++ calls, skipping the function's Python
+(canonicalization, promotion, every primitive's dispatch). Arguments it does not know
+(NumPy object arrays, tracers leaked out of a transformation, Array subclasses, unhashable
+static values) and functions that cannot be traced at those arguments (they need
+concrete values) run as they are, primitive by primitive.
+"""
+import functools
+import inspect
+
+import numpy as np
+
+from xform import backend
+from xform.core import tree_util
+from xform.core.array import Array
+from xform.core.avals import aval_of_value, canonical_aval
+from xform.core.config import config
+from xform.core.trace import _context, eval_trace
+from xform.interpreters.compiler import stats
+from xform.interpreters.dispatch import CompiledJaxpr, check_deleted, has_float0, to_buffer
+from xform.interpreters.partial_eval import trace_to_jaxpr
+
+_SCALARS = frozenset((bool, int, float, complex))
+_NO_ENTRY = object()    # a key whose function could not be traced: run it as it is
+_caches = []            # every composite's dict of executables (cleared on flag changes)
+_state = {"on": True}   # False while jax_disable_jit is set (JAX's jnp then runs op by op)
+
+
+class _Fallback(Exception):
+    """An argument the fast path does not take."""
+
+
+class _Slot:
+    """Where the i-th dynamic leaf goes when the function is traced."""
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+
+def _dynamic(a, bufs, key, avals):
+    """Key, buffer and (when ``avals`` is a list) traced slot for a non-Array dynamic
+    argument ``a``; raises _Fallback for what the fast path does not take."""
+    t = type(a)
+    if t in _SCALARS:
+        key.append(t)   # a weakly typed operand: its type, not its value, is in the key
+        bufs.append(to_buffer(a))
+        if avals is not None:
+            avals.append(aval_of_value(a))
+            return _Slot(len(avals) - 1)
+        return None
+    if a is None:
+        key.append(None)
+        return None
+    if t is list or t is tuple:
+        key.append((t, len(a)))
+        slots = [_leaf(x, bufs, key, avals) for x in a]
+        return t(slots) if avals is not None else None
+    if t is np.ndarray and a.dtype.kind in "biufc":
+        aval = canonical_aval(aval_of_value(a))
+        key.append(aval)
+        bufs.append(to_buffer(a))
+        if avals is not None:
+            avals.append(aval)
+            return _Slot(len(avals) - 1)
+        return None
+    raise _Fallback
+
+
+def _leaf(a, bufs, key, avals):
+    if type(a) is Array:
+        key.append(a.aval)
+        bufs.append(a._buf)
+        if avals is not None:
+            avals.append(a.aval)
+            return _Slot(len(avals) - 1)
+        return None
+    if type(a) is list or type(a) is tuple:  # no nesting in a sequence argument
+        raise _Fallback
+    return _dynamic(a, bufs, key, avals)
+
+
+def _fill(template, tracers):
+    if type(template) is _Slot:
+        return tracers[template.i]
+    if type(template) is list or type(template) is tuple:
+        return type(template)(_fill(t, tracers) for t in template)
+    return template
+
+
+class _Entry:
+    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "name")
+
+    def __init__(self, compiled, out_tree, name):
+        self.run, self.handlers = compiled.run, compiled.handlers
+        self.consts = compiled.const_bufs
+        self.out_avals = compiled.out_avals
+        self.out_tree = out_tree
+        self.out_aval = (self.out_avals[0] if tree_util.treedef_is_leaf(out_tree)
+                         else None)
+        self.name = name
+
+
+def _compile(fun, name, args, kwargs, static_pos, static_names):
+    """Trace ``fun`` at the abstract version of ``args``/``kwargs`` and compile it; or
+    _NO_ENTRY if it cannot be traced there."""
+    avals, bufs, key = [], [], []
+    targs = [a if i in static_pos else _leaf_or_seq(a, bufs, key, avals)
+             for i, a in enumerate(args)]
+    tkwargs = {k: v if k in static_names else _leaf_or_seq(v, bufs, key, avals)
+               for k, v in kwargs.items()}
+    store = []
+
+    def flat(*tracers):
+        out = fun(*_fill(targs, tracers), **{k: _fill(v, tracers) for k, v in tkwargs.items()})
+        leaves, tree = tree_util.tree_flatten(out)
+        store.append(tree)
+        return leaves
+
+    try:
+        closed = trace_to_jaxpr(flat, [canonical_aval(a) for a in avals])
+    except Exception:  # noqa: BLE001  (needs concrete values, or a user error that the
+        return _NO_ENTRY  # plain call raises again with its own message)
+    if has_float0(closed.out_avals):  # (host zeros: the fast path wraps every output)
+        return _NO_ENTRY
+    stats["composite_trace"] += 1
+    return _Entry(CompiledJaxpr(closed, name=name), store[0], name)
+
+
+def _leaf_or_seq(a, bufs, key, avals):
+    if type(a) is Array:
+        return _leaf(a, bufs, key, avals)
+    return _dynamic(a, bufs, key, avals)
+
+
+def composite(fun=None, *, static=()):
+    """Decorator: run ``fun`` eagerly as one compiled call (see the module docstring).
+    ``static`` names the parameters that are compile-time constants (axis, keepdims,
+    dtype, ord, ...); every other argument is an operand: an Array, a Python scalar,
+    None, a NumPy array, or a list/tuple of Arrays and scalars."""
+    if fun is None:
+        return functools.partial(composite, static=static)
+    names = list(inspect.signature(fun).parameters.values())
+    static_names = frozenset(static)
+    # a positional index is static when its parameter is (none past a *args parameter)
+    static_pos = frozenset(i for i, p in enumerate(names) if p.name in static_names and
+                           p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and
+                           not any(q.kind == q.VAR_POSITIONAL for q in names[:i]))
+    cache = {}
+    _caches.append(cache)
+    name = getattr(fun, "__name__", "composite")
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        if _context.trace is not eval_trace or not _state["on"]:
+            return fun(*args, **kwargs)
+        bufs, key = [], []
+        try:
+            for i, a in enumerate(args):
+                if i in static_pos:
+                    key.append(a)
+                elif type(a) is Array:
+                    key.append(a.aval)
+                    bufs.append(a._buf)
+                else:
+                    _dynamic(a, bufs, key, None)
+            for k, v in kwargs.items():
+                key.append(k)
+                if k in static_names:
+                    key.append(v)
+                elif type(v) is Array:
+                    key.append(v.aval)
+                    bufs.append(v._buf)
+                else:
+                    _dynamic(v, bufs, key, None)
+            key = tuple(key)
+            entry = cache.get(key)
+        except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)
+            return fun(*args, **kwargs)
+        if entry is None:
+            entry = cache[key] = _compile(fun, name, args, kwargs, static_pos, static_names)
+        if entry is _NO_ENTRY:
+            return fun(*args, **kwargs)
+        try:
+            outs = entry.run(entry.consts + bufs if entry.consts else bufs
+                             ).consume_with_handlers(entry.handlers)
+        except Exception as e:
+            check_deleted([*args, *kwargs.values()], name)
+            raise backend.xform_error(e) from None
+        if entry.out_aval is not None:
+            return Array(outs[0], entry.out_aval)
+        return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
+
+    wrapper.__wrapped__ = fun
+    return wrapper
+
+
+def _on_flag(name, value):
+    # Any flag may change what tracing produces (x64, dtype and rank promotion, matmul
+    # precision, debug_nans baked into executables): forget every composite's programs.
+    for c in _caches:
+        c.clear()
+    _state["on"] = not config.jax_disable_jit
+
+
+config._add_listener(_on_flag)
