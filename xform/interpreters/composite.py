@@ -16,6 +16,7 @@ concrete values) run as they are, primitive by primitive.
 """
 import functools
 import inspect
+import math
 
 import numpy as np
 
@@ -30,9 +31,9 @@ from xform.interpreters.dispatch import CompiledJaxpr, check_deleted, has_float0
 from xform.interpreters.partial_eval import trace_to_jaxpr
 
 _SCALARS = frozenset((bool, int, float, complex))
-_NO_ENTRY = object()    # a key whose function could not be traced: run it as it is
 _caches = []            # every composite's dict of executables (cleared on flag changes)
-_state = {"on": True}   # False while jax_disable_jit is set (JAX's jnp then runs op by op)
+_scalar_bufs = {}       # (type, value[, sign of a float zero]) -> device buffer
+_off = False            # jax_disable_jit is set: JAX's jnp functions then run op by op
 
 
 class _Fallback(Exception):
@@ -53,7 +54,7 @@ def _dynamic(a, bufs, key, avals):
     t = type(a)
     if t in _SCALARS:
         key.append(t)   # a weakly typed operand: its type, not its value, is in the key
-        bufs.append(to_buffer(a))
+        bufs.append(_scalar_buf(a, t))
         if avals is not None:
             avals.append(aval_of_value(a))
             return _Slot(len(avals) - 1)
@@ -76,6 +77,19 @@ def _dynamic(a, bufs, key, avals):
     raise _Fallback
 
 
+def _scalar_buf(a, t):
+    """The device buffer of Python scalar ``a`` (of type ``t``): one per value (and
+    per sign of a float zero; nan is never cached), so a scalar seen before costs
+    one dict lookup."""
+    k = (t, a, math.copysign(1.0, a)) if t is float and a == 0.0 else (t, a)
+    buf = _scalar_bufs.get(k)
+    if buf is None:
+        buf = to_buffer(a)
+        if a == a and len(_scalar_bufs) < 4096:
+            _scalar_bufs[k] = buf
+    return buf
+
+
 def _leaf(a, bufs, key, avals):
     if type(a) is Array:
         key.append(a.aval)
@@ -84,9 +98,8 @@ def _leaf(a, bufs, key, avals):
             avals.append(a.aval)
             return _Slot(len(avals) - 1)
         return None
-    if type(a) is list or type(a) is tuple:  # no nesting in a sequence argument
-        raise _Fallback
-    return _dynamic(a, bufs, key, avals)
+    raise _Fallback  # a sequence argument holds Arrays only (einsum's interleaved
+    # subscripts, nested lists, scalars to be stacked run as they are)
 
 
 def _fill(template, tracers):
@@ -98,7 +111,9 @@ def _fill(template, tracers):
 
 
 class _Entry:
-    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "name")
+    """A compiled composite; ``plain``: no consts and one output (the f(x) fast path)."""
+    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "name",
+                 "plain")
 
     def __init__(self, compiled, out_tree, name):
         self.run, self.handlers = compiled.run, compiled.handlers
@@ -108,6 +123,14 @@ class _Entry:
         self.out_aval = (self.out_avals[0] if tree_util.treedef_is_leaf(out_tree)
                          else None)
         self.name = name
+        self.plain = not self.consts and self.out_aval is not None
+
+
+class _NoEntry:
+    plain = False
+
+
+_NO_ENTRY = _NoEntry()  # a key whose function could not be traced: run it as it is
 
 
 def _compile(fun, name, args, kwargs, static_pos, static_names):
@@ -158,34 +181,47 @@ def composite(fun=None, *, static=()):
     cache = {}
     _caches.append(cache)
     name = getattr(fun, "__name__", "composite")
+    one_ok = 0 not in static_pos
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
-        if _context.trace is not eval_trace or not _state["on"]:
+        if _context.trace is not eval_trace or _off:
             return fun(*args, **kwargs)
-        bufs, key = [], []
-        try:
-            for i, a in enumerate(args):
-                if i in static_pos:
-                    key.append(a)
-                elif type(a) is Array:
-                    key.append(a.aval)
-                    bufs.append(a._buf)
-                else:
-                    _dynamic(a, bufs, key, None)
-            for k, v in kwargs.items():
-                key.append(k)
-                if k in static_names:
-                    key.append(v)
-                elif type(v) is Array:
-                    key.append(v.aval)
-                    bufs.append(v._buf)
-                else:
-                    _dynamic(v, bufs, key, None)
-            key = tuple(key)
+        if not kwargs and len(args) == 1 and type(args[0]) is Array and one_ok:
+            x, = args  # the commonest call, f(x): keyed by x's aval alone
+            key = x.aval
             entry = cache.get(key)
-        except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)
-            return fun(*args, **kwargs)
+            if entry is not None and entry.plain:
+                try:
+                    return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
+                                 entry.out_aval)
+                except Exception as e:
+                    _failed(e, args, name)
+            bufs = [x._buf]
+        else:
+            bufs, key = [], []
+            try:
+                for i, a in enumerate(args):
+                    if i in static_pos:
+                        key.append(a)
+                    elif type(a) is Array:
+                        key.append(a.aval)
+                        bufs.append(a._buf)
+                    else:
+                        _dynamic(a, bufs, key, None)
+                for k, v in kwargs.items():
+                    key.append(k)
+                    if k in static_names:
+                        key.append(v)
+                    elif type(v) is Array:
+                        key.append(v.aval)
+                        bufs.append(v._buf)
+                    else:
+                        _dynamic(v, bufs, key, None)
+                key = tuple(key)
+                entry = cache.get(key)
+            except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)
+                return fun(*args, **kwargs)
         if entry is None:
             entry = cache[key] = _compile(fun, name, args, kwargs, static_pos, static_names)
         if entry is _NO_ENTRY:
@@ -194,14 +230,33 @@ def composite(fun=None, *, static=()):
             outs = entry.run(entry.consts + bufs if entry.consts else bufs
                              ).consume_with_handlers(entry.handlers)
         except Exception as e:
-            check_deleted([*args, *kwargs.values()], name)
-            raise backend.xform_error(e) from None
+            _failed(e, [*args, *kwargs.values()], name)
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval)
         return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
 
     wrapper.__wrapped__ = fun
+    if len(names) == 1 and names[0].kind == names[0].POSITIONAL_ONLY and one_ok:
+        @functools.wraps(fun)
+        def unary(x, /):  # f(x) with no **kwargs dict to build: about 0.1 us less
+            # (no _off check: the cache is empty while jit is disabled)
+            if type(x) is Array and _context.trace is eval_trace:
+                entry = cache.get(x.aval)
+                if entry is not None and entry.plain:
+                    try:
+                        return Array(entry.run([x._buf]).consume_with_handlers(
+                            entry.handlers)[0], entry.out_aval)
+                    except Exception as e:
+                        _failed(e, (x,), name)
+            return wrapper(x)
+        unary.__wrapped__ = fun
+        return unary
     return wrapper
+
+
+def _failed(e, args, name):
+    check_deleted(args, name)
+    raise backend.xform_error(e) from None
 
 
 def _on_flag(name, value):
@@ -209,7 +264,9 @@ def _on_flag(name, value):
     # precision, debug_nans baked into executables): forget every composite's programs.
     for c in _caches:
         c.clear()
-    _state["on"] = not config.jax_disable_jit
+    _scalar_bufs.clear()
+    global _off
+    _off = config.jax_disable_jit
 
 
 config._add_listener(_on_flag)

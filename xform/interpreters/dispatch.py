@@ -5,6 +5,7 @@ values is lowered alone into a one-op module, compiled once per
 (primitive, avals, params) and cached. The cache lookup and ``execute`` call are
 the whole hot path.
 """
+import math
 import operator
 
 import numpy as np
@@ -56,7 +57,8 @@ def scalar_array(value, dtype, weak_type) -> Array:
     """A cached rank-0 Array: Python scalars in eager ops reuse one device buffer."""
     key = (type(value), value, dtype, weak_type)
     if isinstance(value, float) and (value == 0.0 or value != value):
-        key = None  # -0.0 == 0.0 and nan != nan: don't cache these
+        # -0.0 == 0.0: zeros are keyed by their sign too; nan != nan: never cached
+        key = None if value != value else key + (math.copysign(1.0, value),)
     arr = _scalar_cache.get(key) if key is not None else None
     if arr is None:
         arr = Array(backend.device_put(np.asarray(value, dtype)),

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from xform.interpreters.composite import composite
 from xform import lax
 from xform.core import dtypes
 from xform.core.array import Array
@@ -143,7 +144,7 @@ def _unary_inexact(name, lax_fn):
         return lax_fn(x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Like numpy.{name} (integer and bool inputs are promoted to float)."
-    return fn
+    return composite(fn)
 
 
 exp = _unary_inexact("exp", lax.exp)
@@ -182,6 +183,7 @@ def log10(x, /):
     return lax.div(lax.log(x), lax.log(_const(x, 10)))
 
 
+@composite
 def negative(x, /):
     """Like numpy.negative (unsigned integers wrap around)."""
     return lax.neg(asarray(x, "negative"))
@@ -192,6 +194,7 @@ def positive(x, /):
     return asarray(x, "positive")
 
 
+@composite
 def absolute(x, /):
     """Like numpy.absolute; bool and unsigned inputs are returned unchanged."""
     x = asarray(x, "absolute")
@@ -211,6 +214,7 @@ def sign(x, /):
     return lax.sign(x)
 
 
+@composite
 def square(x, /):
     """Like numpy.square (``integer_pow(x, 2)``; bool is promoted to int)."""
     x, = _util.promote_dtypes("square", x, to="numeric")
@@ -478,6 +482,7 @@ def isinf(x, /):
 
 # ---- selection ----
 
+@composite(static=("size", "fill_value"))
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """Like numpy.where: ``x`` where ``condition`` holds, else ``y``; with only
     ``condition``, :func:`nonzero` (``size``/``fill_value`` as there).
@@ -504,6 +509,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
                         _util.broadcast_to(x, out_shape))
 
 
+@composite(static=())
 def clip(arr=None, /, min=None, max=None):
     """Like numpy.clip: ``minimum(max, maximum(min, arr))``; either bound may be None.
 
