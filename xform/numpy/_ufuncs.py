@@ -81,7 +81,7 @@ def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=No
         return bind(*ops)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    return fn
+    return composite(fn)
 
 
 def _bool_or(a, b):
