@@ -33,7 +33,7 @@ import types
 
 import numpy as np
 
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.core import dtypes
 
 __all__ = ["save", "restore", "CheckpointError", "CheckpointManager"]

@@ -26,8 +26,9 @@ from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.trace import _context, eval_trace
+from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
-from xform.interpreters.dispatch import CompiledJaxpr, check_deleted, has_float0, to_buffer
+from xform.interpreters.dispatch import CompiledJaxpr, check_deleted
 from xform.interpreters.partial_eval import trace_to_jaxpr
 
 _SCALARS = frozenset((bool, int, float, complex))

@@ -18,7 +18,7 @@ import time
 import weakref
 
 from xform import backend
-from xform.core import dtypes
+from xform.core import dtypes, transfer
 from xform.core.array import Array
 from xform.core.avals import aval_of_value
 from xform.core.config import config
@@ -362,10 +362,10 @@ def _operand(g, prim, x, avals):
         avals.append(aval)
         if _is_literal(x):
             return (x, aval)
-        return _input(g, dispatch.scalar_array(x, aval.dtype, aval.weak_type))
+        return _input(g, transfer.scalar_array(x, aval.dtype, aval.weak_type))
     check_not_tracer(x, f" (it reached primitive '{prim.name}' in lazy mode outside "
                         "its transformation)")
-    x = dispatch.device_put_value(x)
+    x = transfer.device_put_value(x)
     avals.append(x.aval)
     return _input(g, x)
 

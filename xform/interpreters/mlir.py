@@ -147,8 +147,9 @@ class ModuleContext:
     """State while lowering one module: the module, its lowered sub-functions and the
     Python functions its host-callback custom calls run (passed on to compile)."""
 
-    def __init__(self, module, host_callbacks=None, platform=None):
+    def __init__(self, module, host_callbacks=None, platform=None, mesh=None):
         self.module = module
+        self.mesh = mesh  # the SPMD program's mesh (``sdy.mesh @mesh``), or None
         self._platform = platform
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
@@ -227,7 +228,7 @@ def _ir_context():
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                           host_callbacks=None, as_bytecode=False, donated=None,
-                          platform=None):
+                          platform=None, spmd=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -240,11 +241,14 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     an input whose buffer the program may reuse for an output of the same type
     (``tf.aliasing_output``): XLA writes that output in place and the input is deleted.
     ``platform`` overrides the platform lowering rules see (default: the backend's).
+    ``spmd`` (``(mesh, in_specs, out_specs)``, specs None where unspecified) makes it
+    one SPMD program over ``mesh`` with Shardy annotations (see ``annotate_spmd``).
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
-        module_ctx = ModuleContext(module, host_callbacks, platform)
+        module_ctx = ModuleContext(module, host_callbacks, platform,
+                                   spmd[0] if spmd else None)
         mask = hoist_mask(closed, hoist_consts)
         const_avals = [v.aval for v, h in zip(jaxpr.constvars, mask) if h]
         fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
@@ -258,11 +262,55 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
             consts = [next(it) if h else c for c, h in zip(closed.consts, mask)]
             outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
             func_dialect.ReturnOp(outs)
+        if spmd is not None:
+            annotate_spmd(module, fn, len(const_avals), *spmd)
         if as_bytecode:
             out = io.BytesIO()
             module.operation.write_bytecode(file=out)
             return out.getvalue()
         return str(module)
+
+
+def sdy_sharding(spec, rank, mesh_name="mesh"):
+    """A PartitionSpec as a Shardy tensor sharding over ``rank`` dimensions (None:
+    closed and unsplit ``{}``; ``P.UNCONSTRAINED``: open ``{?}``)."""
+    dims = []
+    for i in range(rank):
+        p = spec[i] if i < len(spec) else None
+        if p is None:
+            dims.append("{}")
+        elif isinstance(p, str):
+            dims.append(f'{{"{p}"}}')
+        elif isinstance(p, tuple):
+            dims.append("{" + ", ".join(f'"{q}"' for q in p) + "}")
+        else:  # UNCONSTRAINED
+            dims.append("{?}")
+    return ir.Attribute.parse(f"#sdy.sharding<@{mesh_name}, [{', '.join(dims)}]>")
+
+
+def annotate_spmd(module, fn, n_consts, mesh, in_specs, out_specs):
+    """Make ``module`` an SPMD program as JAX lowers one: ``mhlo.num_partitions``, the
+    mesh as ``sdy.mesh @mesh``, and an ``sdy.sharding`` on each argument and result
+    whose spec is given (hoisted consts are replicated)."""
+    i32 = ir.IntegerType.get_signless(32)
+    module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, mesh.size)
+    module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+    axes = ", ".join(f'"{n}"={s}' for n, s in zip(mesh.axis_names, mesh.axis_sizes))
+    mesh_op = ir.Operation.create("sdy.mesh", attributes={
+        "sym_name": ir.StringAttr.get("mesh"),
+        "mesh": ir.Attribute.parse(f"#sdy.mesh<[{axes}]>")})
+    ir.InsertionPoint.at_block_begin(module.body).insert(mesh_op)
+
+    def annotated(key, types, specs):
+        old = ([{a.name: a.attr for a in ir.DictAttr(d)} for d in fn.attributes[key]]
+               if key in fn.attributes else [{} for _ in types])
+        for d, t, spec in zip(old, types, specs, strict=True):
+            if spec is not None:
+                d["sdy.sharding"] = sdy_sharding(spec, ir.RankedTensorType(t).rank)
+        fn.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in old])
+
+    annotated("arg_attrs", fn.type.inputs, [()] * n_consts + list(in_specs))
+    annotated("res_attrs", fn.type.results, list(out_specs))
 
 
 def hoist_mask(closed: ClosedJaxpr, hoist_consts):

@@ -9,7 +9,7 @@ from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
-from xform.interpreters.dispatch import scalar_array
+from xform.core.transfer import scalar_array
 from xform.lax._prim import standard_primitive
 
 hlo, ir = mlir.hlo, mlir.ir

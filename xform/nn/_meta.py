@@ -6,7 +6,7 @@ import dataclasses
 import functools
 
 from xform.core.tree_util import register_pytree_node, tree_map
-from xform.sharding import NamedSharding, PartitionSpec
+from xform.core.sharding import NamedSharding, PartitionSpec
 
 __all__ = ["AxisMetadata", "PARTITION_NAME", "Partitioned", "add_axis", "get_partition_spec",
            "get_sharding", "is_axis_metadata", "map_axis_meta", "remove_axis",

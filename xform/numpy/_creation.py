@@ -10,7 +10,7 @@ from xform.core import dtypes
 from xform.core import trace as _trace
 from xform.core.errors import ConcretizationTypeError
 from xform.core.trace import Tracer
-from xform.interpreters.dispatch import device_put_value
+from xform.core.transfer import device_put_value
 from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
 from xform.numpy._util import canonical_shape, user_dtype

@@ -15,7 +15,7 @@ from xform import lax
 from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
-from xform.interpreters.dispatch import device_put_value, scalar_array
+from xform.core.transfer import device_put_value, scalar_array
 
 PY_SCALARS = (bool, int, float, complex)
 _PY_SCALAR_SET = frozenset(PY_SCALARS)

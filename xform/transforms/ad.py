@@ -12,7 +12,7 @@ from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Tracer, _context, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad
-from xform.interpreters.dispatch import device_put_value
+from xform.core.transfer import device_put_value
 
 
 def _as_array(x):
