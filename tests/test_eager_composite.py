@@ -141,3 +141,17 @@ def test_errors_name_the_argument():
         xnp.mean(xnp.asarray(M), axis=2)
     with pytest.raises(ValueError, match="axis 2 is out of bounds"):
         xnp.mean(xnp.asarray(M), axis=2)   # the failed trace is cached: same error again
+
+
+def test_python_int_ranges_and_static_types_key_separately():
+    u8 = np.array([1, 2, 250], np.uint8)
+    for k in (3, 300, -1, 100000):
+        want = jjnp.add(jjnp.asarray(u8), k)
+        got = xnp.add(xnp.asarray(u8), k)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    m = xnp.asarray(M)
+    traces = stats["composite_trace"]
+    a, b = xnp.sum(m, axis=0, keepdims=True), xnp.sum(m, axis=0, keepdims=1)
+    assert stats["composite_trace"] == traces + 2   # True and 1 hash equal: typed keys
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

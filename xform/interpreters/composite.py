@@ -4,9 +4,9 @@ transformation, as ONE compiled call (JAX gets the same by jitting its jnp funct
 ``@composite(static=(...))`` marks such a function. Under a transformation (jit, grad,
 vmap, make_jaxpr, lazy mode) the wrapper calls the function as it is, so its primitives
 are emitted inline exactly as before. On concrete values it builds a flat key, the
-function, the avals of its array arguments, the *type* of each Python scalar argument
-(a weakly typed operand, so a new value never recompiles) and the values of the static
-parameters, and looks it up in the function's own dict of executables. A miss traces the
+avals of its array arguments, the *type* of each Python scalar argument (a weakly typed
+operand, so a new value never recompiles) and the static parameters (type and value, as
+jit's), and looks it up in the function's own dict of executables. A miss traces the
 function once to a jaxpr and compiles it through the program cache; a hit is the key, one
 dict lookup and the executable's two C++ calls, skipping the function's Python
 (canonicalization, promotion, every primitive's dispatch). Arguments it does not know
@@ -55,7 +55,7 @@ def _dynamic(a, bufs, key, avals):
     t = type(a)
     if t in _SCALARS:  # a weakly typed operand: its type, not its value, is in the key;
         # for an int also its bit length and sign, which decide the dtypes it fits
-        # (JAX raises for ``uint8_array + 300``: that must not compile for ``+ 3``)
+        # without overflow (a program traced for ``int8_array + 3`` never serves ``+ 300``)
         key.append((t, a.bit_length() if a >= 0 else ~(~a).bit_length()) if t is int else t)
         bufs.append(_scalar_buf(a, t))
         if avals is not None:
@@ -115,17 +115,15 @@ def _fill(template, tracers):
 
 class _Entry:
     """A compiled composite; ``plain``: no consts and one output (the f(x) fast path)."""
-    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "name",
-                 "plain")
+    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "plain")
 
-    def __init__(self, compiled, out_tree, name):
+    def __init__(self, compiled, out_tree):
         self.run, self.handlers = compiled.run, compiled.handlers
         self.consts = compiled.const_bufs
         self.out_avals = compiled.out_avals
         self.out_tree = out_tree
         self.out_aval = (self.out_avals[0] if tree_util.treedef_is_leaf(out_tree)
                          else None)
-        self.name = name
         self.plain = not self.consts and self.out_aval is not None
 
 
@@ -159,7 +157,7 @@ def _compile(fun, name, args, kwargs, static_pos, static_names):
     if has_float0(closed.out_avals):  # (host zeros: the fast path wraps every output)
         return _NO_ENTRY
     stats["composite_trace"] += 1
-    return _Entry(CompiledJaxpr(closed, name=name), store[0], name)
+    return _Entry(CompiledJaxpr(closed, name=name), store[0])
 
 
 def _leaf_or_seq(a, bufs, key, avals):
@@ -172,15 +170,15 @@ def composite(fun=None, *, static=()):
     """Decorator: run ``fun`` eagerly as one compiled call (see the module docstring).
     ``static`` names the parameters that are compile-time constants (axis, keepdims,
     dtype, ord, ...); every other argument is an operand: an Array, a Python scalar,
-    None, a NumPy array, or a list/tuple of Arrays and scalars."""
+    None, a NumPy array, or a list/tuple of Arrays."""
     if fun is None:
         return functools.partial(composite, static=static)
-    names = list(inspect.signature(fun).parameters.values())
+    params = list(inspect.signature(fun).parameters.values())
     static_names = frozenset(static)
     # a positional index is static when its parameter is (none past a *args parameter)
-    static_pos = frozenset(i for i, p in enumerate(names) if p.name in static_names and
+    static_pos = frozenset(i for i, p in enumerate(params) if p.name in static_names and
                            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and
-                           not any(q.kind == q.VAR_POSITIONAL for q in names[:i]))
+                           not any(q.kind == q.VAR_POSITIONAL for q in params[:i]))
     cache = {}  # key -> _Entry or _NO_ENTRY
     # f(x) and f(x, y) hits: the ids of the Arrays' canonical avals -> a plain _Entry.
     # No Python __hash__ runs (~0.05 us per aval); ``keep`` holds those avals, so no
@@ -226,7 +224,8 @@ def composite(fun=None, *, static=()):
             bufs, key, fast_key = [], [], None
             try:
                 for i, a in enumerate(args):
-                    if i in static_pos:
+                    if i in static_pos:  # (typed: 1 == True == 1.0 hash equal)
+                        key.append(type(a))
                         key.append(a)
                     elif type(a) is Array:
                         key.append(a.aval)
@@ -236,6 +235,7 @@ def composite(fun=None, *, static=()):
                 for k, v in kwargs.items():
                     key.append(k)
                     if k in static_names:
+                        key.append(type(v))
                         key.append(v)
                     elif type(v) is Array:
                         key.append(v.aval)
@@ -262,9 +262,9 @@ def composite(fun=None, *, static=()):
         return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
 
     wrapper.__wrapped__ = fun
-    kinds = [p.kind for p in names]
-    if len(names) == 1 and one_ok and (kinds[0] == names[0].POSITIONAL_ONLY or (
-            names[0].name == "x" and kinds[0] == names[0].POSITIONAL_OR_KEYWORD)):
+    kinds = [p.kind for p in params]
+    if len(params) == 1 and one_ok and (kinds[0] == params[0].POSITIONAL_ONLY or (
+            params[0].name == "x" and kinds[0] == params[0].POSITIONAL_OR_KEYWORD)):
         @functools.wraps(fun)
         def unary(x):  # f(x): no *args/**kwargs to pack, here or under a trace
             if _context.trace is eval_trace:
@@ -280,7 +280,7 @@ def composite(fun=None, *, static=()):
             return fun(x)
         unary.__wrapped__ = fun
         return unary
-    if kinds == [names[0].POSITIONAL_ONLY] * 2 and two_ok:
+    if kinds == [params[0].POSITIONAL_ONLY] * 2 and two_ok:
         @functools.wraps(fun)
         def binary(x, y, /):  # f(x, y), as unary
             if _context.trace is eval_trace:
