@@ -12,10 +12,10 @@ import warnings
 
 import numpy as np
 
-from xform.interpreters.composite import composite
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 from xform.transforms.jit import jit

@@ -2,9 +2,9 @@
 array-API variants), diff, ediff1d, gradient, trapezoid."""
 import operator
 
-from xform.interpreters.composite import composite
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._reductions import _promote_integer_dtype

@@ -4,9 +4,9 @@ import operator
 
 import numpy as np
 
-from xform.interpreters.composite import composite
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import multiply

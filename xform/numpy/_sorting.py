@@ -13,9 +13,9 @@ import operator
 
 import numpy as np
 
-from xform.interpreters.composite import composite
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.lax.sorting import argsort as _lax_argsort
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf

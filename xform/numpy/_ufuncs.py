@@ -12,11 +12,11 @@ import operator
 
 import numpy as np
 
-from xform.interpreters.composite import composite
 from xform import lax
 from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._util import asarray, promote_args
 
@@ -165,18 +165,21 @@ def _full_like(x, value, weak=None):
     return lax.broadcast_in_dim(fill, x.aval.shape, ())
 
 
+@composite
 def exp2(x, /):
     """Like numpy.exp2: computed as ``exp(ln(2) * x)``, as JAX's lowering does."""
     x, = _util.promote_dtypes("exp2", x, to="inexact")
     return lax.exp(lax.mul(x, _const(x, np.log(2.0))))
 
 
+@composite
 def log2(x, /):
     """Like numpy.log2: computed as ``log(x) / log(2)``, as JAX does."""
     x, = _util.promote_dtypes("log2", x, to="inexact")
     return lax.div(lax.log(x), lax.log(_const(x, 2)))
 
 
+@composite
 def log10(x, /):
     """Like numpy.log10: computed as ``log(x) / log(10)``, as JAX does."""
     x, = _util.promote_dtypes("log10", x, to="inexact")
@@ -205,6 +208,7 @@ def absolute(x, /):
 abs = absolute
 
 
+@composite
 def sign(x, /):
     """Like numpy.sign."""
     x = asarray(x, "sign")
@@ -221,6 +225,7 @@ def square(x, /):
     return lax.integer_pow(x, 2)
 
 
+@composite
 def reciprocal(x, /):
     """Like numpy.reciprocal, but integer inputs are promoted to float (as in JAX).
 
@@ -319,6 +324,7 @@ def _float_floor_mod(x1, x2):
     return lax.round(div), mod
 
 
+@composite
 def floor_divide(x1, x2, /):
     """Like numpy.floor_divide.
 
@@ -341,6 +347,7 @@ def floor_divide(x1, x2, /):
     return lax.select(fix, lax.sub(quotient, _const(quotient, 1)), quotient)
 
 
+@composite
 def remainder(x1, x2, /):
     """Like numpy.remainder: the result has the sign of ``x2``; integer ``x % 0`` is 0
     as in JAX.
@@ -386,6 +393,7 @@ def _logical(out, *operands):
     return lax.convert_element_type(out, dtypes.bool_, weak)
 
 
+@composite
 def logical_not(x, /):
     """Like numpy.logical_not."""
     b = _to_bool(asarray(x, "logical_not"))
@@ -397,18 +405,21 @@ def _bools(name, x1, x2):
     return _util.broadcast_arrays(name, _to_bool(x1), _to_bool(x2), scalars_ok=False)
 
 
+@composite
 def logical_and(x1, x2, /):
     """Like numpy.logical_and."""
     a, b = _bools("logical_and", x1, x2)
     return _logical(lax.select_n(a, a, b), a, b)  # a ? b : a
 
 
+@composite
 def logical_or(x1, x2, /):
     """Like numpy.logical_or."""
     a, b = _bools("logical_or", x1, x2)
     return _logical(lax.select_n(a, b, a), a, b)  # a ? a : b
 
 
+@composite
 def logical_xor(x1, x2, /):
     """Like numpy.logical_xor."""
     a, b = _bools("logical_xor", x1, x2)
@@ -454,6 +465,7 @@ def invert(x, /):
 bitwise_not = invert
 
 
+@composite
 def isnan(x, /):
     """Like numpy.isnan."""
     x = asarray(x, "isnan")
@@ -462,6 +474,7 @@ def isnan(x, /):
     return _compare(lax.ne, x, x)
 
 
+@composite
 def isfinite(x, /):
     """Like numpy.isfinite (``x - x == 0`` exactly when ``x`` is finite)."""
     x = asarray(x, "isfinite")
@@ -470,6 +483,7 @@ def isfinite(x, /):
     return _compare(lax.eq, lax.sub(x, x), _const(x, 0))
 
 
+@composite
 def isinf(x, /):
     """Like numpy.isinf (a complex number is infinite if either part is)."""
     x = asarray(x, "isinf")

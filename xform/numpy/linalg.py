@@ -8,8 +8,8 @@ import operator
 import numpy as np
 
 import xform.numpy as jnp
-from xform.interpreters.composite import composite
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 
