@@ -58,6 +58,12 @@ CALLS = [
     ("logsumexp_b", lambda n, nn, v, w, m, i, b: nn.logsumexp(v, b=w)),
     ("one_hot", lambda n, nn, v, w, m, i, b: nn.one_hot(i, 8)),
     ("one_hot_dtype", lambda n, nn, v, w, m, i, b: nn.one_hot(i, 5, dtype=n.int32)),
+    ("floor_divide", lambda n, nn, v, w, m, i, b: n.floor_divide(i - 4, 3)),
+    ("remainder", lambda n, nn, v, w, m, i, b: v % 1.5),
+    ("take", lambda n, nn, v, w, m, i, b: n.take(v, i, axis=0)),
+    ("take_along", lambda n, nn, v, w, m, i, b: n.take_along_axis(m, n.argsort(m), axis=1)),
+    ("logical_and", lambda n, nn, v, w, m, i, b: n.logical_and(b, v > 0)),
+    ("silu", lambda n, nn, v, w, m, i, b: nn.silu(v)),
 ]
 
 
