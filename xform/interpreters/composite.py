@@ -247,6 +247,8 @@ def composite(fun=None, *, static=()):
             except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)
                 return fun(*args, **kwargs)
         if entry is None:
+            if len(cache) >= 1024:  # bounded like the one-op cache (a miss only re-traces:
+                cache.clear()       # the program cache still holds the executables)
             entry = cache[key] = _compile(fun, name, args, kwargs, static_pos, static_names)
         if entry is _NO_ENTRY:
             return fun(*args, **kwargs)
