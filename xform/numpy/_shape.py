@@ -6,6 +6,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._util import asarray, canonicalize_axis, canonicalize_axes
 
@@ -211,6 +212,7 @@ def _promote_all(arrays, dtype):
     return [_util.convert(x, dt, weak) for x in arrays]
 
 
+@composite(static=("axis", "out", "dtype"))
 def concatenate(arrays, axis=0, dtype=None):
     """Like numpy.concatenate; ``axis=None`` flattens the inputs first.
 
@@ -236,6 +238,7 @@ def concatenate(arrays, axis=0, dtype=None):
     return lax.concatenate(arrays, axis)
 
 
+@composite(static=("axis", "out", "dtype"))
 def stack(arrays, axis=0, out=None, dtype=None):
     """Like numpy.stack."""
     if out is not None:
