@@ -147,9 +147,13 @@ class ModuleContext:
     """State while lowering one module: the module, its lowered sub-functions and the
     Python functions its host-callback custom calls run (passed on to compile)."""
 
-    def __init__(self, module, host_callbacks=None, platform=None):
+    def __init__(self, module, host_callbacks=None, platform=None, platforms=None):
         self.module = module
         self._platform = platform
+        # Lowering for several platforms at once (export): ``platform_index`` is
+        # ``@main``'s leading i32 argument, the running platform's index in them.
+        self.platforms = tuple(platforms) if platforms else None
+        self.platform_index = None
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
         self.host_callbacks = [] if host_callbacks is None else host_callbacks
@@ -163,7 +167,11 @@ class ModuleContext:
     def platform(self):
         """The platform lowered for (rules may differ by platform, as JAX's): the one
         given, else the running backend's (``"cpu"``, ``"cuda"``...)."""
-        return self._platform or backend.platform()
+        if self.platform_index is not None:
+            raise NotImplementedError(
+                "this operation lowers differently per platform, and xform lowers such "
+                f"operations for one platform at a time: export for one of {self.platforms}")
+        return self._platform or (self.platforms or (backend.platform(),))[0]
 
     def unique_name(self, base):
         self._count += 1
@@ -227,7 +235,7 @@ def _ir_context():
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                           host_callbacks=None, as_bytecode=False, donated=None,
-                          platform=None):
+                          platform=None, platforms=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -240,20 +248,30 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     an input whose buffer the program may reuse for an output of the same type
     (``tf.aliasing_output``): XLA writes that output in place and the input is deleted.
     ``platform`` overrides the platform lowering rules see (default: the backend's).
+    Several ``platforms`` (export) give ``@main`` a leading platform index argument
+    (JAX's calling convention); then donation is not supported.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
-        module_ctx = ModuleContext(module, host_callbacks, platform)
+        module_ctx = ModuleContext(module, host_callbacks, platform, platforms)
         mask = hoist_mask(closed, hoist_consts)
         const_avals = [v.aval for v, h in zip(jaxpr.constvars, mask) if h]
-        fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
-                        public=True)
-        if donated is not None and any(donated):
+        multi = platforms is not None and len(platforms) > 1
+        index_aval = [ShapedArray((), np.int32)] if multi else []
+        fn = _make_func(module_ctx, name, index_aval + const_avals + jaxpr.in_avals,
+                        jaxpr.out_avals, public=True)
+        if multi:
+            fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
+                [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get("_platform_index")})]
+                + [ir.DictAttr.get({})] * (len(const_avals) + len(jaxpr.in_avals)))
+        elif donated is not None and any(donated):
             _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
+            if multi:
+                module_ctx.platform_index = params.pop(0)
             it = iter(params[:len(const_avals)])
             consts = [next(it) if h else c for c, h in zip(closed.consts, mask)]
             outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
