@@ -37,14 +37,13 @@ def _describe(exported, i, d=None):
     return _arg_path(exported.in_tree, i) + (f".shape[{d}]" if d is not None else "")
 
 
-def _shape_error(exported, why, env):
+def _shape_error(exported, err):
     specs = ", ".join(f"{_describe(exported, i)}.shape = {tuple(a.shape)}"
                       for i, a in enumerate(exported.in_avals)
                       if not _shape_poly.is_constant_shape(a.shape))
-    got = ", ".join(f"'{v}' = {x}" for v, x in sorted(env.items()))
     return ValueError(f"Input shapes do not match the polymorphic shapes specification. "
-                      f"{why}. Using the following polymorphic shapes specifications: "
-                      f"{specs}. Obtained dimension variables: {got}. Please see "
+                      f"{err.why}. Using the following polymorphic shapes specifications: "
+                      f"{specs}. Obtained dimension variables: {err.obtained}. Please see "
                       "https://docs.jax.dev/en/latest/export/shape_poly.html"
                       "#shape-assertion-errors for more details.")
 
@@ -74,9 +73,8 @@ def _solve(exported, avals):
         env = _shape_poly.solve_dim_vars([a.shape for a in exported.in_avals],
                                          [a.shape for a in avals],
                                          lambda i, d: _describe(exported, i, d))
-    except ValueError as e:
-        raise _shape_error(exported, str(e).split(" from ")[0].split(", obtained")[0],
-                           {}) from None
+    except _shape_poly.ShapeSolveError as e:
+        raise _shape_error(exported, e) from None
     return env
 
 

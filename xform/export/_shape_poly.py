@@ -455,12 +455,22 @@ def all_dim_vars(avals):
     return sorted(out)
 
 
+class ShapeSolveError(ValueError):
+    """Actual shapes that do not fit the specification: ``why``, and ``obtained`` (the
+    variables solved so far, described as JAX's errors describe them)."""
+
+    def __init__(self, why, obtained):
+        super().__init__(why)
+        self.why, self.obtained = why, obtained
+
+
 def solve_dim_vars(exp_shapes, shapes, describe):
     """Values of the dimension variables from actual ``shapes`` of the arguments whose
     exported shapes are ``exp_shapes``: repeatedly solve a dimension linear in one
     unknown variable. ``describe(i, d)`` names argument i's dimension d for errors."""
-    env, pending = {}, [(i, d, e, s[d]) for i, (es, s) in enumerate(zip(exp_shapes, shapes))
-                        for d, e in enumerate(es) if isinstance(e, _DimExpr)]
+    env, obtained = {}, ""
+    pending = [(i, d, e, s[d]) for i, (es, s) in enumerate(zip(exp_shapes, shapes))
+               for d, e in enumerate(es) if isinstance(e, _DimExpr)]
     progress = True
     while pending and progress:
         progress = False
@@ -470,30 +480,32 @@ def solve_dim_vars(exp_shapes, shapes, describe):
             if not unknown:
                 pending.remove(item)
                 continue
-            if len(unknown) > 1:
-                continue
-            v, = unknown
+            v, = unknown if len(unknown) == 1 else (None,)
             lin = [(m, c) for m, c in e._terms if any(f == v for f, _ in m)]
-            if len(lin) != 1 or lin[0][0] != ((v, 1),):
+            if v is None or len(lin) != 1 or lin[0][0] != ((v, 1),):
                 continue
             rest = e - _DimExpr((lin[0],))
             rest = rest.evaluate(env) if isinstance(rest, _DimExpr) else rest
             q, r = divmod(actual - rest, lin[0][1])
             if r:
-                raise ValueError(f"Division had remainder {r} when computing the value of "
-                                 f"'{v}' from {describe(i, d)} (= {actual}) with "
-                                 f"specification '{e}'")
+                raise ShapeSolveError(f"Division had remainder {r} when computing the "
+                                      f"value of '{v}'", obtained)
             env[v] = q
+            obtained += (f"'{v}' = {q} from specification '{e}' for dimension "
+                         f"{describe(i, d)} (= {actual}), ")
+            if q < 1:
+                raise ShapeSolveError(f"Expected value >= 1 for dimension variable '{v}'",
+                                      obtained)
             pending.remove(item)
             progress = True
     missing = sorted(set().union(*(e.variables() for _, _, e, _ in pending)) - set(env))
     if missing:
-        raise ValueError(f"Cannot solve for values of dimension variables {missing}: each "
-                         "must appear alone (or as k*v + c) in some argument dimension")
-    for v, x in env.items():
-        if x < 1:
-            raise ValueError(f"Expected value >= 1 for dimension variable '{v}', "
-                             f"obtained {x}")
+        raise ShapeSolveError(f"Cannot solve for values of dimension variables {missing}",
+                              obtained)
+    for i, d, e, actual in pending:
+        if e.evaluate(env) != actual:
+            raise ShapeSolveError(f"Found inconsistency {actual} != {e.evaluate(env)} for "
+                                  f"{describe(i, d)}", obtained)
     return env
 
 

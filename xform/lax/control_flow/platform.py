@@ -69,7 +69,7 @@ def _index_for(platforms, platform):
 
 def _enclosing_func(block):
     op = block.owner
-    while op.name != "func.func":
+    while op is not None and op.name != "func.func":
         op = op.parent
     return op
 
@@ -79,7 +79,7 @@ def _platform_index_lowering(ctx, *, platforms):
     if mctx.platform_index is None:
         return mlir.ir_constant(np.int32(_index_for(platforms, mctx.platform)))
     if _enclosing_func(ir.InsertionPoint.current.block) != \
-            _enclosing_func(mctx.platform_index.owner):
+            _enclosing_func(ir.BlockArgument(mctx.platform_index).owner):
         raise NotImplementedError("platform_dependent inside a nested jit is not supported "
                                   "by xform's multi-platform export; call it at the top "
                                   "level of the exported function")
