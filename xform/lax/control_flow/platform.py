@@ -26,7 +26,7 @@ def platform_dependent(*args, default=None, **per_platform):
 
     >>> from xform import lax
     >>> lax.platform_dependent(2.0, cpu=lambda x: x + 1, default=lambda x: x)
-    Array(3., dtype=float32, weak_type=True)
+    3.0
     """
     groups = []   # (platforms, branch); identical branches share an index, as in JAX
     for name, fun in per_platform.items():
