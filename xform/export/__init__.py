@@ -12,7 +12,7 @@ from xform.export._export import (  # noqa: F401
     deserialize, export, maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version, symbolic_args_specs)
 from xform.export._call import call  # noqa: F401
-from xform.export._shape_poly import (  # noqa: F401
+from xform.core.shape_poly import (  # noqa: F401
     InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, symbolic_shape)
 from xform.export._pytrees import (  # noqa: F401
     register_namedtuple_serialization, register_pytree_node_serialization)

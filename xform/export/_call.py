@@ -16,7 +16,8 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import Primitive
 from xform.interpreters import dispatch, mlir
 from xform.transforms.custom_derivatives import custom_vjp
-from xform.export import _export, _shape_poly
+from xform.core import shape_poly as _shape_poly
+from xform.export import _export
 
 hlo, ir, func_dialect = mlir.hlo, mlir.ir, mlir.func_dialect
 

@@ -20,7 +20,8 @@ from xform.core.jaxpr import eval_jaxpr
 from xform.interpreters import mlir
 from xform.transforms.ad import vjp as _vjp
 from xform.transforms.jit import JitWrapped, ShapeDtypeStruct, jit
-from xform.export import _serialization, _shape_poly
+from xform.core import shape_poly as _shape_poly
+from xform.export import _serialization
 
 ir = mlir.ir
 

@@ -18,7 +18,8 @@ from flatbuffers.table import Table
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core import tree_util
-from xform.export import _export, _shape_poly  # (a cycle of module imports: _export
+from xform.core import shape_poly as _shape_poly
+from xform.export import _export  # (a cycle of module imports: _export
 # serializes, this builds Exporteds; attributes are read at call time)
 
 HEADER_VERSION = 3        # what JAX writes in serialization_version (see its comment)
