@@ -169,6 +169,11 @@ class _DimExpr:
         raise _inconclusive(f"Symbolic dimension '{self}' used in a context that "
                             "requires a constant")
 
+    def terms(self):
+        """``(monomial, coefficient)`` pairs; a monomial is ``((factor, power), ...)``
+        with a factor a variable name or ``("op", name, e1, e2)``."""
+        return self._terms
+
     # -- evaluation --
     def evaluate(self, env):
         """The value with the variables bound in ``env`` (name -> int)."""
@@ -464,48 +469,63 @@ class ShapeSolveError(ValueError):
         self.why, self.obtained = why, obtained
 
 
-def solve_dim_vars(exp_shapes, shapes, describe):
-    """Values of the dimension variables from actual ``shapes`` of the arguments whose
-    exported shapes are ``exp_shapes``: repeatedly solve a dimension linear in one
-    unknown variable. ``describe(i, d)`` names argument i's dimension d for errors."""
-    env, obtained = {}, ""
-    pending = [(i, d, e, s[d]) for i, (es, s) in enumerate(zip(exp_shapes, shapes))
-               for d, e in enumerate(es) if isinstance(e, _DimExpr)]
-    progress = True
-    while pending and progress:
+def solution_plan(exp_shapes):
+    """How to solve the dimension variables of arguments of shapes ``exp_shapes``:
+    ``(steps, checks)``; a step ``(var, i, d, coeff, rest)`` reads
+    ``var = (shape[i][d] - rest) / coeff`` (``rest`` uses earlier variables), a check
+    ``(i, d, expr)`` is a dimension to compare with ``expr`` once all are known."""
+    pending = [(i, d, e) for i, es in enumerate(exp_shapes) for d, e in enumerate(es)
+               if isinstance(e, _DimExpr)]
+    known, steps, progress = set(), [], True
+    while progress:
         progress = False
         for item in list(pending):
-            i, d, e, actual = item
-            unknown = e.variables() - set(env)
-            if not unknown:
-                pending.remove(item)
+            unknown = item[2].variables() - known
+            if len(unknown) != 1:
                 continue
-            v, = unknown if len(unknown) == 1 else (None,)
-            lin = [(m, c) for m, c in e._terms if any(f == v for f, _ in m)]
-            if v is None or len(lin) != 1 or lin[0][0] != ((v, 1),):
+            v, = unknown
+            lin = [(m, c) for m, c in item[2].terms() if any(f == v for f, _ in m)]
+            if len(lin) != 1 or lin[0][0] != ((v, 1),):
                 continue
-            rest = e - _DimExpr((lin[0],))
-            rest = rest.evaluate(env) if isinstance(rest, _DimExpr) else rest
-            q, r = divmod(actual - rest, lin[0][1])
-            if r:
-                raise ShapeSolveError(f"Division had remainder {r} when computing the "
-                                      f"value of '{v}'", obtained)
-            env[v] = q
-            obtained += (f"'{v}' = {q} from specification '{e}' for dimension "
-                         f"{describe(i, d)} (= {actual}), ")
-            if q < 1:
-                raise ShapeSolveError(f"Expected value >= 1 for dimension variable '{v}'",
-                                      obtained)
+            steps.append((v, item[0], item[1], lin[0][1], item[2] - _DimExpr((lin[0],))))
+            known.add(v)
             pending.remove(item)
             progress = True
-    missing = sorted(set().union(*(e.variables() for _, _, e, _ in pending)) - set(env))
+    missing = sorted(set().union(*(e.variables() for _, _, e in pending)) - known)
     if missing:
-        raise ShapeSolveError(f"Cannot solve for values of dimension variables {missing}",
-                              obtained)
-    for i, d, e, actual in pending:
-        if e.evaluate(env) != actual:
-            raise ShapeSolveError(f"Found inconsistency {actual} != {e.evaluate(env)} for "
-                                  f"{describe(i, d)}", obtained)
+        raise ValueError(f"Cannot solve for values of dimension variables {missing}: each "
+                         "must appear alone (or as k*v + c) in some argument dimension")
+    return steps, pending
+
+
+def solve_dim_vars(exp_shapes, shapes, describe):
+    """Values of the dimension variables from actual ``shapes`` of the arguments whose
+    exported shapes are ``exp_shapes`` (see ``solution_plan``); ``describe(i, d)``
+    names argument i's dimension d for errors."""
+    try:
+        steps, checks = solution_plan(exp_shapes)
+    except ValueError as e:
+        raise ShapeSolveError(str(e), "") from None
+    env, obtained = {}, ""
+    for v, i, d, coeff, rest in steps:
+        actual = shapes[i][d]
+        q, r = divmod(actual - (rest.evaluate(env) if isinstance(rest, _DimExpr) else rest),
+                      coeff)
+        if r:
+            raise ShapeSolveError(f"Division had remainder {r} when computing the "
+                                  f"value of '{v}'", obtained)
+        env[v] = q
+        obtained += (f"'{v}' = {q} from specification '{exp_shapes[i][d]}' for "
+                     f"dimension {describe(i, d)} (= {actual}), ")
+        if q < 1:
+            raise ShapeSolveError(f"Expected value >= 1 for dimension variable '{v}'",
+                                  obtained)
+    for i, d, e in checks:
+        if e.evaluate(env) != shapes[i][d]:
+            raise ShapeSolveError(
+                f"Found inconsistency between dimension size {describe(i, d)} "
+                f"(= {shapes[i][d]}) and the specification '{e}' (= {e.evaluate(env)})",
+                obtained)
     return env
 
 

@@ -27,15 +27,8 @@ call_exported_p.def_impl(lambda *args, exported: dispatch.apply_primitive(
     call_exported_p, *args, exported=exported))
 
 
-def _arg_path(in_tree, i):
-    paths = tree_util.tree_flatten_with_path(in_tree.unflatten(range(in_tree.num_leaves)))[0]
-    path = paths[i][0]
-    head = "args" if path[0] == tree_util.SequenceKey(0) else "kwargs"
-    return head + tree_util.keystr(path[1:])
-
-
 def _describe(exported, i, d=None):
-    return _arg_path(exported.in_tree, i) + (f".shape[{d}]" if d is not None else "")
+    return _export.arg_path(exported.in_tree, i) + (f".shape[{d}]" if d is not None else "")
 
 
 def _shape_error(exported, err):

@@ -21,7 +21,7 @@ from xform.interpreters import mlir
 from xform.transforms.ad import vjp as _vjp
 from xform.transforms.jit import JitWrapped, ShapeDtypeStruct, jit
 from xform.core import shape_poly as _shape_poly
-from xform.export import _serialization
+from xform.export import _serialization, _wrap
 
 ir = mlir.ir
 
@@ -150,11 +150,20 @@ def _result_infos(out_tree):
     return ["result" + tree_util.keystr(p) for p, _ in paths]
 
 
+def arg_path(in_tree, i):
+    """``args[0]['x']``: where flat argument ``i`` sits in ``(args, kwargs)``."""
+    paths = tree_util.tree_flatten_with_path(in_tree.unflatten(range(in_tree.num_leaves)))[0]
+    path = paths[i][0]
+    head = "args" if path[0] == tree_util.SequenceKey(0) else "kwargs"
+    return head + tree_util.keystr(path[1:])
+
+
 def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_checks):
     platforms = tuple(platforms) if platforms else (default_export_platform(),)
+    dim_vars = _shape_poly.all_dim_vars(closed.in_avals)
     callbacks = []
     text = mlir.lower_jaxpr_to_module(closed, hoist_consts=False, host_callbacks=callbacks,
-                                      platforms=platforms)
+                                      platforms=platforms, dim_vars=dim_vars)
     if callbacks:
         raise NotImplementedError(f"{fun_name}: host callbacks (debug.print, "
                                   "pure_callback, io_callback) cannot be exported")
@@ -164,13 +173,16 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         attrs = module.operation.attributes
         i32 = ir.IntegerType.get_signless(32)
         attrs["sym_name"] = ir.StringAttr.get(_module_name(fun_name))
-        attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(multi)
+        attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(multi or bool(dim_vars))
         attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
         attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
         main = ir.SymbolTable(module.operation)["main"]
         main.attributes["res_attrs"] = ir.ArrayAttr.get([
             ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(s)})
             for s in _result_infos(out_tree)])
+        if dim_vars:
+            _wrap.wrap_main(module, closed.in_avals, lambda i: arg_path(in_tree, i),
+                            int(multi))
         serialized = backend.serialize_portable_artifact(module)
     return Exported(
         fun_name=fun_name, in_tree=in_tree, in_avals=tuple(closed.in_avals),
@@ -182,7 +194,7 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         mlir_module_serialized=serialized,
         calling_convention_version=CALLING_CONVENTION_VERSION,
         module_kept_var_idx=tuple(range(len(closed.in_avals))),
-        uses_global_constants=multi,
+        uses_global_constants=multi or bool(dim_vars),
         _get_vjp=lambda primal: _export_vjp(primal, closed))
 
 
@@ -228,13 +240,6 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
 
     def do_export(*args_specs, **kwargs_specs):
         leaves, in_tree = tree_util.tree_flatten((args_specs, kwargs_specs))
-        for leaf in leaves:
-            shape = getattr(leaf, "shape", ())
-            if not _shape_poly.is_constant_shape(shape):
-                raise NotImplementedError(
-                    f"export of {name}: xform does not yet trace with symbolic dimensions "
-                    f"(argument shape {tuple(shape)}); export at concrete shapes, or call "
-                    "a polymorphic module exported by JAX")
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
         return _export_jaxpr(traced.jaxpr, in_tree, traced.out_tree, name, platforms,
                              disabled_checks)

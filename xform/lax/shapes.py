@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
@@ -65,8 +65,7 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
 
 
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
-    return hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
-                                mlir.dense_i64(broadcast_dimensions))
+    return mlir.broadcast_in_dim(ctx.avals_out[0], x, broadcast_dimensions)
 
 
 broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_abstract_eval)
@@ -143,8 +142,14 @@ def _reshape_batch(vals, dims, *, new_sizes):
 reshape_p = standard_primitive("reshape", _reshape_abstract_eval)
 ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
 batching.primitive_batchers[reshape_p] = _reshape_batch
-mlir.register_lowering(reshape_p, lambda ctx, x, *, new_sizes: hlo.reshape(
-    mlir.aval_to_ir_type(ctx.avals_out[0]), x))
+def _reshape_lowering(ctx, x, *, new_sizes):
+    out = ctx.avals_out[0]
+    if shape_poly.is_constant_shape(out.shape):
+        return hlo.reshape(mlir.aval_to_ir_type(out), x)
+    return hlo.dynamic_reshape(mlir.aval_to_ir_type(out), x, mlir.shape_value(out.shape))
+
+
+mlir.register_lowering(reshape_p, _reshape_lowering)
 
 
 # ---- transpose ----
@@ -250,8 +255,14 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 iota_p = standard_primitive("iota", _iota_abstract_eval)
 ad.defnondiff(iota_p)
 batching.primitive_batchers[iota_p] = None  # no operands: never batched
-mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.iota(
-    mlir.aval_to_ir_type(ctx.avals_out[0]), dimension))
+def _iota_lowering(ctx, *, dtype, shape, dimension):
+    typ = mlir.aval_to_ir_type(ctx.avals_out[0])
+    if shape_poly.is_constant_shape(shape):
+        return hlo.iota(typ, dimension)
+    return hlo.dynamic_iota(typ, mlir.shape_value(shape), dimension)
+
+
+mlir.register_lowering(iota_p, _iota_lowering)
 
 
 # ---- slice ----

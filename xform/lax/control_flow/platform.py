@@ -67,22 +67,10 @@ def _index_for(platforms, platform):
                               "and no default")
 
 
-def _enclosing_func(block):
-    op = block.owner
-    while op is not None and op.name != "func.func":
-        op = op.parent
-    return op
-
-
 def _platform_index_lowering(ctx, *, platforms):
     mctx = ctx.module_ctx
     if mctx.platform_index is None:
         return mlir.ir_constant(np.int32(_index_for(platforms, mctx.platform)))
-    if _enclosing_func(ir.InsertionPoint.current.block) != \
-            _enclosing_func(ir.BlockArgument(mctx.platform_index).owner):
-        raise NotImplementedError("platform_dependent inside a nested jit is not supported "
-                                  "by xform's multi-platform export; call it at the top "
-                                  "level of the exported function")
     i32 = mlir.aval_to_ir_type(ShapedArray((), np.int32))
     case = hlo.CaseOp([i32], mctx.platform_index, len(mctx.platforms))
     for region, p in zip(case.regions, mctx.platforms):
