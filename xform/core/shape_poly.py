@@ -292,20 +292,28 @@ def _divmod(a, b):
     return _DimExpr.op("floordiv", a, b, scope), _DimExpr.op("mod", a, b, scope)
 
 
+def _ge(a, b):
+    """``a >= b`` where the bounds decide it, else None."""
+    try:
+        return _lift(a) >= _lift(b)
+    except InconclusiveDimensionOperation:
+        return None
+
+
 def max_dim(a, b):
     """``max`` of dimensions (``core.max_dim``): symbolic unless decidable."""
-    try:
-        return a if _lift(a) >= _lift(b) else b
-    except InconclusiveDimensionOperation:
-        return _DimExpr.op("max", a, b)
+    ge = _ge(a, b)
+    if ge is None:
+        ge = None if _ge(b, a) is None else not _ge(b, a)
+    return _DimExpr.op("max", a, b) if ge is None else (a if ge else b)
 
 
 def min_dim(a, b):
     """``min`` of dimensions (``core.min_dim``)."""
-    try:
-        return b if _lift(a) >= _lift(b) else a
-    except InconclusiveDimensionOperation:
-        return _DimExpr.op("min", a, b)
+    le = _ge(b, a)
+    if le is None:
+        le = None if _ge(a, b) is None else not _ge(a, b)
+    return _DimExpr.op("min", a, b) if le is None else (a if le else b)
 
 
 def is_symbolic_dim(d):
