@@ -108,8 +108,47 @@ def test_symbolic_shapes_and_dimension_expressions():
     spec = export.symbolic_args_specs(np.zeros((3, 4), F32), "b, 2*n",
                                       constraints=("b >= n",))
     assert tuple(map(str, spec.shape)) == ("b", "2*n")
-    with pytest.raises(NotImplementedError, match="symbolic dimensions"):
-        export.export(xform.jit(jnp.sin))(spec)
+
+
+_POLY = {  # the core set traced with symbolic dimensions
+    "elementwise": lambda np_: lambda x: np_.sin(x) * 2.0 + x,
+    "reductions": lambda np_: lambda x: (np_.sum(x, axis=0), np_.max(x, axis=1),
+                                         np_.mean(x, axis=0)),
+    "broadcast_matmul": lambda np_: lambda x: (x + np_.ones((x.shape[1],), x.dtype)).T @ x,
+    "reshape_concat": lambda np_: lambda x: np_.concatenate([x, x]).reshape((-1,)),
+    "arange_slice": lambda np_: lambda x: (np_.arange(x.shape[0]), x[:, :2], x[1:]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_POLY))
+def test_export_with_symbolic_shapes_vs_jax_at_several_sizes(name):
+    spec = S(export.symbolic_shape("b, 2*n"), F32)
+    ours = export.export(xform.jit(_POLY[name](jnp)))(spec)
+    assert "tensor<?x?xf32>" in ours.mlir_module() and ours.uses_global_constants
+    theirs = jax.export.deserialize(ours.serialize())
+    for shape in [(2, 4), (3, 6)]:
+        x = np.arange(np.prod(shape), dtype=F32).reshape(shape) / 7
+        want = _POLY[name](jjnp)(x)
+        _close(ours.call(x), want)
+        _close(theirs.call(x), want)
+
+
+def test_symbolic_export_checks_shapes_as_jax():
+    f = lambda np_: lambda x: np_.sum(x, axis=0)  # noqa: E731
+    ours = export.export(xform.jit(f(jnp)))(S(export.symbolic_shape("b, 2*n"), F32))
+    text = ours.mlir_module()
+    assert "@shape_assertion" in text and "Expected value >= 1 for dimension variable" in text
+    jexp = jax.export.export(jax.jit(f(jjnp)))(
+        jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 2*n"), F32))
+    for bad in [(0, 4), (3, 5)]:
+        with pytest.raises(ValueError) as theirs:
+            jexp.call(np.zeros(bad, F32))
+        with pytest.raises(ValueError) as mine:
+            export.deserialize(ours.serialize()).call(np.zeros(bad, F32))
+        assert str(mine.value) == str(theirs.value)
+    with pytest.raises(export.InconclusiveDimensionOperation):
+        export.export(xform.jit(lambda x: x[: x.shape[0] // 2 - x.shape[1]]))(
+            S(export.symbolic_shape("b, n"), F32))
 
 
 def test_call_a_polymorphic_jax_export_at_several_sizes_and_bad_shapes():

@@ -477,7 +477,7 @@ class ShapeSolveError(ValueError):
         self.why, self.obtained = why, obtained
 
 
-def solution_plan(exp_shapes):
+def solution_plan(exp_shapes, describe=None, specs=""):
     """How to solve the dimension variables of arguments of shapes ``exp_shapes``:
     ``(steps, checks)``; a step ``(var, i, d, coeff, rest)`` reads
     ``var = (shape[i][d] - rest) / coeff`` (``rest`` uses earlier variables), a check
@@ -501,8 +501,16 @@ def solution_plan(exp_shapes):
             progress = True
     missing = sorted(set().union(*(e.variables() for _, _, e in pending)) - known)
     if missing:
-        raise ValueError(f"Cannot solve for values of dimension variables {missing}: each "
-                         "must appear alone (or as k*v + c) in some argument dimension")
+        unprocessed = ", ".join(f"'{e}' for dimension size {describe(i, d)}"
+                                for i, d, e in pending if e.variables() - known
+                                ) if describe else ""
+        raise ValueError(
+            "Cannot solve for values of dimension variables {" + ", ".join(
+                repr(v) for v in missing) + "}. We can only solve linear uni-variate "
+            f"constraints. Using the following polymorphic shapes specifications: {specs}. "
+            f"Unprocessed specifications: {unprocessed}. Please see https://docs.jax.dev/"
+            "en/latest/export/shape_poly.html#dimension-variables-must-be-solvable-from-"
+            "the-input-shapes for more details.")
     return steps, pending
 
 

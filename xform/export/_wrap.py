@@ -34,7 +34,10 @@ def _cmp(a, b, direction):
 def wrap_main(module, in_avals, describe, n_platform_args):
     """Rename ``module``'s ``@main`` (which takes the platform index, the dimension
     variables, then the arrays) and add the ``@main`` that takes the arrays only."""
-    steps, checks = shape_poly.solution_plan([a.shape for a in in_avals])
+    specs = ", ".join(f"{describe(i)}.shape = {tuple(a.shape)}" for i, a in
+                      enumerate(in_avals) if not shape_poly.is_constant_shape(a.shape))
+    steps, checks = shape_poly.solution_plan([a.shape for a in in_avals],
+                                             lambda i, d: f"{describe(i)}.shape[{d}]", specs)
     dim_vars = shape_poly.all_dim_vars(in_avals)
     table = ir.SymbolTable(module.operation)
     inner = table["main"]
@@ -48,8 +51,6 @@ def wrap_main(module, in_avals, describe, n_platform_args):
     main.attributes["sym_visibility"] = ir.StringAttr.get("public")
     if "res_attrs" in inner.attributes:
         main.attributes["res_attrs"] = inner.attributes["res_attrs"]
-    specs = ", ".join(f"{describe(i)}.shape = ({', '.join(map(str, a.shape))})"
-                      for i, a in enumerate(in_avals) if not shape_poly.is_constant_shape(a.shape))
     block = main.add_entry_block()
     with ir.InsertionPoint(block):
         args = list(block.arguments)
@@ -76,10 +77,12 @@ def wrap_main(module, in_avals, describe, n_platform_args):
                             message(f"Division had remainder {{{len(ops)}}} when computing "
                                     f"the value of '{v}'"))
                 env[v] = value
-                ops.append(actual)
-                obtained += (f"'{v}' = {{{len(ops) - 1}}} from specification "
-                             f"'{in_avals[i].shape[d]}' for dimension "
-                             f"{describe(i)}.shape[{d}] (= {{{len(ops) - 1}}}), ")
+                ops.append(value)
+                k = len(ops) - 1
+                if value is not actual:
+                    ops.append(actual)
+                obtained += (f"'{v}' = {{{k}}} from specification '{in_avals[i].shape[d]}' "
+                             f"for dimension {describe(i)}.shape[{d}] (= {{{len(ops) - 1}}}), ")
                 _assert(_cmp(value, mlir.ir_constant(np.int32(1)), "GE"), list(ops),
                         message(f"Expected value >= 1 for dimension variable '{v}'"))
             for i, d, e in checks:
