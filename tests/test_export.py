@@ -218,3 +218,14 @@ def test_serialize_executable_reloads_in_a_new_process():
                                np.sin(x) @ x, rtol=1e-5)
     with pytest.raises(ValueError, match="truncated"):
         se.deserialize_and_load(payload[:-10], in_tree, out_tree)
+
+
+def test_vmap_and_jvp_of_a_call_fail_as_in_jax():
+    exp = export.export(xform.jit(jnp.sin))(S((3,), F32))
+    x = np.ones((2, 3), F32)
+    with pytest.raises(NotImplementedError, match="Batching rule for 'call_exported'"):
+        xform.vmap(exp.call)(x)
+    with pytest.raises(NotImplementedError, match="Batching rule for 'call_exported'"):
+        jax.vmap(jax.export.deserialize(exp.serialize()).call)(x)
+    with pytest.raises(TypeError, match="forward-mode"):
+        xform.jvp(exp.call, (x[0],), (x[0],))

@@ -14,7 +14,7 @@ from xform import backend
 from xform.core import dtypes, tree_util
 from xform.core.avals import ShapedArray
 from xform.core.trace import Primitive
-from xform.interpreters import dispatch, mlir
+from xform.interpreters import ad, batching, dispatch, mlir
 from xform.transforms.custom_derivatives import custom_vjp
 from xform.core import shape_poly as _shape_poly
 from xform.export import _export
@@ -184,6 +184,22 @@ def _refine(sub, exported, context):
 
 
 mlir.register_lowering(call_exported_p, _call_exported_lowering)
+
+
+def _no_batching(vals, dims, *, exported):
+    raise NotImplementedError(
+        "Batching rule for 'call_exported' not implemented (as in JAX): export the "
+        f"function '{exported.fun_name}' with a batch dimension (e.g. a symbolic one, "
+        "\"b, ...\") and call it on the whole batch")
+
+
+def _no_jvp(primals, tangents, *, exported):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to an exported function: "
+                    "it is differentiable in reverse mode through its serialized VJP")
+
+
+batching.primitive_batchers[call_exported_p] = _no_batching
+ad.primitive_jvps[call_exported_p] = _no_jvp
 
 
 def _fix_float0(ct, aval):

@@ -10,7 +10,7 @@ import numpy as np
 
 from xform.core.array import Array
 from xform.core.avals import ShapedArray
-from xform.interpreters import batching, mlir
+from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.conditionals import switch
 
@@ -81,5 +81,6 @@ def _platform_index_lowering(ctx, *, platforms):
 
 platform_index_p = standard_primitive("platform_index",
                                       lambda **_: ShapedArray((), np.int32))
+ad.defnondiff(platform_index_p)
 batching.primitive_batchers[platform_index_p] = None  # no operands: never batched
 mlir.register_lowering(platform_index_p, _platform_index_lowering)
