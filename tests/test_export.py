@@ -47,6 +47,11 @@ def test_round_trip_and_call_eager_and_in_jit():
     want = _f(np)(x, y)
     _close(back.call(x, y), want)
     _close(xform.jit(lambda a, b: back.call(a, b)["a"] * 2)(x, y), want["a"] * 2)
+    # static arguments are baked in and leave the signature, as in JAX
+    scaled = export.export(xform.jit(lambda a, k: a * k, static_argnums=1))(x, 3.0)
+    j_scaled = jax.export.export(jax.jit(lambda a, k: a * k, static_argnums=1))(x, 3.0)
+    assert str(scaled.in_tree) == str(j_scaled.in_tree)
+    _close(scaled.call(x), j_scaled.call(x))
 
 
 def test_interop_both_ways_with_jax_export():

@@ -239,7 +239,8 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
                              "'tpu'")
 
     def do_export(*args_specs, **kwargs_specs):
-        leaves, in_tree = tree_util.tree_flatten((args_specs, kwargs_specs))
+        dyn_args, dyn_kwargs, _, _ = fun_jit._split_static(args_specs, kwargs_specs)
+        in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))  # static args are baked in
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
         return _export_jaxpr(traced.jaxpr, in_tree, traced.out_tree, name, platforms,
                              disabled_checks)
