@@ -5,12 +5,14 @@ int (unsigned to the default uint), mean/var/std of integers give the default fl
 float16/bfloat16 are accumulated in float32; results are never weakly typed.
 """
 import builtins
+import math
 
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.interpreters.composite import composite
+from xform.lax.shapes import dimension_as_value
 from xform.numpy import _util
 from xform.numpy._ufuncs import logical_and, logical_or
 from xform.numpy._util import asarray, canonicalize_axes
@@ -232,7 +234,9 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
 
 def _count(a, axes, keepdims, where, dtype):
     if where is None:
-        n = int(np.prod([a.aval.shape[d] for d in axes], dtype=np.int64))
+        n = math.prod(a.aval.shape[d] for d in axes)
+        if shape_poly.is_symbolic_dim(n):  # a value computed from dimension variables
+            return lax.convert_element_type(dimension_as_value(n), dtype)
         return _util.scalar_array(n, dtype, False)
     return sum(_util.broadcast_to(asarray(where, "mean"), a.aval.shape), axes, dtype=dtype,
                keepdims=keepdims)
