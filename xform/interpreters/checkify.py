@@ -19,9 +19,11 @@ from xform.core.errors import JaxRuntimeError as _XformRuntimeError
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.call import IdCache
 from xform.interpreters.pjit import pjit_p
 
 checkify_rules = {}
+_checked = IdCache()
 next_code = itertools.count(1).__next__   # one code per check site, in tracing order
 
 
@@ -279,12 +281,18 @@ def trace_checked(fun, err_tree, in_avals):
 
 def checked_jaxpr(closed, enabled_errors, error):
     """``closed`` with checks: ``(error leaves, *args) -> (error leaves, *outs)``, its
-    output error tree and the error kinds it may report."""
+    output error tree and the error kinds it may report. Memoized per source jaxpr (as
+    JAX), so ``checkify(jit(f))`` compiles once, not on every call."""
     leaves, err_tree = tree_util.tree_flatten(error)
-    avals = [get_aval(x) for x in leaves] + list(closed.in_avals)
-    jaxpr, out_tree = trace_checked(
-        lambda err, *args: run_checked(closed, enabled_errors, err, args), err_tree, avals)
-    return jaxpr, out_tree, set(out_tree.unflatten([None] * out_tree.num_leaves)._pred)
+    avals = tuple(get_aval(x) for x in leaves) + tuple(closed.in_avals)
+
+    def make():
+        jaxpr, out_tree = trace_checked(
+            lambda err, *args: run_checked(closed, enabled_errors, err, args), err_tree,
+            avals)
+        return jaxpr, out_tree, out_tree.unflatten([None] * out_tree.num_leaves).effects()
+
+    return _checked.get(closed, (enabled_errors, err_tree, avals), make)
 
 
 def bind_call_with_error(prim, error, enabled_errors, vals, params, jaxpr_param="jaxpr"):
