@@ -81,6 +81,10 @@ def _cases():
     def _(m):
         return m.jax.vmap(lambda x: m.jnp.log(_chk(m)(x)))
 
+    @case("vmap_jit", np.array([1., 6., 7.], np.float32))
+    def _(m):
+        return m.jax.vmap(m.jax.jit(_chk(m)))
+
     @case("grad_inside", np.float32(9))
     @case("grad_nan", np.float32(-1))
     def _(m):
@@ -187,6 +191,14 @@ def test_checkify_matches_jax(name):
                                         ("nan_batch", "vmap"), ("user_batch", "vmap")])
 def test_transformed_checkify_matches_jax(name, outer):
     assert _compare(name, outer) is not None
+
+
+def test_grad_through_checkify_output():
+    def loss(m, x):
+        return m.jnp.sin(m.ck.checkify(_chk(m), errors=m.ck.all_checks)(x)[1]) ** 2
+    got = xform.grad(lambda x: loss(XF, x))(xjnp.float32(2.))
+    want = jax.grad(lambda x: loss(JAX, x))(jjnp.float32(2.))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_error_api_and_raising():

@@ -289,7 +289,8 @@ def _scan_rule(error, enabled, *args, reverse, length, jaxpr, num_consts, num_ca
             return ck.run_checked(jaxpr, enabled, e,
                                   list(xs[:num_consts]) + list(xs[num_consts + ne:]))
 
-        return _stage(body, _avals(consts) + _avals(leaves) + list(jaxpr.in_avals[num_consts:]))
+        return ck.stage_checked(body, _avals(consts) + _avals(leaves)
+                                + list(jaxpr.in_avals[num_consts:]))
 
     error, (body, out_tree) = _merged(error, enabled, make)
     leaves, _ = tree_util.tree_flatten(error)
@@ -300,24 +301,9 @@ def _scan_rule(error, enabled, *args, reverse, length, jaxpr, num_consts, num_ca
     return out_tree.unflatten(outs[:ne]), outs[ne:]
 
 
-def _stage(fun, avals):
-    """Stage ``fun(*xs) -> (error, outs)``: ``(jaxpr, out_err_tree)``, the jaxpr
-    returning the error's leaves, then ``outs``."""
-    store = {}
-
-    def flat(*xs):
-        err, outs = fun(*xs)
-        leaves, store["tree"] = tree_util.tree_flatten(err)
-        return leaves + list(outs)
-
-    return pe.trace_to_jaxpr(flat, avals), store["tree"]
-
-
 def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    if cond_jaxpr.out_avals[0].shape:
-        raise ValueError("Checkify does not support batched while-loops "
-                         "(checkify-of-vmap-of-while). \nHint: if possible, move the vmap "
-                         "to the outer level to get vmap-of-checkify-of-while.")
+    # NB: JAX rejects checkify-of-vmap-of-while; xform's while batching leaves a scalar
+    # predicate (any element still running), so that case just works here.
     nc, nb = cond_nconsts, body_nconsts
     c_consts, b_consts, carry = args[:nc], args[nc:nc + nb], args[nc + nb:]
     error, _ = ck.run_checked(cond_jaxpr, enabled, error, list(c_consts) + list(carry))
@@ -333,8 +319,8 @@ def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, bod
             e, _ = ck.run_checked(cond_jaxpr, enabled, e, list(xs[:nc]) + out)
             return e, out   # the checks of the next cond evaluation ride in the body
 
-        return _stage(body, _avals(c_consts) + _avals(b_consts) + _avals(leaves)
-                      + _avals(carry))
+        return ck.stage_checked(body, _avals(c_consts) + _avals(b_consts)
+                                + _avals(leaves) + _avals(carry))
 
     error, (body, out_tree) = _merged(error, enabled, make)
     leaves, _ = tree_util.tree_flatten(error)
@@ -419,24 +405,20 @@ def _pmap_rule(error, enabled, *vals, jaxpr, axes, in_axes, out_axes, **params):
     # The error enters replicated; each device's error leaves come out stacked over the
     # mesh, flattened to one leading dim: a batched error, "at mapped index i" (as JAX).
     leaves, tree = tree_util.tree_flatten(error)
-    ne, rep, store = len(leaves), (None,) * len(axes), {}
-
-    def body(*xs):
-        e, outs = ck.run_checked(jaxpr, enabled, tree.unflatten(list(xs[:ne])), xs[ne:])
-        e_leaves, store["tree"] = tree_util.tree_flatten(e)
-        return e_leaves + outs
-
-    body = pxla.trace_body(body, _avals(leaves) + list(jaxpr.in_avals), axes,
-                           params.get("check_vma", False))
+    ne, rep = len(leaves), (None,) * len(axes)
+    body, out_tree = ck.stage_checked(
+        lambda *xs: ck.run_checked(jaxpr, enabled, tree.unflatten(list(xs[:ne])), xs[ne:]),
+        _avals(leaves) + list(jaxpr.in_avals),
+        lambda f, avals: pxla.trace_body(f, avals, axes, params.get("check_vma", False)))
     body, args, in_axes = pxla.closure_convert(body, axes, (*leaves, *vals),
                                                (rep,) * ne + tuple(in_axes))
-    n = store["tree"].num_leaves
+    n = out_tree.num_leaves
     outs = pxla.xla_pmap_p.bind(*args, jaxpr=body, axes=axes, in_axes=in_axes,
                                 out_axes=(tuple(range(len(axes))),) * n + tuple(out_axes),
                                 **params)
     lead = int(np.prod([size for _, size in axes]))
     errs = [jnp.reshape(x, (lead,) + x.shape[len(axes):]) for x in outs[:n]]
-    return store["tree"].unflatten(errs), outs[n:]
+    return out_tree.unflatten(errs), outs[n:]
 
 
 rules[pxla.xla_pmap_p] = _pmap_rule

@@ -264,19 +264,17 @@ def run_checked(closed, enabled_errors, error, args):
                          enabled_errors, error, args)
 
 
-def trace_checked(fun, err_tree, in_avals):
-    """Stage ``fun(error, *args) -> (error, outs)`` to a ClosedJaxpr taking the error's
-    leaves then ``args`` and returning the out error's leaves then ``outs``. Returns
-    ``(jaxpr, out_err_tree)``."""
-    n = err_tree.num_leaves
+def stage_checked(fun, in_avals, trace_to_jaxpr=pe.trace_to_jaxpr):
+    """Stage ``fun(*xs) -> (error, outs)`` to a ClosedJaxpr returning the error's leaves,
+    then ``outs``. Returns ``(jaxpr, out_err_tree)``."""
     store = {}
 
     def flat(*xs):
-        err, outs = fun(err_tree.unflatten(list(xs[:n])), *xs[n:])
+        err, outs = fun(*xs)
         leaves, store["tree"] = tree_util.tree_flatten(err)
         return leaves + list(outs)
 
-    return pe.trace_to_jaxpr(flat, in_avals), store["tree"]
+    return trace_to_jaxpr(flat, in_avals), store["tree"]
 
 
 def checked_jaxpr(closed, enabled_errors, error):
@@ -287,9 +285,9 @@ def checked_jaxpr(closed, enabled_errors, error):
     avals = tuple(get_aval(x) for x in leaves) + tuple(closed.in_avals)
 
     def make():
-        jaxpr, out_tree = trace_checked(
-            lambda err, *args: run_checked(closed, enabled_errors, err, args), err_tree,
-            avals)
+        n = err_tree.num_leaves
+        jaxpr, out_tree = stage_checked(lambda *xs: run_checked(
+            closed, enabled_errors, err_tree.unflatten(list(xs[:n])), xs[n:]), avals)
         return jaxpr, out_tree, out_tree.unflatten([None] * out_tree.num_leaves).effects()
 
     return _checked.get(closed, (enabled_errors, err_tree, avals), make)
