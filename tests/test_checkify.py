@@ -141,6 +141,11 @@ def _cases():
     def _(m):
         return lambda d: {"a": _chk(m)(d["a"]), "b": [d["b"] // 0]}
 
+    @case("fmt_pytree_batch", np.array([[1., 2.], [-1., 3.], [4., 5.]], np.float32))
+    def _(m):
+        return lambda x: m.ck.check(m.jnp.all(x[0] < 0), "{} and {d} {}", [x, x * 2], x,
+                                    d={"k": x[1]})
+
     @case("pmap", np.arange(4, dtype=np.float32) * 2 - 1)
     def _(m):
         return m.jax.pmap(lambda x: m.jnp.log(_chk(m)(x)))
@@ -188,7 +193,8 @@ def test_checkify_matches_jax(name):
 
 # vmap of checkify: a batched error, one line per failing index
 @pytest.mark.parametrize("name,outer", [("user_fail", "jit"), ("scan", "jit"),
-                                        ("nan_batch", "vmap"), ("user_batch", "vmap")])
+                                        ("nan_batch", "vmap"), ("user_batch", "vmap"),
+                                        ("fmt_pytree_batch", "vmap")])
 def test_transformed_checkify_matches_jax(name, outer):
     assert _compare(name, outer) is not None
 

@@ -10,6 +10,7 @@ rule re-stages them with the error leaves as extra operands and results. The rul
 need array ops (automatic checks, ``check_p``, control flow) live with the public face,
 ``xform.experimental._checkify_rules``; this module knows only call-like primitives.
 """
+import functools
 import itertools
 
 import numpy as np
@@ -18,6 +19,7 @@ from xform.core import tree_util
 from xform.core.errors import JaxRuntimeError as _XformRuntimeError
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
+from xform.interpreters import dispatch
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.call import IdCache
 from xform.interpreters.pjit import pjit_p
@@ -144,14 +146,13 @@ class Error:
         if any(shapes):
             mapping = {}
             for idx in np.ndindex(*shapes[[bool(s) for s in shapes].index(True)]):
-                exc = self._first_failure(lambda x, i=idx: np.asarray(x)[i]
-                                          if np.shape(x) else x)
+                exc = self._first_failure(functools.partial(_element, idx))
                 if exc is not None:
                     mapping[idx] = exc
             return BatchedError(mapping) if mapping else None
-        return self._first_failure(lambda x: x)
+        return self._first_failure(lambda x, payload=False: x)
 
-    def _first_failure(self, at):
+    def _first_failure(self, at):   # ``at(x, payload)``: the (element's) value
         best = None
         for effect, pred in self._pred.items():
             if bool(at(pred)):
@@ -162,7 +163,7 @@ class Error:
             return None
         code, effect = best
         cls, static = self._metadata[code]
-        return cls._unflatten(static, [at(p) for p in self._payload[effect]])
+        return cls._unflatten(static, [at(p, True) for p in self._payload[effect]])
 
     def throw(self):
         """Raise ``JaxRuntimeError`` with the message if a check failed."""
@@ -184,6 +185,13 @@ class Error:
         return f"Error({self.get()})"
 
     __repr__ = __str__
+
+
+def _element(idx, x, payload=False):
+    if not np.shape(x):   # a kind no mapped check reached
+        return x
+    x = np.asarray(x)[idx]
+    return dispatch.device_put_value(x) if payload else x   # payloads print as Arrays
 
 
 def _error_flatten(err):
