@@ -261,3 +261,9 @@ def test_docs_examples_run():
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/checkify.md", "exec"), {})
+
+
+def test_public_docstring_examples():
+    import doctest
+    result = doctest.testmod(xck, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted and not result.failed
