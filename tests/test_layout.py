@@ -129,6 +129,7 @@ _PREFIX_LAYER = {
     "xform.nn._functions": 5, "xform.nn._activations": 5,  # jax.nn: numpy compositions
     "xform.nn": 6, "xform.optim": 6, "xform.training": 6, "xform.checkpoint": 6,
     "xform.lazy": 6, "xform.debug": 6, "xform.debugger": 6, "xform.profiler": 6,
+    "xform.debug_sharding": 6, "xform._sharded_checkpoint": 6,
     "xform.distributed": 6,
 }
 # Upward imports that stay, (importer, imported): the reason each is there. The test fails
