@@ -135,8 +135,6 @@ _PREFIX_LAYER = {
 # Upward imports that stay, (importer, imported): the reason each is there. The test fails
 # when one is gone, so the list only shrinks.
 ALLOWED = {
-    ("xform.ref", "xform.numpy"):
-        "new_ref/swap take Python values as jnp.asarray does (a cycle: numpy -> jit -> ref)",
 }
 # Ratchets on the whole graph (function-local imports count as edges). Targets (issue 26):
 # a largest import cycle of at most 4 files and at most 60 function-local imports.

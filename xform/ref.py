@@ -34,11 +34,12 @@ import numpy as np
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import Tracer, current_trace, get_aval
+from xform.core.transfer import device_put_value
 from xform.interpreters.ad import JVPTrace, JVPTracer, Zero
 from xform.interpreters.batching import BatchTrace
 from xform.interpreters.partial_eval import JaxprTracer
 from xform.lax.elementwise import convert_element_type
-from xform.lax.shapes import full
+from xform.lax.shapes import broadcast_in_dim, full
 
 __all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "freeze", "get", "new_ref",
            "set", "swap"]
@@ -419,12 +420,19 @@ def new_ref(init_val, *, memory_space=None, kind=None):
         raise ValueError(f"new_ref: unknown kind {kind!r}")
     if isinstance(init_val, Ref):
         raise TypeError("new_ref: the initial value must be an array, not a Ref")
-    from xform import numpy as jnp  # (a cycle: numpy builds on refs through jit)
-    value = init_val if isinstance(init_val, Tracer) else jnp.asarray(init_val)
+    value = _as_array(init_val)
     a = get_aval(value)
     if a.weak_type:
         value = convert_element_type(value, a.dtype)
     return Ref(value)
+
+
+def _as_array(x):
+    """``x`` (an Array, tracer, NumPy value, Python scalar or nested list of numbers) as
+    ``jnp.asarray`` makes it; refs sit below numpy."""
+    if isinstance(x, Tracer):
+        return x
+    return device_put_value(np.asarray(x) if isinstance(x, (list, tuple)) else x)
 
 
 def empty_ref(ty, *, memory_space=None, kind=None):
@@ -463,11 +471,10 @@ def get(ref, idx=None):
 def swap(ref, idx, value):
     """Write ``value`` at ``ref[idx]`` and return the previous value there."""
     _check_ref(ref, "swap")
-    from xform import numpy as jnp  # (a cycle: numpy builds on refs through jit)
     old = ref._read()
     idx = _idx(idx)
     prev = old if idx is Ellipsis else old[idx]
-    value = value if isinstance(value, Tracer) else jnp.asarray(value)
+    value = _as_array(value)
     if get_aval(value).dtype != ref.dtype:
         value = convert_element_type(value, ref.dtype)
     if idx is Ellipsis:
@@ -475,7 +482,9 @@ def swap(ref, idx, value):
             if np.broadcast_shapes(get_aval(value).shape, ref.shape) != ref.shape:
                 raise ValueError(f"Invalid shape for `swap`: the Ref has shape {ref.shape} "
                                  f"but the value has shape {get_aval(value).shape}")
-            value = jnp.broadcast_to(value, ref.shape)
+            nd = len(ref.shape)
+            value = broadcast_in_dim(value, ref.shape,
+                                     tuple(range(nd - get_aval(value).ndim, nd)))
         new = value
     else:
         new = old.at[idx].set(value)
