@@ -1,7 +1,8 @@
 """``xform.nn.linear``: flax.linen.linear's names (linear and convolution layers),
 re-exported from ``xform.nn``."""
-from xform.nn import (  # noqa: F401
-    Conv, ConvLocal, ConvTranspose, Dense, DenseGeneral, Einsum, Embed, Module, compact)
+from xform.nn._conv import Conv, ConvLocal, ConvTranspose  # noqa: F401
+from xform.nn._linear import Dense, DenseGeneral, Einsum, Embed  # noqa: F401
+from xform.nn._module import compact, Module  # noqa: F401
 
 __all__ = ["Conv", "ConvLocal", "ConvTranspose", "Dense", "DenseGeneral", "Einsum",
     "Embed", "Module", "compact"]

@@ -1,6 +1,5 @@
 """``xform.nn.pooling``: flax.linen.pooling's names (pooling functions), re-exported
 from ``xform.nn``."""
-from xform.nn import (  # noqa: F401
-    avg_pool, max_pool, pool)
+from xform.nn._pooling import avg_pool, max_pool, pool  # noqa: F401
 
 __all__ = ["avg_pool", "max_pool", "pool"]
