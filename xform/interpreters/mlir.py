@@ -14,6 +14,7 @@ from xform import backend
 from xform.core import dtypes, shape_poly
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from xform.core.avals import ShapedArray, physical_aval
+from xform.interpreters import partial_eval as pe
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
 chlo = backend.chlo
@@ -474,12 +475,10 @@ def lower_fun(fun, multiple_results=True):
     """A lowering rule that traces ``fun`` (written with lax ops) at the rule's input
     avals and emits it inline: for primitives whose lowering is a composition."""
     def rule(ctx, *args, **params):
-        from xform.interpreters.partial_eval import trace_to_jaxpr
-
         def flat(*xs):
             out = fun(*xs, **params)
             return list(out) if multiple_results else [out]
-        closed = trace_to_jaxpr(flat, ctx.avals_in)
+        closed = pe.trace_to_jaxpr(flat, ctx.avals_in)
         outs = jaxpr_subcomp(ctx.module_ctx, closed.jaxpr, closed.consts, list(args))
         return outs if multiple_results else outs[0]
     return rule

@@ -286,6 +286,9 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
 # prim -> rule(eqn, unknown_in) -> (known_eqn, staged_eqn): the eqn-level split of a
 # call-like primitive (``interpreters/call.py``), for ``partial_eval_jaxpr_custom``.
 eqn_split_rules = {}
+# The call primitive ``_as_call`` wraps an equation in: ``jit``'s, which pjit.py (built
+# on this module) sets here.
+wrapping_call_p = None
 
 
 def _is_higher_order(eqn):
@@ -294,12 +297,11 @@ def _is_higher_order(eqn):
 
 def _as_call(eqn, unknown_vars):
     """``eqn`` wrapped in a ``jit`` call (split by ordinary partial evaluation)."""
-    from xform.interpreters.pjit import pjit_p
     invars = list(dict.fromkeys(v for v in eqn.invars if type(v) is Var))
     body = ClosedJaxpr(Jaxpr([], invars, eqn.outvars, [eqn]), [])
-    call = JaxprEqn(invars, eqn.outvars, pjit_p, dict(jaxpr=body, name=eqn.primitive.name),
-                    eqn.source)
-    return call, [v in unknown_vars for v in invars], eqn_split_rules[pjit_p]
+    call = JaxprEqn(invars, eqn.outvars, wrapping_call_p,
+                    dict(jaxpr=body, name=eqn.primitive.name), eqn.source)
+    return call, [v in unknown_vars for v in invars], eqn_split_rules[wrapping_call_p]
 
 
 def partial_eval_jaxpr_custom(closed, unknowns, saveable):

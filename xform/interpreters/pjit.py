@@ -10,6 +10,7 @@ from xform.core.array import ShardedArray
 from xform.core.config import config
 from xform.core.trace import Primitive
 from xform.interpreters import call, dispatch, mlir, spmd
+from xform.interpreters import partial_eval as pe
 
 _IdCache = call.IdCache
 
@@ -74,4 +75,5 @@ def _pjit_lowering(ctx, *args, jaxpr, name):
 
 call.def_call_rules(pjit_p, derived_params=_pjit_derived_params, cache=_derived)
 mlir.register_lowering(pjit_p, _pjit_lowering)
+pe.wrapping_call_p = pjit_p
 
