@@ -84,7 +84,7 @@ from xform.nn._lifted_ad import (  # noqa: E402
     custom_vjp, grad, jvp, map_variables, value_and_grad, vjp)
 from xform.nn._weight_norm import PReLU, SpectralNorm, WeightNorm  # noqa: E402
 from xform.nn._lifted_jit import jit  # noqa: E402
-from xform.nn._module import InterceptorContext, intercept_methods  # noqa: E402
+from xform.nn._intercept import InterceptorContext, intercept_methods  # noqa: E402
 from xform.nn._lifted_extras import (  # noqa: E402
     add_metadata_axis, compact_name_scope, disable_named_call, enable_named_call,
     fold_rngs, named_call, override_named_call, remat_scan)

@@ -8,7 +8,6 @@ built inside it get it as parent), and after an ``@compact`` method rewinds the 
 named after the attribute (``layers_0`` for lists, ``blocks_a`` for dicts), inline
 submodules ``ClassName_<n>`` counted per class and per call, ``name=`` wins.
 """
-import contextlib
 import dataclasses
 import functools
 import inspect
@@ -20,7 +19,7 @@ import uuid
 import xform.numpy as jnp
 from xform.core.tree_util import tree_map
 from xform.transforms.jit import ShapeDtypeStruct, jit
-from xform.nn import errors
+from xform.nn import _intercept, errors
 from xform.nn.configurations import config
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
                              is_valid_rng, union_filters)
@@ -43,7 +42,6 @@ class _Context(threading.local):
         self.module_stack = [None]
         self.capture_stack = []
         self.call_info_stack = []   # used by tabulate
-        self.interceptors = []      # nn.intercept_methods, oldest first
 
 
 _context = _Context()
@@ -63,51 +61,6 @@ def compact(fun):
     """
     fun.compact = True
     return fun
-
-
-@dataclasses.dataclass(frozen=True)
-class InterceptorContext:
-    """What a method interceptor is told: the module, the method's name, and the
-    method bound to the module (calling it skips the other interceptors)."""
-    module: "Module"
-    method_name: str
-    orig_method: typing.Callable
-
-
-@contextlib.contextmanager
-def intercept_methods(interceptor):
-    """Within the context, every Module method call runs as ``interceptor(next_fun,
-    args, kwargs, context)`` (the last registered interceptor innermost).
-
-    >>> import xform, xform.numpy as jnp, xform.nn as nn
-    >>> def double(next_fun, args, kwargs, context):
-    ...   return next_fun(*args, **kwargs) * 2
-    >>> v = nn.Dense(1).init(xform.random.PRNGKey(0), jnp.ones((1, 1)))
-    >>> with nn.intercept_methods(double):
-    ...   y = nn.Dense(1).apply(v, jnp.ones((1, 1)))
-    >>> bool(y == 2 * nn.Dense(1).apply(v, jnp.ones((1, 1))))
-    True
-    """
-    _context.interceptors.append(interceptor)
-    try:
-        yield
-    finally:
-        assert _context.interceptors.pop() is interceptor
-
-
-def _run_interceptors(fun, module, args, kwargs):
-    bound = functools.partial(fun, module)
-    context = InterceptorContext(module, fun.__name__, bound)
-
-    def wrap(interceptor, next_fun):
-        @functools.wraps(next_fun)
-        def wrapped(*args, **kwargs):
-            return interceptor(next_fun, args, kwargs, context)
-        return wrapped
-    run = bound
-    for interceptor in reversed(_context.interceptors):
-        run = wrap(interceptor, run)
-    return run(*args, **kwargs)
 
 
 def nowrap(fun):
@@ -335,8 +288,8 @@ class Module:
         try:
             if add_call_info:
                 call_index = _context.call_info_stack[-1].next_index()
-            if _context.interceptors:
-                y = _run_interceptors(fun, self, args, kwargs)
+            if _intercept.active():
+                y = _intercept.run(fun, self, args, kwargs)
             else:
                 y = fun(self, *args, **kwargs)
             if _context.capture_stack:
