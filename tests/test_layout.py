@@ -10,7 +10,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "xform"
 BACKEND = PKG / "backend.py"
-MAX_LINES = 800
+MAX_LINES = 650
+# Over the cap, with the reason (the list only shrinks).
+_OVER_CAP = {
+    "xform/backend.py": "the one door to jaxlib (test_only_backend_imports_jax pins one "
+                        "file): splitting it means a backend package, the lead's call",
+}
 DEMO_CMD = "pip install -e . && python -m xform.demo"
 TEST_CMD = "pip install -e '.[test]' && pytest -q -n 2"
 _IMPORT_FUNCS = {"__import__", "import_module", "find_spec", "reload"}
@@ -69,11 +74,11 @@ def test_only_backend_imports_jax():
         + "\n  ".join(offenders))
 
 
-def test_modules_are_at_most_800_lines():
+def test_modules_are_at_most_650_lines():
     too_long = []
     for path in _modules():
         n = len(path.read_text().splitlines())
-        if n > MAX_LINES:
+        if n > MAX_LINES and str(path.relative_to(REPO)) not in _OVER_CAP:
             too_long.append(f"{path.relative_to(REPO)}: {n} lines")
     assert not too_long, (f"modules over {MAX_LINES} lines (split them):\n  "
                           + "\n  ".join(too_long))
@@ -136,10 +141,13 @@ _PREFIX_LAYER = {
 # when one is gone, so the list only shrinks.
 ALLOWED = {
 }
-# Ratchets on the whole graph (function-local imports count as edges). Targets (issue 26):
-# a largest import cycle of at most 4 files and at most 60 function-local imports.
-MAX_CYCLE = 90
-MAX_LOCAL_IMPORTS = 210
+# Ratchets on the whole graph (function-local imports count as edges); lower them as the
+# code allows, never raise them. Issue 26's targets: a largest cycle of at most 4 files
+# (7 today: the basic lax families elementwise, shapes, reductions, complex, slicing,
+# dynamic_slicing and scatter, one file in JAX, call each other inside rules) and at most
+# 60 function-local imports (most of today's are between numpy's own modules).
+MAX_CYCLE = 7
+MAX_LOCAL_IMPORTS = 110
 
 
 def _module_name(path, root=REPO):
@@ -280,3 +288,14 @@ def test_import_cycles_and_local_imports_stay_small():
     assert len(local) <= MAX_LOCAL_IMPORTS, (
         f"{len(local)} function-local imports of xform modules (at most "
         f"{MAX_LOCAL_IMPORTS}); make those that break no cycle module-level")
+
+
+def test_local_imports_below_numpy_name_their_cycle():
+    """In L0-L4 a function-local import of an xform module breaks a real cycle, and its
+    comment says which (``# (a cycle: vma builds on this module)``)."""
+    files = {_module_name(p): p for p in _modules()}
+    bare = sorted({f"{a}:{line}" for a, line, _, local in _xform_edges()
+                   if local and _layer(a) <= 4
+                   and "cycle" not in files[a].read_text().splitlines()[line - 1]})
+    assert not bare, ("function-local imports without a comment naming their cycle (make "
+                      "them module-level if they break none):\n  " + "\n  ".join(bare))

@@ -18,6 +18,7 @@ import threading
 import types
 
 from xform.core.source_info_util import is_internal_file
+from xform.core.config import config
 
 _NOTE = ("--------------------\nFor simplicity, xform has removed its internal frames from "
          "the traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to "
@@ -29,7 +30,6 @@ class UnfilteredStackTrace(Exception):
 
 
 def _filtering_mode():
-    from xform.core.config import config
     mode = getattr(config, "jax_traceback_filtering", None) or os.environ.get(
         "JAX_TRACEBACK_FILTERING", "auto")
     mode = str(mode).lower()

@@ -21,6 +21,7 @@ from xform.core.trace import check_not_tracer
 from xform.core.transfer import clear_scalar_cache, has_float0, results, to_buffer
 from xform.interpreters import compiler, mlir
 from xform.interpreters.compiler import LRUCache
+from xform.core.jaxpr import eval_jaxpr
 
 
 # ---- eager primitives ----
@@ -261,7 +262,6 @@ def _raise_nan(name, what="nan"):
 def _rerun_op_by_op(closed, name, bufs, what="nan"):
     """A compiled program produced a NaN: run its jaxpr again one primitive at a time,
     so that the first primitive producing a NaN raises (eager primitives check too)."""
-    from xform.core.jaxpr import eval_jaxpr
     args = [Array(b, a) for b, a in zip(bufs[len(bufs) - len(closed.in_avals):],
                                         closed.in_avals)]
     eval_jaxpr(closed.jaxpr, closed.consts, *args)

@@ -29,6 +29,7 @@ from xform.lax import reductions as _red
 from xform.lax import shapes as _shapes
 from xform.lax._prim import standard_primitive
 from xform.lax import dynamic_slicing as _slicing
+from xform.core import tree_util
 
 ir, hlo = mlir.ir, mlir.hlo
 
@@ -237,7 +238,6 @@ def _sum_prim():
 
 
 def _reduce(prim, x, axis_name, axis_index_groups):
-    from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     _bound_size(names, groups)
     return tree_util.tree_map(
@@ -247,7 +247,6 @@ def _reduce(prim, x, axis_name, axis_index_groups):
 def _psum(x, axis_name, axis_index_groups):
     # As JAX: bools are counted (int32); values that are not tracers (constants the
     # same on every member) are multiplied by the axis size without a collective.
-    from xform.core import tree_util
     leaves, tree = tree_util.tree_flatten(x)
     leaves = [_ew.convert_element_type(v, np.int32) if get_aval(v).dtype == np.bool_
               else v for v in leaves]
@@ -320,7 +319,6 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     >>> xform.vmap(lambda x: xform.lax.pmean(x > 0, 'i'), axis_name='i')(jnp.arange(4.0))
     Array([0.75, 0.75, 0.75, 0.75], dtype=float32)
     """
-    from xform.core import tree_util
     n = _bound_size(_names(axis_name), _groups(axis_index_groups))
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
 
@@ -451,7 +449,6 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
     Array([[0., 1.],
            [0., 1.]], dtype=float32)
     """
-    from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     size = _bound_size(names, groups)
     prim = all_gather_p
@@ -556,7 +553,6 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None,
     Raises:
       TypeError: for a bool operand (as JAX: the sum is an ``add``, undefined on bools).
     """
-    from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     size = _bound_size(names, groups)
 

@@ -12,6 +12,7 @@ from xform.lax import shapes as _shapes
 from xform.lax._prim import standard_primitive
 from xform.lax.collectives import (_bound_size, _device_groups, _groups, _groups_attr,
                                    _names, _scalar_like, axis_size)
+from xform.core import tree_util
 
 ir, hlo = mlir.ir, mlir.hlo
 
@@ -66,7 +67,6 @@ def ppermute(x, axis_name, perm):
     >>> xform.vmap(f, axis_name='i')(jnp.arange(3.0))
     Array([2., 0., 1.], dtype=float32)
     """
-    from xform.core import tree_util
     names = _names(axis_name)
     size = _bound_size(names)
     perm = tuple((int(s), int(t)) for s, t in perm)
@@ -165,7 +165,6 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     Array([[0., 2.],
            [1., 3.]], dtype=float32)
     """
-    from xform.core import tree_util
     names, groups = _names(axis_name), _groups(axis_index_groups)
     size = _bound_size(names, groups)
 

@@ -16,6 +16,7 @@ from xform.core.transfer import scalar_array
 from xform.lax._prim import (_scalar_arg, _scalar_args, any_dtype, check_dtype,  # noqa: F401
                              inexact, naryop, numeric, standard_primitive, unop)
 from xform.lax import shapes as _shapes
+from xform.core import tree_util
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -40,7 +41,7 @@ def _unbroadcast(aval, ct):
 
 
 def reduce_sum_all(x):
-    from xform.lax.reductions import reduce_sum
+    from xform.lax.reductions import reduce_sum  # (a cycle: reductions builds on elementwise)
     return reduce_sum(x, tuple(range(get_aval(x).ndim)))
 
 
@@ -320,7 +321,7 @@ def _abs_jvp(t, ans, x):
     if not dtypes.is_complex(get_aval(x).dtype):
         return mul(t, sign(x))
     # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0 (as JAX does).
-    from xform.lax.complex import conj, real
+    from xform.lax.complex import conj, real  # (a cycle: complex builds on elementwise)
     safe = select_n(eq(ans, _const(ans, 0)), ans, _shapes.full_like(ans, _const(ans, 1)))
     return real(mul(t, div(conj(x), convert_element_type(safe, get_aval(x).dtype))))
 
@@ -551,7 +552,6 @@ mlir.register_lowering(add_any_p, mlir.elementwise(hlo.add))
 
 def stop_gradient(x):
     """The identity, with zero derivative: ``grad`` treats the result as a constant."""
-    from xform.core import tree_util
     return tree_util.tree_map(stop_gradient_p.bind, x)
 
 

@@ -17,6 +17,9 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, standard_primitive
+from xform.lax.complex import conj, real
+from xform.lax.elementwise import mul
+from xform.lax.shapes import broadcast_in_dim, pad
 
 hlo = mlir.hlo
 
@@ -94,8 +97,6 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
 
 def _rfft_transpose(ct, fft_lengths):
     # rfft(x) = fft(complex(x))[..., :n//2+1]: pad, FFT (its own transpose), real part.
-    from xform.lax.complex import real
-    from xform.lax.shapes import pad
     aval = get_aval(ct)
     config = [(0, 0, 0)] * (aval.ndim - 1) + [(0, fft_lengths[-1] - aval.shape[-1], 0)]
     zero = np.zeros((), aval.dtype)
@@ -103,9 +104,6 @@ def _rfft_transpose(ct, fft_lengths):
 
 
 def _irfft_transpose(ct, fft_lengths):
-    from xform.lax.complex import conj
-    from xform.lax.elementwise import mul
-    from xform.lax.shapes import broadcast_in_dim
     x = fft(ct, FftType.RFFT, fft_lengths)
     m = get_aval(x).shape[-1]
     odd = fft_lengths[-1] % 2

@@ -14,6 +14,7 @@ from xform.lax._prim import standard_primitive
 from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _conj,
                                      _eye_like, _in_lowering, _info_aval, _is_complex,
                                      _matmul, _nan_on_failure, symmetrize, tril, triu)
+from xform.lax.reductions import reduce_and, reduce_sum
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -56,7 +57,6 @@ def _cholesky_jvp(primals, tangents):
 def _cholesky_finish(l):
     # StableHLO defines only the lower triangle; a failed factorization (not positive
     # definite) has NaNs in it, and like JAX we then return NaNs everywhere.
-    from xform.lax.reductions import reduce_and
     l = tril(l)
     ok = reduce_and(ew.eq(l, l), (l.ndim - 2, l.ndim - 1))
     return [_nan_unless(ok, l)]
@@ -212,7 +212,6 @@ def _pivots_to_permutation(pivots, *, m):
     shape = (*pivots.shape[:-1], m)
     iota = shapes.broadcasted_iota(np.int32, shape, len(shape) - 1)
     perm = iota
-    from xform.lax.reductions import reduce_sum
     for i in range(pivots.shape[-1]):
         j = shapes.slice(pivots, (0,) * pivots.ndim, (*pivots.shape[:-1], i + 1),
                          None)

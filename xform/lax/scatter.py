@@ -13,6 +13,7 @@ from xform.interpreters import ad, batching, mlir
 from xform.core.transfer import scalar_array
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax.elementwise import _const, add, div, eq, mul, select_n, sub
+from xform.lax.elementwise import max as lmax, min as lmin
 from xform.lax.shapes import broadcast_in_dim, full, reshape
 from xform.lax import shapes as _shapes
 from xform.lax.slicing import (GatherScatterMode, ScatterDimensionNumbers, _check_dims,
@@ -176,7 +177,6 @@ def _clamp_scatter_indices(operand, indices, updates, *, dimension_numbers):
                       for d in dn.scatter_dims_to_operand_dims], idx_dt)
     shape = get_aval(indices).shape
     upper = broadcast_in_dim(upper, shape, (len(shape) - 1,))
-    from xform.lax.elementwise import max as lmax, min as lmin
     return lmin(lmax(indices, _const(indices, 0)), upper)
 
 

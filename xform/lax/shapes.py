@@ -51,7 +51,7 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
 
 
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
-    from xform.lax.reductions import reduce_sum
+    from xform.lax.reductions import reduce_sum  # (a cycle: reductions builds on shapes)
     unit = [i for i, s in enumerate(x.aval.shape) if s == 1 and shape[broadcast_dimensions[i]] != 1]
     kept = [d for i, d in enumerate(broadcast_dimensions) if i not in unit]
     summed = reduce_sum(ct, tuple(i for i in range(len(shape)) if i not in kept))
@@ -93,7 +93,7 @@ def full(shape, fill_value, dtype=None, *, _weak_type=False):
         fill = fill_value if not isinstance(fill_value, (bool, int, float, complex)) \
             else scalar_array(fill_value, dtypes.dtype(fill_value), False)
     else:
-        from xform.lax.elementwise import convert_element_type
+        from xform.lax.elementwise import convert_element_type  # (cycle: elementwise -> shapes)
         fill = convert_element_type(fill_value, dtype, weak_type=_weak_type)
     if get_aval(fill).shape:
         raise TypeError(f"full must be called with a scalar fill_value, got shape "
@@ -315,7 +315,7 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
                    for s, n, st in zip(start_indices, out_shape, strides)]
     config = [(s, d - l, st - 1) for s, l, d, st in zip(start_indices, real_limits, shape,
                                                          strides)]
-    from xform.lax.elementwise import _const
+    from xform.lax.elementwise import _const  # (a cycle: elementwise builds on shapes)
     return [pad(ct, _const(ct, 0), config)]
 
 
@@ -344,7 +344,7 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
     if strides is not None and any(st != 1 for st in strides):
         return dispatch.apply_primitive(slice_p, x, start_indices=start_indices,
                                         limit_indices=limit_indices, strides=strides)
-    from xform.lax.dynamic_slicing import dynamic_slice_p
+    from xform.lax.dynamic_slicing import dynamic_slice_p  # (cycle: dynamic_slicing -> shapes)
     sizes = tuple(hi - lo for lo, hi in zip(start_indices, limit_indices))
     starts = [scalar_array(s, np.dtype(np.int32), False) for s in start_indices]
     return dispatch.apply_primitive(dynamic_slice_p, x, *starts, slice_sizes=sizes)
@@ -362,7 +362,7 @@ mlir.register_lowering(slice_p, _slice_lowering)
 def pad(operand, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
-    from xform.lax.elementwise import _scalar_arg
+    from xform.lax.elementwise import _scalar_arg  # (a cycle: elementwise builds on shapes)
     padding_value = _scalar_arg(padding_value, operand, "pad")
     return pad_p.bind(operand, padding_value, padding_config=config)
 
@@ -385,8 +385,8 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
 def _pad_transpose(ct, x, padding_value, *, padding_config):
     # deflinear hands this rule both operands as linear (see ad.deflinear): the padding
     # value's cotangent is everything the operand's slots did not take.
-    from xform.lax.elementwise import _const, sub
-    from xform.lax.reductions import reduce_sum
+    from xform.lax.elementwise import _const, sub  # (a cycle: elementwise builds on shapes)
+    from xform.lax.reductions import reduce_sum  # (a cycle: reductions builds on shapes)
     unpad = [(-lo, -hi, 0) for lo, hi, _ in padding_config]
     unpadded = pad(ct, _const(ct, 0), unpad)
     ct_x = slice(unpadded, (0,) * len(padding_config), get_aval(unpadded).shape,
@@ -402,7 +402,7 @@ def _pad_batch(vals, dims, *, padding_config):
         config.insert(d, (0, 0, 0))
         return pad_p.bind(x, pv, padding_config=tuple(config)), d
     # A batched padding value: pad with zeros, then select it in by a mask.
-    from xform.lax.elementwise import _const, select_n
+    from xform.lax.elementwise import _const, select_n  # (a cycle: elementwise builds on shapes)
     size = get_aval(pv).shape[pd]
     x = batching.bdim_at_front(x, d, size)
     config = ((0, 0, 0),) + padding_config

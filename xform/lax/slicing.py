@@ -251,7 +251,7 @@ def _gather_dnums_of(dn):
 
 def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
                       unique_indices, indices_are_sorted, mode, fill_value):
-    from xform.lax.scatter import scatter_add_p   # the scatter family builds on gather
+    from xform.lax.scatter import scatter_add_p  # (a cycle: scatter builds on gather)
     zeros = full(operand.aval.shape, 0, get_aval(ct).dtype)
     return [scatter_add_p.bind(zeros, indices, ct,
                                dimension_numbers=_scatter_dnums_of(dimension_numbers),
@@ -301,7 +301,7 @@ def _in_bounds_mask(operand_shape, indices, starts_map, window_sizes):
     upper = broadcast_in_dim(upper, shape, (len(shape) - 1,))
     bad = add(convert_element_type(lt(idx, _const(idx, 0)), np.int32),
               convert_element_type(gt(idx, upper), np.int32))
-    from xform.lax.reductions import reduce_sum
+    from xform.lax.reductions import reduce_sum  # (cycle: reductions -> shapes -> slicing)
     return eq(reduce_sum(bad, (len(shape) - 1,)), _const(bad, 0))
 
 

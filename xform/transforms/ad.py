@@ -14,6 +14,8 @@ from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad
 from xform.core.transfer import device_put_value
 from xform.lax import complex as lax_complex, elementwise as ew, shapes
+from xform.interpreters.partial_eval import JaxprTracer
+from xform.transforms.vmap import vmap
 
 
 def _as_array(x):
@@ -32,7 +34,6 @@ def _strip_aux_tracers(aux):
     Only the finished (inner) traces' tracers are stripped; tracers of enclosing
     transformations (``jvp(grad(f, has_aux=True))``) stay, so those see through aux.
     """
-    from xform.interpreters.partial_eval import JaxprTracer
 
     def strip(x):
         while isinstance(x, Tracer) and not x._trace._valid:
@@ -347,7 +348,6 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     Array([[0, 0],
            [0, 0]], dtype=int32)
     """
-    from xform.transforms.vmap import vmap
 
     @api_boundary
     @functools.wraps(fun)
@@ -398,7 +398,6 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
-    from xform.transforms.vmap import vmap
 
     @api_boundary
     @functools.wraps(fun)

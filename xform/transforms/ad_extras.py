@@ -10,6 +10,7 @@ from xform.interpreters.ad import backward_pass, instantiate_zeros
 from xform.transforms.ad import _check_argnums, jacrev, vjp
 from xform.transforms.custom_derivatives import custom_vjp
 from xform.transforms.jit import jit
+from xform.core.avals import ShapedArray
 
 jacobian = jacrev
 
@@ -78,7 +79,6 @@ def linear_transpose(fun, *primals, reduce_axes=()):
 
 
 def _struct_aval(x):
-    from xform.core.avals import ShapedArray
     return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
 
 

@@ -17,6 +17,8 @@ from xform.interpreters import partial_eval as pe
 from xform.lax import elementwise as ew, shapes
 from xform.interpreters.custom import (LazyJaxpr, _tangent_or_zero, custom_jvp_call_p,
                                       custom_vjp_call_p)
+from xform.interpreters.custom import (CustomJVPClosureError, CustomVJPException,
+                                      custom_lin_p)
 
 
 def _name(f):
@@ -452,7 +454,6 @@ def _closure_check(fun, trace, error):
 
 
 def _custom_jvp_concrete(f, trace, args):
-    from xform.interpreters.custom import CustomJVPClosureError
     for fn in (f.fun, f.jvp):
         _closure_check(fn, trace, CustomJVPClosureError)
     nums = sorted({i % len(args) for i in f.nondiff_argnums if -len(args) <= i < len(args)})
@@ -476,7 +477,6 @@ def _custom_jvp_concrete(f, trace, args):
 
 
 def _custom_vjp_concrete(f, trace, dyn, rebuild, bwd):
-    from xform.interpreters.custom import CustomVJPException, custom_lin_p
     for fn in (f.fun, f.fwd):
         _closure_check(fn, trace, CustomVJPException)
     leaves, in_tree = tree_util.tree_flatten(dyn)

@@ -27,6 +27,7 @@ from xform.transforms import jit_explain as explain
 from xform.transforms import jit_sharding
 from xform.transforms.stages import Traced
 from xform import ref as refs
+from xform.core import dtypes
 
 _flatten_builtin = backend.flatten_builtin
 
@@ -36,7 +37,6 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type")
 
     def __init__(self, shape, dtype, weak_type=False):
-        from xform.core import dtypes
         self.shape = tuple(shape)
         self.dtype = dtypes.canonicalize_dtype(dtype)
         self.weak_type = weak_type

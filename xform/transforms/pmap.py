@@ -15,6 +15,7 @@ from xform.core.array import Array, ShardedArray
 from xform.core.sharding import MeshLayout
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.interpreters import pxla
+from xform.transforms.jit import _arg_path
 
 
 def _flat_axes(spec, tree, what, is_leaf=lambda x: x is None):
@@ -202,7 +203,6 @@ def backend_count():
 
 
 def _paths(args, kwargs):
-    from xform.transforms.jit import _arg_path
     return [_arg_path(p) for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
 
 

@@ -7,6 +7,8 @@ import gc
 
 from xform.core.array import Array
 from xform.core.trace import eval_trace, get_aval, set_current_trace
+from xform.interpreters import compiler, dispatch, lazy_run, pjit, pxla
+from xform.transforms import jit
 
 
 def typeof(x):
@@ -26,8 +28,6 @@ def clear_caches():
     >>> import xform
     >>> xform.clear_caches()
     """
-    from xform.interpreters import compiler, dispatch, lazy_run, pjit, pxla
-    from xform.transforms import jit
     for c in list(jit._all_caches):
         c.clear()
     dispatch._prim_cache.clear()

@@ -22,6 +22,7 @@ from xform.core.mesh import Mesh, current_mesh
 from xform.core.sharding import MeshLayout, PartitionSpec, TiledLayout
 from xform.interpreters import pxla
 from xform.lax import shapes
+from xform.lax.vma import pvary_p
 
 
 def _entry_names(entry):
@@ -224,7 +225,6 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         store = {}
 
         def flat_fun(*flat):
-            from xform.lax.vma import pvary_p
             out = f(*tree_util.tree_unflatten(in_tree, flat))
             out_leaves, out_tree = tree_util.tree_flatten(out)
             store["specs"] = _flat_out_specs(out_specs, out_tree)

@@ -7,6 +7,7 @@ from xform.core.traceback_util import api_boundary
 from xform.core.trace import get_aval
 from xform.interpreters import batching
 from xform import ref as refs
+from xform.transforms.jit import _arg_path
 
 
 def _describe_sizes(leaves, dims, paths):
@@ -86,7 +87,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         dims = [_normalize_axis(d, a.ndim, "in_axes", a) for d, a in zip(dims, avals)]
         sizes = {a.shape[d] for a, d in zip(avals, dims) if d is not None}
         if len(sizes) > 1:
-            from xform.transforms.jit import _arg_path
             paths = [_arg_path(p) for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
             raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
                              + _describe_sizes(leaves, dims, paths))

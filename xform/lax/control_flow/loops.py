@@ -22,6 +22,7 @@ from xform import ref as refs
 from xform.lax.elementwise import convert_element_type, gt, select_n
 from xform.lax.reductions import reduce_max
 from xform.lax.shapes import broadcast_in_dim
+from xform.lax.control_flow.scan import check_carry_vma
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -130,7 +131,6 @@ def _check_carry(body_fun, in_tree, in_avals, out_tree, out_avals):
              f"{a.str_short()} but body_fun output has type {o.str_short()}"
              for p, a, o in zip(_paths(in_tree), in_avals, out_avals)
              if (a.shape, a.dtype) != (o.shape, o.dtype)]
-    from xform.lax.control_flow.scan import check_carry_vma
     check_carry_vma("while_loop body", [f"c{tree_util.keystr(p)}" for p in _paths(in_tree)],
                     in_avals, out_avals)
     if diffs:

@@ -31,6 +31,7 @@ from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
 from xform import ref as refs
 from xform.lax.elementwise import add_any, convert_element_type
+from xform.core.trace import _context
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -209,7 +210,6 @@ def _carry_name(f):
 def check_carry_vma(what, names, in_avals, out_avals):
     """Inside shard_map(check_vma=True): JAX's error for a carry whose output varies
     over more mesh axes than its input (``pcast`` the initial value)."""
-    from xform.core.trace import _context
     if _context.vma is None:  # (e.g. lowering a body: its avals keep their vma)
         return
     for name, a, b in zip(names, in_avals, out_avals):

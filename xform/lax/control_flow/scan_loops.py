@@ -14,6 +14,7 @@ from xform.lax.control_flow.common import check_same_types
 from xform.lax.control_flow.scan import _infer_length, scan
 from xform.lax.elementwise import add, convert_element_type, select
 from xform.lax.shapes import concatenate, reshape, slice as lax_slice
+from xform.transforms.vmap import vmap
 
 
 @api_boundary
@@ -100,7 +101,6 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
     """
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    from xform.transforms.vmap import vmap
     batch_size = operator.index(batch_size)
     if batch_size < 1:
         raise ValueError(f"lax.map batch_size must be a positive integer, got {batch_size}")

@@ -17,6 +17,11 @@ from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
+from xform.core import dtypes
+from xform.lax.elementwise import neg
+from xform.transforms.ad import linearize
+from xform.transforms.ad_extras import linear_transpose
+from xform.transforms.custom_derivatives import custom_jvp
 
 
 def _check_tree(func_name, expected_name, actual_tree, expected_tree, has_aux=False):
@@ -91,7 +96,6 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
         vm_jaxpr = ts_jaxpr = None
         vm_consts = ts_consts = []
     else:
-        from xform.transforms.ad_extras import linear_transpose
 
         def vecmat(x):
             (y,) = linear_transpose(matvec, b)(x)
@@ -150,7 +154,6 @@ def _linear_solve_jvp(primals, tangents, *, const_lengths, jaxprs):
 def _neg(t):
     if type(t) is ad.Zero:
         return t
-    from xform.lax.elementwise import neg
     return neg(t)
 
 
@@ -230,8 +233,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     >>> print(xform.grad(sqrt)(4.0))
     0.25
     """
-    from xform.transforms.ad import linearize
-    from xform.transforms.custom_derivatives import custom_jvp
     g_flat, g_tree = tree_util.tree_flatten(initial_guess)
     avals = [get_aval(x) for x in g_flat]
     in_tree = tree_util.tree_structure((initial_guess,))
@@ -274,5 +275,4 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
 
 def _is_zero(t):
     import numpy as np
-    from xform.core import dtypes
     return type(t) is ad.Zero or (isinstance(t, np.ndarray) and t.dtype == dtypes.float0)
