@@ -15,7 +15,9 @@ from xform.transforms.checkpoint import checkpoint, remat, checkpoint_policies
 from xform import ad_checkpoint  # noqa: E402
 from xform.transforms.devices import (device_put, device_get, devices, device_count,
                                       local_devices, default_backend, block_until_ready,
-                                      disable_jit)
+                                      disable_jit, make_array_from_callback,
+                                      make_array_from_single_device_arrays,
+                                      make_array_from_process_local_data)
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
 from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
@@ -35,7 +37,7 @@ from xform.transforms.pmap import (  # noqa: E402
 from xform import sharding, distributed  # noqa: E402,F401
 from xform.distributed import process_index, process_count  # noqa: E402,F401
 from xform.transforms.shard_map import shard_map  # noqa: E402
-from xform.sharding import make_mesh, NamedSharding, PartitionSpec  # noqa: E402,F401
+from xform.sharding import make_mesh, NamedSharding, PartitionSpec, P, set_mesh  # noqa: E402,F401
 from xform import random  # noqa: E402,F401
 from xform import lazy  # noqa: E402  (xform.lazy(): the context manager and its module)
 from xform.lazy import mark_step, dispatch_report  # noqa: E402
@@ -54,3 +56,4 @@ for _name, _state in _states.items():  # JAX's other top-level config states
 from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, shard_map)
 from xform import typing  # noqa: E402,F401  (jax.typing, an attribute after `import jax`)
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
+from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)

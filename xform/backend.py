@@ -12,19 +12,26 @@ from jax._src import config as _jax_config
 from jax._src import core as _jcore
 from jax._src import xla_bridge as _xb
 from jax._src.sharding_impls import SingleDeviceSharding as _SingleDeviceSharding
-from jaxlib import _jax
+from jaxlib import _hlo, _jax
 from jaxlib.mlir import ir  # noqa: F401  (re-exported for xform.interpreters.mlir)
 from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA legalizes)
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
-from xform.core.config import config as _config
-from xform.core.errors import JaxRuntimeError
 Device = _jax.Device
 Buffer = _jax.ArrayImpl
 
 
 # ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
+
+class JaxRuntimeError(RuntimeError):
+    """XLA's runtime failed: compiling, transferring or executing a program.
+
+    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
+    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
+    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
+    """
+
 
 def _runtime_error(e):
     return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
@@ -61,9 +68,9 @@ def client():
     (global devices, gloo collectives)."""
     if _dist.cpu_client is not None:
         return _dist.cpu_client
-    if _config.jax_num_cpu_devices >= 0:   # (jax refuses it once its backends started)
-        _jax_config.update("jax_num_cpu_devices", _config.jax_num_cpu_devices)
-    wanted = _config.jax_platforms
+    if _start_options["jax_num_cpu_devices"] >= 0:  # (jax refuses it once started)
+        _jax_config.update("jax_num_cpu_devices", _start_options["jax_num_cpu_devices"])
+    wanted = _start_options["jax_platforms"]
     if not wanted:
         return _xb.get_backend()
     if not _xb.backends_are_initialized():
@@ -79,16 +86,20 @@ def client_started():
     return client.cache_info().currsize > 0
 
 
-def _set_before_start(name):
-    def check(value):  # JAX's validator and message
-        if client_started() and getattr(_config, name) != value:
-            raise RuntimeError(f"{name} config should be updated before backends are "
-                               "initialized i.e. before any JAX operation is executed. You "
-                               "should initialize this config immediately after `import jax`.")
-    return check
+# What the client starts with. The config flags of these names push their values here
+# (core/config.py), so this module needs nothing from xform.
+_start_options = {"jax_platforms": None, "jax_num_cpu_devices": -1}
 
 
-_config._add_validator("jax_num_cpu_devices", _set_before_start("jax_num_cpu_devices"))
+def set_start_option(name, value):
+    """Record ``jax_platforms``/``jax_num_cpu_devices`` for the client's start; a new
+    device count after the start is refused (JAX's validator and message)."""
+    if (name == "jax_num_cpu_devices" and client_started()
+            and _start_options[name] != value):
+        raise RuntimeError(f"{name} config should be updated before backends are "
+                           "initialized i.e. before any JAX operation is executed. You "
+                           "should initialize this config immediately after `import jax`.")
+    _start_options[name] = value
 
 
 @functools.cache
@@ -167,6 +178,8 @@ def distributed_shutdown():
 
 
 def distributed_barrier(name, timeout_s=60):
+    """Wait until every process reaches the barrier ``name`` (a no-op in one process);
+    used by sharded checkpoints between writing shards and committing the index."""
     if _dist.client is not None:
         _dist.client.wait_at_barrier(name, timeout_s * 1000)
 
@@ -189,16 +202,14 @@ def device_count():
 
 
 def lapack_target(fn_base, dtype):
-    """Name of jaxlib's LAPACK FFI custom-call target (e.g. ``lapack_sgetrf_ffi``) for
-    ``dtype``, after making sure jaxlib registered the LAPACK kernels with XLA."""
+    """jaxlib's LAPACK FFI target for ``dtype`` (``lapack_sgetrf_ffi``), once registered."""
     from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
     from jaxlib import lapack as _lapack
     return _lapack.prepare_lapack_call(fn_base, np.dtype(dtype))
 
 
 def gpu_solver_target(name):
-    """``name`` (e.g. ``cusolver_getrf_ffi``), after making sure jax registered jaxlib's
-    GPU solver kernels with XLA (the same import as for LAPACK)."""
+    """``name`` (e.g. ``cusolver_getrf_ffi``), once jaxlib's GPU solvers are registered."""
     from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
     return name
 
@@ -210,12 +221,9 @@ class _IrContext(ir.Context):
 
 
 def make_ir_context():
-    """An MLIR context with the dialects xform emits: func and the other upstream ones
-    jaxlib registers, chlo, stablehlo, and mhlo/sdy (for attributes and sharding).
-
-    NB: built here rather than by JAX's ``make_ir_context``, which imports the Python
-    op classes of the mhlo dialect (~45 ms, the largest part of a warm process's first
-    jitted call when the persistent compilation cache serves the executable)."""
+    """An MLIR context with the dialects xform emits (func, chlo, stablehlo, mhlo, sdy).
+    NB: not JAX's ``make_ir_context``, which imports mhlo's Python op classes (~45 ms
+    of a warm process's first jitted call when the compilation cache serves it)."""
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _mlirHlo, _sdy
     ctx = _IrContext()
     registry = ir.DialectRegistry()
@@ -285,10 +293,25 @@ def dlpack_device(buf):
     return buf.__dlpack_device__()
 
 
-class Executable:
-    """A compiled XLA program; ``execute(buffers) -> buffers``.
+class _Analyses:
+    """What XLA tells about a compiled program (both executable kinds)."""
+    __slots__ = ()
 
-    It holds the program's host callbacks: XLA calls them while it runs."""
+    def cost_analysis(self):
+        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
+        return dict(self._exe.cost_analysis())
+
+    def memory_analysis(self):
+        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
+        return self._exe.get_compiled_memory_stats()
+
+    def hlo_text(self):
+        """The optimized HLO XLA compiled."""
+        return self._exe.hlo_modules()[0].to_string()
+
+
+class Executable(_Analyses):
+    """A compiled XLA program; ``execute(buffers) -> buffers`` (holds its host callbacks)."""
     __slots__ = ("_exe", "execute", "devices", "module", "host_callbacks")
 
     def __init__(self, exe, devices, module, host_callbacks=()):
@@ -337,18 +360,6 @@ class Executable:
         sharding = _sharding(self.devices[0])
         return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
                 for a in out_avals]
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
-        return dict(self._exe.cost_analysis())
-
-    def memory_analysis(self):
-        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
-        return self._exe.get_compiled_memory_stats()
-
-    def hlo_text(self):
-        """The optimized HLO XLA compiled."""
-        return self._exe.hlo_modules()[0].to_string()
 
 
 def _array_result_handler(aval, sharding):
@@ -449,18 +460,13 @@ def deserialize_executable(data: bytes, module, devices=None) -> Executable:
     return Executable(exe, devices, module)
 
 
-# jaxlib's C++ pytree registry, knowing only the builtin containers (None, tuple,
-# namedtuple, list, dict): jit's cache-hit path flattens pytree arguments with it.
-# Anything else (xform-registered classes included) comes back as a leaf, and jit
-# falls back to xform's own flatten for it.
+# ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over the builtin
+# containers (None, tuple, namedtuple, list, dict) only, for jit's cache-hit path; other
+# nodes come back as leaves (jit then uses xform's flatten). The treedef is hashable
+# and has ``unflatten(leaves)``. (The bound method itself: no Python frame.)
 _builtin_pytrees = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=True,
                                               enable_namedtuple=True, enable_list=True,
                                               enable_dict=True)
-
-
-# ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over builtin
-# containers only; the treedef is hashable and has ``unflatten(leaves)``. (The bound
-# method itself, not a Python wrapper: it is on jit's cache-hit path.)
 flatten_builtin = _builtin_pytrees.flatten
 
 
@@ -522,12 +528,9 @@ def _reraising(exe, errors, callbacks):
     return run
 
 
-# ---- replicated (multi-device) programs: pmap / shard_map ----
-# A replicated program is one StableHLO module compiled with ``num_replicas = n`` and
-# a DeviceAssignment (replica r runs on devices[r]); collectives in it name replicas.
-# ``execute_sharded`` takes one global array per parameter: jaxlib assembles it from
-# the per-device buffers under a 1-D NamedSharding; the per-device buffers come back
-# with ``disassemble_into_single_device_arrays``.
+# ---- multi-device programs: replicated (pmap / shard_map) or SPMD-partitioned (jit) ----
+# ``execute_sharded`` takes one global array per parameter, assembled from the per-device
+# buffers under a 1-D sharding; ``disassemble_into_single_device_arrays`` gives them back.
 
 @functools.lru_cache(maxsize=256)
 def _replica_sharding(devices):
@@ -538,11 +541,9 @@ def _replica_sharding(devices):
                          PartitionSpec("_replicas"))
 
 
-class ReplicatedExecutable:
-    """A program compiled once for ``len(devices)`` replicas.
-
-    ``execute(per_arg_buffers) -> per_output_buffers``: each argument is a list of one
-    buffer per replica (in ``devices`` order); so is each result."""
+class ReplicatedExecutable(_Analyses):
+    """A program compiled once for ``len(devices)`` replicas or partitions.
+    ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device."""
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
 
     def __init__(self, exe, devices, text, host_callbacks=()):
@@ -564,24 +565,45 @@ class ReplicatedExecutable:
 
 
 @_xform_errors
-def compile_replicated(module_text: str, devices, host_callbacks=()):
-    """Compile a StableHLO module whose collectives address ``len(devices)`` replicas."""
-    devices = tuple(devices)
-    options = _jax.CompileOptions()
+def compile_replicated(module, devices, host_callbacks=(), partitioned=False,
+                       propagate_to_outputs=()):
+    """Compile for ``len(devices)`` replicas or, ``partitioned``, as one SPMD program
+    XLA's Shardy partitioner splits as its ``sdy`` shardings say (JAX's options;
+    partition p on devices[p]); ``propagate_to_outputs[i]``: XLA picks output i's."""
+    devices, n, options = tuple(devices), len(devices), _jax.CompileOptions()
     build = options.executable_build_options
-    build.num_replicas = len(devices)
-    build.num_partitions = 1
-    build.device_assignment = _jax.DeviceAssignment.create(
-        np.array([[d.id] for d in devices], np.int32))
+    build.num_replicas, build.num_partitions = (1, n) if partitioned else (n, 1)
+    build.device_assignment = _jax.DeviceAssignment.create(np.array(
+        [d.id for d in devices], np.int32).reshape(build.num_replicas, -1))
+    if partitioned:
+        build.use_spmd_partitioning = build.use_shardy_partitioner = True
+        build.allow_spmd_sharding_propagation_to_output = list(propagate_to_outputs)
     device_list = _jax.DeviceList(devices)
-    if host_callbacks:
+    if host_callbacks or not isinstance(module, (str, bytes)):
         with make_ir_context():
-            module = ir.Module.parse(module_text)
-            exe = client().compile_and_load(module, device_list, options,
+            parsed = ir.Module.parse(module)
+            exe = client().compile_and_load(parsed, device_list, options,
                                             list(host_callbacks))
     else:
-        exe = client().compile_and_load(module_text, device_list, options)
-    return ReplicatedExecutable(exe, devices, module_text, tuple(host_callbacks))
+        exe = client().compile_and_load(module, device_list, options)
+    return ReplicatedExecutable(exe, devices, module, tuple(host_callbacks))
+
+
+def output_tilings(exe: ReplicatedExecutable):
+    """Per output of a partitioned program: None (replicated) or ``(tile_dims,
+    partitions, replicated_last)``: ``partitions`` (row-major over ``tile_dims``, whose
+    last dim counts replicas if ``replicated_last``) says which holds each block."""
+    out = []
+    for op in exe._exe.get_output_shardings() or ():
+        s = _hlo.HloSharding.from_proto(op)
+        if s.is_replicated() or s.is_maximal():
+            out.append(None)
+            continue
+        if len(s.subgroup_types()) > 1 or s.tuple_elements():
+            raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
+        out.append((tuple(s.tile_assignment_dimensions()),
+                    tuple(s.tile_assignment_devices()), s.replicate_on_last_tile_dim()))
+    return out
 
 
 def local_devices():
@@ -648,3 +670,25 @@ def heap_profile(platform_name=None):
         raise RuntimeError(f"Unknown backend {platform_name}. Available backends are "
                            f"[{c.platform!r}]")
     return c.heap_profile()
+
+
+# ---- export: StableHLO portable artifacts (jax.export's serialized modules) ----
+
+def serialize_portable_artifact(module) -> bytes:
+    """``module`` (an ir.Module) as a StableHLO portable artifact of the version at
+    least 4 weeks old (JAX's export target: consumers a month older can load it)."""
+    target = hlo.get_version_from_compatibility_requirement(
+        hlo.StablehloCompatibilityRequirement.WEEK_4)
+    return _jax.mlir.serialize_portable_artifact(module, target,
+                                                 client().serialize_with_sdy)
+
+
+def deserialize_portable_artifact(data: bytes, context):
+    """The ir.Module of a portable artifact, in MLIR ``context``."""
+    return _jax.mlir.deserialize_portable_artifact(bytes(data), context)
+
+
+def refine_polymorphic_shapes(module_bytecode: bytes) -> bytes:
+    """Static shapes from a module whose ``@main`` has static argument types: shape
+    assertions fail here with their error messages (XLA cannot compile ``?`` dims)."""
+    return _jax.mlir.refine_polymorphic_shapes(module_bytecode, True, True)

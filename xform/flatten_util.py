@@ -4,7 +4,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
-from xform.tree_util import tree_flatten, tree_unflatten
+from xform.core.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from xform import backend
 from xform.core.array_ops import ArrayOps
-from xform.core.avals import ShapedArray
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.sharding import MeshLayout, Shard, SingleDeviceSharding
 
 
 class Array(ArrayOps):
@@ -84,16 +85,21 @@ class Array(ArrayOps):
     @property
     def sharding(self):
         """Where the array lives: a ``SingleDeviceSharding`` for an ordinary Array."""
-        from xform.sharding import SingleDeviceSharding
         return SingleDeviceSharding(self.device)
 
     @property
     def addressable_shards(self):
         """One :class:`xform.sharding.Shard` per device holding (part of) the array."""
-        from xform.sharding import Shard
         return [Shard(self.device, tuple(slice(None) for _ in self.shape), self, 0)]
 
     is_fully_addressable = property(lambda self: True)
+    is_fully_replicated = property(lambda self: True)
+
+    def addressable_data(self, index):
+        """Shard ``index``'s data: the array itself (it has one shard)."""
+        if index != 0:
+            raise IndexError(f"this Array has one shard; got index {index}")
+        return self
 
     @property
     def device(self):
@@ -129,9 +135,8 @@ class Array(ArrayOps):
             raise TypeError("iteration over a 0-d array")
         if not isinstance(self.aval.dtype, np.dtype):
             return (self[i] for i in range(self.aval.shape[0]))
-        from xform.interpreters.dispatch import device_put_value
         weak = self.aval.weak_type
-        return (device_put_value(row, weak_type=weak) for row in self._value())
+        return (_from_host(row, weak) for row in self._value())
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'")
@@ -178,35 +183,50 @@ def _no_numpy_value(dtype):
                     "integer array.")
 
 
-def _reconstruct(value, weak_type):
-    from xform.interpreters.dispatch import device_put_value
-    return device_put_value(value, weak_type=weak_type)
+def _from_host(value, weak_type):
+    """A one-device Array of a host NumPy value of a canonical dtype (``core.transfer``
+    has the general conversion; this is what Array's own methods need)."""
+    value = np.asarray(value)
+    aval = canonical_aval(aval_of_value(value).update(weak_type=weak_type))
+    return Array(backend.device_put(value), aval)
+
+
+_reconstruct = _from_host  # (the name pickles refer to)
 
 
 class ShardedArray(Array):
-    """An Array held as one buffer per device (what pmap and shard_map return).
+    """An Array held as one buffer per device (device_put to a NamedSharding, jit over
+    a mesh, pmap and shard_map return these).
 
-    ``layout`` says how the buffers tile the array: a mesh of devices (``devices`` in
-    row-major order over ``sizes``) and, per mesh axis, the array dimension it indexes
-    (``dims``; pmap-style: that dimension has the mesh axis's size and each device holds
-    one index of it, squeezed) or None (replicated along that mesh axis). Fed back into
-    a pmap with the same layout the buffers are used as they are (no host round trip);
-    eager ops on it see one assembled single-device buffer (made on first use).
+    ``layout`` (``core.sharding``) says how the buffers, in ``layout.devices`` order,
+    tile the array: a ``TiledLayout`` (a NamedSharding's blocks) or pmap's
+    ``MeshLayout``. Compiled programs take the buffers as they are; eager ops run as
+    SPMD programs over the mesh (``interpreters.spmd``); ``_buf``, one assembled
+    single-device copy, is made only where a one-device program needs it.
     """
-    __slots__ = ("_shards", "layout")
+    __slots__ = ("_shards", "layout", "_one")
 
     def __init__(self, shards, aval, layout):
         self._shards = list(shards)
         self.aval = aval
         self.layout = layout
         self._npy = None
+        self._one = None
 
     def __getattr__(self, name):
-        if name == "_buf":  # assembled on first use by an ordinary (one-device) op
-            buf = backend.device_put(self.physical_value())
-            self._buf = buf
+        # pmap's arrays: one-device ops see the assembled array. A NamedSharding's have
+        # no ``_buf``: eager ops then take dispatch's slow path, which runs them SPMD.
+        if name == "_buf" and type(self.layout) is MeshLayout:
+            buf = self._buf = self.one_buffer()
             return buf
         raise AttributeError(name)
+
+    def one_buffer(self):
+        """The whole array in one buffer on the first device (made once, on demand: for
+        one-device programs, e.g. a jit whose other arguments live on one device)."""
+        if self._one is None:
+            self._one = backend.device_put(self.physical_value(), self.layout.devices[0])
+        return self._one
 
     def physical_value(self):
         """The assembled host array of what XLA holds (key data for typed keys)."""
@@ -238,7 +258,6 @@ class ShardedArray(Array):
 
     @property
     def addressable_shards(self):
-        from xform.sharding import Shard
         aval = self.aval.update(shape=self.layout.shard_shape(self.aval.shape))
         out = []
         for k, (dev, buf) in enumerate(zip(self.layout.devices, self._shards)):
@@ -249,75 +268,21 @@ class ShardedArray(Array):
     def __reduce__(self):
         return (_reconstruct, (np.array(self._value()), self.aval.weak_type))
 
+    def addressable_data(self, index):
+        """Shard ``index``'s data (a single-device Array)."""
+        return self.addressable_shards[index].data
 
-class GridLayout:
-    """Base of the layouts of per-device buffers over a mesh whose devices are numbered
-    row-major (``sizes`` per mesh axis); subclasses set ``_key``, which they compare by."""
-    __slots__ = ()
+    @property
+    def is_fully_replicated(self):
+        return self.sharding.is_fully_replicated
 
-    def __eq__(self, other):
-        return type(other) is type(self) and self._key == other._key
+    @property
+    def is_fully_addressable(self):
+        return self.sharding.is_fully_addressable
 
-    def __hash__(self):
-        return hash(self._key)
+    def is_deleted(self):
+        return any(backend.is_deleted(b) for b in self._shards)
 
-    def coords(self, k):
-        """Device ``k``'s coordinates on the mesh (major axis first)."""
-        out = []
-        for size in reversed(self.sizes):
-            out.append(k % size)
-            k //= size
-        return tuple(reversed(out))
-
-
-class MeshLayout(GridLayout):
-    """How per-device buffers tile an array (see :class:`ShardedArray`)."""
-    __slots__ = ("devices", "sizes", "dims", "names", "_key")
-
-    def __init__(self, devices, sizes, dims, names):
-        self.devices, self.sizes = tuple(devices), tuple(sizes)
-        self.dims, self.names = tuple(dims), tuple(names)
-        self._key = (self.devices, self.sizes, self.dims)
-
-    def shard_shape(self, shape):
-        mapped = {d for d in self.dims if d is not None}
-        return tuple(s for i, s in enumerate(shape) if i not in mapped)
-
-    def shard_index(self, k, shape):
-        c = self.coords(k)
-        index = [slice(None)] * len(shape)
-        replica = 0
-        for ci, d, size in zip(c, self.dims, self.sizes):
-            if d is None:
-                replica = replica * size + ci
-            else:
-                index[d] = ci
-        return tuple(index), replica
-
-    def assemble(self, parts):
-        """The full host array from the per-device host arrays."""
-        stacked = np.stack(parts).reshape(self.sizes + parts[0].shape)
-        # drop replicated mesh axes (take index 0), then put mapped ones at their dims
-        index = tuple(0 if d is None else slice(None) for d in self.dims)
-        stacked = stacked[index]
-        mapped = [d for d in self.dims if d is not None]
-        n_mapped, body_rank = len(mapped), stacked.ndim - len(mapped)
-        full_rank = n_mapped + body_rank
-        perm = [None] * full_rank
-        for i, d in enumerate(mapped):
-            perm[d] = i
-        body = iter(range(n_mapped, full_rank))
-        perm = [p if p is not None else next(body) for p in perm]
-        return np.ascontiguousarray(np.transpose(stacked, perm))
-
-    def sharding(self):
-        from xform.sharding import Mesh, NamedSharding, PartitionSpec
-        rank = max([d + 1 for d in self.dims if d is not None], default=0)
-        spec = [None] * rank
-        names = [n if isinstance(n, str) else f"_axis{i}" for i, n in enumerate(self.names)]
-        mesh = Mesh(np.array(self.devices, dtype=object).reshape(self.sizes), names)
-        for name, d in zip(names, self.dims):
-            if d is not None:
-                spec[d] = name if spec[d] is None else (
-                    (spec[d] if isinstance(spec[d], tuple) else (spec[d],)) + (name,))
-        return NamedSharding(mesh, PartitionSpec(*spec))
+    def delete(self):
+        for b in self._shards:
+            backend.delete(b)

@@ -9,6 +9,7 @@ are accepted and inert (docs/architecture.md lists them). A name JAX does not ha
 """
 import os
 
+from xform import backend
 from xform.core._jax_config_options import JAX_OPTIONS
 
 _DEFAULTS = {
@@ -116,6 +117,9 @@ class Config:
 
 
 config = Config()
+for _name in backend._start_options:   # the backend reads these when its client starts
+    backend.set_start_option(_name, getattr(config, _name))
+    config._add_validator(_name, lambda value, name=_name: backend.set_start_option(name, value))
 
 
 class State:

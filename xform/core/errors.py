@@ -1,4 +1,7 @@
 """User-facing errors with JAX's names; each docstring says the cause and the fix."""
+import weakref
+
+from xform.backend import JaxRuntimeError  # noqa: F401  (the runtime raises it)
 
 
 class JAXTypeError(TypeError):
@@ -97,10 +100,25 @@ class KeyReuseError(RuntimeError):
     """
 
 
-class JaxRuntimeError(RuntimeError):
-    """XLA's runtime failed: compiling, transferring or executing a program.
+# Which typed key objects were consumed (with jax_debug_key_reuse): random's samplers
+# and jit's calls mark them here, beside the error, so jit needs nothing from random.
+_consumed = {}   # id(key object) -> (weakref to it, name of the consumer)
 
-    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
-    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
-    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
-    """
+
+def key_consumer(key):
+    """The name of what consumed the typed ``key`` object (None if it is fresh)."""
+    seen = _consumed.get(id(key))
+    return seen[1] if seen is not None and seen[0]() is key else None
+
+
+def consume_key(name, key):
+    """Mark the typed ``key`` object (an Array or a tracer) used by ``name``; raise
+    KeyReuseError if it was. Callers check ``jax_debug_key_reuse`` and that it is typed."""
+    used_by = key_consumer(key)
+    if used_by is not None:
+        raise KeyReuseError(
+            f"{name}: this PRNG key was already consumed (by {used_by}). Split it "
+            "(jax.random.split) and use each new key once, or clone it (jax.random.clone) "
+            "where reuse is intended.")
+    k = id(key)
+    _consumed[k] = (weakref.ref(key, lambda _, k=k: _consumed.pop(k, None)), name)

@@ -12,9 +12,7 @@ import os
 import sys
 import threading
 
-import xform
-
-_XFORM_DIR = os.path.dirname(os.path.abspath(xform.__file__)) + os.sep
+_XFORM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal_files = {}
 
 

@@ -293,16 +293,6 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
     return [ct_env.get(v, Zero(a)) for v, a in zip(jaxpr.invars, linear_avals, strict=True)]
 
 
-def vjp_flat(fun, primals):
-    """Returns ``(primals_out, vjp_fun)``; ``vjp_fun(cts_out)`` gives input cotangents."""
-    primals_out, linear, residuals = linearize_flat(fun, primals)
-    in_avals = [get_aval(p).to_tangent_aval() for p in primals]
-
-    def vjp_fun(cts_out):
-        return backward_pass(linear, residuals, in_avals, cts_out)
-    return primals_out, vjp_fun
-
-
 # ---- jaxpr-to-jaxpr transformations used by higher-order primitives ----
 
 def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):

@@ -17,11 +17,11 @@ vectorized methods move and broadcast the operands in the program, as JAX does.
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes, tree_util
+from xform.core import dtypes, transfer, tree_util
 from xform.core.array import Array
 from xform.core.avals import ShapedArray
 from xform.core.trace import Primitive, Tracer, eval_trace, set_current_trace
-from xform.interpreters import ad, batching, dispatch, ffi, mlir
+from xform.interpreters import ad, batching, ffi, mlir
 from xform.interpreters import partial_eval as pe
 
 ir, hlo = mlir.ir, mlir.hlo
@@ -71,7 +71,7 @@ class _UserCallback:
 
 
 def _as_array(x):
-    return x if isinstance(x, Array) else dispatch.device_put_value(x)
+    return x if isinstance(x, Array) else transfer.device_put_value(x)
 
 
 def _checked_results(outs, avals):
@@ -178,7 +178,7 @@ def _debug_callback_lowering(ctx, *args, callback):
 
 debug_callback_p = Primitive("debug_callback")
 debug_callback_p.multiple_results = True
-debug_callback_p.def_impl(_debug_callback_impl)
+debug_callback_p.def_impl(_debug_callback_impl, lazy_kind="host_callback")
 debug_callback_p.def_abstract_eval(lambda *avals, callback: [])
 pe.effectful_primitives.add(debug_callback_p)
 ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
@@ -254,7 +254,7 @@ def _result_aval(r):
 
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
     outs = _checked_results(callback(*args), result_avals)
-    return [dispatch.device_put_value(x) for x in outs]
+    return [transfer.device_put_value(x) for x in outs]
 
 
 def _pure_callback_jvp(primals, tangents, **params):
@@ -300,7 +300,7 @@ def _callback_lowering(has_side_effect):
 
 pure_callback_p = Primitive("pure_callback")
 pure_callback_p.multiple_results = True
-pure_callback_p.def_impl(_pure_callback_impl)
+pure_callback_p.def_impl(_pure_callback_impl, lazy_kind="host_callback")
 pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
 ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
@@ -354,7 +354,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
 
 def _io_callback_impl(*args, callback, result_avals, ordered):
     outs = _checked_results(callback(*args), result_avals)
-    return [dispatch.device_put_value(x) for x in outs]
+    return [transfer.device_put_value(x) for x in outs]
 
 
 def _io_callback_jvp(primals, tangents, **params):
@@ -377,7 +377,7 @@ def _io_callback_batch(vals, dims, *, callback, result_avals, ordered):
 
 io_callback_p = Primitive("io_callback")
 io_callback_p.multiple_results = True
-io_callback_p.def_impl(_io_callback_impl)
+io_callback_p.def_impl(_io_callback_impl, lazy_kind="host_callback")
 io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
 pe.effectful_primitives.add(io_callback_p)
 ad.primitive_jvps[io_callback_p] = _io_callback_jvp

@@ -11,86 +11,16 @@ import numpy as np
 
 from xform import backend
 from xform.core import dtypes
-from xform.core.array import Array
+from xform.core.array import Array, ShardedArray
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.profiling import span
-from xform.core.trace import Tracer, check_not_tracer
+from xform.core.sharding import TiledLayout
+from xform.core.trace import check_not_tracer
+from xform.core.transfer import clear_scalar_cache, has_float0, results, to_buffer
 from xform.interpreters import compiler, mlir
 from xform.interpreters.compiler import LRUCache
-
-
-# ---- host -> device ----
-
-def _canonical_numpy(x, dtype=None):
-    x = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
-    if x.dtype == dtypes.float0:  # float0 is i1 in a program (see mlir.dtype_to_ir_type)
-        return np.zeros(x.shape, np.bool_)
-    dt = dtypes.canonicalize_dtype(x.dtype)
-    return x if dt == x.dtype else x.astype(dt)
-
-
-def device_put_value(x, device=None, weak_type=None) -> Array:
-    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``.
-    A float0 array stays on the host, as in JAX: it is all zeros by definition."""
-    if isinstance(x, Array):
-        if device is None or backend.buffer_device(x._buf) == device:
-            return x
-        return Array(backend.copy_to_device(x._buf, device), x.aval)
-    if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
-        return x
-    aval = aval_of_value(x)
-    if aval.dtype == dtypes.float0:
-        return np.zeros(aval.shape, dtypes.float0)
-    if weak_type is not None:
-        aval = aval.update(weak_type=weak_type)
-    value = _canonical_numpy(x, aval.dtype)
-    return Array(backend.device_put(value, device), canonical_aval(aval))
-
-
-_scalar_cache = {}
-
-
-def scalar_array(value, dtype, weak_type) -> Array:
-    """A cached rank-0 Array: Python scalars in eager ops reuse one device buffer."""
-    key = (type(value), value, dtype, weak_type)
-    if isinstance(value, float) and (value == 0.0 or value != value):
-        key = None  # -0.0 == 0.0 and nan != nan: don't cache these
-    arr = _scalar_cache.get(key) if key is not None else None
-    if arr is None:
-        arr = Array(backend.device_put(np.asarray(value, dtype)),
-                    canonical_aval(ShapedArray((), dtype, weak_type)))
-        if key is not None and len(_scalar_cache) < 4096:
-            _scalar_cache[key] = arr
-    return arr
-
-
-def to_buffer(x):
-    """The device buffer of an argument to a compiled program."""
-    if type(x) is Array:
-        return x._buf
-    check_not_tracer(x, " (it reached a compiled computation outside any transformation)")
-    if isinstance(x, (bool, int, float, complex)):
-        aval = aval_of_value(x)
-        return scalar_array(x, aval.dtype, aval.weak_type)._buf
-    x = np.asarray(x) if isinstance(x, np.generic) else x
-    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
-        return backend.device_put(_canonical_numpy(x))
-    return device_put_value(x)._buf
-
-
-def results(bufs, avals):
-    """A compiled program's outputs as values: Arrays, except float0 outputs, which are
-    host zeros (as JAX's; their i1 buffers are dropped)."""
-    return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else Array(b, a)
-            for b, a in zip(bufs, avals, strict=True)]
-
-
-def has_float0(avals):
-    """Whether some of ``avals`` is float0: such programs stay off the fast paths, which
-    wrap every output buffer as an Array."""
-    return any(a.dtype == dtypes.float0 for a in avals)
 
 
 # ---- eager primitives ----
@@ -113,6 +43,8 @@ class _OneOp:
         self.out_aval = out_avals[0] if len(out_avals) == 1 and not multiple_results else None
         self.float0 = has_float0(out_avals)  # such an op is never cached (see results)
 
+
+sharded_apply = None  # ``spmd.apply_primitive`` (set by that module, which imports this)
 
 # Eager one-op executables, keyed by (primitive, avals[, params]); bounded like JAX's.
 # NB: a hit does not refresh the entry's recency (that would hash the key a second
@@ -183,6 +115,8 @@ def _canonical_key(key):
 def _apply_slow(prim, args, params):
     """``apply_primitive`` for arguments that are not all Arrays (Python and NumPy
     scalars are put on the device; a leaked tracer raises), or unhashable params."""
+    if any(type(x) is ShardedArray and type(x.layout) is TiledLayout for x in args):
+        return sharded_apply(prim, args, params)  # an SPMD program over their mesh
     avals = tuple([x.aval if type(x) is Array else _eager_aval(prim, x) for x in args])
     key = (prim, *avals, tuple(params.items())) if params else (prim, *avals)
     try:
@@ -255,8 +189,7 @@ def def_eager_shortcut(prim, impl):
     """Eager impl for ``prim`` that runs an equivalent primitive instead (e.g. ``slice``
     as ``dynamic_slice`` with its starts as operands, so ``x[i]`` for every ``i`` shares
     one executable, as JAX's eager slice does). Lazy mode records ``prim`` itself."""
-    impl.same_as_lowering = True
-    prim.def_impl(impl)
+    prim.def_impl(impl, lazy_kind="record")
 
 
 def def_structural_impl(prim):
@@ -269,7 +202,7 @@ def def_structural_impl(prim):
             elif isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr):
                 params[k] = tuple(_canonical(x) for x in v)
         return apply_primitive(prim, *args, **params)
-    prim.def_impl(impl)
+    prim.def_impl(impl, lazy_kind="structural")
 
 
 def _eager_aval(prim, x):
@@ -408,7 +341,7 @@ def check_deleted(args, name, describe=None):
 def _clear_caches(name, value):
     if name == "jax_enable_x64":
         _prim_cache.clear()
-        _scalar_cache.clear()
+        clear_scalar_cache()
     elif name in ("jax_debug_nans", "jax_debug_infs"):
         _prim_cache.clear()
 

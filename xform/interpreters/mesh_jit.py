@@ -14,15 +14,17 @@ import math
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
-from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core import dtypes, transfer
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
-from xform.interpreters import batching, dispatch, mlir
+from xform.interpreters import batching, mlir, pjit
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pxla import (
     _Deleted, _mesh_devices, _shard_arg, check_deleted, gather_block, lowering_axes_context,
     mapped_aval, take_block, tiled_spec, xla_pmap_p)
+from xform.lax.collectives import all_gather_p
 
 
 def _sub_jaxprs(params):
@@ -43,6 +45,11 @@ def _meshes(jaxpr, found):
             for sub in _sub_jaxprs(eqn.params):
                 _meshes(sub, found)
     return found
+
+
+def maps_over_devices(closed):
+    """Whether ``closed`` holds pmap/shard_map equations (this module compiles it)."""
+    return bool(_meshes(closed.jaxpr, set()))
 
 
 def compile_jaxpr(closed, name, donated=None):
@@ -113,7 +120,6 @@ def _input_kinds(jaxpr):
 
 def gather_tiles(x, spec, axes):
     """The full value from every device's tile (tiled ``all_gather``, minor axes first)."""
-    from xform.lax.collectives import all_gather_p
     for i, axes_i in enumerate(spec):
         for a in reversed(axes_i):
             x = all_gather_p.bind(x, axis_name=(axes[a][0],), axis_index_groups=None,
@@ -219,12 +225,11 @@ class ReplicatedJaxpr:
                                               host_callbacks=callbacks, donated=donated)
         with span("xform.compile", name=name):
             self.exe = backend.compile_replicated(text, devices, callbacks)
-        self.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(c)), d)
+        self.const_bufs = [[backend.device_put(transfer.canonical_numpy(np.asarray(c)), d)
                             for d in devices] for c in per_device.consts]
         names, sizes = tuple(n for n, _ in axes), tuple(s for _, s in axes)
 
         def layout(kind):  # a whole value: tiles of an empty spec (replicated)
-            from xform.sharding import TiledLayout
             if kind is None or kind[0] == "t":
                 return TiledLayout(devices, sizes, names, () if kind is None else kind[1])
             return MeshLayout(devices, sizes, kind[1], names)
@@ -238,7 +243,7 @@ class ReplicatedJaxpr:
         try:
             for x, layout in zip(args, self.in_layouts):
                 if not isinstance(x, Array):
-                    x = dispatch.device_put_value(x)
+                    x = transfer.device_put_value(x)
                 per_arg.append(_shard_arg(x, layout, self.devices))
         except _Deleted:
             check_deleted(args, self.name, describe)
@@ -255,3 +260,7 @@ class ReplicatedJaxpr:
                 out._buf = bufs[0]  # replicated: one-device ops use device 0's copy
             results.append(out)
         return results
+
+
+pjit.mesh_compile = compile_jaxpr   # the jit primitive's impl compiles over meshes here
+pjit.maps_over_devices = maps_over_devices

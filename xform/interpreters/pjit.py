@@ -6,9 +6,10 @@ Its ``jaxpr`` param is a ClosedJaxpr; each interpreter transforms that jaxpr
 call-primitive rules remat shares (``interpreters/call.py``); derived jaxprs are
 memoized per source jaxpr so repeated calls reuse compiled executables.
 """
+from xform.core.array import ShardedArray
 from xform.core.config import config
 from xform.core.trace import Primitive
-from xform.interpreters import call, dispatch, mlir
+from xform.interpreters import call, dispatch, mlir, spmd
 
 _IdCache = call.IdCache
 
@@ -20,10 +21,28 @@ pjit_p = Primitive("jit")
 pjit_p.multiple_results = True
 
 
+def mesh_compile(jaxpr, name):
+    """A program mapping over several devices compiles for all of them; mesh_jit.py
+    (beside the pmap rules, a layer up) replaces this with its compile on import."""
+    return None
+
+
+def maps_over_devices(jaxpr):
+    """Whether ``jaxpr`` holds pmap/shard_map equations; mesh_jit.py fills it in too."""
+    return False
+
+
 def _pjit_impl(*args, jaxpr, name):
-    from xform.interpreters import mesh_jit  # (a program mapping over devices)
+    place = None
+    if (any(type(x) is ShardedArray for x in args) or spmd.has_sharding_constraints(jaxpr)) \
+            and not maps_over_devices(jaxpr):  # one SPMD program over their mesh
+        place = spmd.placement(jaxpr, args)
+    if place is not None:
+        compiled = _compiled.get(jaxpr, place.key, lambda: spmd.PartitionedJaxpr(
+            jaxpr, place, f"jit({name})"))
+        return compiled(args)
     compiled = _compiled.get(jaxpr, None,
-                             lambda: mesh_jit.compile_jaxpr(jaxpr, f"jit({name})")
+                             lambda: mesh_compile(jaxpr, f"jit({name})")
                              or dispatch.CompiledJaxpr(jaxpr, name=f"jit({name})"))
     return compiled(args)
 
@@ -40,7 +59,7 @@ def _pjit_abstract_eval(*avals, jaxpr, name):
     return jaxpr.out_avals
 
 
-pjit_p.def_impl(_pjit_impl)
+pjit_p.def_impl(_pjit_impl, lazy_kind="jit")
 pjit_p.def_abstract_eval(_pjit_abstract_eval)
 
 

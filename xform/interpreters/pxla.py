@@ -19,12 +19,17 @@ import threading
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
-from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core import dtypes, transfer
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace, vma_mode
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
+from xform.lax.collectives import _sum_prim, all_gather_p, axis_index_p
+from xform.lax.dynamic_slicing import dynamic_index_in_dim
+from xform.lax.elementwise import div
+from xform.lax.shapes import full
 
 
 # ---- the mesh of the replicated program being lowered ----
@@ -140,7 +145,7 @@ def _compile(jaxpr, axes, devices, out_axes, name, donated=None):
     c = _Compiled()
     c.exe = backend.compile_replicated(text, devices, callbacks)
     c.devices = devices
-    c.const_bufs = [[backend.device_put(dispatch._canonical_numpy(np.asarray(v)), d)
+    c.const_bufs = [[backend.device_put(transfer.canonical_numpy(np.asarray(v)), d)
                      for d in _local(devices)] for v in jaxpr.consts]
     sizes = tuple(s for _, s in axes)
     names = tuple(n for n, _ in axes)
@@ -173,15 +178,15 @@ def _shard_arg(x, layout, devices):
     if (all(d is None for d in layout.dims) if type(layout) is MeshLayout
             else not any(layout.spec)):  # replicated
         if isinstance(x, Array):  # (a ShardedArray: its one-device buffer)
-            buf = x._buf
+            buf = transfer.to_buffer(x)
             if backend.is_deleted(buf):
                 raise _Deleted
             return [buf if backend.buffer_device(buf) == dev
                     else backend.copy_to_device(buf, dev) for dev in devices]
-        host = dispatch._canonical_numpy(np.asarray(x))
+        host = transfer.canonical_numpy(np.asarray(x))
         return [backend.device_put(host, dev) for dev in devices]
     host = (x.physical_value() if isinstance(x, Array)
-            else dispatch._canonical_numpy(np.asarray(x)))
+            else transfer.canonical_numpy(np.asarray(x)))
     out = []
     for k, dev in enumerate(devices):
         index, _ = layout.shard_index(k, host.shape)
@@ -220,7 +225,7 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
     try:
         for x, dims in zip(args, in_axes):
             if isinstance(x, (bool, int, float, complex)):
-                x = dispatch.device_put_value(x)
+                x = transfer.device_put_value(x)
             per_arg.append(_shard_arg(x, MeshLayout(devices, sizes, dims, names), devices))
     except _Deleted:
         check_deleted(args, f"pmap({name})")
@@ -237,7 +242,7 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
     return results
 
 
-xla_pmap_p.def_impl(_pmap_impl)
+xla_pmap_p.def_impl(_pmap_impl, lazy_kind="pmap")
 
 
 # ---- JVP ----
@@ -310,7 +315,6 @@ def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name,
     axis sums its cotangent there. With check_vma the body's pvary/psum_invariant
     transposes do that: cotangents go in as they are, and only a cotangent still
     varying over an axis its input is replicated on is summed there."""
-    from xform.lax.collectives import _sum_prim
     linear = tuple(ad.is_undefined_primal(a) for a in args)
     with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         t_jaxpr = ad.transpose_jaxpr(jaxpr, linear)  # (a custom_vjp bwd may use axes)
@@ -330,11 +334,10 @@ def _pmap_transpose(cts, *args, jaxpr, axes, in_axes, out_axes, devices, name,
     res = [a for a in args if not ad.is_undefined_primal(a)]
     res_dims = tuple(d for d, lin in zip(in_axes, linear) if not lin)
     cts = [ad.instantiate_zeros(c) for c in cts]
-    from xform import lax
     for i, dims in enumerate(out_axes):
         n = math.prod(s for (_, s), d in zip(axes, dims) if d is None)
         if n > 1 and not check_vma:
-            cts[i] = lax.div(cts[i], lax.full((), n, get_aval(cts[i]).dtype))
+            cts[i] = div(cts[i], full((), n, get_aval(cts[i]).dtype))
     lin_cts = iter(xla_pmap_p.bind(*res, *cts, jaxpr=t_jaxpr, axes=axes,
                                    in_axes=res_dims + tuple(out_axes),
                                    out_axes=tuple(lin_dims), devices=devices,
@@ -370,8 +373,6 @@ def vmap_eval(jaxpr, axes, in_axes, out_axes, args):
 
 def take_block(x, dims, axes):
     """This device's block of the full value ``x`` (mapped over ``dims``)."""
-    from xform.lax import dynamic_index_in_dim
-    from xform.lax.collectives import axis_index_p
     for d, name in sorted(((d, n) for d, (n, _) in zip(dims, axes) if d is not None),
                           key=lambda t: -t[0]):  # highest dim first: the rest stay put
         x = dynamic_index_in_dim(x, axis_index_p.bind(axis_name=(name,)), axis=d,
@@ -381,7 +382,6 @@ def take_block(x, dims, axes):
 
 def gather_block(x, dims, axes):
     """The full value from every device's block (``all_gather`` over mapped axes)."""
-    from xform.lax.collectives import all_gather_p
     for d, (name, size) in sorted((d, a) for d, a in zip(dims, axes) if d is not None):
         x = all_gather_p.bind(x, axis_name=(name,), axis_index_groups=None,
                               axis_size=size, axis=d, tiled=False)

@@ -5,7 +5,7 @@ from functools import partial
 
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, transfer
 from xform.core.avals import ShapedArray
 from xform.core.trace import Primitive, get_aval
 from xform.interpreters import batching, dispatch
@@ -36,7 +36,7 @@ def standard_primitive(name, abstract_eval, multiple_results=False):
                                 "integers with jax.random.key_data).")
         return abstract_eval(*avals, **params)
     prim.def_abstract_eval(checked_abstract_eval)
-    prim.def_impl(partial(dispatch.apply_primitive, prim))
+    prim.def_impl(partial(dispatch.apply_primitive, prim), lazy_kind="record")
     return prim
 
 
@@ -125,7 +125,7 @@ def _scalar_arg(x, other, name=None):
                 f"{x!r} cannot be represented as {np.dtype(dt).name} without truncation). "
                 f"(Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar function that does "
                 "automatic type promotion on inputs).")
-        return dispatch.scalar_array(x, dt, True)
+        return transfer.scalar_array(x, dt, True)
     return x
 
 

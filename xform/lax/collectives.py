@@ -81,7 +81,7 @@ def _scalar_like(x, value):
 # ---- replica groups (lowering inside a replicated program) ----
 
 def _mesh():
-    from xform.interpreters import pxla
+    from xform.interpreters import pxla  # (a cycle: pxla's pmap rules bind collectives)
     return pxla.lowering_axes()
 
 

@@ -10,7 +10,7 @@ from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.interpreters.dispatch import scalar_array
+from xform.core.transfer import scalar_array
 from xform.lax._prim import standard_primitive
 from xform.lax.elementwise import _const, add, convert_element_type, lt, select_n
 from xform.lax.shapes import (_ints, broadcast_in_dim, concatenate, expand_dims, full,

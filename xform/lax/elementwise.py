@@ -12,7 +12,7 @@ from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.interpreters.dispatch import scalar_array
+from xform.core.transfer import scalar_array
 from xform.lax._prim import (_scalar_arg, _scalar_args, any_dtype, check_dtype,  # noqa: F401
                              inexact, naryop, numeric, standard_primitive, unop)
 from xform.lax import shapes as _shapes

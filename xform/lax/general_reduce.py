@@ -12,11 +12,12 @@ from xform.core import tree_util
 from xform.core.avals import ShapedArray
 from xform.core.trace import Tracer, get_aval, to_concrete_value
 from xform.core.traceback_util import api_boundary
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.interpreters import ad, batching, dispatch, mlir
+from xform.interpreters import partial_eval as pe
 from xform.lax import bitwise, elementwise as ew, reductions, shapes
 from xform.lax._prim import standard_primitive
 from xform.lax.dynamic_slicing import slice_in_dim
-from xform.lax.control_flow.common import trace_jaxpr
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -56,14 +57,13 @@ def reduce(operands, init_values, computation, dimensions):
             return tree_util.tree_unflatten(tree, [monoid(flat_ops[0], dims)])
     scalars = [ShapedArray((), get_aval(x).dtype) for x in flat_inits]
     pair_tree = tree_util.tree_structure((init_values, init_values))
-    closed, consts, out_tree = trace_jaxpr(computation, pair_tree, scalars + scalars)
+    closed, consts, out_tree = pe.trace_to_subjaxpr(computation, pair_tree, scalars + scalars)
     if out_tree != tree:
         raise TypeError(f"reduce: computation returned structure {out_tree}, expected "
                         f"{tree} (the structure of init_values)")
     if any(isinstance(c, Tracer) for c in consts):
         raise TypeError("Reduction computations can't close over Tracers. Please open an "
                         "issue at https://github.com/jax-ml/jax.")
-    from xform.core.jaxpr import ClosedJaxpr, Jaxpr
     j = closed.jaxpr
     n_c = len(consts)
     closed = ClosedJaxpr(Jaxpr(j.invars[:n_c], j.invars[n_c:], j.outvars, j.eqns), consts)
@@ -138,8 +138,6 @@ def _reduce_batch(vals, dims, *, computation, dimensions):
 
 
 def _reduce_jvp(primals, tangents, *, computation, dimensions):
-    from xform.transforms.ad import jvp
-    from xform.transforms.vmap import vmap
     n = len(primals) // 2
     ops, inits = list(primals[:n]), list(primals[n:])
     if any(type(t) is not ad.Zero for t in tangents[n:]):
@@ -152,10 +150,16 @@ def _reduce_jvp(primals, tangents, *, computation, dimensions):
     ops = [shapes.reshape(x, new_shape, perm) for x in ops]
     dots = [shapes.reshape(ad.instantiate_zeros(t), new_shape, perm) for t in tangents[:n]]
 
+    def vmapped(f):   # the mechanism, not the public vmap: all axes 0 in and out
+        def batched(*xs):
+            return batching.batch_flat(f, get_aval(xs[0]).shape[0], list(xs), [0] * len(xs),
+                                       lambda avals: [0] * len(avals))
+        return batched
+
     def reducer(*xs):
         return computation(*xs)
     for _ in range(len(kept) + 1):
-        reducer = vmap(reducer)
+        reducer = vmapped(reducer)
 
     def tree(*xs):
         while xs[0].shape[0] > 1:
@@ -170,8 +174,8 @@ def _reduce_jvp(primals, tangents, *, computation, dimensions):
         if xs[0].shape[0] == 0:
             return [shapes.full(new_shape[1:], i) for i in inits]
         return [shapes.squeeze(x, (0,)) for x in xs]
-    outs, out_dots = jvp(tree, tuple(ops), tuple(dots))
-    return list(outs), list(out_dots)
+    outs, out_dots = ad.jvp_flat(tree, ops, dots)
+    return list(outs), [ad.instantiate_zeros(t) for t in out_dots]
 
 
 reduce_p = standard_primitive("reduce", _reduce_abstract_eval, multiple_results=True)

@@ -10,7 +10,7 @@ from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.interpreters.dispatch import scalar_array
+from xform.core.transfer import scalar_array
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax.elementwise import _const, add, div, eq, mul, select_n, sub
 from xform.lax.shapes import broadcast_in_dim, full, reshape

@@ -9,7 +9,7 @@ import numpy as np
 
 from xform import numpy as jnp
 from xform import random
-from xform import tree_util
+from xform.core import tree_util
 from xform.nn import initializers
 from xform.nn._activations import sigmoid
 from xform.nn._conv import Conv

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple, Protocol, Sequence
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformation, GradientTransformationExtraArgs, chain,
                                identity, init_empty_state, safe_increment, tree_zeros_like)
 from xform.optim._tree_state import tree_get

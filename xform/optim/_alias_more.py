@@ -4,7 +4,7 @@ import warnings
 from typing import NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation, chain, init_empty_state, tree_cast, \
     tree_norm
 from xform.optim._basic import scale_by_learning_rate

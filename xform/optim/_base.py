@@ -8,7 +8,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import dtypes, tree_util as tu
 
 NO_PARAMS_MSG = ("You are using a transformation that requires the current value of "
                  "parameters, but you are not passing `params` when calling `update`.")
@@ -368,7 +368,6 @@ def bias_correction(moment, decay, count):
 def canonicalize_dtype(dtype):
     if dtype is None:
         return None
-    from xform import dtypes
     return dtypes.canonicalize_dtype(dtype)
 
 

@@ -5,7 +5,7 @@ from typing import Any, NamedTuple
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (EmptyState, GradientTransformation, NO_PARAMS_MSG, _abs_sq,
                                bias_correction, canonicalize_dtype, identity, init_empty_state,
                                safe_increment, tree_cast, tree_norm, tree_zeros_like,

@@ -4,7 +4,7 @@ from typing import Any, NamedTuple
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation, chain, identity, safe_increment
 from xform.optim._basic import scale, scale_by_learning_rate
 from xform.optim._linesearch import scale_by_zoom_linesearch

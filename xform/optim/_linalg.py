@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import xform.numpy as jnp
 from xform import lax, random
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation, tree_norm
 from xform.optim.tree_utils import tree_scale, tree_sub, tree_vdot
 from xform.scipy.stats import norm as _norm

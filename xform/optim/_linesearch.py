@@ -10,7 +10,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import debug, lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformationExtraArgs, safe_increment
 from xform.optim.tree_utils import (tree_add_scale, tree_cast_like, tree_conj, tree_get,
                                     tree_real, tree_scale, tree_vdot, tree_where,

@@ -7,7 +7,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformation, GradientTransformationExtraArgs,
                                bias_correction, chain, init_empty_state, safe_increment,
                                tree_full_like,

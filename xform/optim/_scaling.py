@@ -7,7 +7,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformation, NO_PARAMS_MSG, _abs_sq,
                                canonicalize_dtype, safe_increment, tree_cast, tree_cast_like,
                                tree_full_like, tree_zeros_like, update_infinity_moment,

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.transforms.vmap import vmap
 from xform.optim._base import (GradientTransformation, GradientTransformationExtraArgs,
                                NO_PARAMS_MSG, _abs_sq, chain, init_empty_state, set_to_zero,

@@ -6,7 +6,7 @@ import functools
 import typing
 from typing import Protocol
 
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 
 
 @tu.register_pytree_node_class

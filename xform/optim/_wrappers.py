@@ -9,7 +9,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformation, GradientTransformationExtraArgs,
                                canonicalize_dtype, safe_increment, tree_cast_like,
                                tree_dtype_highest, tree_zeros_like, with_extra_args_support)

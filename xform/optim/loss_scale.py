@@ -8,7 +8,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 
 __all__ = ["all_finite", "select_tree", "NoOpLossScale", "StaticLossScale",
            "DynamicLossScale", "Policy", "get_policy", "cast_to_half_precision",

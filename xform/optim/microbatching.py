@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.transforms.ad import value_and_grad
 from xform.transforms.jit import eval_shape
 from xform.transforms.vmap import vmap

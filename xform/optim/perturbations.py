@@ -2,7 +2,7 @@
 of ``E_z f(x + sigma z)`` whose autodiff gradients are the score-function estimates."""
 import xform.numpy as jnp
 from xform import lax, random
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim.tree_utils import tree_add_scale, tree_random_like, tree_scale, tree_sum
 from xform.transforms.vmap import vmap
 

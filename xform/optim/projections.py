@@ -2,7 +2,7 @@
 simplices, l1 / l2 / l-infinity balls and spheres, hyperplanes and halfspaces."""
 import xform.numpy as jnp
 from xform import lax, nn
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import tree_full_like, tree_norm
 from xform.flatten_util import ravel_pytree
 from xform.optim.tree_utils import tree_add_scale, tree_mul, tree_scale, tree_vdot

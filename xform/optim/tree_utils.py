@@ -5,8 +5,9 @@ import inspect
 import operator
 
 import xform.numpy as jnp
-from xform import dtypes, random
-from xform import tree_util as tu
+from xform import random
+from xform.core import dtypes
+from xform.core import tree_util as tu
 from xform.optim._base import (bias_correction as tree_bias_correction, tree_cast,
                                tree_cast_like, tree_full_like, tree_norm, tree_sum,
                                tree_zeros_like,

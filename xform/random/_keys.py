@@ -8,7 +8,6 @@ every transformation carries it as it carries any array (a pytree leaf; float0
 tangents). Indexing, reshaping, stacking and ``jnp.where`` work through the
 structural primitives' extended rules (``lax/extended.py``); arithmetic is refused.
 """
-import weakref
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from xform.core.array import Array
 from xform.core.avals import ShapedArray, canonical_aval
 from xform.core.config import config
 from xform.core.dtypes import prng_key
-from xform.core.errors import KeyReuseError  # noqa: F401  (raised here)
+from xform.core.errors import KeyReuseError, consume_key  # noqa: F401  (KeyReuseError: re-exported)
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.lax._prim import allow_extended, standard_primitive
@@ -190,25 +189,8 @@ def unwrap(name, key, allow_batched=False):
     return data, typed
 
 
-_consumed = {}   # id(key object) -> (weakref to it, name of the consumer)
-
-
-def consumer(key):
-    """The name of what consumed the typed ``key`` object (None if it is fresh)."""
-    seen = _consumed.get(id(key))
-    return seen[1] if seen is not None and seen[0]() is key else None
-
-
 def consume(name, key):
     """With ``jax_debug_key_reuse`` on, mark the typed ``key`` object (an Array or a
     tracer) used, and raise if it was."""
-    if not config.jax_debug_key_reuse or not is_typed_key(key):
-        return
-    used_by = consumer(key)
-    if used_by is not None:
-        raise KeyReuseError(
-            f"{name}: this PRNG key was already consumed (by {used_by}). Split it "
-            "(jax.random.split) and use each new key once, or clone it (jax.random.clone) "
-            "where reuse is intended.")
-    k = id(key)
-    _consumed[k] = (weakref.ref(key, lambda _, k=k: _consumed.pop(k, None)), name)
+    if config.jax_debug_key_reuse and is_typed_key(key):
+        consume_key(name, key)

@@ -4,7 +4,7 @@ the children are also the class's state dict for :mod:`xform.nn.serialization`."
 import dataclasses
 import functools
 
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.nn import serialization
 
 __all__ = ["dataclass", "field", "PyTreeNode"]

@@ -2,11 +2,16 @@
 ``block_until_ready``, and the ``disable_jit`` context manager."""
 import contextlib
 
+import numpy as np
+
 from xform import backend
-from xform.core import dtypes, tree_util
+from xform.core import dtypes, transfer, tree_util
+from xform.core.array import ShardedArray
 from xform.core.trace import Tracer
 from xform.core.config import config
-from xform.interpreters.dispatch import device_put_value
+from xform.core.mesh import current_mesh
+from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
+from xform.lax import sharding_constraint as lax_sharding
 
 
 def devices(backend_name=None):
@@ -28,21 +33,44 @@ def default_backend():
     return backend.client().platform
 
 
-def device_put(x, device=None):
-    """Put every leaf of pytree ``x`` on ``device`` (default: the first device) as an Array.
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Put every leaf of pytree ``x`` on ``device`` as an Array.
+
+    ``device`` is a Device, a Sharding (a ``NamedSharding`` puts on each device only
+    its block), a ``PartitionSpec`` under a mesh context, or a pytree prefix of ``x``
+    of those; default: the first device.
+
+    Raises:
+      ValueError: if a sharding does not fit a leaf (rank, divisibility), or a bare
+        PartitionSpec is given with no mesh in context.
 
     >>> import numpy as np, xform
     >>> xform.device_put(np.ones(2, np.float32))
     Array([1., 1.], dtype=float32)
     """
-    from xform import sharding as _sharding
-    if isinstance(device, _sharding.SingleDeviceSharding):
-        device = next(iter(device.device_set))
-    elif isinstance(device, _sharding.Sharding):
-        # NB: a NamedSharding places the whole array on one device (values are the same;
-        # pmap/shard_map split their inputs themselves).
-        device = None
-    return tree_util.tree_map(lambda v: device_put_value(v, device), x)
+    del src, donate, may_alias
+    if device is None or isinstance(device, (backend.Device, Sharding, PartitionSpec)):
+        return tree_util.tree_map(lambda v: _put(v, device), x)
+    leaves, tree = tree_util.tree_flatten(x)
+    targets = tree_util.broadcast_prefix(
+        device, x, is_leaf=lambda d: isinstance(d, (Sharding, PartitionSpec)))
+    return tree_util.tree_unflatten(tree, [_put(v, d) for v, d in zip(leaves, targets)])
+
+
+def _put(v, device):
+    if isinstance(device, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is "
+                             "passed to device_put")
+        device = NamedSharding(mesh, device)
+    if isinstance(device, NamedSharding):
+        if isinstance(v, Tracer):
+            return lax_sharding.with_sharding_constraint(v, device)
+        return transfer.put_sharded(v, device)
+    if isinstance(device, Sharding):
+        device = device._device_assignment[0]
+    return transfer.device_put_value(v, device)
 
 
 def device_get(x):
@@ -78,3 +106,83 @@ def disable_jit(disable=True):
         yield
     finally:
         config.update("jax_disable_jit", prev)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """An Array of ``shape`` laid out as ``sharding`` whose device ``d`` holds
+    ``data_callback(index)`` for its index (a tuple of slices) into the whole array.
+
+    Raises:
+      ValueError: if a block has the wrong shape, or the sharding does not fit.
+
+    >>> import numpy as np, xform
+    >>> from xform.sharding import NamedSharding, PartitionSpec as P
+    >>> s = NamedSharding(xform.make_mesh((2,), ('x',)), P('x'))
+    >>> x = xform.make_array_from_callback((4,), s, lambda i: np.arange(4.0)[i])
+    >>> [sh.data.shape for sh in x.addressable_shards]
+    [(2,), (2,)]
+    """
+    shape = tuple(shape)
+    if not isinstance(sharding, NamedSharding):
+        index = tuple(slice(None) for _ in shape)
+        dev = sharding._device_assignment[0]
+        return transfer.device_put_value(_block(data_callback(index), shape, dtype), dev)
+    sharding.check_shape(shape, "make_array_from_callback's sharding")
+    layout = sharding.layout()
+    want = layout.shard_shape(shape)
+    blocks = []
+    for k, dev in enumerate(layout.devices):
+        block = _block(data_callback(layout.shard_index(k, shape)[0]), want, dtype)
+        blocks.append(transfer.device_put_value(block, dev))
+    return make_array_from_single_device_arrays(shape, sharding, blocks)
+
+
+def _block(value, shape, dtype):
+    value = transfer.canonical_numpy(value if dtype is None else np.asarray(value, dtype))
+    if value.shape != tuple(shape):
+        raise ValueError(f"make_array_from_callback: the callback returned a block of shape "
+                         f"{value.shape}; the sharding's blocks have shape {tuple(shape)}")
+    return value
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """An Array of ``shape`` laid out as ``sharding`` from one single-device Array per
+    device (each that device's block; matched to devices by where they live).
+
+    Raises:
+      ValueError: if a device's block is missing or has the wrong shape.
+    """
+    shape = tuple(shape)
+    if not isinstance(sharding, NamedSharding):
+        (a,) = arrays
+        return a
+    sharding.check_shape(shape, "make_array_from_single_device_arrays's sharding")
+    layout = sharding.layout()
+    want = layout.shard_shape(shape)
+    by_device = {next(iter(a.devices())): a for a in arrays}
+    bufs, aval = [], None
+    for dev in layout.devices:
+        a = by_device.get(dev)
+        if a is None:
+            raise ValueError(f"make_array_from_single_device_arrays: no array on {dev}, "
+                             f"which the sharding {sharding} places a block on")
+        if tuple(a.shape) != want:
+            raise ValueError(f"make_array_from_single_device_arrays: the array on {dev} has "
+                             f"shape {tuple(a.shape)}; expected the block shape {want} of "
+                             f"global shape {shape} under {sharding}")
+        bufs.append(a._buf)
+        aval = a.aval
+    return ShardedArray(bufs, aval.update(shape=shape, weak_type=False), layout)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """An Array laid out as ``sharding`` from this process's part of the data (in
+    one process: all of it)."""
+    if global_shape is not None and tuple(global_shape) != np.shape(local_data) and \
+            backend.process_count() == 1:
+        raise ValueError(f"make_array_from_process_local_data: global_shape "
+                         f"{tuple(global_shape)} differs from the local data's shape "
+                         f"{np.shape(local_data)} in a single process")
+    if isinstance(sharding, NamedSharding):
+        return transfer.put_sharded(local_data, sharding)
+    return device_put(local_data, sharding)

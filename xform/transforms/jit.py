@@ -1,4 +1,4 @@
-"""``jit``, ``make_jaxpr``, ``eval_shape`` and the ahead-of-time stages API.
+"""``jit``, ``make_jaxpr`` and ``eval_shape`` (the stages API is in ``stages.py``).
 
 A jitted call flattens its arguments, keys a cache on (pytree structure, avals,
 static arguments), and on a miss traces to a ClosedJaxpr, lowers it to StableHLO
@@ -12,7 +12,7 @@ import time
 import weakref
 
 from xform import backend
-from xform.core import tree_util
+from xform.core import errors, transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
@@ -20,10 +20,12 @@ from xform.core.config import config
 from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.interpreters import batching, compiler, dispatch, mesh_jit, mlir
+from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p
 from xform.transforms import jit_explain as explain
+from xform.transforms import jit_sharding
+from xform.transforms.stages import Traced
 from xform import ref as refs
 
 _flatten_builtin = backend.flatten_builtin
@@ -195,7 +197,7 @@ def _as_tuple(x):
 
 
 def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
-               donate_argnames):
+               donate_argnames, shardings_key=None):
     opts = tuple(map(_as_tuple, (static_argnums, static_argnames, donate_argnums,
                                  donate_argnames)))
     try:
@@ -206,9 +208,9 @@ def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
             per_fun = _fun_caches[fun] = {}
     except Exception:  # noqa: BLE001  (not weakly referenceable, not hashable, or an
         per_fun = {}   # __eq__ that raises, e.g. on array fields): a private cache
-    cache = per_fun.get(opts)
+    cache = per_fun.get(opts + (shardings_key,))
     if cache is None:
-        cache = per_fun[opts] = _FunCache(fun, *opts)
+        cache = per_fun[opts + (shardings_key,)] = _FunCache(fun, *opts)
     return cache
 
 
@@ -216,12 +218,17 @@ class JitWrapped:
     """The callable ``jit`` returns. Also offers ``lower`` (AOT) and ``trace``."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 donate_argnames=(), _shared=True):
+                 donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._name = getattr(fun, "__name__", "fun")
+        self._shardings = None
+        if in_shardings is not None or out_shardings is not None:
+            self._shardings = jit_sharding.JitShardings(in_shardings, out_shardings)
+            _shared = _shared and self._shardings.key is not None
         cache = self._cache = _fun_cache(fun, _shared, static_argnums, static_argnames,
-                                         donate_argnums, donate_argnames)
+                                         donate_argnums, donate_argnames,
+                                         self._shardings and self._shardings.key)
         self._static_argnums = cache.static_argnums
         self._static_argnames = cache.static_argnames
         self._plain = cache.plain
@@ -285,19 +292,27 @@ class JitWrapped:
             return self._fun(*args, **kwargs)
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if config.jax_debug_key_reuse:
-            from xform.random import _keys
             for i in self._cache.consumed.get(key, ()):
-                _keys.consume(f"jit({self._name})", leaves[i])
+                errors.consume_key(f"jit({self._name})", leaves[i])
         if refinfo is not None:
             return self._call_with_refs(key, leaves, closed, out_tree, refinfo)
         cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
-            entry = cache.entries.get(key)
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
+            # sharded arguments, in/out_shardings or constraints: one SPMD program
+            place = jit_sharding.placement(self._shardings, closed, leaves,
+                                           lambda: self._split_static(args, kwargs)[0],
+                                           out_tree,
+                                           describe, self._name)
+            if place is not None:
+                key = (key, place.key)
+            entry = cache.entries.get(key)
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
                 # a program that maps over several devices is compiled for all of them
-                compiled = mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated)
+                compiled = (spmd.PartitionedJaxpr(closed, place, f"jit({self._name})",
+                                                  donated) if place is not None else
+                            mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
                 if self._plain and not kwargs and compiled is None and \
@@ -347,7 +362,7 @@ class JitWrapped:
 
     def _add_fast_paths(self, entry, args, leaves):
         # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
-        if dispatch.has_float0(entry.out_avals):  # (outputs that are host zeros)
+        if transfer.has_float0(entry.out_avals):  # (outputs that are host zeros)
             return
         if all(type(a) is Array for a in args):
             self._fast[tuple(canonical_aval(a.aval) for a in args)] = entry
@@ -454,9 +469,8 @@ class JitWrapped:
                                for k in kwargs}
                 out = self._fun(*full_args, **full_kwargs)
                 if config.jax_debug_key_reuse and consumed is not None:
-                    from xform.random import _keys
                     consumed.extend(i for i, x in enumerate(flat)
-                                    if _keys.consumer(x) is not None)
+                                    if errors.key_consumer(x) is not None)
                 out_leaves, out_tree = tree_util.tree_flatten(out)
                 refs.check_no_ref_outputs(self._fun, out_leaves)
                 out_tree_box.append(out_tree)
@@ -478,13 +492,16 @@ class JitWrapped:
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, _, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        _, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if refinfo is not None:
             raise NotImplementedError(
                 f"jit({self._name}).trace/lower: the function uses array references from "
                 "outside it (arguments or closed over); call it instead.")
         donated = self._donated(args, kwargs, len(closed.in_avals))
-        return Traced(closed, out_tree, self._name, donated)
+        place = jit_sharding.placement(
+            self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
+            out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
+        return Traced(closed, out_tree, self._name, donated, place)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""
@@ -496,88 +513,6 @@ class JitWrapped:
     def clear_cache(self):
         """Forget this function's traces and executables (every wrapper of it)."""
         self._cache.clear()
-
-
-class Traced:
-    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
-
-    def __init__(self, closed, out_tree, name, donated=None):
-        self.jaxpr = closed
-        self.out_tree = out_tree
-        self.name = name
-        self._donated = donated
-
-    def lower(self):
-        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated)
-
-
-class Lowered:
-    """A program lowered to StableHLO; ``as_text()`` shows it, ``compile()`` builds it.
-
-    >>> import xform, xform.numpy as jnp
-    >>> lowered = xform.jit(lambda x: x * 2.0).lower(jnp.ones(3))
-    >>> lowered.cost_analysis()["flops"]
-    3.0
-    """
-
-    def __init__(self, closed, out_tree, name, donated=None):
-        self._closed = closed
-        self._out_tree = out_tree
-        self._name = name
-        self._donated = donated
-
-    def as_text(self, dialect="stablehlo"):
-        """The StableHLO module as text."""
-        if dialect not in ("stablehlo", "mhlo"):
-            raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
-        return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
-                                          hoist_consts=dispatch.EMBED_CONSTS_UP_TO)
-
-    def compile(self):
-        """Compile with XLA (through the program cache): returns ``Compiled``."""
-        compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
-                                          donated=self._donated)
-        return Compiled(compiled, self._closed, self._out_tree)
-
-    def cost_analysis(self):
-        """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
-
-        NB: JAX estimates from the unoptimized HLO; xform asks the compiled program
-        (the compile is cached, so a later ``compile()`` is free)."""
-        return self.compile().cost_analysis()
-
-
-class Compiled:
-    """An executable for fixed argument shapes; call it with arrays of those shapes."""
-
-    def __init__(self, compiled, closed, out_tree):
-        self._compiled = compiled
-        self._in_avals = closed.in_avals
-        self._out_tree = out_tree
-
-    def __call__(self, *args, **kwargs):
-        leaves, _ = tree_util.tree_flatten((args, kwargs))
-        avals = [get_aval(x) for x in leaves]
-        if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in self._in_avals]:
-            raise TypeError(
-                "Argument types differ from the types for which this computation was "
-                f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
-                f"{[a.str_short() for a in avals]}")
-        return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
-
-    def as_text(self):
-        """The optimized HLO that XLA compiled."""
-        return self._compiled.executable.hlo_text()
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the compiled program (``flops``, ...) as a dict."""
-        return self._compiled.executable.cost_analysis()
-
-    def memory_analysis(self):
-        """Bytes of arguments, outputs, aliased (donated) buffers, temporaries, code:
-        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
-        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``."""
-        return self._compiled.executable.memory_analysis()
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
@@ -597,8 +532,12 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
       donate_argnums, donate_argnames: arguments whose buffers the computation may
         reuse for outputs of the same shape and dtype; a donated Array is deleted by the
         call and using it afterwards raises an error naming it.
-      in_shardings, out_shardings, device, backend, inline, keep_unused: accepted for
-        JAX compatibility; xform runs on the default device.
+      in_shardings, out_shardings: pytree prefixes of the positional arguments /
+        outputs holding NamedShardings (PartitionSpecs under a mesh context) or None:
+        the call compiles as ONE program XLA partitions over the mesh (as do calls
+        with arguments already sharded); outputs left unspecified get the sharding
+        XLA chose.
+      device, backend, inline, keep_unused: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
@@ -612,10 +551,12 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames)
+                                 donate_argnames=donate_argnames,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                      in_shardings=in_shardings, out_shardings=out_shardings)
 
 
 def _clear_all(name, value):

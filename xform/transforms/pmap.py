@@ -10,10 +10,11 @@ import numpy as np
 
 from xform import backend
 from xform import backend as _backend
-from xform.core import tree_util
-from xform.core.array import Array, MeshLayout, ShardedArray
+from xform.core import transfer, tree_util
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
-from xform.interpreters import dispatch, pxla
+from xform.interpreters import pxla
 
 
 def _flat_axes(spec, tree, what, is_leaf=lambda x: x is None):
@@ -225,13 +226,13 @@ def device_put_sharded(shards, devices):
                          f"devices; the numbers must match")
 
     def stack(*xs):
-        vals = [dispatch._canonical_numpy(np.asarray(x)) for x in xs]
+        vals = [transfer.canonical_numpy(np.asarray(x)) for x in xs]
         shapes = {v.shape for v in vals}
         if len(shapes) > 1:
             raise ValueError(f"device_put_sharded: shards have different shapes {shapes}")
         bufs = [backend.device_put(v, d) for v, d in zip(vals, devices)]
         aval = get_aval(xs[0]) if isinstance(xs[0], Array) else \
-            dispatch.device_put_value(vals[0]).aval
+            transfer.device_put_value(vals[0]).aval
         # weak only if every shard is a weak Array (as jnp.stack would type them)
         weak = all(isinstance(x, Array) and x.aval.weak_type for x in xs)
         aval = aval.update(shape=(len(xs),) + vals[0].shape, weak_type=weak)

@@ -16,10 +16,12 @@ import functools
 import math
 
 from xform.core import tree_util
-from xform.core.array import MeshLayout, ShardedArray
+from xform.core.array import ShardedArray
 from xform.core.trace import get_aval
+from xform.core.mesh import Mesh, current_mesh
+from xform.core.sharding import MeshLayout, PartitionSpec, TiledLayout
 from xform.interpreters import pxla
-from xform.sharding import Mesh, PartitionSpec, TiledLayout
+from xform.lax import shapes
 
 
 def _entry_names(entry):
@@ -68,8 +70,7 @@ def _split_layout(shape, spec, mesh, what):
 
 
 def _reshape(x, shape):
-    from xform import lax
-    return x if tuple(get_aval(x).shape) == tuple(shape) else lax.reshape(x, tuple(shape))
+    return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
 
 
 def _split(x, shape, dims, mesh):
@@ -182,7 +183,6 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
                                  out_specs=out_specs, check_rep=check_rep,
                                  check_vma=check_vma, axis_names=axis_names, auto=auto)
     if mesh is None:
-        from xform.sharding import current_mesh
         mesh = current_mesh()
         if mesh is None:
             raise ValueError("shard_map requires a mesh: pass mesh= or call it inside "

@@ -3,7 +3,7 @@ al., 2024) and MADGRAD (Defazio & Jelassi, 2021)."""
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformation, NO_PARAMS_MSG, bias_correction,
                                canonicalize_dtype, chain, safe_increment, tree_cast,
                                tree_zeros_like, update_moment, update_moment_per_elem_norm)

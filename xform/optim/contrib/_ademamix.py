@@ -3,7 +3,7 @@ Adam with a mixture of a fast and a slow momentum."""
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformation, bias_correction, canonicalize_dtype,
                                chain, safe_increment, tree_zeros_like, update_moment,
                                update_moment_per_elem_norm)

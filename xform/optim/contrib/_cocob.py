@@ -3,7 +3,7 @@ coin betting."""
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation, chain, tree_zeros_like
 from xform.optim._basic import add_decayed_weights, scale_by_learning_rate
 

@@ -3,7 +3,7 @@ optimizers treat the real and imaginary parts as two independent parameters."""
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation
 
 

@@ -3,7 +3,7 @@
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformationExtraArgs, NO_PARAMS_MSG,
                                safe_increment, tree_norm, tree_zeros_like)
 from xform.optim.contrib._common import value_or_schedule

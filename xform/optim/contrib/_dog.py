@@ -3,7 +3,7 @@ DoWG (Khaled et al., 2023)."""
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation, chain, identity, tree_norm
 from xform.optim._basic import add_decayed_weights, scale_by_learning_rate
 from xform.optim.tree_utils import tree_dtype

@@ -5,7 +5,7 @@ from typing import Any, NamedTuple, Sequence, Union
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformation, chain, safe_increment
 from xform.optim._basic import add_decayed_weights, scale_by_learning_rate
 from xform.optim._scaling import scale_by_adam

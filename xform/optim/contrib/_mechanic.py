@@ -4,7 +4,7 @@ from typing import Any, NamedTuple
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (GradientTransformationExtraArgs, NO_PARAMS_MSG,
                                safe_increment, tree_norm, with_extra_args_support)
 from xform.optim.tree_utils import tree_dtype, tree_vdot

@@ -3,10 +3,10 @@ non-matrix parameters go to AdamW."""
 import math
 from typing import Any, NamedTuple, Sequence, Union
 
-import xform
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
+from xform.transforms.vmap import vmap
 from xform.optim._alias import adamw
 from xform.optim._base import (GradientTransformation, bias_correction, canonicalize_dtype,
                                chain, init_empty_state, safe_increment, tree_cast,
@@ -160,7 +160,7 @@ def orthogonalize_via_newton_schulz(x, ns_coeffs, ns_steps=5, preconditioning="f
         return m.T if transposed else m
 
     reshape_fn, inverse_fn = _compute_muon_reshape(x, dimension_numbers)
-    return inverse_fn(xform.vmap(orthogonalize)(reshape_fn(x)))
+    return inverse_fn(vmap(orthogonalize)(reshape_fn(x)))
 
 
 class MuonState(NamedTuple):

@@ -3,10 +3,10 @@ norm, sum them, add Gaussian noise and average."""
 import warnings
 from typing import Any, NamedTuple
 
-import xform
 import xform.numpy as jnp
 from xform import random
-from xform import tree_util as tu
+from xform.core import dtypes, tree_util as tu
+from xform.transforms.vmap import vmap
 from xform.optim._base import GradientTransformation, chain, identity, tree_norm
 from xform.optim._basic import scale_by_learning_rate, trace
 
@@ -18,7 +18,7 @@ class DifferentiallyPrivateAggregateState(NamedTuple):
 
 def _canonicalize_key(key_or_seed):
     if hasattr(key_or_seed, "dtype") and jnp.issubdtype(key_or_seed.dtype,
-                                                        xform.dtypes.prng_key):
+                                                        dtypes.prng_key):
         return key_or_seed
     return random.key(key_or_seed)
 
@@ -29,7 +29,7 @@ def _per_example_global_norm_clip(grads, l2_norm_clip):
     if not grads or any(g.ndim == 0 or g.shape[0] != grads[0].shape[0] for g in grads):
         raise ValueError("Unlike other transforms, `per_example_global_norm_clip` expects"
                          " `grads` to have a batch dimension in the 0th axis.")
-    norms = xform.vmap(tree_norm)(grads)
+    norms = vmap(tree_norm)(grads)
     multipliers = jnp.nan_to_num(jnp.minimum(l2_norm_clip / norms, 1.0), nan=1.0)
     return [jnp.tensordot(multipliers, g, axes=1) for g in grads]
 

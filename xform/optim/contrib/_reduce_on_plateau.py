@@ -4,7 +4,7 @@ from typing import Any, NamedTuple
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import GradientTransformationExtraArgs, safe_increment
 from xform.optim.tree_utils import tree_dtype
 

@@ -4,7 +4,7 @@ from typing import Any, NamedTuple
 
 import xform.numpy as jnp
 from xform import lax
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._base import (EmptyState, GradientTransformation,
                                GradientTransformationExtraArgs, apply_updates, tree_norm)
 

@@ -3,7 +3,7 @@ momentum and learning-rate decay, as a wrapper and as SGD/AdamW shortcuts."""
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
-from xform import tree_util as tu
+from xform.core import tree_util as tu
 from xform.optim._alias import sgd
 from xform.optim._base import (GradientTransformationExtraArgs, chain, safe_increment,
                                tree_cast, with_extra_args_support)

@@ -2,11 +2,11 @@
 diagonal estimate (Hutchinson's by default), refreshed every ``update_interval`` steps."""
 from typing import Any, NamedTuple
 
-import xform
 import xform.numpy as jnp
-from xform import lax
+from xform import debug, lax
 from xform import random
-from xform import tree_util as tu
+from xform.core import tree_util as tu
+from xform.transforms.ad import grad, jvp
 from xform.optim._base import (GradientTransformationExtraArgs, bias_correction,
                                canonicalize_dtype, chain, safe_increment, tree_cast,
                                tree_zeros_like, update_moment, with_extra_args_support)
@@ -56,7 +56,7 @@ def hutchinson_estimator_diag_hessian(random_seed=None):
         signs = tu.tree_map(lambda x, k: random.rademacher(k, jnp.shape(x), jnp.float32),
                             params, keys)
         signs = tree_cast(signs, tree_dtype(params, "lowest"))
-        hvp = xform.jvp(xform.grad(obj_fn), (params,), (signs,))[1]
+        hvp = jvp(grad(obj_fn), (params,), (signs,))[1]
         return tu.tree_map(lambda h, r: h * r, hvp, signs), HutchinsonState(key)
     return GradientTransformationExtraArgs(init_fn, update_fn)
 
@@ -105,7 +105,7 @@ def scale_by_sophia(b1=0.965, b2=0.99, eps=1e-8, gamma=0.01, clip_threshold=1.0,
                 not_clipped = sum(jnp.sum(jnp.abs(u) < clip_threshold) for u in leaves)
                 win_rate = not_clipped / sum(jnp.size(u) for u in leaves)
                 lax.cond(count_inc % print_win_rate_every_n_steps == 0,
-                         lambda: xform.debug.print("Sophia optimizer win rate: {}", win_rate),
+                         lambda: debug.print("Sophia optimizer win rate: {}", win_rate),
                          lambda: None)
             updates = tu.tree_map(lambda u: jnp.clip(u, -clip_threshold, clip_threshold),
                                   updates)

@@ -1,0 +1,116 @@
+"""Host -> device transfer: NumPy values and Python scalars become Arrays / buffers.
+
+Core, not interpreters: Array's own methods (iteration, unpickling) and every layer
+above move host data to devices through here.
+"""
+import math
+
+import numpy as np
+
+from xform import backend
+from xform.core import dtypes
+from xform.core.array import Array, ShardedArray
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.trace import Tracer, check_not_tracer
+
+
+def canonical_numpy(x, dtype=None):
+    """``x`` as a NumPy array of a canonical dtype (float0 as bool: its i1 in a program)."""
+    x = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+    if x.dtype == dtypes.float0:  # float0 is i1 in a program (see mlir.dtype_to_ir_type)
+        return np.zeros(x.shape, np.bool_)
+    dt = dtypes.canonicalize_dtype(x.dtype)
+    return x if dt == x.dtype else x.astype(dt)
+
+
+def device_put_value(x, device=None, weak_type=None) -> Array:
+    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``.
+    A float0 array stays on the host, as in JAX: it is all zeros by definition."""
+    if isinstance(x, Array):
+        if device is None or x.devices() == {device}:
+            return x
+        return Array(backend.copy_to_device(x._buf, device), x.aval)
+    if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
+        return x
+    aval = aval_of_value(x)
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
+    if weak_type is not None:
+        aval = aval.update(weak_type=weak_type)
+    value = canonical_numpy(x, aval.dtype)
+    return Array(backend.device_put(value, device), canonical_aval(aval))
+
+
+_scalar_cache = {}
+
+
+def scalar_array(value, dtype, weak_type) -> Array:
+    """A cached rank-0 Array: Python scalars in eager ops reuse one device buffer."""
+    key = (type(value), value, dtype, weak_type)
+    if isinstance(value, float) and (value == 0.0 or value != value):
+        # -0.0 == 0.0: zeros are keyed by their sign too; nan != nan: never cached
+        key = None if value != value else key + (math.copysign(1.0, value),)
+    arr = _scalar_cache.get(key) if key is not None else None
+    if arr is None:
+        arr = Array(backend.device_put(np.asarray(value, dtype)),
+                    canonical_aval(ShapedArray((), dtype, weak_type)))
+        if key is not None and len(_scalar_cache) < 4096:
+            _scalar_cache[key] = arr
+    return arr
+
+
+def to_buffer(x):
+    """The device buffer of an argument to a one-device compiled program."""
+    if type(x) is Array:
+        return x._buf
+    check_not_tracer(x, " (it reached a compiled computation outside any transformation)")
+    if isinstance(x, Array):  # an Array over several devices: its one-device copy
+        return x.one_buffer()
+    if isinstance(x, (bool, int, float, complex)):
+        aval = aval_of_value(x)
+        return scalar_array(x, aval.dtype, aval.weak_type)._buf
+    x = np.asarray(x) if isinstance(x, np.generic) else x
+    if isinstance(x, np.ndarray) and x.dtype == dtypes.float0:
+        return backend.device_put(canonical_numpy(x))
+    return device_put_value(x)._buf
+
+
+def shard_buffers(x, layout):
+    """One buffer per device of ``layout`` (in its device order) holding that device's
+    block of ``x``: an array already laid out so gives its buffers (no transfer);
+    anything else goes through the host, each device getting only its block."""
+    if type(x) is ShardedArray and x.layout == layout:
+        return x._shards
+    if type(x) is Array and not any(layout.spec):  # replicated: copies of its buffer
+        return [backend.copy_to_device(x._buf, d) for d in layout.devices]
+    host = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
+    return [backend.device_put(np.ascontiguousarray(block), d)
+            for block, d in zip(layout.split(host), layout.devices)]
+
+
+def put_sharded(x, sharding, what="One of device_put args"):
+    """``x`` (Array, NumPy value or scalar) as an Array laid out as ``sharding`` (a
+    NamedSharding): each device receives its block, never the whole array."""
+    aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
+    sharding.check_shape(aval.shape, what)
+    if not isinstance(aval.dtype, np.dtype):
+        raise NotImplementedError("device_put of typed keys to a NamedSharding")
+    layout = sharding.layout()
+    return ShardedArray(shard_buffers(x, layout), aval, layout)
+
+
+def results(bufs, avals):
+    """A compiled program's outputs as values: Arrays, except float0 outputs, which are
+    host zeros (as JAX's; their i1 buffers are dropped)."""
+    return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0 else Array(b, a)
+            for b, a in zip(bufs, avals, strict=True)]
+
+
+def has_float0(avals):
+    """Whether some of ``avals`` is float0: such programs stay off the fast paths, which
+    wrap every output buffer as an Array."""
+    return any(a.dtype == dtypes.float0 for a in avals)
+
+
+def clear_scalar_cache():
+    _scalar_cache.clear()

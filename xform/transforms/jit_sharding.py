@@ -1,0 +1,75 @@
+"""jit's ``in_shardings`` / ``out_shardings``: pytree prefixes of shardings resolved to
+one NamedSharding (or None: unspecified) per flat argument and output, and the
+placement of a call (``interpreters.spmd``) that decides whether it compiles as one
+SPMD program over a mesh."""
+from xform.core import tree_util
+from xform.core.array import ShardedArray
+from xform.core.mesh import current_mesh
+from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
+from xform.interpreters import mesh_jit, spmd
+
+
+def _leaf(s):
+    return s is None or isinstance(s, (Sharding, PartitionSpec))
+
+
+def _named(s, what):
+    if s is None or isinstance(s, NamedSharding):
+        return s
+    if isinstance(s, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise RuntimeError(
+                f"jit's {what} holds the PartitionSpec {s}, which needs a mesh in "
+                "context: call `jax.set_mesh(mesh)` or pass a NamedSharding.")
+        return NamedSharding(mesh, s)
+    if isinstance(s, Sharding):  # a one-device sharding: nothing to partition
+        return None
+    raise TypeError(f"jit's {what} must be Shardings or PartitionSpecs (a pytree prefix "
+                    f"of the arguments), got {s!r}")
+
+
+class JitShardings:
+    """The ``in_shardings`` and ``out_shardings`` one jit was given; ``key`` is
+    hashable (part of the function cache's options) or None if it is not."""
+    __slots__ = ("in_shardings", "out_shardings", "key")
+
+    def __init__(self, in_shardings, out_shardings):
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
+        parts = []
+        for tree in (in_shardings, out_shardings):
+            leaves, treedef = tree_util.tree_flatten(tree, is_leaf=_leaf)
+            parts.append((tuple(leaves), treedef))
+        try:
+            hash(tuple(parts))
+            self.key = tuple(parts)
+        except TypeError:
+            self.key = None
+
+    def flat_in(self, dyn_args, n_leaves):
+        if self.in_shardings is None:
+            return None
+        spec = self.in_shardings
+        if isinstance(spec, list):
+            spec = tuple(spec)
+        flat = tree_util.broadcast_prefix(spec, tuple(dyn_args), is_leaf=_leaf)
+        flat = [_named(s, "in_shardings") for s in flat]
+        return flat + [None] * (n_leaves - len(flat))
+
+    def flat_out(self, out_tree):
+        if self.out_shardings is None:
+            return None
+        full = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+        flat = tree_util.broadcast_prefix(self.out_shardings, full, is_leaf=_leaf)
+        return [_named(s, "out_shardings") for s in flat]
+
+
+def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
+    """The call's ``spmd.Placement``, or None when it runs on one device
+    (``dyn_args()`` gives the non-static positional arguments)."""
+    if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
+            not spmd.has_sharding_constraints(closed) or mesh_jit.maps_over_devices(closed):
+        return None  # (pmap/shard_map programs: mesh_jit compiles them)
+    flat_in = shardings.flat_in(dyn_args(), len(leaves)) if shardings else None
+    flat_out = shardings.flat_out(out_tree) if shardings else None
+    return spmd.placement(closed, leaves, flat_in, flat_out, describe, name)

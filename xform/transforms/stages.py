@@ -1,0 +1,109 @@
+"""The ahead-of-time stages of a jitted function: ``Traced`` -> ``Lowered`` -> ``Compiled``.
+
+``jit(f).trace(*args)`` gives a ``Traced`` (the ClosedJaxpr); ``lower()`` keeps it for
+StableHLO text and cost queries; ``compile()`` builds the executable through the
+dispatch module's program cache, the same path a jitted call uses.
+"""
+from xform.core import tree_util
+from xform.core.trace import get_aval
+from xform.interpreters import dispatch, mlir, spmd
+
+
+class Traced:
+    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
+
+    def __init__(self, closed, out_tree, name, donated=None, place=None):
+        self.jaxpr = closed
+        self.out_tree = out_tree
+        self.name = name
+        self._donated = donated
+        self._place = place  # an ``spmd.Placement``: one program over a mesh
+
+    def lower(self):
+        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place)
+
+
+class Lowered:
+    """A program lowered to StableHLO; ``as_text()`` shows it, ``compile()`` builds it.
+
+    >>> import xform, xform.numpy as jnp
+    >>> lowered = xform.jit(lambda x: x * 2.0).lower(jnp.ones(3))
+    >>> lowered.cost_analysis()["flops"]
+    3.0
+    """
+
+    def __init__(self, closed, out_tree, name, donated=None, place=None):
+        self._closed = closed
+        self._out_tree = out_tree
+        self._name = name
+        self._donated = donated
+        self._place = place
+
+    def as_text(self, dialect="stablehlo"):
+        """The StableHLO module as text."""
+        if dialect not in ("stablehlo", "mhlo"):
+            raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
+        return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
+                                          hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
+                                          spmd=self._place and self._place.specs())
+
+    def compile(self):
+        """Compile with XLA (through the program cache): returns ``Compiled``."""
+        if self._place is not None:
+            compiled = spmd.PartitionedJaxpr(self._closed, self._place,
+                                             f"jit({self._name})", self._donated)
+        else:
+            compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
+                                              donated=self._donated)
+        return Compiled(compiled, self._closed, self._out_tree)
+
+    def cost_analysis(self):
+        """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
+
+        NB: JAX estimates from the unoptimized HLO; xform asks the compiled program
+        (the compile is cached, so a later ``compile()`` is free)."""
+        return self.compile().cost_analysis()
+
+
+class Compiled:
+    """An executable for fixed argument shapes; call it with arrays of those shapes."""
+
+    def __init__(self, compiled, closed, out_tree):
+        self._compiled = compiled
+        self._in_avals = closed.in_avals
+        self._out_tree = out_tree
+
+    def __call__(self, *args, **kwargs):
+        leaves, _ = tree_util.tree_flatten((args, kwargs))
+        avals = [get_aval(x) for x in leaves]
+        if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in self._in_avals]:
+            raise TypeError(
+                "Argument types differ from the types for which this computation was "
+                f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
+                f"{[a.str_short() for a in avals]}")
+        return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
+
+    @property
+    def input_shardings(self):
+        """The flat arguments' shardings (None for a one-device program)."""
+        return getattr(self._compiled, "in_shardings", None)
+
+    @property
+    def output_shardings(self):
+        """The outputs' shardings, as XLA partitioned them (None: one device)."""
+        outs = getattr(self._compiled, "out_shardings", None)
+        return None if outs is None else tree_util.tree_unflatten(self._out_tree, outs)
+
+    def as_text(self):
+        """The optimized HLO that XLA compiled."""
+        return self._compiled.executable.hlo_text()
+
+    def cost_analysis(self):
+        """XLA's cost estimate of the compiled program (``flops``, ...) as a dict."""
+        return self._compiled.executable.cost_analysis()
+
+    def memory_analysis(self):
+        """Bytes of arguments, outputs, aliased (donated) buffers, temporaries, code:
+        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
+        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``."""
+        return self._compiled.executable.memory_analysis()
