@@ -183,7 +183,10 @@ class Error:
     def __str__(self):
         return f"Error({self.get()})"
 
-    __repr__ = __str__
+    def __repr__(self):   # printable while traced too (the message needs values)
+        if any(isinstance(x, Tracer) for x in tree_util.tree_leaves(self)):
+            return f"Error(<traced: {sorted(e[0].__name__ for e in self._pred)}>)"
+        return str(self)
 
 
 def raise_if_failed(error):
