@@ -441,7 +441,10 @@ def restore_sharded(directory, target=None, *, shardings=None):
                     f"in the checkpoint but shape {tuple(np.shape(w))} dtype "
                     f"{_dtype_name(w.dtype)} in the target")
         _check_cover(rec, where, directory)
-        out.append(_place(rec, reader, placed[i], where))
+        if target is not None and isinstance(want[i][1], np.ndarray):   # (as restore)
+            out.append(_piece(rec, reader, [[0, n] for n in rec["shape"]]))
+        else:
+            out.append(_place(rec, reader, placed[i], where))
     if target is not None:
         return tu.tree_unflatten(tu.tree_structure(target), out)
     return _decode(skeleton, iter(out), directory)
