@@ -193,9 +193,10 @@ def _layout(tree, jx):
 
 
 def test_sharded_init_apply_and_unbox_constraint_match_flax():
-    """jit(init, out_shardings=logical_to_mesh_sharding(...)) makes the params already
-    sharded; apply under the mesh and rules; Partitioned.unbox under set_mesh constrains
-    the value: the same layouts (spec, per-device index and shape) as Flax on JAX."""
+    """jit(init, out_shardings=logical_to_mesh_sharding(...) or get_sharding(...)) makes
+    the params already sharded; apply under the mesh and rules; Partitioned.unbox under
+    set_mesh constrains the value: the same layouts (spec, per-device index and shape)
+    as Flax on JAX."""
     res = {}
     for (lib, (jx, nn, jnp)), key in zip(LIBS.items(), keys(0)):
         mesh = jx.make_mesh((4, 2), ("data", "model"),
@@ -210,9 +211,15 @@ def test_sharded_init_apply_and_unbox_constraint_match_flax():
                 y = jx.jit(model.apply)(v, x)
                 boxed = {"w": nn.Partitioned(jnp.ones((4, 8)), (None, "model"))}
                 unboxed = jx.jit(nn.unbox)(boxed)
-        res[lib] = (_layout(nn.unbox(v), jx), _layout(unboxed, jx), nn.unbox(v), y)
-    assert res["x"][:2] == res["f"][:2]
+            dense = nn.Dense(8, kernel_init=nn.with_partitioning(
+                nn.initializers.lecun_normal(), (None, "model")))
+            mesh_named = jx.jit(dense.init, out_shardings=nn.get_sharding(
+                jx.eval_shape(dense.init, key, x), mesh))(key, x)
+        res[lib] = (_layout(nn.unbox(v), jx), _layout(unboxed, jx),
+                    _layout(nn.unbox(mesh_named), jx), nn.unbox(v), y)
+    assert res["x"][:3] == res["f"][:3]
+    assert res["x"][2]["params"]["kernel"][0] == (None, "model")
     assert res["x"][0]["params"]["Dense_0"]["kernel"][0] == (None, "model")
     assert res["x"][1]["w"][0] == (None, "model")
-    same_leaves(res["x"][2], res["f"][2], 0.0)
-    same_leaves(res["x"][3], res["f"][3], 1e-5)
+    same_leaves(res["x"][3], res["f"][3], 0.0)
+    same_leaves(res["x"][4], res["f"][4], 1e-5)
