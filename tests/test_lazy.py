@@ -18,9 +18,9 @@ def pending(x):
 
 @pytest.fixture(autouse=True)
 def _fresh():
-    from xform.interpreters import lazy as lazy_interp
+    from xform.interpreters import lazy_run
     opts = L.configure()
-    lazy_interp.clear_cache()  # compile counts below must not depend on test order
+    lazy_run.clear_cache()  # compile counts below must not depend on test order
     L.reset_metrics()
     yield
     L.configure(**opts)
@@ -269,6 +269,35 @@ def test_zero_and_one_are_baked_negative_zero_is_not():
     assert list(np.signbit(np.asarray(b))) == [True, False]
 
 
+# ---- how each primitive runs: the attribute its registrar sets ----
+
+def test_primitives_declare_their_lazy_kind():
+    from xform.core.trace import Primitive
+    from xform.interpreters import callback, custom, pjit, pxla
+    from xform.random import _keys
+    assert lax.sin_p.lazy_kind == lax.add_p.lazy_kind == "record"      # unop / naryop
+    assert lax.slice_p.lazy_kind == "record"      # eager shortcut: lazy records slice
+    assert lax.reduce_p.lazy_kind == "structural"
+    assert custom.custom_jvp_call_p.lazy_kind == "inline"
+    assert (pjit.pjit_p.lazy_kind, callback.io_callback_p.lazy_kind,
+            pxla.xla_pmap_p.lazy_kind) == ("jit", "host_callback", "pmap")
+    assert _keys.random_wrap_p.lazy_kind == "eager"  # its own impl replaced the lowering's
+    p = Primitive("lazy_kind_probe")
+    try:
+        p.def_impl(lambda x: x, lazy_kind="record")
+        assert p.lazy_kind == "record"
+        p.def_impl(lambda x: x)                       # a new impl: the claim is reset
+        assert p.lazy_kind == "eager"
+    finally:
+        Primitive.registry.remove(p)
+    with L():
+        y = jnp.sin(jnp.ones(3, jnp.uint32).astype(jnp.float32))
+        assert pending(y) and barriers("eager") == 0
+        k = xform.random.wrap_key_data(jnp.zeros(2, jnp.uint32) + 1)
+        assert barriers("eager") == 1 and not pending(y)  # the barrier computed y
+    np.testing.assert_array_equal(xform.random.key_data(k), [1, 1])
+
+
 # ---- cut and repeated blocks ----
 
 def test_graph_cut_and_repeated_block():
@@ -285,6 +314,16 @@ def test_graph_cut_and_repeated_block():
     assert barriers("size_limit") >= 3
     assert m("repeated_blocks") >= 10
     assert m("graphs_compiled") <= 8  # not one compile per cut
+
+
+def test_size_limit_set_mid_graph_applies_to_it():
+    with L():
+        y = jnp.arange(3.0) + 1.0
+        L.configure(max_graph_size=2)
+        assert pending(y) and barriers("size_limit") == 0
+        y = y * 2.0                     # reaches the new limit: cut and run now
+        assert barriers("size_limit") == 1 and not pending(y)
+    np.testing.assert_array_equal(y, [2.0, 4.0, 6.0])
 
 
 def test_find_period():

@@ -670,3 +670,25 @@ def heap_profile(platform_name=None):
         raise RuntimeError(f"Unknown backend {platform_name}. Available backends are "
                            f"[{c.platform!r}]")
     return c.heap_profile()
+
+
+# ---- export: StableHLO portable artifacts (jax.export's serialized modules) ----
+
+def serialize_portable_artifact(module) -> bytes:
+    """``module`` (an ir.Module) as a StableHLO portable artifact of the version at
+    least 4 weeks old (JAX's export target: consumers a month older can load it)."""
+    target = hlo.get_version_from_compatibility_requirement(
+        hlo.StablehloCompatibilityRequirement.WEEK_4)
+    return _jax.mlir.serialize_portable_artifact(module, target,
+                                                 client().serialize_with_sdy)
+
+
+def deserialize_portable_artifact(data: bytes, context):
+    """The ir.Module of a portable artifact, in MLIR ``context``."""
+    return _jax.mlir.deserialize_portable_artifact(bytes(data), context)
+
+
+def refine_polymorphic_shapes(module_bytecode: bytes) -> bytes:
+    """Static shapes from a module whose ``@main`` has static argument types: shape
+    assertions fail here with their error messages (XLA cannot compile ``?`` dims)."""
+    return _jax.mlir.refine_polymorphic_shapes(module_bytecode, True, True)

@@ -18,7 +18,7 @@ import sys
 import time
 import types
 
-from xform.interpreters import lazy as _interp
+from xform.interpreters import lazy as _interp, lazy_run as _run
 
 __all__ = ["lazy", "mark_step", "metrics", "reset_metrics", "configure",
            "dispatch_report", "DispatchReport", "is_pending"]
@@ -98,12 +98,12 @@ def metrics():
     >>> sorted(xform.lazy.metrics())[:3]
     ['barriers', 'cache_hits', 'cache_size']
     """
-    return _interp.metrics()
+    return _run.metrics()
 
 
 def reset_metrics():
     """Zero the counters :func:`metrics` reports (compiled programs stay cached)."""
-    _interp.reset_metrics()
+    _run.reset_metrics()
 
 
 def configure(max_graph_size=None, block_size=None, donate=None, cache_size=None,
@@ -133,12 +133,13 @@ def configure(max_graph_size=None, block_size=None, donate=None, cache_size=None
         if v is None:
             continue
         if k in ("donate", "record_jit"):
-            _interp.options[k] = bool(v)
+            _run.options[k] = bool(v)
         elif not isinstance(v, int) or v < 1:
             raise ValueError(f"xform.lazy.configure: {k} must be a positive int, got {v!r}")
         else:
-            _interp.options[k] = v
-    return dict(_interp.options)
+            _run.options[k] = v
+    _interp.refresh_limit()
+    return dict(_run.options)
 
 
 # ---- the break-even report ----

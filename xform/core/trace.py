@@ -27,6 +27,12 @@ class Primitive:
     input avals to output aval(s). ``multiple_results`` primitives return lists.
     """
     multiple_results = False
+    # How lazy mode (interpreters/lazy.py) runs it, declared with the impl it describes
+    # (``def_impl`` resets it): "record" (the impl compiles the lowering: record the
+    # equation), "structural" (the same, jaxpr params canonicalized), "inline" (the
+    # impl evaluates a jaxpr: record the equations inside); "jit", "host_callback",
+    # "pmap" and "eager" (the default) need values: a barrier, then the impl eagerly.
+    lazy_kind = "eager"
     registry = []   # every primitive ever declared (the rule-completeness test walks it)
 
     def __init__(self, name):
@@ -43,8 +49,9 @@ class Primitive:
             args = _context.vma.match(self, args, params)
         return trace.process_primitive(self, args, params)
 
-    def def_impl(self, impl):
+    def def_impl(self, impl, lazy_kind="eager"):
         self.impl = impl
+        self.lazy_kind = lazy_kind
         return impl
 
     def def_abstract_eval(self, rule):

@@ -3,6 +3,8 @@
 Core, not interpreters: Array's own methods (iteration, unpickling) and every layer
 above move host data to devices through here.
 """
+import math
+
 import numpy as np
 
 from xform import backend
@@ -27,7 +29,8 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
     if isinstance(x, Array):
         if device is None or x.devices() == {device}:
             return x
-        return Array(backend.copy_to_device(x._buf, device), x.aval)
+        buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
+        return Array(backend.copy_to_device(buf, device), x.aval)
     if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
         return x
     aval = aval_of_value(x)
@@ -46,7 +49,8 @@ def scalar_array(value, dtype, weak_type) -> Array:
     """A cached rank-0 Array: Python scalars in eager ops reuse one device buffer."""
     key = (type(value), value, dtype, weak_type)
     if isinstance(value, float) and (value == 0.0 or value != value):
-        key = None  # -0.0 == 0.0 and nan != nan: don't cache these
+        # -0.0 == 0.0: zeros are keyed by their sign too; nan != nan: never cached
+        key = None if value != value else key + (math.copysign(1.0, value),)
     arr = _scalar_cache.get(key) if key is not None else None
     if arr is None:
         arr = Array(backend.device_put(np.asarray(value, dtype)),
@@ -90,8 +94,6 @@ def put_sharded(x, sharding, what="One of device_put args"):
     NamedSharding): each device receives its block, never the whole array."""
     aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
     sharding.check_shape(aval.shape, what)
-    if not isinstance(aval.dtype, np.dtype):
-        raise NotImplementedError("device_put of typed keys to a NamedSharding")
     layout = sharding.layout()
     return ShardedArray(shard_buffers(x, layout), aval, layout)
 

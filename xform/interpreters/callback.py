@@ -178,7 +178,7 @@ def _debug_callback_lowering(ctx, *args, callback):
 
 debug_callback_p = Primitive("debug_callback")
 debug_callback_p.multiple_results = True
-debug_callback_p.def_impl(_debug_callback_impl)
+debug_callback_p.def_impl(_debug_callback_impl, lazy_kind="host_callback")
 debug_callback_p.def_abstract_eval(lambda *avals, callback: [])
 pe.effectful_primitives.add(debug_callback_p)
 ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
@@ -300,7 +300,7 @@ def _callback_lowering(has_side_effect):
 
 pure_callback_p = Primitive("pure_callback")
 pure_callback_p.multiple_results = True
-pure_callback_p.def_impl(_pure_callback_impl)
+pure_callback_p.def_impl(_pure_callback_impl, lazy_kind="host_callback")
 pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
 ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
@@ -377,7 +377,7 @@ def _io_callback_batch(vals, dims, *, callback, result_avals, ordered):
 
 io_callback_p = Primitive("io_callback")
 io_callback_p.multiple_results = True
-io_callback_p.def_impl(_io_callback_impl)
+io_callback_p.def_impl(_io_callback_impl, lazy_kind="host_callback")
 io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
 pe.effectful_primitives.add(io_callback_p)
 ad.primitive_jvps[io_callback_p] = _io_callback_jvp

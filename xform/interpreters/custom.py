@@ -123,7 +123,7 @@ def _tangent_or_zero(p, t):
 
 custom_jvp_call_p = Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
-custom_jvp_call_p.def_impl(_call_impl(custom_jvp_call_p))
+custom_jvp_call_p.def_impl(_call_impl(custom_jvp_call_p), lazy_kind="inline")
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
@@ -163,7 +163,7 @@ mlir.register_lowering(custom_jvp_call_p, _call_lowering)
 
 custom_vjp_call_p = Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
-custom_vjp_call_p.def_impl(_call_impl(custom_vjp_call_p))
+custom_vjp_call_p.def_impl(_call_impl(custom_vjp_call_p), lazy_kind="inline")
 custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
@@ -263,7 +263,7 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_zeros):
 
 
 # Concrete tangents reaching custom_lin mean forward mode (jvp, jacfwd, linearize's f_jvp).
-custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp)
+custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp, lazy_kind="inline")
 custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
 ad.primitive_jvps[custom_lin_p] = _raise_custom_vjp_error_on_jvp
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose

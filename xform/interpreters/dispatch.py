@@ -189,8 +189,7 @@ def def_eager_shortcut(prim, impl):
     """Eager impl for ``prim`` that runs an equivalent primitive instead (e.g. ``slice``
     as ``dynamic_slice`` with its starts as operands, so ``x[i]`` for every ``i`` shares
     one executable, as JAX's eager slice does). Lazy mode records ``prim`` itself."""
-    impl.same_as_lowering = True
-    prim.def_impl(impl)
+    prim.def_impl(impl, lazy_kind="record")
 
 
 def def_structural_impl(prim):
@@ -203,7 +202,7 @@ def def_structural_impl(prim):
             elif isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr):
                 params[k] = tuple(_canonical(x) for x in v)
         return apply_primitive(prim, *args, **params)
-    prim.def_impl(impl)
+    prim.def_impl(impl, lazy_kind="structural")
 
 
 def _eager_aval(prim, x):

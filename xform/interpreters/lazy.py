@@ -14,37 +14,21 @@ once and run as many times as it repeats. See docs/architecture.md, "Lazy eager 
 """
 import sys
 import threading
-import time
-import weakref
+
+import numpy as np
 
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array
 from xform.core.avals import aval_of_value
 from xform.core.config import config
-from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from xform.core.profiling import span
+from xform.core.jaxpr import ClosedJaxpr, JaxprEqn
 from xform.core.trace import Trace, _context, check_not_tracer, eval_trace, set_current_trace
+from xform.interpreters import dispatch, lazy_run, partial_eval as pe
+from xform.interpreters.lazy_run import _metrics, count_barrier, options
+from xform.interpreters.lazy_segments import run_segments
 
 _getrefcount = sys.getrefcount
-
-options = {"max_graph_size": 10_000, "block_size": 512, "donate": True,
-           "cache_size": 512, "record_jit": False}
-
-
-def _zero_metrics():
-    return {"graphs_compiled": 0, "cache_hits": 0, "ops_recorded": 0,
-            "barriers": {}, "programs_executed": 0, "graph_cuts": 0,
-            "repeated_blocks": 0, "donated_buffers": 0,
-            "trace_ms": 0.0, "compile_ms": 0.0, "execute_ms": 0.0}
-
-
-_metrics = _zero_metrics()
-
-
-def _count_barrier(reason):
-    counts = _metrics["barriers"]
-    counts[reason] = counts.get(reason, 0) + 1
 
 
 class _Thread(threading.local):
@@ -121,7 +105,6 @@ class _Pending:
         return self.real
 
     def __array__(self, dtype=None, copy=None):
-        import numpy as np
         return np.asarray(self._get(), dtype=dtype)
 
     def block_until_ready(self):
@@ -178,7 +161,7 @@ def _force(p, reason):
     if graph is _tls.graph:
         barrier(reason)
     else:  # recorded by another thread, or its graph was cut meanwhile
-        _count_barrier(reason)
+        count_barrier(reason)
         _run_graph(graph)
     if p.real is None:
         raise RuntimeError("internal error: a live lazy array was not computed by its "
@@ -200,20 +183,42 @@ class _Graph:
     """Equations recorded since the last barrier. Variables are numbered 0, 1, ... in
     order of definition; inputs are -1, -2, ... in order of first use; literals are
     ``(value, aval)`` tuples. ``keys[i]`` is equation i in that canonical numbering."""
-    __slots__ = ("eqns", "keys", "counts", "inputs", "in_avals", "in_index",
-                 "var_avals", "arrays", "error", "effects", "closed")
+    __slots__ = ("keys", "multi", "inputs", "in_avals", "in_index", "arrays", "error",
+                 "effects", "closed", "limit", "counts", "var_avals")
 
     def __init__(self):
         self.keys = []       # (prim, params key, refs) per equation
-        self.counts = []     # number of outputs per equation
+        self.multi = {}      # equation index -> number of outputs, where not 1
         self.inputs = []     # concrete Arrays, by input number
         self.in_avals = []
         self.in_index = {}   # id(Array) -> input number
-        self.var_avals = []
-        self.arrays = []     # every lazy Array made (liveness is read from refcounts)
+        self.arrays = []     # the lazy Array of each variable (liveness: refcounts)
         self.error = None
         self.effects = False
         self.closed = False  # run already (by a barrier, maybe from another thread)
+        self.limit = _limit()  # equations after which a barrier runs (_after_record)
+        self.counts = self.var_avals = None  # (tables(), when a program is built)
+
+    def tables(self):
+        """Outputs per equation and the aval of each variable, derived once from what
+        recording kept (not appended per op: recording is the hot path)."""
+        if self.counts is None:
+            multi = self.multi
+            self.counts = [multi.get(i, 1) for i in range(len(self.keys))]
+            self.var_avals = [a.aval for a in self.arrays]
+        return self.counts, self.var_avals
+
+
+def _limit():
+    # The size limit, or 1 while NaNs/infs are checked: they are raised at the op that
+    # made them, as eagerly.
+    return 1 if config.jax_debug_nans or config.jax_debug_infs else options["max_graph_size"]
+
+
+def refresh_limit():
+    """Apply changed options or debug flags to the graph being recorded."""
+    if _tls.graph is not None:
+        _tls.graph.limit = _limit()
 
 
 def _is_literal(x):
@@ -232,60 +237,69 @@ def _input(g, x):
     return -i
 
 
-_kinds = {}
-_INLINE = frozenset({"custom_jvp_call", "custom_vjp_call", "remat", "name",
-                     "custom_lin"})
-_BARRIER_REASONS = {"jit": "jit", "debug_callback": "host_callback",
-                    "pure_callback": "host_callback", "io_callback": "host_callback"}
-
-
-def _kind(prim):
-    """How lazy mode handles ``prim``: "record" (its eager impl is its lowering),
-    "structural" (the same, with jaxpr params canonicalized), "inline" (its impl
-    evaluates a jaxpr: the equations inside are recorded) or a barrier reason."""
-    import functools
-    from xform.interpreters import dispatch
-    impl = prim.impl
-    if (isinstance(impl, functools.partial) and impl.func is dispatch.apply_primitive
-            or getattr(impl, "same_as_lowering", False)):
-        kind = "record"
-    elif getattr(impl, "__qualname__", "").startswith("def_structural_impl"):
-        kind = "structural"
-    elif prim.name in _INLINE:
-        kind = "inline"
-    else:
-        kind = _BARRIER_REASONS.get(prim.name, "pmap" if "pmap" in prim.name else "eager")
-    _kinds[prim] = kind
-    return kind
-
-
 class LazyTrace(Trace):
     """The bottom trace in lazy mode: records primitives instead of running them."""
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        kind = _kinds.get(prim) or _kind(prim)
-        if kind == "record":
-            return record(prim, args, params)
-        if kind == "structural":
-            from xform.interpreters import dispatch
-            params = {k: (dispatch._canonical(v) if isinstance(v, ClosedJaxpr) else
-                          tuple(dispatch._canonical(j) for j in v)
-                          if isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr)
-                          else v) for k, v in params.items()}
-            return record(prim, args, params)
-        if kind == "inline":
-            return prim.impl(*args, **params)
-        if kind == "jit" and options["record_jit"]:  # a call equation in the graph
-            return record(prim, args, params)
-        # Needs values: a barrier, then run eagerly.
-        if any(type(x) is Array and type(x._buf) is _Pending for x in args):
-            args = [concrete(x, kind) for x in args]
-        with set_current_trace(eval_trace):
-            return prim.impl(*args, **params)
+        """The hot path of lazy mode, inlined (docs/architecture.md has its profile): a
+        recorded primitive of one or two Array operands, no params, one result, its
+        abstract evaluation seen before. Anything else (or an AttributeError: an
+        operand that is no Array) takes ``record`` or ``_not_recorded``."""
+        if prim.lazy_kind != "record" or params or prim.multiple_results:
+            return _not_recorded(prim, args, params)
+        g = _tls.graph
+        if g is None or g.closed:
+            g = _tls.graph = _Graph()
+        try:
+            if len(args) == 2:
+                x, y = args
+                b = x._buf
+                c = y._buf
+                refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),
+                        c.var if type(c) is _Pending and c.graph is g else _ref(g, y))
+                hit = _evals_by_id.get((prim, id(x.aval), id(y.aval)))
+            elif len(args) == 1:
+                x, = args
+                b = x._buf
+                refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),)
+                hit = _evals_by_id.get((prim, id(x.aval)))
+            else:
+                hit = None
+        except AttributeError:
+            hit = None
+        if hit is None or hit[1]:
+            return _record(g, prim, args, params)
+        arrays = g.arrays
+        result = Array(_Pending(g, len(arrays)), hit[0])
+        arrays.append(result)
+        keys = g.keys
+        keys.append((prim, (), refs))
+        if len(keys) >= g.limit:
+            _after_record(g, False)
+        return result
 
 
-_avals_cache = {}  # (prim, in avals, params key) -> abstract evaluation
+def _not_recorded(prim, args, params):
+    """``process_primitive`` off its hot path, by ``prim.lazy_kind``."""
+    kind = prim.lazy_kind
+    if kind == "record":
+        return record(prim, args, params)
+    if kind == "structural":
+        params = {k: (dispatch._canonical(v) if isinstance(v, ClosedJaxpr) else
+                      tuple(dispatch._canonical(j) for j in v)
+                      if isinstance(v, tuple) and v and isinstance(v[0], ClosedJaxpr)
+                      else v) for k, v in params.items()}
+        return record(prim, args, params)
+    if kind == "inline":
+        return prim.impl(*args, **params)
+    if kind == "jit" and options["record_jit"]:  # a call equation in the graph
+        return record(prim, args, params)
+    # Needs values: a barrier, then run eagerly.
+    if any(type(x) is Array and type(x._buf) is _Pending for x in args):
+        args = [concrete(x, kind) for x in args]
+    with set_current_trace(eval_trace):
+        return prim.impl(*args, **params)
 
 
 def record(prim, args, params):
@@ -294,25 +308,72 @@ def record(prim, args, params):
     g = _tls.graph
     if g is None or g.closed:
         g = _tls.graph = _Graph()
+    return _record(g, prim, args, params)
+
+
+# Abstract evaluations: by the identity of the input avals first (a tuple of ints hashes
+# in C; ShapedArray.__hash__ is a Python call), then by value. An entry holds its input
+# avals, so their ids cannot be reused while it exists.
+_evals_by_id = {}  # (prim, params key, id of each in aval) -> (out, effects, in avals)
+_avals_cache = {}  # (prim, in avals, params key) -> (out, effects)
+
+
+def _ref(g, x):
+    """The reference to concrete Array ``x`` (an input of ``g``), or AttributeError."""
+    if type(x) is not Array:
+        raise AttributeError
+    b = x._buf
+    if type(b) is _Pending:  # computed, or recorded by another thread
+        x._buf = b._get("other_thread")
+    i = g.in_index.get(id(x))
+    return -i if i is not None else _input(g, x)
+
+
+def _id_key(prim, pkey, avals):
+    ids = tuple(map(id, avals))
+    return (prim, *ids) if not pkey else (prim, pkey, *ids)
+
+
+def _record(g, prim, args, params):
     refs = []
     avals = []
     for x in args:
         if type(x) is Array:
             b = x._buf
-            if type(b) is _Pending:
-                if b.graph is g and b.real is None:
-                    refs.append(b.var)
-                    avals.append(x.aval)
-                    continue
-                x._buf = b._get("other_thread")
-            i = g.in_index.get(id(x))
-            refs.append(-i if i is not None else _input(g, x))
+            refs.append(b.var if type(b) is _Pending and b.graph is g else _ref(g, x))
             avals.append(x.aval)
         elif getattr(x, "dtype", None) == dtypes.float0:
             return _float0_eager(prim, args, params)
         else:
             refs.append(_operand(g, prim, x, avals))
     pkey = tuple(params.items()) if params else ()
+    try:
+        hit = _evals_by_id.get(_id_key(prim, pkey, avals))
+    except TypeError:  # unhashable params
+        hit = None
+    if hit is None:
+        hit = _abstract_eval(prim, avals, params, pkey)
+    out, effects = hit[0], hit[1]
+    if effects == "float0":
+        return _float0_eager(prim, args, params)
+    var = len(g.arrays)
+    if prim.multiple_results:
+        result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
+        g.arrays.extend(result)
+        if len(result) != 1:
+            g.multi[len(g.keys)] = len(result)
+    else:
+        result = Array(_Pending(g, var), out)
+        g.arrays.append(result)
+    g.keys.append((prim, pkey, tuple(refs)))
+    if effects or len(g.keys) >= g.limit:
+        _after_record(g, effects)
+    return result
+
+
+def _abstract_eval(prim, avals, params, pkey):
+    """``(out avals, effects, in avals)`` of ``prim`` on ``avals``; cached when the
+    params are hashable. ``effects`` is "float0" for an op making float0 values."""
     akey = (prim, tuple(avals), pkey)
     try:
         hit = _avals_cache.get(akey)
@@ -323,39 +384,29 @@ def record(prim, args, params):
         effects = bool(params) and _maybe_effects(prim, params)
         if any(a.dtype == dtypes.float0 for a in (out if prim.multiple_results else [out])):
             effects = "float0"  # (not an effect: such an op runs eagerly, below)
+        hit = (out, effects)
         if akey is not None and len(_avals_cache) < 65536:
-            _avals_cache[akey] = (out, effects)
-    else:
-        out, effects = hit
-    if effects == "float0":
-        return _float0_eager(prim, args, params)
-    var = len(g.var_avals)
-    if prim.multiple_results:
-        result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
-        g.var_avals.extend(out)
-        g.arrays.extend(result)
-        g.counts.append(len(result))
-    else:
-        result = Array(_Pending(g, var), out)
-        g.var_avals.append(out)
-        g.arrays.append(result)
-        g.counts.append(1)
-    g.keys.append((prim, pkey, tuple(refs)))
-    _metrics["ops_recorded"] += 1
+            _avals_cache[akey] = hit
+    if akey is not None:
+        if len(_evals_by_id) >= 8192:
+            _evals_by_id.clear()
+        _evals_by_id[_id_key(prim, pkey, avals)] = hit + (tuple(avals),)
+    return hit
+
+
+def _after_record(g, effects):
+    """The barriers a recorded op may need at once."""
     if effects:  # a host callback inside (a scan printing): run now, in program order
         g.effects = True
         barrier("host_callback")
     elif len(g.keys) >= options["max_graph_size"]:
         barrier("size_limit")
-    elif config.jax_debug_nans or config.jax_debug_infs:  # NaNs/infs are raised at the op
-        # that made them, as eagerly
+    else:  # NaNs/infs are raised at the op that made them, as eagerly
         barrier("debug_nans")
-    return result
 
 
 def _operand(g, prim, x, avals):
     """The reference to a non-Array operand (a literal or a new input)."""
-    from xform.interpreters import dispatch
     t = type(x)
     if t is float or t is int or t is bool:
         aval = aval_of_value(x)
@@ -380,7 +431,6 @@ def _float0_eager(prim, args, params):
 
 
 def _maybe_effects(prim, params):
-    from xform.interpreters import partial_eval as pe
     return pe.has_effects(JaxprEqn([], [], prim, params))
 
 
@@ -388,14 +438,14 @@ def _maybe_effects(prim, params):
 
 def _live_base():
     # What sys.getrefcount reports for an array only the graph's list holds, as
-    # _live_mask counts it (calibrated, not assumed).
+    # _live_counts counts it (calibrated, not assumed).
     class _Probe:
         pass
     return _live_counts([_Probe()])[0]
 
 
 def _live_counts(arrays):
-    return [_getrefcount(a) for a in arrays]
+    return list(map(_getrefcount, arrays))
 
 
 _BASE = _live_base()
@@ -404,7 +454,7 @@ _BASE = _live_base()
 def barrier(reason):
     """Compute every live pending array of this thread's graph with one program;
     returns their buffers."""
-    _count_barrier(reason)
+    count_barrier(reason)
     g = _tls.graph
     if g is None:
         return []
@@ -416,225 +466,36 @@ def _run_graph(g, cut=False):
     if g.closed or not g.keys:
         return []
     g.closed = True
-    arrays = g.arrays
-    counts = _live_counts(arrays)
-    out_arrays = [arrays[i] for i, c in enumerate(counts) if c > _BASE]
-    g.arrays = []
-    del arrays, counts
+    _metrics["ops_recorded"] += len(g.keys)
+    out_arrays = [a for a, c in zip(g.arrays, _live_counts(g.arrays)) if c > _BASE]
     out_vars = [a._buf.var for a in out_arrays]
     if not out_vars and not g.effects:
+        g.arrays = []
         return []  # everything recorded is dead
     try:
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
             if cut and len(g.keys) >= 2 * options["block_size"]:
-                from xform.interpreters.lazy_segments import run_segments
                 bufs = run_segments(g, out_vars)
             else:
-                bufs = _run_whole(g, out_vars)
+                bufs = lazy_run.run_whole(g, out_vars)
     except BaseException as e:
         g.error = e
         raise
+    finally:
+        g.arrays = []  # (the dead arrays go now; tables() has read what it needs)
     for a, b in zip(out_arrays, bufs):
         a._buf.real = b
         a._buf = b
     return bufs
 
 
-_cache = {}
-_produced = {}  # id(buffer) -> weakref: buffers lazy programs computed (donatable)
-
-
-def _mark_produced(buf):
-    key = id(buf)
-    _produced[key] = weakref.ref(buf, lambda _, k=key: _produced.pop(k, None))
-
-
-def _was_produced(buf):
-    ref = _produced.get(id(buf))
-    return ref is not None and ref() is buf
-
-
-def _holders(lst, i):
-    """sys.getrefcount of ``lst[i]`` and of its buffer, as _donations reads them."""
-    x = lst[i]
-    buf = x._buf
-    return _getrefcount(x), _getrefcount(buf)
-
-
-_HOLDERS = None
-
-
-def _holders_base():
-    # Calibrated, not assumed: an Array only a list holds, with a fresh buffer.
-    global _HOLDERS
-    if _HOLDERS is None:
-        import numpy as np
-        probe = [Array(backend.device_put(np.zeros(1, np.float32)), aval_of_value(
-            np.zeros(1, np.float32)))]
-        _HOLDERS = _holders(probe, 0)
-    return _HOLDERS
-
-
-def _donations(g, out_vars):
-    """Pairs (input number, output position): inputs whose Array and buffer nothing
-    else references, made by a lazy program, never fetched to the host, matched with
-    an output of the same shape and dtype. The program may write the output into the
-    input's buffer (XLA's input/output aliasing)."""
-    if not options["donate"] or config.jax_debug_nans or config.jax_debug_infs:
-        return ()
-    free = {}
-    for pos, v in enumerate(out_vars):
-        a = g.var_avals[v]
-        free.setdefault((a.shape, a.dtype), []).append(pos)
-    pairs = []
-    inputs = g.inputs
-    base = _holders_base()
-    for i in range(len(inputs)):
-        if type(inputs[i]) is not Array or _holders(inputs, i) != base:
-            continue
-        x = inputs[i]
-        if x._npy is not None or not _was_produced(x._buf):
-            continue
-        slot = free.get((x.aval.shape, x.aval.dtype))
-        if slot:
-            pairs.append((i, slot.pop(0)))
-    return tuple(pairs)
-
-
-def _run_whole(g, out_vars):
-    t0 = time.perf_counter()
-    donate = _donations(g, out_vars) if g.inputs else ()
-    key = (tuple(g.keys), tuple(g.in_avals), tuple(out_vars), donate,
-           config.jax_debug_nans, config.jax_debug_infs)
-    exe = _lookup(key, lambda: _build(g.keys, g.counts, g.in_avals, g.var_avals,
-                                      out_vars), donate, t0)
-    bufs = [x._buf for x in g.inputs]
-    _metrics["donated_buffers"] += len(donate)
-    g.inputs = []
-    g.in_index = {}
-    return _execute(exe, bufs)
-
-
-def _lookup(key, build, donate, t0):
-    try:
-        exe = _cache.get(key)
-    except TypeError:  # an unhashable param: compile without caching
-        key, exe = None, None
-    if exe is not None:
-        _metrics["cache_hits"] += 1
-        _metrics["trace_ms"] += (time.perf_counter() - t0) * 1e3
-        return exe
-    with span("xform.lazy.build", ops=len(key[0]) if key else 0):
-        closed = build()
-    t1 = time.perf_counter()
-    _metrics["trace_ms"] += (t1 - t0) * 1e3
-    exe = _compile(closed, donate)
-    _metrics["compile_ms"] += (time.perf_counter() - t1) * 1e3
-    _metrics["graphs_compiled"] += 1
-    if key is not None:
-        if len(_cache) >= options["cache_size"]:
-            _cache.pop(next(iter(_cache)))
-        _cache[key] = exe
-    return exe
-
-
-def _execute(exe, bufs):
-    t0 = time.perf_counter()
-    with span("xform.lazy.execute"):
-        outs = exe(bufs)
-    _metrics["programs_executed"] += 1
-    _metrics["execute_ms"] += (time.perf_counter() - t0) * 1e3
-    for b in outs:
-        _mark_produced(b)
-    return outs
-
-
-def _build(keys, counts, in_avals, var_avals, out_vars):
-    """The ClosedJaxpr of canonical equations ``keys``, returning ``out_vars``; DCE
-    drops equations whose results no output needs (unless they have effects)."""
-    from xform.interpreters import partial_eval as pe
-    invars = [Var(a) for a in in_avals]
-    vs = [Var(a) for a in var_avals]
-    eqns = []
-    v = 0
-    for (prim, pkey, refs), n in zip(keys, counts):
-        ins = [(vs[r] if r >= 0 else invars[-r - 1]) if type(r) is int else Literal(*r)
-               for r in refs]
-        eqns.append(JaxprEqn(ins, vs[v:v + n], prim, dict(pkey)))
-        v += n
-    jaxpr, _ = pe.dce_jaxpr(Jaxpr([], invars, [vs[i] for i in out_vars], eqns))
-    return ClosedJaxpr(jaxpr, [])
-
-
-def _compile(closed, donate):
-    """Lower with the normal lowering, compile with backend.compile; returns
-    ``execute(buffers) -> buffers`` (NaN-checked under jax_debug_nans)."""
-    from xform.interpreters import dispatch, mlir
-    callbacks = []
-    with span("xform.lazy.lower"):
-        text = mlir.lower_jaxpr_to_module(closed, host_callbacks=callbacks)
-    if donate:
-        text = _add_aliases(text, donate)
-    with span("xform.compile", name="a lazy graph"):
-        exe = backend.compile(text, None, callbacks)
-    run = exe.execute
-    if config.jax_debug_nans or config.jax_debug_infs:
-        run = dispatch._nan_checked(run, closed.out_avals, lambda bufs, what: _nan_rerun(
-            closed, bufs, what))
-    if config.jax_log_compiles:
-        import logging
-        logging.getLogger("xform").warning("Compiled a lazy graph with %d equations",
-                                           len(closed.jaxpr.eqns))
-    return run
-
-
-def _nan_rerun(closed, bufs, what="nan"):
-    from xform.interpreters import dispatch
-    dispatch._rerun_op_by_op(closed, "a lazy graph", bufs, what)
-
-
-def _add_aliases(text, donate):
-    """Mark ``@main``'s argument i as aliasing output j (``tf.aliasing_output``)."""
-    ir = backend.ir
-    with backend.make_ir_context():
-        module = ir.Module.parse(text)
-        main = next(op for op in module.body.operations
-                    if ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        attrs = list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes \
-            else None
-        n = len(main.regions[0].blocks[0].arguments)
-        dicts = [dict((a.name, a.attr) for a in ir.DictAttr(attrs[i])) if attrs else {}
-                 for i in range(n)]
-        for i, j in donate:
-            dicts[i]["tf.aliasing_output"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), j)
-        main.attributes["arg_attrs"] = ir.ArrayAttr.get(
-            [ir.DictAttr.get(d) for d in dicts])
-        return str(module)
-
-
-# ---- metrics ----
-
-def metrics():
-    m = dict(_metrics)
-    m["barriers"] = dict(_metrics["barriers"])
-    m["cache_size"] = len(_cache)
-    return m
-
-
-def reset_metrics():
-    _metrics.clear()
-    _metrics.update(_zero_metrics())
-
-
-def clear_cache():
-    _cache.clear()
-
-
 def _clear_on_flag(name, value):
     if name == "jax_enable_x64":
-        _cache.clear()
+        lazy_run.clear_cache()
         _avals_cache.clear()
+        _evals_by_id.clear()
+    elif name in ("jax_debug_nans", "jax_debug_infs"):
+        refresh_limit()
 
 
 config._add_listener(_clear_on_flag)

@@ -4,7 +4,7 @@ compiling ever-longer unrolled graphs. See docs/architecture.md, "Lazy eager mod
 import time
 
 from xform.core.config import config
-from xform.interpreters.lazy import _build, _execute, _lookup, _metrics, options
+from xform.interpreters.lazy_run import _metrics, build, execute, lookup, options
 
 
 def _shift_keys(g):
@@ -43,6 +43,7 @@ def run_segments(g, out_vars):
     """Run a cut graph in segments: a prefix, blocks of whole periods (one executable
     for all of them) and a remainder. Values flow between segments as buffers."""
     _metrics["graph_cuts"] += 1
+    g.tables()
     n = len(g.keys)
     found = find_period(_shift_keys(g))
     bounds = [0]
@@ -98,10 +99,10 @@ def _run_segment(g, a, b, firsts, last_use, wanted, env):
     local_outs = [v - base for v in outs]
     key = (tuple(keys), tuple(ext_avals), tuple(local_outs), (), config.jax_debug_nans,
            config.jax_debug_infs)
-    exe = _lookup(key, lambda: _build(keys, g.counts[a:b], ext_avals,
+    exe = lookup(key, lambda: build(keys, g.counts[a:b], ext_avals,
                                       g.var_avals[base:end], local_outs), (), t0)
     bufs = [env[r] if r >= 0 else g.inputs[-r - 1]._buf for r in ext_refs]
-    for v, buf in zip(outs, _execute(exe, bufs)):
+    for v, buf in zip(outs, execute(exe, bufs)):
         env[v] = buf
     for r in ext_refs:  # free buffers no later segment reads
         if r >= 0 and last_use[r] < b and r not in wanted:

@@ -59,7 +59,7 @@ def _pjit_abstract_eval(*avals, jaxpr, name):
     return jaxpr.out_avals
 
 
-pjit_p.def_impl(_pjit_impl)
+pjit_p.def_impl(_pjit_impl, lazy_kind="jit")
 pjit_p.def_abstract_eval(_pjit_abstract_eval)
 
 

@@ -242,7 +242,7 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
     return results
 
 
-xla_pmap_p.def_impl(_pmap_impl)
+xla_pmap_p.def_impl(_pmap_impl, lazy_kind="pmap")
 
 
 # ---- JVP ----

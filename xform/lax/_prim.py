@@ -36,7 +36,7 @@ def standard_primitive(name, abstract_eval, multiple_results=False):
                                 "integers with jax.random.key_data).")
         return abstract_eval(*avals, **params)
     prim.def_abstract_eval(checked_abstract_eval)
-    prim.def_impl(partial(dispatch.apply_primitive, prim))
+    prim.def_impl(partial(dispatch.apply_primitive, prim), lazy_kind="record")
     return prim
 
 

@@ -46,7 +46,7 @@ def _name_impl(x, *, name):
     return x
 
 
-name_p.def_impl(_name_impl)
+name_p.def_impl(_name_impl, lazy_kind="inline")
 name_p.def_abstract_eval(lambda aval, *, name: aval)
 ad.deflinear(name_p, lambda ct, x, *, name: [ct])
 batching.defvectorized(name_p)
@@ -289,7 +289,7 @@ def _remat_impl(*args, jaxpr, **_):
     return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
 
 
-remat_p.def_impl(_remat_impl)
+remat_p.def_impl(_remat_impl, lazy_kind="inline")
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
 
 

@@ -26,7 +26,7 @@ def clear_caches():
     >>> import xform
     >>> xform.clear_caches()
     """
-    from xform.interpreters import compiler, dispatch, lazy, pjit, pxla
+    from xform.interpreters import compiler, dispatch, lazy_run, pjit, pxla
     from xform.transforms import jit
     for c in list(jit._all_caches):
         c.clear()
@@ -35,7 +35,7 @@ def clear_caches():
     pjit._compiled.data.clear()
     pjit._derived.data.clear()
     pxla._cache.clear()
-    lazy._cache.clear()
+    lazy_run.clear_cache()
     compiler.clear_caches()
 
 
