@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 
 import numpy as np
@@ -36,7 +37,7 @@ from xform.core.sharding import Sharding, SingleDeviceSharding
 from xform.core.transfer import device_put_value
 from xform.transforms.devices import device_put, make_array_from_single_device_arrays
 
-__all__ = ["save_sharded", "restore_sharded"]
+__all__ = ["save_sharded", "restore_sharded", "remove_sharded"]
 
 _FORMAT = "xform.checkpoint.sharded"
 _VERSION = 1
@@ -244,6 +245,12 @@ def save_sharded(directory, tree, *, overwrite=True):
             if m and int(m.group(1)) != gen:
                 os.unlink(os.path.join(directory, n))
     _barrier(f"xform-ckpt-{tag}-{call}-committed")
+
+
+def remove_sharded(directory):
+    """Delete a sharded checkpoint (process 0 does it; the folder is shared)."""
+    if _process()[0] == 0:
+        shutil.rmtree(directory)
 
 
 def _read_shard_header(path):
