@@ -204,7 +204,8 @@ def save_sharded(directory, tree, *, overwrite=True):
                                          data_ptr=arr.ctypes.data, data_len=arr.nbytes)
                 shard_meta.append({"leaf": i, "tensor": name, "index": index,
                                    "sha256": srec["sha256"], "shape": srec["shape"]})
-        records.append(rec)
+        records.append(rec or {"kind": "array", "dtype": _dtype_name(x.dtype),
+                               "shape": list(np.shape(x))})   # (none on this process)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise FileExistsError(f"checkpoint.save_sharded: {directory!r} exists and is not "
                               "a directory")
