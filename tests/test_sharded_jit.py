@@ -116,3 +116,17 @@ def test_errors_match_jax():
                                  jax.sharding.PartitionSpec))
         assert x is not None and j is not None and x[0] == j[0], (x, j)
         assert words in x[1] and words in j[1], (x, j)
+
+
+def test_donated_sharded_argument():
+    f = xform.jit(lambda a: a * 2, donate_argnums=0)
+    x = xform.device_put(X, NamedSharding(XMESH, P("x")))
+    y = f(x)
+    assert x.is_deleted() and y.sharding == NamedSharding(XMESH, P("x"))
+    np.testing.assert_array_equal(np.asarray(y), X * 2)
+    try:
+        f(x)
+    except RuntimeError as e:
+        assert "Array has been deleted" in str(e) and "donated" in str(e)
+    else:
+        raise AssertionError("a donated argument was used again")
