@@ -40,7 +40,8 @@ def discover(bench_dir=BENCH_DIR):
 
 # Per-run metadata and problem sizes: not measurements.
 SKIP = {"nproc", "n", "n_ops", "size", "batch", "steps", "lr", "layers", "d_model", "heads",
-        "seq", "compiled", "round", "fresh_vg_compiles"}
+        "seq", "compiled", "round", "fresh_vg_compiles", "mesh",
+        "calls_over_1"}
 # The targets: (script, metric, max ratio xform/jax).
 TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("dispatch", "eager_add_ab_us", 1.0, "eager single op (a + b)"),
@@ -56,12 +57,17 @@ TARGETS = [("dispatch", "eager_sin_us", 1.0, "eager single op (sin)"),
            ("random", "normal_1e6_us", 1.1, "jit random.normal (1000, 1000)"),
            ("random", "split_1e4_us", 1.1, "jit random.split(key, 10_000)"),
            ("optim", "update_ms", 1.05, "adamw update, 10M params"),
-           ("pmap", "step_ms", 1.2, "data-parallel MLP step, 8 devices")]
+           ("pmap", "step_ms", 1.2, "data-parallel MLP step, 8 devices"),
+           ("sharded_train", "step_ms", 1.10, "DP x TP transformer step, (4, 2) mesh")]
 # Targets across metrics: (script, xform metric, (lib, metric) it is divided by, max).
 CROSS_TARGETS = [("lazy", "chain_lazy_us", ("jax", "chain_eager_us"), 0.2,
                   "lazy 100-op chain vs JAX eager (>= 5x faster)"),
                  ("lazy", "mlp_lazy_ms", ("xform", "mlp_jit_ms"), 2.0,
                   "lazy MLP step vs xform's jitted step")]
+# Ratios a script computes itself, xform/jax interleaved in one process (lower is
+# better): (script, metric, max, what).
+SELF_RATIOS = [("eager_calls", "geomean_ratio", 0.85, "49 eager calls: geometric mean"),
+               ("eager_calls", "worst_ratio", 1.0, "49 eager calls: the slowest one")]
 # Speedups reported per library (higher is better): (script, metric, min for xform).
 SPEEDUPS = [("lazy", "chain_vs_jax_eager", 5.0, "lazy chain vs JAX eager, one process"),
             ("startup", "small_first_speedup", 3.0,
@@ -156,6 +162,11 @@ def targets(vals):
             res = "pass" if x / d <= limit else "FAIL"
             rows.append(f"| {what} | {script}.{metric} / {lib} {other} | {x / d:.2f} | "
                         f"<= {limit:g} | {res} |")
+    for script, metric, limit, what in SELF_RATIOS:
+        x = _median(vals.get((script, metric), {}).get("xform", []))
+        if x is not None:
+            rows.append(f"| {what} | {script}.{metric} | {x:.2f} | <= {limit:g} | "
+                        f"{'pass' if x <= limit else 'FAIL'} |")
     for script, metric, limit, what in SPEEDUPS:
         by_lib = vals.get((script, metric), {})
         j, x = _median(by_lib.get("jax", [])), _median(by_lib.get("xform", []))

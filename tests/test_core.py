@@ -37,7 +37,7 @@ LINEAR = {
     "psum", "all_gather", "reduce_scatter", "ppermute", "all_to_all", "xla_pmap",
     "pvary", "psum_invariant", "all_gather_invariant",
 }
-NO_OPERANDS = {"iota"}  # nothing to batch or differentiate
+NO_OPERANDS = {"iota", "platform_index", "dim_as_value"}  # nothing to batch or differentiate
 
 
 @pytest.mark.parametrize("prim", all_primitives(), ids=lambda p: p.name)

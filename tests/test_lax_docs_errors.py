@@ -10,7 +10,7 @@ import xform
 from xform import lax
 
 MODULES = ["xform.lax.reductions", "xform.lax.cumulative", "xform.lax.windowed",
-           "xform.lax.conv", "xform.lax.dot", "xform.lax.linalg",
+           "xform.lax.conv", "xform.lax.dot", "xform.lax.linalg_triangular",
            "xform.lax.linalg_orthogonal", "xform.numpy.linalg", "xform.scipy.linalg"]
 
 

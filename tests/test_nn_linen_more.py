@@ -269,7 +269,7 @@ def test_module_aliases_cover_flax():
     import types
     for m in ["activation", "linear", "attention", "normalization", "pooling",
               "recurrent", "stochastic", "module", "combinators", "summary",
-              "transforms", "batch_apply", "kw_only_dataclasses"]:
+              "transforms", "batch_apply", "kw_only_dataclasses", "spmd"]:
         ours, theirs = (importlib.import_module(f"{p}.{m}") for p in ("xform.nn",
                                                                       "flax.linen"))
         assert getattr(xnn, m) is ours
@@ -278,17 +278,12 @@ def test_module_aliases_cover_flax():
         missing = [n for n in names if not hasattr(ours, n)]
         assert set(missing) <= LEFT_OUT, (m, missing)
     top = {n for n in dir(fnn) if not n.startswith("_") and not hasattr(xnn, n)}
-    assert top == LEFT_OUT | SHARDING, top - LEFT_OUT - SHARDING
+    assert top == LEFT_OUT, top - LEFT_OUT
 
 
-# Not provided (see docs/architecture.md, Modules): fp8 ops and the logical
-# partitioning names belong to the sharding work.
+# Not provided (see docs/architecture.md, Modules): fp8 ops.
 LEFT_OUT = {"Fp8DirectDotGeneralOp", "Fp8DotGeneral",
             "Fp8DotGeneralOp", "Fp8Einsum", "NANOOFp8DotGeneralOp", "fp8_ops"}
-SHARDING = {"LogicallyPartitioned", "get_logical_axis_rules", "logical_axis_rules",
-            "logical_to_mesh", "logical_to_mesh_axes", "logical_to_mesh_sharding",
-            "set_logical_axis_rules", "spmd", "with_logical_constraint",
-            "with_logical_partitioning"}
 
 
 def test_tabulate_text_matches_flax(monkeypatch):

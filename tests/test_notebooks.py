@@ -25,7 +25,7 @@ NOTEBOOK_BUDGET_S = 180
 
 def test_notebooks_exist():
     names = [p.stem for p in NOTEBOOKS]
-    for prefix in ("01_", "02_", "03_", "04_", "05_", "06_", "07_"):
+    for prefix in ("01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_"):
         assert any(n.startswith(prefix) for n in names), f"no notebook {prefix}* in {names}"
 
 

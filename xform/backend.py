@@ -177,6 +177,13 @@ def distributed_shutdown():
     client.cache_clear()
 
 
+def distributed_barrier(name, timeout_s=60):
+    """Wait until every process reaches the barrier ``name`` (a no-op in one process);
+    used by sharded checkpoints between writing shards and committing the index."""
+    if _dist.client is not None:
+        _dist.client.wait_at_barrier(name, timeout_s * 1000)
+
+
 def distributed_state():
     return _dist
 
@@ -286,7 +293,24 @@ def dlpack_device(buf):
     return buf.__dlpack_device__()
 
 
-class Executable:
+class _Analyses:
+    """What XLA tells about a compiled program (both executable kinds)."""
+    __slots__ = ()
+
+    def cost_analysis(self):
+        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
+        return dict(self._exe.cost_analysis())
+
+    def memory_analysis(self):
+        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
+        return self._exe.get_compiled_memory_stats()
+
+    def hlo_text(self):
+        """The optimized HLO XLA compiled."""
+        return self._exe.hlo_modules()[0].to_string()
+
+
+class Executable(_Analyses):
     """A compiled XLA program; ``execute(buffers) -> buffers`` (holds its host callbacks)."""
     __slots__ = ("_exe", "execute", "devices", "module", "host_callbacks")
 
@@ -336,18 +360,6 @@ class Executable:
         sharding = _sharding(self.devices[0])
         return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
                 for a in out_avals]
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
-        return dict(self._exe.cost_analysis())
-
-    def memory_analysis(self):
-        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
-        return self._exe.get_compiled_memory_stats()
-
-    def hlo_text(self):
-        """The optimized HLO XLA compiled."""
-        return self._exe.hlo_modules()[0].to_string()
 
 
 def _array_result_handler(aval, sharding):
@@ -529,7 +541,7 @@ def _replica_sharding(devices):
                          PartitionSpec("_replicas"))
 
 
-class ReplicatedExecutable:
+class ReplicatedExecutable(_Analyses):
     """A program compiled once for ``len(devices)`` replicas or partitions.
     ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device."""
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
@@ -658,3 +670,25 @@ def heap_profile(platform_name=None):
         raise RuntimeError(f"Unknown backend {platform_name}. Available backends are "
                            f"[{c.platform!r}]")
     return c.heap_profile()
+
+
+# ---- export: StableHLO portable artifacts (jax.export's serialized modules) ----
+
+def serialize_portable_artifact(module) -> bytes:
+    """``module`` (an ir.Module) as a StableHLO portable artifact of the version at
+    least 4 weeks old (JAX's export target: consumers a month older can load it)."""
+    target = hlo.get_version_from_compatibility_requirement(
+        hlo.StablehloCompatibilityRequirement.WEEK_4)
+    return _jax.mlir.serialize_portable_artifact(module, target,
+                                                 client().serialize_with_sdy)
+
+
+def deserialize_portable_artifact(data: bytes, context):
+    """The ir.Module of a portable artifact, in MLIR ``context``."""
+    return _jax.mlir.deserialize_portable_artifact(bytes(data), context)
+
+
+def refine_polymorphic_shapes(module_bytecode: bytes) -> bytes:
+    """Static shapes from a module whose ``@main`` has static argument types: shape
+    assertions fail here with their error messages (XLA cannot compile ``?`` dims)."""
+    return _jax.mlir.refine_polymorphic_shapes(module_bytecode, True, True)

@@ -36,7 +36,8 @@ import numpy as np
 from xform.core import tree_util as tu
 from xform.core import dtypes
 
-__all__ = ["save", "restore", "CheckpointError", "CheckpointManager"]
+__all__ = ["save", "restore", "save_sharded", "restore_sharded", "CheckpointError",
+           "CheckpointManager"]
 
 _FORMAT = "xform.checkpoint"
 _VERSION = 1
@@ -602,6 +603,11 @@ class CheckpointManager:
             raise FileNotFoundError(f"CheckpointManager: no checkpoint for step {step} in "
                                     f"{self.directory!r} (saved steps: {self.all_steps()})")
         return restore(self._path(int(step)), target=target)
+
+
+# sharded checkpoints (a directory, each process writing its own shards) reuse this
+# module's encoding and checks: imported last, once those are defined (a real cycle)
+from xform._sharded_checkpoint import restore_sharded, save_sharded  # noqa: E402
 
 
 class _CallableModule(types.ModuleType):

@@ -17,8 +17,11 @@ import numpy as np
 
 from xform.interpreters.callback import debug_callback
 from xform.debugger import breakpoint  # noqa: A004
+from xform.debug_sharding import (  # noqa: F401
+    inspect_array_sharding, visualize_array_sharding, visualize_sharding)
 
-__all__ = ["breakpoint", "callback", "print"]
+__all__ = ["breakpoint", "callback", "print", "inspect_array_sharding",
+           "visualize_array_sharding", "visualize_sharding"]
 
 
 def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):

@@ -34,6 +34,11 @@ import numpy as np
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import Tracer, current_trace, get_aval
+from xform.interpreters.ad import JVPTrace, JVPTracer, Zero
+from xform.interpreters.batching import BatchTrace
+from xform.interpreters.partial_eval import JaxprTracer
+from xform.lax.elementwise import convert_element_type
+from xform.lax.shapes import full
 
 __all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "freeze", "get", "new_ref",
            "set", "swap"]
@@ -304,8 +309,6 @@ def _check_write(ref, value, owner):
     plain = _strip(value)
     if plain is not value and (not isinstance(plain, Tracer) or _owned(plain, owner)):
         return plain
-    from xform.interpreters.ad import JVPTrace
-    from xform.interpreters.batching import BatchTrace
     if isinstance(value._trace, JVPTrace):
         raise ValueError(
             "Exception performing a set/swap operation with a differentiated value on a "
@@ -341,8 +344,6 @@ def _owned(value, owner):
 
 
 def _strip(value):
-    from xform.interpreters.ad import JVPTracer, Zero
-    from xform.interpreters.partial_eval import JaxprTracer
     while True:
         if type(value) is JVPTracer and type(value.tangent) is Zero:
             value = value.primal
@@ -418,11 +419,10 @@ def new_ref(init_val, *, memory_space=None, kind=None):
         raise ValueError(f"new_ref: unknown kind {kind!r}")
     if isinstance(init_val, Ref):
         raise TypeError("new_ref: the initial value must be an array, not a Ref")
-    from xform import numpy as jnp
+    from xform import numpy as jnp  # (a cycle: numpy builds on refs through jit)
     value = init_val if isinstance(init_val, Tracer) else jnp.asarray(init_val)
     a = get_aval(value)
     if a.weak_type:
-        from xform.lax import convert_element_type
         value = convert_element_type(value, a.dtype)
     return Ref(value)
 
@@ -437,7 +437,6 @@ def empty_ref(ty, *, memory_space=None, kind=None):
     >>> xform.empty_ref(xform.ShapeDtypeStruct((2,), jnp.float32)).shape
     (2,)
     """
-    from xform.lax import full
     dtype = dtypes.canonicalize_dtype(np.dtype(ty.dtype))
     return new_ref(full(tuple(ty.shape), 0, dtype), memory_space=memory_space, kind=kind)
 
@@ -464,8 +463,7 @@ def get(ref, idx=None):
 def swap(ref, idx, value):
     """Write ``value`` at ``ref[idx]`` and return the previous value there."""
     _check_ref(ref, "swap")
-    from xform import numpy as jnp
-    from xform.lax import convert_element_type
+    from xform import numpy as jnp  # (a cycle: numpy builds on refs through jit)
     old = ref._read()
     idx = _idx(idx)
     prev = old if idx is Ellipsis else old[idx]

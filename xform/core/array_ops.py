@@ -3,10 +3,11 @@
 (``x + 1``, ``x[0]``, ``x.sum()``, ``x.at[i].set(v)``).
 
 Their implementations are ``xform.numpy`` functions (``x + y`` is ``jnp.add``) and numpy
-sits above core, so each starts as a stub: the first use imports ``xform.numpy``, whose
-``_array_methods.install`` puts the implementations on ``ArrayOps`` in the stubs' place
-(no extra call on the hot path afterwards). So the types have every operator from the
-moment they exist, whichever module was imported first.
+sits above core, so numpy fills them in: ``xform/__init__.py`` imports ``xform.numpy``,
+whose ``_array_methods.install`` puts the implementations on ``ArrayOps`` (no extra call
+on the hot path). Every import of an xform module runs the package first, so user code
+always sees them; until then each name is a stub that says so (an xform module using an
+operator while the package is being imported).
 
 NB: JAX sets these attributes on its Tracer and ArrayImpl classes when ``jax.numpy`` is
 imported (``jax/_src/numpy/array_methods.py``); xform declares them with the types.
@@ -33,25 +34,20 @@ class ArrayOps:
     __slots__ = ()
 
 
-def _install_from_numpy(name):
-    import xform.numpy  # noqa: F401  (installs the implementations on ArrayOps)
-    if ArrayOps.__dict__[name] is _stubs[name]:
-        raise AttributeError(f"xform.numpy did not install ArrayOps.{name}")
+def _not_installed(name):
+    raise AttributeError(f"ArrayOps.{name} used before xform.numpy installed it (an "
+                         "xform module uses it while the package is being imported)")
 
 
 def _method_stub(name):
     def stub(self, *args, **kwargs):
-        _install_from_numpy(name)
-        return getattr(self, name)(*args, **kwargs)
+        _not_installed(name)
     stub.__name__ = name
     return stub
 
 
 def _property_stub(name):
-    def get(self):
-        _install_from_numpy(name)
-        return getattr(self, name)
-    return property(get)
+    return property(lambda self: _not_installed(name))
 
 
 _stubs = {**{n: _method_stub(n) for n in METHODS}, **{n: _property_stub(n) for n in PROPERTIES}}

@@ -1,4 +1,6 @@
 """Abstract values: what a tracer knows about an array (shape, dtype, weak type)."""
+import math
+
 import numpy as np
 
 from xform.core import dtypes
@@ -42,7 +44,8 @@ class ShapedArray:
         self._hash = hash((self.shape, self.dtype, self.weak_type, self.vma))
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    # (math.prod: a symbolic dimension when the shape has one)
+    size = property(lambda self: math.prod(self.shape))
 
     def __hash__(self):
         return self._hash

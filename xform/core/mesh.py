@@ -134,8 +134,12 @@ class Mesh:
     def __hash__(self):
         return hash(self._key())
 
-    def __repr__(self):
+    def __str__(self):
         return f"Mesh({_shape_str(self.axis_names, self.axis_sizes, self.axis_types)})"
+
+    def __repr__(self):
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+                f"axis_types={self.axis_types!r})")
 
     def __enter__(self):
         _context.append(self)

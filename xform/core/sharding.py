@@ -269,7 +269,7 @@ class NamedSharding(Sharding):
         return hash((self.mesh, self.spec))
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
 
 class Shard:

@@ -3,6 +3,8 @@
 Core, not interpreters: Array's own methods (iteration, unpickling) and every layer
 above move host data to devices through here.
 """
+import math
+
 import numpy as np
 
 from xform import backend
@@ -46,7 +48,8 @@ def scalar_array(value, dtype, weak_type) -> Array:
     """A cached rank-0 Array: Python scalars in eager ops reuse one device buffer."""
     key = (type(value), value, dtype, weak_type)
     if isinstance(value, float) and (value == 0.0 or value != value):
-        key = None  # -0.0 == 0.0 and nan != nan: don't cache these
+        # -0.0 == 0.0: zeros are keyed by their sign too; nan != nan: never cached
+        key = None if value != value else key + (math.copysign(1.0, value),)
     arr = _scalar_cache.get(key) if key is not None else None
     if arr is None:
         arr = Array(backend.device_put(np.asarray(value, dtype)),

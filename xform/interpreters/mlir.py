@@ -4,13 +4,14 @@ A lowering rule is ``rule(ctx, *operands, **params)`` returning one ``ir.Value``
 (or a list for multiple-result primitives); ``ctx`` carries the input and output
 avals. Rules are registered next to their primitive with ``register_lowering``.
 """
+import contextlib
 import io
 import threading
 
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from xform.core.avals import ShapedArray, physical_aval
 
@@ -66,10 +67,85 @@ def dtype_to_ir_type(dtype):
     raise TypeError(f"No StableHLO type for dtype {dtype}")
 
 
+def _ir_shape(shape):
+    dyn = ir.ShapedType.get_dynamic_size()
+    return [d if type(d) is int or isinstance(d, np.integer) else dyn for d in shape]
+
+
 def aval_to_ir_type(aval: ShapedArray):
+    """The tensor type of ``aval``; symbolic dimensions are dynamic (``?``)."""
     if not isinstance(aval.dtype, np.dtype):
         aval = physical_aval(aval)
-    return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+    return ir.RankedTensorType.get(_ir_shape(aval.shape), dtype_to_ir_type(aval.dtype))
+
+
+# The module being lowered, for rules that emit symbolic dimensions' values (set by
+# lower_jaxpr_to_module; read by dim_value).
+_current = threading.local()
+
+
+@contextlib.contextmanager
+def dim_vars_bound(env):
+    """Within the block, ``dim_value`` reads dimension variables from ``env`` (name ->
+    ``tensor<i32>`` value): for code emitted outside ``lower_jaxpr_to_module``."""
+    outer, _current.mctx = getattr(_current, "mctx", None), ModuleContext(None)
+    _current.mctx.dim_vars = env
+    try:
+        yield
+    finally:
+        _current.mctx = outer
+
+
+def dim_value(d):
+    """A ``tensor<i32>`` holding dimension ``d`` (an int, or a symbolic dimension
+    computed from the module's dimension variables)."""
+    if not shape_poly.is_symbolic_dim(d):
+        return ir_constant(np.int32(d))
+    env = getattr(_current, "mctx", None)
+    env = env.dim_vars if env is not None else {}
+    missing = d.variables() - set(env)
+    if missing:
+        raise ValueError(f"symbolic dimension '{d}' has variables {sorted(missing)} that "
+                         "are not dimension variables of the lowered function")
+    return _dim_ir(d, env)
+
+
+def _dim_ir(e, env):
+    # sum of coeff * product of factors; floordiv/mod of the non-negative dimensions
+    # are truncating divide/remainder
+    total = None
+    for mon, c in e.terms():
+        v = ir_constant(np.int32(c)) if c != 1 or not mon else None
+        for f, p in mon:
+            if isinstance(f, str):
+                fv = env[f]
+            else:
+                a, b = (_dim_ir(x, env) if shape_poly.is_symbolic_dim(x)
+                        else ir_constant(np.int32(x)) for x in f[2:])
+                fv = {"floordiv": hlo.divide, "mod": hlo.remainder, "max": hlo.maximum,
+                      "min": hlo.minimum}[f[1]](a, b)
+            for _ in range(p):
+                v = fv if v is None else hlo.multiply(v, fv)
+        total = v if total is None else hlo.add(total, v)
+    return total
+
+
+def shape_value(shape):
+    """A ``tensor<rank x i32>`` holding ``shape`` (see ``dim_value``)."""
+    i32x1 = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
+    parts = [hlo.reshape(i32x1, dim_value(d)) for d in shape]
+    if not parts:
+        return ir_constant(np.zeros((0,), np.int32))
+    return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
+
+
+def broadcast_in_dim(result_aval, x, dims):
+    """``stablehlo.broadcast_in_dim`` to ``result_aval``, dynamic for symbolic shapes."""
+    typ = aval_to_ir_type(result_aval)
+    if shape_poly.is_constant_shape(result_aval.shape):
+        return hlo.broadcast_in_dim(typ, x, dense_i64(dims))
+    return hlo.dynamic_broadcast_in_dim(typ, x, shape_value(result_aval.shape),
+                                        dense_i64(dims))
 
 
 def _has_extended(avals):
@@ -104,15 +180,14 @@ def full_like_aval(value, aval):
     scalar = ir_constant(np.array(value, aval.dtype))
     if not aval.shape:
         return scalar
-    return hlo.broadcast_in_dim(aval_to_ir_type(aval), scalar, [])
+    return broadcast_in_dim(aval, scalar, [])
 
 
 def broadcast_to(x, aval_in, aval_out):
     """Broadcast a rank-0 operand to ``aval_out``'s shape (lax's scalar broadcasting)."""
     if aval_in.shape == aval_out.shape:
         return x
-    return hlo.broadcast_in_dim(
-        ir.RankedTensorType.get(aval_out.shape, dtype_to_ir_type(aval_in.dtype)), x, [])
+    return broadcast_in_dim(aval_out.update(dtype=aval_in.dtype), x, [])
 
 
 def dense_i64(xs):
@@ -147,10 +222,16 @@ class ModuleContext:
     """State while lowering one module: the module, its lowered sub-functions and the
     Python functions its host-callback custom calls run (passed on to compile)."""
 
-    def __init__(self, module, host_callbacks=None, platform=None, mesh=None):
+    def __init__(self, module, host_callbacks=None, platform=None, platforms=None, mesh=None):
         self.module = module
         self.mesh = mesh  # the SPMD program's mesh (``sdy.mesh @mesh``), or None
         self._platform = platform
+        # Lowering for several platforms at once (export): ``platform_index`` is
+        # ``@main``'s leading i32 argument, the running platform's index in them.
+        self.platforms = tuple(platforms) if platforms else None
+        self.platform_index = None
+        # Exporting with symbolic shapes: dimension variable name -> @main's i32 arg.
+        self.dim_vars = {}
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
         self.host_callbacks = [] if host_callbacks is None else host_callbacks
@@ -164,7 +245,11 @@ class ModuleContext:
     def platform(self):
         """The platform lowered for (rules may differ by platform, as JAX's): the one
         given, else the running backend's (``"cpu"``, ``"cuda"``...)."""
-        return self._platform or backend.platform()
+        if self.platform_index is not None:
+            raise NotImplementedError(
+                "this operation lowers differently per platform, and xform lowers such "
+                f"operations for one platform at a time: export for one of {self.platforms}")
+        return self._platform or (self.platforms or (backend.platform(),))[0]
 
     def unique_name(self, base):
         self._count += 1
@@ -228,7 +313,7 @@ def _ir_context():
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                           host_callbacks=None, as_bytecode=False, donated=None,
-                          platform=None, spmd=None):
+                          platform=None, platforms=None, dim_vars=(), spmd=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -243,27 +328,44 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     ``platform`` overrides the platform lowering rules see (default: the backend's).
     ``spmd`` (``(mesh, in_specs, out_specs)``, specs None where unspecified) makes it
     one SPMD program over ``mesh`` with Shardy annotations (see ``annotate_spmd``).
+    Several ``platforms`` (export) give ``@main`` a leading platform index argument
+    (JAX's calling convention); then donation is not supported. ``dim_vars`` (names
+    of symbolic dimensions) add i32 arguments after it carrying their values.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
         module = ir.Module.create()
-        module_ctx = ModuleContext(module, host_callbacks, platform,
+        module_ctx = ModuleContext(module, host_callbacks, platform, platforms,
                                    spmd[0] if spmd else None)
         mask = hoist_mask(closed, hoist_consts)
         const_avals = [v.aval for v, h in zip(jaxpr.constvars, mask) if h]
-        fn = _make_func(module_ctx, name, const_avals + jaxpr.in_avals, jaxpr.out_avals,
-                        public=True)
-        if donated is not None and any(donated):
+        multi = platforms is not None and len(platforms) > 1
+        globals_ = (["_platform_index"] if multi else []) + list(dim_vars)
+        fn = _make_func(module_ctx, name, [ShapedArray((), np.int32)] * len(globals_)
+                        + const_avals + jaxpr.in_avals, jaxpr.out_avals, public=True)
+        if globals_:
+            fn.attributes["arg_attrs"] = ir.ArrayAttr.get(
+                [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get(g)})
+                 for g in globals_]
+                + [ir.DictAttr.get({})] * (len(const_avals) + len(jaxpr.in_avals)))
+        elif donated is not None and any(donated):
             _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
+            if multi:
+                module_ctx.platform_index = params.pop(0)
+            module_ctx.dim_vars = {v: params.pop(0) for v in dim_vars}
+            outer, _current.mctx = getattr(_current, "mctx", None), module_ctx
             it = iter(params[:len(const_avals)])
             consts = [next(it) if h else c for c, h in zip(closed.consts, mask)]
-            outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
+            try:
+                outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
+            finally:
+                _current.mctx = outer
             func_dialect.ReturnOp(outs)
         if spmd is not None:
-            annotate_spmd(module, fn, len(const_avals), *spmd)
+            annotate_spmd(module, fn, len(globals_) + len(const_avals), *spmd)
         if as_bytecode:
             out = io.BytesIO()
             module.operation.write_bytecode(file=out)
@@ -347,8 +449,12 @@ def _set_aliases(fn, n_consts, in_avals, out_avals, donated):
 
 
 def call_lowering(ctx, args, closed: ClosedJaxpr, name):
-    """Lower a call of ``closed`` as a private func plus ``func.call`` (reused per jaxpr)."""
+    """Lower a call of ``closed`` as a private func plus ``func.call`` (reused per jaxpr).
+    Inline where ``@main`` has a platform index or dimension variables (only ``@main``
+    can read them)."""
     mctx = ctx.module_ctx
+    if mctx.dim_vars or mctx.platform_index is not None:
+        return jaxpr_subcomp(mctx, closed.jaxpr, closed.consts, list(args))
     key = id(closed.jaxpr)
     entry = mctx.funcs.get(key)
     if entry is None:

@@ -78,8 +78,14 @@ class Placement:
         self.key = (_mesh_key(mesh), tuple(s.spec for s in in_shardings),
                     tuple(None if s is None else s.spec for s in out_shardings))
 
+    def specs(self):
+        """``(mesh, in_specs, out_specs)``: what ``mlir.lower_jaxpr_to_module`` takes."""
+        return (self.mesh, [s.spec for s in self.in_shardings],
+                [None if s is None else s.spec for s in self.out_shardings])
 
-def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=None):
+
+def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=None,
+              name="jit"):
     """The Placement of a jitted call, or None when nothing in it is sharded (no
     shardings given, no argument tiled over a mesh, no constraint in the program).
 
@@ -89,10 +95,14 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
     n_out = len(closed.out_avals)
     in_shardings = list(in_shardings or [None] * len(leaves))
     out_shardings = list(out_shardings or [None] * n_out)
-    describe = describe or (lambda i: f"argument {i}")
+    describe = describe or (lambda i: f"{i}")
     arg_shardings = [named_sharding_of(x) for x in leaves]
-    where = [(s, f"in_shardings of {describe(i)}") for i, s in enumerate(in_shardings) if s]
-    where += [(s, describe(i)) for i, s in enumerate(arg_shardings) if s]
+
+    def arg(i):
+        return (f"argument {describe(i)} of {name} with shape "
+                f"{closed.in_avals[i].str_short()} and")
+    where = [(s, f"in_shardings of {arg(i)}") for i, s in enumerate(in_shardings) if s]
+    where += [(s, arg(i)) for i, s in enumerate(arg_shardings) if s]
     where += [(s, "out_shardings") for s in out_shardings if s]
     if not where:
         where = [(s, "a sharding constraint") for s in _shardings_in(closed.jaxpr, [])]
@@ -135,12 +145,10 @@ class PartitionedJaxpr:
         self.name, self.mesh = name, place.mesh
         self.in_layouts = [s.layout() for s in place.in_shardings]
         callbacks = []
-        specs = (place.mesh, [s.spec for s in place.in_shardings],
-                 [None if s is None else s.spec for s in place.out_shardings])
         with span("xform.jit.lower", name=name):
             self.module = mlir.lower_jaxpr_to_module(
                 closed, hoist_consts=dispatch.EMBED_CONSTS_UP_TO, host_callbacks=callbacks,
-                donated=donated, spmd=specs)
+                donated=donated, spmd=place.specs())
         devices = place.mesh._flat_devices
         with span("xform.compile", name=name):
             self.exe = backend.compile_replicated(
@@ -153,10 +161,13 @@ class PartitionedJaxpr:
                            for c, h in zip(closed.consts, mask) if h]
         self.out_avals = closed.out_avals
         tilings = backend.output_tilings(self.exe) or [None] * len(self.out_avals)
-        self.out_layouts = [
-            s.layout() if s is not None else
-            _named_from_tiling(t, a.shape, place.mesh, place.in_shardings).layout()
+        self.in_shardings = place.in_shardings
+        self.out_shardings = [
+            s if s is not None else _named_from_tiling(t, a.shape, place.mesh,
+                                                       place.in_shardings)
             for s, t, a in zip(place.out_shardings, tilings, self.out_avals)]
+        self.out_layouts = [s.layout() for s in self.out_shardings]
+        self.executable = self.exe  # (what the stages API asks for its analyses)
 
     def __call__(self, args, describe=None):
         per_arg = list(self.const_bufs)
@@ -195,8 +206,11 @@ def _named_from_tiling(tiling, shape, mesh, in_shardings):
         if any(int(np.prod([sizes[a] for a in p])) != t for p, t in zip(per_dim, tiles)):
             continue
         for orders in itertools.product(*[itertools.permutations(p) for p in per_dim]):
-            spec = PartitionSpec(*[None if not o else names[o[0]] if len(o) == 1 else
-                                   tuple(names[a] for a in o) for o in orders])
+            parts = [None if not o else names[o[0]] if len(o) == 1 else
+                     tuple(names[a] for a in o) for o in orders]
+            while parts and parts[-1] is None:  # (as JAX names XLA's choice)
+                parts.pop()
+            spec = PartitionSpec(*parts)
             cand = NamedSharding(mesh, spec)
             if _blocks(cand, shape) == target:
                 return cand
@@ -243,7 +257,8 @@ def apply_primitive(prim, args, params):
         key = compiled = None
     if compiled is None:
         closed = pe.trace_to_jaxpr(lambda *xs: _bind_list(prim, xs, params), avals)
-        compiled = PartitionedJaxpr(closed, placement(closed, args), prim.name)
+        compiled = PartitionedJaxpr(closed, placement(closed, args, name=prim.name),
+                                    prim.name)
         if key is not None and len(_eager) < 1024:
             _eager[key] = compiled
     outs = compiled(args)

@@ -1,5 +1,4 @@
-"""``optimization_barrier`` and ``platform_dependent``: controlling what XLA may do
-with a computation, and choosing code by platform."""
+"""``optimization_barrier``: controlling what XLA may do with a computation."""
 from xform.core import tree_util
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
@@ -41,33 +40,3 @@ mlir.register_lowering(
     optimization_barrier_p,
     lambda ctx, *args: list(mlir.hlo.OptimizationBarrierOp(list(args)).results) if args else [])
 
-
-_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
-
-
-def platform_dependent(*args, default=None, **per_platform):
-    """``per_platform[p](*args)`` for the platform ``p`` the computation runs on
-    (``cpu``, ``cuda``, ``rocm``, ``tpu``; ``gpu`` means cuda or rocm), else
-    ``default(*args)``.
-
-    NB: xform compiles for one platform (its client's), so the branch is chosen while
-    tracing; JAX defers the choice to lowering to support multi-platform export.
-
-    >>> from xform import lax
-    >>> lax.platform_dependent(2.0, cpu=lambda x: x + 1, default=lambda x: x)
-    3.0
-    """
-    from xform import backend
-    for name in per_platform:
-        if name not in _PLATFORMS + ("gpu",):
-            raise ValueError(f"Unsupported platform: {name}")
-    platform = backend.platform()
-    fun = per_platform.get(platform)
-    if fun is None and platform in ("cuda", "rocm"):
-        fun = per_platform.get("gpu")
-    if fun is None:
-        fun = default
-    if fun is None:
-        raise NotImplementedError(f"platform_dependent: no branch for platform {platform!r} "
-                                  "and no default")
-    return fun(*args)

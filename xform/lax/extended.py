@@ -4,9 +4,9 @@ An array of an extended dtype has a logical shape (what users, abstract evaluati
 batching and AD see) and a physical one that XLA holds: each element is
 ``dtype._rules.physical_element_aval`` (``uint32[2]`` for a threefry key), appended as
 trailing dimensions. ``mlir.aval_to_ir_type`` gives every value its physical type, so
-calls, loops and conditionals carry keys with no rule of their own, and so do
-reshape, squeeze, concatenate and rev (their lowerings only read the output type or
-leading dimensions). The primitives below index dimensions explicitly: their
+calls, loops and conditionals carry keys with no rule of their own (they allow extended
+operands where they are declared), and so do reshape, squeeze, concatenate and rev
+(their lowerings only read the output type or leading dimensions). The primitives below index dimensions explicitly: their
 extended lowering calls the ordinary one at physical avals with the trailing element
 dimensions added to the parameters. Every other primitive refuses extended operands
 (``_prim.allow_extended``), as JAX's arithmetic does.
@@ -17,7 +17,6 @@ from xform.core.avals import ShapedArray, physical_aval
 from xform.interpreters import mlir
 from xform.lax import barriers, dynamic_slicing, elementwise, shapes, slicing
 from xform.lax._prim import allow_extended
-from xform.lax.control_flow import conditionals, loops, scan
 from xform.lax.scatter import _scatter_lowering, scatter_p
 
 hlo = mlir.hlo
@@ -122,6 +121,5 @@ allow_extended(shapes.broadcast_in_dim_p, shapes.transpose_p, shapes.slice_p,
                shapes.reshape_p, shapes.squeeze_p, shapes.concatenate_p, shapes.rev_p,
                dynamic_slicing.dynamic_slice_p, dynamic_slicing.dynamic_update_slice_p,
                elementwise.select_n_p, slicing.gather_p, scatter_p,
-               # carriers: their bodies are jaxprs whose values have physical types
-               conditionals.cond_p, loops.while_p, scan.scan_p,
+               # a carrier (cond, while and scan allow themselves in control_flow/)
                barriers.optimization_barrier_p)

@@ -1,6 +1,7 @@
 """The factorizations with orthogonal/unitary factors, ``qr``, ``eigh`` and ``svd``, as
 primitives lowered to jaxlib's LAPACK kernels, cuSOLVER's on GPU (part of
-``xform.lax.linalg``, which re-exports them; the shared helpers are there).
+``xform.lax.linalg``, which re-exports them; the shared helpers are in
+``linalg_common.py``).
 """
 import numpy as np
 
@@ -10,10 +11,10 @@ from xform.interpreters import ad, ffi, mlir
 from xform.lax import elementwise as ew
 from xform.lax import shapes
 from xform.lax._prim import standard_primitive
-from xform.lax.linalg import (_H, _batch_to_front, _check_matrix, _diag, _eye_like,
-                              _in_lowering, _info_aval, _is_complex, _matmul,
-                              _nan_on_failure, _real, symmetrize, triangular_solve, tril,
-                              triu)
+from xform.lax.linalg_common import (_H, _batch_to_front, _check_matrix, _diag, _eye_like,
+                                     _in_lowering, _info_aval, _is_complex, _matmul,
+                                     _nan_on_failure, _real, symmetrize, tril, triu)
+from xform.lax.linalg_triangular import triangular_solve
 
 
 # ---- qr ----

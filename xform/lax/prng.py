@@ -14,6 +14,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax import bitwise, elementwise, shapes
 from xform.lax._prim import broadcasting_shape, standard_primitive
+from xform.lax.control_flow.scan_loops import fori_loop
 
 hlo = mlir.hlo
 _u32 = np.dtype(np.uint32)
@@ -73,7 +74,6 @@ def _threefry_composition(k1, k2, x1, x2, rolled=False):
     ks = [k1, k2, bitwise.bitwise_xor(bitwise.bitwise_xor(k1, k2), _u32.type(0x1BD11BDA))]
     x = [elementwise.add(x1, _bcast(ks[0], shape)), elementwise.add(x2, _bcast(ks[1], shape))]
     if rolled:
-        from xform.lax.control_flow.scan_loops import fori_loop   # (imports lax)
         rotations = [np.array(r, _u32) for r in _ROTATIONS]
         x, _, _ = fori_loop(0, 5, _rolled_block, (x, ks[1:] + ks[:1], rotations))
         return x

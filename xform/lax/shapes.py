@@ -1,10 +1,11 @@
 """Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, iota, slice, pad,
 concatenate; plus compositions over them (full, broadcast, expand_dims)."""
+import math
 import operator
 
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
@@ -16,8 +17,9 @@ hlo, ir = mlir.hlo, mlir.ir
 
 
 def _ints(xs, what):
+    # (symbolic dimensions pass: shapes and static bounds may be symbolic in export)
     try:
-        return tuple(operator.index(x) for x in xs)
+        return tuple(x if shape_poly.is_symbolic_dim(x) else operator.index(x) for x in xs)
     except TypeError:
         raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
 
@@ -65,8 +67,7 @@ def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
 
 
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
-    return hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
-                                mlir.dense_i64(broadcast_dimensions))
+    return mlir.broadcast_in_dim(ctx.avals_out[0], x, broadcast_dimensions)
 
 
 broadcast_in_dim_p = standard_primitive("broadcast_in_dim", _broadcast_in_dim_abstract_eval)
@@ -128,7 +129,7 @@ def reshape(operand, new_sizes, dimensions=None):
 
 
 def _reshape_abstract_eval(x, *, new_sizes):
-    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes)) != x.size:
+    if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != x.size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
                         f"for shape {x.shape}.")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -143,8 +144,14 @@ def _reshape_batch(vals, dims, *, new_sizes):
 reshape_p = standard_primitive("reshape", _reshape_abstract_eval)
 ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
 batching.primitive_batchers[reshape_p] = _reshape_batch
-mlir.register_lowering(reshape_p, lambda ctx, x, *, new_sizes: hlo.reshape(
-    mlir.aval_to_ir_type(ctx.avals_out[0]), x))
+def _reshape_lowering(ctx, x, *, new_sizes):
+    out = ctx.avals_out[0]
+    if shape_poly.is_constant_shape(out.shape):
+        return hlo.reshape(mlir.aval_to_ir_type(out), x)
+    return hlo.dynamic_reshape(mlir.aval_to_ir_type(out), x, mlir.shape_value(out.shape))
+
+
+mlir.register_lowering(reshape_p, _reshape_lowering)
 
 
 # ---- transpose ----
@@ -250,8 +257,30 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 iota_p = standard_primitive("iota", _iota_abstract_eval)
 ad.defnondiff(iota_p)
 batching.primitive_batchers[iota_p] = None  # no operands: never batched
-mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.iota(
-    mlir.aval_to_ir_type(ctx.avals_out[0]), dimension))
+def _iota_lowering(ctx, *, dtype, shape, dimension):
+    typ = mlir.aval_to_ir_type(ctx.avals_out[0])
+    if shape_poly.is_constant_shape(shape):
+        return hlo.iota(typ, dimension)
+    return hlo.dynamic_iota(typ, mlir.shape_value(shape), dimension)
+
+
+mlir.register_lowering(iota_p, _iota_lowering)
+
+
+# ---- dimension_as_value ----
+
+def dimension_as_value(d):
+    """Dimension ``d`` as an int32 scalar: ``d`` itself if constant; for a symbolic
+    dimension, a value computed from the dimension variables (as JAX's)."""
+    if not shape_poly.is_symbolic_dim(d):
+        return d
+    return dim_as_value_p.bind(dim=d)
+
+
+dim_as_value_p = standard_primitive("dim_as_value", lambda *, dim: ShapedArray((), np.int32))
+ad.defnondiff(dim_as_value_p)
+batching.primitive_batchers[dim_as_value_p] = None  # no operands: never batched
+mlir.register_lowering(dim_as_value_p, lambda ctx, *, dim: mlir.dim_value(dim))
 
 
 # ---- slice ----
@@ -301,8 +330,12 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
 
 def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
-    return hlo.slice(x, mlir.dense_i64(start_indices), mlir.dense_i64(limit_indices),
-                     mlir.dense_i64(strides))
+    if shape_poly.is_constant_shape(start_indices + limit_indices):
+        return hlo.slice(x, mlir.dense_i64(start_indices), mlir.dense_i64(limit_indices),
+                         mlir.dense_i64(strides))
+    return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
+                                  mlir.shape_value(start_indices),
+                                  mlir.shape_value(limit_indices), mlir.shape_value(strides))
 
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):

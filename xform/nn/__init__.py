@@ -35,10 +35,17 @@ from xform.nn._normalization import InstanceNorm  # noqa: E402
 from xform.nn._meta import (  # noqa: E402
     PARTITION_NAME, AxisMetadata, Partitioned, get_partition_spec, get_sharding, unbox,
     with_partitioning)
+from xform.nn._spmd import (  # noqa: E402
+    LogicallyPartitioned, get_logical_axis_rules, logical_axis_rules, logical_to_mesh,
+    logical_to_mesh_axes, logical_to_mesh_sharding, set_logical_axis_rules,
+    with_logical_constraint, with_logical_partitioning)
 
 __all__ += [
     "PARTITION_NAME", "AxisMetadata", "Partitioned", "get_partition_spec", "get_sharding",
-    "unbox", "with_partitioning", "cond", "switch", "while_loop", "InstanceNorm",
+    "unbox", "with_partitioning", "LogicallyPartitioned", "get_logical_axis_rules",
+    "logical_axis_rules", "logical_to_mesh", "logical_to_mesh_axes",
+    "logical_to_mesh_sharding", "set_logical_axis_rules", "with_logical_constraint",
+    "with_logical_partitioning", "cond", "switch", "while_loop", "InstanceNorm",
     "errors", "initializers", "DenyList", "Module", "Variable", "apply", "compact", "init",
     "init_with_output", "merge_param", "nowrap", "share_scope", "Dense", "DenseGeneral",
     "Einsum", "Embed", "canonicalize_dtype", "promote_dtype", "BatchNorm", "GroupNorm",
@@ -96,4 +103,5 @@ __all__ += [
 # flax.linen's submodules, under the same names (``from xform.nn.linear import Dense``)
 from xform.nn import (  # noqa: E402
     activation, attention, batch_apply, combinators, dtypes, kw_only_dataclasses,
-    linear, module, normalization, pooling, recurrent, stochastic, summary, transforms)
+    linear, module, normalization, pooling, recurrent, spmd, stochastic, summary,
+    transforms)

@@ -1,9 +1,10 @@
 """Elementwise activation functions of ``jax.nn``, composed from xform.numpy and xform.lax.
 
 Each is jitted as in JAX (one executable per call in eager mode, and XLA sees the whole
-formula, so values match JAX's to the last bit where the formulas agree). ``relu``,
-``relu6`` and ``log1mexp`` are ``custom_jvp`` functions, as in JAX: relu'(0) = 0, and
-log1mexp's derivative is computed stably.
+formula, so values match JAX's to the last bit where the formulas agree); ``@composite``
+on top gives eager calls its shorter hit path (under a transformation the jit is called
+as before). ``relu``, ``relu6`` and ``log1mexp`` are ``custom_jvp`` functions, as in
+JAX: relu'(0) = 0, and log1mexp's derivative is computed stably.
 """
 import functools
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from xform import lax
 from xform import numpy as jnp
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 from xform.transforms.jit import jit
@@ -27,6 +29,7 @@ def _constant(value, like):
     return lax.convert_element_type(value, like.aval.dtype)
 
 
+@composite
 @jit
 def identity(x):
     """Identity activation function: returns ``x`` as an array.
@@ -78,6 +81,7 @@ relu6.__doc__ = r"""Rectified linear unit 6: :math:`\min(\max(x, 0), 6)`, with d
 relu6.defjvps(lambda t, ans, x: lax.select((x > 0) & (x < 6), t, lax.full_like(t, 0)))
 
 
+@composite
 @jit
 def squareplus(x, b=4):
     r"""Squareplus: :math:`(x + \sqrt{x^2 + b}) / 2`.
@@ -119,6 +123,7 @@ _softplus = custom_jvp(jit(_softplus_value))
 _softplus.defjvps(lambda t, ans, x: t * lax.logistic(x))
 
 
+@composite
 @jit
 def sparse_plus(x):
     r"""Sparse plus: 0 for :math:`x \le -1`, :math:`(x+1)^2/4` on :math:`(-1, 1)`, x for
@@ -135,6 +140,7 @@ def sparse_plus(x):
     return jnp.where(x <= -1., 0., jnp.where(x >= 1., x, (x + 1.) ** 2 / 4))
 
 
+@composite
 @jit
 def soft_sign(x):
     r"""Soft sign: :math:`x / (|x| + 1)`.
@@ -150,6 +156,7 @@ def soft_sign(x):
     return x / (jnp.abs(x) + 1)
 
 
+@composite
 @jit
 def sigmoid(x):
     r"""Sigmoid: :math:`1 / (1 + e^{-x})` (``lax.logistic``).
@@ -164,6 +171,7 @@ def sigmoid(x):
     return lax.logistic(x)
 
 
+@composite
 @jit
 def sparse_sigmoid(x):
     r"""Sparse sigmoid: :math:`\mathrm{clip}((x + 1) / 2, 0, 1)`, the derivative of
@@ -179,6 +187,7 @@ def sparse_sigmoid(x):
     return 0.5 * jnp.clip(x + 1., 0., 2.)
 
 
+@composite
 @jit
 def silu(x):
     r"""SiLU (also ``swish``): :math:`x \cdot \mathrm{sigmoid}(x)`.
@@ -197,6 +206,7 @@ def silu(x):
 swish = silu
 
 
+@composite
 @jit
 def mish(x):
     r"""Mish: :math:`x \cdot \tanh(\mathrm{softplus}(x))`.
@@ -212,6 +222,7 @@ def mish(x):
     return x * jnp.tanh(softplus(x))
 
 
+@composite
 @jit
 def log_sigmoid(x):
     r"""Log-sigmoid: :math:`\log \mathrm{sigmoid}(x) = -\mathrm{softplus}(-x)`, stable for
@@ -228,6 +239,7 @@ def log_sigmoid(x):
     return -softplus(-x)
 
 
+@composite
 @jit
 def elu(x, alpha=1.0):
     r"""Exponential linear unit: x for :math:`x > 0`, else :math:`\alpha (e^x - 1)`.
@@ -246,6 +258,7 @@ def elu(x, alpha=1.0):
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0., x)))
 
 
+@composite
 @jit
 def leaky_relu(x, negative_slope=1e-2):
     r"""Leaky ReLU: x for :math:`x \ge 0`, else ``negative_slope * x``.
@@ -262,6 +275,7 @@ def leaky_relu(x, negative_slope=1e-2):
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@composite
 @jit
 def hard_tanh(x):
     r"""Hard tanh: ``x`` clipped to :math:`[-1, 1]`.
@@ -277,6 +291,7 @@ def hard_tanh(x):
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@composite
 @jit
 def celu(x, alpha=1.0):
     r"""Continuously differentiable ELU: :math:`\max(x, 0) + \alpha (e^{\min(x, 0)/\alpha}
@@ -297,6 +312,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@composite
 @jit
 def selu(x):
     r"""Scaled ELU: :math:`\lambda\, \mathrm{elu}(x, \alpha)` with the self-normalizing
@@ -338,6 +354,7 @@ def gelu(x, approximate=True):
     return lax.convert_element_type(out, x.aval.dtype)
 
 
+@composite
 @jit
 def hard_sigmoid(x):
     r"""Hard sigmoid: :math:`\mathrm{relu6}(x + 3) / 6`.
@@ -352,6 +369,7 @@ def hard_sigmoid(x):
     return relu6(x + 3.) / 6.
 
 
+@composite
 @jit
 def hard_silu(x):
     r"""Hard SiLU (also ``hard_swish``): :math:`x \cdot \mathrm{hard\_sigmoid}(x)`.

@@ -15,6 +15,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 from xform.transforms.jit import jit
@@ -31,6 +32,7 @@ def _static_axis(axis):
     return tuple(axis) if isinstance(axis, list) else axis
 
 
+@composite(static=("axis", "keepdims", "return_sign"))
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
     r"""Log-sum-exp reduction :math:`\log \sum_i b_i e^{a_i}`, computed stably.
 
@@ -114,6 +116,7 @@ def _logmeanexp(x, axis, where, keepdims):
     return lse - jnp.log(count)
 
 
+@composite(static=("axis",))
 def log_softmax(x, axis=-1, where=None):
     r"""Log-softmax: :math:`x_i - \log \sum_j e^{x_j}` along ``axis``.
 
@@ -144,6 +147,7 @@ def _log_softmax(x, axis, where):
     return out if where is None else jnp.where(where, out, -np.inf)
 
 
+@composite(static=("axis",))
 def softmax(x, axis=-1, where=None):
     r"""Softmax: :math:`e^{x_i} / \sum_j e^{x_j}` along ``axis``; sums to 1 along it.
 
@@ -233,6 +237,7 @@ def _standardize(x, axis, mean, variance, epsilon, where, algorithm):
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 
+@composite(static=("num_classes", "dtype", "axis"))
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
     """One-hot encode integer indices: a new axis of size ``num_classes`` (at ``axis``)
     holding 1 at the index and 0 elsewhere; indices outside ``[0, num_classes)`` give

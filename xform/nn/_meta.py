@@ -5,12 +5,15 @@ mapped axis' name (``metadata_params={nn.PARTITION_NAME: 'layers'}``)."""
 import dataclasses
 import functools
 
-from xform.core.tree_util import register_pytree_node, tree_map
+from xform import lax
+from xform.core.mesh import get_abstract_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec
+from xform.core.tree_util import register_dataclass, tree_map
+from xform.nn import errors
 
-__all__ = ["AxisMetadata", "PARTITION_NAME", "Partitioned", "add_axis", "get_partition_spec",
-           "get_sharding", "is_axis_metadata", "map_axis_meta", "remove_axis",
-           "replace_boxed", "unbox", "with_partitioning"]
+__all__ = ["AxisMetadata", "PARTITION_NAME", "Partitioned", "add_axis", "get_global_mesh",
+           "get_partition_spec", "get_sharding", "global_mesh_defined", "is_axis_metadata",
+           "map_axis_meta", "remove_axis", "replace_boxed", "unbox", "with_partitioning"]
 
 PARTITION_NAME = "partition_name"
 
@@ -61,6 +64,18 @@ def replace_boxed(tree, updates):
                     if is_axis_metadata(c) else v, tree, updates, is_leaf=is_axis_metadata)
 
 
+def get_global_mesh():
+    """The mesh set with ``xform.set_mesh`` (flax reads JAX's abstract mesh, so a legacy
+    ``with mesh:`` does not count), or None."""
+    mesh = get_abstract_mesh()
+    return None if mesh.empty else mesh
+
+
+def global_mesh_defined():
+    """Whether a global mesh is set (then ``Partitioned.unbox`` constrains its value)."""
+    return get_global_mesh() is not None
+
+
 @dataclasses.dataclass(frozen=True)
 class Partitioned(AxisMetadata):
     """A value with the mesh-axis ``names`` of its dimensions (None: replicated).
@@ -69,24 +84,30 @@ class Partitioned(AxisMetadata):
     >>> init = nn.with_partitioning(nn.initializers.zeros, (None, 'model'))
     >>> v = nn.Dense(4, kernel_init=init).init(xform.random.PRNGKey(0), jnp.ones((1, 2)))
     >>> nn.get_partition_spec(v)['params']['kernel']
-    PartitionSpec(None, 'model')
+    P(None, 'model')
     """
     value: object
     names: tuple
     mesh: object = None
 
     def unbox(self, apply_constraint=True):
+        """The value; under a global mesh or with ``mesh`` set, constrained to be
+        sharded as ``names`` say (``lax.with_sharding_constraint``)."""
+        if apply_constraint and (self.mesh is not None or global_mesh_defined()):
+            spec = self.get_partition_spec()
+            where = spec if self.mesh is None else NamedSharding(self.mesh, spec)
+            return lax.with_sharding_constraint(self.value, where)
         return self.value
 
+    def replace(self, **updates):
+        return dataclasses.replace(self, **updates)
+
     def replace_boxed(self, val):
-        return dataclasses.replace(self, value=val)
+        return self.replace(value=val)
 
     def _name(self, params):
         if PARTITION_NAME not in params:
-            raise ValueError(
-                f"Trying to transform a Partitioned variable but no axis name was given: "
-                f"pass metadata_params={{nn.PARTITION_NAME: ...}} to the lifted "
-                f"transform (names={self.names}).")
+            raise errors.PartitioningUnspecifiedError(self)
         return params[PARTITION_NAME]
 
     def add_axis(self, index, params):
@@ -94,12 +115,12 @@ class Partitioned(AxisMetadata):
         while len(names) < index:
             names.append(None)
         names.insert(index, self._name(params))
-        return dataclasses.replace(self, names=tuple(names))
+        return self.replace(names=tuple(names))
 
     def remove_axis(self, index, params):
         names = list(self.names)
         assert names.pop(index) == self._name(params)
-        return dataclasses.replace(self, names=tuple(names))
+        return self.replace(names=tuple(names))
 
     def get_partition_spec(self):
         return PartitionSpec(*self.names)
@@ -108,8 +129,7 @@ class Partitioned(AxisMetadata):
         return NamedSharding(mesh, self.get_partition_spec())
 
 
-register_pytree_node(Partitioned, lambda p: ((p.value,), (p.names, p.mesh)),
-                     lambda aux, kids: Partitioned(kids[0], *aux))
+register_dataclass(Partitioned, ["value"], ["names", "mesh"])
 
 
 def with_partitioning(fn, names, mesh=None):
@@ -132,7 +152,10 @@ def get_partition_spec(tree):
 
 
 def get_sharding(tree, mesh):
-    """The ``NamedSharding`` tree of ``tree`` on ``mesh``."""
-    return tree_map(lambda s: None if s is None else NamedSharding(mesh, s),
-                    get_partition_spec(tree),
-                    is_leaf=lambda x: isinstance(x, PartitionSpec) or x is None)
+    """The ``NamedSharding`` tree of ``tree`` on ``mesh`` (boxes give their own)."""
+    def leaf(x):
+        if hasattr(x, "get_sharding"):
+            return x.get_sharding(mesh)
+        spec = _leaf_spec(x)
+        return None if spec is None else NamedSharding(mesh, spec)
+    return tree_map(leaf, tree, is_leaf=is_axis_metadata)

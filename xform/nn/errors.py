@@ -9,7 +9,7 @@ __all__ = [
     "ApplyScopeInvalidVariablesTypeError", "AssignSubModuleError",
     "CallCompactUnboundModuleError", "CallSetupUnboundModuleError",
     "CallUnbindOnUnboundModuleError", "InvalidRngError", "ModifyScopeVariableError",
-    "NameInUseError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
+    "NameInUseError", "PartitioningUnspecifiedError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
     "ScopeParamShapeError", "ScopeVariableNotFoundError", "SetAttributeFrozenModuleError",
     "SetAttributeInModuleSetupError", "InvalidInstanceModuleError",
     "UnboundSubmoduleError"]
@@ -194,3 +194,13 @@ class InvalidInstanceModuleError(FlaxError):
         super().__init__(
             'Can only call init, init_with_output or apply methods on an instance of '
             'the Module class, not the Module class itself')
+
+
+class PartitioningUnspecifiedError(FlaxError):
+    """A lifted ``scan``/``vmap`` added or removed an axis of a ``Partitioned`` variable
+    without naming it. Fix: pass ``metadata_params={nn.PARTITION_NAME: 'layers'}``."""
+
+    def __init__(self, target):
+        super().__init__(f"Trying to transform a Partitioned variable but no axis name was "
+                         f"given: pass metadata_params={{nn.PARTITION_NAME: ...}} to the "
+                         f"lifted transform (names={target.names}).")

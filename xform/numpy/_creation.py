@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.errors import ConcretizationTypeError
 from xform.core.trace import Tracer
@@ -179,6 +179,8 @@ def arange(start, stop=None, step=None, dtype=None):
     >>> jnp.arange(3), jnp.arange(0, 1, 0.25)
     (Array([0, 1, 2], dtype=int32), Array([0.  , 0.25, 0.5 , 0.75], dtype=float32))
     """
+    if shape_poly.is_symbolic_dim(start) and stop is None and step is None:
+        return lax.iota(user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64), start)
     start = _concrete(start, "stop" if stop is None and step is None else "start")
     stop, step = _concrete(stop, "stop"), _concrete(step, "step")
     if dtype is None:

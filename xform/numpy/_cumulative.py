@@ -4,6 +4,7 @@ import operator
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._reductions import _promote_integer_dtype
@@ -36,6 +37,7 @@ def _cumulative(name, reduction, a, axis, dtype, out, nan_fill=None):
     return lax.convert_element_type(r, result)
 
 
+@composite(static=("axis", "dtype", "out"))
 def cumsum(a, axis=None, dtype=None, out=None):
     """Like numpy.cumsum (flattened if ``axis`` is None; bools sum in the default int,
     other dtypes in their own, as in JAX).
@@ -46,16 +48,19 @@ def cumsum(a, axis=None, dtype=None, out=None):
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
 
+@composite(static=("axis", "dtype", "out"))
 def cumprod(a, axis=None, dtype=None, out=None):
     """Like numpy.cumprod."""
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
+@composite(static=("axis", "dtype", "out"))
 def nancumsum(a, axis=None, dtype=None, out=None):
     """Like numpy.nancumsum: NaNs count as 0."""
     return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, out, nan_fill=0)
 
 
+@composite(static=("axis", "dtype", "out"))
 def nancumprod(a, axis=None, dtype=None, out=None):
     """Like numpy.nancumprod: NaNs count as 1."""
     return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, out, nan_fill=1)

@@ -13,6 +13,7 @@ import string
 import numpy as np
 
 from xform import lax
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._matrix import diagonal
 from xform.numpy._products import _general
@@ -182,6 +183,7 @@ def _prepare(subscripts, operands):
     return ops, labels, out, sizes
 
 
+@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None):
     """Like numpy.einsum: Einstein summation over the operands' labelled axes.

@@ -5,6 +5,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._util import asarray
@@ -20,7 +21,7 @@ def _unary(name, lax_fn, doc):
         return lax_fn(x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Like numpy.{name}{doc} (integer and bool inputs are promoted to float)."
-    return fn
+    return composite(fn)
 
 
 tan = _unary("tan", lax.tan, "")

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.array import Array
 from xform.core.errors import NonConcreteBooleanIndexError
 from xform.core.trace import Tracer
@@ -172,6 +172,18 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
     return lax.expand_dims(y, g.newaxis_dims) if g.newaxis_dims else y
 
 
+def _symbolic_slice(s, n):
+    """``(lo, hi, 1)`` of slice ``s`` of a symbolic dimension ``n`` (unit steps only)."""
+    if s.step not in (None, 1):
+        raise NotImplementedError(f"slicing a symbolic dimension {n} with step {s.step}")
+
+    def bound(i, default):
+        i = default if i is None else (i + n if i < 0 else i)
+        return shape_poly.max_dim(0, shape_poly.min_dim(i, n))
+    lo = bound(s.start, 0)
+    return lo, shape_poly.max_dim(lo, bound(s.stop, n)), 1
+
+
 def _static_take(x, entries):
     """Static ints/slices/None: slice + rev + squeeze + expand_dims."""
     shape = x.aval.shape
@@ -187,6 +199,8 @@ def _static_take(x, entries):
             i = _check_int(operator.index(v), axis, n)
             lo, hi, step = i, i + 1, 1
             squeeze_axes.append(axis)
+        elif shape_poly.is_symbolic_dim(n):
+            lo, hi, step = _symbolic_slice(_static_slice(v, position), n)
         else:
             r = range(*_static_slice(v, position).indices(n))
             if not r:

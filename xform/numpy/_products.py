@@ -6,6 +6,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import multiply
@@ -30,6 +31,7 @@ def _check_contract(name, a, b, ca, cb):
                         f"{tuple(cb)} of rhs shape {sb} must have equal sizes.")
 
 
+@composite(static=("axes", "precision", "preferred_element_type"))
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """Like numpy.dot: contracts ``a``'s last axis with ``b``'s second-to-last (or only)
     axis; the result has ``a``'s free axes, then ``b``'s."""
@@ -43,6 +45,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
                     preferred_element_type=preferred_element_type)
 
 
+@composite(static=("axes", "precision", "preferred_element_type"))
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """Like numpy.matmul: batched over broadcast leading dimensions; 1-D operands are
     treated as vectors (their dimension is removed from the result)."""
@@ -71,6 +74,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return _general(a, b, ((nb + 1,), (nb,)), (dims, dims), **kw)
 
 
+@composite(static=("axes", "precision", "preferred_element_type"))
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Like numpy.vdot for real inputs: the dot product of the flattened arrays.
 
@@ -85,6 +89,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
                preferred_element_type=preferred_element_type)
 
 
+@composite(static=("axes", "precision", "preferred_element_type"))
 def inner(a, b, *, precision=None, preferred_element_type=None):
     """Like numpy.inner: contracts the last axes of ``a`` and ``b``."""
     a, b = _util.promote_dtypes("inner", a, b)
@@ -96,6 +101,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
                     preferred_element_type=preferred_element_type)
 
 
+@composite(static=("axes", "precision", "preferred_element_type"))
 def outer(a, b):
     """Like numpy.outer (inputs are flattened)."""
     a, b = _util.promote_dtypes("outer", a, b)
@@ -103,6 +109,7 @@ def outer(a, b):
     return multiply(lax.reshape(a, (a.aval.size, 1)), lax.reshape(b, (1, b.aval.size)))
 
 
+@composite(static=("axes", "precision", "preferred_element_type"))
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Like numpy.tensordot: ``axes`` is an int N (last N of ``a`` with first N of
     ``b``) or a pair of axis sequences."""

@@ -5,14 +5,20 @@ int (unsigned to the default uint), mean/var/std of integers give the default fl
 float16/bfloat16 are accumulated in float32; results are never weakly typed.
 """
 import builtins
+import math
 
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
+from xform.interpreters.composite import composite
+from xform.lax.shapes import dimension_as_value
 from xform.numpy import _util
 from xform.numpy._ufuncs import logical_and, logical_or
 from xform.numpy._util import asarray, canonicalize_axes
+
+# Eager calls run as one compiled call per (avals, these parameters): see composite.
+_STATIC = ("axis", "dtype", "out", "keepdims", "initial", "promote_integers", "ddof")
 
 
 def _promote_integer_dtype(dt):
@@ -122,6 +128,7 @@ def _sum_or_prod(name, a, axis, dtype, out, keepdims, initial, where, promote_in
     return _strong(_keep(r, axes, keepdims), result_dtype)
 
 
+@composite(static=_STATIC)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
     """Like numpy.sum, with JAX's dtypes: bool and small ints sum in the default int.
@@ -135,6 +142,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
                         promote_integers)
 
 
+@composite(static=_STATIC)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
     """Like numpy.prod, with JAX's dtypes (as :func:`sum`).
@@ -187,11 +195,13 @@ def _max_or_min(name, a, axis, out, keepdims, initial, where):
     return _strong(_keep(r, axes, keepdims), dt)
 
 
+@composite(static=_STATIC)
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.max (NaN-propagating)."""
     return _max_or_min("max", a, axis, out, keepdims, initial, where)
 
 
+@composite(static=_STATIC)
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.min (NaN-propagating)."""
     return _max_or_min("min", a, axis, out, keepdims, initial, where)
@@ -210,11 +220,13 @@ def _any_or_all(name, a, axis, out, keepdims, where):
     return _strong(_keep(r, axes, keepdims), dtypes.bool_)
 
 
+@composite(static=_STATIC)
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
     """Like numpy.any."""
     return _any_or_all("any", a, axis, out, keepdims, where)
 
 
+@composite(static=_STATIC)
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     """Like numpy.all."""
     return _any_or_all("all", a, axis, out, keepdims, where)
@@ -222,12 +234,15 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):
 
 def _count(a, axes, keepdims, where, dtype):
     if where is None:
-        n = int(np.prod([a.aval.shape[d] for d in axes], dtype=np.int64))
+        n = math.prod(a.aval.shape[d] for d in axes)
+        if shape_poly.is_symbolic_dim(n):  # a value computed from dimension variables
+            return lax.convert_element_type(dimension_as_value(n), dtype)
         return _util.scalar_array(n, dtype, False)
     return sum(_util.broadcast_to(asarray(where, "mean"), a.aval.shape), axes, dtype=dtype,
                keepdims=keepdims)
 
 
+@composite(static=_STATIC)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Like numpy.mean; integer and bool inputs give the default float dtype.
 
@@ -247,6 +262,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
                    result_dtype)
 
 
+@composite(static=_STATIC)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
     """Like numpy.var; integer inputs give the default float dtype.
 
@@ -274,6 +290,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return _strong(lax.div(total, normalizer), result_dtype)
 
 
+@composite(static=_STATIC)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
     """Like numpy.std (the square root of :func:`var`)."""
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where))
@@ -294,6 +311,7 @@ def _arg_prep(name, a, axis, out):
     return a, axis, dims
 
 
+@composite(static=_STATIC)
 def argmax(a, axis=None, out=None, keepdims=None):
     """Like numpy.argmax: first maximal index (NaN counts as maximal); default int dtype."""
     a, axis, dims = _arg_prep("argmax", a, axis, out)
@@ -303,6 +321,7 @@ def argmax(a, axis=None, out=None, keepdims=None):
     return _keep(r, dims, keepdims)
 
 
+@composite(static=_STATIC)
 def argmin(a, axis=None, out=None, keepdims=None):
     """Like numpy.argmin: first minimal index (NaN counts as minimal).
 

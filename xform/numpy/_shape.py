@@ -1,11 +1,13 @@
 """Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, expand_dims,
 squeeze, flip, stack, concatenate, hstack, vstack, broadcast_to, atleast_Nd."""
+import math
 import operator
 
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._util import asarray, canonicalize_axis, canonicalize_axes
 
@@ -29,13 +31,14 @@ def size(a, axis=None):
 
 
 def _resolve_shape(old_shape, new_shape):
-    size = int(np.prod(old_shape, dtype=np.int64))
-    new_shape = tuple(operator.index(d) for d in (
+    size = math.prod(old_shape)  # (a symbolic dimension if a dimension is)
+    new_shape = tuple(d if shape_poly.is_symbolic_dim(d) else operator.index(d) for d in (
         (new_shape,) if isinstance(new_shape, (int, np.integer)) else new_shape))
     unknown = [i for i, d in enumerate(new_shape) if d == -1]
-    known = int(np.prod([d for d in new_shape if d != -1], dtype=np.int64))
+    known = math.prod(d for d in new_shape if d != -1)
     bad = len(unknown) > 1 or any(d < -1 for d in new_shape) or (
-        unknown and (known == 0 or size % known)) or (not unknown and known != size)
+        unknown and (known == 0 or divmod(size, known)[1] != 0)) or (
+            not unknown and known != size)
     if bad:
         raise TypeError(f"cannot reshape array of shape {tuple(old_shape)} (size {size}) "
                         f"into shape {new_shape}" + (
@@ -211,6 +214,7 @@ def _promote_all(arrays, dtype):
     return [_util.convert(x, dt, weak) for x in arrays]
 
 
+@composite(static=("axis", "out", "dtype"))
 def concatenate(arrays, axis=0, dtype=None):
     """Like numpy.concatenate; ``axis=None`` flattens the inputs first.
 
@@ -236,6 +240,7 @@ def concatenate(arrays, axis=0, dtype=None):
     return lax.concatenate(arrays, axis)
 
 
+@composite(static=("axis", "out", "dtype"))
 def stack(arrays, axis=0, out=None, dtype=None):
     """Like numpy.stack."""
     if out is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.lax.sorting import argsort as _lax_argsort
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
@@ -31,6 +32,7 @@ def _flat_axis(a, axis):
     return a, canonicalize_axis(axis, a.aval.ndim)
 
 
+@composite(static=("axis", "kind", "order", "stable", "descending"))
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Like numpy.sort (NaNs last; ``axis=None`` flattens; ``descending`` reverses).
 
@@ -44,6 +46,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return lax.rev(out, (axis,)) if descending else out
 
 
+@composite(static=("axis", "kind", "order", "stable", "descending"))
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Like numpy.argsort (int32 indices; equal keys keep their order, also when
     ``descending``)."""

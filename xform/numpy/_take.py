@@ -7,6 +7,7 @@ import numpy as np
 from xform import lax
 from xform.core import dtypes
 from xform.core.trace import Tracer
+from xform.interpreters.composite import composite
 from xform.lax import GatherDimensionNumbers, ScatterDimensionNumbers
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
@@ -44,6 +45,7 @@ def _prepare_indices(name, idx, n, mode):
     return idx, mode
 
 
+@composite(static=("axis", "out", "mode", "unique_indices", "indices_are_sorted", "fill_value"))
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
     """Like numpy.take, with JAX's modes: out-of-bounds indices give ``fill_value``
@@ -92,6 +94,7 @@ def _along_axis_prep(name, arr, indices, axis):
             axis, tuple(other))
 
 
+@composite(static=("axis", "mode", "fill_value"))
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """Like numpy.take_along_axis (one gather whose other axes are batching dims).
 

@@ -16,6 +16,7 @@ from xform import lax
 from xform.core import dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._util import asarray, promote_args
 
@@ -80,7 +81,7 @@ def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=No
         return bind(*ops)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    return fn
+    return composite(fn)
 
 
 def _bool_or(a, b):
@@ -143,7 +144,7 @@ def _unary_inexact(name, lax_fn):
         return lax_fn(x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Like numpy.{name} (integer and bool inputs are promoted to float)."
-    return fn
+    return composite(fn)
 
 
 exp = _unary_inexact("exp", lax.exp)
@@ -164,24 +165,28 @@ def _full_like(x, value, weak=None):
     return lax.broadcast_in_dim(fill, x.aval.shape, ())
 
 
+@composite
 def exp2(x, /):
     """Like numpy.exp2: computed as ``exp(ln(2) * x)``, as JAX's lowering does."""
     x, = _util.promote_dtypes("exp2", x, to="inexact")
     return lax.exp(lax.mul(x, _const(x, np.log(2.0))))
 
 
+@composite
 def log2(x, /):
     """Like numpy.log2: computed as ``log(x) / log(2)``, as JAX does."""
     x, = _util.promote_dtypes("log2", x, to="inexact")
     return lax.div(lax.log(x), lax.log(_const(x, 2)))
 
 
+@composite
 def log10(x, /):
     """Like numpy.log10: computed as ``log(x) / log(10)``, as JAX does."""
     x, = _util.promote_dtypes("log10", x, to="inexact")
     return lax.div(lax.log(x), lax.log(_const(x, 10)))
 
 
+@composite
 def negative(x, /):
     """Like numpy.negative (unsigned integers wrap around)."""
     return lax.neg(asarray(x, "negative"))
@@ -192,6 +197,7 @@ def positive(x, /):
     return asarray(x, "positive")
 
 
+@composite
 def absolute(x, /):
     """Like numpy.absolute; bool and unsigned inputs are returned unchanged."""
     x = asarray(x, "absolute")
@@ -202,6 +208,7 @@ def absolute(x, /):
 abs = absolute
 
 
+@composite
 def sign(x, /):
     """Like numpy.sign."""
     x = asarray(x, "sign")
@@ -211,12 +218,14 @@ def sign(x, /):
     return lax.sign(x)
 
 
+@composite
 def square(x, /):
     """Like numpy.square (``integer_pow(x, 2)``; bool is promoted to int)."""
     x, = _util.promote_dtypes("square", x, to="numeric")
     return lax.integer_pow(x, 2)
 
 
+@composite
 def reciprocal(x, /):
     """Like numpy.reciprocal, but integer inputs are promoted to float (as in JAX).
 
@@ -315,6 +324,7 @@ def _float_floor_mod(x1, x2):
     return lax.round(div), mod
 
 
+@composite
 def floor_divide(x1, x2, /):
     """Like numpy.floor_divide.
 
@@ -337,6 +347,7 @@ def floor_divide(x1, x2, /):
     return lax.select(fix, lax.sub(quotient, _const(quotient, 1)), quotient)
 
 
+@composite
 def remainder(x1, x2, /):
     """Like numpy.remainder: the result has the sign of ``x2``; integer ``x % 0`` is 0
     as in JAX.
@@ -382,6 +393,7 @@ def _logical(out, *operands):
     return lax.convert_element_type(out, dtypes.bool_, weak)
 
 
+@composite
 def logical_not(x, /):
     """Like numpy.logical_not."""
     b = _to_bool(asarray(x, "logical_not"))
@@ -393,18 +405,21 @@ def _bools(name, x1, x2):
     return _util.broadcast_arrays(name, _to_bool(x1), _to_bool(x2), scalars_ok=False)
 
 
+@composite
 def logical_and(x1, x2, /):
     """Like numpy.logical_and."""
     a, b = _bools("logical_and", x1, x2)
     return _logical(lax.select_n(a, a, b), a, b)  # a ? b : a
 
 
+@composite
 def logical_or(x1, x2, /):
     """Like numpy.logical_or."""
     a, b = _bools("logical_or", x1, x2)
     return _logical(lax.select_n(a, b, a), a, b)  # a ? a : b
 
 
+@composite
 def logical_xor(x1, x2, /):
     """Like numpy.logical_xor."""
     a, b = _bools("logical_xor", x1, x2)
@@ -450,6 +465,7 @@ def invert(x, /):
 bitwise_not = invert
 
 
+@composite
 def isnan(x, /):
     """Like numpy.isnan."""
     x = asarray(x, "isnan")
@@ -458,6 +474,7 @@ def isnan(x, /):
     return _compare(lax.ne, x, x)
 
 
+@composite
 def isfinite(x, /):
     """Like numpy.isfinite (``x - x == 0`` exactly when ``x`` is finite)."""
     x = asarray(x, "isfinite")
@@ -466,6 +483,7 @@ def isfinite(x, /):
     return _compare(lax.eq, lax.sub(x, x), _const(x, 0))
 
 
+@composite
 def isinf(x, /):
     """Like numpy.isinf (a complex number is infinite if either part is)."""
     x = asarray(x, "isinf")
@@ -478,6 +496,7 @@ def isinf(x, /):
 
 # ---- selection ----
 
+@composite(static=("size", "fill_value"))
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """Like numpy.where: ``x`` where ``condition`` holds, else ``y``; with only
     ``condition``, :func:`nonzero` (``size``/``fill_value`` as there).
@@ -504,6 +523,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
                         _util.broadcast_to(x, out_shape))
 
 
+@composite(static=())
 def clip(arr=None, /, min=None, max=None):
     """Like numpy.clip: ``minimum(max, maximum(min, arr))``; either bound may be None.
 

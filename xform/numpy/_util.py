@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.array import Array
 from xform.core.trace import Tracer
 from xform.core.transfer import device_put_value, scalar_array
@@ -189,7 +189,8 @@ def canonical_shape(shape, name="shape"):
     if isinstance(shape, (int, np.integer)) or (is_array(shape) and not shape.aval.shape):
         shape = (shape,)
     try:
-        out = tuple(operator.index(d) for d in shape)
+        out = tuple(d if shape_poly.is_symbolic_dim(d) else operator.index(d)
+                    for d in shape)
     except TypeError:
         raise TypeError(f"{name} must be an int or a sequence of ints, got "
                         f"{shape!r}") from None

@@ -9,6 +9,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 
@@ -195,6 +196,7 @@ def _vector_norm(x, ord, axis, keepdims):
     return jnp.sum(ax ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
+@composite(static=("ord", "axis", "keepdims"))
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector or matrix norm, as ``numpy.linalg.norm``.
 

@@ -13,6 +13,7 @@ from xform.core.trace import Tracer, _context, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad
 from xform.core.transfer import device_put_value
+from xform.lax import complex as lax_complex, elementwise as ew, shapes
 
 
 def _as_array(x):
@@ -260,8 +261,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
                             f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
-        from xform import lax
-        g = f_vjp(lax.full_like(out, 1))   # weakly typed and varying like the output
+        g = f_vjp(shapes.full_like(out, 1))   # weakly typed and varying like the output
         g = g[0] if isinstance(argnums, int) else g
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
@@ -292,15 +292,15 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 
 def _std_basis(flat_avals, dtype):
     """Rows of the identity, split per input leaf: leaf i gets shape (N,) + shape_i."""
-    from xform import lax
     sizes = [a.size for a in flat_avals]
     n = sum(sizes)
-    eye = lax.convert_element_type(
-        lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
-               lax.broadcasted_iota(np.int32, (n, n), 1)), dtype)
+    eye = ew.convert_element_type(
+        ew.eq(shapes.broadcasted_iota(np.int32, (n, n), 0),
+              shapes.broadcasted_iota(np.int32, (n, n), 1)), dtype)
     out, start = [], 0
     for a, s in zip(flat_avals, sizes):
-        out.append(lax.reshape(lax.slice(eye, (0, start), (n, start + s)), (n,) + a.shape))
+        block = shapes.slice(eye, (0, start), (n, start + s))
+        out.append(shapes.reshape(block, (n,) + a.shape))
         start += s
     return out
 
@@ -311,17 +311,16 @@ def _split(x, axis, avals, shape_of, example=None):
     ``avals[i]``), as JAX's ``_possible_downcast``: a Jacobian block has its output's
     dtype (jacfwd) or its input's (jacrev); a float0 block (an int output) becomes
     integer zeros, a complex block of a real example its real part."""
-    from xform import lax
     out, start = [], 0
     xa = get_aval(x)
     for a in avals:
         lo, hi = [0] * xa.ndim, list(xa.shape)
         lo[axis], hi[axis] = start, start + a.size
-        piece = lax.reshape(lax.slice(x, lo, hi), shape_of(a))
+        piece = shapes.reshape(shapes.slice(x, lo, hi), shape_of(a))
         ex = a if example is None else example
         if dtypes.is_complex(xa.dtype) and not dtypes.is_complex(ex.dtype):
-            piece = lax.real(piece)
-        out.append(lax.convert_element_type(piece, ex.dtype, ex.weak_type))
+            piece = lax_complex.real(piece)
+        out.append(ew.convert_element_type(piece, ex.dtype, ex.weak_type))
         start += a.size
     return out
 

@@ -14,6 +14,7 @@ from xform.core.trace import (Tracer, current_trace, eval_trace, get_aval, set_c
                               to_concrete_value)
 from xform.interpreters import ad
 from xform.interpreters import partial_eval as pe
+from xform.lax import elementwise as ew, shapes
 from xform.interpreters.custom import (LazyJaxpr, _tangent_or_zero, custom_jvp_call_p,
                                       custom_vjp_call_p)
 
@@ -230,14 +231,12 @@ def _check_tangents(p_avals, t_avals):
 
 
 def _stop_gradient(x):
-    from xform import lax
-    return tree_util.tree_map(lambda v: lax.stop_gradient(v) if isinstance(v, Tracer) else v, x)
+    return tree_util.tree_map(lambda v: ew.stop_gradient(v) if isinstance(v, Tracer) else v, x)
 
 
 def _zeros_like(x):
-    from xform import lax
     a = get_aval(x).to_tangent_aval()
-    return ad.zeros_like_aval(a) if a.dtype == dtypes.float0 else lax.full(a.shape, 0, a.dtype)
+    return ad.zeros_like_aval(a) if a.dtype == dtypes.float0 else shapes.full(a.shape, 0, a.dtype)
 
 
 def _add(x, y):
@@ -413,8 +412,7 @@ def _check_ct(ct, aval, path):
                          f"{c_aval.str_short()} corresponding to an input of type "
                          f"{aval.str_short()}")
     if c_aval.dtype != t_aval.dtype:
-        from xform import lax
-        ct = lax.convert_element_type(ct, t_aval.dtype)
+        ct = ew.convert_element_type(ct, t_aval.dtype)
     return ct
 
 

@@ -301,8 +301,9 @@ class JitWrapped:
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
-                                           self._split_static(args, kwargs)[0], out_tree,
-                                           describe)
+                                           lambda: self._split_static(args, kwargs)[0],
+                                           out_tree,
+                                           describe, self._name)
             if place is not None:
                 key = (key, place.key)
             entry = cache.entries.get(key)
@@ -491,13 +492,16 @@ class JitWrapped:
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, _, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        _, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if refinfo is not None:
             raise NotImplementedError(
                 f"jit({self._name}).trace/lower: the function uses array references from "
                 "outside it (arguments or closed over); call it instead.")
         donated = self._donated(args, kwargs, len(closed.in_avals))
-        return Traced(closed, out_tree, self._name, donated)
+        place = jit_sharding.placement(
+            self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
+            out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
+        return Traced(closed, out_tree, self._name, donated, place)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""

@@ -64,11 +64,12 @@ class JitShardings:
         return [_named(s, "out_shardings") for s in flat]
 
 
-def placement(shardings, closed, leaves, dyn_args, out_tree, describe):
-    """The call's ``spmd.Placement``, or None when it runs on one device."""
+def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
+    """The call's ``spmd.Placement``, or None when it runs on one device
+    (``dyn_args()`` gives the non-static positional arguments)."""
     if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
             not spmd.has_sharding_constraints(closed) or mesh_jit.maps_over_devices(closed):
         return None  # (pmap/shard_map programs: mesh_jit compiles them)
-    flat_in = shardings.flat_in(dyn_args, len(leaves)) if shardings else None
+    flat_in = shardings.flat_in(dyn_args(), len(leaves)) if shardings else None
     flat_out = shardings.flat_out(out_tree) if shardings else None
-    return spmd.placement(closed, leaves, flat_in, flat_out, describe)
+    return spmd.placement(closed, leaves, flat_in, flat_out, describe, name)

@@ -21,6 +21,7 @@ from xform.core.trace import get_aval
 from xform.core.mesh import Mesh, current_mesh
 from xform.core.sharding import MeshLayout, PartitionSpec, TiledLayout
 from xform.interpreters import pxla
+from xform.lax import shapes
 
 
 def _entry_names(entry):
@@ -69,8 +70,7 @@ def _split_layout(shape, spec, mesh, what):
 
 
 def _reshape(x, shape):
-    from xform import lax
-    return x if tuple(get_aval(x).shape) == tuple(shape) else lax.reshape(x, tuple(shape))
+    return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
 
 
 def _split(x, shape, dims, mesh):

@@ -6,20 +6,21 @@ dispatch module's program cache, the same path a jitted call uses.
 """
 from xform.core import tree_util
 from xform.core.trace import get_aval
-from xform.interpreters import dispatch, mlir
+from xform.interpreters import dispatch, mlir, spmd
 
 
 class Traced:
     """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
 
-    def __init__(self, closed, out_tree, name, donated=None):
+    def __init__(self, closed, out_tree, name, donated=None, place=None):
         self.jaxpr = closed
         self.out_tree = out_tree
         self.name = name
         self._donated = donated
+        self._place = place  # an ``spmd.Placement``: one program over a mesh
 
     def lower(self):
-        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated)
+        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place)
 
 
 class Lowered:
@@ -31,23 +32,29 @@ class Lowered:
     3.0
     """
 
-    def __init__(self, closed, out_tree, name, donated=None):
+    def __init__(self, closed, out_tree, name, donated=None, place=None):
         self._closed = closed
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
+        self._place = place
 
     def as_text(self, dialect="stablehlo"):
         """The StableHLO module as text."""
         if dialect not in ("stablehlo", "mhlo"):
             raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
         return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
-                                          hoist_consts=dispatch.EMBED_CONSTS_UP_TO)
+                                          hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
+                                          spmd=self._place and self._place.specs())
 
     def compile(self):
         """Compile with XLA (through the program cache): returns ``Compiled``."""
-        compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
-                                          donated=self._donated)
+        if self._place is not None:
+            compiled = spmd.PartitionedJaxpr(self._closed, self._place,
+                                             f"jit({self._name})", self._donated)
+        else:
+            compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
+                                              donated=self._donated)
         return Compiled(compiled, self._closed, self._out_tree)
 
     def cost_analysis(self):
@@ -75,6 +82,17 @@ class Compiled:
                 f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
                 f"{[a.str_short() for a in avals]}")
         return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
+
+    @property
+    def input_shardings(self):
+        """The flat arguments' shardings (None for a one-device program)."""
+        return getattr(self._compiled, "in_shardings", None)
+
+    @property
+    def output_shardings(self):
+        """The outputs' shardings, as XLA partitioned them (None: one device)."""
+        outs = getattr(self._compiled, "out_shardings", None)
+        return None if outs is None else tree_util.tree_unflatten(self._out_tree, outs)
 
     def as_text(self):
         """The optimized HLO that XLA compiled."""

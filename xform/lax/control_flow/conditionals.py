@@ -19,7 +19,7 @@ from xform.core.trace import get_aval, set_current_trace, to_concrete_value
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import (check_same_types, join_weak_types,
                                            trace_jaxpr)
 from xform.lax import elementwise as ew
@@ -334,6 +334,7 @@ def _cond_lowering(ctx, index, *ops, branches):
 
 
 cond_p = standard_primitive("cond", _cond_abstract_eval, multiple_results=True)
+allow_extended(cond_p)  # typed keys: the body's values have physical types
 dispatch.def_structural_impl(cond_p)
 ad.primitive_jvps[cond_p] = _cond_jvp
 ad.primitive_transposes[cond_p] = _cond_transpose

@@ -16,7 +16,7 @@ from xform.core.trace import get_aval, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
 from xform import ref as refs
 from xform.lax.elementwise import convert_element_type, gt, select_n
@@ -318,6 +318,7 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
 
 while_p = standard_primitive("while", _while_abstract_eval, multiple_results=True)
+allow_extended(while_p)  # typed keys: the body's values have physical types
 dispatch.def_structural_impl(while_p)
 ad.primitive_jvps[while_p] = _while_jvp
 ad.primitive_transposes[while_p] = _while_transpose

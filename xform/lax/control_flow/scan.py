@@ -27,7 +27,7 @@ from xform.core.trace import Tracer, get_aval, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
 from xform import ref as refs
 from xform.lax.elementwise import add_any, convert_element_type
@@ -526,6 +526,7 @@ def _scan_lowering(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, li
 
 
 scan_p = standard_primitive("scan", _scan_abstract_eval, multiple_results=True)
+allow_extended(scan_p)  # typed keys: the body's values have physical types
 dispatch.def_structural_impl(scan_p)
 ad.primitive_jvps[scan_p] = _scan_jvp
 ad.primitive_transposes[scan_p] = _scan_transpose

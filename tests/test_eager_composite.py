@@ -1,0 +1,163 @@
+"""Eager composites (xform/interpreters/composite.py): a jnp/nn function of several
+primitives runs on concrete values as ONE compiled call, cached per (avals, scalar types,
+static parameters); under transformations it still emits its primitives. Compared with
+JAX at run time: values, dtypes and weak types."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import xform
+import xform.nn as xnn
+import xform.numpy as xnp
+from xform.interpreters import dispatch
+from xform.interpreters.compiler import stats
+
+R = np.random.default_rng(0)
+V = R.standard_normal(8).astype(np.float32)
+W = R.standard_normal(8).astype(np.float32)
+M = R.standard_normal((4, 8)).astype(np.float32)
+I8 = np.array([3, 0, 7, 1, 2, 6, 5, 4], np.int32)
+B = np.arange(8) % 3 == 0
+
+# (name, call(lib, nn, args)); args = V, W, M, I8, B as the library's arrays
+CALLS = [
+    ("mean", lambda n, nn, v, w, m, i, b: n.mean(m)),
+    ("mean_axis_keep", lambda n, nn, v, w, m, i, b: n.mean(m, axis=1, keepdims=True)),
+    ("mean_int", lambda n, nn, v, w, m, i, b: n.mean(i)),
+    ("var", lambda n, nn, v, w, m, i, b: n.var(m, axis=0, ddof=1)),
+    ("std", lambda n, nn, v, w, m, i, b: n.std(v)),
+    ("sum_dtype", lambda n, nn, v, w, m, i, b: n.sum(b, axis=0)),
+    ("max_where", lambda n, nn, v, w, m, i, b: n.max(v, where=b, initial=-1.0)),
+    ("argmax", lambda n, nn, v, w, m, i, b: n.argmax(m, axis=1)),
+    ("argmin", lambda n, nn, v, w, m, i, b: n.argmin(v)),
+    ("cumsum", lambda n, nn, v, w, m, i, b: n.cumsum(m, axis=1)),
+    ("cumsum_bool", lambda n, nn, v, w, m, i, b: n.cumsum(b)),
+    ("sort", lambda n, nn, v, w, m, i, b: n.sort(m, axis=0)),
+    ("argsort", lambda n, nn, v, w, m, i, b: n.argsort(v)),
+    ("norm", lambda n, nn, v, w, m, i, b: n.linalg.norm(v)),
+    ("norm_ord1", lambda n, nn, v, w, m, i, b: n.linalg.norm(m, ord=1, axis=1)),
+    ("clip", lambda n, nn, v, w, m, i, b: n.clip(v, -0.5, 0.5)),
+    ("clip_int", lambda n, nn, v, w, m, i, b: n.clip(i, 1, 5)),
+    ("clip_weak", lambda n, nn, v, w, m, i, b: n.clip(2.0, 0.0, 1.0)),
+    ("where", lambda n, nn, v, w, m, i, b: n.where(b, v, w)),
+    ("where_scalars", lambda n, nn, v, w, m, i, b: n.where(b, 1.0, 0.0)),
+    ("where_int_float", lambda n, nn, v, w, m, i, b: n.where(b, i, 0.5)),
+    ("stack", lambda n, nn, v, w, m, i, b: n.stack([v, w], axis=1)),
+    ("concatenate", lambda n, nn, v, w, m, i, b: n.concatenate((v, i))),
+    ("dot", lambda n, nn, v, w, m, i, b: n.dot(v, w)),
+    ("matmul", lambda n, nn, v, w, m, i, b: m @ v),
+    ("einsum", lambda n, nn, v, w, m, i, b: n.einsum("ij,j->i", m, v)),
+    ("sin_int", lambda n, nn, v, w, m, i, b: n.sin(i)),
+    ("sin_scalar", lambda n, nn, v, w, m, i, b: n.sin(1.0)),
+    ("abs_bool", lambda n, nn, v, w, m, i, b: n.abs(b)),
+    ("square", lambda n, nn, v, w, m, i, b: n.square(i)),
+    ("softmax", lambda n, nn, v, w, m, i, b: nn.softmax(m)),
+    ("log_softmax", lambda n, nn, v, w, m, i, b: nn.log_softmax(m, axis=0)),
+    ("logsumexp", lambda n, nn, v, w, m, i, b: nn.logsumexp(m, axis=-1, keepdims=True)),
+    ("logsumexp_b", lambda n, nn, v, w, m, i, b: nn.logsumexp(v, b=w)),
+    ("one_hot", lambda n, nn, v, w, m, i, b: nn.one_hot(i, 8)),
+    ("one_hot_dtype", lambda n, nn, v, w, m, i, b: nn.one_hot(i, 5, dtype=n.int32)),
+    ("floor_divide", lambda n, nn, v, w, m, i, b: n.floor_divide(i - 4, 3)),
+    ("remainder", lambda n, nn, v, w, m, i, b: v % 1.5),
+    ("take", lambda n, nn, v, w, m, i, b: n.take(v, i, axis=0)),
+    ("take_along", lambda n, nn, v, w, m, i, b: n.take_along_axis(m, n.argsort(m), axis=1)),
+    ("logical_and", lambda n, nn, v, w, m, i, b: n.logical_and(b, v > 0)),
+    ("silu", lambda n, nn, v, w, m, i, b: nn.silu(v)),
+]
+
+
+def _args(lib):
+    return [lib.asarray(a) for a in (V, W, M, I8, B)]
+
+
+def _weak(x):
+    return x.aval.weak_type if hasattr(x, "aval") else x.weak_type
+
+
+@pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
+def test_matches_jax(name, call):
+    want = call(jjnp, jax.nn, *_args(jjnp))
+    for _ in range(2):  # the compiling call and a cache hit
+        got = call(xnp, xnn, *_args(xnp))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert _weak(got) == _weak(want), name
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=2e-6)
+
+
+def _count_primitive_dispatches(monkeypatch):
+    calls = []
+    real = dispatch._prim_cache.get
+    monkeypatch.setattr(dispatch._prim_cache, "get",
+                        lambda key: calls.append(key[0]) or real(key))
+    return calls
+
+
+def test_one_dispatch_and_no_recompiles(monkeypatch):
+    x, m = xnp.asarray(V), xnp.asarray(M)
+    calls = _count_primitive_dispatches(monkeypatch)
+    xnp.std(m, axis=0)
+    xnp.clip(x, -1.0, 1.0)
+    xnp.sum(m, axis=1, keepdims=True)
+    traces = stats["composite_trace"]
+    prims = len(calls)
+    # repeated static arguments and new Python scalar values: no trace, no primitive
+    xnp.std(m, axis=0)
+    xnp.sum(m, axis=1, keepdims=True)
+    got = xnp.clip(x, -0.25, 0.75)   # weakly typed operands: one program for all values
+    np.testing.assert_allclose(np.asarray(got), np.clip(V, -0.25, 0.75))
+    assert stats["composite_trace"] == traces and len(calls) == prims
+    xnp.sum(m, axis=0)  # a new static value compiles once
+    assert stats["composite_trace"] == traces + 1 and len(calls) == prims
+
+
+def test_traced_behaviour_unchanged():
+    x = xnp.asarray(V)
+    text = str(xform.make_jaxpr(xnp.std)(x))
+    assert "reduce_sum" in text and "sqrt" in text and "pjit" not in text
+    text = str(xform.make_jaxpr(lambda v: xnp.clip(v, -1.0, 1.0))(x))
+    assert "max" in text and "min" in text
+    for f, jf in [(lambda v: xnp.std(v) + xnp.linalg.norm(v), lambda v: jjnp.std(v) +
+                   jjnp.linalg.norm(v)),
+                  (lambda v: xnn.logsumexp(xnp.clip(v, -0.5, 0.5)),
+                   lambda v: jax.nn.logsumexp(jjnp.clip(v, -0.5, 0.5)))]:
+        np.testing.assert_allclose(np.asarray(xform.grad(f)(x)), np.asarray(jax.grad(jf)(V)),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(xform.jit(f)(x)), np.asarray(jax.jit(jf)(V)),
+                                   rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(xform.vmap(lambda r: xnp.var(r, keepdims=True))(xnp.asarray(M))),
+        np.asarray(jax.vmap(lambda r: jjnp.var(r, keepdims=True))(M)), rtol=1e-5)
+
+
+def test_fallbacks_run_op_by_op(monkeypatch):
+    # NumPy operands, einsum's interleaved form, nonzero-style where, disable_jit
+    np.testing.assert_allclose(np.asarray(xnp.mean(M)), M.mean(), rtol=1e-6)
+    got = xnp.einsum(xnp.asarray(M), [0, 1], xnp.asarray(V), [1], [0])
+    np.testing.assert_allclose(np.asarray(got), M @ V, rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(xnp.where(xnp.asarray(B))[0]), np.where(B)[0])
+    calls = _count_primitive_dispatches(monkeypatch)
+    with xform.disable_jit():
+        np.testing.assert_allclose(np.asarray(xnp.std(xnp.asarray(V))), V.std(), rtol=1e-5)
+    assert "sqrt" in [p.name for p in calls]
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="axis 2 is out of bounds"):
+        xnp.mean(xnp.asarray(M), axis=2)
+    with pytest.raises(ValueError, match="axis 2 is out of bounds"):
+        xnp.mean(xnp.asarray(M), axis=2)   # the failed trace is cached: same error again
+
+
+def test_python_int_ranges_and_static_types_key_separately():
+    u8 = np.array([1, 2, 250], np.uint8)
+    for k in (3, 300, -1, 100000):
+        want = jjnp.add(jjnp.asarray(u8), k)
+        got = xnp.add(xnp.asarray(u8), k)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    m = xnp.asarray(M)
+    traces = stats["composite_trace"]
+    a, b = xnp.sum(m, axis=0, keepdims=True), xnp.sum(m, axis=0, keepdims=1)
+    assert stats["composite_trace"] == traces + 2   # True and 1 hash equal: typed keys
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -1,0 +1,118 @@
+"""jit partitioned by XLA over a mesh, against JAX side by side: values AND layout of
+the outputs for in/out_shardings, already-sharded arguments, sharding constraints
+and transforms inside; one SPMD module with Shardy annotations; the cache; errors."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import xform
+import xform.numpy as xnp
+from xform.sharding import NamedSharding, PartitionSpec as P
+from test_sharding_arrays import JMESH, X, XMESH, _raises, both, check
+
+W = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+
+
+def _args(L, m, NS, P_):
+    return (L.device_put(X, NS(m, P_("x", None))), L.device_put(W, NS(m, P_(None, "y"))))
+
+
+def test_sharded_arguments_propagate():
+    def run(L, np_, m, NS, P_):
+        x, w = _args(L, m, NS, P_)
+        return [L.jit(lambda a: np_.sin(a) @ a.T)(x), L.jit(lambda a: a.sum(0))(x),
+                L.jit(lambda a: a.T)(x), L.jit(lambda a: a.reshape(32))(x),
+                L.jit(lambda a, b: a @ b)(x, w), L.jit(lambda a, b: a.sum() + b)(x, w),
+                L.jit(lambda a, b: a + b)(x, np.ones(4, np.float32))]
+    for x, j in zip(*both(run)):
+        check(x, j)
+
+
+def test_in_and_out_shardings():
+    def run(L, np_, m, NS, P_):
+        f = L.jit(lambda a: (a * 2, a.sum(1)),
+                  in_shardings=NS(m, P_("x", "y")),
+                  out_shardings=(NS(m, P_(None, "y")), NS(m, P_())))
+        g = L.jit(lambda d: d["a"] @ d["b"],
+                  in_shardings=({"a": NS(m, P_("x")), "b": None},))
+        return list(f(X)) + [g({"a": X, "b": W})]
+    for x, j in zip(*both(run)):
+        check(x, j)
+
+
+def test_one_spmd_module_with_shardy_annotations():
+    f = xform.jit(lambda a: a * 2, in_shardings=NamedSharding(XMESH, P("x", "y")),
+                  out_shardings=NamedSharding(XMESH, P(None, "y")))
+    from xform.interpreters import spmd
+    y = f(X)
+    entry = next(e for e in f._cache.entries.values()
+                 if isinstance(e.compiled, spmd.PartitionedJaxpr))
+    text = str(entry.compiled.module) if isinstance(entry.compiled.module, str) else ""
+    jtext = jax.jit(lambda a: a * 2,
+                    in_shardings=jax.sharding.NamedSharding(JMESH, jax.P("x", "y")),
+                    out_shardings=jax.sharding.NamedSharding(JMESH, jax.P(None, "y"))
+                    ).lower(X).as_text()
+    for piece in ["mhlo.num_partitions = 8", 'sdy.mesh @mesh = <["x"=4, "y"=2]>',
+                  'sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>',
+                  'sdy.sharding = #sdy.sharding<@mesh, [{}, {"y"}]>']:
+        assert piece in jtext and piece in text, piece
+    assert y.sharding.spec == P(None, "y")
+
+
+def test_constraints_and_transforms_inside():
+    def run(L, np_, m, NS, P_):
+        x, w = _args(L, m, NS, P_)
+        loss = lambda w, x: np_.sum(np_.tanh(x @ w))  # noqa: E731
+        scan = lambda x: L.lax.scan(lambda c, r: (c + r, c * r), np_.zeros(4), x)[0]  # noqa: E731
+        wsc = lambda x: L.lax.with_sharding_constraint(x * 2, NS(m, P_(None, "x"))) + 1  # noqa: E731
+        with L.set_mesh(m):
+            bare = L.jit(lambda x: L.lax.with_sharding_constraint(x, P_("y")) * 3)(X)
+        return [L.jit(L.grad(loss))(w, x), L.jit(L.vmap(lambda r: r * 2))(x),
+                L.jit(scan)(x), L.jit(wsc)(x), bare,
+                L.lax.with_sharding_constraint(X, NS(m, P_("x")))]
+    for x, j in zip(*both(run)):
+        check(x, j)
+
+
+def test_cache_keys_on_shardings():
+    from xform.interpreters import compiler
+    f = xform.jit(lambda a: a + 1)
+    a = xform.device_put(X, NamedSharding(XMESH, P("x")))
+    b = xform.device_put(X, NamedSharding(XMESH, P("y")))
+    ya, yb = f(a), f(b)
+    assert ya.sharding.spec != yb.sharding.spec
+    n = compiler.stats["trace"]
+    f(a), f(b)
+    assert compiler.stats["trace"] == n
+    assert len([k for k in f._cache.entries]) == 2
+
+
+def test_errors_match_jax():
+    def committed_mismatch(L, np_, m, NS, P_):
+        x = L.device_put(np.zeros(8, np.float32), NS(m, P_("x")))
+        return L.jit(lambda a: a, in_shardings=NS(m, P_("y")))(x)
+
+    def mixed_meshes(L, np_, m, NS, P_):
+        m2 = L.sharding.Mesh(np.array(L.devices()[:4]), ("x",))
+        x = L.device_put(np.zeros(8, np.float32), NS(m, P_("x")))
+        z = L.device_put(np.zeros(8, np.float32), NS(m2, P_("x")))
+        return L.jit(lambda a, b: a + b)(x, z)
+
+    def bare_spec(L, np_, m, NS, P_):
+        return L.lax.with_sharding_constraint(np.zeros(8), P_("x"))
+    cases = [
+        (lambda L, np_, m, NS, P_: L.jit(lambda a: a, in_shardings=NS(m, P_("x", "y")))(
+            np.zeros(8)), "only valid for values of rank at least 2"),
+        (lambda L, np_, m, NS, P_: L.jit(lambda a: a, out_shardings=NS(m, P_("x")))(
+            np.zeros(6)), "implies that array axis 0 is partitioned 4 times"),
+        (committed_mismatch, "Sharding passed to jit does not match the sharding on the "
+                             "respective arg"),
+        (mixed_meshes, "Received incompatible devices for jitted computation"),
+        (bare_spec, "requires a non-empty mesh in context"),
+    ]
+    for case, words in cases:
+        x = _raises(lambda: case(xform, xnp, XMESH, NamedSharding, P))
+        j = _raises(lambda: case(jax, jnp, JMESH, jax.sharding.NamedSharding,
+                                 jax.sharding.PartitionSpec))
+        assert x is not None and j is not None and x[0] == j[0], (x, j)
+        assert words in x[1] and words in j[1], (x, j)

@@ -1,0 +1,265 @@
+"""``export(jit(f))(*specs) -> Exported``: a jitted function as a StableHLO module in
+JAX's export calling convention, serialized as JAX serializes it.
+
+The module is xform's lowering of the traced jaxpr with the attributes JAX's
+consumers read (``@main`` public, ``mhlo.num_partitions``/``num_replicas``,
+``jax.uses_shape_polymorphism``, ``jax.result_info``; with several platforms a leading
+``i32`` platform index argument marked ``jax.global_constant = "_platform_index"``),
+stored as a StableHLO portable artifact of the version JAX targets (4 weeks old).
+"""
+import dataclasses
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from xform import backend
+from xform.core import dtypes, tree_util
+from xform.core.avals import ShapedArray
+from xform.core.jaxpr import eval_jaxpr
+from xform.interpreters import mlir
+from xform.transforms.ad import vjp as _vjp
+from xform.transforms.jit import JitWrapped, ShapeDtypeStruct, jit
+from xform.core import shape_poly as _shape_poly
+from xform.export import _serialization, _wrap
+
+ir = mlir.ir
+
+# The calling conventions JAX 0.10 reads and writes (jax.export's).
+minimum_supported_calling_convention_version = 9
+maximum_supported_calling_convention_version = 10
+CALLING_CONVENTION_VERSION = 10
+
+
+class DisabledSafetyCheck:
+    """A safety check to skip: ``platform()`` lets a function exported for one platform
+    run on another; ``custom_call(target)`` allows a custom call target."""
+
+    def __init__(self, _impl):
+        self._impl = _impl
+
+    @classmethod
+    def platform(cls):
+        return cls("platform")
+
+    @classmethod
+    def custom_call(cls, target_name):
+        return cls(f"custom_call:{target_name}")
+
+    @classmethod
+    def shape_assertions(cls):
+        return cls("shape_assertions")
+
+    def is_custom_call(self):
+        m = re.match(r"custom_call:(.+)$", self._impl)
+        return m.group(1) if m else None
+
+    def __str__(self):
+        return self._impl
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        return isinstance(other, DisabledSafetyCheck) and self._impl == other._impl
+
+    def __hash__(self):
+        return hash(self._impl)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Exported:
+    """A function lowered for fixed argument avals (see ``export``). Hashes by
+    identity: it is the parameter of the ``call_exported`` primitive."""
+    fun_name: str
+    in_tree: Any
+    in_avals: tuple
+    out_tree: Any
+    out_avals: tuple
+    in_shardings_hlo: tuple
+    out_shardings_hlo: tuple
+    nr_devices: int
+    platforms: tuple
+    ordered_effects: tuple
+    unordered_effects: tuple
+    disabled_safety_checks: tuple
+    mlir_module_serialized: bytes
+    calling_convention_version: int
+    module_kept_var_idx: tuple
+    uses_global_constants: bool
+    _get_vjp: Callable | None = None
+
+    def mlir_module(self) -> str:
+        """The StableHLO module as text."""
+        with backend.make_ir_context() as ctx:
+            return str(backend.deserialize_portable_artifact(
+                self.mlir_module_serialized, ctx))
+
+    def __str__(self):
+        return f"Exported(fun_name={self.fun_name!r}, in_avals={self.in_avals})"
+
+    def has_vjp(self):
+        return self._get_vjp is not None
+
+    def vjp(self):
+        """The Exported of the VJP: ``(*primals_flat, *out_cts_flat) -> in_cts_flat``."""
+        if self._get_vjp is None:
+            raise ValueError(f"No VJP is available for the exported function "
+                             f"'{self.fun_name}'")
+        return self._get_vjp(self)
+
+    def serialize(self, vjp_order=0) -> bytearray:
+        """JAX's serialized form; ``vjp_order=k`` includes k orders of VJPs (so the
+        deserialized function can be differentiated k times)."""
+        return _serialization.serialize(self, vjp_order)
+
+    def call(self, *args, **kwargs):
+        from xform.export._call import call  # cycle: _call's primitive takes Exporteds
+        return call(self)(*args, **kwargs)
+
+
+def deserialize(blob) -> Exported:
+    """An ``Exported`` from ``Exported.serialize()``'s bytes (xform's or JAX's)."""
+    return _serialization.deserialize(blob)
+
+
+def check_module_bytes(exp):
+    """Raise unless ``exp.mlir_module_serialized`` is a StableHLO portable artifact
+    with a ``@main`` (deserialize's check of foreign bytes; nothing runs)."""
+    with backend.make_ir_context() as ctx:
+        module = backend.deserialize_portable_artifact(exp.mlir_module_serialized, ctx)
+        if module is None or "main" not in ir.SymbolTable(module.operation):
+            raise ValueError("the module has no @main")
+    if not (minimum_supported_calling_convention_version
+            <= exp.calling_convention_version
+            <= maximum_supported_calling_convention_version):
+        raise ValueError(f"calling convention version {exp.calling_convention_version} "
+                         "is not supported")
+
+
+def default_export_platform() -> str:
+    """The platform ``export`` lowers for by default: the running backend's."""
+    return backend.platform()
+
+
+def _module_name(fun_name):
+    return "jit_" + re.sub(r"\W", "", fun_name.replace("<", "_"))
+
+
+def _result_infos(out_tree):
+    paths = tree_util.tree_flatten_with_path(out_tree.unflatten(range(out_tree.num_leaves)))[0]
+    return ["result" + tree_util.keystr(p) for p, _ in paths]
+
+
+def arg_path(in_tree, i):
+    """``args[0]['x']``: where flat argument ``i`` sits in ``(args, kwargs)``."""
+    paths = tree_util.tree_flatten_with_path(in_tree.unflatten(range(in_tree.num_leaves)))[0]
+    path = paths[i][0]
+    head = "args" if path[0] == tree_util.SequenceKey(0) else "kwargs"
+    return head + tree_util.keystr(path[1:])
+
+
+def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_checks):
+    platforms = tuple(platforms) if platforms else (default_export_platform(),)
+    dim_vars = _shape_poly.all_dim_vars(closed.in_avals)
+    callbacks = []
+    text = mlir.lower_jaxpr_to_module(closed, hoist_consts=False, host_callbacks=callbacks,
+                                      platforms=platforms, dim_vars=dim_vars)
+    if callbacks:
+        raise NotImplementedError(f"{fun_name}: host callbacks (debug.print, "
+                                  "pure_callback, io_callback) cannot be exported")
+    multi = len(platforms) > 1
+    with backend.make_ir_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        attrs = module.operation.attributes
+        i32 = ir.IntegerType.get_signless(32)
+        attrs["sym_name"] = ir.StringAttr.get(_module_name(fun_name))
+        attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(multi or bool(dim_vars))
+        attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
+        attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+        main = ir.SymbolTable(module.operation)["main"]
+        main.attributes["res_attrs"] = ir.ArrayAttr.get([
+            ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(s)})
+            for s in _result_infos(out_tree)])
+        if dim_vars:
+            _wrap.wrap_main(module, closed.in_avals, lambda i: arg_path(in_tree, i),
+                            int(multi))
+        serialized = backend.serialize_portable_artifact(module)
+    return Exported(
+        fun_name=fun_name, in_tree=in_tree, in_avals=tuple(closed.in_avals),
+        out_tree=out_tree, out_avals=tuple(closed.out_avals),
+        in_shardings_hlo=(None,) * len(closed.in_avals),
+        out_shardings_hlo=(None,) * len(closed.out_avals),
+        nr_devices=1, platforms=platforms, ordered_effects=(), unordered_effects=(),
+        disabled_safety_checks=tuple(disabled_checks),
+        mlir_module_serialized=serialized,
+        calling_convention_version=CALLING_CONVENTION_VERSION,
+        module_kept_var_idx=tuple(range(len(closed.in_avals))),
+        uses_global_constants=multi or bool(dim_vars),
+        _get_vjp=lambda primal: _export_vjp(primal, closed))
+
+
+def _tangent_aval(a):
+    dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.float0
+    return ShapeDtypeStruct(a.shape, dtype)
+
+
+def _export_vjp(primal, closed):
+    """Export ``(*primals, *out_cts) -> in_cts`` of ``closed`` (JAX's VJP convention)."""
+    n = len(primal.in_avals)
+
+    def fun_vjp(*flat):
+        _, pullback = _vjp(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                           *flat[:n])
+        return pullback(list(flat[n:]))
+    fun_vjp.__name__ = f"vjp_{primal.fun_name}"
+    specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in primal.in_avals] + [
+        _tangent_aval(a) for a in primal.out_avals]
+    return export(jit(fun_vjp), platforms=primal.platforms,
+                  disabled_checks=primal.disabled_safety_checks)(*specs)
+
+
+def export(fun_jit, *, platforms=None, disabled_checks=()):
+    """``export(jit(f))(*args_specs, **kwargs_specs)`` -> ``Exported``.
+
+    Args:
+      fun_jit: a function wrapped by ``xform.jit``.
+      platforms: the platforms to lower for (default: the running one); with several,
+        ``lax.platform_dependent`` branches are all kept and chosen when called.
+      disabled_checks: ``DisabledSafetyCheck``s to skip.
+
+    The specs are ``ShapeDtypeStruct``s or arrays (pytrees of them).
+    """
+    if not isinstance(fun_jit, JitWrapped):
+        raise ValueError(f"Function to be exported must be the result of `jit` but is: "
+                         f"{fun_jit}")
+    name = getattr(fun_jit, "__name__", None) or getattr(fun_jit._fun, "__name__", "fun")
+    for p in platforms or ():
+        if p not in ("cpu", "cuda", "rocm", "tpu"):
+            raise ValueError(f"Unsupported platform {p!r}: use 'cpu', 'cuda', 'rocm' or "
+                             "'tpu'")
+
+    def do_export(*args_specs, **kwargs_specs):
+        dyn_args, dyn_kwargs, _, _ = fun_jit._split_static(args_specs, kwargs_specs)
+        in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))  # static args are baked in
+        traced = fun_jit.trace(*args_specs, **kwargs_specs)
+        return _export_jaxpr(traced.jaxpr, in_tree, traced.out_tree, name, platforms,
+                             disabled_checks)
+    return do_export
+
+
+def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
+    """``ShapeDtypeStruct``s like ``args`` with the shapes given as strings (a pytree
+    prefix of ``args``; None keeps an argument's shape)."""
+    scope = scope if scope is not None else _shape_poly.SymbolicScope(constraints)
+    leaves, tree = tree_util.tree_flatten(args)
+    if isinstance(shapes_specs, (str, type(None))):
+        specs = [shapes_specs] * len(leaves)
+    else:
+        specs = tree_util.broadcast_prefix(shapes_specs, args)
+    out = []
+    for x, spec in zip(leaves, specs):
+        shape = tuple(np.shape(x))
+        if spec is not None:
+            shape = _shape_poly.symbolic_shape(spec, scope=scope, like=shape)
+        out.append(ShapeDtypeStruct(shape, getattr(x, "dtype", np.asarray(x).dtype)))
+    return tree_util.tree_unflatten(tree, out)

@@ -1,0 +1,329 @@
+"""Eager composites: a jnp/lax/nn function made of several primitives runs, outside any
+transformation, as ONE compiled call (JAX gets the same by jitting its jnp functions).
+
+``@composite(static=(...))`` marks such a function. Under a transformation (jit, grad,
+vmap, make_jaxpr, lazy mode) the wrapper calls the function as it is, so its primitives
+are emitted inline exactly as before. On concrete values it builds a flat key, the
+avals of its array arguments, the *type* of each Python scalar argument (a weakly typed
+operand, so a new value never recompiles) and the static parameters (type and value, as
+jit's), and looks it up in the function's own dict of executables. A miss traces the
+function once to a jaxpr and compiles it through the program cache; a hit is the key, one
+dict lookup and the executable's two C++ calls, skipping the function's Python
+(canonicalization, promotion, every primitive's dispatch). Arguments it does not know
+(NumPy object arrays, tracers leaked out of a transformation, Array subclasses, unhashable
+static values) and functions that cannot be traced at those arguments (they need
+concrete values) run as they are, primitive by primitive.
+"""
+import functools
+import inspect
+import math
+
+import numpy as np
+
+from xform import backend
+from xform.core import tree_util
+from xform.core.array import Array
+from xform.core.avals import aval_of_value, canonical_aval
+from xform.core.config import config
+from xform.core.trace import _context, eval_trace
+from xform.core.transfer import has_float0, to_buffer
+from xform.interpreters.compiler import stats
+from xform.interpreters.dispatch import CompiledJaxpr, check_deleted
+from xform.interpreters.partial_eval import trace_to_jaxpr
+
+_SCALARS = frozenset((bool, int, float, complex))
+_caches = []            # every composite's caches (cleared on flag changes)
+_scalar_bufs = {}       # (type, value[, sign of a float zero]) -> device buffer
+_off = False            # jax_disable_jit is set: JAX's jnp functions then run op by op
+
+
+class _Fallback(Exception):
+    """An argument the fast path does not take."""
+
+
+class _Slot:
+    """Where the i-th dynamic leaf goes when the function is traced."""
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+
+def _dynamic(a, bufs, key, avals):
+    """Key, buffer and (when ``avals`` is a list) traced slot for a non-Array dynamic
+    argument ``a``; raises _Fallback for what the fast path does not take."""
+    t = type(a)
+    if t in _SCALARS:  # a weakly typed operand: its type, not its value, is in the key;
+        # for an int also its bit length and sign, which decide the dtypes it fits
+        # without overflow (a program traced for ``int8_array + 3`` never serves ``+ 300``)
+        key.append((t, a.bit_length() if a >= 0 else ~(~a).bit_length()) if t is int else t)
+        bufs.append(_scalar_buf(a, t))
+        if avals is not None:
+            avals.append(aval_of_value(a))
+            return _Slot(len(avals) - 1)
+        return None
+    if a is None:
+        key.append(None)
+        return None
+    if t is list or t is tuple:
+        key.append((t, len(a)))
+        slots = [_leaf(x, bufs, key, avals) for x in a]
+        return t(slots) if avals is not None else None
+    if t is np.ndarray and a.dtype.kind in "biufc":
+        aval = canonical_aval(aval_of_value(a))
+        key.append(aval)
+        bufs.append(to_buffer(a))
+        if avals is not None:
+            avals.append(aval)
+            return _Slot(len(avals) - 1)
+        return None
+    raise _Fallback
+
+
+def _scalar_buf(a, t):
+    """The device buffer of Python scalar ``a`` (of type ``t``): one per value (and
+    per sign of a float zero; nan is never cached), so a scalar seen before costs
+    one dict lookup."""
+    k = (t, a, math.copysign(1.0, a)) if t is float and a == 0.0 else (t, a)
+    buf = _scalar_bufs.get(k)
+    if buf is None:
+        buf = to_buffer(a)
+        if a == a and len(_scalar_bufs) < 4096:
+            _scalar_bufs[k] = buf
+    return buf
+
+
+def _leaf(a, bufs, key, avals):
+    if type(a) is Array:
+        key.append(a.aval)
+        bufs.append(a._buf)
+        if avals is not None:
+            avals.append(a.aval)
+            return _Slot(len(avals) - 1)
+        return None
+    raise _Fallback  # a sequence argument holds Arrays only (einsum's interleaved
+    # subscripts, nested lists, scalars to be stacked run as they are)
+
+
+def _fill(template, tracers):
+    if type(template) is _Slot:
+        return tracers[template.i]
+    if type(template) is list or type(template) is tuple:
+        return type(template)(_fill(t, tracers) for t in template)
+    return template
+
+
+class _Entry:
+    """A compiled composite; ``plain``: no consts and one output (the f(x) fast path)."""
+    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "plain")
+
+    def __init__(self, compiled, out_tree):
+        self.run, self.handlers = compiled.run, compiled.handlers
+        self.consts = compiled.const_bufs
+        self.out_avals = compiled.out_avals
+        self.out_tree = out_tree
+        self.out_aval = (self.out_avals[0] if tree_util.treedef_is_leaf(out_tree)
+                         else None)
+        self.plain = not self.consts and self.out_aval is not None
+
+
+class _NoEntry:
+    plain = False
+
+
+_NO_ENTRY = _NoEntry()  # a key whose function could not be traced: run it as it is
+
+
+def _compile(fun, name, args, kwargs, static_pos, static_names):
+    """Trace ``fun`` at the abstract version of ``args``/``kwargs`` and compile it; or
+    _NO_ENTRY if it cannot be traced there."""
+    avals, bufs, key = [], [], []
+    targs = [a if i in static_pos else _leaf_or_seq(a, bufs, key, avals)
+             for i, a in enumerate(args)]
+    tkwargs = {k: v if k in static_names else _leaf_or_seq(v, bufs, key, avals)
+               for k, v in kwargs.items()}
+    store = []
+
+    def flat(*tracers):
+        out = fun(*_fill(targs, tracers), **{k: _fill(v, tracers) for k, v in tkwargs.items()})
+        leaves, tree = tree_util.tree_flatten(out)
+        store.append(tree)
+        return leaves
+
+    try:
+        closed = trace_to_jaxpr(flat, [canonical_aval(a) for a in avals])
+    except Exception:  # noqa: BLE001  (needs concrete values, or a user error that the
+        return _NO_ENTRY  # plain call raises again with its own message)
+    if has_float0(closed.out_avals):  # (host zeros: the fast path wraps every output)
+        return _NO_ENTRY
+    stats["composite_trace"] += 1
+    return _Entry(CompiledJaxpr(closed, name=name), store[0])
+
+
+def _leaf_or_seq(a, bufs, key, avals):
+    if type(a) is Array:
+        return _leaf(a, bufs, key, avals)
+    return _dynamic(a, bufs, key, avals)
+
+
+def composite(fun=None, *, static=()):
+    """Decorator: run ``fun`` eagerly as one compiled call (see the module docstring).
+    ``static`` names the parameters that are compile-time constants (axis, keepdims,
+    dtype, ord, ...); every other argument is an operand: an Array, a Python scalar,
+    None, a NumPy array, or a list/tuple of Arrays."""
+    if fun is None:
+        return functools.partial(composite, static=static)
+    params = list(inspect.signature(fun).parameters.values())
+    static_names = frozenset(static)
+    # a positional index is static when its parameter is (none past a *args parameter)
+    static_pos = frozenset(i for i, p in enumerate(params) if p.name in static_names and
+                           p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and
+                           not any(q.kind == q.VAR_POSITIONAL for q in params[:i]))
+    cache = {}  # key -> _Entry or _NO_ENTRY
+    # f(x) and f(x, y) hits: the ids of the Arrays' canonical avals -> a plain _Entry.
+    # No Python __hash__ runs (~0.05 us per aval); ``keep`` holds those avals, so no
+    # other object can take their ids while they are keys.
+    fast, keep = {}, []
+    _caches.extend((cache, fast, keep))
+    name = getattr(fun, "__name__", "composite")
+    one_ok = 0 not in static_pos
+    two_ok = one_ok and 1 not in static_pos
+
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        if _context.trace is not eval_trace or _off:
+            return fun(*args, **kwargs)
+        if not kwargs and len(args) == 1 and type(args[0]) is Array and one_ok:
+            x, = args  # the commonest call, f(x)
+            entry = fast.get(id(x.aval))
+            if entry is not None:
+                try:
+                    return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
+                                 entry.out_aval)
+                except Exception as e:
+                    _failed(e, args, name)
+            key = x.aval
+            fast_key = id(key)
+            entry = cache.get(key)
+            bufs = [x._buf]
+        elif not kwargs and len(args) == 2 and type(args[0]) is Array and \
+                type(args[1]) is Array and two_ok:
+            x, y = args  # f(x, y): the same key as the general path's
+            fast_key = (id(x.aval), id(y.aval))
+            entry = fast.get(fast_key)
+            if entry is not None:
+                try:
+                    return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
+                        entry.handlers)[0], entry.out_aval)
+                except Exception as e:
+                    _failed(e, args, name)
+            key = (x.aval, y.aval)
+            entry = cache.get(key)
+            bufs = [x._buf, y._buf]
+        else:
+            bufs, key, fast_key = [], [], None
+            try:
+                for i, a in enumerate(args):
+                    if i in static_pos:  # (typed: 1 == True == 1.0 hash equal)
+                        key.append(type(a))
+                        key.append(a)
+                    elif type(a) is Array:
+                        key.append(a.aval)
+                        bufs.append(a._buf)
+                    else:
+                        _dynamic(a, bufs, key, None)
+                for k, v in kwargs.items():
+                    key.append(k)
+                    if k in static_names:
+                        key.append(type(v))
+                        key.append(v)
+                    elif type(v) is Array:
+                        key.append(v.aval)
+                        bufs.append(v._buf)
+                    else:
+                        _dynamic(v, bufs, key, None)
+                key = tuple(key)
+                entry = cache.get(key)
+            except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)
+                return fun(*args, **kwargs)
+        if entry is None:
+            if len(cache) >= 1024:  # bounded like the one-op cache (a miss only re-traces:
+                cache.clear()       # the program cache still holds the executables)
+            entry = cache[key] = _compile(fun, name, args, kwargs, static_pos, static_names)
+        if entry is _NO_ENTRY:
+            return fun(*args, **kwargs)
+        if fast_key is not None and entry.plain:
+            _remember(fast, keep, fast_key, entry, key)
+        try:
+            outs = entry.run(entry.consts + bufs if entry.consts else bufs
+                             ).consume_with_handlers(entry.handlers)
+        except Exception as e:
+            _failed(e, [*args, *kwargs.values()], name)
+        if entry.out_aval is not None:
+            return Array(outs[0], entry.out_aval)
+        return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
+
+    wrapper.__wrapped__ = fun
+    kinds = [p.kind for p in params]
+    if len(params) == 1 and one_ok and (kinds[0] == params[0].POSITIONAL_ONLY or (
+            params[0].name == "x" and kinds[0] == params[0].POSITIONAL_OR_KEYWORD)):
+        @functools.wraps(fun)
+        def unary(x):  # f(x): no *args/**kwargs to pack, here or under a trace
+            if _context.trace is eval_trace:
+                if type(x) is Array:  # (no _off check: caches are empty while it is set)
+                    entry = fast.get(id(x.aval))
+                    if entry is not None:
+                        try:
+                            return Array(entry.run([x._buf]).consume_with_handlers(
+                                entry.handlers)[0], entry.out_aval)
+                        except Exception as e:
+                            _failed(e, (x,), name)
+                return wrapper(x)
+            return fun(x)
+        unary.__wrapped__ = fun
+        return unary
+    if kinds == [params[0].POSITIONAL_ONLY] * 2 and two_ok:
+        @functools.wraps(fun)
+        def binary(x, y, /):  # f(x, y), as unary
+            if _context.trace is eval_trace:
+                if type(x) is Array and type(y) is Array:
+                    entry = fast.get((id(x.aval), id(y.aval)))
+                    if entry is not None:
+                        try:
+                            return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
+                                entry.handlers)[0], entry.out_aval)
+                        except Exception as e:
+                            _failed(e, (x, y), name)
+                return wrapper(x, y)
+            return fun(x, y)
+        binary.__wrapped__ = fun
+        return binary
+    return wrapper
+
+
+def _remember(fast, keep, fast_key, entry, key):
+    avals = key if type(key) is tuple else (key,)
+    if all(canonical_aval(a) is a for a in avals):
+        if len(keep) > 1024:
+            fast.clear()
+            keep.clear()
+        fast[fast_key] = entry
+        keep.append(key)
+
+
+def _failed(e, args, name):
+    check_deleted(args, name)
+    raise backend.xform_error(e) from None
+
+
+def _on_flag(name, value):
+    # Any flag may change what tracing produces (x64, dtype and rank promotion, matmul
+    # precision, debug_nans baked into executables): forget every composite's programs.
+    for c in _caches:
+        c.clear()
+    _scalar_bufs.clear()
+    global _off
+    _off = config.jax_disable_jit
+
+
+config._add_listener(_on_flag)
