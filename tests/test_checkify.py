@@ -225,6 +225,18 @@ def test_error_api_and_raising():
         assert names(xck) == names(jck)
 
 
+@pytest.mark.parametrize("how", ["throw", "check_error", "rechecked"])
+def test_batched_error_raises_last_failing_element_as_jax(how):
+    def go(m):
+        err, _ = m.jax.vmap(m.ck.checkify(_chk(m)))(m.jnp.array([1., 7., 9., 2.]))
+        if how == "rechecked":
+            return m.ck.checkify(err.throw)()[0].get()
+        with pytest.raises(m.ck.JaxRuntimeError) as info:
+            err.throw() if how == "throw" else m.ck.check_error(err)
+        return str(info.value)
+    assert go(XF) == go(JAX)
+
+
 def _messages(m, fn):
     with pytest.raises(Exception) as info:
         fn(m)

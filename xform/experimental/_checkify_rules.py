@@ -64,6 +64,9 @@ def _reduce_any_error(error):
     # a batched check reports the last failing element (JAX: argsort(errs)[-1])
     out = ck.init_error
     for effect, errs in error._pred.items():
+        if not np.shape(errs):   # a placeholder no mapped check reached
+            out = out._update(effect, errs, error._code[effect], {}, error._payload[effect])
+            continue
         idx = errs.shape[0] - 1 - jnp.argmax(errs[::-1])
         out = out._update(effect, errs[idx], error._code[effect][idx], {},
                           [p[idx] for p in error._payload[effect]])
@@ -90,10 +93,13 @@ def check_error_value(error, *, debug=False):
     check_p.bind(*leaves, err_tree=tree, debug=debug)
 
 
+ck.bind_check = check_error_value
+
+
 @check_p.def_impl
 def _check_impl(*args, err_tree, debug):
     if not debug:
-        err_tree.unflatten(list(args)).throw()
+        ck.raise_if_failed(err_tree.unflatten(list(args)))
     return []
 
 

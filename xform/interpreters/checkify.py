@@ -165,10 +165,10 @@ class Error:
         return cls._unflatten(static, [at(p, True) for p in self._payload[effect]])
 
     def throw(self):
-        """Raise ``JaxRuntimeError`` with the message if a check failed."""
-        exc = self.get_exception()
-        if exc is not None:
-            raise JaxRuntimeError(str(exc)) from exc
+        """Raise ``JaxRuntimeError`` with the message if a check failed (a batched error:
+        the last failing element's). Binds the check primitive, so ``checkify`` can
+        functionalize it again."""
+        bind_check(self)
 
     def effects(self):
         return set(self._pred)
@@ -183,7 +183,23 @@ class Error:
     def __str__(self):
         return f"Error({self.get()})"
 
-    __repr__ = __str__
+    def __repr__(self):   # printable while traced too (the message needs values)
+        if any(isinstance(x, Tracer) for x in tree_util.tree_leaves(self)):
+            return f"Error(<traced: {sorted(e[0].__name__ for e in self._pred)}>)"
+        return str(self)
+
+
+def raise_if_failed(error):
+    exc = error.get_exception()
+    if exc is not None:
+        raise JaxRuntimeError(str(exc)) from exc
+
+
+def bind_check(error):
+    """Bind the check primitive on ``error``: installed by
+    ``xform.experimental._checkify_rules``, which defines it with array ops (as lax fills
+    ``ad_util``'s ops)."""
+    raise NotImplementedError("import xform.experimental.checkify")
 
 
 def _element(idx, x, payload=False):
