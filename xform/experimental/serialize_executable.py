@@ -18,7 +18,7 @@ from xform.core import dtypes, tree_util
 from xform.core.array import Array
 from xform.core.avals import ShapedArray
 from xform.interpreters import dispatch
-from xform.transforms.jit import Compiled
+from xform.transforms.stages import Compiled
 
 _MAGIC = b"XFORMEXE1"
 
