@@ -14,10 +14,9 @@ import types
 import numpy as np
 
 from xform import backend as _backend
-from xform.core import dtypes, tree_util
+from xform.core import dtypes, transfer, tree_util
 from xform.core.array import Array
 from xform.core.avals import ShapedArray
-from xform.interpreters import dispatch
 from xform.transforms.stages import Compiled
 
 _MAGIC = b"XFORMEXE1"
@@ -64,7 +63,7 @@ class _Loaded:
         self.out_avals, self.const_bufs, self.name = out_avals, const_bufs, name
 
     def __call__(self, args):
-        bufs = self.const_bufs + [dispatch.to_buffer(x) for x in args]
+        bufs = self.const_bufs + [transfer.to_buffer(x) for x in args]
         return [Array(b, a) for b, a in zip(self.execute(bufs), self.out_avals)]
 
 

@@ -15,11 +15,10 @@ import itertools
 
 import numpy as np
 
-from xform.core import tree_util
+from xform.core import transfer, tree_util
 from xform.core.errors import JaxRuntimeError as _XformRuntimeError
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
-from xform.interpreters import dispatch
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.call import IdCache
 from xform.interpreters.pjit import pjit_p
@@ -191,7 +190,7 @@ def _element(idx, x, payload=False):
     if not np.shape(x):   # a kind no mapped check reached
         return x
     x = np.asarray(x)[idx]
-    return dispatch.device_put_value(x) if payload else x   # payloads print as Arrays
+    return transfer.device_put_value(x) if payload else x   # payloads print as Arrays
 
 
 def _error_flatten(err):
