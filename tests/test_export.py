@@ -122,6 +122,9 @@ _POLY = {  # the core set traced with symbolic dimensions
     "broadcast_matmul": lambda np_: lambda x: (x + np_.ones((x.shape[1],), x.dtype)).T @ x,
     "reshape_concat": lambda np_: lambda x: np_.concatenate([x, x]).reshape((-1,)),
     "arange_slice": lambda np_: lambda x: (np_.arange(x.shape[0]), x[:, :2], x[1:]),
+    "argmax_where_sort": lambda np_: lambda x: (np_.argmax(x, axis=0), np_.sort(x, axis=0),
+                                                np_.where(x > 0.5, x, 0.0),
+                                                x.reshape(x.shape[0], 2, -1)),
 }
 
 
