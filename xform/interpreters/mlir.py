@@ -140,6 +140,14 @@ def shape_value(shape):
     return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 
+def iota(aval, dimension):
+    """``stablehlo.iota`` of ``aval`` along ``dimension`` (dynamic for symbolic shapes)."""
+    typ = aval_to_ir_type(aval)
+    if shape_poly.is_constant_shape(aval.shape):
+        return hlo.iota(typ, dimension)
+    return hlo.dynamic_iota(typ, shape_value(aval.shape), dimension)
+
+
 def broadcast_in_dim(result_aval, x, dims):
     """``stablehlo.broadcast_in_dim`` to ``result_aval``, dynamic for symbolic shapes."""
     typ = aval_to_ir_type(result_aval)
