@@ -87,6 +87,31 @@ def test_cache_keys_on_shardings():
     assert len([k for k in f._cache.entries]) == 2
 
 
+def test_cached_call_builds_no_messages(monkeypatch):
+    """A repeated sharded call derives no placement (no argument names formatted), yet
+    an argument laid out differently afterwards still gets JAX's mismatch error."""
+    from xform.transforms import jit_explain
+    s = NamedSharding(XMESH, P("x"))
+    f = xform.jit(lambda d: d["a"] * 2 + d["b"], in_shardings=s, out_shardings=s)
+    d = {"a": xform.device_put(X, s), "b": xform.device_put(X, s)}
+    f(d)
+    calls = []
+    monkeypatch.setattr(jit_explain, "leaf_name", lambda *a: calls.append(a) or "arg")
+    f(d)
+    out = f(d)
+    np.testing.assert_array_equal(np.asarray(out), X * 3)
+    assert calls == [] and out.sharding == s
+    bad = {"a": xform.device_put(X, NamedSharding(XMESH, P("y"))), "b": d["b"]}
+    JS, JP = jax.sharding.NamedSharding, jax.sharding.PartitionSpec
+    jbad = {"a": jax.device_put(X, JS(JMESH, JP("y"))), "b": X}
+    j = _raises(lambda: jax.jit(lambda d: d["a"] + d["b"],
+                                in_shardings=JS(JMESH, JP("x")))(jbad))
+    monkeypatch.undo()
+    x = _raises(lambda: f(bad))
+    assert x[0] == j[0] and "does not match the sharding" in x[1], (x, j)
+    assert "d['a']" in x[1]  # (xform also names the argument)
+
+
 def test_errors_match_jax():
     def committed_mismatch(L, np_, m, NS, P_):
         x = L.device_put(np.zeros(8, np.float32), NS(m, P_("x")))

@@ -64,9 +64,32 @@ class JitShardings:
         return [_named(s, "out_shardings") for s in flat]
 
 
+_placements = {}  # ids of (shardings, jaxpr, mesh in context, argument layouts) -> entry
+
+
 def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
     """The call's ``spmd.Placement``, or None when it runs on one device
-    (``dyn_args()`` gives the non-static positional arguments)."""
+    (``dyn_args()`` gives the non-static positional arguments).
+
+    Memoized on the identities of what decides it (arguments laid out by the same
+    layout objects as last call, the usual case of a train step fed its own outputs):
+    a cache hit derives nothing. The memo holds those objects, so their ids stay theirs.
+    """
+    ctx = current_mesh()
+    sig = [id(x.layout) if type(x) is ShardedArray else 0 for x in leaves]
+    key = (id(shardings), id(closed), id(ctx), *sig)
+    hit = _placements.get(key)
+    if hit is not None:
+        return hit[-1]
+    place = _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name)
+    if len(_placements) > 1024:
+        _placements.clear()
+    _placements[key] = (shardings, closed, ctx, [x.layout for x in leaves
+                                                 if type(x) is ShardedArray], place)
+    return place
+
+
+def _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
     if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
             not spmd.has_sharding_constraints(closed):
         return None
