@@ -173,3 +173,30 @@ def test_shard_map_inside_partitioned_jit_is_a_manual_computation():
         check(x, j)
     text = xf.lower(xform.device_put(X, NamedSharding(XMESH, P("x")))).as_text()
     assert "sdy.manual_computation" in text and "partition_id" in text
+
+
+def test_partially_manual_shard_map():
+    """``axis_names={'x'}``: manual over 'x' only, 'y' left to the partitioner (one
+    sdy.manual_computation over "x"); eager, in jit, under grad; JAX's spec error."""
+    def run(L, np_, m, NS, P_):
+        x = L.device_put(X, NS(m, P_("x", "y")))
+        red = L.shard_map(lambda a: L.lax.psum(a, "x") * 2, mesh=m, in_specs=P_("x"),
+                          out_specs=P_(), axis_names={"x"})
+        ew = L.shard_map(lambda a: np_.sin(a) @ a.T, mesh=m, in_specs=P_("x"),
+                         out_specs=P_("x"), axis_names={"x"})
+        f = L.jit(lambda a: ew(a) + 1)
+        return [red(x), L.jit(red)(x), f(x),
+                L.jit(L.grad(lambda a: ew(a).sum()))(x)], f
+    (xs, xf), (js, _) = both(run)
+    for x, j in zip(xs, js):
+        check(x, j)
+    text = xf.lower(xform.device_put(X, NamedSharding(XMESH, P("x", "y")))).as_text()
+    assert 'manual_axes={"x"}' in text, text
+
+    def wrong(L, np_, m, NS, P_):
+        return L.shard_map(lambda a: a, mesh=m, in_specs=P_("y"), out_specs=P_(),
+                           axis_names={"x"})(X)
+    x = _raises(lambda: wrong(xform, xnp, XMESH, NamedSharding, P))
+    j = _raises(lambda: wrong(jax, jnp, JMESH, jax.sharding.NamedSharding,
+                              jax.sharding.PartitionSpec))
+    assert x == j, (x, j)

@@ -40,7 +40,10 @@ def _meshes(jaxpr, found):
     for eqn in jaxpr.eqns:
         if eqn.primitive is xla_pmap_p:
             p = eqn.params
-            found.add((p["axes"], _mesh_devices(p["axes"], p["devices"])))
+            devs = p["devices"]
+            if devs is None or len(devs) == math.prod(n for _, n in p["axes"]):
+                devs = _mesh_devices(p["axes"], devs)  # (else a partially manual map)
+            found.add((p["axes"], tuple(devs)))
         else:
             for sub in _sub_jaxprs(eqn.params):
                 _meshes(sub, found)
