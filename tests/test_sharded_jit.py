@@ -177,13 +177,14 @@ def test_shard_map_inside_partitioned_jit_is_a_manual_computation():
 
 def test_partially_manual_shard_map():
     """``axis_names={'x'}``: manual over 'x' only, 'y' left to the partitioner (one
-    sdy.manual_computation over "x"); eager, in jit, under grad; JAX's spec error."""
+    sdy.manual_computation over "x"; axis_index in a nested one over "y"); eager, in
+    jit, under grad; JAX's spec error."""
     def run(L, np_, m, NS, P_):
         x = L.device_put(X, NS(m, P_("x", "y")))
         red = L.shard_map(lambda a: L.lax.psum(a, "x") * 2, mesh=m, in_specs=P_("x"),
                           out_specs=P_(), axis_names={"x"})
-        ew = L.shard_map(lambda a: np_.sin(a) @ a.T, mesh=m, in_specs=P_("x"),
-                         out_specs=P_("x"), axis_names={"x"})
+        ew = L.shard_map(lambda a: np_.sin(a) @ a.T + L.lax.axis_index("x"), mesh=m,
+                         in_specs=P_("x"), out_specs=P_("x"), axis_names={"x"})
         f = L.jit(lambda a: ew(a) + 1)
         return [red(x), L.jit(red)(x), f(x),
                 L.jit(L.grad(lambda a: ew(a).sum()))(x)], f

@@ -37,19 +37,40 @@ from xform.lax.shapes import full
 class _Lowering(threading.local):
     def __init__(self):
         self.axes = ()
+        self.auto = ()  # mesh axes a partially manual shard_map being lowered left to XLA
 
 
 _lowering = _Lowering()
 
 
 @contextlib.contextmanager
-def lowering_axes_context(axes):
-    prev = _lowering.axes
-    _lowering.axes = tuple(axes)
+def lowering_axes_context(axes, auto=()):
+    prev = _lowering.axes, _lowering.auto
+    _lowering.axes, _lowering.auto = tuple(axes), tuple(auto)
     try:
         yield
     finally:
-        _lowering.axes = prev
+        _lowering.axes, _lowering.auto = prev
+
+
+def fully_manual_scalar(ctx, build):
+    """``build()`` (an i32 scalar reading ``partition_id``) lowered where every mesh axis
+    is manual: inside a partially manual shard_map, JAX's nested manual computation
+    over the automatic axes (XLA rejects ``partition_id`` where some are automatic)."""
+    if not _lowering.auto:
+        return build()
+    i32 = mlir.ir.RankedTensorType.get([], mlir.ir.IntegerType.get_signless(32))
+    op = mlir.ir.Operation.create(
+        "sdy.manual_computation", results=[i32], operands=[], regions=1, attributes={
+            "in_shardings": mlir.ir.Attribute.parse("#sdy.sharding_per_value<[]>"),
+            "out_shardings": mlir.ir.Attribute.parse(
+                f"#sdy.sharding_per_value<[<{mlir.sdy_sharding_text([], 0)}>]>"),
+            "manual_axes": mlir.ir.Attribute.parse(
+                "#sdy<manual_axes{" + ", ".join(f'"{n}"' for n in _lowering.auto) + "}>")})
+    with mlir.ir.InsertionPoint(op.regions[0].blocks.append()), \
+            lowering_axes_context(_lowering.axes):
+        mlir.ir.Operation.create("sdy.return", operands=[build()])
+    return op.results[0]
 
 
 def lowering_axes():
@@ -440,7 +461,8 @@ def _manual_lowering(ctx, args, jaxpr, axes, in_axes, out_axes):
             "manual_axes": mlir.ir.Attribute.parse(
                 "#sdy<manual_axes{" + ", ".join(f'"{n}"' for n in names) + "}>")})
     block = op.regions[0].blocks.append(*[mlir.aval_to_ir_type(a) for a in ins])
-    with mlir.ir.InsertionPoint(block), lowering_axes_context(whole), \
+    auto = [n for n, _ in whole if n not in names]
+    with mlir.ir.InsertionPoint(block), lowering_axes_context(whole, auto), \
             batching.extend_axis_env(axes):
         xs = [mlir.hlo.reshape(mlir.aval_to_ir_type(v.aval), b)
               for b, v in zip(block.arguments, jaxpr.jaxpr.invars)]

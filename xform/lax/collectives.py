@@ -337,6 +337,11 @@ def _axis_index_abstract_eval(*, axis_name):
 
 
 def _axis_index_lowering(ctx, *, axis_name):
+    from xform.interpreters import pxla  # (a cycle: pxla's pmap rules bind collectives)
+    return pxla.fully_manual_scalar(ctx, lambda: _axis_index_hlo(ctx, axis_name))
+
+
+def _axis_index_hlo(ctx, axis_name):
     mesh = dict(_mesh())
     strides, s = {}, 1
     for n, size in reversed(_mesh()):
