@@ -66,28 +66,27 @@ class JitShardings:
         return [_named(s, "out_shardings") for s in flat]
 
 
-_placements = {}  # ids of (shardings, jaxpr, mesh in context, argument layouts) -> entry
-
-
-def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
+def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, memo=None):
     """The call's ``spmd.Placement``, or None when it runs on one device
     (``dyn_args()`` gives the non-static positional arguments).
 
-    Memoized on the identities of what decides it (arguments laid out by the same
-    layout objects as last call, the usual case of a train step fed its own outputs):
-    a cache hit derives nothing. The memo holds those objects, so their ids stay theirs.
-    """
+    ``memo`` (a dict the function's cache owns): memoized on the identities of what
+    decides it (arguments laid out by the same layout objects as last call, the usual
+    case of a train step fed its own outputs), so a hit derives nothing. The memo holds
+    those objects, so their ids stay theirs while it does."""
+    if memo is None:
+        return _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name)
     ctx = current_mesh()
-    sig = [id(x.layout) if type(x) is ShardedArray else 0 for x in leaves]
-    key = (id(shardings), id(closed), id(ctx), *sig)
-    hit = _placements.get(key)
+    key = (id(shardings), id(closed), id(ctx),
+           *[id(x.layout) if type(x) is ShardedArray else 0 for x in leaves])
+    hit = memo.get(key)
     if hit is not None:
         return hit[-1]
     place = _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name)
-    if len(_placements) > 1024:
-        _placements.clear()
-    _placements[key] = (shardings, closed, ctx, [x.layout for x in leaves
-                                                 if type(x) is ShardedArray], place)
+    if len(memo) > 256:
+        memo.clear()
+    memo[key] = (shardings, closed, ctx, [x.layout for x in leaves
+                                          if type(x) is ShardedArray], place)
     return place
 
 
