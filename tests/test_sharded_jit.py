@@ -178,7 +178,7 @@ def test_shard_map_inside_partitioned_jit_is_a_manual_computation():
 def test_partially_manual_shard_map():
     """``axis_names={'x'}``: manual over 'x' only, 'y' left to the partitioner (one
     sdy.manual_computation over "x"; axis_index in a nested one over "y"); eager, in
-    jit, under grad; JAX's spec error."""
+    jit (of sharded and of NumPy arguments), under grad and vmap; JAX's spec error."""
     def run(L, np_, m, NS, P_):
         x = L.device_put(X, NS(m, P_("x", "y")))
         red = L.shard_map(lambda a: L.lax.psum(a, "x") * 2, mesh=m, in_specs=P_("x"),
@@ -186,8 +186,9 @@ def test_partially_manual_shard_map():
         ew = L.shard_map(lambda a: np_.sin(a) @ a.T + L.lax.axis_index("x"), mesh=m,
                          in_specs=P_("x"), out_specs=P_("x"), axis_names={"x"})
         f = L.jit(lambda a: ew(a) + 1)
-        return [red(x), L.jit(red)(x), f(x),
-                L.jit(L.grad(lambda a: ew(a).sum()))(x)], f
+        return [red(x), L.jit(red)(x), f(x), L.jit(red)(X),
+                L.jit(L.grad(lambda a: ew(a).sum()))(x),
+                L.jit(L.vmap(red, in_axes=1, out_axes=1))(x)], f
     (xs, xf), (js, _) = both(run)
     for x, j in zip(xs, js):
         check(x, j)

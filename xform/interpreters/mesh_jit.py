@@ -16,6 +16,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
+from xform.core.mesh import Mesh
 from xform.core.sharding import MeshLayout, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
@@ -40,9 +41,9 @@ def _meshes(jaxpr, found):
     for eqn in jaxpr.eqns:
         if eqn.primitive is xla_pmap_p:
             p = eqn.params
-            devs = p["devices"]
-            if devs is None or len(devs) == math.prod(n for _, n in p["axes"]):
-                devs = _mesh_devices(p["axes"], devs)  # (else a partially manual map)
+            devs = p["devices"]  # (a Mesh: a partially manual shard_map's)
+            devs = devs._flat_devices if isinstance(devs, Mesh) else \
+                _mesh_devices(p["axes"], devs)
             found.add((p["axes"], tuple(devs)))
         else:
             for sub in _sub_jaxprs(eqn.params):

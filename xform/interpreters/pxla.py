@@ -21,6 +21,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
+from xform.core.mesh import Mesh
 from xform.core.sharding import UNCONSTRAINED, MeshLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace, vma_mode
@@ -419,6 +420,8 @@ def _is_module_mesh(ctx, axes, devices):
     """Whether the SPMD module being lowered is over this shard_map's mesh: the same
     devices, its axes all or (partially manual) some of the module mesh's."""
     mesh = ctx.module_ctx.mesh
+    if isinstance(devices, Mesh):  # (a partially manual shard_map's)
+        devices = devices._flat_devices
     return mesh is not None and tuple(mesh._flat_devices) == tuple(devices) and \
         set(axes) <= set(zip(mesh.axis_names, mesh.axis_sizes))
 

@@ -18,6 +18,7 @@ from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
+from xform.core.mesh import Mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -32,12 +33,14 @@ def named_sharding_of(x):
 
 def _shardings_in(jaxpr, found):
     """NamedShardings in the params of ``jaxpr``'s equations (at any depth): the
-    meshes its sharding constraints name."""
+    meshes its sharding constraints (and partially manual shard_maps) name."""
     for eqn in jaxpr.eqns:
         for v in eqn.params.values():
             for p in (v if isinstance(v, (tuple, list)) else (v,)):
                 if isinstance(p, NamedSharding):
                     found.append(p)
+                elif isinstance(p, Mesh):  # a partially manual shard_map's mesh
+                    found.append(NamedSharding(p, PartitionSpec()))
                 elif isinstance(p, ClosedJaxpr):
                     _shardings_in(p.jaxpr, found)
                 elif isinstance(p, Jaxpr):

@@ -10,7 +10,8 @@ with the axes they vary over (``xform.lax.vma``), which proves that replication;
 without it the user promises it.
 Those reshapes only relabel per-device buffers: results are Arrays tiled over the
 mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
-the same spec is split without a transfer.
+the same spec is split without a transfer. Manual over only some axes (``axis_names=``),
+it runs inside a program partitioned over the mesh (docs/architecture.md, "Sharding").
 """
 import functools
 import math
@@ -22,7 +23,6 @@ from xform.core.mesh import Mesh, current_mesh
 from xform.core.sharding import MeshLayout, NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import pxla
 from xform.lax import shapes
-from xform.lax.sharding_constraint import with_sharding_constraint
 from xform.lax.vma import pvary_p
 
 
@@ -81,16 +81,12 @@ def _manual_axes(mesh, axis_names, auto):
     return tuple(n for n in mesh.axis_names if n in names)
 
 
-def _partial_manual(mesh, reshaped, params):
-    """A shard_map manual over some mesh axes: it runs only inside a program
-    partitioned over ``mesh`` (``sdy.manual_computation`` over those axes), so each
-    operand is constrained to the mesh (its split dims on their manual axes, the rest
-    left to XLA) and an eager call compiles that program."""
+def _partial_manual(reshaped, params):
+    """A shard_map manual over some mesh axes (its ``devices`` param is the Mesh: the
+    axes it leaves to XLA, and the mesh a jit around it is placed on). It runs only
+    inside a program partitioned over that mesh (``sdy.manual_computation`` over the
+    manual axes), so an eager call compiles one."""
     def run(*xs):
-        xs = [with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(*[
-            next((n for (n, _), d in zip(params["axes"], dims) if d == k),
-                 PartitionSpec.UNCONSTRAINED) for k in range(len(get_aval(x).shape))])))
-              for x, dims in zip(xs, params["in_axes"])]
         return pxla.xla_pmap_p.bind(*xs, **params)
     if any(isinstance(x, Tracer) for x in reshaped):
         return run(*reshaped)
@@ -307,10 +303,10 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             raise ValueError(_out_vma_error(f, mesh, fails))
         closed, reshaped, in_axes = pxla.closure_convert(closed, axes, reshaped, in_axes)
         params = dict(jaxpr=closed, axes=axes, in_axes=tuple(in_axes),
-                      out_axes=tuple(out_axes), devices=devices,
+                      out_axes=tuple(out_axes), devices=mesh if partial else devices,
                       name=getattr(f, "__name__", "fun"), check_vma=check)
         if partial:
-            outs = _partial_manual(mesh, reshaped, params)
+            outs = _partial_manual(reshaped, params)
         else:
             outs = pxla.xla_pmap_p.bind(*reshaped, **params)
         outs = [_merge(o, s, mesh) for o, s in zip(outs, full_shapes)]
