@@ -202,3 +202,36 @@ def test_partially_manual_shard_map():
     j = _raises(lambda: wrong(jax, jnp, JMESH, jax.sharding.NamedSharding,
                               jax.sharding.PartitionSpec))
     assert x == j, (x, j)
+
+
+def test_out_sharding_auto_axes_reshard_on_an_explicit_mesh():
+    """``out_sharding=`` on dot/matmul/einsum, ``auto_axes`` and ``reshard``, eager and
+    in jit, on a mesh of Explicit axes: JAX's values and shards. (xform compiles
+    explicit axes as Auto, so its specs drop trailing Nones as XLA's layouts name them.)"""
+    b_val = np.linspace(0, 2, 32, dtype=np.float32).reshape(4, 8)
+
+    def run(L, np_, m, NS, P_):
+        mesh = L.make_mesh((4, 2), ("x", "y"),
+                           axis_types=(L.sharding.AxisType.Explicit,) * 2)
+        a = L.device_put(X, NS(mesh, P_("x", "y")))
+        b = L.device_put(b_val, NS(mesh, P_("y", None)))
+        with L.set_mesh(mesh):
+            return [np_.dot(a, b, out_sharding=P_("x", None)),
+                    L.jit(lambda a, b: np_.matmul(a, b, out_sharding=P_(None, "x")))(a, b),
+                    np_.einsum("ij,jk->ik", a, b, out_sharding=P_("x")),
+                    L.jit(lambda a, b: np_.einsum("ij,jk->ki", a, b,
+                                                  out_sharding=P_(None, "x")))(a, b),
+                    L.jit(L.sharding.auto_axes(lambda x: x * 2,
+                                               out_sharding=P_(None, "x")))(a),
+                    L.sharding.reshard(a, P_(None, "x")),
+                    L.jit(lambda a: L.sharding.reshard(a * 3, P_("y", None)))(a)]
+
+    def strip(lay):
+        spec = list(lay[0])
+        while spec and spec[-1] is None:
+            spec.pop()
+        return (tuple(spec),) + lay[1:]
+    from test_sharding_arrays import layout
+    for x, j in zip(*both(run)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(j), rtol=1e-5)
+        assert strip(layout(x)) == strip(layout(j)), (layout(x), layout(j))
