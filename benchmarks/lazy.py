@@ -3,8 +3,13 @@
 usage: python benchmarks/lazy.py --lib xform|jax [--quick]
 
 Metrics (times per iteration/step, best of a few repeats):
-- ``chain_*_us``: a 100-op elementwise chain on f32[1000]; xform runs it in lazy mode
-  with one ``mark_step`` per iteration, jax eagerly (one dispatch per op) and jitted.
+- ``chain_*_us``: a 100-op elementwise chain on f32[1000] (``CHAIN``: arithmetic with
+  a Python scalar, and every fifth op transcendental: sin or tanh) whose result is read
+  back to NumPy; xform records it in lazy mode (the read is the barrier), jax runs it
+  eagerly (one dispatch per op) and jitted. ``chain_tanh33_*``: the same with every third
+  op a tanh (``eager_chain.py``'s mix), whose XLA run alone is ~10x longer.
+  ``chain_*_vs_jax_eager`` (xform): JAX eager time / lazy time measured interleaved in
+  the one process (min over rounds), with ``*_spread`` = [worst, best] round ratio.
 - ``mlp_*_ms``: an MLP training step (grad + SGD update written in Python); xform in
   lazy mode with ``mark_step()`` per step and jitted, jax eager and jitted.
 - ``loop40k_s`` / ``loop40k_rss_mb``: 40,000 ops without a barrier (xform: lazy,
@@ -35,10 +40,29 @@ def best_ms(fn, number, repeat=5):
     return best * 1e3
 
 
-def chain(x, n=100):
+CHAIN = "amsanamsat"      # per 10 ops: a +0.5, m *0.9, s -0.25, n sin, t tanh
+TANH33 = "amt"
+
+
+def chain(xnp, x, pattern=CHAIN, n=100):
+    ops = {"a": lambda v: v + 0.5, "m": lambda v: v * 0.9, "s": lambda v: v - 0.25,
+           "n": xnp.sin, "t": xnp.tanh}
     for i in range(n):
-        x = x * 1.0001 if i % 2 else x + 0.5
+        x = ops[pattern[i % len(pattern)]](x)
     return x
+
+
+def interleaved(fns, rounds, number):
+    """{name: [per-call seconds of each round]}, the functions alternating each round."""
+    out = {k: [] for k in fns}
+    for r in range(rounds):
+        for k, f in (fns.items() if r % 2 else reversed(fns.items())):
+            f()
+            t0 = time.perf_counter()
+            for _ in range(number):
+                f()
+            out[k].append((time.perf_counter() - t0) / number)
+    return out
 
 
 def mlp_setup(jnp, np, sizes=(64, 256, 256, 10), batch=128):
@@ -82,9 +106,10 @@ def main():
         import xform.numpy as jnp
     q = args.quick
     out = {"script": "lazy", "lib": args.lib}
-    x = jnp.ones(1000, jnp.float32)
-    jchain = lib.jit(chain)
-    out["chain_jit_us"] = best_ms(lambda: jchain(x).block_until_ready(), 50) * 1e3
+    x = jnp.asarray(np.linspace(-2, 2, 1000, dtype=np.float32))
+    for tag, pattern in (("chain", CHAIN), ("chain_tanh33", TANH33)):
+        jchain = lib.jit(lambda v, pattern=pattern: chain(jnp, v, pattern))
+        out[f"{tag}_jit_us"] = best_ms(lambda: np.asarray(jchain(x)), 50) * 1e3
     step = make_step(lib, jnp)
     params, xb, yb = mlp_setup(jnp, np)
     jstep = lib.jit(step)
@@ -100,7 +125,9 @@ def main():
     n40k = 4000 if q else 40000
 
     if args.lib == "jax":
-        out["chain_eager_us"] = best_ms(lambda: chain(x).block_until_ready(), 5 if q else 20) * 1e3
+        for tag, pattern in (("chain", CHAIN), ("chain_tanh33", TANH33)):
+            out[f"{tag}_eager_us"] = best_ms(lambda: np.asarray(chain(jnp, x, pattern)),
+                                             5 if q else 20) * 1e3
 
         def run_eager():
             ps = params
@@ -116,11 +143,23 @@ def main():
     else:
         L = lib.lazy
 
-        def lazy_chain():
-            with lib.lazy():
-                chain(x)
-                lib.mark_step()
-        out["chain_lazy_us"] = best_ms(lazy_chain, 20 if q else 100) * 1e3
+        import jax
+        import jax.numpy as jjnp
+        xj = jjnp.asarray(np.asarray(x))
+        for tag, pattern in (("chain", CHAIN), ("chain_tanh33", TANH33)):
+            def lazy_chain(pattern=pattern):
+                with lib.lazy():
+                    return np.asarray(chain(jnp, x, pattern))  # the read is the barrier
+            want = np.asarray(chain(jjnp, xj, pattern))
+            np.testing.assert_allclose(lazy_chain(), want, rtol=2e-5, atol=2e-5)
+            out[f"{tag}_lazy_us"] = best_ms(lazy_chain, 20 if q else 100) * 1e3
+            t = interleaved({"lazy": lazy_chain,
+                             "jax": lambda: np.asarray(chain(jjnp, xj, pattern))},
+                            3 if q else 15, 5 if q else 20)
+            ratios = [j / lz for j, lz in zip(t["jax"], t["lazy"])]
+            out[f"{tag}_vs_jax_eager"] = round(min(t["jax"]) / min(t["lazy"]), 2)
+            out[f"{tag}_vs_jax_eager_spread"] = [round(min(ratios), 2), round(max(ratios), 2)]
+        del jax
 
         def run_lazy():
             ps = params

@@ -220,3 +220,20 @@ def test_two_processes_each_write_their_own_shards(tmp_path):
         assert r["x_shards_by_file"] == [files[0]] * 2 + [files[1]] * 2
         assert r["step_shards"] == 1 and r["restored"] and r["step"] == 7 and r["lr"] == 0.5
     assert sorted(os.listdir(tmp_path)) == files + ["index.json"]
+
+
+def test_manager_keeps_sharded_steps(tmp_path):
+    mesh = xform.make_mesh((4, 2), ("x", "y"), axis_types=(xform.sharding.AxisType.Auto,) * 2)
+    spec = xform.sharding.NamedSharding(mesh, P("x"))
+    mgr = checkpoint.CheckpointManager(tmp_path, max_to_keep=2, sharded=True)
+    for step in range(1, 4):
+        assert mgr.save(step, {"w": xform.device_put(X + step, spec), "step": step})
+    (tmp_path / "ckpt_9").mkdir()          # a save that never committed its index
+    assert mgr.all_steps() == [2, 3] and sorted(os.listdir(tmp_path)) == [
+        "ckpt_2", "ckpt_3", "ckpt_9"]
+    other = xform.sharding.NamedSharding(mesh, P(None, "y"))
+    got = mgr.restore(shardings={"w": other, "step": None})
+    assert got["step"] == 3 and got["w"].sharding == other
+    np.testing.assert_array_equal(np.asarray(got["w"]), X + 3)
+    with pytest.raises(ValueError, match="needs sharded=True"):
+        checkpoint.CheckpointManager(tmp_path / "plain").restore(shardings=other)

@@ -122,6 +122,9 @@ _POLY = {  # the core set traced with symbolic dimensions
     "broadcast_matmul": lambda np_: lambda x: (x + np_.ones((x.shape[1],), x.dtype)).T @ x,
     "reshape_concat": lambda np_: lambda x: np_.concatenate([x, x]).reshape((-1,)),
     "arange_slice": lambda np_: lambda x: (np_.arange(x.shape[0]), x[:, :2], x[1:]),
+    "argmax_where_sort": lambda np_: lambda x: (np_.argmax(x, axis=0), np_.sort(x, axis=0),
+                                                np_.where(x > 0.5, x, 0.0),
+                                                x.reshape(x.shape[0], 2, -1)),
 }
 
 
@@ -234,3 +237,40 @@ def test_vmap_and_jvp_of_a_call_fail_as_in_jax():
         jax.vmap(jax.export.deserialize(exp.serialize()).call)(x)
     with pytest.raises(TypeError, match="forward-mode"):
         xform.jvp(exp.call, (x[0],), (x[0],))
+
+
+def test_namedtuple_pytrees_serialize_both_ways():
+    import collections
+    Pair = collections.namedtuple("Pair", ["u", "v"])
+    export.register_namedtuple_serialization(Pair, serialized_name="test_export.Pair")
+    jax.export.register_namedtuple_serialization(Pair, serialized_name="test_export.Pair")
+    x = np.arange(3, dtype=F32)
+    f = lambda np_: (lambda p: Pair(np_.sin(p.u), p.v * 2))  # noqa: E731
+    ours = export.export(xform.jit(f(jnp)))(Pair(S((3,), F32), S((3,), F32)))
+    got = jax.export.deserialize(ours.serialize()).call(Pair(x, x))
+    assert type(got) is Pair
+    _close(got, f(np)(Pair(x, x)))
+    jexp = jax.export.export(jax.jit(f(jjnp)))(Pair(x, x))
+    back = export.deserialize(jexp.serialize()).call(Pair(x, x))
+    assert type(back) is Pair
+    _close(back, f(np)(Pair(x, x)))
+    with pytest.raises(ValueError, match="Duplicate serialization registration"):
+        export.register_namedtuple_serialization(Pair, serialized_name="other")
+
+
+def test_custom_pytree_node_round_trip_and_unregistered_error():
+    class Box:
+        def __init__(self, value, scale):
+            self.value, self.scale = value, scale
+    xform.tree_util.register_pytree_node(Box, lambda b: ((b.value,), b.scale),
+                                         lambda scale, kids: Box(kids[0], scale))
+    fn = xform.jit(lambda b: Box(b.value * b.scale, b.scale))
+    exp = export.export(fn)(Box(S((2,), F32), 3.0))
+    with pytest.raises(ValueError, match="unregistered type"):
+        exp.serialize()
+    export.register_pytree_node_serialization(
+        Box, serialized_name="test_export.Box", serialize_auxdata=lambda s: repr(s).encode(),
+        deserialize_auxdata=lambda b: float(b.decode()))
+    out = export.deserialize(exp.serialize()).call(Box(np.ones(2, F32), 3.0))
+    assert type(out) is Box and out.scale == 3.0
+    np.testing.assert_allclose(out.value, [3.0, 3.0])

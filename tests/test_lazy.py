@@ -316,6 +316,29 @@ def test_graph_cut_and_repeated_block():
     assert m("graphs_compiled") <= 8  # not one compile per cut
 
 
+def test_graphs_compile_through_the_program_cache(tmp_path):
+    """One compile path: a lazy graph is keyed, compiled and stored on disk like jit's
+    programs, and a fresh lookup (in-memory caches dropped) loads it from there."""
+    from xform.interpreters import compiler, lazy_run
+    xform.config.update("jax_compilation_cache_dir", str(tmp_path))
+    xform.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        def run():
+            with L():
+                return np.asarray(jnp.cos(jnp.arange(4.0)) * 3.0 - 0.125)
+        first = run()
+        assert len(list(tmp_path.glob("*-cache"))) >= 1
+        lazy_run.clear_cache()
+        compiler.clear_caches()
+        before = dict(compiler.stats)
+        np.testing.assert_array_equal(run(), first)
+        assert compiler.stats["disk_hit"] > before.get("disk_hit", 0)
+        assert compiler.stats["compile"] == before.get("compile", 0)
+    finally:
+        xform.config.update("jax_compilation_cache_dir", None)
+        xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
 def test_size_limit_set_mid_graph_applies_to_it():
     with L():
         y = jnp.arange(3.0) + 1.0

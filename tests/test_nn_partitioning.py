@@ -193,9 +193,10 @@ def _layout(tree, jx):
 
 
 def test_sharded_init_apply_and_unbox_constraint_match_flax():
-    """jit(init, out_shardings=logical_to_mesh_sharding(...)) makes the params already
-    sharded; apply under the mesh and rules; Partitioned.unbox under set_mesh constrains
-    the value: the same layouts (spec, per-device index and shape) as Flax on JAX."""
+    """jit(init, out_shardings=logical_to_mesh_sharding(...) or get_sharding(...)) makes
+    the params already sharded; apply under the mesh and rules; Partitioned.unbox under
+    set_mesh constrains the value: the same layouts (spec, per-device index and shape)
+    as Flax on JAX."""
     res = {}
     for (lib, (jx, nn, jnp)), key in zip(LIBS.items(), keys(0)):
         mesh = jx.make_mesh((4, 2), ("data", "model"),
@@ -210,9 +211,65 @@ def test_sharded_init_apply_and_unbox_constraint_match_flax():
                 y = jx.jit(model.apply)(v, x)
                 boxed = {"w": nn.Partitioned(jnp.ones((4, 8)), (None, "model"))}
                 unboxed = jx.jit(nn.unbox)(boxed)
-        res[lib] = (_layout(nn.unbox(v), jx), _layout(unboxed, jx), nn.unbox(v), y)
-    assert res["x"][:2] == res["f"][:2]
+            dense = nn.Dense(8, kernel_init=nn.with_partitioning(
+                nn.initializers.lecun_normal(), (None, "model")))
+            mesh_named = jx.jit(dense.init, out_shardings=nn.get_sharding(
+                jx.eval_shape(dense.init, key, x), mesh))(key, x)
+        res[lib] = (_layout(nn.unbox(v), jx), _layout(unboxed, jx),
+                    _layout(nn.unbox(mesh_named), jx), nn.unbox(v), y)
+    assert res["x"][:3] == res["f"][:3]
+    assert res["x"][2]["params"]["kernel"][0] == (None, "model")
     assert res["x"][0]["params"]["Dense_0"]["kernel"][0] == (None, "model")
     assert res["x"][1]["w"][0] == (None, "model")
-    same_leaves(res["x"][2], res["f"][2], 0.0)
-    same_leaves(res["x"][3], res["f"][3], 1e-5)
+    same_leaves(res["x"][3], res["f"][3], 0.0)
+    same_leaves(res["x"][4], res["f"][4], 1e-5)
+
+
+def _legacy_model(nn, part):
+    """T5X-style: param_with_axes/variable_with_axes, scan_with_axes, vmap_with_axes."""
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, _):
+            w = part.param_with_axes("w", nn.initializers.lecun_normal(), (4, 8),
+                                     axes=("embed", "mlp"))
+            count = part.variable_with_axes("stats", "count", lambda: fjnp.zeros(8)
+                                            if nn is fnn else xjnp.zeros(8), axes=("mlp",))
+            h = part.with_sharding_constraint(x @ w, ("batch", "mlp"))
+            if self.is_mutable_collection("stats"):
+                count.value = count.value + h.sum(0)
+            return x + h @ w.T, None
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x, _ = part.scan_with_axes(Block, variable_axes={"params": 0, "stats": 0},
+                                       split_rngs={"params": True}, length=2,
+                                       axes_collections=("params", "stats"))()(x, None)
+            dense = part.vmap_with_axes(
+                nn.Dense, variable_axes={"params": 0}, split_rngs={"params": True},
+                in_axes=0, partitioning_axis_names={"params": "heads"})
+            return dense(4)(x.reshape(2, 2, 4))
+    return Net()
+
+
+def test_legacy_partitioning_module_matches_flax():
+    import flax.linen.partitioning as fpart
+    import xform.nn.partitioning as xpart
+    res = {}
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+    for (lib, (jx, nn, jnp)), part, key in zip(LIBS.items(), (xpart, fpart), keys(0)):
+        model = _legacy_model(nn, part)
+        with part.axis_rules(RULES):
+            v = jx.jit(functools.partial(model.init))(key, x)
+            y, upd = jx.jit(functools.partial(model.apply, mutable=["stats"]))(v, x)
+        names = {c: part.get_axis_names(v[c]) for c in ("params_axes", "stats_axes")}
+        res[lib] = ({k: v[k] for k in ("params", "stats")}, y, upd,
+                    jx.tree_util.tree_map(tuple, names, is_leaf=lambda s: isinstance(
+                        s, type(jx.sharding.PartitionSpec()))))
+    same_leaves(res["x"][0], res["f"][0], 0.0)
+    same_leaves(res["x"][1:3], res["f"][1:3], 1e-5)
+    assert res["x"][3] == res["f"][3]
+    block = "Map_variablesMap_variablesScanBlock_0"   # (Flax's name for it too)
+    assert res["x"][3]["params_axes"][block]["w"] == ("layers", "embed", "mlp")
+    with pytest.raises(ValueError, match="inside a Module method"):
+        xpart.param_with_axes("w", xnn.initializers.zeros, (2,), axes=("a",))

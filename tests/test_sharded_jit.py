@@ -116,3 +116,35 @@ def test_errors_match_jax():
                                  jax.sharding.PartitionSpec))
         assert x is not None and j is not None and x[0] == j[0], (x, j)
         assert words in x[1] and words in j[1], (x, j)
+
+
+def test_donated_sharded_argument():
+    f = xform.jit(lambda a: a * 2, donate_argnums=0)
+    x = xform.device_put(X, NamedSharding(XMESH, P("x")))
+    y = f(x)
+    assert x.is_deleted() and y.sharding == NamedSharding(XMESH, P("x"))
+    np.testing.assert_array_equal(np.asarray(y), X * 2)
+    try:
+        f(x)
+    except RuntimeError as e:
+        assert "Array has been deleted" in str(e) and "donated" in str(e)
+    else:
+        raise AssertionError("a donated argument was used again")
+
+
+def test_shard_map_inside_partitioned_jit_is_a_manual_computation():
+    def run(L, np_, m, NS, P_):
+        x, _ = _args(L, m, NS, P_)
+        sm = L.shard_map(lambda b: L.lax.psum(b, "x") * L.lax.axis_index("y"), mesh=m,
+                         in_specs=P_("x"), out_specs=P_("x", "y"))
+        pp = L.shard_map(lambda b: L.lax.ppermute(b, "x", [(0, 1), (1, 2), (2, 3), (3, 0)]),
+                         mesh=m, in_specs=P_("x"), out_specs=P_("x"), check_vma=False)
+        ag = L.shard_map(lambda b: L.lax.all_gather(b, "y", tiled=True), mesh=m,
+                         in_specs=P_("x", "y"), out_specs=P_("x"), check_vma=False)
+        f = L.jit(lambda a: sm(a * 2) + 1)
+        return [f(x), L.jit(lambda a: pp(a) - 1)(x), L.jit(lambda a: ag(a).sum(1))(x)], f
+    (xs, xf), (js, _) = both(run)
+    for x, j in zip(xs, js):
+        check(x, j)
+    text = xf.lower(xform.device_put(X, NamedSharding(XMESH, P("x")))).as_text()
+    assert "sdy.manual_computation" in text and "partition_id" in text

@@ -177,3 +177,17 @@ def test_errors_match_jax():
                                  jax.sharding.PartitionSpec))
         assert x is not None and j is not None
         assert x[0] == j[0] and x[1].replace("xform", "jax") == j[1], (x, j)
+
+
+def test_gather_to_one_device_and_sharded_keys():
+    def run(L, np_, m, NS, P_):
+        x = L.device_put(X, NS(m, P_("x", None)))
+        one = L.device_put(x, L.devices()[3])
+        keys = L.device_put(L.random.split(L.random.key(0), 8), NS(m, P_("x")))
+        u = L.jit(L.vmap(lambda k: L.random.uniform(k, (3,))))(keys)
+        return one, u, L.random.key_data(keys)
+    (x1, xu, xk), (j1, ju, jk) = both(run)
+    assert x1.devices() == {xform.devices()[3]}
+    np.testing.assert_array_equal(np.asarray(x1), np.asarray(j1))
+    check(xu, ju)
+    np.testing.assert_array_equal(np.asarray(xk), np.asarray(jk))

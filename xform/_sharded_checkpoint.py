@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 
 import numpy as np
@@ -36,7 +37,7 @@ from xform.core.sharding import Sharding, SingleDeviceSharding
 from xform.core.transfer import device_put_value
 from xform.transforms.devices import device_put, make_array_from_single_device_arrays
 
-__all__ = ["save_sharded", "restore_sharded"]
+__all__ = ["save_sharded", "restore_sharded", "remove_sharded"]
 
 _FORMAT = "xform.checkpoint.sharded"
 _VERSION = 1
@@ -203,7 +204,8 @@ def save_sharded(directory, tree, *, overwrite=True):
                                          data_ptr=arr.ctypes.data, data_len=arr.nbytes)
                 shard_meta.append({"leaf": i, "tensor": name, "index": index,
                                    "sha256": srec["sha256"], "shape": srec["shape"]})
-        records.append(rec)
+        records.append(rec or {"kind": "array", "dtype": _dtype_name(x.dtype),
+                               "shape": list(np.shape(x))})   # (none on this process)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise FileExistsError(f"checkpoint.save_sharded: {directory!r} exists and is not "
                               "a directory")
@@ -244,6 +246,12 @@ def save_sharded(directory, tree, *, overwrite=True):
             if m and int(m.group(1)) != gen:
                 os.unlink(os.path.join(directory, n))
     _barrier(f"xform-ckpt-{tag}-{call}-committed")
+
+
+def remove_sharded(directory):
+    """Delete a sharded checkpoint (process 0 does it; the folder is shared)."""
+    if _process()[0] == 0:
+        shutil.rmtree(directory)
 
 
 def _read_shard_header(path):
@@ -441,7 +449,10 @@ def restore_sharded(directory, target=None, *, shardings=None):
                     f"in the checkpoint but shape {tuple(np.shape(w))} dtype "
                     f"{_dtype_name(w.dtype)} in the target")
         _check_cover(rec, where, directory)
-        out.append(_place(rec, reader, placed[i], where))
+        if target is not None and isinstance(want[i][1], np.ndarray):   # (as restore)
+            out.append(_piece(rec, reader, [[0, n] for n in rec["shape"]]))
+        else:
+            out.append(_place(rec, reader, placed[i], where))
     if target is not None:
         return tu.tree_unflatten(tu.tree_structure(target), out)
     return _decode(skeleton, iter(out), directory)

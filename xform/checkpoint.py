@@ -531,6 +531,8 @@ class CheckpointManager:
         directory: where the checkpoints live (created if missing).
         max_to_keep: keep only this many most recent checkpoints (None keeps all).
         save_interval_steps: :meth:`save` writes only steps that are multiples of it.
+        sharded: each step is a folder ``ckpt_<step>`` of :func:`save_sharded` (every
+            process calls ``save``; ``restore`` takes ``shardings=``).
 
     Example:
         >>> import tempfile, xform.numpy as jnp
@@ -542,9 +544,9 @@ class CheckpointManager:
         ([4, 6], 6, Array([6], dtype=int32))
     """
 
-    _PATTERN = re.compile(r"^ckpt_(\d+)\.safetensors$")
+    _PATTERN = re.compile(r"^ckpt_(\d+)(\.safetensors)?$")
 
-    def __init__(self, directory, max_to_keep=None, save_interval_steps=1):
+    def __init__(self, directory, max_to_keep=None, save_interval_steps=1, sharded=False):
         if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep < 1):
             raise ValueError(f"CheckpointManager: max_to_keep must be a positive int or None, "
                              f"got {max_to_keep!r}")
@@ -557,14 +559,18 @@ class CheckpointManager:
         os.makedirs(self.directory, exist_ok=True)
         self.max_to_keep = max_to_keep
         self.save_interval_steps = save_interval_steps
+        self.sharded = bool(sharded)
 
     def _path(self, step):
-        return os.path.join(self.directory, f"ckpt_{step}.safetensors")
+        return os.path.join(self.directory, f"ckpt_{step}" + (
+            "" if self.sharded else ".safetensors"))
 
     def all_steps(self):
-        """The steps that have a checkpoint, ascending."""
-        return sorted(int(m.group(1)) for m in map(self._PATTERN.match,
-                                                   os.listdir(self.directory)) if m)
+        """The steps that have a checkpoint (sharded: a committed index), ascending."""
+        return sorted(int(m.group(1)) for m in map(self._PATTERN.match, os.listdir(
+            self.directory)) if m and (m.group(2) is None) == self.sharded and (
+            not self.sharded or os.path.exists(os.path.join(self._path(m.group(1)),
+                                                            "index.json"))))
 
     def latest_step(self):
         """The highest saved step, or None."""
@@ -587,14 +593,17 @@ class CheckpointManager:
             raise ValueError(f"CheckpointManager.save: step must be >= 0, got {step}")
         if not force and not self.should_save(step):
             return False
-        save(self._path(step), tree)
+        (save_sharded if self.sharded else save)(self._path(step), tree)
         if self.max_to_keep is not None:
             for old in self.all_steps()[:-self.max_to_keep]:
-                os.unlink(self._path(old))
+                (remove_sharded if self.sharded else os.unlink)(self._path(old))
         return True
 
-    def restore(self, step=None, target=None):
-        """Restore ``step`` (default: the latest) into ``target`` (see :func:`restore`)."""
+    def restore(self, step=None, target=None, *, shardings=None):
+        """Restore ``step`` (default: the latest) into ``target`` (see :func:`restore`;
+        sharded: :func:`restore_sharded`, with its ``shardings``)."""
+        if shardings is not None and not self.sharded:
+            raise ValueError("CheckpointManager.restore: shardings= needs sharded=True")
         if step is None:
             step = self.latest_step()
             if step is None:
@@ -603,12 +612,15 @@ class CheckpointManager:
         elif int(step) not in self.all_steps():
             raise FileNotFoundError(f"CheckpointManager: no checkpoint for step {step} in "
                                     f"{self.directory!r} (saved steps: {self.all_steps()})")
+        if self.sharded:
+            return restore_sharded(self._path(int(step)), target, shardings=shardings)
         return restore(self._path(int(step)), target=target)
 
 
 # sharded checkpoints (a directory, each process writing its own shards) reuse this
 # module's encoding and checks: imported last, once those are defined (a real cycle)
-from xform._sharded_checkpoint import restore_sharded, save_sharded  # noqa: E402
+from xform._sharded_checkpoint import (  # noqa: E402
+    remove_sharded, restore_sharded, save_sharded)
 
 
 class _CallableModule(types.ModuleType):

@@ -18,7 +18,10 @@ import sys
 import time
 import types
 
-from xform.interpreters import lazy as _interp, lazy_run as _run
+from xform import backend
+from xform.core import tree_util
+from xform.interpreters import lazy as _interp, lazy_run as _run, mlir
+from xform.transforms.jit import jit, make_jaxpr
 
 __all__ = ["lazy", "mark_step", "metrics", "reset_metrics", "configure",
            "dispatch_report", "DispatchReport", "is_pending"]
@@ -177,7 +180,6 @@ class DispatchReport:
 
 
 def _block(tree):
-    from xform.core import tree_util
     for leaf in tree_util.tree_leaves(tree):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
@@ -219,9 +221,6 @@ def dispatch_report(f, *args, number=None, **kwargs):
     >>> r.n_ops, sorted(vars(r))[:3]
     (3, ['breakeven_calls', 'compile_ms', 'dispatch_share'])
     """
-    from xform import backend
-    from xform.interpreters import mlir
-    from xform.transforms.jit import jit, make_jaxpr
     if not callable(f):
         raise TypeError(f"dispatch_report: expected a callable, got {f!r}")
     name = getattr(f, "__name__", "fun")

@@ -288,6 +288,18 @@ def _divmod(a, b):
     an = a._normal()
     if isinstance(an, int) and isinstance(bn, int):
         return an // bn, an % bn
+    if len(b._terms) == 1:  # exact where the monomial divides every term: 4*b // 2*b
+        (bmon, bc), = b._terms
+        quot = []
+        for mon, c in a._terms:
+            powers = dict(mon)
+            if c % bc or any(powers.get(f, 0) < p for f, p in bmon):
+                break
+            for f, p in bmon:
+                powers[f] -= p
+            quot.append((tuple((f, p) for f, p in powers.items() if p), c // bc))
+        else:
+            return _DimExpr(quot, a.scope)._normal(), 0
     scope = a.scope or b.scope
     return _DimExpr.op("floordiv", a, b, scope), _DimExpr.op("mod", a, b, scope)
 

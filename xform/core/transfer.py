@@ -29,7 +29,8 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
     if isinstance(x, Array):
         if device is None or x.devices() == {device}:
             return x
-        return Array(backend.copy_to_device(x._buf, device), x.aval)
+        buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
+        return Array(backend.copy_to_device(buf, device), x.aval)
     if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
         return x
     aval = aval_of_value(x)
@@ -93,8 +94,6 @@ def put_sharded(x, sharding, what="One of device_put args"):
     NamedSharding): each device receives its block, never the whole array."""
     aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
     sharding.check_shape(aval.shape, what)
-    if not isinstance(aval.dtype, np.dtype):
-        raise NotImplementedError("device_put of typed keys to a NamedSharding")
     layout = sharding.layout()
     return ShardedArray(shard_buffers(x, layout), aval, layout)
 

@@ -8,7 +8,7 @@
 Array([0., 0., 0.], dtype=float32)
 """
 from xform.export._export import (  # noqa: F401
-    CALLING_CONVENTION_VERSION, DisabledSafetyCheck, Exported, default_export_platform,
+    DisabledSafetyCheck, Exported, default_export_platform,
     deserialize, export, maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version, symbolic_args_specs)
 from xform.export._call import call  # noqa: F401

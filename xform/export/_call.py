@@ -50,8 +50,8 @@ def _abstract_eval(*avals, exported):
         if np.dtype(exp.dtype) != np.dtype(a.dtype):
             raise ValueError(f"Dtype mismatch for {_describe(exported, i)}: expected "
                              f"{exp.dtype} and called with {a.dtype}")
-        for d, (ed, ad) in enumerate(zip(exp.shape, a.shape)):
-            if not _shape_poly.is_symbolic_dim(ed) and ed != ad:
+        for d, (ed, actual) in enumerate(zip(exp.shape, a.shape)):
+            if not _shape_poly.is_symbolic_dim(ed) and ed != actual:
                 raise ValueError(f"Shape mismatch for {_describe(exported, i, d)} "
                                  f"(expected same constant): expected {tuple(exp.shape)} "
                                  f"and called with {tuple(a.shape)}")

@@ -14,8 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes, tree_util
-from xform.core.avals import ShapedArray
+from xform.core import tree_util
 from xform.core.jaxpr import eval_jaxpr
 from xform.interpreters import mlir
 from xform.transforms.ad import vjp as _vjp
@@ -199,8 +198,7 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
 
 
 def _tangent_aval(a):
-    dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.float0
-    return ShapeDtypeStruct(a.shape, dtype)
+    return ShapeDtypeStruct(a.shape, a.to_tangent_aval().dtype)
 
 
 def _export_vjp(primal, closed):

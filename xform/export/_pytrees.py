@@ -2,7 +2,7 @@
 as ``jax.export.register_pytree_node_serialization``."""
 import json
 
-from xform.core import tree_util
+from xform.core import pytree
 from xform.export import _serialization
 
 
@@ -17,10 +17,12 @@ def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_a
     if serialized_name in _serialization.deserialization_registry:
         raise ValueError("Duplicate serialization registration for "
                          f"serialized_name `{serialized_name}`.")
-    if from_children is None:
-        def from_children(aux, children):
-            leaves, tree = tree_util.tree_flatten(nodetype.__new__(nodetype))
-            return tree_util.tree_unflatten(tree, children)
+    if from_children is None:  # the node type's registered unflatten (pytree's table)
+        node = pytree._dispatch.get(nodetype)
+        if node is None or node.unflatten is None:
+            raise ValueError(f"{nodetype} is not registered as a pytree node: register it "
+                             "with xform.tree_util.register_pytree_node first")
+        from_children = node.unflatten
     _serialization.serialization_registry[nodetype] = (serialized_name, serialize_auxdata)
     _serialization.deserialization_registry[serialized_name] = (
         nodetype, deserialize_auxdata, from_children)
@@ -30,13 +32,17 @@ def register_pytree_node_serialization(nodetype, *, serialized_name, serialize_a
 def register_namedtuple_serialization(nodetype, *, serialized_name):
     """``register_pytree_node_serialization`` for a namedtuple class (its fields are
     the auxdata)."""
-    def ser(aux):
-        return json.dumps(list(nodetype._fields)).encode()
+    if not (issubclass(nodetype, tuple) and hasattr(nodetype, "_fields")):
+        raise ValueError("Use `jax.export.register_pytree_node_serialization` for types "
+                         "other than `collections.namedtuple`.")
+
+    def ser(aux):  # the field names, as JAX writes them
+        return json.dumps(nodetype._fields).encode("utf-8")
 
     def deser(data):
-        return tuple(json.loads(data.decode()))
+        return json.loads(data.decode("utf-8"))
 
     return register_pytree_node_serialization(
         nodetype, serialized_name=serialized_name, serialize_auxdata=ser,
         deserialize_auxdata=deser,
-        from_children=lambda aux, children: nodetype(*children))
+        from_children=lambda keys, children: nodetype(**dict(zip(keys, children))))

@@ -35,6 +35,7 @@ _SCALARS = frozenset((bool, int, float, complex))
 _caches = []            # every composite's caches (cleared on flag changes)
 _scalar_bufs = {}       # (type, value[, sign of a float zero]) -> device buffer
 _off = False            # jax_disable_jit is set: JAX's jnp functions then run op by op
+_MISSING = object()     # an argument not given
 
 
 class _Fallback(Exception):
@@ -190,34 +191,41 @@ def composite(fun=None, *, static=()):
     two_ok = one_ok and 1 not in static_pos
 
     @functools.wraps(fun)
-    def wrapper(*args, **kwargs):
+    def wrapper(x=_MISSING, y=_MISSING, /, *rest, **kwargs):
+        # (the first two positional arguments are bound, not packed: ~45 ns less per
+        # call; keyword arguments of any name, those two included, come in ``kwargs``)
         if _context.trace is not eval_trace or _off:
-            return fun(*args, **kwargs)
-        if not kwargs and len(args) == 1 and type(args[0]) is Array and one_ok:
-            x, = args  # the commonest call, f(x)
+            if y is _MISSING:
+                return fun(**kwargs) if x is _MISSING else fun(x, **kwargs)
+            return fun(x, y, *rest, **kwargs)
+        if kwargs or type(x) is not Array or not one_ok:
+            pass
+        elif y is _MISSING:  # the commonest call, f(x)
             entry = fast.get(id(x.aval))
             if entry is not None:
                 try:
                     return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
                                  entry.out_aval)
                 except Exception as e:
-                    _failed(e, args, name)
-            key = x.aval
-            fast_key = id(key)
-            entry = cache.get(key)
-            bufs = [x._buf]
-        elif not kwargs and len(args) == 2 and type(args[0]) is Array and \
-                type(args[1]) is Array and two_ok:
-            x, y = args  # f(x, y): the same key as the general path's
-            fast_key = (id(x.aval), id(y.aval))
-            entry = fast.get(fast_key)
+                    _failed(e, (x,), name)
+        elif not rest and type(y) is Array and two_ok:  # f(x, y)
+            entry = fast.get((id(x.aval), id(y.aval)))
             if entry is not None:
                 try:
                     return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
                         entry.handlers)[0], entry.out_aval)
                 except Exception as e:
-                    _failed(e, args, name)
-            key = (x.aval, y.aval)
+                    _failed(e, (x, y), name)
+        args = (() if x is _MISSING else (x,)) if y is _MISSING else (x, y, *rest)
+        if not kwargs and len(args) == 1 and type(x) is Array and one_ok:
+            key = x.aval
+            fast_key = id(key)
+            entry = cache.get(key)
+            bufs = [x._buf]
+        elif not kwargs and len(args) == 2 and type(x) is Array and type(y) is Array \
+                and two_ok:
+            fast_key = (id(x.aval), id(y.aval))
+            key = (x.aval, y.aval)  # (the same key as the general path's)
             entry = cache.get(key)
             bufs = [x._buf, y._buf]
         else:

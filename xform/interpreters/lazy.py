@@ -1,16 +1,18 @@
 """The lazy (LazyTensor) interpreter: eager primitives recorded into a jaxpr, run at barriers.
 
-While lazy mode is on, :class:`LazyTrace` is the bottom trace: it hands each primitive
-to :func:`record`, which runs its abstract evaluation at once (so shape errors point at
-the user's line) and appends one equation to the thread's pending graph; the result is
-an Array whose buffer is pending. A *barrier* (:func:`barrier`) computes every live
+While lazy mode is on, :class:`LazyTrace` is the bottom trace: it records each primitive
+(inline on its hot path, else through :func:`record`): the abstract evaluation runs at
+once (so shape errors point at the user's line) and one equation is appended to the
+thread's pending graph; the result is an Array whose buffer is pending. A *barrier* (:func:`barrier`) computes every live
 pending array with one compiled program: the graph's equations, renumbered canonically
 (inputs and variables by first appearance, Python scalars other than 0 and 1 as
 inputs), are the cache key, so the same sequence of operations on the same avals reuses
 one executable whatever the values are. Arrays nothing references any more are dead:
 DCE drops the equations only they needed. A graph that reaches ``max_graph_size``
 equations is cut; when its tail repeats a block of equations, the block is compiled
-once and run as many times as it repeats. See docs/architecture.md, "Lazy eager mode".
+once and run as many times as it repeats. Running a graph (the executable cache, building
+and compiling, executing, metrics) is ``lazy_run.py``; cut graphs, ``lazy_segments.py``.
+See docs/architecture.md, "Lazy eager mode".
 """
 import sys
 import threading

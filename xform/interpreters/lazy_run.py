@@ -7,6 +7,8 @@ import sys
 import time
 import weakref
 
+import numpy as np
+
 from xform import backend
 from xform.core.array import Array
 from xform.core.avals import aval_of_value
@@ -64,7 +66,6 @@ def _holders_base():
     # Calibrated, not assumed: an Array only a list holds, with a fresh buffer.
     global _HOLDERS
     if _HOLDERS is None:
-        import numpy as np
         probe = [Array(backend.device_put(np.zeros(1, np.float32)), aval_of_value(
             np.zeros(1, np.float32)))]
         _HOLDERS = _holders(probe, 0)

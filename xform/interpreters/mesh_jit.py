@@ -47,6 +47,11 @@ def _meshes(jaxpr, found):
     return found
 
 
+def pmap_meshes(closed):
+    """``{(axes, devices)}`` of the pmap/shard_map equations in ``closed``."""
+    return {(tuple(a), tuple(d)) for a, d in _meshes(closed.jaxpr, set())}
+
+
 def maps_over_devices(closed):
     """Whether ``closed`` holds pmap/shard_map equations (this module compiles it)."""
     return bool(_meshes(closed.jaxpr, set()))

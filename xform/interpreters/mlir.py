@@ -140,6 +140,14 @@ def shape_value(shape):
     return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 
+def iota(aval, dimension):
+    """``stablehlo.iota`` of ``aval`` along ``dimension`` (dynamic for symbolic shapes)."""
+    typ = aval_to_ir_type(aval)
+    if shape_poly.is_constant_shape(aval.shape):
+        return hlo.iota(typ, dimension)
+    return hlo.dynamic_iota(typ, shape_value(aval.shape), dimension)
+
+
 def broadcast_in_dim(result_aval, x, dims):
     """``stablehlo.broadcast_in_dim`` to ``result_aval``, dynamic for symbolic shapes."""
     typ = aval_to_ir_type(result_aval)
@@ -251,6 +259,19 @@ class ModuleContext:
                 "this operation lowers differently per platform, and xform lowers such "
                 f"operations for one platform at a time: export for one of {self.platforms}")
         return self._platform or (self.platforms or (backend.platform(),))[0]
+
+    def partitioned(self, op, global_ids=True):
+        """Mark collective ``op`` as one between partitions of this SPMD module (inside
+        a shard_map's manual computation): a channel and, where the op takes it,
+        ``use_global_device_ids`` (its groups then name partition ids), as JAX's.
+        Replicated programs (pmap) leave their collectives as they are."""
+        if self.mesh is not None:
+            self._count += 1
+            op.attributes["channel_handle"] = ir.Attribute.parse(
+                f"#stablehlo.channel_handle<handle = {self._count}, type = 1>")
+            if global_ids:
+                op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
+        return op
 
     def unique_name(self, base):
         self._count += 1
@@ -377,6 +398,11 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
 def sdy_sharding(spec, rank, mesh_name="mesh"):
     """A PartitionSpec as a Shardy tensor sharding over ``rank`` dimensions (None:
     closed and unsplit ``{}``; ``P.UNCONSTRAINED``: open ``{?}``)."""
+    return ir.Attribute.parse(f"#sdy.sharding<{sdy_sharding_text(spec, rank, mesh_name)}>")
+
+
+def sdy_sharding_text(spec, rank, mesh_name="mesh"):
+    """The body of :func:`sdy_sharding`'s attribute: ``@mesh, [{"x"}, {}]``."""
     dims = []
     for i in range(rank):
         p = spec[i] if i < len(spec) else None
@@ -388,7 +414,7 @@ def sdy_sharding(spec, rank, mesh_name="mesh"):
             dims.append("{" + ", ".join(f'"{q}"' for q in p) + "}")
         else:  # UNCONSTRAINED
             dims.append("{?}")
-    return ir.Attribute.parse(f"#sdy.sharding<@{mesh_name}, [{', '.join(dims)}]>")
+    return f"@{mesh_name}, [{', '.join(dims)}]"
 
 
 def annotate_spmd(module, fn, n_consts, mesh, in_specs, out_specs):

@@ -394,8 +394,59 @@ def _per_device_eval(jaxpr, axes, in_axes, out_axes, args):
     return [gather_block(o, d, axes) for o, d in zip(outs, out_axes)]
 
 
+def _is_module_mesh(ctx, axes, devices):
+    mesh = ctx.module_ctx.mesh
+    return mesh is not None and tuple(zip(mesh.axis_names, mesh.axis_sizes)) == \
+        tuple(axes) and tuple(mesh._flat_devices) == tuple(devices)
+
+
+def _manual_lowering(ctx, args, jaxpr, axes, in_axes, out_axes):
+    """shard_map inside an SPMD module over its mesh, as JAX lowers it: Shardy's
+    ``sdy.manual_computation`` over every mesh axis. Operand dimension ``d`` mapped by
+    axis ``a`` is sharded ``{"a"}``; each partition's block (that dimension 1) is
+    squeezed for the body, whose collectives name partitions (``partitioned``)."""
+    names = [n for n, _ in axes]
+
+    def sharding(dims, rank):
+        parts = [None] * rank
+        for n, d in zip(names, dims):
+            if d is not None:
+                parts[d] = n
+        return mlir.sdy_sharding_text(parts, rank)
+
+    def local(aval, dims):
+        shape = list(aval.shape)
+        for d in dims:
+            if d is not None:
+                shape[d] = 1
+        return aval.update(shape=tuple(shape))
+    ins = [local(a, d) for a, d in zip(ctx.avals_in, in_axes)]
+    outs = [local(a, d) for a, d in zip(ctx.avals_out, out_axes)]
+    per_value = lambda avals, dims: mlir.ir.Attribute.parse(  # noqa: E731
+        "#sdy.sharding_per_value<[" + ", ".join(
+            f"<{sharding(d, len(a.shape))}>" for a, d in zip(avals, dims)) + "]>")
+    op = mlir.ir.Operation.create(
+        "sdy.manual_computation", results=[mlir.aval_to_ir_type(a) for a in ctx.avals_out],
+        operands=list(args), regions=1, attributes={
+            "in_shardings": per_value(ctx.avals_in, in_axes),
+            "out_shardings": per_value(ctx.avals_out, out_axes),
+            "manual_axes": mlir.ir.Attribute.parse(
+                "#sdy<manual_axes{" + ", ".join(f'"{n}"' for n in names) + "}>")})
+    block = op.regions[0].blocks.append(*[mlir.aval_to_ir_type(a) for a in ins])
+    with mlir.ir.InsertionPoint(block), lowering_axes_context(axes), \
+            batching.extend_axis_env(axes):
+        xs = [mlir.hlo.reshape(mlir.aval_to_ir_type(v.aval), b)
+              for b, v in zip(block.arguments, jaxpr.jaxpr.invars)]
+        ys = mlir.jaxpr_subcomp(ctx.module_ctx, jaxpr.jaxpr, jaxpr.consts, xs)
+        ys = [mlir.hlo.reshape(mlir.aval_to_ir_type(a), y) for a, y in zip(outs, ys)]
+        mlir.ir.Operation.create("sdy.return", operands=ys)
+    return list(op.results)
+
+
 def _pmap_lowering(ctx, *args, jaxpr, axes, in_axes, out_axes, devices, name,
                    check_vma=False):
+    if _is_module_mesh(ctx, axes, devices):  # shard_map in a jit partitioned over its mesh
+        return _manual_lowering(ctx, args, jaxpr, axes, in_axes, out_axes)
     if lowering_axes() == axes:  # jit of pmap, compiled for the pmap's mesh
         def fun(*xs, **_):
             with batching.extend_axis_env(axes):

@@ -163,20 +163,21 @@ class PartitionedJaxpr:
         tilings = backend.output_tilings(self.exe) or [None] * len(self.out_avals)
         self.in_shardings = place.in_shardings
         self.out_shardings = [
-            s if s is not None else _named_from_tiling(t, a.shape, place.mesh,
-                                                       place.in_shardings)
+            s if s is not None else _named_from_tiling(
+                t, a.shape, place.mesh, zip(place.in_shardings, closed.in_avals))
             for s, t, a in zip(place.out_shardings, tilings, self.out_avals)]
         self.out_layouts = [s.layout() for s in self.out_shardings]
         self.executable = self.exe  # (what the stages API asks for its analyses)
 
     def __call__(self, args, describe=None):
         per_arg = list(self.const_bufs)
-        for x, layout in zip(args, self.in_layouts):
-            if type(x) is ShardedArray and x.is_deleted():
-                dispatch.check_deleted([], self.name)
-                raise RuntimeError(f"Array has been deleted with shape="
-                                   f"{x.aval.str_short()}: an argument of {self.name} was "
-                                   "donated to an earlier computation.")
+        for i, (x, layout) in enumerate(zip(args, self.in_layouts)):
+            if isinstance(x, Array) and x.is_deleted():  # (jaxlib would crash on it)
+                what = describe(i) if describe is not None else f"argument {i}"
+                raise RuntimeError(
+                    f"Array has been deleted with shape={x.aval.str_short()}: {what} of "
+                    f"{self.name} was donated to an earlier computation (donate_argnums) "
+                    "and its buffers were reused; it cannot be used again.")
             per_arg.append(transfer.shard_buffers(x, layout))
         outs = self.exe.execute(per_arg)
         return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0
@@ -184,20 +185,20 @@ class PartitionedJaxpr:
                 for bufs, a, layout in zip(outs, self.out_avals, self.out_layouts)]
 
 
-def _named_from_tiling(tiling, shape, mesh, in_shardings):
+def _named_from_tiling(tiling, shape, mesh, inputs):
     """The NamedSharding over ``mesh`` of an output XLA tiled as ``tiling`` (see
     ``backend.output_tilings``): an input's own sharding when it lays out alike (as
     JAX reports it), else the spec whose blocks match, found by search over the mesh
     axes (a handful of candidates for meshes of a few axes)."""
     if tiling is None:
         return NamedSharding(mesh, PartitionSpec())
-    dims, parts, rep_last = tiling
+    dims, parts, _ = tiling
     rank = len(shape)
     tiles = dims[:rank]
     target = _blocks_of_tiling(dims, parts, rank, shape)
-    for s in in_shardings:
-        if len(s.spec) <= rank and _blocks(s, shape) == target and \
-                _mesh_key(s.mesh) == _mesh_key(mesh) and len(s.spec) == rank:
+    for s, aval in inputs:  # ``inputs``: (sharding, aval) per input
+        if len(aval.shape) == rank and _mesh_key(s.mesh) == _mesh_key(mesh) and \
+                _blocks(s, shape) == target:
             return s
     names, sizes = mesh.axis_names, mesh.axis_sizes
     axes = [i for i, n in enumerate(sizes) if n > 1]

@@ -125,7 +125,8 @@ def _all_reduce_lowering(op, reduce_fn=None):
             return mlir.lower_fun(_gather_reduce(reduce_fn, axis_name, axis_index_groups),
                                   multiple_results=False)(ctx, x)
         groups = _device_groups(axis_name, axis_index_groups)
-        result = hlo.AllReduceOp([mlir.aval_to_ir_type(aval)], [x], _groups_attr(groups))
+        result = ctx.module_ctx.partitioned(
+            hlo.AllReduceOp([mlir.aval_to_ir_type(aval)], [x], _groups_attr(groups)))
         scalar = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(aval.dtype))
         block = result.regions[0].blocks.append(scalar, scalar)
         with ir.InsertionPoint(block):
@@ -342,7 +343,8 @@ def _axis_index_lowering(ctx, *, axis_name):
         strides[n] = s
         s *= size
     rid = hlo.convert(ir.RankedTensorType.get([], ir.IntegerType.get_signless(32)),
-                      hlo.replica_id())
+                      hlo.partition_id() if ctx.module_ctx.mesh is not None
+                      else hlo.replica_id())  # (a shard_map in an SPMD module: partitions)
     out = None
     for n in axis_name:  # linear index over the named axes, first name major
         idx = hlo.remainder(hlo.divide(rid, mlir.ir_constant(np.int32(strides[n]))),
@@ -400,7 +402,8 @@ def _all_gather_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size, axi
         shape.insert(axis, 1)
         x = hlo.reshape(ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(aval_in.dtype)),
                         x)
-    op = hlo.AllGatherOp([mlir.aval_to_ir_type(aval_out)], [x], axis, _groups_attr(groups))
+    op = ctx.module_ctx.partitioned(
+        hlo.AllGatherOp([mlir.aval_to_ir_type(aval_out)], [x], axis, _groups_attr(groups)))
     return op.results[0]
 
 
@@ -494,8 +497,8 @@ def _reduce_scatter_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size,
     shape = list(aval_in.shape)
     shape[scatter_dimension] //= axis_size
     elt = mlir.dtype_to_ir_type(aval_in.dtype)
-    op = hlo.ReduceScatterOp(ir.RankedTensorType.get(shape, elt), x, scatter_dimension,
-                             _groups_attr(groups))
+    op = ctx.module_ctx.partitioned(hlo.ReduceScatterOp(
+        ir.RankedTensorType.get(shape, elt), x, scatter_dimension, _groups_attr(groups)))
     scalar = ir.RankedTensorType.get([], elt)
     block = op.regions[0].blocks.append(scalar, scalar)
     with ir.InsertionPoint(block):

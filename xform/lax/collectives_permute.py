@@ -28,7 +28,8 @@ def _ppermute_lowering(ctx, x, *, axis_name, perm):
     for group in _device_groups(axis_name):
         pairs.extend([group[s], group[t]] for s, t in perm)
     attr = ir.DenseIntElementsAttr.get(np.asarray(pairs, np.int64).reshape(-1, 2))
-    return hlo.CollectivePermuteOp(x, attr).result
+    return ctx.module_ctx.partitioned(hlo.CollectivePermuteOp(x, attr),
+                                      global_ids=False).result
 
 
 def _ppermute_batch_named(size, name_, vals, dims, *, axis_name, perm):
@@ -109,8 +110,9 @@ def _all_to_all_abstract_eval(x, *, axis_name, axis_index_groups, axis_size, spl
 def _all_to_all_lowering(ctx, x, *, axis_name, axis_index_groups, axis_size, split_axis,
                          concat_axis):
     groups = _device_groups(axis_name, axis_index_groups)
-    op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _groups_attr(groups),
-                        results=[mlir.aval_to_ir_type(ctx.avals_out[0])])
+    op = ctx.module_ctx.partitioned(
+        hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _groups_attr(groups),
+                       results=[mlir.aval_to_ir_type(ctx.avals_out[0])]), global_ids=False)
     return op.results[0]
 
 

@@ -312,7 +312,7 @@ def _arg_lowering(direction, init):
     def rule(ctx, x, *, axes, index_dtype):
         x_aval = ctx.avals_in[0]
         idx_aval = ShapedArray(x_aval.shape, index_dtype)
-        idx = hlo.iota(mlir.aval_to_ir_type(idx_aval), axes[0])
+        idx = mlir.iota(idx_aval, axes[0])
         inexact = dtypes.is_inexact(x_aval.dtype)
         kind = "FLOAT" if inexact else ("UNSIGNED" if dtypes.is_unsigned(x_aval.dtype) or
                                         x_aval.dtype == np.bool_ else "SIGNED")

@@ -257,14 +257,8 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 iota_p = standard_primitive("iota", _iota_abstract_eval)
 ad.defnondiff(iota_p)
 batching.primitive_batchers[iota_p] = None  # no operands: never batched
-def _iota_lowering(ctx, *, dtype, shape, dimension):
-    typ = mlir.aval_to_ir_type(ctx.avals_out[0])
-    if shape_poly.is_constant_shape(shape):
-        return hlo.iota(typ, dimension)
-    return hlo.dynamic_iota(typ, mlir.shape_value(shape), dimension)
-
-
-mlir.register_lowering(iota_p, _iota_lowering)
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: mlir.iota(
+    ctx.avals_out[0], dimension))
 
 
 # ---- dimension_as_value ----

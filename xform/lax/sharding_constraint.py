@@ -53,6 +53,16 @@ def with_sharding_constraint(x, shardings):
     return tree_util.tree_unflatten(tree, out)
 
 
+def reshard(x, out_shardings):
+    """``x`` laid out as ``out_shardings`` (NamedShardings or PartitionSpecs under a mesh
+    context, a pytree prefix of ``x``): a copy between layouts eagerly, a constraint
+    inside jit.
+
+    NB: JAX's ``reshard`` types the result with explicit-axis shardings; xform has no
+    shardings in types (explicit axes compile as Auto), so this is the constraint."""
+    return with_sharding_constraint(x, out_shardings)
+
+
 def _impl(x, *, sharding):
     if type(x) is ShardedArray and x.layout == sharding.layout():
         return x

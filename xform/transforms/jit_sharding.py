@@ -68,8 +68,16 @@ def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
     """The call's ``spmd.Placement``, or None when it runs on one device
     (``dyn_args()`` gives the non-static positional arguments)."""
     if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
-            not spmd.has_sharding_constraints(closed) or mesh_jit.maps_over_devices(closed):
-        return None  # (pmap/shard_map programs: mesh_jit compiles them)
+            not spmd.has_sharding_constraints(closed):
+        return None
+    pmaps = mesh_jit.pmap_meshes(closed)
+    if pmaps and not shardings and not any(spmd.named_sharding_of(x) for x in leaves):
+        return None  # (pmap/shard_map of unsharded values: mesh_jit's replicated program)
     flat_in = shardings.flat_in(dyn_args(), len(leaves)) if shardings else None
     flat_out = shardings.flat_out(out_tree) if shardings else None
-    return spmd.placement(closed, leaves, flat_in, flat_out, describe, name)
+    place = spmd.placement(closed, leaves, flat_in, flat_out, describe, name)
+    mesh = place and (tuple(zip(place.mesh.axis_names, place.mesh.axis_sizes)),
+                      place.mesh._flat_devices)
+    if pmaps and any(m != mesh for m in pmaps):
+        return None  # a pmap over another mesh: mesh_jit's path
+    return place  # (shard_maps over its mesh lower as Shardy manual computations)

@@ -19,7 +19,7 @@ from xform.core import tree_util
 from xform.core.array import ShardedArray
 from xform.core.trace import get_aval
 from xform.core.mesh import Mesh, current_mesh
-from xform.core.sharding import MeshLayout, PartitionSpec, TiledLayout
+from xform.core.sharding import MeshLayout, NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import pxla
 from xform.lax import shapes
 from xform.lax.vma import pvary_p
@@ -86,15 +86,16 @@ def _split(x, shape, dims, mesh):
     return _reshape(x, shape)
 
 
-def _merge(o, shape):
+def _merge(o, shape, mesh):
     """The inverse: a per-device result becomes an Array tiled as ``out_specs`` says
-    (its buffers as they are), else a reshape."""
+    (its buffers as they are; its sharding names the user's ``mesh``), else a reshape."""
     if type(o) is ShardedArray and type(o.layout) is MeshLayout:
         lay = o.layout
         spec = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
         if spec is not None:
-            return ShardedArray(o._shards, o.aval.update(shape=tuple(shape)),
-                                TiledLayout(lay.devices, lay.sizes, lay.names, spec))
+            tiled = TiledLayout(lay.devices, lay.sizes, lay.names, spec)
+            tiled.named = NamedSharding(mesh, tiled.sharding().spec)
+            return ShardedArray(o._shards, o.aval.update(shape=tuple(shape)), tiled)
     return _reshape(o, shape)
 
 
@@ -264,6 +265,6 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
                                     in_axes=tuple(in_axes), out_axes=tuple(out_axes),
                                     devices=devices, name=getattr(f, "__name__", "fun"),
                                     check_vma=check)
-        outs = [_merge(o, s) for o, s in zip(outs, full_shapes)]
+        outs = [_merge(o, s, mesh) for o, s in zip(outs, full_shapes)]
         return tree_util.tree_unflatten(out_tree, outs)
     return mapped
