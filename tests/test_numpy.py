@@ -359,6 +359,19 @@ def test_reduction_options():
         xnp.argmax(xnp.zeros((0,)))
 
 
+def test_var_and_std_methods_of_tracers_match_jax():
+    """A staged tracer's jaxpr variable once shadowed the ``.var()`` method (TypeError
+    under jit, make_jaxpr and grad)."""
+    import xform
+    f = lambda a: (a.var(axis=0), a.std(), a.var(ddof=1, keepdims=True))  # noqa: E731
+    loss = lambda a: sum(v.sum() for v in f(a))  # noqa: E731
+    x = rand((3, 2), "float32")
+    for got, want in [(xform.jit(f)(xnp.asarray(x)), jax.jit(f)(jnp.asarray(x))),
+                      (xform.grad(loss)(xnp.asarray(x)), jax.grad(loss)(jnp.asarray(x)))]:
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
 # ---------------------------------------------------------------- products
 
 def test_matmul_and_dot():

@@ -348,7 +348,7 @@ def _strip(value):
     while True:
         if type(value) is JVPTracer and type(value.tangent) is Zero:
             value = value.primal
-        elif type(value) is JaxprTracer and value.var is None:
+        elif type(value) is JaxprTracer and value.jvar is None:
             value = value.value
         else:
             return value

@@ -227,7 +227,7 @@ def linearize_flat(fun, primals):
         with set_current_trace(pe_trace):
             primals_out, tangents_out = jvp_flat(fun, primals, jvp_tangents)
         primals_out = [pe_trace.lift(p) for p in primals_out]
-        if any(p.var is not None for p in primals_out):
+        if any(p.jvar is not None for p in primals_out):
             raise AssertionError("primal output depends on tangents (internal error)")
         with set_current_trace(pe_trace):
             tangents_out = [pe_trace.lift(instantiate_zeros(t)) for t in tangents_out]

@@ -74,11 +74,11 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
 
     def partial_eval(trace, tracers, params):
         jaxpr = params["jaxpr"]
-        unknowns = tuple(t.var is not None for t in tracers)
+        unknowns = tuple(t.jvar is not None for t in tracers)
         known, staged, out_unknowns, num_res = cache.get(
             jaxpr, ("pe", unknowns, split_key(params)),
             lambda: split(jaxpr, unknowns, params))
-        known_in = [t.value for t in tracers if t.var is None]
+        known_in = [t.value for t in tracers if t.jvar is None]
         rest = {k: v for k, v in params.items() if k != "jaxpr"}
         with set_current_trace(trace.parent):
             if inline_known:
@@ -89,7 +89,7 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
         n_known = len(known_outs) - num_res
         residuals = [pe.JaxprTracer(trace, value=r) for r in known_outs[n_known:]]
         unknown_outs = trace.stage(
-            prim, residuals + [t for t in tracers if t.var is not None],
+            prim, residuals + [t for t in tracers if t.jvar is not None],
             dict(derived_params(rest, "staged"), jaxpr=staged))
         known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
         return [next(unknown_it) if u else pe.JaxprTracer(trace, value=next(known_it))

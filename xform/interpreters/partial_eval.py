@@ -38,12 +38,12 @@ def _check_leak(x):
 # ---- staging everything: DynamicJaxprTrace ----
 
 class DynamicJaxprTracer(Tracer):
-    __slots__ = ("_aval", "var")
+    __slots__ = ("_aval", "jvar")
 
     def __init__(self, trace, aval, var):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self.jvar = var
 
     aval = property(lambda self: self._aval)
 
@@ -67,7 +67,7 @@ class DynamicJaxprTrace(Trace):
 
     def atom(self, x):
         if type(x) is DynamicJaxprTracer and x._trace is self:
-            return x.var
+            return x.jvar
         _check_leak(x)
         if _literalable(x):
             return _literal(x)
@@ -122,19 +122,19 @@ def trace_to_subjaxpr(fun, in_tree, in_avals):
 
 class JaxprTracer(Tracer):
     """Known (``value`` set, ``var`` None) or unknown (``var`` set) partial value."""
-    __slots__ = ("value", "var")
+    __slots__ = ("value", "jvar")
 
     def __init__(self, trace, value=None, var=None):
         self._trace = trace
         self.value = value
-        self.var = var
+        self.jvar = var
 
     @property
     def aval(self):
-        return self.var.aval if self.var is not None else get_aval(self.value)
+        return self.jvar.aval if self.jvar is not None else get_aval(self.value)
 
     def to_concrete_value(self):
-        return to_concrete_value(self.value) if self.var is None else None
+        return to_concrete_value(self.value) if self.jvar is None else None
 
 
 partial_eval_rules = {}  # prim -> rule(trace, tracers, params) for higher-order primitives
@@ -161,8 +161,8 @@ class JaxprTrace(Trace):
 
     def atom(self, t: JaxprTracer):
         """The jaxpr atom for a tracer of this trace: its var, a literal or a residual."""
-        if t.var is not None:
-            return t.var
+        if t.jvar is not None:
+            return t.jvar
         x = t.value
         if _literalable(x):
             return _literal(x)
@@ -175,7 +175,7 @@ class JaxprTrace(Trace):
 
     def process_primitive(self, prim, args, params):
         tracers = [self.lift(x) for x in args]
-        if all(t.var is None for t in tracers):
+        if all(t.jvar is None for t in tracers):
             with set_current_trace(self.parent):
                 out = prim.bind(*[t.value for t in tracers], **params)
             if prim.multiple_results:
@@ -199,7 +199,7 @@ class JaxprTrace(Trace):
         """The staged (unknown) jaxpr: residual constvars, unknown inputs -> ``out_tracers``
         (each instantiated: known outputs become residuals). DCE'd, unused residuals dropped."""
         outvars = [self.atom(t) for t in out_tracers]
-        jaxpr = Jaxpr(self.residual_vars, [t.var for t in in_tracers], outvars, self.eqns)
+        jaxpr = Jaxpr(self.residual_vars, [t.jvar for t in in_tracers], outvars, self.eqns)
         jaxpr, used_consts = dce_jaxpr(jaxpr, prune_constvars=True)
         residuals = [r for r, used in zip(self.residuals, used_consts) if used]
         return jaxpr, residuals
@@ -271,7 +271,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns, instantiate):
         with set_current_trace(pe):
             outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
         outs = [pe.lift(o) for o in outs]
-        out_unknowns = [o.var is not None or inst for o, inst in zip(outs, instantiate)]
+        out_unknowns = [o.jvar is not None or inst for o, inst in zip(outs, instantiate)]
         jaxpr, residuals = pe.build(unknown_in, [o for o, u in zip(outs, out_unknowns) if u])
         pe.invalidate()
         result.update(jaxpr=jaxpr, out_unknowns=out_unknowns, num_res=len(residuals))

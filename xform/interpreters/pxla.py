@@ -275,7 +275,7 @@ ad.primitive_jvps[xla_pmap_p] = _pmap_jvp
 def _pmap_partial_eval(trace, tracers, params):
     jaxpr, axes = params["jaxpr"], params["axes"]
     in_axes, out_axes = params["in_axes"], params["out_axes"]
-    unknowns = tuple(t.var is not None for t in tracers)
+    unknowns = tuple(t.jvar is not None for t in tracers)
     check_vma = params.get("check_vma", False)
     with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
         known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns,
@@ -284,7 +284,7 @@ def _pmap_partial_eval(trace, tracers, params):
     known_out_axes = tuple(d for d, u in zip(out_axes, out_unknowns) if not u)
     with set_current_trace(trace.parent):
         known_outs = xla_pmap_p.bind(
-            *[t.value for t in tracers if t.var is None], jaxpr=known, axes=axes,
+            *[t.value for t in tracers if t.jvar is None], jaxpr=known, axes=axes,
             in_axes=tuple(d for d, u in zip(in_axes, unknowns) if not u),
             out_axes=known_out_axes + (res_dims,) * num_res,
             devices=params["devices"], name=params["name"], check_vma=check_vma)
@@ -295,7 +295,7 @@ def _pmap_partial_eval(trace, tracers, params):
                               d for d, u in zip(in_axes, unknowns) if u),
                           out_axes=tuple(d for d, u in zip(out_axes, out_unknowns) if u))
     unknown_outs = trace.stage(xla_pmap_p, residuals + [t for t in tracers
-                                                        if t.var is not None],
+                                                        if t.jvar is not None],
                                unknown_params)
     known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
     return [next(unknown_it) if u else pe.JaxprTracer(trace, value=next(known_it))

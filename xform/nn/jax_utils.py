@@ -98,7 +98,7 @@ def partial_eval_by_shape(fn, input_spec, *args, **kwargs):
         ins = [trace.new_unknown(ShapedArray(s.shape, s.dtype)) for s in structs_flat]
         with set_current_trace(trace):
             outs = [trace.lift(o) for o in flat_fun(*ins)]
-        out_flat = [o.value if o.var is None else ShapeDtypeStruct(o.aval.shape, o.aval.dtype)
+        out_flat = [o.value if o.jvar is None else ShapeDtypeStruct(o.aval.shape, o.aval.dtype)
                     for o in outs]
     finally:
         trace.invalidate()

@@ -39,7 +39,7 @@ def _strip_aux_tracers(aux):
         while isinstance(x, Tracer) and not x._trace._valid:
             if isinstance(x, ad.JVPTracer):
                 x = x.primal
-            elif isinstance(x, JaxprTracer) and x.var is None:
+            elif isinstance(x, JaxprTracer) and x.jvar is None:
                 x = x.value
             else:
                 break

@@ -237,9 +237,9 @@ def _cond_jvp(primals, tangents, *, branches):
 def _cond_partial_eval(trace, tracers, params):
     branches = params["branches"]
     index, *ops = tracers
-    if index.var is not None:
+    if index.jvar is not None:
         return trace.stage(cond_p, tracers, params)
-    uk = [t.var is not None for t in ops]
+    uk = [t.jvar is not None for t in ops]
     out_uk = [False] * len(branches[0].out_avals)
     for b in branches:
         out_uk = [a or o for a, o in zip(out_uk, pe.partial_eval_jaxpr(b, uk, False)[2])]
@@ -264,15 +264,15 @@ def _cond_partial_eval(trace, tracers, params):
         def fun(*args):
             res, rest = args[offsets[i]:offsets[i + 1]], args[offsets[-1]:]
             return splits[i][1](*res, *rest)
-        return pe.trace_to_jaxpr(fun, all_res + [t.aval for t in ops if t.var is not None])
+        return pe.trace_to_jaxpr(fun, all_res + [t.aval for t in ops if t.jvar is not None])
 
     known_branches = tuple(known_branch(i) for i in range(len(branches)))
     with set_current_trace(trace.parent):
-        known_outs = cond_p.bind(index.value, *[t.value for t in ops if t.var is None],
+        known_outs = cond_p.bind(index.value, *[t.value for t in ops if t.jvar is None],
                                  branches=known_branches)
     residuals = [pe.JaxprTracer(trace, value=r) for r in known_outs[n_known:]]
     unknown_outs = trace.stage(
-        cond_p, [index] + residuals + [t for t in ops if t.var is not None],
+        cond_p, [index] + residuals + [t for t in ops if t.jvar is not None],
         dict(branches=tuple(unknown_branch(i) for i in range(len(branches)))))
     known_it, unknown_it = iter(known_outs[:n_known]), iter(unknown_outs)
     return [next(unknown_it) if u else pe.JaxprTracer(trace, value=next(known_it))

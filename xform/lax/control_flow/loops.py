@@ -204,7 +204,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
 def _while_partial_eval(trace, tracers, params):
     cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
     cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
-    uk = [t.var is not None for t in tracers]
+    uk = [t.jvar is not None for t in tracers]
     cconst_uk, bconst_uk, carry_uk = _split(uk, cond_nconsts, body_nconsts)
     for _ in range(len(carry_uk) + 1):
         known_body, _, out_uk, _ = pe.partial_eval_jaxpr(body_jaxpr, bconst_uk + carry_uk,

@@ -331,7 +331,7 @@ def _scan_partial_eval(trace, tracers, params):
     jaxpr, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
     length = params["length"]
     num_ys = len(jaxpr.out_avals) - num_carry
-    unknowns = [t.var is not None for t in tracers]
+    unknowns = [t.jvar is not None for t in tracers]
     const_uk, init_uk, xs_uk = _split(unknowns, num_consts, num_carry)
     carry_uk = init_uk
     for _ in range(num_carry + 1):
