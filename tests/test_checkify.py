@@ -187,6 +187,8 @@ def _compare(name, outer=None):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_checkify_matches_jax(name):
+    if name in ("pmap", "shard_map") and jax.local_device_count() < 4:
+        pytest.skip("needs 4 devices of the default platform (a 1-GPU machine has one)")
     msg = _compare(name)
     assert (msg is None) == (name in ("user_pass", "errors_minus_nan", "user_only"))
 

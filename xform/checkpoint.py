@@ -35,6 +35,9 @@ import numpy as np
 
 from xform.core import tree_util as tu
 from xform.core import dtypes
+from xform.transforms.checkpoint import checkpoint as _remat
+import xform.numpy as jnp
+import xform.random
 
 __all__ = ["save", "restore", "save_sharded", "restore_sharded", "CheckpointError",
            "CheckpointManager"]
@@ -386,7 +389,6 @@ def save(path, tree, *, overwrite=True):
 def _wrap_extended(name, data):
     if name != "key<fry>":
         raise CheckpointError(f"unknown extended dtype {name!r} in the checkpoint")
-    import xform.random
     return xform.random.wrap_key_data(data)
 
 
@@ -461,7 +463,6 @@ def _to_array(x, like=None):
     there or an Array would change its dtype: then the NumPy array, never narrowed."""
     if isinstance(x, np.ndarray) and not isinstance(like, np.ndarray) \
             and _holds_exactly(x.dtype):
-        import xform.numpy as jnp
         return jnp.asarray(x)
     return x
 
@@ -626,7 +627,6 @@ class _CallableModule(types.ModuleType):
     """This module, callable as ``jax.checkpoint`` (remat)."""
 
     def __call__(self, *args, **kwargs):
-        from xform.transforms.checkpoint import checkpoint as _remat
         return _remat(*args, **kwargs)
 
 

@@ -16,6 +16,7 @@ import traceback
 from xform.core import source_info_util, tree_util
 from xform.core.array import Array
 from xform.core.trace import Tracer
+from xform.interpreters.callback import debug_callback
 
 
 class DebuggerFrame:
@@ -77,7 +78,6 @@ def breakpoint(*, backend=None, filter_frames=True, num_frames=None, ordered=Fal
     del backend, ordered
     if token is not None:
         raise NotImplementedError("debug.breakpoint: tokens are not supported")
-    from xform.interpreters.callback import debug_callback
     frames = _user_frames(filter_frames, num_frames)
     dyn, rebuild = [], []
     for frame in frames:

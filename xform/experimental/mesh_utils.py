@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+from xform import backend
 
 
 def create_device_mesh(mesh_shape, devices=None, *, contiguous_submeshes=False,
@@ -21,7 +22,6 @@ def create_device_mesh(mesh_shape, devices=None, *, contiguous_submeshes=False,
     (2,)
     """
     del contiguous_submeshes, allow_split_physical_axes
-    from xform import backend
     devices = list(devices) if devices is not None else backend.devices()
     try:
         shape = tuple(int(s) for s in mesh_shape)

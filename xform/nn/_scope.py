@@ -22,6 +22,7 @@ from xform import random
 from xform.core.tree_util import tree_leaves, tree_structure
 from xform.nn import _meta as meta, errors
 from xform.nn.configurations import config
+from xform.transforms.jit import eval_shape
 
 _CHILD = "__child__"   # key prefix for child counters in ``rng_counters``
 
@@ -323,7 +324,6 @@ class Scope:
 
 def _check_param_shape(name, path_text, value, init_fn, init_args, init_kwargs):
     """Compares a stored param with the initializer's abstract output (Flax does too)."""
-    from xform.transforms.jit import eval_shape
     abstract = eval_shape(lambda: init_fn(random.PRNGKey(0), *init_args, **init_kwargs))
     for v, a in zip(tree_leaves(value), tree_leaves(abstract)):
         if np.shape(v) != tuple(a.shape):

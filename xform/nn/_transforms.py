@@ -31,6 +31,7 @@ from xform.nn._scope import (DenyList, LazyRng, Scope, broadcast, in_filter,
                              union_filters)
 from xform.transforms.checkpoint import checkpoint as _checkpoint
 from xform.transforms.vmap import vmap as _vmap
+from xform.nn import errors
 
 __all__ = ["broadcast", "remat", "checkpoint", "scan", "vmap"]
 
@@ -474,7 +475,6 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
     @functools.wraps(fn)
     def wrapped(self, *args, **kwargs):
         if self.scope is None:
-            from xform.nn import errors
             raise errors.CallCompactUnboundModuleError(type(self).__name__)
         state = _export(self._state)
 

@@ -12,6 +12,9 @@ from xform.core import array_ops, dtypes
 from xform.core.array import Array
 from xform.core.trace import Tracer
 from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs, _util
+from xform.numpy import (_cumulative, _elementwise, _manip, _math, _matrix, _misc, _sorting,
+                         _statistics, _take)
+from xform.numpy._take import compress
 
 _KNOWN = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
@@ -117,8 +120,7 @@ for _name, _fn in _COMPARISONS.items():
 def _round_op(self, ndigits=None):
     """``round(x)``: ties to even; with no ``ndigits`` an int array (as JAX: the default
     int dtype, strongly typed), with ``ndigits`` the input's dtype."""
-    from xform.numpy._elementwise import round
-    out = round(self, ndigits or 0)
+    out = _elementwise.round(self, ndigits or 0)
     return out if ndigits is not None else _astype(out, int)
 
 
@@ -155,15 +157,12 @@ def _array_module(self, types):
 
 
 def _compress(self, condition, axis=None, *, size=None, fill_value=0):
-    from xform.numpy._take import compress
     return compress(condition, self, axis, size=size, fill_value=fill_value)
 
 
 def _more_methods():
     """Methods over the later numpy modules (imported here: they import this one's
     siblings)."""
-    from xform.numpy import _cumulative, _elementwise, _manip, _math, _matrix, _misc
-    from xform.numpy import _sorting, _statistics, _take
     return {
         "cumsum": _cumulative.cumsum, "cumprod": _cumulative.cumprod,
         "sort": _sorting.sort, "argsort": _sorting.argsort,

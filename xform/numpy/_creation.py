@@ -14,6 +14,7 @@ from xform.core.transfer import device_put_value
 from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
 from xform.numpy._util import canonical_shape, user_dtype
+from xform.numpy._shape import concatenate, stack
 
 _PY_SCALAR_TYPES = frozenset(_util.PY_SCALARS)
 
@@ -64,7 +65,6 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
             else:
                 dt = dtypes.result_type(*leaves)
         if any(_util.is_array(leaf) for leaf in leaves):
-            from xform.numpy._shape import stack
             out = stack([array(o, dt) for o in object])
         else:
             host = [np.asarray(leaf) if isinstance(leaf, np.ndarray) else leaf
@@ -223,7 +223,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> jnp.linspace(0, 1, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
-    from xform.numpy._shape import concatenate
     from xform.numpy._ufuncs import add, multiply, subtract, true_divide
     num = operator.index(num)
     if num < 0:

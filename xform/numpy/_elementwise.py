@@ -9,6 +9,8 @@ from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._util import asarray
+from xform.numpy._math import copysign, imag, real
+from xform.numpy._reductions import any as _any
 
 _INEXACT = dtypes.inexact_dtypes
 
@@ -104,7 +106,6 @@ def round(a, decimals=0, out=None):
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
     if dtypes.is_complex(dt):
-        from xform.numpy._math import imag, real
         return lax.complex(round(real(a), decimals), round(imag(a), decimals))
     even = lax.RoundingMethod.TO_NEAREST_EVEN
     if decimals == 0:
@@ -162,7 +163,6 @@ def gcd(x1, x2, /):
         return uf.where(nz, b, a), uf.where(nz, lax.rem(a, uf.where(nz, b, a)), zero)
 
     def cond(carry):
-        from xform.numpy._reductions import any as _any
         return _any(lax.ne(carry[1], zero))
 
     return lax.while_loop(cond, body, (x1, x2))[0]
@@ -294,7 +294,6 @@ def spacing(x, /):
     x, = _util.promote_dtypes("spacing", x, to="inexact")
     if dtypes.is_complex(x.aval.dtype):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    from xform.numpy._math import copysign
     target = copysign(_util.filled_like(x, np.inf), x)
     return lax.sub(lax.nextafter(x, lax.convert_element_type(target, x.aval.dtype,
                                                              x.aval.weak_type)), x)
@@ -302,7 +301,6 @@ def spacing(x, /):
 
 def angle(z, deg=False):
     """Like numpy.angle: ``arctan2(imag(z), real(z))`` (in degrees if ``deg``)."""
-    from xform.numpy._math import imag, real
     z = asarray(z, "angle")
     re, im = real(z), imag(z)
     if not dtypes.is_inexact(re.aval.dtype) or (dtypes.is_floating(z.aval.dtype)

@@ -28,6 +28,7 @@ from xform.core.errors import NonConcreteBooleanIndexError
 from xform.core.trace import Tracer
 from xform.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from xform.numpy import _creation, _ufuncs, _util
+from xform.transforms.vmap import vmap
 
 _NONE, _ELLIPSIS, _SLICE, _INT, _BOOL, _ARRAY = range(6)
 _STATIC_KINDS = frozenset((_NONE, _ELLIPSIS, _SLICE, _INT))
@@ -588,7 +589,6 @@ class _IndexUpdateRef:
         >>> jnp.arange(4.).at[jnp.array([1, 1, 3])].apply(lambda v: v * 10)
         Array([  0., 100.,   2.,  30.], dtype=float32)
         """
-        from xform.transforms.vmap import vmap
         x = _util.asarray(self.array)
         counts = _IndexUpdateRef(_creation.zeros(x.aval.shape, np.int32), self.index).add(
             1, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode,

@@ -11,6 +11,8 @@ from xform.numpy import _util
 from xform.numpy._shape import (atleast_3d, concatenate, flip, moveaxis, ravel, reshape,
                                 transpose)
 from xform.numpy._util import asarray, canonicalize_axis
+from xform.numpy._cumulative import cumsum
+from xform.numpy._take import take
 
 
 def _slice_axis(a, start, stop, axis):
@@ -254,7 +256,6 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
                              f"{n} elements along axis {axis}")
         if (reps < 0).any():
             raise ValueError("repeats may not contain negative values")
-        from xform.numpy._take import take
         out = take(a, np.repeat(np.arange(n), reps), axis=axis)
     if total_repeat_length is not None:
         out = _fit_length(out, total_repeat_length, axis)
@@ -277,8 +278,6 @@ def _fit_length(x, length, axis):
 def _repeat_traced(a, repeats, axis, total):
     """repeat with traced per-element counts: output position k takes element i where
     ``cumsum(repeats)[i-1] <= k < cumsum(repeats)[i]`` (a comparison count)."""
-    from xform.numpy._cumulative import cumsum
-    from xform.numpy._take import take
     ends = cumsum(lax.convert_element_type(repeats, dtypes.int32))
     k = lax.iota(dtypes.int32, total)
     idx = lax.reduce_sum(lax.convert_element_type(

@@ -13,6 +13,10 @@ from xform.numpy._products import _general
 from xform.numpy._reductions import sum as _sum
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axis
+from xform.numpy._creation import ones
+from xform.numpy._math import conjugate
+from xform.numpy._products import matmul
+from xform.numpy._shape import stack
 
 
 def _tri_mask(n, m, k):
@@ -207,7 +211,6 @@ def diag_indices_from(arr):
 def mask_indices(n, mask_func, k=0, *, size=None):
     """Like numpy.mask_indices: the indices where ``mask_func(ones((n, n)), k)`` is
     non-zero (computed eagerly: the count decides the shape)."""
-    from xform.numpy._creation import ones
     mask = np.asarray(mask_func(ones((n, n)), k)) != 0
     i, j = np.nonzero(mask)
     if size is not None:
@@ -337,14 +340,12 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     c1 = uf.subtract(uf.multiply(a2, b0), uf.multiply(a0, b2))
     c = [c0, c1, c2]
     shape = _util.broadcast_shapes(*(x.aval.shape for x in c))
-    from xform.numpy._shape import stack
     return moveaxis(stack([_util.broadcast_to(x, shape) for x in c], -1), -1, axisc)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """Like numpy.vecdot: ``sum(conj(x1) * x2, axis)`` with broadcasting, as one
     dot_general (the dtype is the promoted input dtype, as for ``dot``)."""
-    from xform.numpy._math import conjugate
     x1, x2 = _util.promote_dtypes("vecdot", x1, x2)
     x1 = moveaxis(conjugate(x1), axis, -1)
     x2 = moveaxis(x2, axis, -1)
@@ -361,7 +362,6 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
 
 def matvec(x1, x2, /):
     """Like numpy.matvec: matrix (..., m, n) times vector (..., n), batched."""
-    from xform.numpy._products import matmul
     x2 = asarray(x2, "matvec", 1)
     out = matmul(x1, lax.expand_dims(x2, (x2.aval.ndim,)))
     return lax.squeeze(out, (out.aval.ndim - 1,))
@@ -369,8 +369,6 @@ def matvec(x1, x2, /):
 
 def vecmat(x1, x2, /):
     """Like numpy.vecmat: conj(vector (..., n)) times matrix (..., n, m), batched."""
-    from xform.numpy._math import conjugate
-    from xform.numpy._products import matmul
     x1 = conjugate(asarray(x1, "vecmat"))
     out = matmul(lax.expand_dims(x1, (x1.aval.ndim - 1,)), x2)
     return lax.squeeze(out, (out.aval.ndim - 2,))

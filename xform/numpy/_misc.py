@@ -13,6 +13,8 @@ from xform.numpy import _ufuncs as uf
 from xform.numpy._creation import array, linspace, ones
 from xform.numpy._shape import moveaxis, ravel, swapaxes
 from xform.numpy._util import asarray
+from xform.numpy._ufuncs import log10
+from xform.transforms.vmap import vmap
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
@@ -29,7 +31,6 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Like numpy.geomspace: a geometric progression from ``start`` to ``stop``."""
-    from xform.numpy._ufuncs import log10
     dt = _util.user_dtype(dtype) or dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
     comp = dtypes.to_inexact_dtype(dt)
     start = lax.convert_element_type(asarray(start, "geomspace"), comp)
@@ -48,7 +49,6 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 def fromfunction(function, shape, *, dtype=float, **kwargs):
     """Like numpy.fromfunction: ``function`` applied to the index grids (vmapped over
     each axis, so it may be any function of scalar indices)."""
-    from xform.transforms.vmap import vmap
     shape = _util.canonical_shape(shape)
     dt = dtypes.canonicalize_dtype(dtype)
     fn = functools.partial(function, **kwargs)
@@ -191,7 +191,6 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     ...                                                           jnp.ones(3))
     Array([3., 3.], dtype=float32)
     """
-    from xform.transforms.vmap import vmap
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):

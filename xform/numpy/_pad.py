@@ -8,6 +8,10 @@ from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy import _reductions as red
 from xform.numpy._util import asarray
+from xform.numpy._creation import linspace
+from xform.numpy._shape import flip
+from xform.numpy._statistics import median
+from xform.numpy._take import take
 
 _MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum",
           "reflect", "symmetric", "wrap", "empty")
@@ -81,15 +85,12 @@ def _reflect(x, before, after, axis, symmetric, odd):
 
 
 def _wrap(x, before, after, axis):
-    from xform.numpy._take import take
     n = x.aval.shape[axis]
     idx = np.arange(-before, n + after) % n
     return take(x, asarray(idx.astype(np.int32)), axis=axis, mode="promise_in_bounds")
 
 
 def _linear_ramp(x, before, after, axis, ends):
-    from xform.numpy._creation import linspace
-    from xform.numpy._shape import flip
     n = x.aval.shape[axis]
     dt = x.aval.dtype
     parts = []
@@ -204,7 +205,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
         elif mode == "linear_ramp":
             x = _linear_ramp(x, b, a, axis, ends[axis])
         else:
-            from xform.numpy._statistics import median
             fn = {"maximum": red.max, "minimum": red.min, "mean": red.mean,
                   "median": median}[mode]
             x = _stat(x, b, a, axis, fn, lengths[axis])

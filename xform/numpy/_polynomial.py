@@ -10,10 +10,16 @@ from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._shape import flip
 from xform.numpy._util import asarray
+from xform.numpy._cumulative import cumsum, diff
+from xform.numpy._manip import trim_zeros
+from xform.numpy._math import conjugate
+from xform.numpy._matrix import vander
+from xform.numpy._shape import concatenate
+from xform.numpy._sorting import searchsorted
+from xform.numpy._take import take
 
 
 def _conv(name, x, y, mode, precision, preferred_element_type):
-    from xform.numpy._math import conjugate
     x, y = asarray(x, name), asarray(y, name, 1)
     if x.aval.ndim != 1 or y.aval.ndim != 1:
         raise ValueError(f"{name}() only support 1-dimensional inputs.")
@@ -104,7 +110,6 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
     """Like numpy.polymul: the convolution of the coefficients."""
     a1, a2 = _util.promote_dtypes("polymul", a1, a2, to="inexact")
     if trim_leading_zeros and (a1.aval.shape[0] > 1 or a2.aval.shape[0] > 1):
-        from xform.numpy._manip import trim_zeros
         a1, a2 = trim_zeros(a1, "f"), trim_zeros(a2, "f")
     if not a1.aval.shape[0]:
         a1 = lax.full((1,), 0, a2.aval.dtype)
@@ -191,7 +196,6 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Like numpy.polyfit (least squares on the Vandermonde matrix; ``full`` and
     ``cov`` are not supported)."""
     from xform.numpy import linalg
-    from xform.numpy._matrix import vander
     if full or cov:
         raise NotImplementedError("jnp.polyfit: full=True and cov=True are not supported.")
     x, y = _util.promote_dtypes("polyfit", x, y, to="inexact")
@@ -218,8 +222,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     >>> jnp.interp(jnp.array([0.5, 2.0]), jnp.array([0.0, 1.0]), jnp.array([0.0, 10.0]))
     Array([ 5., 10.], dtype=float32)
     """
-    from xform.numpy._sorting import searchsorted
-    from xform.numpy._take import take
     x, xp, fp = (asarray(a, "interp", i) for i, a in enumerate((x, xp, fp)))
     if xp.aval.ndim != 1 or fp.aval.ndim != 1:
         raise ValueError("xp and fp must be one-dimensional")
@@ -260,8 +262,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """Like numpy.unwrap: remove jumps larger than ``discont`` by adding multiples of
     ``period``."""
-    from xform.numpy._cumulative import cumsum, diff
-    from xform.numpy._shape import concatenate
     p, = _util.promote_dtypes("unwrap", p, to="inexact")
     axis = _util.canonicalize_axis(axis, p.aval.ndim)
     if p.aval.shape[axis] == 0:

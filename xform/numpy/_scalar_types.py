@@ -3,6 +3,7 @@ to make an array (``jnp.float32(1)`` is a rank-0 float32 Array, as in JAX)."""
 import numpy as np
 
 from xform.core import dtypes
+from xform.numpy._creation import asarray
 
 
 class _ScalarMeta(type):
@@ -18,7 +19,6 @@ class _ScalarMeta(type):
         return not cls == other
 
     def __call__(cls, x):
-        from xform.numpy._creation import asarray
         return asarray(x, dtype=cls.dtype)
 
     def __instancecheck__(cls, instance):

@@ -24,6 +24,7 @@ from xform.numpy._reductions import sum as _sum
 from xform.numpy._shape import concatenate, moveaxis, ravel, stack
 from xform.numpy._take import take
 from xform.numpy._util import asarray, canonicalize_axis
+from xform.lax import ScatterDimensionNumbers
 
 
 def _flat_axis(a, axis):
@@ -452,7 +453,6 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     >>> jnp.bincount(jnp.array([0, 1, 1, 3]))
     Array([1, 2, 0, 1], dtype=int32)
     """
-    from xform.lax import ScatterDimensionNumbers
     x = asarray(x, "bincount")
     if x.aval.dtype == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.int32)

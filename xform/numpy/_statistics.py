@@ -13,6 +13,15 @@ from xform.numpy import _ufuncs as uf
 from xform.numpy import _reductions as red
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axes
+from xform.lax import ScatterDimensionNumbers
+from xform.numpy._creation import linspace
+from xform.numpy._cumulative import diff
+from xform.numpy._math import conjugate, real
+from xform.numpy._matrix import diag, ix_
+from xform.numpy._products import dot
+from xform.numpy._shape import atleast_2d, concatenate, squeeze, stack
+from xform.numpy._sorting import bincount, searchsorted
+from xform.numpy._take import ravel_multi_index, take_along_axis
 
 
 def count_nonzero(a, axis=None, keepdims=False):
@@ -194,7 +203,6 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     zero = _util.scalar_array(0, dt, False)
     low_i = lax.convert_element_type(lax.clamp(zero, low, last), dtypes.int32)
     high_i = lax.convert_element_type(lax.clamp(zero, high, last), dtypes.int32)
-    from xform.numpy._take import take_along_axis
     arr = lax.reshape(s, batch + (1,) * nq + (n,))
 
     def at(idx):
@@ -285,8 +293,6 @@ def _no_out(name, out):
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     """Like numpy.cov: the covariance matrix of the rows (variables) of ``m``."""
-    from xform.numpy._products import dot
-    from xform.numpy._shape import atleast_2d, concatenate
     m, = _util.promote_dtypes("cov", m, to="inexact")
     X = atleast_2d(m)
     if not rowvar and X.aval.shape[0] != 1:
@@ -319,16 +325,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
             uf.multiply(ddof, red.sum(uf.multiply(w, aweights))), w_sum))
     X = uf.subtract(X, lax.expand_dims(avg, (1,)))
     X_T = X.T if w is None else uf.multiply(X, w).T
-    from xform.numpy._math import conjugate
-    from xform.numpy._shape import squeeze
     return squeeze(uf.true_divide(dot(X, conjugate(X_T)), f))
 
 
 def corrcoef(x, y=None, rowvar=True):
     """Like numpy.corrcoef: :func:`cov` normalized by the standard deviations, clipped
     to [-1, 1]."""
-    from xform.numpy._math import real
-    from xform.numpy._matrix import diag
     c = cov(x, y, rowvar)
     if c.aval.ndim == 0:
         return uf.true_divide(c, c)
@@ -342,7 +344,6 @@ def corrcoef(x, y=None, rowvar=True):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """Like numpy.histogram_bin_edges for an int ``bins`` (or explicit edges)."""
-    from xform.numpy._creation import linspace
     a = ravel(asarray(a, "histogram_bin_edges"))
     if not isinstance(bins, (int, np.integer)):
         return asarray(bins, "histogram_bin_edges", 1)
@@ -363,8 +364,6 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """Like numpy.histogram: ``(counts, bin_edges)``; the last bin includes its right
     edge."""
-    from xform.numpy._sorting import searchsorted
-    from xform.lax import ScatterDimensionNumbers
     a, = _util.promote_dtypes("histogram", ravel(asarray(a, "histogram")), to="inexact")
     edges = histogram_bin_edges(a, bins, range, weights)
     if weights is None:
@@ -383,7 +382,6 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
                              dn, mode="drop")
     counts = lax.slice(counts, (1,), (n,))
     if density:
-        from xform.numpy._cumulative import diff
         widths = diff(edges)
         counts = uf.true_divide(uf.true_divide(counts, widths), red.sum(counts))
     return counts, edges
@@ -392,10 +390,6 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """Like numpy.histogramdd: counts of the ``(N, D)`` sample over a D-dimensional
     grid of bins; ``(hist, [edges per dimension])``."""
-    from xform.numpy._cumulative import diff
-    from xform.numpy._matrix import ix_
-    from xform.numpy._sorting import bincount, searchsorted
-    from xform.numpy._take import ravel_multi_index
     sample = asarray(sample, "histogramdd")
     if sample.aval.ndim != 2:
         raise ValueError(f"histogramdd: sample must be 2-D (N, D), got shape "
@@ -430,7 +424,6 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     """Like numpy.histogram2d: ``(hist, x_edges, y_edges)``."""
-    from xform.numpy._shape import stack
     try:
         nb = len(bins)
     except TypeError:

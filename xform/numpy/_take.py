@@ -13,6 +13,7 @@ from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axis
+from xform.transforms.vmap import vmap
 
 _MODES = {None: "fill", "fill": "fill", "clip": "clip", "wrap": "wrap",
           "promise_in_bounds": "promise_in_bounds"}
@@ -347,7 +348,6 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """Like numpy.apply_along_axis: ``func1d`` on every 1-D slice along ``axis``
     (vmapped over the other axes); its output axes take ``axis``'s place."""
-    from xform.transforms.vmap import vmap
     arr = asarray(arr, "apply_along_axis", 2)
     nd = arr.aval.ndim
     axis = canonicalize_axis(axis, nd)

@@ -16,6 +16,7 @@ from xform.core import dtypes, shape_poly
 from xform.core.array import Array
 from xform.core.trace import Tracer
 from xform.core.transfer import device_put_value, scalar_array
+from xform.core.errors import ConcretizationTypeError
 
 PY_SCALARS = (bool, int, float, complex)
 _PY_SCALAR_SET = frozenset(PY_SCALARS)
@@ -213,7 +214,6 @@ def filled_like(x, value):
 def concrete_or_error(x, what, name):
     """``x`` as a NumPy value if it is concrete; ConcretizationTypeError naming the
     argument ``what`` of ``jnp.name`` if it is traced."""
-    from xform.core.errors import ConcretizationTypeError
     if isinstance(x, Tracer):
         value = x.to_concrete_value()
         if value is None:

@@ -18,6 +18,7 @@ from xform.numpy._manip import roll
 from xform.numpy._pad import pad
 from xform.numpy._shape import moveaxis
 from xform.numpy._util import asarray
+from xform.numpy._math import conjugate
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
            "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift",
@@ -131,7 +132,6 @@ def irfft(a, n=None, axis=-1, norm=None):
 
 def hfft(a, n=None, axis=-1, norm=None):
     """Like numpy.fft.hfft: the FFT of a Hermitian-symmetric signal (real output)."""
-    from xform.numpy._math import conjugate
     _axis_1d("hfft", axis)
     a = conjugate(asarray(a, "hfft"))
     nn = (a.aval.shape[axis] - 1) * 2 if n is None else n
@@ -141,7 +141,6 @@ def hfft(a, n=None, axis=-1, norm=None):
 
 def ihfft(a, n=None, axis=-1, norm=None):
     """Like numpy.fft.ihfft: the inverse of :func:`hfft`."""
-    from xform.numpy._math import conjugate
     _axis_1d("ihfft", axis)
     a = asarray(a, "ihfft")
     nn = a.aval.shape[axis] if n is None else n

@@ -10,6 +10,8 @@ from xform.optim._base import (EmptyState, GradientTransformation, NO_PARAMS_MSG
                                bias_correction, canonicalize_dtype, identity, init_empty_state,
                                safe_increment, tree_cast, tree_norm, tree_zeros_like,
                                update_moment)
+from xform import random
+from xform.optim._wrappers import masked
 
 
 def scale(step_size):
@@ -230,7 +232,6 @@ def add_decayed_weights(weight_decay=0.0, mask=None):
         return updates, new_state
     tx = GradientTransformation(init_fn, update_fn)
     if mask is not None:
-        from xform.optim._wrappers import masked
         return masked(tx, mask)
     return tx
 
@@ -252,14 +253,12 @@ def add_noise(eta, gamma, key=None, *, seed=None):
     key = 0 if key is None else key
 
     def init_fn(params):
-        from xform import random
         k = key
         if isinstance(k, int):
             k = random.key(k) if hasattr(random, "key") else random.PRNGKey(k)
         return AddNoiseState(jnp.zeros([], jnp.int32), k)
 
     def update_fn(updates, state, params=None):
-        from xform import random
         count_inc = safe_increment(state.count)
         std = jnp.sqrt(eta / count_inc ** gamma)
         rng_key, sample_key = random.split(state.rng_key)

@@ -14,6 +14,7 @@ from xform.optim._base import (GradientTransformation, GradientTransformationExt
                                tree_norm, tree_zeros_like, update_moment,
                                update_moment_per_elem_norm, with_extra_args_support)
 from xform.optim._basic import add_decayed_weights, scale, scale_by_learning_rate
+from xform.optim._alias import sgd
 
 
 class ScaleByAdanState(NamedTuple):
@@ -146,7 +147,6 @@ def scale_by_polyak(f_min=0.0, max_learning_rate=1.0, eps=0.0, variant="sps"):
 
 def polyak_sgd(max_learning_rate=1.0, scaling=1.0, f_min=0.0, eps=0.0, variant="sps"):
     """SGD with the Polyak step size (Loizou et al., 2021); pass ``value=loss`` to update."""
-    from xform.optim._alias import sgd
     return chain(sgd(learning_rate=scaling),
                  scale_by_polyak(max_learning_rate=max_learning_rate, f_min=f_min, eps=eps,
                                  variant=variant))

@@ -24,6 +24,8 @@ from xform.core.config import config
 from xform.core.trace import current_trace, get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
 from xform.random import _keys
+from xform.interpreters import partial_eval as pe
+from xform.transforms.jit import jit
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -186,7 +188,6 @@ def _jit(*static_argnums, static_argnames=(), inline=False):
     in the body and XLA folds them differently (1 to ~100 ulp apart). Eagerly, a call
     runs one cached executable, as JAX's. ``inline`` is JAX's ``inline=True``: no
     boundary when staged into an enclosing jit, a jitted call otherwise."""
-    from xform.transforms.jit import jit    # (transforms import lax: keep it lazy)
 
     def wrap(fn):
         jitted = jit(fn, static_argnums=static_argnums, static_argnames=static_argnames)
@@ -202,7 +203,6 @@ def _jit(*static_argnums, static_argnames=(), inline=False):
 
 def _staging():
     # Is a jaxpr being built (jit, or linearize's unknowns) under the current trace?
-    from xform.interpreters import partial_eval as pe
     t = current_trace()
     while t is not None:
         if isinstance(t, (pe.DynamicJaxprTrace, pe.JaxprTrace)):

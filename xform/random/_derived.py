@@ -8,6 +8,7 @@ from xform import lax
 from xform.lax.prng import bitcast_convert_type
 from xform.random._core import (_float_dtype, _jit, _key_data, _random_bits, _shape_from,
                                 _static_shape, _uniform, bernoulli, normal, uniform)
+from xform.core import dtypes as _dt
 
 __all__ = ["exponential", "laplace", "logistic", "gumbel", "cauchy", "rademacher",
            "lognormal", "pareto", "rayleigh"]
@@ -150,7 +151,6 @@ def rademacher(key, shape=(), dtype=None):
     >>> random.rademacher(random.PRNGKey(0), (3,)).dtype
     dtype('int32')
     """
-    from xform.core import dtypes as _dt
     kd = _key_data("rademacher", key)
     dtype = _dt.canonicalize_dtype(_dt.default_int_dtype() if dtype is None else dtype)
     return _rademacher(kd, _static_shape("rademacher", shape), dtype)

@@ -17,6 +17,7 @@ from xform.random._continuous import _static_int
 from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
                                 normal, split, uniform)
 from xform.random._derived import exponential, rademacher
+from xform.transforms.vmap import vmap
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "f",
            "generalized_normal", "ball"]
@@ -70,7 +71,6 @@ def _gamma_impl(key, a, *, log_space):
     # ``a`` of shape (*batch, *rest): each key is split into prod(rest) keys, one per
     # element, and the elements run their own rejection loops, vmapped (a vmapped
     # while_loop freezes finished lanes): JAX's lowering of random_gamma, lane for lane.
-    from xform.transforms.vmap import vmap   # (transforms import lax: keep it lazy)
     nbatch = key.ndim - 1
     count = math.prod(a.shape[nbatch:])
     keys = vmap(lambda k: split(k, count))(jnp.reshape(key, (-1, 2)))

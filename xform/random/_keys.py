@@ -19,6 +19,8 @@ from xform.core.errors import KeyReuseError, consume_key  # noqa: F401  (KeyReus
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.lax._prim import allow_extended, standard_primitive
+from xform.lax.shapes import full
+import xform.numpy as jnp
 
 _KEY_SHAPE = (2,)
 
@@ -31,12 +33,10 @@ class _KeyRules:
     @staticmethod
     def full(shape, fill_value):
         """Keys whose data words are all ``fill_value`` (``jnp.zeros_like(keys)``)."""
-        from xform.lax.shapes import full
         return random_wrap(full(tuple(shape) + _KEY_SHAPE, fill_value, np.uint32))
 
     @staticmethod
     def equal(a, b):
-        import xform.numpy as jnp
         return jnp.all(jnp.equal(random_unwrap(a), random_unwrap(b)), axis=-1)
 
 

@@ -14,6 +14,7 @@ from xform.core import dtypes
 from xform.nn._functions import log_softmax, logsumexp, softmax
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
+from xform.lax import fori_loop
 
 __all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "expit", "gammainc", "gammaincc",
            "gammaln", "log_ndtr",
@@ -292,7 +293,6 @@ _IGAMMA_STEPS = 200
 def _igamma_parts(a, x):
     """(P by its series, Q by its continued fraction), each where it converges (NaN for
     invalid arguments, 0/1 at ``x = 0``)."""
-    from xform.lax import fori_loop
     bad = (a <= 0) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
     zero = x == 0
     use_series = x < a + 1
@@ -358,7 +358,6 @@ def betainc(a, b, x):
 
 
 def _betainc_cfrac(a, b, x):
-    from xform.lax import fori_loop
     tiny = float(np.finfo(np.dtype(x.dtype)).tiny) * 1e4
 
     def clamp(v):
