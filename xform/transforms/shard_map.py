@@ -24,6 +24,7 @@ from xform.core.sharding import MeshLayout, NamedSharding, PartitionSpec, TiledL
 from xform.interpreters import pxla
 from xform.lax import shapes
 from xform.lax.vma import pvary_p
+from xform.transforms.jit import jit
 
 
 def _entry_names(entry):
@@ -90,7 +91,6 @@ def _partial_manual(reshaped, params):
         return pxla.xla_pmap_p.bind(*xs, **params)
     if any(isinstance(x, Tracer) for x in reshaped):
         return run(*reshaped)
-    from xform.transforms.jit import jit  # (cycle: jit -> stages -> shard_map users)
     return jit(run)(*reshaped)
 
 
