@@ -9,7 +9,7 @@ import numpy as np
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
-from xform.interpreters import ad, batching, mlir
+from xform.interpreters import ad, batching, dispatch, mlir
 from xform.core.transfer import scalar_array
 from xform.lax._prim import standard_primitive
 from xform.lax.elementwise import _const, add, convert_element_type, lt, select_n
@@ -154,6 +154,20 @@ ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
 ad.defnonlinear_operands(dynamic_slice_p, slice(1, None))   # the start indices
 batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
 mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    # Eagerly a unit-stride slice is a dynamic_slice whose starts are operands (as in
+    # JAX), so indexing with a new Python int does not compile a new executable.
+    if strides is not None and any(st != 1 for st in strides):
+        return dispatch.apply_primitive(_shapes.slice_p, x, start_indices=start_indices,
+                                        limit_indices=limit_indices, strides=strides)
+    sizes = tuple(hi - lo for lo, hi in zip(start_indices, limit_indices))
+    starts = [scalar_array(s, np.dtype(np.int32), False) for s in start_indices]
+    return dispatch.apply_primitive(dynamic_slice_p, x, *starts, slice_sizes=sizes)
+
+
+dispatch.def_eager_shortcut(_shapes.slice_p, _slice_impl)
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):

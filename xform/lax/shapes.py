@@ -9,7 +9,7 @@ from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
-from xform.interpreters import ad, batching, dispatch, mlir
+from xform.interpreters import ad, batching, mlir
 from xform.core.transfer import scalar_array
 from xform.lax._prim import standard_primitive
 
@@ -332,20 +332,9 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
                                   mlir.shape_value(limit_indices), mlir.shape_value(strides))
 
 
-def _slice_impl(x, *, start_indices, limit_indices, strides):
-    # Eagerly a unit-stride slice is a dynamic_slice whose starts are operands (as in
-    # JAX), so indexing with a new Python int does not compile a new executable.
-    if strides is not None and any(st != 1 for st in strides):
-        return dispatch.apply_primitive(slice_p, x, start_indices=start_indices,
-                                        limit_indices=limit_indices, strides=strides)
-    from xform.lax.dynamic_slicing import dynamic_slice_p  # (cycle: dynamic_slicing -> shapes)
-    sizes = tuple(hi - lo for lo, hi in zip(start_indices, limit_indices))
-    starts = [scalar_array(s, np.dtype(np.int32), False) for s in start_indices]
-    return dispatch.apply_primitive(dynamic_slice_p, x, *starts, slice_sizes=sizes)
-
-
 slice_p = standard_primitive("slice", _slice_abstract_eval)
-dispatch.def_eager_shortcut(slice_p, _slice_impl)
+# (eagerly a unit-stride slice runs as dynamic_slice: dynamic_slicing.py registers that
+# shortcut beside the primitive it binds, which builds on this module)
 ad.deflinear(slice_p, _slice_transpose)
 batching.primitive_batchers[slice_p] = _slice_batch
 mlir.register_lowering(slice_p, _slice_lowering)

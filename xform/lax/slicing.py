@@ -17,6 +17,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.lax.elementwise import _const, add, convert_element_type, eq, gt, lt, select_n
+from xform.lax.reductions import reduce_sum
 from xform.lax.shapes import _ints, broadcast_in_dim, full
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -301,7 +302,6 @@ def _in_bounds_mask(operand_shape, indices, starts_map, window_sizes):
     upper = broadcast_in_dim(upper, shape, (len(shape) - 1,))
     bad = add(convert_element_type(lt(idx, _const(idx, 0)), np.int32),
               convert_element_type(gt(idx, upper), np.int32))
-    from xform.lax.reductions import reduce_sum  # (cycle: reductions -> shapes -> slicing)
     return eq(reduce_sum(bad, (len(shape) - 1,)), _const(bad, 0))
 
 

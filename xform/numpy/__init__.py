@@ -26,7 +26,7 @@ from xform.numpy._ufuncs import (
     divide, equal, exp, exp2, floor_divide, greater, greater_equal, invert, isfinite, isinf,
     isnan, less, less_equal, log, log2, log10, logical_and, logical_not, logical_or,
     logical_xor, maximum, minimum, mod, multiply, negative, not_equal, positive, pow, power,
-    reciprocal, remainder, sign, sin, sqrt, square, subtract, tanh, true_divide, where)
+    reciprocal, remainder, sign, sin, sqrt, square, subtract, tanh, true_divide)
 from xform.numpy._reductions import (
     all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var)
 from xform.numpy._products import dot, inner, matmul, outer, tensordot, vdot
@@ -62,7 +62,7 @@ from xform.numpy._take import (
 from xform.numpy._sorting import (
     argpartition, argsort, argwhere, bincount, digitize, flatnonzero, intersect1d, isin,
     lexsort, nonzero, partition, searchsorted, setdiff1d, setxor1d, sort, sort_complex,
-    union1d, unique, unique_all, unique_counts, unique_inverse, unique_values)
+    union1d, unique, unique_all, unique_counts, unique_inverse, unique_values, where)
 from xform.numpy._statistics import (
     average, corrcoef, count_nonzero, cov, histogram, histogram2d, histogram_bin_edges,
     histogramdd, median, nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin,

@@ -141,7 +141,7 @@ def _contains(self, other):
 
 def _array_namespace(self, *, api_version=None):
     """The Python array API namespace of xform arrays: ``xform.numpy``."""
-    import xform.numpy
+    import xform.numpy  # (a cycle: the numpy face installs these methods)
     if api_version is not None and api_version != xform.numpy.__array_api_version__:
         raise ValueError(f"api_version={api_version!r} is not available; available "
                          f"versions are: {[xform.numpy.__array_api_version__]}")
@@ -150,7 +150,7 @@ def _array_namespace(self, *, api_version=None):
 
 def _array_module(self, types):
     """NEP 37 dispatch: ``xform.numpy`` when every type is an xform or NumPy array."""
-    import xform.numpy
+    import xform.numpy  # (a cycle: the numpy face installs these methods)
     if all(issubclass(t, (Array, Tracer, np.ndarray)) for t in types):
         return xform.numpy
     return NotImplemented

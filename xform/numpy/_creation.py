@@ -15,6 +15,7 @@ from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
 from xform.numpy._util import canonical_shape, user_dtype
 from xform.numpy._shape import concatenate, stack
+from xform.numpy._ufuncs import add, multiply, subtract, true_divide
 
 _PY_SCALAR_TYPES = frozenset(_util.PY_SCALARS)
 
@@ -223,7 +224,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     >>> jnp.linspace(0, 1, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
-    from xform.numpy._ufuncs import add, multiply, subtract, true_divide
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")

@@ -195,7 +195,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Like numpy.polyfit (least squares on the Vandermonde matrix; ``full`` and
     ``cov`` are not supported)."""
-    from xform.numpy import linalg
+    from xform.numpy import linalg  # (a cycle: numpy.linalg imports the numpy face)
     if full or cov:
         raise NotImplementedError("jnp.polyfit: full=True and cov=True are not supported.")
     x, y = _util.promote_dtypes("polyfit", x, y, to="inexact")

@@ -19,10 +19,12 @@ from xform.interpreters.composite import composite
 from xform.lax.sorting import argsort as _lax_argsort
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
+from xform.numpy._creation import ones
+from xform.numpy._cumulative import cumsum
 from xform.numpy._reductions import any as _any
 from xform.numpy._reductions import sum as _sum
 from xform.numpy._shape import concatenate, moveaxis, ravel, stack
-from xform.numpy._take import take
+from xform.numpy._take import put_along_axis, take
 from xform.numpy._util import asarray, canonicalize_axis
 from xform.lax import ScatterDimensionNumbers
 
@@ -87,8 +89,6 @@ def partition(a, kth, axis=-1):
 
 def argpartition(a, kth, axis=-1):
     """Like numpy.argpartition: indices that :func:`partition` ``a``."""
-    from xform.numpy._creation import ones
-    from xform.numpy._take import put_along_axis
     a = moveaxis(asarray(a, "argpartition"), axis, -1)
     n = a.aval.shape[-1]
     kth = operator.index(kth)
@@ -226,6 +226,25 @@ def nonzero(a, *, size=None, fill_value=None):
     return tuple(_fill(c, valid, f) for c, f in zip(coords, fills))
 
 
+@composite(static=("size", "fill_value"))
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """Like numpy.where: ``x`` where ``condition`` holds, else ``y``; with only
+    ``condition``, :func:`nonzero` (``size``/``fill_value`` as there).
+
+    >>> jnp.where(jnp.arange(4) > 1, 1.0, 0.0)
+    Array([0., 0., 1., 1.], dtype=float32, weak_type=True)
+    """
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be "
+                         "provided to jnp.where, got only one of them.")
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term "
+                         "where function.")
+    return uf.where(condition, x, y)
+
+
 def _unravel(idx, shape):
     out = []
     for d in reversed(shape):
@@ -334,7 +353,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if return_index:
         out.append(take(perm, pos, mode="clip") if n else perm)
     if return_inverse:
-        from xform.numpy._cumulative import cumsum
         run = uf.subtract(cumsum(mask, dtype=int_dt), 1)
         inv = lax.sort((perm, run), 0, num_keys=1)[1]
         inv_shape = shape if rows.aval.ndim == 1 else (n,)

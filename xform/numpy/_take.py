@@ -11,6 +11,7 @@ from xform.interpreters.composite import composite
 from xform.lax import GatherDimensionNumbers, ScatterDimensionNumbers
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
+from xform.numpy._cumulative import cumsum
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axis
 from xform.transforms.vmap import vmap
@@ -168,7 +169,6 @@ def place(arr, mask, vals, *, inplace=True):
     """Like numpy.place, returning the result (pass ``inplace=False``): the positions
     where ``mask`` is true get ``vals`` in order (cycled)."""
     _no_inplace("place", inplace)
-    from xform.numpy._cumulative import cumsum
     a = asarray(arr, "place")
     data = ravel(a)
     m = ravel(uf.not_equal(asarray(mask, "place", 1), False))
@@ -255,7 +255,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     ``condition`` holds (concrete, unless ``size`` fixes the output length)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    from xform.numpy._sorting import masked_indices
+    from xform.numpy._sorting import masked_indices  # (a cycle: _sorting takes with take)
     cond = asarray(condition, "compress")
     if cond.aval.ndim != 1:
         raise ValueError("condition must be a 1D array")

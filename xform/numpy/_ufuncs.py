@@ -496,23 +496,11 @@ def isinf(x, /):
 
 # ---- selection ----
 
-@composite(static=("size", "fill_value"))
-def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    """Like numpy.where: ``x`` where ``condition`` holds, else ``y``; with only
-    ``condition``, :func:`nonzero` (``size``/``fill_value`` as there).
-
-    >>> jnp.where(jnp.arange(4) > 1, 1.0, 0.0)
-    Array([0., 0., 1., 1.], dtype=float32, weak_type=True)
-    """
-    if x is None and y is None:
-        from xform.numpy._sorting import nonzero
-        return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be "
-                         "provided to jnp.where, got only one of them.")
-    if size is not None or fill_value is not None:
-        raise ValueError("size and fill_value arguments cannot be used in three-term "
-                         "where function.")
+@composite(static=())
+def where(condition, x, y, /):
+    """numpy.where's three-argument form: ``x`` where ``condition`` holds, else ``y``
+    (broadcast, promoted). ``jnp.where`` (_sorting.py, beside :func:`nonzero`) adds the
+    one-argument form; the rest of numpy selects with this one."""
     _util.check_arraylike("where", condition, x, y)
     x, y = _util.promote_dtypes("where", x, y)
     cond = _to_bool(asarray(condition, "where"))

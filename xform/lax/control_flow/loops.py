@@ -64,7 +64,7 @@ def while_loop(cond_fun, body_fun, init_val, *, max_steps=None):
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     if max_steps is not None:
-        from xform.lax.control_flow import scan_loops
+        from xform.lax.control_flow import scan_loops  # (a cycle: fori_loop is a while_loop)
         return scan_loops.bounded_while_loop(cond_fun, body_fun, init_val, max_steps)
     if config.jax_disable_jit:
         try:

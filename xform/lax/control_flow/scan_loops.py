@@ -11,6 +11,7 @@ from xform.core import dtypes, tree_util
 from xform.core.trace import get_aval, to_concrete_value
 from xform.core.traceback_util import api_boundary
 from xform.lax.control_flow.common import check_same_types
+from xform.lax.control_flow.loops import while_loop
 from xform.lax.control_flow.scan import _infer_length, scan
 from xform.lax.elementwise import add, convert_element_type, select
 from xform.lax.shapes import concatenate, reshape, slice as lax_slice
@@ -59,7 +60,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if unroll not in (None, False, 1):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
-    from xform.lax.control_flow.loops import while_loop
     lower, upper = (convert_element_type(b, dtype) for b in (lower, upper))
 
     def body(carry):
