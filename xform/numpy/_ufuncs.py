@@ -167,12 +167,14 @@ def _unary_inexact(name, lax_fn):
     return composite(fn)
 
 
-exp = _unary_inexact("exp", lax.exp)
-log = _unary_inexact("log", lax.log)
-sin = _unary_inexact("sin", lax.sin)
-cos = _unary_inexact("cos", lax.cos)
-tanh = _unary_inexact("tanh", lax.tanh)
-sqrt = _unary_inexact("sqrt", lax.sqrt)
+# (``lax.sin(x)`` is ``sin_p.bind(x)``: binding directly is one frame less per traced
+# or recorded call)
+exp = _unary_inexact("exp", lax.exp_p.bind)
+log = _unary_inexact("log", lax.log_p.bind)
+sin = _unary_inexact("sin", lax.sin_p.bind)
+cos = _unary_inexact("cos", lax.cos_p.bind)
+tanh = _unary_inexact("tanh", lax.tanh_p.bind)
+sqrt = _unary_inexact("sqrt", lax.sqrt_p.bind)
 
 
 def _const(x, value):
