@@ -20,16 +20,20 @@ _KNOWN = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
 
 def _binop(fn, reflected=False):
+    # (the exact-type tests first: cheaper than isinstance over _KNOWN for the common
+    # operands, an Array or a Python float)
     if reflected:
         def op(self, other):
-            if not isinstance(other, _KNOWN):
-                return NotImplemented
-            return fn(other, self)
+            t = type(other)
+            if t is Array or t is float or t is int or isinstance(other, _KNOWN):
+                return fn(other, self)
+            return NotImplemented
     else:
         def op(self, other):
-            if not isinstance(other, _KNOWN):
-                return NotImplemented
-            return fn(self, other)
+            t = type(other)
+            if t is Array or t is float or t is int or isinstance(other, _KNOWN):
+                return fn(self, other)
+            return NotImplemented
     return op
 
 

@@ -70,8 +70,31 @@ def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=No
     elif extended_fn is not None:   # (extended dtypes miss the fast path)
         allowed = dtypes.all_dtypes
 
+    weak = {}  # (scalar type, value, array dtype) -> _fast_pair's weak rank-0 operand
+
     def fn(x1, x2, /):
-        ops = _fast_pair(x1, x2, allowed)
+        # Traced and lazy ``x + 0.5`` (eager calls hit the composite's cache first): the
+        # operand _fast_pair made before, in one lookup (~0.2 us less per recorded op).
+        # Not for 0 (-0.0 == 0.0 would share an entry) nor nan (never equal to itself).
+        t1, t2 = type(x1), type(x2)
+        if t2 is float or t2 is int:
+            if t1 is Array:
+                c = weak.get((t2, x2, x1.aval.dtype))
+                if c is not None:
+                    return bind(x1, c)
+            ops = _fast_pair(x1, x2, allowed)
+            if ops is not None and x2 and x2 == x2 and len(weak) < 1024:
+                weak[(t2, x2, ops[0].aval.dtype)] = ops[1]
+        elif t1 is float or t1 is int:
+            if t2 is Array:
+                c = weak.get((t1, x1, x2.aval.dtype))
+                if c is not None:
+                    return bind(c, x2)
+            ops = _fast_pair(x1, x2, allowed)
+            if ops is not None and x1 and x1 == x1 and len(weak) < 1024:
+                weak[(t1, x1, ops[1].aval.dtype)] = ops[0]
+        else:
+            ops = _fast_pair(x1, x2, allowed)
         if ops is None:
             if extended_fn is not None and (_is_extended(x1) or _is_extended(x2)):
                 return extended_fn(x1, x2)
@@ -147,12 +170,14 @@ def _unary_inexact(name, lax_fn):
     return composite(fn)
 
 
-exp = _unary_inexact("exp", lax.exp)
-log = _unary_inexact("log", lax.log)
-sin = _unary_inexact("sin", lax.sin)
-cos = _unary_inexact("cos", lax.cos)
-tanh = _unary_inexact("tanh", lax.tanh)
-sqrt = _unary_inexact("sqrt", lax.sqrt)
+# (``lax.sin(x)`` is ``sin_p.bind(x)``: binding directly is one frame less per traced
+# or recorded call)
+exp = _unary_inexact("exp", lax.exp_p.bind)
+log = _unary_inexact("log", lax.log_p.bind)
+sin = _unary_inexact("sin", lax.sin_p.bind)
+cos = _unary_inexact("cos", lax.cos_p.bind)
+tanh = _unary_inexact("tanh", lax.tanh_p.bind)
+sqrt = _unary_inexact("sqrt", lax.sqrt_p.bind)
 
 
 def _const(x, value):
