@@ -269,14 +269,22 @@ def _scope(*xs):
 
 
 def _scoped_bounds(e):
-    """``_bounds`` tightened by the scope's constraints: with ``c >= 0`` known,
-    ``e >= lo(e - c)`` and ``e <= hi(e + c)``; sums of two constraints give the
-    transitive cases (``a >= b, b >= 3`` decide ``a >= 3``)."""
+    """``_bounds`` tightened by facts known ``>= 0``: the scope's constraints and, as
+    JAX's decision procedure, ``0 <= mod(a, b) <= b - 1`` and ``b*floordiv(a, b) <= a <=
+    b*floordiv(a, b) + b - 1`` for the factors in ``e``. With ``c >= 0`` known,
+    ``e >= lo(e - c)`` and ``e <= hi(e + c)``; sums of two facts give the transitive
+    cases (``a >= b, b >= 3`` decide ``a >= 3``)."""
     lo, hi = _bounds(e)
-    scope = _scope(e)
-    if scope is None or not scope.constraints or (lo >= 0 or hi < 0):
+    if lo >= 0 or hi < 0 or not isinstance(e, _DimExpr):
         return lo, hi
-    known = scope.nonnegative()
+    scope = e.scope
+    known = scope.nonnegative() if scope is not None else []
+    for f in {f for mon, _ in e._terms for f, _ in mon if not isinstance(f, str)}:
+        fe, (a, b) = _DimExpr((((((f, 1),)), 1),), scope), f[2:]
+        if f[1] == "mod" and _bounds(b)[0] > 0:
+            known += [fe, b - 1 - fe]
+        elif f[1] == "floordiv" and _bounds(b)[0] > 0:
+            known += [a - b * fe, b * fe + b - 1 - a]
     sums = known + [c1 + c2 for i, c1 in enumerate(known) for c2 in known[i + 1:]]
     for c in sums:
         lo, hi = max(lo, _bounds(e - c)[0]), min(hi, _bounds(e + c)[1])
