@@ -165,8 +165,8 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
     text = mlir.lower_jaxpr_to_module(closed, hoist_consts=False, host_callbacks=callbacks,
                                       platforms=platforms, dim_vars=dim_vars)
     if callbacks:
-        raise NotImplementedError(f"{fun_name}: host callbacks (debug.print, "
-                                  "pure_callback, io_callback) cannot be exported")
+        # JAX's words: its format has no way to carry the Python functions
+        raise NotImplementedError("serialization of host_callbacks is not yet implemented")
     multi = len(platforms) > 1
     with backend.make_ir_context(), ir.Location.unknown():
         module = ir.Module.parse(text)
