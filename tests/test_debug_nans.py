@@ -47,6 +47,12 @@ def test_names_the_primitive_like_jax(case, debug_nans):
     fn, x = _cases(xform)[case]
     with pytest.raises(FloatingPointError) as got:
         fn(xform.device_put(np.asarray(x, np.float32)))
+    if case == "jit_div" and "did not produce invalid values" in str(want.value):
+        # JAX's re-run of x / x calls its jitted true_divide, whose debug-nans check
+        # depends on what ran before in the process (order-dependent under xdist); a fresh
+        # process names div, as xform always does.
+        assert str(got.value).startswith("invalid value (nan) encountered in div")
+        return
     assert str(got.value) == str(want.value)
     assert str(got.value).startswith("invalid value (nan) encountered in ")
 

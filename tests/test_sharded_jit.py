@@ -87,6 +87,31 @@ def test_cache_keys_on_shardings():
     assert len([k for k in f._cache.entries]) == 2
 
 
+def test_cached_call_builds_no_messages(monkeypatch):
+    """A repeated sharded call derives no placement (no argument names formatted), yet
+    an argument laid out differently afterwards still gets JAX's mismatch error."""
+    from xform.transforms import jit_explain
+    s = NamedSharding(XMESH, P("x"))
+    f = xform.jit(lambda d: d["a"] * 2 + d["b"], in_shardings=s, out_shardings=s)
+    d = {"a": xform.device_put(X, s), "b": xform.device_put(X, s)}
+    f(d)
+    calls = []
+    monkeypatch.setattr(jit_explain, "leaf_name", lambda *a: calls.append(a) or "arg")
+    f(d)
+    out = f(d)
+    np.testing.assert_array_equal(np.asarray(out), X * 3)
+    assert calls == [] and out.sharding == s
+    bad = {"a": xform.device_put(X, NamedSharding(XMESH, P("y"))), "b": d["b"]}
+    JS, JP = jax.sharding.NamedSharding, jax.sharding.PartitionSpec
+    jbad = {"a": jax.device_put(X, JS(JMESH, JP("y"))), "b": X}
+    j = _raises(lambda: jax.jit(lambda d: d["a"] + d["b"],
+                                in_shardings=JS(JMESH, JP("x")))(jbad))
+    monkeypatch.undo()
+    x = _raises(lambda: f(bad))
+    assert x[0] == j[0] and "does not match the sharding" in x[1], (x, j)
+    assert "d['a']" in x[1]  # (xform also names the argument)
+
+
 def test_errors_match_jax():
     def committed_mismatch(L, np_, m, NS, P_):
         x = L.device_put(np.zeros(8, np.float32), NS(m, P_("x")))
@@ -148,3 +173,65 @@ def test_shard_map_inside_partitioned_jit_is_a_manual_computation():
         check(x, j)
     text = xf.lower(xform.device_put(X, NamedSharding(XMESH, P("x")))).as_text()
     assert "sdy.manual_computation" in text and "partition_id" in text
+
+
+def test_partially_manual_shard_map():
+    """``axis_names={'x'}``: manual over 'x' only, 'y' left to the partitioner (one
+    sdy.manual_computation over "x"; axis_index in a nested one over "y"); eager, in
+    jit (of sharded and of NumPy arguments), under grad and vmap; JAX's spec error."""
+    def run(L, np_, m, NS, P_):
+        x = L.device_put(X, NS(m, P_("x", "y")))
+        red = L.shard_map(lambda a: L.lax.psum(a, "x") * 2, mesh=m, in_specs=P_("x"),
+                          out_specs=P_(), axis_names={"x"})
+        ew = L.shard_map(lambda a: np_.sin(a) @ a.T + L.lax.axis_index("x"), mesh=m,
+                         in_specs=P_("x"), out_specs=P_("x"), axis_names={"x"})
+        f = L.jit(lambda a: ew(a) + 1)
+        return [red(x), L.jit(red)(x), f(x), L.jit(red)(X),
+                L.jit(L.grad(lambda a: ew(a).sum()))(x),
+                L.jit(L.vmap(red, in_axes=1, out_axes=1))(x)], f
+    (xs, xf), (js, _) = both(run)
+    for x, j in zip(xs, js):
+        check(x, j)
+    text = xf.lower(xform.device_put(X, NamedSharding(XMESH, P("x", "y")))).as_text()
+    assert 'manual_axes={"x"}' in text, text
+
+    def wrong(L, np_, m, NS, P_):
+        return L.shard_map(lambda a: a, mesh=m, in_specs=P_("y"), out_specs=P_(),
+                           axis_names={"x"})(X)
+    x = _raises(lambda: wrong(xform, xnp, XMESH, NamedSharding, P))
+    j = _raises(lambda: wrong(jax, jnp, JMESH, jax.sharding.NamedSharding,
+                              jax.sharding.PartitionSpec))
+    assert x == j, (x, j)
+
+
+def test_out_sharding_auto_axes_reshard_on_an_explicit_mesh():
+    """``out_sharding=`` on dot/matmul/einsum, ``auto_axes`` and ``reshard``, eager and
+    in jit, on a mesh of Explicit axes: JAX's values and shards. (xform compiles
+    explicit axes as Auto, so its specs drop trailing Nones as XLA's layouts name them.)"""
+    b_val = np.linspace(0, 2, 32, dtype=np.float32).reshape(4, 8)
+
+    def run(L, np_, m, NS, P_):
+        mesh = L.make_mesh((4, 2), ("x", "y"),
+                           axis_types=(L.sharding.AxisType.Explicit,) * 2)
+        a = L.device_put(X, NS(mesh, P_("x", "y")))
+        b = L.device_put(b_val, NS(mesh, P_("y", None)))
+        with L.set_mesh(mesh):
+            return [np_.dot(a, b, out_sharding=P_("x", None)),
+                    L.jit(lambda a, b: np_.matmul(a, b, out_sharding=P_(None, "x")))(a, b),
+                    np_.einsum("ij,jk->ik", a, b, out_sharding=P_("x")),
+                    L.jit(lambda a, b: np_.einsum("ij,jk->ki", a, b,
+                                                  out_sharding=P_(None, "x")))(a, b),
+                    L.jit(L.sharding.auto_axes(lambda x: x * 2,
+                                               out_sharding=P_(None, "x")))(a),
+                    L.sharding.reshard(a, P_(None, "x")),
+                    L.jit(lambda a: L.sharding.reshard(a * 3, P_("y", None)))(a)]
+
+    def strip(lay):
+        spec = list(lay[0])
+        while spec and spec[-1] is None:
+            spec.pop()
+        return (tuple(spec),) + lay[1:]
+    from test_sharding_arrays import layout
+    for x, j in zip(*both(run)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(j), rtol=1e-5)
+        assert strip(layout(x)) == strip(layout(j)), (layout(x), layout(j))

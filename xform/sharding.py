@@ -11,4 +11,4 @@ from xform.core.mesh import (  # noqa: F401
 from xform.core.sharding import (  # noqa: F401
     DuplicateSpecError, IndivisibleError, NamedSharding, P, PartitionSpec, Shard,
     Sharding, SingleDeviceSharding)
-from xform.lax.sharding_constraint import reshard  # noqa: F401
+from xform.lax.sharding_constraint import auto_axes, explicit_axes, reshard  # noqa: F401

@@ -16,6 +16,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
+from xform.core.mesh import Mesh
 from xform.core.sharding import MeshLayout, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
@@ -40,7 +41,10 @@ def _meshes(jaxpr, found):
     for eqn in jaxpr.eqns:
         if eqn.primitive is xla_pmap_p:
             p = eqn.params
-            found.add((p["axes"], _mesh_devices(p["axes"], p["devices"])))
+            devs = p["devices"]  # (a Mesh: a partially manual shard_map's)
+            devs = devs._flat_devices if isinstance(devs, Mesh) else \
+                _mesh_devices(p["axes"], devs)
+            found.add((p["axes"], tuple(devs)))
         else:
             for sub in _sub_jaxprs(eqn.params):
                 _meshes(sub, found)

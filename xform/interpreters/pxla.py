@@ -21,7 +21,8 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
-from xform.core.sharding import MeshLayout
+from xform.core.mesh import Mesh
+from xform.core.sharding import UNCONSTRAINED, MeshLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace, vma_mode
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -37,19 +38,40 @@ from xform.lax.shapes import full
 class _Lowering(threading.local):
     def __init__(self):
         self.axes = ()
+        self.auto = ()  # mesh axes a partially manual shard_map being lowered left to XLA
 
 
 _lowering = _Lowering()
 
 
 @contextlib.contextmanager
-def lowering_axes_context(axes):
-    prev = _lowering.axes
-    _lowering.axes = tuple(axes)
+def lowering_axes_context(axes, auto=()):
+    prev = _lowering.axes, _lowering.auto
+    _lowering.axes, _lowering.auto = tuple(axes), tuple(auto)
     try:
         yield
     finally:
-        _lowering.axes = prev
+        _lowering.axes, _lowering.auto = prev
+
+
+def fully_manual_scalar(ctx, build):
+    """``build()`` (an i32 scalar reading ``partition_id``) lowered where every mesh axis
+    is manual: inside a partially manual shard_map, JAX's nested manual computation
+    over the automatic axes (XLA rejects ``partition_id`` where some are automatic)."""
+    if not _lowering.auto:
+        return build()
+    i32 = mlir.ir.RankedTensorType.get([], mlir.ir.IntegerType.get_signless(32))
+    op = mlir.ir.Operation.create(
+        "sdy.manual_computation", results=[i32], operands=[], regions=1, attributes={
+            "in_shardings": mlir.ir.Attribute.parse("#sdy.sharding_per_value<[]>"),
+            "out_shardings": mlir.ir.Attribute.parse(
+                f"#sdy.sharding_per_value<[<{mlir.sdy_sharding_text([], 0)}>]>"),
+            "manual_axes": mlir.ir.Attribute.parse(
+                "#sdy<manual_axes{" + ", ".join(f'"{n}"' for n in _lowering.auto) + "}>")})
+    with mlir.ir.InsertionPoint(op.regions[0].blocks.append()), \
+            lowering_axes_context(_lowering.axes):
+        mlir.ir.Operation.create("sdy.return", operands=[build()])
+    return op.results[0]
 
 
 def lowering_axes():
@@ -395,20 +417,29 @@ def _per_device_eval(jaxpr, axes, in_axes, out_axes, args):
 
 
 def _is_module_mesh(ctx, axes, devices):
+    """Whether the SPMD module being lowered is over this shard_map's mesh: the same
+    devices, its axes all or (partially manual) some of the module mesh's."""
     mesh = ctx.module_ctx.mesh
-    return mesh is not None and tuple(zip(mesh.axis_names, mesh.axis_sizes)) == \
-        tuple(axes) and tuple(mesh._flat_devices) == tuple(devices)
+    if isinstance(devices, Mesh):  # (a partially manual shard_map's)
+        devices = devices._flat_devices
+    return mesh is not None and tuple(mesh._flat_devices) == tuple(devices) and \
+        set(axes) <= set(zip(mesh.axis_names, mesh.axis_sizes))
 
 
 def _manual_lowering(ctx, args, jaxpr, axes, in_axes, out_axes):
     """shard_map inside an SPMD module over its mesh, as JAX lowers it: Shardy's
-    ``sdy.manual_computation`` over every mesh axis. Operand dimension ``d`` mapped by
-    axis ``a`` is sharded ``{"a"}``; each partition's block (that dimension 1) is
-    squeezed for the body, whose collectives name partitions (``partitioned``)."""
+    ``sdy.manual_computation`` over the shard_map's (manual) axes. Operand dimension
+    ``d`` mapped by axis ``a`` is sharded ``{"a"}`` (the others are left open to the
+    partitioner when some mesh axes stay automatic); each partition's block (that
+    dimension 1) is squeezed for the body, whose collectives name partitions
+    (``partitioned``) over the whole mesh."""
     names = [n for n, _ in axes]
+    mesh = ctx.module_ctx.mesh
+    whole = tuple(zip(mesh.axis_names, mesh.axis_sizes))
+    rest = UNCONSTRAINED if len(axes) < len(whole) else None
 
     def sharding(dims, rank):
-        parts = [None] * rank
+        parts = [rest] * rank
         for n, d in zip(names, dims):
             if d is not None:
                 parts[d] = n
@@ -433,7 +464,8 @@ def _manual_lowering(ctx, args, jaxpr, axes, in_axes, out_axes):
             "manual_axes": mlir.ir.Attribute.parse(
                 "#sdy<manual_axes{" + ", ".join(f'"{n}"' for n in names) + "}>")})
     block = op.regions[0].blocks.append(*[mlir.aval_to_ir_type(a) for a in ins])
-    with mlir.ir.InsertionPoint(block), lowering_axes_context(axes), \
+    auto = [n for n, _ in whole if n not in names]
+    with mlir.ir.InsertionPoint(block), lowering_axes_context(whole, auto), \
             batching.extend_axis_env(axes):
         xs = [mlir.hlo.reshape(mlir.aval_to_ir_type(v.aval), b)
               for b, v in zip(block.arguments, jaxpr.jaxpr.invars)]

@@ -18,6 +18,7 @@ from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
+from xform.core.mesh import Mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -32,12 +33,14 @@ def named_sharding_of(x):
 
 def _shardings_in(jaxpr, found):
     """NamedShardings in the params of ``jaxpr``'s equations (at any depth): the
-    meshes its sharding constraints name."""
+    meshes its sharding constraints (and partially manual shard_maps) name."""
     for eqn in jaxpr.eqns:
         for v in eqn.params.values():
             for p in (v if isinstance(v, (tuple, list)) else (v,)):
                 if isinstance(p, NamedSharding):
                     found.append(p)
+                elif isinstance(p, Mesh):  # a partially manual shard_map's mesh
+                    found.append(NamedSharding(p, PartitionSpec()))
                 elif isinstance(p, ClosedJaxpr):
                     _shardings_in(p.jaxpr, found)
                 elif isinstance(p, Jaxpr):
@@ -45,18 +48,24 @@ def _shardings_in(jaxpr, found):
     return found
 
 
-_has_constraints = {}  # id(jaxpr) -> (jaxpr, bool)
+_constraints = {}  # id(jaxpr) -> (jaxpr, [NamedSharding])
+
+
+def constraint_shardings(closed):
+    """The NamedShardings ``closed`` names anywhere (memoized per jaxpr: a sharded
+    call asks on every call)."""
+    hit = _constraints.get(id(closed.jaxpr))
+    if hit is None or hit[0] is not closed.jaxpr:
+        if len(_constraints) > 4096:
+            _constraints.clear()
+        hit = _constraints[id(closed.jaxpr)] = (closed.jaxpr,
+                                                tuple(_shardings_in(closed.jaxpr, [])))
+    return hit[1]
 
 
 def has_sharding_constraints(closed):
-    """Whether ``closed`` names a NamedSharding anywhere (memoized per jaxpr)."""
-    hit = _has_constraints.get(id(closed.jaxpr))
-    if hit is None or hit[0] is not closed.jaxpr:
-        if len(_has_constraints) > 4096:
-            _has_constraints.clear()
-        hit = _has_constraints[id(closed.jaxpr)] = (
-            closed.jaxpr, bool(_shardings_in(closed.jaxpr, [])))
-    return hit[1]
+    """Whether ``closed`` names a NamedSharding anywhere."""
+    return bool(constraint_shardings(closed))
 
 
 def _mesh_key(mesh):
@@ -98,36 +107,41 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
     describe = describe or (lambda i: f"{i}")
     arg_shardings = [named_sharding_of(x) for x in leaves]
 
-    def arg(i):
-        return (f"argument {describe(i)} of {name} with shape "
-                f"{closed.in_avals[i].str_short()} and")
-    where = [(s, f"in_shardings of {arg(i)}") for i, s in enumerate(in_shardings) if s]
-    where += [(s, arg(i)) for i, s in enumerate(arg_shardings) if s]
-    where += [(s, "out_shardings") for s in out_shardings if s]
+    # (what, i) pairs name each sharding's source; messages are built only to raise
+    where = [(s, ("in", i)) for i, s in enumerate(in_shardings) if s]
+    where += [(s, ("arg", i)) for i, s in enumerate(arg_shardings) if s]
+    where += [(s, ("out", 0)) for s in out_shardings if s]
+    where += [(s, ("constraint", 0)) for s in constraint_shardings(closed)]
     if not where:
-        where = [(s, "a sharding constraint") for s in _shardings_in(closed.jaxpr, [])]
-        if not where:
-            return None
-    else:
-        where += [(s, "a sharding constraint") for s in _shardings_in(closed.jaxpr, [])]
-    mesh, first = where[0][0].mesh, where[0][1]
-    for s, what in where[1:]:
-        if _mesh_key(s.mesh) != _mesh_key(mesh):
+        return None
+
+    def what(source):
+        kind, i = source
+        arg = (f"argument {describe(i)} of {name} with shape "
+               f"{closed.in_avals[i].str_short()} and")
+        return {"in": f"in_shardings of {arg}", "arg": arg, "out": "out_shardings",
+                "constraint": "a sharding constraint"}[kind]
+    mesh, key = where[0][0].mesh, _mesh_key(where[0][0].mesh)
+    for s, source in where[1:]:
+        if s.mesh is not mesh and _mesh_key(s.mesh) != key:
             raise ValueError(
                 "Received incompatible devices for jitted computation. Got "
-                f"{first} with device ids {_ids(mesh)} on platform "
-                f"{backend.platform().upper()} and {what} with device ids {_ids(s.mesh)} "
-                f"on platform {backend.platform().upper()}")
+                f"{what(where[0][1])} with device ids {_ids(mesh)} on platform "
+                f"{backend.platform().upper()} and {what(source)} with device ids "
+                f"{_ids(s.mesh)} on platform {backend.platform().upper()}")
     ins = []
     for i, (x, want, have) in enumerate(zip(leaves, in_shardings, arg_shardings)):
         aval = closed.in_avals[i]
         if want is not None:
-            if have is not None and have.layout() != want.layout():
+            if have is not None and have is not want and have.layout() != want.layout():
                 raise ValueError(
                     "Sharding passed to jit does not match the sharding on the respective "
                     f"arg. Got jit sharding: {want},\narg sharding: {have} for arg type: "
                     f"{aval.str_short()} ({describe(i)})")
-            want.check_shape(aval.shape, f"One of pjit arguments ({describe(i)})")
+            try:
+                want.check_shape(aval.shape)
+            except ValueError:  # (again, to name the argument)
+                want.check_shape(aval.shape, f"One of pjit arguments ({describe(i)})")
             ins.append(want)
         else:
             ins.append(have if have is not None else NamedSharding(mesh, PartitionSpec()))

@@ -82,9 +82,13 @@ def _scalar_like(x, value):
 
 # ---- replica groups (lowering inside a replicated program) ----
 
-def _mesh():
+def _pxla():
     from xform.interpreters import pxla  # (a cycle: pxla's pmap rules bind collectives)
-    return pxla.lowering_axes()
+    return pxla
+
+
+def _mesh():
+    return _pxla().lowering_axes()
 
 
 def _device_groups(names, axis_index_groups=None):
@@ -337,6 +341,10 @@ def _axis_index_abstract_eval(*, axis_name):
 
 
 def _axis_index_lowering(ctx, *, axis_name):
+    return _pxla().fully_manual_scalar(ctx, lambda: _axis_index_hlo(ctx, axis_name))
+
+
+def _axis_index_hlo(ctx, axis_name):
     mesh = dict(_mesh())
     strides, s = {}, 1
     for n, size in reversed(_mesh()):

@@ -5,6 +5,8 @@ Inside an SPMD program (a jit over a mesh) it lowers to Shardy's
 it is the identity. Eagerly it is ``device_put`` to the sharding. Linear: its
 tangent and cotangent carry the same constraint.
 """
+import functools
+
 from xform.core import transfer, tree_util
 from xform.core.array import ShardedArray
 from xform.core.mesh import current_mesh
@@ -61,6 +63,37 @@ def reshard(x, out_shardings):
     NB: JAX's ``reshard`` types the result with explicit-axis shardings; xform has no
     shardings in types (explicit axes compile as Auto), so this is the constraint."""
     return with_sharding_constraint(x, out_shardings)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` with the mesh's ``axes`` left to the compiler, its result laid out as
+    ``out_sharding`` (a pytree prefix of NamedShardings / PartitionSpecs under a mesh).
+
+    NB: xform compiles explicit axes as Auto (no shardings in types), so this is ``f``
+    followed by that layout's constraint, which gives JAX's values and layout."""
+    if f is None:
+        return functools.partial(auto_axes, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        out = f(*args, **kwargs)
+        return out if out_sharding is None else with_sharding_constraint(out, out_sharding)
+    return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``f`` with the mesh's ``axes`` explicit, its positional arguments first laid out
+    as ``in_sharding`` (a pytree prefix of them); see :func:`auto_axes` for the NB."""
+    if f is None:
+        return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        if in_sharding is not None:
+            args = with_sharding_constraint(args, tuple(in_sharding) if isinstance(
+                in_sharding, list) else in_sharding)
+        return f(*args, **kwargs)
+    return wrapped
 
 
 def _impl(x, *, sharding):

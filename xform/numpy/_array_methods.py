@@ -49,7 +49,7 @@ def _add(self, other):  # the hottest operator: skip the generic wrapper
 _OPERATORS = {
     "sub": _ufuncs.subtract, "mul": _ufuncs.multiply, "truediv": _ufuncs.true_divide,
     "floordiv": _ufuncs.floor_divide, "mod": _ufuncs.remainder, "pow": _ufuncs.power,
-    "matmul": _products.matmul, "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or,
+    "matmul": _products._matmul, "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or,
     "xor": _ufuncs.bitwise_xor,
 }
 _COMPARISONS = {

@@ -15,6 +15,7 @@ import string
 from xform import lax
 from xform.core import shape_poly
 from xform.interpreters.composite import composite
+from xform.lax.sharding_constraint import with_sharding_constraint
 from xform.numpy import _util
 from xform.numpy._matrix import diagonal
 from xform.numpy._products import _general
@@ -190,10 +191,23 @@ def _prepare(subscripts, operands):
     return ops, labels, out, sizes
 
 
-@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
-    """Like numpy.einsum: Einstein summation over the operands' labelled axes.
+           preferred_element_type=None, out_sharding=None):
+    """Like numpy.einsum (see :func:`_einsum`); ``out_sharding`` (a NamedSharding, or a
+    PartitionSpec under a mesh) lays the result out so (a sharding constraint).
+
+    >>> jnp.einsum("ij,j->i", jnp.ones((2, 3)), jnp.arange(3.0))
+    Array([3., 3.], dtype=float32)
+    """
+    r = _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
+                preferred_element_type=preferred_element_type)
+    return r if out_sharding is None else with_sharding_constraint(r, out_sharding)
+
+
+@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
+def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+            preferred_element_type=None):
+    """Einstein summation over the operands' labelled axes.
 
     Args:
       subscripts: e.g. ``"ij,jk->ik"`` (``...`` broadcasts; without ``->`` the output

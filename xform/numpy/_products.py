@@ -10,6 +10,7 @@ from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import multiply
+from xform.lax.sharding_constraint import with_sharding_constraint
 
 
 def _general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
@@ -31,8 +32,16 @@ def _check_contract(name, a, b, ca, cb):
                         f"{tuple(cb)} of rhs shape {sb} must have equal sizes.")
 
 
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """Like numpy.dot (see :func:`_dot`); ``out_sharding`` (a NamedSharding, or a
+    PartitionSpec under a mesh) lays the result out so (a sharding constraint)."""
+    out = _dot(a, b) if precision is None and preferred_element_type is None else \
+        _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+    return out if out_sharding is None else with_sharding_constraint(out, out_sharding)
+
+
 @composite(static=("axes", "precision", "preferred_element_type"))
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def _dot(a, b, *, precision=None, preferred_element_type=None):
     """Like numpy.dot: contracts ``a``'s last axis with ``b``'s second-to-last (or only)
     axis; the result has ``a``'s free axes, then ``b``'s."""
     a, b = _util.promote_dtypes("dot", a, b)
@@ -45,8 +54,16 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
                     preferred_element_type=preferred_element_type)
 
 
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    """Like numpy.matmul (see :func:`_matmul`); ``out_sharding`` (a NamedSharding, or a
+    PartitionSpec under a mesh) lays the result out so (a sharding constraint)."""
+    out = _matmul(a, b) if precision is None and preferred_element_type is None else \
+        _matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
+    return out if out_sharding is None else with_sharding_constraint(out, out_sharding)
+
+
 @composite(static=("axes", "precision", "preferred_element_type"))
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def _matmul(a, b, *, precision=None, preferred_element_type=None):
     """Like numpy.matmul: batched over broadcast leading dimensions; 1-D operands are
     treated as vectors (their dimension is removed from the result)."""
     a, b = _util.promote_dtypes("matmul", a, b)

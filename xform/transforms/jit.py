@@ -161,7 +161,7 @@ class _FunCache:
     the argument types change (JAX's "Common Gotchas")."""
     __slots__ = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
                  "plain", "jaxprs", "entries", "fast", "tree_fast", "hoisted", "sig",
-                 "consumed", "__weakref__")
+                 "consumed", "placements", "__weakref__")
 
     def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
                  donate_argnames):
@@ -177,11 +177,12 @@ class _FunCache:
         self.hoisted = {}   # key -> (closed, jaxpr with consts as inputs, consts)
         self.sig = None     # parameter names, for cache-miss explanations
         self.consumed = {}  # key -> argument leaves whose typed keys the function consumes
+        self.placements = {}  # sharded calls: jit_sharding.placement's memo
         _all_caches.add(self)
 
     def clear(self):
         for d in (self.jaxprs, self.entries, self.fast, self.tree_fast, self.hoisted,
-                  self.consumed):
+                  self.consumed, self.placements):
             d.clear()
 
 
@@ -302,8 +303,8 @@ class JitWrapped:
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
                                            lambda: self._split_static(args, kwargs)[0],
-                                           out_tree,
-                                           describe, self._name)
+                                           out_tree, describe, self._name,
+                                           cache.placements)
             if place is not None:
                 key = (key, place.key)
             entry = cache.entries.get(key)

@@ -2,6 +2,8 @@
 one NamedSharding (or None: unspecified) per flat argument and output, and the
 placement of a call (``interpreters.spmd``) that decides whether it compiles as one
 SPMD program over a mesh."""
+import math
+
 from xform.core import tree_util
 from xform.core.array import ShardedArray
 from xform.core.mesh import current_mesh
@@ -64,20 +66,44 @@ class JitShardings:
         return [_named(s, "out_shardings") for s in flat]
 
 
-def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
+def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, memo=None):
     """The call's ``spmd.Placement``, or None when it runs on one device
-    (``dyn_args()`` gives the non-static positional arguments)."""
+    (``dyn_args()`` gives the non-static positional arguments).
+
+    ``memo`` (a dict the function's cache owns): memoized on the identities of what
+    decides it (arguments laid out by the same layout objects as last call, the usual
+    case of a train step fed its own outputs), so a hit derives nothing. The memo holds
+    those objects, so their ids stay theirs while it does."""
+    if memo is None:
+        return _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name)
+    ctx = current_mesh()
+    key = (id(shardings), id(closed), id(ctx),
+           *[id(x.layout) if type(x) is ShardedArray else 0 for x in leaves])
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[-1]
+    place = _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name)
+    if len(memo) > 256:
+        memo.clear()
+    memo[key] = (shardings, closed, ctx, [x.layout for x in leaves
+                                          if type(x) is ShardedArray], place)
+    return place
+
+
+def _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
     if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
             not spmd.has_sharding_constraints(closed):
         return None
     pmaps = mesh_jit.pmap_meshes(closed)
-    if pmaps and not shardings and not any(spmd.named_sharding_of(x) for x in leaves):
+    partial = any(len(d) != math.prod(n for _, n in a) for a, d in pmaps)
+    if pmaps and not partial and not shardings and \
+            not any(spmd.named_sharding_of(x) for x in leaves):
         return None  # (pmap/shard_map of unsharded values: mesh_jit's replicated program)
     flat_in = shardings.flat_in(dyn_args(), len(leaves)) if shardings else None
     flat_out = shardings.flat_out(out_tree) if shardings else None
     place = spmd.placement(closed, leaves, flat_in, flat_out, describe, name)
-    mesh = place and (tuple(zip(place.mesh.axis_names, place.mesh.axis_sizes)),
+    mesh = place and (set(zip(place.mesh.axis_names, place.mesh.axis_sizes)),
                       place.mesh._flat_devices)
-    if pmaps and any(m != mesh for m in pmaps):
+    if pmaps and any(d != mesh[1] or not set(a) <= mesh[0] for a, d in pmaps):
         return None  # a pmap over another mesh: mesh_jit's path
     return place  # (shard_maps over its mesh lower as Shardy manual computations)

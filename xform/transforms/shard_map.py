@@ -10,19 +10,21 @@ with the axes they vary over (``xform.lax.vma``), which proves that replication;
 without it the user promises it.
 Those reshapes only relabel per-device buffers: results are Arrays tiled over the
 mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
-the same spec is split without a transfer.
+the same spec is split without a transfer. Manual over only some axes (``axis_names=``),
+it runs inside a program partitioned over the mesh (docs/architecture.md, "Sharding").
 """
 import functools
 import math
 
 from xform.core import tree_util
 from xform.core.array import ShardedArray
-from xform.core.trace import get_aval
+from xform.core.trace import Tracer, get_aval
 from xform.core.mesh import Mesh, current_mesh
 from xform.core.sharding import MeshLayout, NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import pxla
 from xform.lax import shapes
 from xform.lax.vma import pvary_p
+from xform.transforms.jit import jit
 
 
 def _entry_names(entry):
@@ -68,6 +70,28 @@ def _split_layout(shape, spec, mesh, what):
             new_shape.append(sizes[a])
         new_shape.append(s // n)
     return tuple(new_shape), tuple(where.get(a) for a in mesh.axis_names)
+
+
+def _manual_axes(mesh, axis_names, auto):
+    """The mesh axes (in mesh order) a shard_map is manual over."""
+    names = set(mesh.axis_names) - set(auto) if axis_names is None else set(axis_names)
+    unknown = names - set(mesh.axis_names)
+    if unknown:
+        raise ValueError(f"shard_map axis_names {sorted(unknown)} are not axes of the mesh "
+                         f"{mesh.axis_names}")
+    return tuple(n for n in mesh.axis_names if n in names)
+
+
+def _partial_manual(reshaped, params):
+    """A shard_map manual over some mesh axes (its ``devices`` param is the Mesh: the
+    axes it leaves to XLA, and the mesh a jit around it is placed on). It runs only
+    inside a program partitioned over that mesh (``sdy.manual_computation`` over the
+    manual axes), so an eager call compiles one."""
+    def run(*xs):
+        return pxla.xla_pmap_p.bind(*xs, **params)
+    if any(isinstance(x, Tracer) for x in reshaped):
+        return run(*reshaped)
+    return jit(run)(*reshaped)
 
 
 def _reshape(x, shape):
@@ -162,7 +186,10 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         ``False``: no typing; left-out axes take the first device's value, and
         gradients follow JAX's ``check_vma=False`` rules. ``check_rep`` is its
         legacy name (used when ``check_vma`` is not given).
-      axis_names, auto: accepted for compatibility.
+      axis_names: the mesh axes the body is manual over (default: all); the others
+        stay with XLA's partitioner (the body sees whole dimensions along them), as
+        an ``sdy.manual_computation`` over only those axes. ``auto``: the legacy
+        complement (the axes left out).
 
     Returns:
       The mapped function.
@@ -194,9 +221,21 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map requires mesh to be a xform.sharding.Mesh, got "
                         f"{type(mesh).__name__}")
-    axes = tuple((n, s) for n, s in mesh.shape.items())
+    manual = _manual_axes(mesh, axis_names, auto)
+    partial = len(manual) < len(mesh.axis_names)
+    axes = tuple((n, s) for n, s in mesh.shape.items() if n in manual)
     devices = tuple(mesh.devices.flat)
     check = bool(check_rep if check_vma is None else check_vma)
+
+    def manual_dims(dims, spec, what):
+        """Per manual axis, the reshaped dim it maps (the spec may name no other)."""
+        bad = [n for n in spec.axis_names() if n not in manual]
+        if bad:
+            raise ValueError(
+                f"shard_map {what} argument must refer to an axis marked as manual "
+                f"({frozenset(manual)}), but:\n\n  {what} refers to {bad[0]!r}\n\nCheck the "
+                f"{what} values passed to shard_map.")
+        return tuple(d for n, d in zip(mesh.axis_names, dims) if n in manual)
 
     @functools.wraps(f)
     def mapped(*args):
@@ -219,9 +258,10 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         for i, (x, spec) in enumerate(zip(leaves, flat_specs)):
             aval = get_aval(x)
             shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
-            reshaped.append(_split(x, shape, dims, mesh))
+            reshaped.append(_reshape(x, shape) if partial else _split(x, shape, dims, mesh))
+            dims = manual_dims(dims, _check_spec(spec, aval.shape, mesh, ""), "in_specs")
             in_axes.append(dims)
-            vma = {n for n, d in zip(mesh.axis_names, dims) if d is not None} if check else ()
+            vma = {n for (n, _), d in zip(axes, dims) if d is not None} if check else ()
             block_avals.append(pxla.mapped_aval(aval.update(shape=shape, vma=vma), dims))
         store = {}
 
@@ -233,7 +273,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             if check:  # an output its spec splits over an axis it is invariant on
                 for i, (o, (_, spec)) in enumerate(zip(out_leaves, store["specs"])):
                     spec = _check_spec(spec, get_aval(o).shape, mesh, f"output {i}")
-                    need = [n for n in mesh.axis_names if n in spec.axis_names()
+                    need = [n for n in manual if n in spec.axis_names()
                             and n not in get_aval(o).vma]
                     if need:
                         out_leaves[i] = pvary_p.bind(o, axes=tuple(need))
@@ -256,15 +296,19 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
                     shape.append(mesh.shape[a])
                 shape.append(s)
                 full.append(s * math.prod(mesh.shape[a] for a in names))
-            out_axes.append(tuple(where.get(a) for a in mesh.axis_names))
+            manual_dims((), spec, "out_specs")
+            out_axes.append(tuple(where.get(a) for a in manual))
             full_shapes.append(tuple(full))
         if fails:
             raise ValueError(_out_vma_error(f, mesh, fails))
         closed, reshaped, in_axes = pxla.closure_convert(closed, axes, reshaped, in_axes)
-        outs = pxla.xla_pmap_p.bind(*reshaped, jaxpr=closed, axes=axes,
-                                    in_axes=tuple(in_axes), out_axes=tuple(out_axes),
-                                    devices=devices, name=getattr(f, "__name__", "fun"),
-                                    check_vma=check)
+        params = dict(jaxpr=closed, axes=axes, in_axes=tuple(in_axes),
+                      out_axes=tuple(out_axes), devices=mesh if partial else devices,
+                      name=getattr(f, "__name__", "fun"), check_vma=check)
+        if partial:
+            outs = _partial_manual(reshaped, params)
+        else:
+            outs = pxla.xla_pmap_p.bind(*reshaped, **params)
         outs = [_merge(o, s, mesh) for o, s in zip(outs, full_shapes)]
         return tree_util.tree_unflatten(out_tree, outs)
     return mapped
