@@ -494,7 +494,7 @@ def _scan_lowering(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, li
     x_avals = [physical_aval(a) for a in jaxpr.in_avals[num_consts + num_carry:]]
     ys_avals = [physical_aval(a) for a in ctx.avals_out[num_carry:]]
     ys_init = [mlir.full_like_aval(0, a) for a in ys_avals]
-    if isinstance(length, int) and length == 0:   # slicing a zero-length xs: no verify
+    if isinstance(length, int) and length == 0:   # a zero-length xs slice fails to verify
         return init + ys_init
     operands = [_i32(0)] + consts + init + xs + ys_init
     types = [v.type for v in operands]
