@@ -274,3 +274,17 @@ def test_custom_pytree_node_round_trip_and_unregistered_error():
     out = export.deserialize(exp.serialize()).call(Box(np.ones(2, F32), 3.0))
     assert type(out) is Box and out.scale == 3.0
     np.testing.assert_allclose(out.value, [3.0, 3.0])
+
+
+def test_host_callbacks_and_ordered_effects_refused_as_in_jax():
+    def body(lib):
+        def f(x):
+            lib.debug.print("x={x}", x=x, ordered=True)
+            return x * 2
+        return f
+    errors = []
+    for lib in (jax, xform):
+        with pytest.raises(NotImplementedError) as e:
+            lib.export.export(lib.jit(body(lib)))(np.ones(3, F32))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]

@@ -8,7 +8,6 @@ are decided from bounds (every variable is >= 1) or raise
 ``InconclusiveDimensionOperation``. Strings print and parse in JAX's syntax, which is
 also the serialized form of a shape.
 """
-import dataclasses
 import re
 
 import numpy as np
@@ -32,18 +31,55 @@ def _inconclusive(msg):
     return InconclusiveDimensionOperation(msg + "\n" + _INCONCLUSIVE_HELP)
 
 
-@dataclasses.dataclass(frozen=True)
 class SymbolicScope:
-    """Dimension variables that may be combined, and the constraints among them
-    (strings such as ``"b >= n"``; kept for the record: xform decides comparisons
-    from the variables' lower bound 1 only)."""
-    constraints_str: tuple = ()
+    """Dimension variables that may be combined, and the constraints among them:
+    ``e1 >= e2`` / ``e1 <= e2`` decide comparisons (with the variables' bound
+    ``>= 1``), ``t*k == e`` rewrites the term ``t*k`` to ``e`` as JAX normalizes.
+    Identity is the scope (as JAX's); constraints are checked when called."""
 
     def __init__(self, constraints_str=()):
         if isinstance(constraints_str, str):
             raise ValueError("The symbolic constraints should be a sequence of strings. "
                              f"Got {constraints_str!r}")
-        object.__setattr__(self, "constraints_str", tuple(constraints_str))
+        self.constraints_str = tuple(constraints_str)
+        self.rules = {}         # monomial -> (expression, coefficient)
+        self.constraints = []   # (debug_str, "==" or ">=", e1 - e2)
+        for c in self.constraints_str:
+            self._add(c)
+
+    def _add(self, text):
+        if not isinstance(text, str):
+            raise ValueError(f"SymbolicScope constraint must be a string: got {text!r}")
+        for op in ("==", ">=", "<="):
+            if op in text:
+                break
+        else:
+            raise ValueError("Constraint parsing error: must contain one of '==' or '>=' "
+                             "or '<='")
+        lhs, rhs = text.split(op, 1)
+        (e1,), (e2,) = (_Parser(t, self).shape() for t in (lhs, rhs))
+        if op == "<=":
+            e1, e2 = e2, e1
+        diff = e1 - e2
+        if not isinstance(diff, _DimExpr):
+            if diff < 0 or (op == "==" and diff != 0):
+                raise ValueError(f"Unsatisfiable explicit constraint: {text}")
+            return
+        if op == "==":
+            if not isinstance(e1, _DimExpr) or len(e1._terms) != 1:
+                raise ValueError(f"Invalid equality constraint: {e1} == {e2}. The "
+                                 "left-hand-side must be of the form `term * coefficient`.")
+            (mon, k), = e1._terms
+            if mon in self.rules:
+                raise NotImplementedError("Found multiple equality constraints with the "
+                                          f"same left-hand-side: {_DimExpr(((mon, 1),))}")
+            self.rules[mon] = (e2, k)
+        self.constraints.append((text, "==" if op == "==" else ">=", diff))
+
+    def nonnegative(self):
+        """Expressions known ``>= 0`` (an equality gives both signs)."""
+        return [d for _, op, d in self.constraints] + [
+            -d for _, op, d in self.constraints if op == "=="]
 
 
 def _add_terms(acc, terms, scale=1):
@@ -62,14 +98,23 @@ class _DimExpr:
     # -- construction --
     @staticmethod
     def var(name, scope=None):
-        return _DimExpr((((((name, 1),)), 1),), scope)
+        return _DimExpr((((((name, 1),)), 1),), scope)._normal()
 
     @staticmethod
     def op(name, a, b, scope=None):
         return _DimExpr(((((("op", name, _lift(a), _lift(b)), 1),), 1),), scope)
 
     def _normal(self):
-        """An int where the expression is constant, else self."""
+        """An int where the expression is constant, else self (with the scope's
+        equality rules applied)."""
+        rules = self.scope.rules if self.scope is not None else None
+        if rules and any(m in rules and c % rules[m][1] == 0 for m, c in self._terms):
+            out = _DimExpr((), self.scope)
+            for m, c in self._terms:
+                e, k = rules.get(m, (None, 0))
+                out = out + (e * (c // k) if e is not None and c % k == 0 else
+                             _DimExpr(((m, c),), self.scope))
+            return out if isinstance(out, int) else out._normal()
         if not self._terms:
             return 0
         if len(self._terms) == 1 and self._terms[0][0] == ():
@@ -81,7 +126,7 @@ class _DimExpr:
         if not _is_dim(other):
             return NotImplemented
         acc = _add_terms(_add_terms({}, self._terms), _lift(other)._terms)
-        return _DimExpr(acc.items(), self.scope)._normal()
+        return _DimExpr(acc.items(), _scope(self, other))._normal()
 
     __radd__ = __add__
 
@@ -105,7 +150,7 @@ class _DimExpr:
                     powers[f] = powers.get(f, 0) + p
                 mon = tuple(sorted(powers.items(), key=lambda fp: _factor_key(fp[0])))
                 acc[mon] = acc.get(mon, 0) + c1 * c2
-        return _DimExpr(acc.items(), self.scope)._normal()
+        return _DimExpr(acc.items(), _scope(self, other))._normal()
 
     __rmul__ = __mul__
 
@@ -138,8 +183,9 @@ class _DimExpr:
     def __hash__(self):
         return hash(self._terms)
 
-    def _ge(self, other, op):
-        lo, hi = _bounds(self - other)
+    def _decide(self, diff, op, other):
+        """``diff >= 0`` where the bounds decide it; the message shows ``self op other``."""
+        lo, hi = _scoped_bounds(diff)
         if lo >= 0:
             return True
         if hi < 0:
@@ -148,16 +194,16 @@ class _DimExpr:
                             f"'{_s(other)}' is inconclusive.")
 
     def __ge__(self, other):
-        return self._ge(other, ">=")
+        return self._decide(self - other, ">=", other) if _is_dim(other) else NotImplemented
 
     def __gt__(self, other):
-        return self._ge(_lift(other) + 1, ">") if _is_dim(other) else NotImplemented
+        return self._decide(self - other - 1, ">", other) if _is_dim(other) else NotImplemented
 
     def __le__(self, other):
-        return _lift(other)._ge(self, "<=") if _is_dim(other) else NotImplemented
+        return self._decide(other - self, "<=", other) if _is_dim(other) else NotImplemented
 
     def __lt__(self, other):
-        return _lift(other)._ge(self + 1, "<") if _is_dim(other) else NotImplemented
+        return self._decide(other - self - 1, "<", other) if _is_dim(other) else NotImplemented
 
     def __int__(self):
         raise _inconclusive(f"Symbolic dimension '{self}' used in a context that "
@@ -214,8 +260,35 @@ def _is_dim(x):
     return isinstance(x, (int, np.integer, _DimExpr)) and not isinstance(x, bool)
 
 
-def _lift(x):
-    return x if isinstance(x, _DimExpr) else _DimExpr((((), int(x)),))
+def _lift(x, scope=None):
+    return x if isinstance(x, _DimExpr) else _DimExpr((((), int(x)),), scope)
+
+
+def _scope(*xs):
+    return next((x.scope for x in xs if isinstance(x, _DimExpr) and x.scope), None)
+
+
+def _scoped_bounds(e):
+    """``_bounds`` tightened by facts known ``>= 0``: the scope's constraints and, as
+    JAX's decision procedure, ``0 <= mod(a, b) <= b - 1`` and ``b*floordiv(a, b) <= a <=
+    b*floordiv(a, b) + b - 1`` for the factors in ``e``. With ``c >= 0`` known,
+    ``e >= lo(e - c)`` and ``e <= hi(e + c)``; sums of two facts give the transitive
+    cases (``a >= b, b >= 3`` decide ``a >= 3``)."""
+    lo, hi = _bounds(e)
+    if lo >= 0 or hi < 0 or not isinstance(e, _DimExpr):
+        return lo, hi
+    scope = e.scope
+    known = scope.nonnegative() if scope is not None else []
+    for f in {f for mon, _ in e._terms for f, _ in mon if not isinstance(f, str)}:
+        fe, (a, b) = _DimExpr((((((f, 1),)), 1),), scope), f[2:]
+        if f[1] == "mod" and _bounds(b)[0] > 0:
+            known += [fe, b - 1 - fe]
+        elif f[1] == "floordiv" and _bounds(b)[0] > 0:
+            known += [a - b * fe, b * fe + b - 1 - a]
+    sums = known + [c1 + c2 for i, c1 in enumerate(known) for c2 in known[i + 1:]]
+    for c in sums:
+        lo, hi = max(lo, _bounds(e - c)[0]), min(hi, _bounds(e + c)[1])
+    return lo, hi
 
 
 def _s(x):
@@ -317,7 +390,7 @@ def max_dim(a, b):
     ge = _ge(a, b)
     if ge is None:
         ge = None if _ge(b, a) is None else not _ge(b, a)
-    return _DimExpr.op("max", a, b) if ge is None else (a if ge else b)
+    return _DimExpr.op("max", a, b, _scope(a, b)) if ge is None else (a if ge else b)
 
 
 def min_dim(a, b):
@@ -325,7 +398,7 @@ def min_dim(a, b):
     le = _ge(b, a)
     if le is None:
         le = None if _ge(a, b) is None else not _ge(a, b)
-    return _DimExpr.op("min", a, b) if le is None else (a if le else b)
+    return _DimExpr.op("min", a, b, _scope(a, b)) if le is None else (a if le else b)
 
 
 def is_symbolic_dim(d):
@@ -469,93 +542,3 @@ def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
 
 def _is_placeholder(d):
     return isinstance(d, _DimExpr) and d.variables() == {"_"} and d._terms[0][1] == 1
-
-
-def all_dim_vars(avals):
-    out = set()
-    for a in avals:
-        for d in a.shape:
-            if isinstance(d, _DimExpr):
-                out |= d.variables()
-    return sorted(out)
-
-
-class ShapeSolveError(ValueError):
-    """Actual shapes that do not fit the specification: ``why``, and ``obtained`` (the
-    variables solved so far, described as JAX's errors describe them)."""
-
-    def __init__(self, why, obtained):
-        super().__init__(why)
-        self.why, self.obtained = why, obtained
-
-
-def solution_plan(exp_shapes, describe=None, specs=""):
-    """How to solve the dimension variables of arguments of shapes ``exp_shapes``:
-    ``(steps, checks)``; a step ``(var, i, d, coeff, rest)`` reads
-    ``var = (shape[i][d] - rest) / coeff`` (``rest`` uses earlier variables), a check
-    ``(i, d, expr)`` is a dimension to compare with ``expr`` once all are known."""
-    pending = [(i, d, e) for i, es in enumerate(exp_shapes) for d, e in enumerate(es)
-               if isinstance(e, _DimExpr)]
-    known, steps, progress = set(), [], True
-    while progress:
-        progress = False
-        for item in list(pending):
-            unknown = item[2].variables() - known
-            if len(unknown) != 1:
-                continue
-            v, = unknown
-            lin = [(m, c) for m, c in item[2].terms() if any(f == v for f, _ in m)]
-            if len(lin) != 1 or lin[0][0] != ((v, 1),):
-                continue
-            steps.append((v, item[0], item[1], lin[0][1], item[2] - _DimExpr((lin[0],))))
-            known.add(v)
-            pending.remove(item)
-            progress = True
-    missing = sorted(set().union(*(e.variables() for _, _, e in pending)) - known)
-    if missing:
-        unprocessed = ", ".join(f"'{e}' for dimension size {describe(i, d)}"
-                                for i, d, e in pending if e.variables() - known
-                                ) if describe else ""
-        raise ValueError(
-            "Cannot solve for values of dimension variables {" + ", ".join(
-                repr(v) for v in missing) + "}. We can only solve linear uni-variate "
-            f"constraints. Using the following polymorphic shapes specifications: {specs}. "
-            f"Unprocessed specifications: {unprocessed}. Please see https://docs.jax.dev/"
-            "en/latest/export/shape_poly.html#dimension-variables-must-be-solvable-from-"
-            "the-input-shapes for more details.")
-    return steps, pending
-
-
-def solve_dim_vars(exp_shapes, shapes, describe):
-    """Values of the dimension variables from actual ``shapes`` of the arguments whose
-    exported shapes are ``exp_shapes`` (see ``solution_plan``); ``describe(i, d)``
-    names argument i's dimension d for errors."""
-    try:
-        steps, checks = solution_plan(exp_shapes)
-    except ValueError as e:
-        raise ShapeSolveError(str(e), "") from None
-    env, obtained = {}, ""
-    for v, i, d, coeff, rest in steps:
-        actual = shapes[i][d]
-        q, r = divmod(actual - (rest.evaluate(env) if isinstance(rest, _DimExpr) else rest),
-                      coeff)
-        if r:
-            raise ShapeSolveError(f"Division had remainder {r} when computing the "
-                                  f"value of '{v}'", obtained)
-        env[v] = q
-        obtained += (f"'{v}' = {q} from specification '{exp_shapes[i][d]}' for "
-                     f"dimension {describe(i, d)} (= {actual}), ")
-        if q < 1:
-            raise ShapeSolveError(f"Expected value >= 1 for dimension variable '{v}'",
-                                  obtained)
-    for i, d, e in checks:
-        if e.evaluate(env) != shapes[i][d]:
-            raise ShapeSolveError(
-                f"Found inconsistency between dimension size {describe(i, d)} "
-                f"(= {shapes[i][d]}) and the specification '{e}' (= {e.evaluate(env)})",
-                obtained)
-    return env
-
-
-def evaluate_shape(shape, env):
-    return tuple(d.evaluate(env) if isinstance(d, _DimExpr) else d for d in shape)

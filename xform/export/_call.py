@@ -17,6 +17,7 @@ from xform.core.trace import Primitive
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.transforms.custom_derivatives import custom_vjp
 from xform.core import shape_poly as _shape_poly
+from xform.core import shape_solve as _shape_solve
 from xform.export import _export
 
 hlo, ir, func_dialect = mlir.hlo, mlir.ir, mlir.func_dialect
@@ -35,8 +36,7 @@ def _shape_error(exported, err):
     specs = ", ".join(f"{_describe(exported, i)}.shape = {tuple(a.shape)}"
                       for i, a in enumerate(exported.in_avals)
                       if not _shape_poly.is_constant_shape(a.shape))
-    return ValueError(f"Input shapes do not match the polymorphic shapes specification. "
-                      f"{err.why}. Using the following polymorphic shapes specifications: "
+    return ValueError(f"{err.head} Using the following polymorphic shapes specifications: "
                       f"{specs}. Obtained dimension variables: {err.obtained}. Please see "
                       "https://docs.jax.dev/en/latest/export/shape_poly.html"
                       "#shape-assertion-errors for more details.")
@@ -56,7 +56,7 @@ def _abstract_eval(*avals, exported):
                                  f"(expected same constant): expected {tuple(exp.shape)} "
                                  f"and called with {tuple(a.shape)}")
     env = _solve(exported, avals)
-    return [ShapedArray(_shape_poly.evaluate_shape(o.shape, env), o.dtype)
+    return [ShapedArray(_shape_solve.evaluate_shape(o.shape, env), o.dtype)
             for o in exported.out_avals]
 
 
@@ -64,10 +64,10 @@ def _solve(exported, avals):
     if all(_shape_poly.is_constant_shape(a.shape) for a in exported.in_avals):
         return {}
     try:
-        env = _shape_poly.solve_dim_vars([a.shape for a in exported.in_avals],
+        env = _shape_solve.solve_dim_vars([a.shape for a in exported.in_avals],
                                          [a.shape for a in avals],
                                          lambda i, d: _describe(exported, i, d))
-    except _shape_poly.ShapeSolveError as e:
+    except _shape_solve.ShapeSolveError as e:
         raise _shape_error(exported, e) from None
     return env
 

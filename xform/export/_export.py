@@ -20,6 +20,7 @@ from xform.interpreters import mlir
 from xform.transforms.ad import vjp as _vjp
 from xform.transforms.jit import JitWrapped, ShapeDtypeStruct, jit
 from xform.core import shape_poly as _shape_poly
+from xform.core import shape_solve as _shape_solve
 from xform.export import _serialization, _wrap
 
 ir = mlir.ir
@@ -159,13 +160,13 @@ def arg_path(in_tree, i):
 
 def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_checks):
     platforms = tuple(platforms) if platforms else (default_export_platform(),)
-    dim_vars = _shape_poly.all_dim_vars(closed.in_avals)
+    dim_vars = _shape_solve.all_dim_vars(closed.in_avals)
     callbacks = []
     text = mlir.lower_jaxpr_to_module(closed, hoist_consts=False, host_callbacks=callbacks,
                                       platforms=platforms, dim_vars=dim_vars)
     if callbacks:
-        raise NotImplementedError(f"{fun_name}: host callbacks (debug.print, "
-                                  "pure_callback, io_callback) cannot be exported")
+        # JAX's words: its format has no way to carry the Python functions
+        raise NotImplementedError("serialization of host_callbacks is not yet implemented")
     multi = len(platforms) > 1
     with backend.make_ir_context(), ir.Location.unknown():
         module = ir.Module.parse(text)

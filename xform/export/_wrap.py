@@ -9,7 +9,7 @@ when shape refinement finds an assertion false) and calls the lowered function.
 """
 import numpy as np
 
-from xform.core import shape_poly
+from xform.core import shape_poly, shape_solve
 from xform.interpreters import mlir
 
 hlo, ir, func_dialect = mlir.hlo, mlir.ir, mlir.func_dialect
@@ -36,9 +36,9 @@ def wrap_main(module, in_avals, describe, n_platform_args):
     variables, then the arrays) and add the ``@main`` that takes the arrays only."""
     specs = ", ".join(f"{describe(i)}.shape = {tuple(a.shape)}" for i, a in
                       enumerate(in_avals) if not shape_poly.is_constant_shape(a.shape))
-    steps, checks = shape_poly.solution_plan([a.shape for a in in_avals],
+    steps, checks = shape_solve.solution_plan([a.shape for a in in_avals],
                                              lambda i, d: f"{describe(i)}.shape[{d}]", specs)
-    dim_vars = shape_poly.all_dim_vars(in_avals)
+    dim_vars = shape_solve.all_dim_vars(in_avals)
     table = ir.SymbolTable(module.operation)
     inner = table["main"]
     inner.attributes["sym_visibility"] = ir.StringAttr.get("private")
@@ -91,6 +91,14 @@ def wrap_main(module, in_avals, describe, n_platform_args):
                         message(f"Found inconsistency between dimension size "
                                 f"{describe(i)}.shape[{d}] (= {{{len(ops)}}}) and the "
                                 f"specification '{e}' (= {{{len(ops) + 1}}})"))
+            for text, op, diff in shape_solve.explicit_constraints(
+                    [a.shape for a in in_avals]):
+                value = mlir.dim_value(diff)
+                _assert(_cmp(value, mlir.ir_constant(np.int32(0)), "EQ" if op == "==" else
+                             "GE"), list(ops) + [value],
+                        shape_solve.constraint_message(text, op, diff, f"{{{len(ops)}}}")
+                        + f" Using the following polymorphic shapes specifications: {specs}. "
+                        f"Obtained dimension variables: {obtained}. {_HELP}")
             values = [env[v] for v in dim_vars]
         call = func_dialect.CallOp(list(inner.type.results),
                                    ir.FlatSymbolRefAttr.get("_wrapped_jax_export_main"),

@@ -112,8 +112,7 @@ def dim_value(d):
 
 
 def _dim_ir(e, env):
-    # sum of coeff * product of factors; floordiv/mod of the non-negative dimensions
-    # are truncating divide/remainder
+    # sum of coeff * product of factors; floordiv/mod round toward -inf as Python's
     total = None
     for mon, c in e.terms():
         v = ir_constant(np.int32(c)) if c != 1 or not mon else None
@@ -123,12 +122,26 @@ def _dim_ir(e, env):
             else:
                 a, b = (_dim_ir(x, env) if shape_poly.is_symbolic_dim(x)
                         else ir_constant(np.int32(x)) for x in f[2:])
-                fv = {"floordiv": hlo.divide, "mod": hlo.remainder, "max": hlo.maximum,
-                      "min": hlo.minimum}[f[1]](a, b)
+                fv = (_floor_divmod(a, b)[f[1] == "mod"] if f[1] in ("floordiv", "mod")
+                      else {"max": hlo.maximum, "min": hlo.minimum}[f[1]](a, b))
             for _ in range(p):
                 v = fv if v is None else hlo.multiply(v, fv)
         total = v if total is None else hlo.add(total, v)
     return total
+
+
+def _floor_divmod(a, b):
+    """Python's ``divmod`` of i32 scalars: truncation, corrected where the remainder is
+    non-zero with the sign opposite to the divisor's."""
+    q, r = hlo.divide(a, b), hlo.remainder(a, b)
+    zero = ir_constant(np.int32(0))
+
+    def cmp(x, y, d):
+        return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(d),
+                           compare_type=hlo.ComparisonTypeAttr.get("SIGNED"))
+    fix = hlo.and_(cmp(r, zero, "NE"), cmp(cmp(r, zero, "LT"), cmp(b, zero, "LT"), "NE"))
+    return (hlo.select(fix, hlo.subtract(q, ir_constant(np.int32(1))), q),
+            hlo.select(fix, hlo.add(r, b), r))
 
 
 def shape_value(shape):

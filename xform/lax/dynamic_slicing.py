@@ -45,7 +45,7 @@ def _dynamic_indices(operand, start_indices, allow_negative_indices):
                 raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
                                  "allow_negative_indices=False")
             i = int(i) + d if i < 0 else int(i)
-            out.append(scalar_array(i, dtypes.canonicalize_dtype(np.int64), True))
+            out.append(_const(scalar_array(0, dtypes.canonicalize_dtype(np.int64), True), i))
         elif neg_ok and not dtypes.is_unsigned(get_aval(i).dtype):
             out.append(select_n(lt(i, _const(i, 0)), i, add(i, _const(i, d))))
         else:

@@ -8,7 +8,7 @@ import builtins
 
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -22,7 +22,10 @@ hlo, ir = mlir.hlo, mlir.ir
 
 
 def _const(x, value):
-    """A rank-0 weak constant of ``x``'s dtype (folds into literals under tracing)."""
+    """A rank-0 weak constant of ``x``'s dtype (folds into literals under tracing); a
+    symbolic dimension is computed from the dimension variables."""
+    if shape_poly.is_symbolic_dim(value):
+        return convert_element_type(_shapes.dimension_as_value(value), get_aval(x).dtype)
     return scalar_array(value, get_aval(x).dtype, True)
 
 

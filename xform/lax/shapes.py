@@ -215,8 +215,8 @@ def _squeeze_batch(vals, dims, *, dimensions):
 squeeze_p = standard_primitive("squeeze", _squeeze_abstract_eval)
 ad.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
-mlir.register_lowering(squeeze_p, lambda ctx, x, *, dimensions: hlo.reshape(
-    mlir.aval_to_ir_type(ctx.avals_out[0]), x))
+mlir.register_lowering(squeeze_p, lambda ctx, x, *, dimensions: _reshape_lowering(
+    ctx, x, new_sizes=None))
 
 
 def expand_dims(array, dimensions):

@@ -18,7 +18,7 @@ from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.lax.elementwise import _const, add, convert_element_type, eq, gt, lt, select_n
 from xform.lax.reductions import reduce_sum
-from xform.lax.shapes import _ints, broadcast_in_dim, full
+from xform.lax.shapes import _ints, broadcast_in_dim, concatenate, dimension_as_value, full
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -297,7 +297,12 @@ def _in_bounds_mask(operand_shape, indices, starts_map, window_sizes):
     """Per index vector: does the whole window at it fit in bounds? (bool, batch shape)"""
     idx_dt = _index_dtype(get_aval(indices).dtype)
     idx = convert_element_type(indices, idx_dt)
-    upper = np.array([operand_shape[d] - window_sizes[d] for d in starts_map], idx_dt)
+    bounds = [operand_shape[d] - window_sizes[d] for d in starts_map]
+    if all(isinstance(b, int) for b in bounds):
+        upper = np.array(bounds, idx_dt)
+    else:   # symbolic operand dimensions: values computed from the dimension variables
+        upper = concatenate([broadcast_in_dim(convert_element_type(
+            dimension_as_value(b), idx_dt), (1,), ()) for b in bounds], 0)
     shape = get_aval(idx).shape
     upper = broadcast_in_dim(upper, shape, (len(shape) - 1,))
     bad = add(convert_element_type(lt(idx, _const(idx, 0)), np.int32),

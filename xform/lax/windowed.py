@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from xform.core import shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval, to_concrete_value
 from xform.interpreters import ad, batching, mlir
@@ -87,13 +88,32 @@ def window_out_shape(shape, window_dimensions, window_strides, padding, base_dil
 
 def lower_reduce_window(ctx, x, init, combine, window_dimensions, window_strides, padding,
                         base_dilation, window_dilation):
-    """A stablehlo.reduce_window of one operand with a scalar NumPy ``init``."""
+    """A stablehlo.reduce_window of one operand with a scalar NumPy ``init``; with
+    symbolic window parameters (a cumulative op over a symbolic axis) JAX's
+    ``stablehlo.dynamic_reduce_window`` custom call, which shape refinement makes static."""
     aval = ctx.avals_in[0]
     scalar = mlir.aval_to_ir_type(ShapedArray((), aval.dtype))
+    init_v = mlir.ir_constant(np.array(init, aval.dtype))
+    out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    params = (window_dimensions, window_strides, base_dilation, window_dilation)
+    if not shape_poly.is_constant_shape(tuple(itertools.chain(*params, *padding))):
+        name = ctx.module_ctx.unique_name("reduce_window_reducer")
+        with ir.InsertionPoint(ctx.module_ctx.module.body):
+            fn = mlir.func_dialect.FuncOp(name, ir.FunctionType.get([scalar] * 2, [scalar]))
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+            mlir.func_dialect.ReturnOp([combine(*block.arguments)])
+        i2 = ir.RankedTensorType.get([1, 2], ir.IntegerType.get_signless(32))
+        pads = hlo.concatenate([hlo.reshape(i2, mlir.shape_value(p)) for p in padding], 0)
+        op = hlo.CustomCallOp([out_type], [x, init_v] + [mlir.shape_value(p) for p in params]
+                              + [pads], "stablehlo.dynamic_reduce_window",
+                              called_computations=ir.ArrayAttr.get(
+                                  [ir.FlatSymbolRefAttr.get(name)]))
+        return op.result
     pads = ir.DenseIntElementsAttr.get(np.asarray(padding, np.int64).reshape(-1, 2))
     op = hlo.ReduceWindowOp(
-        [mlir.aval_to_ir_type(ctx.avals_out[0])], [x],
-        [mlir.ir_constant(np.array(init, aval.dtype))], mlir.dense_i64(window_dimensions),
+        [out_type], [x], [init_v], mlir.dense_i64(window_dimensions),
         window_strides=mlir.dense_i64(window_strides),
         base_dilations=mlir.dense_i64(base_dilation),
         window_dilations=mlir.dense_i64(window_dilation), padding=pads)

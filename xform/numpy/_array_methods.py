@@ -8,15 +8,22 @@ so Python's reflected-operator protocol and identity ``==`` fallback apply.
 import numpy as np
 
 from xform import lax
-from xform.core import array_ops, dtypes
+from xform.core import array_ops, dtypes, shape_poly
 from xform.core.array import Array
 from xform.core.trace import Tracer
+from xform.lax.shapes import dimension_as_value
 from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs, _util
 from xform.numpy import (_cumulative, _elementwise, _manip, _math, _matrix, _misc, _sorting,
                          _statistics, _take)
 from xform.numpy._take import compress
 
-_KNOWN = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+_KNOWN = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex,
+          shape_poly._DimExpr)
+
+
+def _operand(other):
+    """A symbolic dimension as its int32 value (JAX's ``__jax_array__`` of a dim)."""
+    return dimension_as_value(other) if type(other) is shape_poly._DimExpr else other
 
 
 def _binop(fn, reflected=False):
@@ -25,21 +32,25 @@ def _binop(fn, reflected=False):
     if reflected:
         def op(self, other):
             t = type(other)
-            if t is Array or t is float or t is int or isinstance(other, _KNOWN):
+            if t is Array or t is float or t is int:
                 return fn(other, self)
+            if isinstance(other, _KNOWN):
+                return fn(_operand(other), self)
             return NotImplemented
     else:
         def op(self, other):
             t = type(other)
-            if t is Array or t is float or t is int or isinstance(other, _KNOWN):
+            if t is Array or t is float or t is int:
                 return fn(self, other)
+            if isinstance(other, _KNOWN):
+                return fn(self, _operand(other))
             return NotImplemented
     return op
 
 
 def _add(self, other):  # the hottest operator: skip the generic wrapper
     if type(other) is float or type(other) is int or isinstance(other, _KNOWN):
-        return _ufuncs.add(self, other)
+        return _ufuncs.add(self, _operand(other))
     return NotImplemented
 
 

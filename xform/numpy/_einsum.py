@@ -7,12 +7,13 @@ each step the pair whose result is smallest. Labels shared by the pair and still
 later become dot_general batch dimensions, the others are contracted.
 """
 import itertools
+import math
 import operator
 import string
 
-import numpy as np
 
 from xform import lax
+from xform.core import shape_poly
 from xform.interpreters.composite import composite
 from xform.lax.sharding_constraint import with_sharding_constraint
 from xform.numpy import _util
@@ -118,6 +119,12 @@ def _sizes(ops, labels):
     return new_ops, new_labels, sizes
 
 
+def _cost_size(d):
+    """A size for path costs: a symbolic dimension counts as 8 (only the order of
+    contractions depends on it)."""
+    return 8 if shape_poly.is_symbolic_dim(d) else int(d)
+
+
 def _greedy_path(labels, out, sizes):
     labels = list(labels)
     path = []
@@ -125,7 +132,7 @@ def _greedy_path(labels, out, sizes):
         best = None
         for i, j in itertools.combinations(range(len(labels)), 2):
             keep = _result_labels(labels, i, j, out)
-            cost = int(np.prod([sizes[c] for c in keep], dtype=np.int64))
+            cost = math.prod(_cost_size(sizes[c]) for c in keep)
             if best is None or cost < best[0]:
                 best = (cost, i, j, keep)
         _, i, j, keep = best

@@ -174,15 +174,22 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
 
 
 def _symbolic_slice(s, n):
-    """``(lo, hi, 1)`` of slice ``s`` of a symbolic dimension ``n`` (unit steps only)."""
-    if s.step not in (None, 1):
-        raise NotImplementedError(f"slicing a symbolic dimension {n} with step {s.step}")
+    """``(lo, hi, step, reversed)`` of slice ``s`` of a symbolic dimension ``n``: the
+    elements taken with a positive ``step``, then reversed for a negative one (only
+    whole-axis negative steps, ``x[::-k]``: other bounds need a sign-dependent clamp)."""
+    step = 1 if s.step is None else operator.index(s.step)
+    if step < 0:
+        if s.start is not None or s.stop is not None:
+            raise NotImplementedError(f"slicing a symbolic dimension {n} with step {step} "
+                                      "and explicit bounds")
+        count = (n - step - 1) // -step
+        return n - 1 - (count - 1) * -step, n, -step, True
 
     def bound(i, default):
         i = default if i is None else (i + n if i < 0 else i)
         return shape_poly.max_dim(0, shape_poly.min_dim(i, n))
     lo = bound(s.start, 0)
-    return lo, shape_poly.max_dim(lo, bound(s.stop, n)), 1
+    return lo, shape_poly.max_dim(lo, bound(s.stop, n)), step, False
 
 
 def _static_take(x, entries):
@@ -201,7 +208,10 @@ def _static_take(x, entries):
             lo, hi, step = i, i + 1, 1
             squeeze_axes.append(axis)
         elif shape_poly.is_symbolic_dim(n):
-            lo, hi, step = _symbolic_slice(_static_slice(v, position), n)
+            lo, hi, step, rev = _symbolic_slice(_static_slice(v, position), n)
+            if rev:
+                rev_axes.append(axis)
+            out_pos += 1
         else:
             r = range(*_static_slice(v, position).indices(n))
             if not r:
@@ -286,7 +296,8 @@ class _Gather(NamedTuple):
 
 
 def _index_dtype(shape):
-    return np.dtype(np.int32 if max(shape, default=0) < 2 ** 31 else np.int64)
+    big = any(not shape_poly.is_symbolic_dim(d) and d >= 2 ** 31 for d in shape)
+    return np.dtype(np.int64 if big else np.int32)   # symbolic dims are int32 values
 
 
 def _expand_bool_arrays(entries, shape):

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.numpy import _util
 from xform.numpy._shape import (atleast_3d, concatenate, flip, moveaxis, ravel, reshape,
                                 transpose)
@@ -41,7 +41,7 @@ def roll(a, shift, axis=None):
         if n == 0:
             continue
         s = -int(s) % n
-        if s:
+        if shape_poly.is_symbolic_dim(s) or s:
             a = lax.concatenate([_slice_axis(a, s, n, ax), _slice_axis(a, 0, s, ax)], ax)
     return a
 

@@ -143,15 +143,16 @@ def squeeze(a, axis=None):
 
 
 def reverse(x, axis):
-    """``x`` reversed along ``axis`` using only pad/slice/reshape/concatenate.
-
-    xform.lax has no ``rev``: the axis is padded at the front to a power of two
+    """``x`` reversed along ``axis``: ``lax.rev`` for a symbolic length, else only
+    pad/slice/reshape/concatenate: the axis is padded at the front to a power of two
     2**k, reshaped to k axes of size 2 (the index's bits), and each size-2 axis is
     swapped (slice + concatenate), which maps index i to 2**k - 1 - i. Exact for
     every dtype, 3k + 4 primitives.
     """
     shp = x.aval.shape
     n = shp[axis]
+    if shape_poly.is_symbolic_dim(n):
+        return lax.rev(x, (axis,))
     if n <= 1:
         return x
     nd = len(shp)

@@ -5,7 +5,7 @@ vectorize."""
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.trace import Tracer
 from xform.interpreters.composite import composite
 from xform.lax import GatherDimensionNumbers, ScatterDimensionNumbers
@@ -37,9 +37,10 @@ def _prepare_indices(name, idx, n, mode):
         raise ValueError(f"Invalid mode {mode!r} for jnp.{name}: expected 'fill', 'clip', "
                          "'wrap' or 'promise_in_bounds'")
     mode = _MODES[mode]
-    size = _util.scalar_array(n, idx.aval.dtype, False)
+    size = _util.scalar_operand(n, idx.aval.dtype, False)
     if mode == "wrap":
-        return uf.remainder(idx, size) if n else idx, "promise_in_bounds"
+        return (uf.remainder(idx, size) if shape_poly.is_symbolic_dim(n) or n else idx,
+                "promise_in_bounds")
     if mode in ("fill", "promise_in_bounds"):
         neg = lax.lt(idx, _util.scalar_array(0, idx.aval.dtype, False))
         idx = lax.select(neg, lax.add(idx, lax.broadcast_in_dim(size, idx.aval.shape, ())),

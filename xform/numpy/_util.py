@@ -40,7 +40,10 @@ def check_arraylike(name, *args):
 
 
 def scalar_operand(value, dtype, weak_type):
-    """A rank-0 Array for a Python scalar; out-of-range ints wrap (as in JAX)."""
+    """A rank-0 Array for a Python scalar; out-of-range ints wrap (as in JAX); a
+    symbolic dimension is computed from the dimension variables."""
+    if shape_poly.is_symbolic_dim(value):
+        return lax.convert_element_type(lax.shapes.dimension_as_value(value), dtype)
     try:
         return scalar_array(value, dtype, weak_type)
     except OverflowError:

@@ -19,7 +19,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
-from xform.core import dtypes as _dt
+from xform.core import dtypes as _dt, shape_poly
 from xform.core.config import config
 from xform.core.trace import current_trace, get_aval
 from xform.lax.prng import bitcast_convert_type, threefry2x32
@@ -215,7 +215,8 @@ def _static_shape(name, shape):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
-        return tuple(operator.index(d) for d in shape)
+        return tuple(d if shape_poly.is_symbolic_dim(d) else operator.index(d)
+                     for d in shape)
     except TypeError:
         raise TypeError(f"{name}: shape must be a tuple of static integers (not traced "
                         f"values under jit), got {shape!r}.") from None
@@ -223,7 +224,7 @@ def _static_shape(name, shape):
 
 def _iota_2x32(shape):
     n = math.prod(shape)
-    if n >= 2**32:
+    if not shape_poly.is_symbolic_dim(n) and n >= 2**32:
         raise NotImplementedError("random arrays of 2**32 or more elements")
     lo = lax.reshape(lax.iota(np.uint32, n), shape) if shape else jnp.zeros((), np.uint32)
     return jnp.zeros(shape, np.uint32), lo
@@ -287,7 +288,7 @@ def _random_bits_original(k1, k2, bit_width, shape):
     # JAX's non-partitionable bits: one cipher call over iota(ceil(bits needed / 32)).
     size = math.prod(shape)
     max_count = -(-bit_width * size // 32)
-    if max_count >= 2**32 - 1:
+    if not shape_poly.is_symbolic_dim(max_count) and max_count >= 2**32 - 1:
         raise NotImplementedError("random arrays of 2**32 or more words with "
                                   "jax_threefry_partitionable=False")
     words = _threefry_flat(k1, k2, lax.iota(np.uint32, max_count)) if max_count else \
@@ -365,8 +366,7 @@ def _check_param_shape(name, argname, val, shape):
     s = np.shape(val) if not hasattr(val, "aval") else get_aval(val).shape
     s = tuple(getattr(val, "shape", s))
     try:
-        np.broadcast_shapes(s, shape)
-        ok = len(s) <= len(shape) and np.broadcast_shapes(s, shape) == shape
+        ok = len(s) <= len(shape) and jnp.broadcast_shapes(s, shape) == shape
     except ValueError:
         ok = False
     if not ok:

@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from xform.core import dtypes, tree_util
+from xform.core import dtypes, shape_poly, tree_util
 from xform.core.avals import ShapedArray, physical_aval
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
@@ -161,7 +161,7 @@ def _infer_length(xs_flat, length):
             raise ValueError(f"scan got value with no leading axis to scan over: {x!r} "
                              f"of shape {shape}.")
         shapes.append(shape)
-    if length is not None:
+    if length is not None and not shape_poly.is_symbolic_dim(length):
         try:
             length = operator.index(length)
         except (TypeError, ConcretizationTypeError):
@@ -173,6 +173,7 @@ def _infer_length(xs_flat, length):
             raise ValueError(f"scan got `length` argument of {length} which disagrees "
                              f"with leading axis sizes {[s[0] for s in shapes]} "
                              f"(xs shapes {shapes}).")
+    if length is not None:
         return length
     if not shapes:
         raise ValueError("scan got no values to scan over and `length` not provided.")
@@ -484,7 +485,7 @@ def _scan_batch(vals, dims, *, reverse, length, jaxpr, num_consts, num_carry, li
 # ---- lowering: stablehlo.while over (i, consts, carry, xs, ys) ----
 
 def _i32(x):
-    return mlir.ir_constant(np.int32(x))
+    return mlir.dim_value(x)   # a constant, or a symbolic length from the dimension vars
 
 
 def _scan_lowering(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, linear,
@@ -493,7 +494,7 @@ def _scan_lowering(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, li
     x_avals = [physical_aval(a) for a in jaxpr.in_avals[num_consts + num_carry:]]
     ys_avals = [physical_aval(a) for a in ctx.avals_out[num_carry:]]
     ys_init = [mlir.full_like_aval(0, a) for a in ys_avals]
-    if length == 0:   # a body slicing a zero-length xs would not even verify
+    if isinstance(length, int) and length == 0:   # a zero-length xs slice fails to verify
         return init + ys_init
     operands = [_i32(0)] + consts + init + xs + ys_init
     types = [v.type for v in operands]

@@ -7,14 +7,14 @@ import operator
 
 import numpy as np
 
-from xform.core import dtypes, tree_util
+from xform.core import dtypes, shape_poly, tree_util
 from xform.core.trace import get_aval, to_concrete_value
 from xform.core.traceback_util import api_boundary
 from xform.lax.control_flow.common import check_same_types
 from xform.lax.control_flow.loops import while_loop
 from xform.lax.control_flow.scan import _infer_length, scan
 from xform.lax.elementwise import add, convert_element_type, select
-from xform.lax.shapes import concatenate, reshape, slice as lax_slice
+from xform.lax.shapes import concatenate, dimension_as_value, reshape, slice as lax_slice
 from xform.transforms.vmap import vmap
 
 
@@ -46,15 +46,22 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
-    dtype = _fori_index_dtype(lower, upper)
-    lo, hi = to_concrete_value(lower), to_concrete_value(upper)
+    if shape_poly.is_symbolic_dim(lower) or shape_poly.is_symbolic_dim(upper):
+        dtype = np.dtype(np.int32)   # a symbolic trip count: a scan of symbolic length
+        lo, hi = lower, upper
+    else:
+        dtype = _fori_index_dtype(lower, upper)
+        lo, hi = to_concrete_value(lower), to_concrete_value(upper)
+        lo, hi = (None, None) if lo is None or hi is None else (int(lo), int(hi))
     if lo is not None and hi is not None:
-        lo, hi = int(lo), int(hi)
 
         def step(carry, _):
             i, val = carry
             return (add(i, 1), body_fun(i, val)), None
-        (_, result), _ = scan(step, (lo, init_val), None, length=max(hi - lo, 0),
+        start = (convert_element_type(dimension_as_value(lo), dtype)
+                 if shape_poly.is_symbolic_dim(lo) else lo)
+        (_, result), _ = scan(step, (start, init_val), None,
+                              length=shape_poly.max_dim(hi - lo, 0),
                               unroll=1 if unroll is None else unroll)
         return result
     if unroll not in (None, False, 1):
