@@ -24,7 +24,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 
 import numpy as np
 
@@ -32,7 +31,8 @@ from xform import backend
 from xform.core import tree_util as tu
 from xform.checkpoint import (  # (xform.checkpoint imports this module last: a cycle)
     _META_KEY, CheckpointError, _child_key, _decode, _dtype_name, _encode, _fit_leaf,
-    _holds_exactly, _leaf_record, _match, _np_dtype, _wrap_extended)
+    _fsync_dir, _holds_exactly, _leaf_record, _match, _np_dtype, _wrap_extended,
+    _write_atomic)
 from xform.core.sharding import Sharding, SingleDeviceSharding
 from xform.core.transfer import device_put_value
 from xform.transforms.devices import device_put, make_array_from_single_device_arrays
@@ -98,32 +98,6 @@ def _paths(sk, path=()):
         return [path]
     return [p for i, c in enumerate(sk.get("c", ()))
             for p in _paths(c, path + (_child_key(sk, i),))]
-
-
-def _write_atomic(path, data):
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _fsync_dir(folder):
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
 
 
 def _read_index(directory):

@@ -365,6 +365,14 @@ def save(path, tree, *, overwrite=True):
     data = _serialize(tree)   # fails before touching the disk
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
+    _write_atomic(path, data)
+    _fsync_dir(folder)   # make the rename itself durable
+
+
+def _write_atomic(path, data):
+    """Write ``data`` to ``path`` through a temporary file and a rename, so a reader (or
+    a crash) sees the old file or the whole new one, never a partial write."""
+    folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -376,12 +384,16 @@ def save(path, tree, *, overwrite=True):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    try:   # make the rename itself durable
-        dfd = os.open(folder, os.O_RDONLY)
+
+
+def _fsync_dir(folder):
+    """Make renames in ``folder`` durable (best effort: not every filesystem allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
         try:
-            os.fsync(dfd)
+            os.fsync(fd)
         finally:
-            os.close(dfd)
+            os.close(fd)
     except OSError:
         pass
 
