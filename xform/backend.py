@@ -1,0 +1,694 @@
+"""The one door to jaxlib: PJRT client, devices, buffers, MLIR bindings, compile, execute.
+
+Everything else in xform talks to XLA through this module only, so a jaxlib
+upgrade touches one file. Buffers are jaxlib's single-device arrays, opaque to
+the rest of xform, which wraps them in :class:`xform.Array`.
+"""
+import functools
+
+import numpy as np
+
+from jax._src import config as _jax_config
+from jax._src import core as _jcore
+from jax._src import xla_bridge as _xb
+from jax._src.sharding_impls import SingleDeviceSharding as _SingleDeviceSharding
+from jaxlib import _hlo, _jax
+from jaxlib.mlir import ir  # noqa: F401  (re-exported for xform.interpreters.mlir)
+from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA legalizes)
+from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
+from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
+
+Device = _jax.Device
+Buffer = _jax.ArrayImpl
+
+
+# ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
+
+class JaxRuntimeError(RuntimeError):
+    """XLA's runtime failed: compiling, transferring or executing a program.
+
+    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
+    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
+    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
+    """
+
+
+def _runtime_error(e):
+    return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
+
+
+def xform_error(e):
+    """``e`` as xform raises it: jaxlib's JaxRuntimeError becomes xform's own (the hot
+    paths call jaxlib's C++ execute directly and convert in their ``except``)."""
+    return _runtime_error(e) if isinstance(e, _jax.JaxRuntimeError) else e
+
+
+def _xform_errors(fn):
+    """``fn`` raising xform's JaxRuntimeError where jaxlib raises its own."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _jax.JaxRuntimeError as e:
+            raise _runtime_error(e) from None
+    return call
+
+
+@functools.cache
+def client():
+    """The PJRT client xform runs on (created on first use, so XLA_FLAGS and the
+    ``jax_platforms`` option set before it count). As JAX: ``jax_platforms`` (read from
+    ``JAX_PLATFORMS``, e.g. ``"cuda,cpu"``) lists the platforms to start and the first
+    is the default; unset, a GPU when jaxlib has a GPU plugin, else the CPU.
+
+    ``jax_num_cpu_devices`` (>= 0) is the CPU client's device count, as JAX passes it
+    to the CPU client's creation (else ``--xla_force_host_platform_device_count``).
+
+    After ``distributed_initialize`` it is a CPU client joined to the other processes
+    (global devices, gloo collectives)."""
+    if _dist.cpu_client is not None:
+        return _dist.cpu_client
+    if _start_options["jax_num_cpu_devices"] >= 0:  # (jax refuses it once started)
+        _jax_config.update("jax_num_cpu_devices", _start_options["jax_num_cpu_devices"])
+    wanted = _start_options["jax_platforms"]
+    if not wanted:
+        return _xb.get_backend()
+    if not _xb.backends_are_initialized():
+        _jax_config.update("jax_platforms", wanted)  # start only these (no idle GPU client)
+    try:
+        return _xb.get_backend(wanted.split(",")[0].strip())
+    except (RuntimeError, AssertionError) as e:  # jaxlib asserts when no GPU is visible
+        raise RuntimeError(f"jax_platforms={wanted!r}: could not start that platform "
+                           f"on this machine ({str(e) or 'no such device'})") from None
+
+
+def client_started():
+    return client.cache_info().currsize > 0
+
+
+# What the client starts with. The config flags of these names push their values here
+# (core/config.py), so this module needs nothing from xform.
+_start_options = {"jax_platforms": None, "jax_num_cpu_devices": -1}
+
+
+def set_start_option(name, value):
+    """Record ``jax_platforms``/``jax_num_cpu_devices`` for the client's start; a new
+    device count after the start is refused (JAX's validator and message)."""
+    if (name == "jax_num_cpu_devices" and client_started()
+            and _start_options[name] != value):
+        raise RuntimeError(f"{name} config should be updated before backends are "
+                           "initialized i.e. before any JAX operation is executed. You "
+                           "should initialize this config immediately after `import jax`.")
+    _start_options[name] = value
+
+
+@functools.cache
+def _platform_of(c):
+    plat = c.platform
+    if plat == "gpu":  # jaxlib names CUDA and ROCm clients "gpu"
+        plat = "rocm" if "rocm" in c.platform_version.lower() else "cuda"
+    return plat
+
+
+def platform():
+    """The running client's platform as lowering rules name it: ``"cpu"``, ``"cuda"``,
+    ``"rocm"`` or ``"tpu"`` (``client().platform`` says ``"gpu"`` for both GPU kinds)."""
+    return _platform_of(client())
+
+
+# ---- multi-process: jaxlib's distributed runtime (coordination service) + gloo ----
+
+class _Distributed:
+    service = None      # the coordination service (process 0 only)
+    client = None       # this process's DistributedRuntimeClient
+    cpu_client = None   # the CPU PJRT client joined to the other processes
+    process_id = 0
+    num_processes = 1
+    errors = []         # coordination errors reported to the callback
+
+
+_dist = _Distributed()
+
+
+def distributed_initialize(coordinator_address, num_processes, process_id,
+                           num_local_devices=None, init_timeout_s=60,
+                           heartbeat_timeout_s=30, shutdown_timeout_s=30):
+    """Connect this process to the coordination service (process 0 starts it) and
+    build a CPU client over all processes' devices with gloo TCP collectives.
+
+    ``connect`` fails after ``init_timeout_s`` if the coordinator is unreachable."""
+    port = coordinator_address.rsplit(":", 1)[1]
+    if process_id == 0:
+        _dist.service = _jax.get_distributed_runtime_service(
+            f"[::]:{port}", num_processes, heartbeat_timeout=heartbeat_timeout_s,
+            shutdown_timeout=shutdown_timeout_s)
+    dclient = _jax.get_distributed_runtime_client(
+        coordinator_address, process_id, init_timeout=init_timeout_s,
+        heartbeat_timeout=heartbeat_timeout_s, shutdown_timeout=shutdown_timeout_s,
+        use_compression=True, shutdown_on_destruction=False,
+        # a callback keeps the runtime from aborting the process when the coordinator
+        # cannot be reached: connect() then raises and the caller reports it
+        missed_heartbeat_callback=_dist.errors.append)
+    try:
+        dclient.connect()
+    except Exception as e:
+        if _dist.service is not None:
+            _dist.service.shutdown()
+            _dist.service = None
+        raise ConnectionError(str(e)) from None
+    collectives = _jax.make_gloo_tcp_collectives(distributed_client=dclient)
+    _dist.cpu_client = _jax.get_tfrt_cpu_client(
+        asynchronous=True, distributed_client=dclient, node_id=process_id,
+        num_nodes=num_processes, collectives=collectives, num_devices=num_local_devices,
+        get_local_topology_timeout_minutes=max(1, init_timeout_s // 60),
+        get_global_topology_timeout_minutes=max(1, init_timeout_s // 60))
+    _dist.client = dclient
+    _dist.process_id, _dist.num_processes = process_id, num_processes
+    client.cache_clear()
+
+
+def distributed_shutdown():
+    if _dist.client is not None:
+        _dist.client.shutdown()
+    if _dist.service is not None:
+        _dist.service.shutdown()
+    _dist.client = _dist.service = _dist.cpu_client = None
+    _dist.process_id, _dist.num_processes = 0, 1
+    client.cache_clear()
+
+
+def distributed_barrier(name, timeout_s=60):
+    """Wait until every process reaches the barrier ``name`` (a no-op in one process);
+    used by sharded checkpoints between writing shards and committing the index."""
+    if _dist.client is not None:
+        _dist.client.wait_at_barrier(name, timeout_s * 1000)
+
+
+def distributed_state():
+    return _dist
+
+
+def devices():
+    """All devices of the default backend."""
+    return client().devices()
+
+
+def default_device():
+    return client().local_devices()[0]  # this process's first (all are local if alone)
+
+
+def device_count():
+    return client().device_count()
+
+
+def lapack_target(fn_base, dtype):
+    """jaxlib's LAPACK FFI target for ``dtype`` (``lapack_sgetrf_ffi``), once registered."""
+    from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
+    from jaxlib import lapack as _lapack
+    return _lapack.prepare_lapack_call(fn_base, np.dtype(dtype))
+
+
+def gpu_solver_target(name):
+    """``name`` (e.g. ``cusolver_getrf_ffi``), once jaxlib's GPU solvers are registered."""
+    from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
+    return name
+
+
+class _IrContext(ir.Context):
+    def __init__(self):
+        # Skip ir.Context.__init__, which loads every dialect linked into jaxlib.
+        super(ir.Context, self).__init__()
+
+
+def make_ir_context():
+    """An MLIR context with the dialects xform emits (func, chlo, stablehlo, mhlo, sdy).
+    NB: not JAX's ``make_ir_context``, which imports mhlo's Python op classes (~45 ms
+    of a warm process's first jitted call when the compilation cache serves it)."""
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _mlirHlo, _sdy
+    ctx = _IrContext()
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    ctx.enable_multithreading(False)
+    _sdy.register_dialect(ctx)
+    _mlirHlo.register_mhlo_dialect(ctx)
+    chlo.register_dialect(ctx)
+    hlo.register_dialect(ctx)
+    return ctx
+
+
+@functools.cache
+def _sharding(device):
+    return _SingleDeviceSharding(device)
+
+
+@functools.lru_cache(maxsize=4096)
+def _jax_aval(shape, dtype):
+    return _jcore.ShapedArray(shape, dtype)
+
+
+@_xform_errors
+def device_put(x: np.ndarray, device=None):
+    """Copy a host NumPy array (already of a canonical dtype) to ``device``.
+
+    ``enable_x64=True``: xform canonicalizes dtypes itself, so jaxlib must not narrow
+    64-bit data according to jax's own x64 flag.
+    """
+    device = device or default_device()
+    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device),
+                                   [x], [device], True, False,
+                                   _jax.HostBufferSemantics.ZERO_COPY, True)
+
+
+@_xform_errors
+def to_numpy(buf) -> np.ndarray:
+    """Fetch a buffer to the host (blocks until it is ready). Read-only."""
+    return np.asarray(buf)
+
+
+def buffer_device(buf):
+    return next(iter(buf.devices()))
+
+
+@_xform_errors
+def copy_to_device(buf, device):
+    """Move a buffer to another device (via the host: fine for CPU devices)."""
+    if buffer_device(buf) == device:
+        return buf
+    return device_put(np.asarray(buf), device)
+
+
+@_xform_errors
+def block_until_ready(buf):
+    buf.block_until_ready()
+    return buf
+
+
+def dlpack(buf, **kwargs):
+    return buf.__dlpack__(**kwargs)
+
+
+def dlpack_device(buf):
+    return buf.__dlpack_device__()
+
+
+class _Analyses:
+    """What XLA tells about a compiled program (both executable kinds)."""
+    __slots__ = ()
+
+    def cost_analysis(self):
+        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
+        return dict(self._exe.cost_analysis())
+
+    def memory_analysis(self):
+        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
+        return self._exe.get_compiled_memory_stats()
+
+    def hlo_text(self):
+        """The optimized HLO XLA compiled."""
+        return self._exe.hlo_modules()[0].to_string()
+
+
+class Executable(_Analyses):
+    """A compiled XLA program; ``execute(buffers) -> buffers`` (holds its host callbacks)."""
+    __slots__ = ("_exe", "execute", "devices", "module", "host_callbacks")
+
+    def __init__(self, exe, devices, module, host_callbacks=()):
+        self._exe = exe
+        self.execute = _xform_errors(exe.execute)
+        self.devices = devices
+        self.module = module  # what was compiled: StableHLO text or MLIR bytecode
+        self.host_callbacks = host_callbacks
+
+    def make_execute(self, out_avals):
+        """``execute`` for a program whose outputs have ``out_avals`` (objects with
+        ``shape`` and ``dtype``), built from :meth:`execute_parts`."""
+        handlers = self._handlers(out_avals)
+        if handlers is None:
+            return self.execute
+        run = self._exe.execute_sharded
+
+        def execute(bufs):
+            try:
+                return run(bufs).consume_with_handlers(handlers)
+            except _jax.JaxRuntimeError as e:
+                raise _runtime_error(e) from None
+        return execute
+
+    def execute_parts(self, out_avals):
+        """``(run, handlers)`` such that ``run(bufs).consume_with_handlers(handlers)``
+        executes the program and returns its output buffers.
+
+        For a one-device program of plain dtypes ``run`` is jaxlib's C++
+        ``execute_sharded`` and ``handlers`` are C++ result handlers built once here:
+        this skips jaxlib's Python ``execute`` wrapper (which builds a sharding object
+        per output in Python), about 6 -> 3.6 us per call, and lets the hot paths call
+        two C++ functions with no Python frame between them (they convert jaxlib's
+        runtime errors with :func:`xform_error`). Otherwise (host callbacks, several
+        devices, float0 or extended dtypes) ``run`` wraps ``self.execute``."""
+        handlers = self._handlers(out_avals)
+        if handlers is None:
+            return as_execute_parts(self.execute)
+        return self._exe.execute_sharded, handlers
+
+    def _handlers(self, out_avals):
+        """jaxlib's C++ result handlers for ``out_avals``, or None where they don't apply."""
+        if self.host_callbacks or len(self.devices) != 1 or not all(
+                _plain_dtype(a.dtype) for a in out_avals):
+            return None
+        sharding = _sharding(self.devices[0])
+        return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
+                for a in out_avals]
+
+
+def _array_result_handler(aval, sharding):
+    """jaxlib's C++ handler making an output buffer an Array of ``aval`` (jaxlib 0.10
+    takes ``_skip_checks``; 0.11 dropped it)."""
+    try:
+        return _jax.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+    except TypeError:
+        return _jax.array_result_handler(aval, sharding, committed=True)
+
+
+class _Done:
+    """Output buffers already in hand, shaped like jaxlib's ``ExecuteResults``."""
+    __slots__ = ("outs",)
+
+    def __init__(self, outs):
+        self.outs = outs
+
+    def consume_with_handlers(self, handlers):
+        return self.outs
+
+
+def as_execute_parts(execute):
+    """``(run, handlers)`` for a plain ``execute(bufs) -> buffers`` function (a
+    wrapped or checked one): the uniform calling convention of :meth:`Executable.
+    execute_parts`."""
+    return (lambda bufs: _Done(execute(bufs))), ()
+
+
+def _plain_dtype(dtype):
+    """A dtype jaxlib's array type holds as is (not float0, not an extended dtype)."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        return False
+    return dtype.kind in "biufc" or dtype.name in ("bfloat16", "float16")
+
+
+def _device_list(devices):
+    devices = list(devices) if devices is not None else [default_device()]
+    return devices, _jax.DeviceList(tuple(devices))
+
+
+@_xform_errors
+def compile(module, devices=None, host_callbacks=()) -> Executable:
+    """Compile a StableHLO module (text, or MLIR bytecode as ``bytes``) with XLA for
+    ``devices`` (default: one device).
+
+    ``host_callbacks[i]`` is the Python function the module's i-th host-callback
+    custom call runs (see ``PYTHON_CALLBACK_TARGET``).
+    """
+    devices, device_list = _device_list(devices)
+    options = _jax.CompileOptions()
+    if not host_callbacks:
+        if any((t if isinstance(module, str) else t.encode()) in module
+               for t in _CALLBACK_TARGETS):  # XLA would crash calling index 0
+            raise ValueError("This module calls host callbacks: pass them to compile "
+                             "(lower_jaxpr_to_module(..., host_callbacks=list) collects them)")
+        exe = client().compile_and_load(module, device_list, options)
+        return Executable(exe, devices, module)
+    errors = []
+    wrapped = [_recording_errors(fn, errors) for fn in host_callbacks]
+    with make_ir_context():  # the overload taking callbacks wants an ir.Module
+        parsed = ir.Module.parse(module)
+        exe = client().compile_and_load(parsed, device_list, options, wrapped)
+    result = Executable(exe, devices, module, tuple(wrapped))
+    result.execute = _reraising(exe, errors, wrapped)
+    return result
+
+
+# ---- what the compilation cache needs from the runtime ----
+
+def compile_cache_context(devices=None) -> bytes:
+    """Everything besides the module that decides what ``compile`` produces: jaxlib's
+    version, the platform, the devices, the compile options and XLA_FLAGS. The
+    compilation cache hashes it into every key."""
+    import os
+    import jaxlib
+    devices, _ = _device_list(devices)
+    c = client()
+    parts = [jaxlib.__version__, c.platform, c.platform_version,
+             ",".join(f"{d.id}:{d.device_kind}" for d in devices),
+             os.environ.get("XLA_FLAGS", "")]
+    return "\0".join(parts).encode() + b"\0" + _jax.CompileOptions().SerializeAsString()
+
+
+def serialize_executable(exe: Executable) -> bytes:
+    """The compiled program as bytes (for the persistent compilation cache)."""
+    return client().serialize_executable(exe._exe)
+
+
+@_xform_errors
+def deserialize_executable(data: bytes, module, devices=None) -> Executable:
+    """An Executable from ``serialize_executable``'s bytes. NB: like jaxlib, trusts its
+    input; the compilation cache checks a digest of the bytes before calling this."""
+    devices, device_list = _device_list(devices)
+    exe = client().deserialize_executable(data, device_list, _jax.CompileOptions())
+    return Executable(exe, devices, module)
+
+
+# ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over the builtin
+# containers (None, tuple, namedtuple, list, dict) only, for jit's cache-hit path; other
+# nodes come back as leaves (jit then uses xform's flatten). The treedef is hashable
+# and has ``unflatten(leaves)``. (The bound method itself: no Python frame.)
+_builtin_pytrees = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=True,
+                                              enable_namedtuple=True, enable_list=True,
+                                              enable_dict=True)
+flatten_builtin = _builtin_pytrees.flatten
+
+
+def is_deleted(buf) -> bool:
+    """Whether ``buf`` was deleted (e.g. donated to a computation)."""
+    return buf.is_deleted()
+
+
+def delete(buf):
+    """Free ``buf``'s device memory now (later use raises)."""
+    buf.delete()
+
+
+# ---- host callbacks ----
+# jaxlib 0.10.2: a program calls back into Python through the typed-FFI custom call
+# PYTHON_CALLBACK_TARGET (CPU; _GPU_CALLBACK_TARGET on GPU; api_version 4) whose
+# ``mhlo.backend_config`` is ``{index = i : ui64}``; ``i`` indexes the
+# ``host_callbacks`` passed to ``compile_and_load``. XLA calls that function with one NumPy array per operand
+# and expects a tuple of NumPy arrays, one per result, of exactly the result types.
+# A ``has_side_effect`` call is never removed by XLA.
+PYTHON_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
+_GPU_CALLBACK_TARGET = "xla_ffi_python_gpu_callback"  # the same call on CUDA/ROCm
+_CALLBACK_TARGETS = (PYTHON_CALLBACK_TARGET, _GPU_CALLBACK_TARGET)
+
+
+def python_callback_target(platform):
+    """The host-callback custom call's target on ``platform`` (as lowering rules name it)."""
+    return _GPU_CALLBACK_TARGET if platform in ("cuda", "rocm") else PYTHON_CALLBACK_TARGET
+
+
+def _recording_errors(fn, errors):
+    """``fn`` remembering what it raises: XLA reports only a generic INTERNAL error."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except BaseException as e:
+            errors.append(e)
+            raise
+    return call
+
+
+def _reraising(exe, errors, callbacks):
+    """``exe.execute`` raising a failed host callback's own exception (not XLA's wrapper).
+
+    It waits for the program to finish: XLA on GPU runs it asynchronously, and a
+    callback's error would otherwise surface later (or, with no outputs, never). It
+    holds ``callbacks`` alive: callers may keep only this function."""
+    def run(bufs):
+        errors.clear()
+        try:
+            outs, token = exe.execute_with_token(bufs)
+            token.block_until_ready()
+            return outs
+        except _jax.JaxRuntimeError as e:
+            if errors:
+                raise errors[-1] from e
+            raise _runtime_error(e) from None
+    run.host_callbacks = callbacks
+    return run
+
+
+# ---- multi-device programs: replicated (pmap / shard_map) or SPMD-partitioned (jit) ----
+# ``execute_sharded`` takes one global array per parameter, assembled from the per-device
+# buffers under a 1-D sharding; ``disassemble_into_single_device_arrays`` gives them back.
+
+@functools.lru_cache(maxsize=256)
+def _replica_sharding(devices):
+    from jax._src.mesh import Mesh
+    from jax._src.partition_spec import PartitionSpec
+    from jax._src.sharding_impls import NamedSharding
+    return NamedSharding(Mesh(np.array(devices, dtype=object), ("_replicas",)),
+                         PartitionSpec("_replicas"))
+
+
+class ReplicatedExecutable(_Analyses):
+    """A program compiled once for ``len(devices)`` replicas or partitions.
+    ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device."""
+    __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
+
+    def __init__(self, exe, devices, text, host_callbacks=()):
+        self._exe = exe
+        self.devices = devices
+        self.text = text
+        self._sharding = _replica_sharding(devices)
+        self.host_callbacks = host_callbacks
+
+    def execute(self, per_arg_buffers):
+        n = len(self.devices)
+        args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
+                               self._sharding, list(bufs), True, True)
+                for bufs in per_arg_buffers]
+        try:
+            return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        except _jax.JaxRuntimeError as e:
+            raise _runtime_error(e) from None
+
+
+@_xform_errors
+def compile_replicated(module, devices, host_callbacks=(), partitioned=False,
+                       propagate_to_outputs=()):
+    """Compile for ``len(devices)`` replicas or, ``partitioned``, as one SPMD program
+    XLA's Shardy partitioner splits as its ``sdy`` shardings say (JAX's options;
+    partition p on devices[p]); ``propagate_to_outputs[i]``: XLA picks output i's."""
+    devices, n, options = tuple(devices), len(devices), _jax.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas, build.num_partitions = (1, n) if partitioned else (n, 1)
+    build.device_assignment = _jax.DeviceAssignment.create(np.array(
+        [d.id for d in devices], np.int32).reshape(build.num_replicas, -1))
+    if partitioned:
+        build.use_spmd_partitioning = build.use_shardy_partitioner = True
+        build.allow_spmd_sharding_propagation_to_output = list(propagate_to_outputs)
+    device_list = _jax.DeviceList(devices)
+    if host_callbacks or not isinstance(module, (str, bytes)):
+        with make_ir_context():
+            parsed = ir.Module.parse(module)
+            exe = client().compile_and_load(parsed, device_list, options,
+                                            list(host_callbacks))
+    else:
+        exe = client().compile_and_load(module, device_list, options)
+    return ReplicatedExecutable(exe, devices, module, tuple(host_callbacks))
+
+
+def output_tilings(exe: ReplicatedExecutable):
+    """Per output of a partitioned program: None (replicated) or ``(tile_dims,
+    partitions, replicated_last)``: ``partitions`` (row-major over ``tile_dims``, whose
+    last dim counts replicas if ``replicated_last``) says which holds each block."""
+    out = []
+    for op in exe._exe.get_output_shardings() or ():
+        s = _hlo.HloSharding.from_proto(op)
+        if s.is_replicated() or s.is_maximal():
+            out.append(None)
+            continue
+        if len(s.subgroup_types()) > 1 or s.tuple_elements():
+            raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
+        out.append((tuple(s.tile_assignment_dimensions()),
+                    tuple(s.tile_assignment_devices()), s.replicate_on_last_tile_dim()))
+    return out
+
+
+def local_devices():
+    """The devices of this process (all devices unless running distributed)."""
+    return client().local_devices()
+
+
+def local_device_count():
+    return client().local_device_count()
+
+
+def process_index():
+    return client().process_index()
+
+
+def process_count():
+    return _dist.num_processes
+
+
+# ---- the profiler: jaxlib's TensorBoard/Perfetto traces, TraceMe spans, pprof heap ----
+
+from jaxlib import _profile_data, _profiler  # noqa: E402
+from jaxlib import version as _jaxlib_version  # noqa: E402
+TraceMe = _profiler.TraceMe                # a span; ``TraceMe(name, **metadata)``
+ProfileOptions = _profiler.ProfileOptions
+trace_me_enabled = _profiler.TraceMe.is_enabled  # is a profiler session recording now?
+ProfileData = _profile_data.ProfileData    # a written xspace, read back (planes, events)
+ProfileEvent = _profile_data.ProfileEvent
+ProfilePlane = _profile_data.ProfilePlane
+register_subprocess = _profiler.register_subprocess
+
+
+def profiler_session(options=None):
+    """Start jaxlib's profiler session (one per process); ``stop_and_export(log_dir)``
+    writes ``<log_dir>/plugins/profile/<run>/<host>.xplane.pb`` and ``.trace.json.gz``."""
+    client()  # backends first, so the device tracers see them (as JAX does)
+    _profiler.clear_metadata()
+    _profiler.set_metadata("jaxlib_version", _jaxlib_version.__version__)
+    _profiler.set_metadata(f"{client().platform}_version", client().platform_version)
+    return _profiler.ProfilerSession(options if options is not None else ProfileOptions())
+
+
+def profiler_export(session, log_dir):
+    """Stop ``session`` and write its trace under ``log_dir`` (xform's errors)."""
+    try:
+        session.stop_and_export(str(log_dir))
+    except _jax.JaxRuntimeError as e:
+        raise _runtime_error(e) from None
+    finally:
+        _profiler.clear_metadata()
+
+
+def profiler_server(port):
+    """jaxlib's profiler server on ``port`` (TensorBoard captures from it); it stops
+    when the returned object is dropped."""
+    client()
+    return _profiler.start_server(port)
+
+
+def heap_profile(platform_name=None):
+    """The client's device memory profile: a ``pprof`` protocol buffer (not gzipped)."""
+    c = client()
+    if platform_name is not None and platform_name not in (c.platform, platform()):
+        raise RuntimeError(f"Unknown backend {platform_name}. Available backends are "
+                           f"[{c.platform!r}]")
+    return c.heap_profile()
+
+
+# ---- export: StableHLO portable artifacts (jax.export's serialized modules) ----
+
+def serialize_portable_artifact(module) -> bytes:
+    """``module`` (an ir.Module) as a StableHLO portable artifact of the version at
+    least 4 weeks old (JAX's export target: consumers a month older can load it)."""
+    target = hlo.get_version_from_compatibility_requirement(
+        hlo.StablehloCompatibilityRequirement.WEEK_4)
+    return _jax.mlir.serialize_portable_artifact(module, target,
+                                                 client().serialize_with_sdy)
+
+
+def deserialize_portable_artifact(data: bytes, context):
+    """The ir.Module of a portable artifact, in MLIR ``context``."""
+    return _jax.mlir.deserialize_portable_artifact(bytes(data), context)
+
+
+def refine_polymorphic_shapes(module_bytecode: bytes) -> bytes:
+    """Static shapes from a module whose ``@main`` has static argument types: shape
+    assertions fail here with their error messages (XLA cannot compile ``?`` dims)."""
+    return _jax.mlir.refine_polymorphic_shapes(module_bytecode, True, True)
