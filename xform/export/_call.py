@@ -122,13 +122,43 @@ def _wrap_main(sub, exported, in_types, out_types, callee_indices, caller_multi)
             call_args.append(_convert(idx, callee_inputs[0]))
         elif caller_multi:
             args.pop(0)
-        kept = [args[i] for i in exported.module_kept_var_idx]
+        kept = [_constrain(args[i], exported._in_named_shardings[i])
+                for i in exported.module_kept_var_idx]
         call_args += [_convert(x, t) for x, t in zip(kept, callee_inputs[len(call_args):])]
         call = func_dialect.CallOp(list(old.type.results),
                                    ir.FlatSymbolRefAttr.get("_xform_exported_main"),
                                    call_args)
-        func_dialect.ReturnOp([_convert(r, t) for r, t in zip(call.results, out_types)])
+        func_dialect.ReturnOp([_constrain(_convert(r, t), s) for r, t, s in zip(
+            call.results, out_types, exported._out_named_shardings)])
     return "?" in str(old.type)
+
+
+def _unshard(sub, mesh, exported):
+    """Drop ``sub``'s ``sdy.mesh`` and the shardings on its ``@main``: the caller's
+    ``@mesh`` (the same axes, checked) serves its ops, and ``_wrap_main`` constrains
+    the arguments and results to the exported shardings, as JAX inlines a sharded
+    export."""
+    for s in exported._in_named_shardings + exported._out_named_shardings:
+        if s is not None and s[0] != mesh.abstract_mesh:
+            raise ValueError(f"Function {exported.fun_name} was exported for the mesh "
+                             f"{s[0]} and is called on the mesh {mesh.abstract_mesh}")
+    for op in list(sub.body.operations):
+        if op.operation.name == "sdy.mesh":
+            op.operation.erase()
+    main = ir.SymbolTable(sub.operation)["main"]
+    for key in ("arg_attrs", "res_attrs"):
+        if key in main.attributes:
+            main.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get({
+                a.name: a.attr for a in ir.DictAttr(d) if a.name != "sdy.sharding"})
+                for d in main.attributes[key]])
+
+
+def _constrain(x, s):
+    if s is None:
+        return x
+    return ir.Operation.create("sdy.sharding_constraint", results=[x.type], operands=[x],
+                               attributes={"sharding": mlir.sdy_sharding(
+                                   s[1], ir.RankedTensorType(x.type).rank)}).result
 
 
 def _merge(mctx, sub, base):
@@ -150,10 +180,11 @@ def _merge(mctx, sub, base):
 
 def _call_exported_lowering(ctx, *args, exported):
     mctx = ctx.module_ctx
-    if exported.nr_devices != 1:
-        raise NotImplementedError(f"Function {exported.fun_name} was exported for "
-                                  f"{exported.nr_devices} devices; xform calls "
-                                  "single-device exports")
+    n = mctx.mesh.size if mctx.mesh is not None else 1
+    if n != exported.nr_devices and exported.nr_devices != 1:
+        raise ValueError(f"Function {exported.fun_name} was exported for "
+                         f"{exported.nr_devices} devices and is called in a context with "
+                         f"{n} devices, which is not allowed.")
     callee_indices = _lowering_platforms(mctx, exported)
     caller_multi = mctx.platform_index is not None
     context = mctx.module.context
@@ -161,6 +192,8 @@ def _call_exported_lowering(ctx, *args, exported):
     in_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_in]
     out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
     with ir.Location.unknown(context):
+        if exported.nr_devices != 1:
+            _unshard(sub, mctx.mesh, exported)
         dynamic = _wrap_main(sub, exported, in_types, out_types, callee_indices,
                              caller_multi)
     if dynamic or exported.uses_global_constants:

@@ -15,6 +15,7 @@ import numpy as np
 
 from xform import backend
 from xform.core import tree_util
+from xform.core.sharding import NamedSharding
 from xform.core.jaxpr import eval_jaxpr
 from xform.interpreters import mlir
 from xform.transforms.ad import vjp as _vjp
@@ -87,6 +88,19 @@ class Exported:
     module_kept_var_idx: tuple
     uses_global_constants: bool
     _get_vjp: Callable | None = None
+    # per flat input / output: None (unspecified) or (AbstractMesh, PartitionSpec), as
+    # JAX 0.10 keeps NamedShardings over abstract meshes (in_shardings_hlo stay None)
+    _in_named_shardings: tuple = ()
+    _out_named_shardings: tuple = ()
+
+    def in_shardings_jax(self, mesh):
+        """NamedShardings over ``mesh`` (same axis names, sizes and types as the export's)
+        for the flat inputs; None where unspecified."""
+        return tuple(_named_on(s, mesh) for s in self._in_named_shardings)
+
+    def out_shardings_jax(self, mesh):
+        """As ``in_shardings_jax``, for the flat outputs."""
+        return tuple(_named_on(s, mesh) for s in self._out_named_shardings)
 
     def mlir_module(self) -> str:
         """The StableHLO module as text."""
@@ -115,6 +129,16 @@ class Exported:
     def call(self, *args, **kwargs):
         from xform.export._call import call  # cycle: _call's primitive takes Exporteds
         return call(self)(*args, **kwargs)
+
+
+def _named_on(s, mesh):
+    if s is None:
+        return None
+    amesh, spec = s
+    if mesh.abstract_mesh != amesh:
+        raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
+                         f"export {amesh}.")
+    return NamedSharding(mesh, spec)
 
 
 def deserialize(blob) -> Exported:
@@ -158,12 +182,14 @@ def arg_path(in_tree, i):
     return head + tree_util.keystr(path[1:])
 
 
-def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_checks):
+def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_checks,
+                  place=None):
     platforms = tuple(platforms) if platforms else (default_export_platform(),)
     dim_vars = _shape_solve.all_dim_vars(closed.in_avals)
     callbacks = []
+    spmd = place.specs() if place is not None else None
     text = mlir.lower_jaxpr_to_module(closed, hoist_consts=False, host_callbacks=callbacks,
-                                      platforms=platforms, dim_vars=dim_vars)
+                                      platforms=platforms, dim_vars=dim_vars, spmd=spmd)
     if callbacks:
         # JAX's words: its format has no way to carry the Python functions
         raise NotImplementedError("serialization of host_callbacks is not yet implemented")
@@ -174,12 +200,15 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         i32 = ir.IntegerType.get_signless(32)
         attrs["sym_name"] = ir.StringAttr.get(_module_name(fun_name))
         attrs["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(multi or bool(dim_vars))
-        attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
+        attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, spmd[0].size if spmd else 1)
         attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
         main = ir.SymbolTable(module.operation)["main"]
+        old = (list(main.attributes["res_attrs"]) if "res_attrs" in main.attributes
+               else [ir.DictAttr.get({})] * out_tree.num_leaves)  # sdy.sharding of results
         main.attributes["res_attrs"] = ir.ArrayAttr.get([
-            ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(s)})
-            for s in _result_infos(out_tree)])
+            ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(s),
+                             **{a.name: a.attr for a in ir.DictAttr(d)}})
+            for s, d in zip(_result_infos(out_tree), old)])
         if dim_vars:
             _wrap.wrap_main(module, closed.in_avals, lambda i: arg_path(in_tree, i),
                             int(multi))
@@ -189,13 +218,22 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         out_tree=out_tree, out_avals=tuple(closed.out_avals),
         in_shardings_hlo=(None,) * len(closed.in_avals),
         out_shardings_hlo=(None,) * len(closed.out_avals),
-        nr_devices=1, platforms=platforms, ordered_effects=(), unordered_effects=(),
+        nr_devices=spmd[0].size if spmd else 1, platforms=platforms, ordered_effects=(), unordered_effects=(),
         disabled_safety_checks=tuple(disabled_checks),
         mlir_module_serialized=serialized,
         calling_convention_version=CALLING_CONVENTION_VERSION,
         module_kept_var_idx=tuple(range(len(closed.in_avals))),
         uses_global_constants=multi or bool(dim_vars),
-        _get_vjp=lambda primal: _export_vjp(primal, closed))
+        _get_vjp=lambda primal: _export_vjp(primal, closed),
+        _in_named_shardings=_named(place, "in_shardings", len(closed.in_avals)),
+        _out_named_shardings=_named(place, "out_shardings", len(closed.out_avals)))
+
+
+def _named(place, field, n):
+    if place is None:
+        return (None,) * n
+    return tuple(None if s is None else (s.mesh.abstract_mesh, s.spec)
+                 for s in getattr(place, field))
 
 
 def _tangent_aval(a):
@@ -242,7 +280,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
         in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))  # static args are baked in
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
         return _export_jaxpr(traced.jaxpr, in_tree, traced.out_tree, name, platforms,
-                             disabled_checks)
+                             disabled_checks, traced._place)
     return do_export
 
 

@@ -4,8 +4,9 @@ Written with the ``flatbuffers`` package's Builder and read with its Table: the 
 numbers and enums below are the schema's. xform writes the layout JAX 0.10 writes
 (version 3 in the header field, as JAX still does for old readers; avals and shardings
 through the ``unique_*`` tables and index vectors), so each library reads the other's
-bytes. Only unsharded (``None``) shardings are written; a serialized ``NamedSharding``
-is read as unspecified.
+bytes. Shardings are NamedShardings over abstract meshes (axis names, sizes, types and
+a PartitionSpec), in the ``unique_*`` tables as JAX writes them; HloSharding protos
+(JAX before 3/2026) are not read.
 """
 import types
 
@@ -17,6 +18,8 @@ from flatbuffers.table import Table
 
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
+from xform.core.mesh import AbstractMesh, AxisType
+from xform.core.sharding import PartitionSpec
 from xform.core import tree_util
 from xform.core import shape_poly as _shape_poly
 from xform.export import _export  # (a cycle of module imports: _export
@@ -28,6 +31,8 @@ SERIALIZATION_VERSION = 11  # jax's _SERIALIZATION_VERSION whose layout this wri
 # enums of the schema
 _LEAF, _NONE, _TUPLE, _LIST, _DICT, _CUSTOM = range(6)
 _SHAPED_ARRAY = 0
+_AXIS_TYPE = {AxisType.Auto: 1, AxisType.Explicit: 2, AxisType.Manual: 3}
+_AXIS_TYPE_OF = {v: k for k, v in _AXIS_TYPE.items()}
 _MEMORY_DEVICE = 1
 _CHECK_PLATFORM, _CHECK_CUSTOM_CALL, _CHECK_SHAPE_ASSERTIONS = range(3)
 _DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -139,13 +144,46 @@ def _u32_vector(b, xs):
     return b.CreateNumpyVector(np.asarray(xs, np.uint32))
 
 
+def _strings(b, xs):
+    return _vector(b, [b.CreateString(x) for x in xs])
+
+
+def _write_mesh(b, m):
+    sizes = _u32_vector(b, m.axis_sizes)
+    names = _strings(b, m.axis_names)
+    types = b.CreateNumpyVector(np.asarray([_AXIS_TYPE[t] for t in m.axis_types], np.uint8))
+    return _table(b, 4, [(0, "off", sizes), (1, "off", names), (2, "off", types)])
+
+
+def _write_named_sharding(b, s, mesh_idx):
+    mesh, spec = s
+    m = _write_mesh(b, mesh)
+    parts = _vector(b, [_table(b, 1, [(0, "off", _strings(b, () if p is None else (
+        (p,) if isinstance(p, str) else p)))]) for p in spec])
+    reduced, unreduced = _strings(b, sorted(spec.reduced)), _strings(b, sorted(spec.unreduced))
+    ps = _table(b, 3, [(0, "off", parts), (1, "off", reduced), (2, "off", unreduced)])
+    return _table(b, 4, [(0, "off", m), (1, "off", ps), (3, "u32", mesh_idx[mesh])])
+
+
 def _write_exported(b, exp, vjp_order):
     fun_name = b.CreateString(exp.fun_name)
     in_tree, out_tree = _write_treedef(b, exp.in_tree), _write_treedef(b, exp.out_tree)
     in_avals = _vector(b, [_write_aval(b, a) for a in exp.in_avals])
     out_avals = _vector(b, [_write_aval(b, a) for a in exp.out_avals])
-    unsharded = lambda n: _vector(b, [_table(b, 3, []) for _ in range(n)])  # noqa: E731
-    in_sh, out_sh = unsharded(len(exp.in_avals)), unsharded(len(exp.out_avals))
+    named = exp._in_named_shardings + exp._out_named_shardings
+    meshes = list(dict.fromkeys(s[0] for s in named if s is not None))
+    shardings = list(dict.fromkeys(s for s in named if s is not None))
+    mesh_idx = {m: i for i, m in enumerate(meshes)}
+    sh_idx = {s: i for i, s in enumerate(shardings)}
+
+    def sharding_vector(named):  # JAX still writes each in full (for older readers)
+        return _vector(b, [_table(b, 3, [] if s is None else [
+            (2, "off", _write_named_sharding(b, s, mesh_idx))]) for s in named])
+    in_sh = sharding_vector(exp._in_named_shardings)
+    out_sh = sharding_vector(exp._out_named_shardings)
+    unique_meshes = _vector(b, [_write_mesh(b, m) for m in meshes])
+    unique_shardings = _vector(b, [_write_named_sharding(b, s, mesh_idx)
+                                   for s in shardings])
     if exp.ordered_effects or exp.unordered_effects:
         raise NotImplementedError("xform exports no effects")
     no_effects = _vector(b, [])
@@ -164,9 +202,10 @@ def _write_exported(b, exp, vjp_order):
     index = {a: i for i, a in enumerate(uniques)}
     in_idx = _u32_vector(b, [index[a] for a in exp.in_avals])
     out_idx = _u32_vector(b, [index[a] for a in exp.out_avals])
-    in_sh_idx = _u32_vector(b, [0] * len(exp.in_avals))
-    out_sh_idx = _u32_vector(b, [0] * len(exp.out_avals))
-    empty = _vector(b, [])
+    in_sh_idx = _u32_vector(b, [0 if s is None else 1 + sh_idx[s]
+                                for s in exp._in_named_shardings])
+    out_sh_idx = _u32_vector(b, [0 if s is None else 1 + sh_idx[s]
+                                 for s in exp._out_named_shardings])
     return _table(b, 26, [
         (0, "u16", HEADER_VERSION), (1, "off", fun_name), (2, "off", in_tree),
         (3, "off", in_avals), (4, "off", out_tree), (5, "off", out_avals),
@@ -174,8 +213,8 @@ def _write_exported(b, exp, vjp_order):
         (10, "off", no_effects), (11, "off", no_effects), (12, "off", checks),
         (13, "off", module), (14, "u16", exp.calling_convention_version),
         (15, "off", kept), (16, "bool", exp.uses_global_constants), (17, "off", vjp),
-        (18, "u32", exp.nr_devices), (19, "off", unique_avals), (20, "off", empty),
-        (21, "off", empty), (22, "off", in_idx), (23, "off", out_idx),
+        (18, "u32", exp.nr_devices), (19, "off", unique_avals),
+        (20, "off", unique_meshes), (21, "off", unique_shardings), (22, "off", in_idx), (23, "off", out_idx),
         (24, "off", in_sh_idx), (25, "off", out_sh_idx)])
 
 
@@ -285,6 +324,40 @@ def _read_check(r):
     return DisabledSafetyCheck.shape_assertions()
 
 
+def _read_mesh(r):
+    types = [_AXIS_TYPE_OF[t] for t in r.numbers(2, N.Uint8Flags)]
+    return AbstractMesh(r.numbers(0, N.Uint32Flags), r.strings(1), types)
+
+
+def _read_named_sharding(r, meshes):
+    mesh = meshes[r.scalar(3, N.Uint32Flags)] if meshes else _read_mesh(r.table(0))
+    ps = r.table(1)
+    parts = []
+    for a in ps.tables(0):
+        axes = tuple(a.strings(0))
+        parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+    return mesh, PartitionSpec(*parts, reduced=ps.strings(1), unreduced=ps.strings(2))
+
+
+def _read_shardings(r, n):
+    """The (in, out) named shardings: by index into the unique table (JAX from 4/2026)
+    or each in full."""
+    meshes = [_read_mesh(m) for m in r.tables(20)]
+    uniques = [_read_named_sharding(s, meshes) for s in r.tables(21)]
+    if r.length(24) or r.length(25):
+        return [tuple(None if i == 0 else uniques[i - 1] for i in r.numbers(slot, N.Uint32Flags))
+                for slot in (24, 25)]
+    out = []
+    for slot, k in zip((7, 8), n):
+        sh = [s.table(2) for s in r.tables(slot)]
+        if any(s is None and t.length(1) for s, t in zip(sh, r.tables(slot))):
+            raise NotImplementedError("cannot deserialize an HloSharding (an export "
+                                      "from JAX before 3/2026)")
+        out.append(tuple(None if s is None else _read_named_sharding(s, meshes)
+                         for s in sh) or (None,) * k)
+    return out
+
+
 def _read_exported(r):
     scope = _shape_poly.SymbolicScope()
     uniques = [_read_aval(a, scope) for a in r.tables(19)]
@@ -299,6 +372,7 @@ def _read_exported(r):
             raise NotImplementedError(f"cannot deserialize effect type {e.string(0)}: "
                                       "xform calls exported functions without effects")
     vjp = r.table(17)
+    in_named, out_named = _read_shardings(r, (len(in_avals), len(out_avals)))
     exp = _export.Exported(
         fun_name=r.string(1),
         in_tree=_read_treedef(r.table(2), len(in_avals)),
@@ -315,7 +389,8 @@ def _read_exported(r):
         calling_convention_version=r.scalar(14, N.Uint16Flags),
         module_kept_var_idx=tuple(r.numbers(15, N.Uint16Flags)),
         uses_global_constants=bool(r.scalar(16, N.BoolFlags)),
-        _get_vjp=(lambda _: _read_exported(vjp)) if vjp is not None else None)
+        _get_vjp=(lambda _: _read_exported(vjp)) if vjp is not None else None,
+        _in_named_shardings=in_named, _out_named_shardings=out_named)
     return exp
 
 
