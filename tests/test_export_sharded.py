@@ -108,3 +108,7 @@ def test_wrong_number_of_devices_is_jax_error(exports):
     assert str(mine.value) == str(theirs.value)
     assert "exported for 8 devices and is called in a context with 1 devices" in str(
         mine.value)
+    other = xform.make_mesh((8,), ("z",), axis_types=(xform.sharding.AxisType.Auto,))
+    z = xform.device_put(_args()[0], NamedSharding(other, P("z")))
+    with pytest.raises(ValueError, match="exported for the mesh .* called on the mesh"):
+        xe.call(z, z)
