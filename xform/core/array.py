@@ -229,9 +229,14 @@ class ShardedArray(Array):
         return self._one
 
     def physical_value(self):
-        """The assembled host array of what XLA holds (key data for typed keys)."""
+        """The assembled host array of what XLA holds (key data for typed keys); across
+        processes only when this process's shards cover it (e.g. replicated), as JAX."""
         if self._npy is None:
-            self._npy = self.layout.assemble([backend.to_numpy(b) for b in self._shards])
+            local = self.layout.local()
+            if len(local) == len(self.layout.devices):
+                self._npy = self.layout.assemble([backend.to_numpy(b) for b in self._shards])
+            else:
+                self._npy = _assemble_local(self.layout, local, self._shards, self.aval)
         return self._npy
 
     def _value(self):
@@ -260,7 +265,8 @@ class ShardedArray(Array):
     def addressable_shards(self):
         aval = self.aval.update(shape=self.layout.shard_shape(self.aval.shape))
         out = []
-        for k, (dev, buf) in enumerate(zip(self.layout.devices, self._shards)):
+        for k, buf in zip(self.layout.local(), self._shards, strict=True):
+            dev = self.layout.devices[k]
             index, replica = self.layout.shard_index(k, self.aval.shape)
             out.append(Shard(dev, index, Array(buf, aval), replica))
         return out
@@ -278,7 +284,7 @@ class ShardedArray(Array):
 
     @property
     def is_fully_addressable(self):
-        return self.sharding.is_fully_addressable
+        return len(self.layout.local()) == len(self.layout.devices)
 
     def is_deleted(self):
         return any(backend.is_deleted(b) for b in self._shards)
@@ -286,3 +292,20 @@ class ShardedArray(Array):
     def delete(self):
         for b in self._shards:
             backend.delete(b)
+
+
+def _assemble_local(layout, local, bufs, aval):
+    """The host array from this process's shards of an array spanning processes;
+    JAX's error unless they cover every element (a replicated value does)."""
+    out = np.empty(aval.shape, backend.to_numpy(bufs[0]).dtype)
+    seen = np.zeros(aval.shape, bool)
+    for k, b in zip(local, bufs):
+        index, _ = layout.shard_index(k, aval.shape)
+        out[index], seen[index] = backend.to_numpy(b), True
+    if not seen.all():
+        raise RuntimeError(
+            "Fetching value for `jax.Array` that spans non-addressable (non process local) "
+            "devices is not possible. You can use `jax.experimental.multihost_utils."
+            "process_allgather` to print the global array or use `.addressable_shards` "
+            "method of jax.Array to inspect the addressable (process local) shards.")
+    return out

@@ -298,6 +298,12 @@ class GridLayout:
     def __hash__(self):
         return hash(self._key)
 
+    def local(self):
+        """The positions ``k`` of this process's devices in ``devices``: the buffers a
+        ShardedArray holds (all of them unless the mesh spans processes)."""
+        me = backend.process_index()
+        return [k for k, d in enumerate(self.devices) if d.process_index == me]
+
     def coords(self, k):
         """Device ``k``'s coordinates on the mesh (major axis first)."""
         out = []
@@ -410,8 +416,9 @@ class TiledLayout(GridLayout):
         return out
 
     def split(self, value):
-        """Device k's block of the host array ``value``, for each k (views, no copies)."""
-        return [value[self.shard_index(k, value.shape)[0]] for k in range(len(self.devices))]
+        """Device k's block of the host array ``value``, for each k of this process's
+        devices (``local()``; views, no copies)."""
+        return [value[self.shard_index(k, value.shape)[0]] for k in self.local()]
 
     def sharding(self):
         if self.named is not None:

@@ -82,11 +82,13 @@ def shard_buffers(x, layout):
     anything else goes through the host, each device getting only its block."""
     if type(x) is ShardedArray and x.layout == layout:
         return x._shards
+    # (a mesh spanning processes: this process's devices only)
+    devices = [layout.devices[k] for k in layout.local()]
     if type(x) is Array and not any(layout.spec):  # replicated: copies of its buffer
-        return [backend.copy_to_device(x._buf, d) for d in layout.devices]
+        return [backend.copy_to_device(x._buf, d) for d in devices]
     host = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
     return [backend.device_put(np.ascontiguousarray(block), d)
-            for block, d in zip(layout.split(host), layout.devices)]
+            for block, d in zip(layout.split(host), devices, strict=True)]
 
 
 def put_sharded(x, sharding, what="One of device_put args"):

@@ -1,6 +1,7 @@
 """Device placement and synchronization: ``device_put``, ``device_get``, ``devices``,
 ``block_until_ready``, and the ``disable_jit`` context manager."""
 import contextlib
+import math
 
 import numpy as np
 
@@ -131,9 +132,9 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     layout = sharding.layout()
     want = layout.shard_shape(shape)
     blocks = []
-    for k, dev in enumerate(layout.devices):
+    for k in layout.local():  # (across processes: this process's devices only)
         block = _block(data_callback(layout.shard_index(k, shape)[0]), want, dtype)
-        blocks.append(transfer.device_put_value(block, dev))
+        blocks.append(transfer.device_put_value(block, layout.devices[k]))
     return make_array_from_single_device_arrays(shape, sharding, blocks)
 
 
@@ -147,7 +148,8 @@ def _block(value, shape, dtype):
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
     """An Array of ``shape`` laid out as ``sharding`` from one single-device Array per
-    device (each that device's block; matched to devices by where they live).
+    device of this process (each that device's block; matched to devices by where
+    they live). Across processes the result is a global array holding only these.
 
     Raises:
       ValueError: if a device's block is missing or has the wrong shape.
@@ -161,7 +163,7 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     want = layout.shard_shape(shape)
     by_device = {next(iter(a.devices())): a for a in arrays}
     bufs, aval = [], None
-    for dev in layout.devices:
+    for dev in (layout.devices[k] for k in layout.local()):
         a = by_device.get(dev)
         if a is None:
             raise ValueError(f"make_array_from_single_device_arrays: no array on {dev}, "
@@ -177,12 +179,33 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     """An Array laid out as ``sharding`` from this process's part of the data (in
-    one process: all of it)."""
-    if global_shape is not None and tuple(global_shape) != np.shape(local_data) and \
-            backend.process_count() == 1:
-        raise ValueError(f"make_array_from_process_local_data: global_shape "
-                         f"{tuple(global_shape)} differs from the local data's shape "
-                         f"{np.shape(local_data)} in a single process")
-    if isinstance(sharding, NamedSharding):
-        return transfer.put_sharded(local_data, sharding)
-    return device_put(local_data, sharding)
+    one process: all of it). Across processes ``local_data`` is the block of the global
+    array that this process's devices cover (contiguous along each dimension, as in
+    JAX); ``global_shape`` defaults to scaling each dimension by how many such blocks
+    the sharding has along it."""
+    local_shape = np.shape(local_data)
+    if backend.process_count() == 1 or not isinstance(sharding, NamedSharding) \
+            or sharding.is_fully_addressable:
+        if global_shape is not None and tuple(global_shape) != local_shape:
+            raise ValueError(f"make_array_from_process_local_data: global_shape "
+                             f"{tuple(global_shape)} differs from the local data's shape "
+                             f"{local_shape} when one process holds the whole array")
+        if isinstance(sharding, NamedSharding):
+            return transfer.put_sharded(local_data, sharding)
+        return device_put(local_data, sharding)
+    layout, local_data = sharding.layout(), np.asarray(local_data)
+    if global_shape is None:  # per dim: local size x (all blocks / this process's)
+        probe = tuple(math.prod(layout.sizes) for _ in local_shape)  # (divisible by all)
+        def blocks(ks, i):
+            return len({layout.shard_index(k, probe)[0][i].start for k in ks})
+        global_shape = tuple(n * blocks(range(len(layout.devices)), i)
+                             // blocks(layout.local(), i) for i, n in enumerate(local_shape))
+    global_shape = tuple(global_shape)
+    sharding.check_shape(global_shape, "make_array_from_process_local_data's sharding")
+    starts = [min(layout.shard_index(k, global_shape)[0][i].start or 0
+                  for k in layout.local()) for i in range(len(global_shape))]
+
+    def local_block(index):
+        return local_data[tuple(slice((s.start or 0) - o, (s.stop or n) - o)
+                                for s, o, n in zip(index, starts, global_shape))]
+    return make_array_from_callback(global_shape, sharding, local_block)

@@ -1,0 +1,60 @@
+"""One process of the 2-process SPMD test (started by xform.launch): a global batch
+from process-local data on a (2 processes x 2 devices) mesh and one jitted data+model
+parallel SGD step; prints one JSON line with what each process sees."""
+import json
+import sys
+
+import numpy as np
+
+import xform
+import xform.numpy as jnp
+from xform.sharding import NamedSharding, PartitionSpec as P
+
+
+def loss(p, x, y):
+    return jnp.mean((jnp.tanh(x @ p["w"] + p["b"]) - y) ** 2)
+
+
+def step(p, x, y):
+    value, g = xform.value_and_grad(loss)(p, x, y)
+    return xform.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), value
+
+
+def data():
+    rng = np.random.RandomState(0)
+    params = {"w": rng.randn(5, 4).astype(np.float32), "b": np.zeros(4, np.float32)}
+    return params, rng.randn(8, 5).astype(np.float32), rng.randn(8, 4).astype(np.float32)
+
+
+def main():
+    xform.distributed.initialize(initialization_timeout=60)
+    pid = xform.distributed.process_index()
+    mesh = xform.make_mesh((2, 2), ("data", "model"))  # rows: one process each
+    params, xs, ys = data()
+    batch = NamedSharding(mesh, P("data"))
+    lo = pid * 4  # this process's half of the global batch
+    x = xform.make_array_from_process_local_data(batch, xs[lo:lo + 4], (8, 5))
+    y = xform.make_array_from_process_local_data(batch, ys[lo:lo + 4])
+    p = {"w": xform.device_put(params["w"], NamedSharding(mesh, P(None, "model"))),
+         "b": xform.device_put(params["b"], NamedSharding(mesh, P("model")))}
+    try:
+        np.asarray(x)
+        fetch = "no error"
+    except RuntimeError as e:
+        fetch = str(e)
+    new, value = xform.jit(step)(p, x, y)
+    w = new["w"]
+    print(json.dumps({
+        "pid": pid, "x_shape": list(x.shape), "fetch": fetch,
+        "x_addressable": x.is_fully_addressable, "w_addressable": w.is_fully_addressable,
+        "x_shards": [[s.device.process_index, [sl.start for sl in s.index], s.data.tolist()]
+                     for s in x.addressable_shards],
+        "w_sharding": str(w.sharding.spec), "w_shape": list(w.shape),
+        "w_shards": [[[sl.start or 0 for sl in s.index], np.asarray(s.data).tolist()]
+                     for s in w.addressable_shards],
+        "loss": float(value)}), flush=True)
+    xform.distributed.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Across processes with sharded arrays: two processes (2 CPU devices each) build a
+global batch from process-local data on a (2 x 2) mesh and run one jitted data+model
+parallel step as one SPMD program; compared with the same step in this process."""
+import json
+import sys
+
+import numpy as np
+
+import xform
+from xform import launch
+from test_distributed import HERE, _env
+
+
+def test_two_process_global_arrays_and_sharded_jit():
+    codes, outputs = launch.launch([str(HERE / "spmd_worker.py")], 2, devices_per_process=2,
+                                   timeout=120, env=_env(), capture=True)
+    assert codes == [0, 0], "\n".join(o[-3000:] for o in outputs)
+    results = sorted((json.loads(next(ln for ln in o.splitlines() if ln.startswith("{")))
+                      for o in outputs), key=lambda r: r["pid"])
+    sys.path.insert(0, str(HERE))
+    try:
+        import spmd_worker
+    finally:
+        sys.path.remove(str(HERE))
+    params, xs, ys = spmd_worker.data()
+    new, value = spmd_worker.step(params, xs, ys)  # one device, whole batch
+    for pid, r in enumerate(results):
+        assert r["x_shape"] == [8, 5] and r["w_shape"] == [5, 4]
+        assert not r["x_addressable"] and not r["w_addressable"]
+        assert "spans non-addressable" in r["fetch"], r["fetch"]
+        assert len(r["x_shards"]) == 2  # this process's devices only
+        for dev, start, block in r["x_shards"]:
+            assert start[0] == 4 * pid and dev == pid  # rows of this process, on its devices
+            np.testing.assert_array_equal(block, xs[4 * pid:4 * pid + 4])
+        assert r["w_sharding"] == str(xform.sharding.PartitionSpec(None, "model"))
+        for start, block in r["w_shards"]:
+            want = np.asarray(new["w"])[:, start[1]:start[1] + 2]
+            np.testing.assert_allclose(block, want, rtol=2e-5, atol=2e-6)
+        np.testing.assert_allclose(r["loss"], float(value), rtol=2e-5)
