@@ -1,6 +1,7 @@
 """Across processes with sharded arrays: two processes (2 CPU devices each) build a
 global batch from process-local data on a (2 x 2) mesh and run one jitted data+model
-parallel step as one SPMD program; compared with the same step in this process."""
+parallel step as one SPMD program; compared with the same step in this process. Both
+then save the result as a sharded checkpoint and restore it onto a 1-D mesh."""
 import json
 import sys
 
@@ -11,8 +12,8 @@ from xform import launch
 from test_distributed import HERE, _env
 
 
-def test_two_process_global_arrays_and_sharded_jit():
-    codes, outputs = launch.launch([str(HERE / "spmd_worker.py")], 2, devices_per_process=2,
+def test_two_process_global_arrays_sharded_jit_and_checkpoint(tmp_path):
+    codes, outputs = launch.launch([str(HERE / "spmd_worker.py"), str(tmp_path)], 2, devices_per_process=2,
                                    timeout=120, env=_env(), capture=True)
     assert codes == [0, 0], "\n".join(o[-3000:] for o in outputs)
     results = sorted((json.loads(next(ln for ln in o.splitlines() if ln.startswith("{")))
@@ -37,3 +38,12 @@ def test_two_process_global_arrays_and_sharded_jit():
             want = np.asarray(new["w"])[:, start[1]:start[1] + 2]
             np.testing.assert_allclose(block, want, rtol=2e-5, atol=2e-6)
         np.testing.assert_allclose(r["loss"], float(value), rtol=2e-5)
+        P = xform.sharding.PartitionSpec
+        for name, cols, want_spec in (("w", lambda a, i: a[:, i:i + 1], P(None, "x")),
+                                      ("b", lambda a, i: a[i:i + 1], P("x"))):
+            spec, addressable, shards = r["restored"][name]
+            assert spec == str(want_spec) and not addressable and len(shards) == 2
+            for start, block in shards:  # this process's columns: devices 2 pid, 2 pid + 1
+                assert start[-1] in (2 * pid, 2 * pid + 1)
+                want = cols(np.asarray(new[name]), start[-1])
+                np.testing.assert_allclose(block, want, rtol=2e-5, atol=2e-6)

@@ -1,8 +1,7 @@
 """One process of the 2-process sharded checkpoint test (started by xform.launch): a
 global array over both processes' devices, saved with each process writing only its own
 shards, restored whole by each process (reading the other's file); prints one JSON line.
-(Restoring onto a mesh spanning both processes waits on arrays built from per-process
-pieces: make_array_from_single_device_arrays there needs every device's block.)"""
+(spmd_worker.py restores onto a mesh spanning both processes.)"""
 import json
 import sys
 

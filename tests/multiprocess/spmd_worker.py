@@ -1,6 +1,7 @@
 """One process of the 2-process SPMD test (started by xform.launch): a global batch
 from process-local data on a (2 processes x 2 devices) mesh and one jitted data+model
-parallel SGD step; prints one JSON line with what each process sees."""
+parallel SGD step; then the new parameters saved as a sharded checkpoint by both
+and restored by both onto another mesh. Prints one JSON line with what it sees."""
 import json
 import sys
 
@@ -8,6 +9,7 @@ import numpy as np
 
 import xform
 import xform.numpy as jnp
+from xform import checkpoint
 from xform.sharding import NamedSharding, PartitionSpec as P
 
 
@@ -44,6 +46,10 @@ def main():
         fetch = str(e)
     new, value = xform.jit(step)(p, x, y)
     w = new["w"]
+    line = xform.make_mesh((4,), ("x",))  # the same devices as one axis
+    checkpoint.save_sharded(sys.argv[1], new)
+    back = checkpoint.restore_sharded(sys.argv[1], shardings={
+        "w": NamedSharding(line, P(None, "x")), "b": NamedSharding(line, P("x"))})
     print(json.dumps({
         "pid": pid, "x_shape": list(x.shape), "fetch": fetch,
         "x_addressable": x.is_fully_addressable, "w_addressable": w.is_fully_addressable,
@@ -52,7 +58,11 @@ def main():
         "w_sharding": str(w.sharding.spec), "w_shape": list(w.shape),
         "w_shards": [[[sl.start or 0 for sl in s.index], np.asarray(s.data).tolist()]
                      for s in w.addressable_shards],
-        "loss": float(value)}), flush=True)
+        "loss": float(value),
+        "restored": {k: [str(v.sharding.spec), v.is_fully_addressable,
+                         [[[sl.start or 0 for sl in s.index], np.asarray(s.data).tolist()]
+                          for s in v.addressable_shards]] for k, v in back.items()}}),
+        flush=True)
     xform.distributed.shutdown()
 
 
