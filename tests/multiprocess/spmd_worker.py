@@ -51,7 +51,7 @@ def main():
     back = checkpoint.restore_sharded(sys.argv[1], shardings={
         "w": NamedSharding(line, P(None, "x")), "b": NamedSharding(line, P("x"))})
     print(json.dumps({
-        "pid": pid, "x_shape": list(x.shape), "fetch": fetch,
+        "pid": pid, "x_shape": list(x.shape), "fetch": fetch, "repr": repr(x),
         "x_addressable": x.is_fully_addressable, "w_addressable": w.is_fully_addressable,
         "x_shards": [[s.device.process_index, [sl.start for sl in s.index], s.data.tolist()]
                      for s in x.addressable_shards],

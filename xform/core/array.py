@@ -271,6 +271,12 @@ class ShardedArray(Array):
             out.append(Shard(dev, index, Array(buf, aval), replica))
         return out
 
+    def __repr__(self):
+        if self.is_fully_addressable or self.is_fully_replicated:
+            return super().__repr__()
+        weak = ", weak_type=True" if self.aval.weak_type else ""  # (no value here, as JAX)
+        return f"Array(shape={self.aval.shape}, dtype={self.aval.dtype.name}{weak})"
+
     def __reduce__(self):
         return (_reconstruct, (np.array(self._value()), self.aval.weak_type))
 
