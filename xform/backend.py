@@ -543,7 +543,8 @@ def _replica_sharding(devices):
 
 class ReplicatedExecutable(_Analyses):
     """A program compiled once for ``len(devices)`` replicas or partitions.
-    ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device."""
+    ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device of
+    this process (in ``devices`` order; all of them unless they span processes)."""
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
 
     def __init__(self, exe, devices, text, host_callbacks=()):
