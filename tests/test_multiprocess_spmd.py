@@ -30,6 +30,8 @@ def test_two_process_global_arrays_sharded_jit_and_checkpoint(tmp_path):
         assert not r["x_addressable"] and not r["w_addressable"]
         assert "spans non-addressable" in r["fetch"], r["fetch"]
         assert r["repr"] == "Array(shape=(8, 5), dtype=float32)"
+        assert "local_data has shape (3, 5)" in r["bad_local"], r["bad_local"]
+        assert "block of shape (4, 5)" in r["bad_local"]
         assert len(r["x_shards"]) == 2  # this process's devices only
         for dev, start, block in r["x_shards"]:
             assert start[0] == 4 * pid and dev == pid  # rows of this process, on its devices

@@ -76,9 +76,7 @@ def _local_shards(x):
     shards = getattr(x, "addressable_shards", None)
     if shards is None:   # NumPy arrays and scalars: all on the host
         return [(_norm_index((), shape), x, _process()[0] == 0)]
-    everyone = not x.is_fully_addressable
-    if everyone:   # this process's devices only (a shard elsewhere is not ours to read)
-        shards = [s for s in shards if s.device.process_index == _process()[0]]
+    everyone = not x.is_fully_addressable   # (its addressable_shards: this process's)
     out = []
     for s in shards:
         index = _norm_index(s.index, shape)

@@ -44,6 +44,11 @@ def main():
         fetch = "no error"
     except RuntimeError as e:
         fetch = str(e)
+    try:
+        xform.make_array_from_process_local_data(batch, xs[:3], (8, 5))
+        bad_local = "no error"
+    except ValueError as e:
+        bad_local = str(e)
     new, value = xform.jit(step)(p, x, y)
     w = new["w"]
     line = xform.make_mesh((4,), ("x",))  # the same devices as one axis
@@ -52,6 +57,7 @@ def main():
         "w": NamedSharding(line, P(None, "x")), "b": NamedSharding(line, P("x"))})
     print(json.dumps({
         "pid": pid, "x_shape": list(x.shape), "fetch": fetch, "repr": repr(x),
+        "bad_local": bad_local,
         "x_addressable": x.is_fully_addressable, "w_addressable": w.is_fully_addressable,
         "x_shards": [[s.device.process_index, [sl.start for sl in s.index], s.data.tolist()]
                      for s in x.addressable_shards],

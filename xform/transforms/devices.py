@@ -202,8 +202,14 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
                              // blocks(layout.local(), i) for i, n in enumerate(local_shape))
     global_shape = tuple(global_shape)
     sharding.check_shape(global_shape, "make_array_from_process_local_data's sharding")
-    starts = [min(layout.shard_index(k, global_shape)[0][i].start or 0
-                  for k in layout.local()) for i in range(len(global_shape))]
+    mine = [layout.shard_index(k, global_shape)[0] for k in layout.local()]
+    starts = [min(ix[i].start or 0 for ix in mine) for i in range(len(global_shape))]
+    want = tuple(max(ix[i].stop or n for ix in mine) - o
+                 for i, (o, n) in enumerate(zip(starts, global_shape)))
+    if local_shape != want:
+        raise ValueError(f"make_array_from_process_local_data: local_data has shape "
+                         f"{local_shape}; this process's devices hold the block of shape "
+                         f"{want} of global_shape {global_shape} under {sharding}")
 
     def local_block(index):
         return local_data[tuple(slice((s.start or 0) - o, (s.stop or n) - o)
