@@ -6,6 +6,7 @@ are declared on ``ArrayOps``, the base Array shares with Tracer, so the two beha
 import numpy as np
 
 from xform import backend
+from xform.core import sharding_types
 from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.sharding import MeshLayout, Shard, SingleDeviceSharding
@@ -208,7 +209,10 @@ class ShardedArray(Array):
 
     def __init__(self, shards, aval, layout):
         self._shards = list(shards)
-        self.aval = aval
+        named = getattr(layout, "named", None)
+        # explicit sharding mode: a layout over Explicit axes is part of the type
+        self.aval = aval if named is None or aval._sharding is not None else \
+            sharding_types.typed(aval, named)
         self.layout = layout
         self._npy = None
         self._one = None

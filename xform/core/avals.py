@@ -4,6 +4,8 @@ import math
 import numpy as np
 
 from xform.core import dtypes
+from xform.core.mesh import get_abstract_mesh
+from xform.core.sharding import NamedSharding, PartitionSpec
 
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
           "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -17,6 +19,9 @@ def short_dtype_name(dtype) -> str:
     return _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
+_KEEP = object()  # (``update``'s default: the sharding as it is)
+
+
 class ShapedArray:
     """An array of known shape and dtype; ``weak_type`` marks Python-scalar origin.
 
@@ -28,10 +33,16 @@ class ShapedArray:
     then the logical one and ``physical_aval`` gives what XLA holds. ``vma``: inside a
     ``shard_map(check_vma=True)`` body, the mesh axes the value may vary over
     (``typeof(x).mat.varying``; see ``xform.lax.vma``).
-    """
-    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False, vma=frozenset()):
+    ``_sharding``: in explicit sharding mode, a NamedSharding over an AbstractMesh whose
+    spec (one entry per dimension) names only Explicit axes: the type's placement
+    (``core/sharding_types.py``). None for every other value, so the avals of the
+    non-explicit world hash and compare as before; ``.sharding`` then reads as JAX's
+    (replicated over the abstract mesh in context).
+    """
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_sharding", "_hash")
+
+    def __init__(self, shape, dtype, weak_type=False, vma=frozenset(), sharding=None):
         self.shape = tuple(shape)
         try:
             self.dtype = np.dtype(dtype)
@@ -41,7 +52,9 @@ class ShapedArray:
             self.dtype = dtype
         self.weak_type = bool(weak_type)
         self.vma = vma if type(vma) is frozenset else frozenset(vma)
-        self._hash = hash((self.shape, self.dtype, self.weak_type, self.vma))
+        self._sharding = sharding
+        self._hash = hash((self.shape, self.dtype, self.weak_type, self.vma) if sharding is None
+                          else (self.shape, self.dtype, self.weak_type, self.vma, sharding))
 
     ndim = property(lambda self: len(self.shape))
     # (math.prod: a symbolic dimension when the shape has one)
@@ -53,13 +66,25 @@ class ShapedArray:
     def __eq__(self, other):
         return (type(other) is ShapedArray and self._hash == other._hash
                 and self.shape == other.shape and self.dtype == other.dtype
-                and self.weak_type == other.weak_type and self.vma == other.vma)
+                and self.weak_type == other.weak_type and self.vma == other.vma
+                and self._sharding == other._sharding)
 
-    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None, sharding=_KEEP):
+        """A copy with the given fields replaced. A new ``shape`` drops the sharding
+        unless one is given (a reshaped value's placement is its rule's to say)."""
+        if sharding is _KEEP:
+            sharding = self._sharding if shape is None else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           self.vma if vma is None else frozenset(vma))
+                           self.vma if vma is None else frozenset(vma), sharding)
+
+    @property
+    def sharding(self):
+        """The NamedSharding of the type (over an AbstractMesh), as JAX's."""
+        if self._sharding is not None:
+            return self._sharding
+        return NamedSharding(get_abstract_mesh(), PartitionSpec(*[None] * len(self.shape)))
 
     @property
     def mat(self):
@@ -73,15 +98,24 @@ class ShapedArray:
         """The aval of this value's tangents: float0 for integer/bool values."""
         if dtypes.is_inexact(self.dtype):
             return self.strip_weak_type()
-        return ShapedArray(self.shape, dtypes.float0, vma=self.vma)
+        return ShapedArray(self.shape, dtypes.float0, vma=self.vma, sharding=self._sharding)
 
-    def str_short(self):
+    def str_short(self, short_dtypes=True):
+        """``f32[8@x,4]``: dtype, then each dimension with the mesh axes splitting it."""
         vma = "{V:%s}" % ",".join(sorted(map(str, self.vma))) if self.vma else ""
-        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]{vma}"
+        dt = short_dtype_name(self.dtype) if short_dtypes else str(self.dtype)
+        dims = map(str, self.shape)
+        if self._sharding is not None:
+            dims = [d if p is None else f"{d}@{p}" if isinstance(p, str) else
+                    f"{d}@({','.join(p)})" for d, p in zip(dims, self._sharding.spec)]
+        return f"{dt}[{','.join(dims)}]{vma}"
+
+    def __str__(self):
+        return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
 
 class ManualAxisType:
@@ -103,7 +137,9 @@ def physical_aval(aval: ShapedArray) -> ShapedArray:
     if isinstance(dt, np.dtype):
         return aval
     elt = dt._rules.physical_element_aval
-    return ShapedArray(aval.shape + elt.shape, elt.dtype, vma=aval.vma)
+    s = aval._sharding   # (the key data's trailing dimensions are never split)
+    s = s if s is None else s.with_spec(PartitionSpec(*s.spec, *[None] * len(elt.shape)))
+    return ShapedArray(aval.shape + elt.shape, elt.dtype, vma=aval.vma, sharding=s)
 
 
 _canonical = {}

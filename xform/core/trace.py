@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 
+from xform.core import sharding_types
 from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value
 from xform.core.errors import (TracerArrayConversionError, TracerBoolConversionError,
@@ -62,6 +63,9 @@ class Primitive:
         out = self._abstract_eval(*avals, **params)
         if _context.vma is not None:  # the outputs' varying manual axes
             out = _context.vma.type_outputs(self, avals, params, out)
+        for a in avals:
+            if getattr(a, "_sharding", None) is not None:  # explicit sharding mode
+                return sharding_types.type_outputs(self, avals, params, out)
         return out
 
     def __repr__(self):

@@ -14,6 +14,8 @@ from xform import backend
 from xform.core import dtypes, shape_poly
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from xform.core.avals import ShapedArray, physical_aval
+from xform.core.mesh import AxisType
+from xform.core.sharding import UNCONSTRAINED
 from xform.interpreters import partial_eval as pe
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
@@ -330,8 +332,27 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
         if not eqn.primitive.multiple_results:
             outs = [outs]
         for v, x in zip(eqn.outvars, outs, strict=True):
+            if v.aval._sharding is not None and module_ctx.mesh is not None and \
+                    eqn.primitive.name != "sharding_constraint":
+                x = _typed_constraint(module_ctx, x, v.aval)
             env[v] = x
     return [read(a) for a in jaxpr.outvars]
+
+
+def _typed_constraint(module_ctx, x, aval):
+    """Explicit sharding mode: pin a value to its type's sharding, as JAX's
+    ``lower_with_sharding_in_types`` (unsplit dimensions stay open where the mesh has
+    Auto axes, which are the compiler's)."""
+    mesh = aval._sharding.mesh
+    if mesh.axis_names != module_ctx.mesh.axis_names or AxisType.Manual in mesh.axis_types:
+        return x
+    aval = physical_aval(aval)
+    spec = aval._sharding.spec
+    if AxisType.Auto in mesh.axis_types:
+        spec = [UNCONSTRAINED if p is None else p for p in spec]
+    return ir.Operation.create("sdy.sharding_constraint", results=[x.type], operands=[x],
+                               attributes={"sharding": sdy_sharding(spec, len(aval.shape))}
+                               ).result
 
 
 _contexts = threading.local()

@@ -145,9 +145,12 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
             ins.append(want)
         else:
             ins.append(have if have is not None else NamedSharding(mesh, PartitionSpec()))
-    for s, aval in zip(out_shardings, closed.out_avals):
+    for i, (s, aval) in enumerate(zip(out_shardings, closed.out_avals)):
         if s is not None:
             s.check_shape(aval.shape, "One of pjit outputs")
+        elif aval._sharding is not None and aval._sharding.mesh.axis_names == \
+                mesh.axis_names:  # explicit mode: the output's type says
+            out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)
     return Placement(mesh, ins, out_shardings)
 
 

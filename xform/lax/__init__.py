@@ -71,5 +71,6 @@ from xform.lax.control_flow.solves import custom_linear_solve, custom_root  # no
 from xform.lax.general_reduce import reduce, reduce_p  # noqa: E402
 from xform.lax.sharding_constraint import (  # noqa: E402,F401
     with_sharding_constraint, sharding_constraint_p)
+from xform.lax import sharding_rules as _sharding_rules  # noqa: E402,F401
 from xform.lax.barriers import optimization_barrier, optimization_barrier_p  # noqa: E402
 from xform.lax.control_flow.platform import platform_dependent  # noqa: E402

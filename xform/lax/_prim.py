@@ -12,6 +12,7 @@ from xform.interpreters import batching, dispatch
 
 
 _extended_ok = set()
+elementwise = {}   # primitive -> "unary" | "nary": the families' (their sharding rules)
 
 
 def allow_extended(*prims):
@@ -58,6 +59,7 @@ def unop(name, allowed_dtypes, result_dtype=None):
         return ShapedArray(x.shape, dt, x.weak_type)
     prim = standard_primitive(name, abstract_eval)
     batching.defvectorized(prim)
+    elementwise[prim] = "unary"
     return prim
 
 
@@ -91,6 +93,7 @@ def naryop(name, allowed_dtypes, nargs=2, result_dtype=None):
         return ShapedArray(shape, dt, weak)
     prim = standard_primitive(name, abstract_eval)
     batching.defbroadcasting(prim)
+    elementwise[prim] = "nary"
     return prim
 
 

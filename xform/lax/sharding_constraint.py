@@ -7,7 +7,7 @@ tangent and cotangent carry the same constraint.
 """
 import functools
 
-from xform.core import transfer, tree_util
+from xform.core import sharding_types, transfer, tree_util
 from xform.core.array import ShardedArray
 from xform.core.mesh import current_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec
@@ -125,7 +125,13 @@ def _lowering(ctx, x, *, sharding):
     return op.result
 
 
-sharding_constraint_p = standard_primitive("sharding_constraint", lambda x, **_: x)
+def _abstract_eval(x, *, sharding):
+    # explicit mode: the value's type becomes the new sharding's (``reshard``)
+    s = sharding_types.type_sharding(sharding, len(x.shape))
+    return x if s is None and x._sharding is None else x.update(sharding=s)
+
+
+sharding_constraint_p = standard_primitive("sharding_constraint", _abstract_eval)
 sharding_constraint_p.def_impl(_impl)
 ad.deflinear(sharding_constraint_p,
              lambda ct, x, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])

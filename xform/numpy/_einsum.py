@@ -15,6 +15,7 @@ import string
 from xform import lax
 from xform.core import shape_poly
 from xform.interpreters.composite import composite
+from xform.core.sharding_types import result_resharded
 from xform.lax.sharding_constraint import with_sharding_constraint
 from xform.numpy import _util
 from xform.numpy._matrix import diagonal
@@ -199,14 +200,19 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     >>> jnp.einsum("ij,j->i", jnp.ones((2, 3)), jnp.arange(3.0))
     Array([3., 3.], dtype=float32)
     """
-    r = _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
-                preferred_element_type=preferred_element_type)
-    return r if out_sharding is None else with_sharding_constraint(r, out_sharding)
+    if out_sharding is None:
+        return _einsum(subscripts, *operands, out=out, optimize=optimize,
+                       precision=precision, preferred_element_type=preferred_element_type)
+    with result_resharded():
+        r = _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
+                    preferred_element_type=preferred_element_type, _resharded=True)
+    return with_sharding_constraint(r, out_sharding)
 
 
-@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
+@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type",
+                   "_resharded"))
 def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-            preferred_element_type=None):
+            preferred_element_type=None, _resharded=False):
     """Einstein summation over the operands' labelled axes.
 
     Args:

@@ -10,6 +10,7 @@ from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import multiply
+from xform.core.sharding_types import result_resharded
 from xform.lax.sharding_constraint import with_sharding_constraint
 
 
@@ -35,15 +36,20 @@ def _check_contract(name, a, b, ca, cb):
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Like numpy.dot (see :func:`_dot`); ``out_sharding`` (a NamedSharding, or a
     PartitionSpec under a mesh) lays the result out so (a sharding constraint)."""
-    out = _dot(a, b) if precision is None and preferred_element_type is None else \
+    if out_sharding is not None:
+        with result_resharded():
+            out = _dot(a, b, precision=precision, preferred_element_type=preferred_element_type,
+                       _resharded=True)
+        return with_sharding_constraint(out, out_sharding)
+    return _dot(a, b) if precision is None and preferred_element_type is None else \
         _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
-    return out if out_sharding is None else with_sharding_constraint(out, out_sharding)
 
 
-@composite(static=("axes", "precision", "preferred_element_type"))
-def _dot(a, b, *, precision=None, preferred_element_type=None):
+@composite(static=("axes", "precision", "preferred_element_type", "_resharded"))
+def _dot(a, b, *, precision=None, preferred_element_type=None, _resharded=False):
     """Like numpy.dot: contracts ``a``'s last axis with ``b``'s second-to-last (or only)
-    axis; the result has ``a``'s free axes, then ``b``'s."""
+    axis; the result has ``a``'s free axes, then ``b``'s. (``_resharded``: a cache key
+    only, for programs traced under ``result_resharded``; as in matmul and einsum.)"""
     a, b = _util.promote_dtypes("dot", a, b)
     if not a.aval.ndim or not b.aval.ndim:
         return multiply(a, b)
@@ -57,13 +63,17 @@ def _dot(a, b, *, precision=None, preferred_element_type=None):
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Like numpy.matmul (see :func:`_matmul`); ``out_sharding`` (a NamedSharding, or a
     PartitionSpec under a mesh) lays the result out so (a sharding constraint)."""
-    out = _matmul(a, b) if precision is None and preferred_element_type is None else \
+    if out_sharding is not None:
+        with result_resharded():
+            out = _matmul(a, b, precision=precision,
+                          preferred_element_type=preferred_element_type, _resharded=True)
+        return with_sharding_constraint(out, out_sharding)
+    return _matmul(a, b) if precision is None and preferred_element_type is None else \
         _matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
-    return out if out_sharding is None else with_sharding_constraint(out, out_sharding)
 
 
-@composite(static=("axes", "precision", "preferred_element_type"))
-def _matmul(a, b, *, precision=None, preferred_element_type=None):
+@composite(static=("axes", "precision", "preferred_element_type", "_resharded"))
+def _matmul(a, b, *, precision=None, preferred_element_type=None, _resharded=False):
     """Like numpy.matmul: batched over broadcast leading dimensions; 1-D operands are
     treated as vectors (their dimension is removed from the result)."""
     a, b = _util.promote_dtypes("matmul", a, b)
