@@ -49,8 +49,9 @@ class AbstractMesh:
     >>> dict(AbstractMesh((2, 4), ('a', 'b')).shape)
     {'a': 2, 'b': 4}
     """
-    def __init__(self, axis_sizes, axis_names, axis_types=None):
+    def __init__(self, axis_sizes, axis_names, axis_types=None, *, _device=None):
         self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
+        self._device = _device  # a concrete mesh's devices, as JAX's repr names them
         if len(self.axis_sizes) != len(self.axis_names):
             raise ValueError(f"AbstractMesh: axis_sizes {self.axis_sizes} and axis_names "
                              f"{self.axis_names} differ in length")
@@ -73,7 +74,9 @@ class AbstractMesh:
         return hash(self._key())
 
     def __repr__(self):
-        return f"AbstractMesh({_shape_str(self.axis_names, self.axis_sizes, self.axis_types)})"
+        dev = "" if self._device is None else f", {self._device}"
+        return (f"AbstractMesh({_shape_str(self.axis_names, self.axis_sizes, self.axis_types)}"
+                f"{dev})")
 
 
 class Mesh:
@@ -107,7 +110,10 @@ class Mesh:
         self.devices = devices
         self.axis_names = axis_names
         self.axis_types = _axis_types(axis_types, len(axis_names))
-        self.abstract_mesh = AbstractMesh(devices.shape, axis_names, self.axis_types)
+        d = devices.flat[0] if devices.size else None
+        self.abstract_mesh = AbstractMesh(
+            devices.shape, axis_names, self.axis_types, _device=d and
+            f"device_kind={d.device_kind}, num_cores=None, platform={d.platform}")
 
     shape = property(lambda self: self.abstract_mesh.shape)
     shape_tuple = property(lambda self: self.abstract_mesh.shape_tuple)

@@ -269,7 +269,8 @@ class NamedSharding(Sharding):
         return hash((self.mesh, self.spec))
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
+        kind = "" if isinstance(self.mesh, AbstractMesh) else ", memory_kind=device"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}{kind})"
 
 
 class Shard:

@@ -13,7 +13,7 @@ outputs untyped (None: XLA places them) where JAX raises; values are the same.
 import contextlib
 import threading
 
-from xform.core.mesh import AxisType
+from xform.core.mesh import AxisType, current_mesh
 from xform.core.sharding import DuplicateSpecError, NamedSharding, PartitionSpec
 
 
@@ -54,6 +54,20 @@ def type_sharding(named, ndim):
                                           explicit_spec(named.spec, mesh, ndim))
                             if is_explicit(mesh) else None)
     return hit
+
+
+def abstract_sharding(s):
+    """An ``out_sharding=`` argument (a NamedSharding, or a PartitionSpec under a mesh in
+    context) as a NamedSharding over the AbstractMesh: what a primitive's params hold."""
+    if isinstance(s, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"out_sharding={s} is a PartitionSpec, which needs a mesh in "
+                             "context (jax.set_mesh(mesh)); or pass a NamedSharding")
+        return NamedSharding(mesh.abstract_mesh, s)
+    if not isinstance(s, NamedSharding):
+        raise TypeError(f"out_sharding must be a NamedSharding or PartitionSpec, got {s!r}")
+    return NamedSharding(s.mesh.abstract_mesh, s.spec)
 
 
 def typed(aval, named):

@@ -97,6 +97,8 @@ def put_sharded(x, sharding, what="One of device_put args"):
     aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
     sharding.check_shape(aval.shape, what)
     layout = sharding.layout()
+    if aval._sharding is not None:  # (retyped by the new layout)
+        aval = aval.update(sharding=None)
     return ShardedArray(shard_buffers(x, layout), aval, layout)
 
 

@@ -38,7 +38,8 @@ def _shardings_in(jaxpr, found):
         for v in eqn.params.values():
             for p in (v if isinstance(v, (tuple, list)) else (v,)):
                 if isinstance(p, NamedSharding):
-                    found.append(p)
+                    if isinstance(p.mesh, Mesh):  # (not an ``out_sharding`` type's)
+                        found.append(p)
                 elif isinstance(p, Mesh):  # a partially manual shard_map's mesh
                     found.append(NamedSharding(p, PartitionSpec()))
                 elif isinstance(p, ClosedJaxpr):

@@ -3,7 +3,8 @@ the ``Precision`` enum shared with convolutions."""
 import enum
 
 
-from xform.core import dtypes
+from xform.core import dtypes, sharding_types
+from xform.core.sharding import PartitionSpec as P
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -75,7 +76,8 @@ def accumulate_lowering(ctx, emit):
     return hlo.convert(mlir.aval_to_ir_type(out_aval), result)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
     """General tensor contraction.
 
     Args:
@@ -84,6 +86,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
       precision: ``None``, a ``lax.Precision`` (or its string name), or a pair of them.
       preferred_element_type: the result (accumulation) dtype, e.g. ``jnp.int32`` for
         int8 operands or ``jnp.float32`` for bfloat16 ones.
+      out_sharding: explicit sharding mode: the result's sharding (a NamedSharding, or a
+        PartitionSpec under a mesh), e.g. where split contracting dimensions leave it
+        ambiguous.
 
     Returns:
       The batch dimensions, then lhs's free dimensions, then rhs's free dimensions.
@@ -95,9 +100,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
           (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                              precision=canonicalize_precision(precision),
-                              preferred_element_type=preferred_dtype(preferred_element_type))
+    params = dict(dimension_numbers=dn, precision=canonicalize_precision(precision),
+                  preferred_element_type=preferred_dtype(preferred_element_type))
+    if out_sharding is not None:  # (a param only when given: other dots print as before)
+        params["out_sharding"] = sharding_types.abstract_sharding(out_sharding)
+    return dot_general_p.bind(lhs, rhs, **params)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -119,7 +126,7 @@ def _free(ndim, contract, batch):
 
 
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
-                               preferred_element_type):
+                               preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
     check_dtype("dot_general", lhs.dtype, numeric)
     if lhs.dtype != rhs.dtype:
@@ -145,7 +152,9 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     shape = (tuple(lb_shape) + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
              + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
     dt = lhs.dtype if preferred_element_type is None else preferred_element_type
-    return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
+    return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type, sharding=None if
+                       out_sharding is None else
+                       sharding_types.type_sharding(out_sharding, len(shape)))
 
 
 def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, swap_ans=False):
@@ -162,11 +171,14 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, swap_ans=False):
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(range(nb)), tuple(yb)))
     if get_aval(y).dtype != get_aval(ct).dtype:   # preferred_element_type != inputs'
         y = convert_element_type(y, get_aval(ct).dtype)
-    out = dot_general(ct, y, dims, precision)
-    if get_aval(out).dtype != x_aval.dtype:
-        out = convert_element_type(out, x_aval.dtype)
     # out dims: batch (in xb order), x's free dims, then y's contracting dims in sorted order.
     y_rest = sorted(yc)
+    order = list(xb) + list(x_kept) + [xc[yc.index(d)] for d in y_rest]
+    s = x_aval._sharding   # explicit mode: the cotangent is typed as x (as JAX)
+    out = dot_general(ct, y, dims, precision, out_sharding=s and s.with_spec(
+        P(*[s.spec[d] for d in order])))
+    if get_aval(out).dtype != x_aval.dtype:
+        out = convert_element_type(out, x_aval.dtype)
     pos = {d: i for i, d in enumerate(xb)}
     pos.update({d: nb + i for i, d in enumerate(x_kept)})
     pos.update({cx: nb + len(x_kept) + y_rest.index(cy) for cx, cy in zip(xc, yc)})
@@ -183,26 +195,32 @@ def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision, **_):
                           precision and precision[::-1], swap_ans=True)
 
 
-def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=None):
     (x, y), (dx, dy) = vals, dims
     (lc, rc), (lb, rb) = dimension_numbers
     shift = lambda ds: tuple(d + 1 for d in ds)  # noqa: E731  (after moving bdim to 0)
     params = dict(precision=precision, preferred_element_type=preferred_element_type)
+
+    def bind(x, y, dn, out_dim):
+        if out_sharding is not None:  # the batch dimension is unsplit
+            spec = list(out_sharding.spec) + [None] * (out_dim - len(out_sharding.spec))
+            params["out_sharding"] = out_sharding.with_spec(
+                P(*spec[:out_dim], None, *spec[out_dim:]))
+        return dot_general_p.bind(x, y, dimension_numbers=dn, **params), out_dim
     if dx is not None and dy is not None:
         x, y = batching.moveaxis(x, dx, 0), batching.moveaxis(y, dy, 0)
-        dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
-        return dot_general_p.bind(x, y, dimension_numbers=dn, **params), 0
+        return bind(x, y, ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb))), 0)
     if dx is not None:
         x = batching.moveaxis(x, dx, 0)
-        dn = ((shift(lc), rc), (shift(lb), rb))
-        return dot_general_p.bind(x, y, dimension_numbers=dn, **params), len(lb)
+        return bind(x, y, ((shift(lc), rc), (shift(lb), rb)), len(lb))
     y = batching.moveaxis(y, dy, 0)
-    dn = ((lc, shift(rc)), (lb, shift(rb)))
     n_lhs_free = get_aval(x).ndim - len(lc) - len(lb)
-    return dot_general_p.bind(x, y, dimension_numbers=dn, **params), len(lb) + n_lhs_free
+    return bind(x, y, ((lc, shift(rc)), (lb, shift(rb))), len(lb) + n_lhs_free)
 
 
-def _dot_general_lowering(ctx, x, y, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_lowering(ctx, x, y, *, dimension_numbers, precision, preferred_element_type,
+                          out_sharding=None):  # (the result's type is lowered generically)
     (lc, rc), (lb, rb) = dimension_numbers
     dn = hlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),

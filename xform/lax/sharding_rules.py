@@ -103,6 +103,13 @@ def _dot_general(lhs, rhs, *, dimension_numbers, out_sharding=None, **_):
     return P(*(lb_spec + lhs_free + rhs_free))
 
 
+def _cumulative(x, *, axis, reverse):
+    if spec_of(x)[axis] is not None:
+        raise ShardingTypeError("Input should be unsharded over the axis being reduced. "
+                                f"Got input type={x} and axis={axis}")
+    return spec_of(x)
+
+
 def _reduce(x, *, axes, **_):
     return P(*[s for i, s in enumerate(spec_of(x)) if i not in set(axes)])
 
@@ -135,7 +142,7 @@ def _reshape(x, *, new_sizes, **_):
         raise ShardingTypeError(
             "This reshape is not supported. Please specify the sharding of the output via "
             "the `out_sharding` argument of jax.lax.reshape. Got operand type: "
-            f"{x.str_short()}, new sizes: {tuple(new_sizes)}")
+            f"{x}, new sizes: {tuple(new_sizes)}")
     return out
 
 
@@ -210,9 +217,11 @@ for _p, _kind in _families.items():
     def_sharding_rule(_p, _unary if _kind == "unary" else _nary(_p.name))
 for _p in (elementwise.integer_pow_p, elementwise.convert_element_type_p,
            elementwise.stop_gradient_p, rounding.round_p, conj_p,
-           reductions.reduce_precision_p, cumulative.cumsum_p, cumulative.cumprod_p,
-           cumulative.cummax_p, cumulative.cummin_p, shapes.rev_p):
+           reductions.reduce_precision_p, shapes.rev_p):
     def_sharding_rule(_p, _unary)
+for _p in (cumulative.cumsum_p, cumulative.cumprod_p, cumulative.cummax_p,
+           cumulative.cummin_p):
+    def_sharding_rule(_p, _cumulative)
 for _p in (elementwise.add_any_p, complex_p):
     def_sharding_rule(_p, _nary(_p.name))
 def_sharding_rule(elementwise.select_n_p, _select_n)

@@ -1,0 +1,161 @@
+"""Explicit sharding mode ("shardings in types"), against JAX side by side: ``typeof``
+strings and ``.sharding`` of arrays and tracers, the sharding rules' results and
+errors, jit outputs' placement (spec and per-shard indices), values, reshard, grad
+and vmap through an explicit-mode jit."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xnp
+from xform.sharding import AxisType, PartitionSpec as P
+from test_sharding_arrays import layout
+
+X = np.arange(32, dtype=np.float32).reshape(8, 4)
+W = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+
+
+def both(fn, axis_types=("Explicit", "Explicit")):
+    """``fn(lib, numpy, P, put)`` under an explicit (2, 4) mesh in context, run on xform
+    and on JAX; ``put(value, *spec)`` device_puts to that spec."""
+    out = []
+    for L, np_, P_ in ((xform, xnp, P), (jax, jnp, jax.sharding.PartitionSpec)):
+        types = tuple(getattr(L.sharding.AxisType, t) for t in axis_types)
+        mesh = L.make_mesh((2, 4), ("x", "y"), axis_types=types)
+        with L.set_mesh(mesh):
+            out.append(fn(L, np_, P_, lambda v, *spec: L.device_put(v, P_(*spec))))
+    return out
+
+
+def error(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001  (the type and text are compared)
+        return type(e).__name__, str(e)
+    return None
+
+
+def check(x, j):
+    np.testing.assert_allclose(np.asarray(x), np.asarray(j), rtol=1e-5)
+    assert str(xform.typeof(x)) == str(jax.typeof(j))
+    assert layout(x) == layout(j)
+
+
+def test_typeof_of_arrays_and_tracers():
+    def run(L, np_, P_, put):
+        x = put(X, "x", None)
+        seen = []
+
+        @L.jit
+        def f(a):
+            t = L.typeof(a)
+            seen.extend([str(t), repr(t), repr(t.sharding.spec),
+                         dict(L.sharding.get_abstract_mesh().shape)])
+            return a
+        f(x)
+        t = L.typeof(x)
+        return [str(t), repr(t), t.sharding.spec, t.sharding.mesh.axis_names,
+                tuple(t.sharding.mesh.axis_types), repr(L.typeof(put(X, ("x", "y"))).sharding
+                                                        .spec),
+                str(L.typeof(put(X))), L.typeof(np_.ones(3)).sharding.spec] + seen
+    x, j = both(run)
+    assert x[0] == "float32[8@x,4]" and x[5] == "P(('x', 'y'), None)"
+    assert [str(v) for v in x] == [str(v) for v in j]
+
+
+def test_jit_types_placement_and_values():
+    def run(L, np_, P_, put):
+        w = put(W, None, "y")
+        seen = []
+
+        @L.jit
+        def f(a, b):
+            c = a * 2 + b          # [x, None] and [None, y] merge to [x, y]
+            d = c @ w
+            seen.append(str(L.typeof(d)))
+            return d.sum(axis=0), c.T, np_.sin(d).astype(np.int32)
+        outs = f(put(X, "x", None), put(np.ones_like(X), None, "y"))
+        eager = [put(X, "x", None) * 2 + put(X, None, "y"),
+                 put(X, "x", "y").sum(axis=1)]
+        jaxpr = str(L.make_jaxpr(lambda a: np_.sin(a).sum(0))(put(X, "x", None)))
+        return list(outs) + eager, seen, [line.split("=")[0] for line in
+                                          jaxpr.splitlines()[:2]]
+    (xo, xs, xj), (jo, js, jj) = both(run)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    assert xs == js == ["float32[8@x,8@y]"]
+    assert xj == jj
+
+
+def test_rules_shapes_reductions_and_dtypes():
+    def run(L, np_, P_, put):
+        def g(a):
+            return [a.sum(axis=1), a.max(axis=0), a.T, np_.expand_dims(a, 0),
+                    a.reshape(2, 4, 4), a.reshape(32), a.reshape(2, 2, 2, 4),
+                    a.astype(np.int32), np_.where(a > 3, a, 0.0), np_.argmax(a, axis=0),
+                    a[:, None, :], a[:4], L.lax.broadcast_in_dim(a, (3, 8, 4), (1, 2)),
+                    np_.clip(a, 1.0, 5.0)]
+        return L.jit(g)(put(X, "x", "y"))
+    for x, j in zip(*both(run)):
+        check(x, j)
+
+
+def test_rule_errors_match_jax():
+    def run(L, np_, P_, put):
+        xy = put(X, "x", "y")
+        return [error(lambda: L.jit(lambda a, b: a + b)(put(X, "x", None),
+                                                        put(X, "y", None))),
+                error(lambda: put(X, "x", None) * put(X, "y", None)),   # eager too
+                error(lambda: L.jit(lambda a, b: a @ b)(xy, put(W, "y", None))),
+                error(lambda: L.jit(lambda a, b: L.lax.dot_general(
+                    a, b, (((0,), (0,)), ((), ()))))(put(X, "x", None), put(X, "y", None))),
+                error(lambda: L.jit(lambda a: a.reshape(4, 8))(xy)),
+                error(lambda: L.jit(lambda a: np_.cumsum(a, axis=0))(xy)),
+                error(lambda: L.jit(lambda a, b: L.lax.select(a > 0, a, b))(
+                    xy, put(X, "x", None)))]
+    x, j = both(run)
+    assert all(e is not None and e[0] == "ShardingTypeError" for e in x)
+    assert x == j
+
+
+def test_out_sharding_and_reshard_change_the_type():
+    def run(L, np_, P_, put):
+        xy, wy = put(X, "x", "y"), put(W, "y", None)
+        return [L.jit(lambda a, b: np_.dot(a, b, out_sharding=P_("x", None)))(xy, wy),
+                L.jit(lambda a, b: L.lax.dot_general(a, b, (((1,), (0,)), ((), ())),
+                                                     out_sharding=P_(None, "x")))(xy, wy),
+                np_.einsum("ij,jk->ki", xy, wy, out_sharding=P_(None, "x")),
+                L.jit(lambda a: L.sharding.reshard(a * 3, P_(None, "x")))(xy),
+                L.sharding.reshard(xy, P_(None, "y"))]
+    for x, j in zip(*both(run)):
+        check(x, j)
+
+
+def test_grad_and_vmap_through_an_explicit_jit():
+    def run(L, np_, P_, put):
+        w = put(W, None, "y")
+        f = L.jit(lambda a: ((a @ w) ** 2).sum(axis=1))
+        loss = lambda a, v: (f(a) * v).sum()  # noqa: E731
+        a, v = put(X, "x", None), put(np.arange(8, dtype=np.float32), "x")
+        g = L.jit(L.grad(loss, argnums=(0, 1)))(a, v)
+        return list(g) + [L.grad(loss)(a, v), L.jit(L.vmap(lambda r: r * 2 + 1))(a),
+                          L.vmap(lambda r, s: r * s, in_axes=(0, None))(a, put(X[0]))]
+    for x, j in zip(*both(run)):
+        check(x, j)
+
+
+@pytest.mark.parametrize("axis_types", [("Explicit", "Auto")])
+def test_mixed_mesh_types_only_explicit_axes(axis_types):
+    def run(L, np_, P_, put):
+        x = put(X, "x", "y")
+        return [str(L.typeof(x)), str(L.typeof(L.jit(lambda a: a * 2)(x)))]
+    x, j = both(run, axis_types)
+    assert x == j == ["float32[8@x,4]"] * 2
+
+
+def test_untyped_world_is_unchanged():
+    a = xform.core.avals.ShapedArray((2,), np.float32)
+    assert a._sharding is None and a == a.update(weak_type=False)
+    assert hash(a) == hash(xform.core.avals.ShapedArray((2,), np.float32))
+    assert str(a) == str(jax.typeof(jnp.ones(2)))
