@@ -159,3 +159,31 @@ def test_untyped_world_is_unchanged():
     assert a._sharding is None and a == a.update(weak_type=False)
     assert hash(a) == hash(xform.core.avals.ShapedArray((2,), np.float32))
     assert str(a) == str(jax.typeof(jnp.ones(2)))
+
+
+def test_auto_axes_and_explicit_axes_switch_axis_types():
+    def run(L, np_, P_, put):
+        seen = []
+
+        def body(x):
+            seen.append((str(L.typeof(x)), str(L.sharding.get_abstract_mesh().axis_types)))
+            y = x * 2
+            seen.append(str(L.typeof(y)))
+            return y
+        a = put(X, "x", "y")
+        outs = [L.jit(L.sharding.auto_axes(body, out_sharding=P_("x", None)))(a),
+                L.jit(L.sharding.auto_axes(body, axes="y", out_sharding=P_(None, "x")))(a)]
+        return outs, seen
+
+    def run_auto(L, np_, P_, put):
+        seen = []
+
+        def body(x):
+            seen.append((str(L.typeof(x)), str(L.sharding.get_abstract_mesh().axis_types)))
+            return x * 2
+        out = L.jit(L.sharding.explicit_axes(body, in_sharding=P_("x", None)))(put(X, "x"))
+        return [out], seen
+    for (xo, xs), (jo, js) in [both(run), both(run_auto, ("Auto", "Auto"))]:
+        assert xs == js
+        for x, j in zip(xo, jo):
+            check(x, j)

@@ -9,8 +9,8 @@ import functools
 
 from xform.core import sharding_types, transfer, tree_util
 from xform.core.array import ShardedArray
-from xform.core.mesh import current_mesh
-from xform.core.sharding import NamedSharding, PartitionSpec
+from xform.core.mesh import AxisType, Mesh, current_mesh, use_mesh
+from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
@@ -58,41 +58,82 @@ def with_sharding_constraint(x, shardings):
 def reshard(x, out_shardings):
     """``x`` laid out as ``out_shardings`` (NamedShardings or PartitionSpecs under a mesh
     context, a pytree prefix of ``x``): a copy between layouts eagerly, a constraint
-    inside jit.
-
-    NB: JAX's ``reshard`` types the result with explicit-axis shardings; xform has no
-    shardings in types (explicit axes compile as Auto), so this is the constraint."""
+    inside jit; in explicit mode the result's type says the new sharding."""
     return with_sharding_constraint(x, out_shardings)
 
 
-def auto_axes(f=None, /, *, axes=None, out_sharding=None):
-    """``f`` with the mesh's ``axes`` left to the compiler, its result laid out as
-    ``out_sharding`` (a pytree prefix of NamedShardings / PartitionSpecs under a mesh).
+def _switched_mesh(name, axes, to):
+    mesh = current_mesh()
+    if mesh is None:
+        raise ValueError(f"Context mesh cannot be empty. Please use `jax.set_mesh` API to "
+                         f"enter into a mesh context when using `{name}` API.")
+    axes = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) else axes
+    types = tuple(to if n in axes else t for n, t in zip(mesh.axis_names, mesh.axis_types))
+    return mesh, Mesh(mesh.devices, mesh.axis_names, types)
 
-    NB: xform compiles explicit axes as Auto (no shardings in types), so this is ``f``
-    followed by that layout's constraint, which gives JAX's values and layout."""
+
+def _mesh_cast(x, mesh):
+    """``x`` retyped for ``mesh``'s axis types: its spec's Explicit axes kept, every other
+    dimension left open to the compiler (no data moves for what the type drops)."""
+    spec = sharding_types.explicit_spec(get_aval(x).sharding.spec, mesh, get_aval(x).ndim)
+    spec = PartitionSpec(*[UNCONSTRAINED if p is None else p for p in spec])
+    return sharding_constraint_p.bind(x, sharding=NamedSharding(mesh, spec))
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` run with the mesh's ``axes`` (default: all) made Auto (left to the
+    compiler; no longer in the types), its result resharded to ``out_sharding`` (a
+    pytree prefix of NamedShardings / PartitionSpecs; else the ``out_sharding=``
+    keyword of the call), as JAX's.
+
+    Raises:
+      TypeError: if no ``out_sharding`` is given.
+      ValueError: if no mesh is in context.
+    """
     if f is None:
         return functools.partial(auto_axes, axes=axes, out_sharding=out_sharding)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        out = f(*args, **kwargs)
-        return out if out_sharding is None else with_sharding_constraint(out, out_sharding)
+        out_s = kwargs.pop("out_sharding") if out_sharding is None and \
+            "out_sharding" in kwargs else out_sharding
+        if out_s is None:
+            raise TypeError("Missing required keyword argument: 'out_sharding'")
+        mesh, new = _switched_mesh("auto_axes", axes, AxisType.Auto)
+        if new.axis_types == mesh.axis_types:
+            return f(*args, **kwargs)
+        with use_mesh(new):
+            args = tree_util.tree_map(lambda a: _mesh_cast(a, new), args)
+            out = f(*args, **kwargs)
+        return with_sharding_constraint(out, out_s)
     return wrapped
 
 
 def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
-    """``f`` with the mesh's ``axes`` explicit, its positional arguments first laid out
-    as ``in_sharding`` (a pytree prefix of them); see :func:`auto_axes` for the NB."""
+    """``f`` run with the mesh's ``axes`` (default: all) made Explicit, its positional
+    arguments first resharded to ``in_sharding`` (a pytree prefix of them; else the
+    ``in_sharding=`` keyword of the call); its results' types then drop those axes
+    again, as JAX's.
+
+    Raises:
+      TypeError: if no ``in_sharding`` is given.
+      ValueError: if no mesh is in context.
+    """
     if f is None:
         return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        if in_sharding is not None:
-            args = with_sharding_constraint(args, tuple(in_sharding) if isinstance(
-                in_sharding, list) else in_sharding)
-        return f(*args, **kwargs)
+        in_s = kwargs.pop("in_sharding") if in_sharding is None and \
+            "in_sharding" in kwargs else in_sharding
+        if in_s is None:
+            raise TypeError("Missing required keyword argument: 'in_sharding'")
+        mesh, new = _switched_mesh("explicit_axes", axes, AxisType.Explicit)
+        with use_mesh(new):
+            args = with_sharding_constraint(args, tuple(in_s) if isinstance(in_s, list)
+                                            else in_s)
+            out = f(*args, **kwargs)
+        return tree_util.tree_map(lambda o: _mesh_cast(o, mesh), out)
     return wrapped
 
 
