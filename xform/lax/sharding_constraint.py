@@ -30,6 +30,10 @@ def with_sharding_constraint(x, shardings):
     >>> xform.lax.with_sharding_constraint(jnp.arange(4.0), s).sharding.spec
     P('x',)
     """
+    return _constrain(x, shardings, typed=False)
+
+
+def _constrain(x, shardings, typed):
     leaves, tree = tree_util.tree_flatten(x)
     targets = tree_util.broadcast_prefix(
         shardings, x, is_leaf=lambda s: isinstance(s, (NamedSharding, PartitionSpec)))
@@ -50,7 +54,10 @@ def with_sharding_constraint(x, shardings):
         if not isinstance(s, NamedSharding):
             raise TypeError(f"with_sharding_constraint: expected a NamedSharding or "
                             f"PartitionSpec, got {s!r}")
-        s.check_shape(get_aval(v).shape, "with_sharding_constraint's argument")
+        shape = get_aval(v).shape
+        s.check_shape(shape, "with_sharding_constraint's argument")
+        if typed and sharding_types.is_explicit(s.mesh) and len(s.spec) < len(shape):
+            s = s.with_spec(PartitionSpec(*s.spec, *[None] * (len(shape) - len(s.spec))))
         out.append(sharding_constraint_p.bind(v, sharding=s))
     return tree_util.tree_unflatten(tree, out)
 
@@ -58,8 +65,9 @@ def with_sharding_constraint(x, shardings):
 def reshard(x, out_shardings):
     """``x`` laid out as ``out_shardings`` (NamedShardings or PartitionSpecs under a mesh
     context, a pytree prefix of ``x``): a copy between layouts eagerly, a constraint
-    inside jit; in explicit mode the result's type says the new sharding."""
-    return with_sharding_constraint(x, out_shardings)
+    inside jit; in explicit mode the result's type (and ``.sharding``, its spec one
+    entry per dimension, as JAX's) says the new sharding."""
+    return _constrain(x, out_shardings, typed=True)
 
 
 def _switched_mesh(name, axes, to):
@@ -138,8 +146,10 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
 
 
 def _impl(x, *, sharding):
-    if type(x) is ShardedArray and x.layout == sharding.layout():
-        return x
+    if type(x) is ShardedArray and x.layout == sharding.layout():  # no copy; named (and
+        if x.layout.named == sharding:                             # typed) as asked
+            return x
+        return ShardedArray(x._shards, x.aval.update(sharding=None), sharding.layout())
     return transfer.put_sharded(x, sharding)
 
 

@@ -16,7 +16,7 @@ from xform import lax
 from xform.core import shape_poly
 from xform.interpreters.composite import composite
 from xform.core.sharding_types import result_resharded
-from xform.lax.sharding_constraint import with_sharding_constraint
+from xform.lax.sharding_constraint import reshard
 from xform.numpy import _util
 from xform.numpy._matrix import diagonal
 from xform.numpy._products import _general
@@ -195,7 +195,7 @@ def _prepare(subscripts, operands):
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None, out_sharding=None):
     """Like numpy.einsum (see :func:`_einsum`); ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec under a mesh) lays the result out so (a sharding constraint).
+    PartitionSpec under a mesh) lays the result out so (its type, in explicit mode).
 
     >>> jnp.einsum("ij,j->i", jnp.ones((2, 3)), jnp.arange(3.0))
     Array([3., 3.], dtype=float32)
@@ -206,7 +206,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     with result_resharded():
         r = _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
                     preferred_element_type=preferred_element_type, _resharded=True)
-    return with_sharding_constraint(r, out_sharding)
+    return reshard(r, out_sharding)
 
 
 @composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type",

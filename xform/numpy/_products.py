@@ -11,7 +11,7 @@ from xform.numpy import _util
 from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import multiply
 from xform.core.sharding_types import result_resharded
-from xform.lax.sharding_constraint import with_sharding_constraint
+from xform.lax.sharding_constraint import reshard
 
 
 def _general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
@@ -35,12 +35,12 @@ def _check_contract(name, a, b, ca, cb):
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Like numpy.dot (see :func:`_dot`); ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec under a mesh) lays the result out so (a sharding constraint)."""
+    PartitionSpec under a mesh) lays the result out so (its type, in explicit mode)."""
     if out_sharding is not None:
         with result_resharded():
             out = _dot(a, b, precision=precision, preferred_element_type=preferred_element_type,
                        _resharded=True)
-        return with_sharding_constraint(out, out_sharding)
+        return reshard(out, out_sharding)
     return _dot(a, b) if precision is None and preferred_element_type is None else \
         _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
@@ -62,12 +62,12 @@ def _dot(a, b, *, precision=None, preferred_element_type=None, _resharded=False)
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Like numpy.matmul (see :func:`_matmul`); ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec under a mesh) lays the result out so (a sharding constraint)."""
+    PartitionSpec under a mesh) lays the result out so (its type, in explicit mode)."""
     if out_sharding is not None:
         with result_resharded():
             out = _matmul(a, b, precision=precision,
                           preferred_element_type=preferred_element_type, _resharded=True)
-        return with_sharding_constraint(out, out_sharding)
+        return reshard(out, out_sharding)
     return _matmul(a, b) if precision is None and preferred_element_type is None else \
         _matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
