@@ -187,3 +187,14 @@ def test_auto_axes_and_explicit_axes_switch_axis_types():
         assert xs == js
         for x, j in zip(xo, jo):
             check(x, j)
+
+
+def test_shard_map_and_untyped_results_in_an_explicit_jit():
+    def run(L, np_, P_, put):
+        sm = L.shard_map(lambda b: b * 2, mesh=L.sharding.get_mesh(), in_specs=P_("x"),
+                         out_specs=P_("x"))
+        a = put(X, "x", None)
+        return [sm(a), L.jit(lambda a: sm(a) + 1)(a), L.jit(lambda a: sm(a * 2).sum(0))(a),
+                L.jit(lambda a: np_.concatenate([a, a], axis=1))(a)]
+    for x, j in zip(*both(run)):
+        check(x, j)

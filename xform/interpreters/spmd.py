@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes, transfer
+from xform.core import dtypes, sharding_types, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
@@ -181,8 +181,8 @@ class PartitionedJaxpr:
         tilings = backend.output_tilings(self.exe) or [None] * len(self.out_avals)
         self.in_shardings = place.in_shardings
         self.out_shardings = [
-            s if s is not None else _named_from_tiling(
-                t, a.shape, place.mesh, zip(place.in_shardings, closed.in_avals))
+            s if s is not None else _typed_rank(_named_from_tiling(
+                t, a.shape, place.mesh, zip(place.in_shardings, closed.in_avals)), a)
             for s, t, a in zip(place.out_shardings, tilings, self.out_avals)]
         self.out_layouts = [s.layout() for s in self.out_shardings]
         self.executable = self.exe  # (what the stages API asks for its analyses)
@@ -235,6 +235,14 @@ def _named_from_tiling(tiling, shape, mesh, inputs):
                 return cand
     raise NotImplementedError(f"XLA chose a layout for an output of shape {shape} that "
                               f"no PartitionSpec over {mesh} describes: {tiling}")
+
+
+def _typed_rank(s, aval):
+    """An output XLA placed on a mesh with Explicit axes: its spec one entry per
+    dimension, as JAX's typed results (other meshes: trailing Nones dropped)."""
+    if not sharding_types.is_explicit(s.mesh) or len(s.spec) >= len(aval.shape):
+        return s
+    return s.with_spec(PartitionSpec(*s.spec, *[None] * (len(aval.shape) - len(s.spec))))
 
 
 def _blocks(sharding, shape):

@@ -12,7 +12,8 @@ from xform.transforms import jit
 
 
 def typeof(x):
-    """The abstract value (shape, dtype, weak type) of ``x``: an Array, tracer or scalar.
+    """The abstract value (shape, dtype, weak type; in explicit sharding mode also the
+    sharding, printed as ``float32[8@x,4]``) of ``x``: an Array, tracer or scalar.
 
     >>> import xform, xform.numpy as jnp
     >>> xform.typeof(jnp.ones((2, 3))).shape
