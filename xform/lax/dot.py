@@ -175,8 +175,8 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, swap_ans=False):
     y_rest = sorted(yc)
     order = list(xb) + list(x_kept) + [xc[yc.index(d)] for d in y_rest]
     s = x_aval._sharding   # explicit mode: the cotangent is typed as x (as JAX)
-    out = dot_general(ct, y, dims, precision, out_sharding=s and s.with_spec(
-        P(*[s.spec[d] for d in order])))
+    out = dot_general(ct, y, dims, precision, out_sharding=None if s is None else
+                      s.with_spec(P(*[s.spec[d] for d in order])))
     if get_aval(out).dtype != x_aval.dtype:
         out = convert_element_type(out, x_aval.dtype)
     pos = {d: i for i, d in enumerate(xb)}
