@@ -96,7 +96,12 @@ def test_rules_shapes_reductions_and_dtypes():
                     a.astype(np.int32), np_.where(a > 3, a, 0.0), np_.argmax(a, axis=0),
                     a[:, None, :], a[:4], L.lax.broadcast_in_dim(a, (3, 8, 4), (1, 2)),
                     np_.clip(a, 1.0, 5.0)]
-        return L.jit(g)(put(X, "x", "y"))
+        def h(a):  # shape-changing ops on a dimension left unsplit
+            return [np_.concatenate([a, a * 2], axis=1), np_.pad(a, ((0, 0), (1, 1))),
+                    *np_.split(a, 2, axis=1), L.lax.dynamic_slice(a, (0, 1), (8, 2)),
+                    L.lax.dynamic_update_slice(a, a[:, :2], (0, 1)), a[:, 1:3],
+                    np_.flip(a, 0), np_.pad(a, ((1, 1), (0, 0)))]
+        return L.jit(g)(put(X, "x", "y")) + L.jit(h)(put(X, "x", None))
     for x, j in zip(*both(run)):
         check(x, j)
 
@@ -112,6 +117,11 @@ def test_rule_errors_match_jax():
                     a, b, (((0,), (0,)), ((), ()))))(put(X, "x", None), put(X, "y", None))),
                 error(lambda: L.jit(lambda a: a.reshape(4, 8))(xy)),
                 error(lambda: L.jit(lambda a: np_.cumsum(a, axis=0))(xy)),
+                error(lambda: L.jit(lambda a, b: np_.concatenate([a, b], axis=1))(
+                    xy, put(X, None, "y"))),
+                error(lambda: L.jit(lambda a: L.lax.dynamic_slice(a, (1, 1), (3, 2)))(xy)),
+                error(lambda: L.jit(lambda a, b: L.lax.dynamic_update_slice(a, b, (0, 0)))(
+                    xy, put(X, None, "y"))),
                 error(lambda: L.jit(lambda a, b: L.lax.select(a > 0, a, b))(
                     xy, put(X, "x", None)))]
     x, j = both(run)

@@ -13,6 +13,7 @@ from xform.core import sharding_types
 from xform.core.sharding_types import ShardingTypeError, def_sharding_rule, spec_of
 from xform.lax import cumulative, elementwise, reductions, rounding, shapes
 from xform.lax.dot import dot_general_p
+from xform.lax.dynamic_slicing import dynamic_slice_p, dynamic_update_slice_p
 from xform.lax.complex import complex_p, conj_p
 from xform.lax._prim import elementwise as _families
 
@@ -199,18 +200,62 @@ def _hand_out(mesh, axes, sizes):
     return None if next(axes, None) is not None else out
 
 
-def _slice(x, *, start_indices, limit_indices, strides):
+def _varying(x, out_shape, name):
+    """An operand's spec for a result whose dimensions may shrink or grow (slices,
+    pads, splits): a split dimension must stay divisible by its mesh axes."""
     spec, mesh = spec_of(x), x.sharding.mesh.shape
-    out = [len(range(a, b, 1 if s is None else s)) for a, b, s in
-           zip(start_indices, limit_indices, strides or [None] * len(start_indices))]
-    for d, o, s in zip(x.shape, out, spec):
+    for d, o, s in zip(x.shape, out_shape, spec):
         k = math.prod(mesh[a] for a in (s if isinstance(s, tuple) else (s,))) if s else 1
         if d != o and s is not None and o % k:
             raise ShardingTypeError(
-                f"slicing on sharded dims where out dim ({o}) is not divisible by mesh axes "
+                f"{name} on sharded dims where out dim ({o}) is not divisible by mesh axes "
                 f"({k}) with spec ({s}) is not implemented. Got input type={x.str_short()} "
-                f"and output shape={tuple(out)}")
+                f"and output shape={tuple(out_shape)}")
     return spec
+
+
+def _slice(x, *, start_indices, limit_indices, strides):
+    return _varying(x, [len(range(a, b, s or 1)) for a, b, s in zip(
+        start_indices, limit_indices, strides or [None] * len(start_indices))], "slicing")
+
+
+def _pad(x, padding_value, *, padding_config):
+    return _varying(x, [lo + hi + d + max(d - 1, 0) * inner for d, (lo, hi, inner)
+                        in zip(x.shape, padding_config)], "padding")
+
+
+def _split(x, *, sizes, axis):
+    return [_varying(x, x.shape[:axis] + (n,) + x.shape[axis + 1:], "split")
+            for n in sizes]
+
+
+def _dynamic_slice(x, *starts, slice_sizes):
+    return _varying(x, slice_sizes, "dynamic_slice")
+
+
+def _dynamic_update_slice(x, update, *starts):
+    if x._sharding != update._sharding:
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {_with_axis_types(x)} and update sharding "
+            f"{_with_axis_types(update)}.")
+    return spec_of(x)
+
+
+def _with_axis_types(x):
+    """``float32[8@x,4]({Explicit: ('x', 'y')})``: JAX's type with its mesh's axis types."""
+    mesh, by_type = x.sharding.mesh, {}
+    for n, t in zip(mesh.axis_names, mesh.axis_types):
+        by_type.setdefault(t, []).append(n)
+    return f"{x.str_short(False)}({ {t: tuple(n) for t, n in by_type.items()} })"
+
+
+def _concatenate(*xs, dimension):
+    typed = [x._sharding for x in xs if x._sharding is not None]
+    if any(s != typed[0] for s in typed[1:]):
+        raise ShardingTypeError("All operands should have the same sharding. Got shardings "
+                                + ", ".join(str(x.sharding) for x in xs))
+    return typed[0].spec
 
 
 for _p, _kind in _families.items():
@@ -236,3 +281,8 @@ def_sharding_rule(shapes.broadcast_in_dim_p, _broadcast_in_dim)
 def_sharding_rule(shapes.squeeze_p, _squeeze)
 def_sharding_rule(shapes.reshape_p, _reshape)
 def_sharding_rule(shapes.slice_p, _slice)
+def_sharding_rule(shapes.pad_p, _pad)
+def_sharding_rule(shapes.split_p, _split)
+def_sharding_rule(shapes.concatenate_p, _concatenate)
+def_sharding_rule(dynamic_slice_p, _dynamic_slice)
+def_sharding_rule(dynamic_update_slice_p, _dynamic_update_slice)

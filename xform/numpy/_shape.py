@@ -151,8 +151,8 @@ def reverse(x, axis):
     """
     shp = x.aval.shape
     n = shp[axis]
-    if shape_poly.is_symbolic_dim(n):
-        return lax.rev(x, (axis,))
+    if shape_poly.is_symbolic_dim(n) or x.aval._sharding is not None:
+        return lax.rev(x, (axis,))  # (explicit sharding mode: rev keeps the type)
     if n <= 1:
         return x
     nd = len(shp)
