@@ -136,6 +136,11 @@ def test_out_sharding_and_reshard_change_the_type():
                 L.jit(lambda a, b: L.lax.dot_general(a, b, (((1,), (0,)), ((), ())),
                                                      out_sharding=P_(None, "x")))(xy, wy),
                 np_.einsum("ij,jk->ki", xy, wy, out_sharding=P_(None, "x")),
+                L.jit(lambda a: L.lax.reshape(a, (4, 8), out_sharding=P_("x", None)))(xy),
+                L.jit(lambda a: np_.reshape(a, (4, 8), out_sharding=P_(None, "y")))(xy),
+                L.jit(L.grad(lambda a: (L.lax.reshape(a, (4, 8), out_sharding=P_("x", None))
+                                        ** 2).sum()))(xy),
+                L.jit(L.vmap(lambda r: L.lax.reshape(r, (2, 2), out_sharding=P_())))(xy),
                 L.jit(lambda a: L.sharding.reshard(a * 3, P_(None, "x")))(xy),
                 L.sharding.reshard(xy, P_(None, "y"))]
     for x, j in zip(*both(run)):
@@ -149,8 +154,13 @@ def test_grad_and_vmap_through_an_explicit_jit():
         loss = lambda a, v: (f(a) * v).sum()  # noqa: E731
         a, v = put(X, "x", None), put(np.arange(8, dtype=np.float32), "x")
         g = L.jit(L.grad(loss, argnums=(0, 1)))(a, v)
+        b3 = put(np.arange(64, dtype=np.float32).reshape(2, 8, 4), "x", None, "y")
+        w3 = put(np.ones((4, 8), np.float32), "y", None)
+        f3 = lambda r: L.lax.dot_general(  # noqa: E731  (contraction split: out_sharding)
+            r, w3, (((1,), (0,)), ((), ())), out_sharding=P_(None, None))
         return list(g) + [L.grad(loss)(a, v), L.jit(L.vmap(lambda r: r * 2 + 1))(a),
-                          L.vmap(lambda r, s: r * s, in_axes=(0, None))(a, put(X[0]))]
+                          L.vmap(lambda r, s: r * s, in_axes=(0, None))(a, put(X[0])),
+                          L.jit(L.vmap(f3))(b3), L.jit(L.grad(lambda b: L.vmap(f3)(b).sum()))(b3)]
     for x, j in zip(*both(run)):
         check(x, j)
 

@@ -136,7 +136,8 @@ def _typed_out(prim, avals, out, spec, mesh):
     if spec is None:
         return out
     if isinstance(spec, NamedSharding):  # an ``out_sharding=``
-        return out.update(sharding=type_sharding(spec, len(out.shape)))
+        s = type_sharding(spec, len(out.shape))
+        return out if s is None else _check(out, s).update(sharding=s)
     try:
         s = NamedSharding(mesh, spec)
     except DuplicateSpecError as e:

@@ -203,10 +203,11 @@ def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_el
     params = dict(precision=precision, preferred_element_type=preferred_element_type)
 
     def bind(x, y, dn, out_dim):
-        if out_sharding is not None:  # the batch dimension is unsplit
+        if out_sharding is not None:  # the batch dimension split as the operand's (JAX's)
             spec = list(out_sharding.spec) + [None] * (out_dim - len(out_sharding.spec))
+            mapped = sharding_types.spec_of(get_aval(x if dx is not None else y))[0]
             params["out_sharding"] = out_sharding.with_spec(
-                P(*spec[:out_dim], None, *spec[out_dim:]))
+                P(*spec[:out_dim], mapped, *spec[out_dim:]))
         return dot_general_p.bind(x, y, dimension_numbers=dn, **params), out_dim
     if dx is not None and dy is not None:
         x, y = batching.moveaxis(x, dx, 0), batching.moveaxis(y, dy, 0)

@@ -5,7 +5,8 @@ import operator
 
 import numpy as np
 
-from xform.core import dtypes, shape_poly
+from xform.core import dtypes, shape_poly, sharding_types
+from xform.core.sharding import PartitionSpec as P
 from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
@@ -118,33 +119,46 @@ def zeros_like_array(x):
 
 # ---- reshape ----
 
-def reshape(operand, new_sizes, dimensions=None):
-    """Reshape ``operand`` to ``new_sizes`` (row-major); ``dimensions`` transposes first."""
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+    """Reshape ``operand`` to ``new_sizes`` (row-major); ``dimensions`` transposes first.
+    ``out_sharding`` (explicit sharding mode): the result's sharding, for reshapes whose
+    sharding no rule infers."""
     new_sizes = _ints(new_sizes, "reshape new_sizes")
     if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(operand).ndim)):
         operand = transpose(operand, dimensions)
+    if out_sharding is not None:  # (a param only when given)
+        return reshape_p.bind(operand, new_sizes=new_sizes,
+                              sharding=sharding_types.abstract_sharding(out_sharding))
     if get_aval(operand).shape == new_sizes:
         return operand
     return reshape_p.bind(operand, new_sizes=new_sizes)
 
 
-def _reshape_abstract_eval(x, *, new_sizes):
+def _reshape_abstract_eval(x, *, new_sizes, sharding=None):
     if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != x.size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
                         f"for shape {x.shape}.")
-    return ShapedArray(new_sizes, x.dtype, x.weak_type)
+    return ShapedArray(new_sizes, x.dtype, x.weak_type, sharding=None if sharding is None
+                       else sharding_types.type_sharding(sharding, len(new_sizes)))
 
 
-def _reshape_batch(vals, dims, *, new_sizes):
+def _reshape_batch(vals, dims, *, new_sizes, sharding=None):
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0)
-    return reshape(x, (get_aval(x).shape[0],) + new_sizes), 0
+    s = None if sharding is None else sharding.with_spec(  # (the batch dimension split as
+        P(sharding_types.spec_of(get_aval(x))[0],             # the operand's, as JAX's)
+          *sharding_types.type_sharding(sharding, len(new_sizes)).spec))
+    return reshape(x, (get_aval(x).shape[0],) + new_sizes, out_sharding=s), 0
+
+
+def _reshape_transpose(ct, x, *, new_sizes, sharding=None):
+    return [reshape(ct, x.aval.shape, out_sharding=x.aval._sharding)]  # (typed as x)
 
 
 reshape_p = standard_primitive("reshape", _reshape_abstract_eval)
-ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
+ad.deflinear(reshape_p, _reshape_transpose)
 batching.primitive_batchers[reshape_p] = _reshape_batch
-def _reshape_lowering(ctx, x, *, new_sizes):
+def _reshape_lowering(ctx, x, *, new_sizes, sharding=None):  # (types lower generically)
     out = ctx.avals_out[0]
     if shape_poly.is_constant_shape(out.shape):
         return hlo.reshape(mlir.aval_to_ir_type(out), x)

@@ -48,8 +48,9 @@ def _resolve_shape(old_shape, new_shape):
     return new_shape
 
 
-def reshape(a, shape, order="C"):
-    """Like numpy.reshape: one dimension may be -1; ``order`` is "C" or "F".
+def reshape(a, shape, order="C", *, out_sharding=None):
+    """Like numpy.reshape: one dimension may be -1; ``order`` is "C" or "F";
+    ``out_sharding`` as ``lax.reshape``'s.
 
     >>> jnp.reshape(jnp.arange(6), (2, -1)).shape
     (2, 3)
@@ -57,13 +58,13 @@ def reshape(a, shape, order="C"):
     a = asarray(a, "reshape")
     new_shape = _resolve_shape(a.aval.shape, shape)
     if order == "C":
-        return lax.reshape(a, new_shape)
-    if order == "F":
+        return lax.reshape(a, new_shape, out_sharding=out_sharding)
+    if order == "F" and out_sharding is None:
         rev = tuple(range(a.aval.ndim))[::-1]
         out = lax.reshape(lax.transpose(a, rev), new_shape[::-1])
         return lax.transpose(out, tuple(range(len(new_shape)))[::-1])
     raise NotImplementedError(f"jnp.reshape: order={order!r} is not supported (use 'C' "
-                              "or 'F').")
+                              "or 'F'; 'C' with out_sharding).")
 
 
 def ravel(a, order="C"):
