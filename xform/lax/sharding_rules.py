@@ -8,8 +8,8 @@ outputs untyped (see the NB in ``core/sharding_types.py``).
 """
 import math
 
-from xform.core.sharding import PartitionSpec as P
 from xform.core import sharding_types
+from xform.core.sharding import PartitionSpec as P
 from xform.core.sharding_types import ShardingTypeError, def_sharding_rule, spec_of
 from xform.lax import cumulative, elementwise, reductions, rounding, shapes
 from xform.lax.dot import dot_general_p
@@ -55,6 +55,8 @@ def _nary(name):
 
 def _select_n(which, *cases):
     typed = [c._sharding for c in cases if c._sharding is not None]
+    if not typed:  # only ``which`` is typed
+        return spec_of(which) if which.shape else None
     first = typed[0]
     if any(s != first for s in typed[1:]):
         raise ShardingTypeError("select cases must have the same shardings, got [{}]."
