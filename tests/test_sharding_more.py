@@ -1,0 +1,56 @@
+"""Sharding beyond one jit, against JAX side by side (values and each output's layout):
+in/out_shardings kept through grad/vmap/remat of a jit (and ``spmd_axis_name``),
+``inspect_array_sharding`` inside jit, eager shard_map on sharded arrays, and
+``multihost_utils`` in one process."""
+import jax
+import numpy as np
+
+import xform
+from test_sharding_arrays import X, both, layout
+
+W = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+
+
+def _check_all(x, j):
+    xs, js = jax.tree.leaves(x), jax.tree.leaves(j)
+    assert len(xs) == len(js)
+    for a, b in zip(xs, js):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        assert layout(a) == layout(b)
+
+
+def test_jit_shardings_kept_through_grad_and_vmap():
+    def run(L, np_, m, NS, P_):
+        f = L.jit(lambda a, w: np_.tanh(a @ w), in_shardings=(NS(m, P_("x", "y")), None),
+                  out_shardings=NS(m, P_(None, "y")))
+        loss = lambda a, w: f(a, w).sum()  # noqa: E731
+        sq = L.jit(lambda b: b * b, out_shardings=NS(m, P_("x")))
+        g = L.jit(lambda a: np_.sin(a) * 2, in_shardings=NS(m, P_("x")),
+                  out_shardings=NS(m, P_("x")))
+        out = [L.value_and_grad(loss, argnums=(0, 1))(X, W),
+               L.jit(L.grad(lambda a: sq(a).sum()))(X),
+               L.grad(L.checkpoint(loss))(X, W),
+               L.vjp(f, X, W)[1](np.ones((8, 6), np.float32)),
+               L.jvp(f, (X, W), (X, W))[1],
+               L.vmap(f, in_axes=(None, 0))(X, np.stack([W, W])),
+               L.vmap(g, in_axes=1, out_axes=1)(np.stack([X, X], 1))]
+        with L.set_mesh(m):  # the batch dimension split over mesh axis "y"
+            out.append(L.jit(L.vmap(g, in_axes=2, spmd_axis_name="y"))(np.stack([X, X], 2)))
+            out.append(L.vmap(lambda a: L.lax.with_sharding_constraint(a * 2, P_("x")),
+                              spmd_axis_name="y")(np.stack([X, X])))
+        return out
+    for x, j in zip(*both(run)):
+        _check_all(x, j)
+
+
+def test_derived_jit_params_print_shardings():
+    from xform.sharding import NamedSharding, PartitionSpec as P
+    from test_sharding_arrays import XMESH
+    s = NamedSharding(XMESH, P("x"))
+    f = xform.jit(lambda a: a * 2, in_shardings=s)
+    eqns = xform.make_jaxpr(xform.grad(lambda a: f(a).sum()))(X).eqns
+    calls = [e.params for e in eqns if e.primitive.name == "jit"]
+    assert calls[0]["in_shardings"] == (s,) and "out_shardings" not in calls[0]
+    assert calls[1]["out_shardings"] == (s,) and "in_shardings" not in calls[1]
+    plain = xform.make_jaxpr(xform.jit(lambda a: a * 2))(X).eqns[0].params
+    assert set(plain) == {"jaxpr", "name"}  # (unsharded calls carry nothing)
