@@ -54,3 +54,31 @@ def test_derived_jit_params_print_shardings():
     assert calls[1]["out_shardings"] == (s,) and "in_shardings" not in calls[1]
     plain = xform.make_jaxpr(xform.jit(lambda a: a * 2))(X).eqns[0].params
     assert set(plain) == {"jaxpr", "name"}  # (unsharded calls carry nothing)
+
+
+def test_inspect_array_sharding_inside_jit():
+    import contextlib
+    import io
+
+    def run(L, np_, m, NS, P_):
+        seen = []
+
+        def f(a):
+            L.debug.inspect_array_sharding({"t": np_.sin(a).T}, callback=seen.append)
+            return a
+        s = NS(m, P_("x", "y"))
+        g = L.jit(f, in_shardings=s)
+        g(X), g(X)  # the callback runs when the program compiles: once
+        L.jit(lambda a: f(a @ a.T), in_shardings=s)(X)
+        L.jit(lambda a: f(a.sum(0)), in_shardings=s)(X)
+        L.jit(L.grad(lambda a: f(a).sum()), in_shardings=s)(X)
+        L.jit(L.vmap(f), in_shardings=NS(m, P_(None, "x", "y")))(np.stack([X, X]))
+        L.jit(L.shard_map(f, mesh=m, in_specs=P_("x"), out_specs=P_("x")),
+              in_shardings=NS(m, P_("x")))(X)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            L.jit(lambda a: L.debug.visualize_array_sharding(np_.sin(a)) or a,
+                  in_shardings=s)(X)
+        return [(type(x).__name__, tuple(x.spec)) for x in seen], out.getvalue()
+    x, j = both(run)
+    assert x == j and len(x[0]) == 6 and "CPU 6 │ CPU 7" in x[1]

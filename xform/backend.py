@@ -594,17 +594,27 @@ def output_tilings(exe: ReplicatedExecutable):
     """Per output of a partitioned program: None (replicated) or ``(tile_dims,
     partitions, replicated_last)``: ``partitions`` (row-major over ``tile_dims``, whose
     last dim counts replicas if ``replicated_last``) says which holds each block."""
-    out = []
-    for op in exe._exe.get_output_shardings() or ():
-        s = _hlo.HloSharding.from_proto(op)
-        if s.is_replicated() or s.is_maximal():
-            out.append(None)
-            continue
-        if len(s.subgroup_types()) > 1 or s.tuple_elements():
-            raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
-        out.append((tuple(s.tile_assignment_dimensions()),
-                    tuple(s.tile_assignment_devices()), s.replicate_on_last_tile_dim()))
-    return out
+    return [_tiling(_hlo.HloSharding.from_proto(op))
+            for op in exe._exe.get_output_shardings() or ()]
+
+
+def _tiling(s):
+    if s.is_replicated() or s.is_maximal():
+        return None
+    if len(s.subgroup_types()) > 1 or s.tuple_elements():
+        raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
+    return (tuple(s.tile_assignment_dimensions()), tuple(s.tile_assignment_devices()),
+            s.replicate_on_last_tile_dim())
+
+
+def inspect_sharding_target(fn):
+    """``(backend_config, keepalive)`` of an ``InspectSharding`` custom call: when XLA's
+    partitioner has chosen its operand's sharding it calls ``fn(tiling)`` (as
+    :func:`output_tilings` describes one, or ``"manual"`` inside a manual computation).
+    ``keepalive`` must outlive the compile."""
+    def hlo_callback(s):
+        fn("manual" if s.is_manual() else _tiling(s))
+    return _jax.encode_inspect_sharding_callback(hlo_callback), hlo_callback
 
 
 def local_devices():
