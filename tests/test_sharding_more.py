@@ -82,3 +82,22 @@ def test_inspect_array_sharding_inside_jit():
         return [(type(x).__name__, tuple(x.spec)) for x in seen], out.getvalue()
     x, j = both(run)
     assert x == j and len(x[0]) == 6 and "CPU 6 │ CPU 7" in x[1]
+
+
+def test_eager_shard_map_on_sharded_arrays():
+    held = {}
+
+    def run(L, np_, m, NS, P_):
+        sm = lambda f, i, o: L.shard_map(f, mesh=m, in_specs=i, out_specs=o)  # noqa: E731
+        x = L.device_put(X, NS(m, P_("x")))
+        y = L.device_put(X, NS(m, P_(None, "y")))
+        held[L] = (x, y)
+        return [sm(lambda b: b * 2, P_("x"), P_("x"))(x),
+                sm(lambda b: L.lax.psum(b, "x"), P_("x"), P_())(x),
+                sm(lambda b: b + 1, P_("x", "y"), P_("x", "y"))(x),
+                sm(lambda b: b * 2, P_("x"), P_("x"))(y),  # other layout: XLA reshards
+                sm(lambda a, b: a + b, (P_("x"), P_("x")), P_(None, "x"))(y, X)]
+    outs, j = both(run)
+    _check_all(outs, j)
+    # one partitioned program: neither the arguments nor the results were assembled
+    assert all(a._npy is None and a._one is None for a in held[xform])

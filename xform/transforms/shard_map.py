@@ -9,9 +9,9 @@ first device along them: with ``check_vma`` (the default) the body's values are 
 with the axes they vary over (``xform.lax.vma``), which proves that replication;
 without it the user promises it.
 Those reshapes only relabel per-device buffers: results are Arrays tiled over the
-mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
-the same spec is split without a transfer. Manual over only some axes (``axis_names=``),
-it runs inside a program partitioned over the mesh (docs/architecture.md, "Sharding").
+mesh as ``out_specs`` says (``sharding.TiledLayout``). Called on arrays sharded over a
+mesh, or manual over only some axes (``axis_names=``), it runs inside a program
+partitioned over the mesh (docs/architecture.md, "Sharding").
 """
 import functools
 import math
@@ -96,18 +96,6 @@ def _partial_manual(reshaped, params):
 
 def _reshape(x, shape):
     return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
-
-
-def _split(x, shape, dims, mesh):
-    """``x`` reshaped to ``shape`` (mesh axis k at dim ``dims[k]``); an operand already
-    tiled that way (a shard_map result) keeps its buffers: no transfer."""
-    if type(x) is ShardedArray and type(x.layout) is TiledLayout:
-        spec = pxla.tiled_spec(shape, dims, x.aval.shape)
-        layout = TiledLayout(mesh.devices.flat, mesh.devices.shape, mesh.axis_names, spec)
-        if spec is not None and x.layout == layout:
-            return ShardedArray(x._shards, x.aval.update(shape=tuple(shape)), MeshLayout(
-                layout.devices, layout.sizes, dims, layout.names))
-    return _reshape(x, shape)
 
 
 def _merge(o, shape, mesh):
@@ -239,6 +227,9 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
 
     @functools.wraps(f)
     def mapped(*args):
+        if any(type(x) is ShardedArray and type(x.layout) is TiledLayout
+               for x in tree_util.tree_leaves(args)):
+            return partitioned(*args)  # (its trace calls ``mapped`` with tracers)
         specs = in_specs
         if isinstance(specs, PartitionSpec) or specs is None:
             specs = (specs,) * len(args)
@@ -258,7 +249,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         for i, (x, spec) in enumerate(zip(leaves, flat_specs)):
             aval = get_aval(x)
             shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
-            reshaped.append(_reshape(x, shape) if partial else _split(x, shape, dims, mesh))
+            reshaped.append(_reshape(x, shape))
             dims = manual_dims(dims, _check_spec(spec, aval.shape, mesh, ""), "in_specs")
             in_axes.append(dims)
             vma = {n for (n, _), d in zip(axes, dims) if d is not None} if check else ()
@@ -311,4 +302,10 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             outs = pxla.xla_pmap_p.bind(*reshaped, **params)
         outs = [_merge(o, s, mesh) for o, s in zip(outs, full_shapes)]
         return tree_util.tree_unflatten(out_tree, outs)
+
+    # Called on arrays sharded over a mesh, it is jitted, as JAX runs every eager
+    # shard_map: one program partitioned over the mesh (the body an
+    # ``sdy.manual_computation``), so XLA moves blocks between layouts as needed and
+    # nothing is gathered on one device.
+    partitioned = jit(mapped)
     return mapped
