@@ -101,3 +101,30 @@ def test_eager_shard_map_on_sharded_arrays():
     _check_all(outs, j)
     # one partitioned program: neither the arguments nor the results were assembled
     assert all(a._npy is None and a._one is None for a in held[xform])
+
+
+def test_multihost_utils_in_one_process():
+    import jax.experimental.multihost_utils as jmh
+    import xform.experimental.multihost_utils as xmh
+
+    def run(L, np_, m, NS, P_):
+        mh = xmh if L is xform else jmh
+        tree = {"a": X, "b": np.float32(3), "c": L.device_put(X, NS(m, P_("x")))}
+        mh.sync_global_devices("step")
+        mh.assert_equal(tree)
+        g = mh.host_local_array_to_global_array({"a": X, "c": tree["c"]}, m,
+                                                {"a": P_("x", "y"), "c": P_("x")})
+        return [mh.process_allgather(tree), mh.process_allgather(tree, tiled=True),
+                mh.broadcast_one_to_all(tree), g,
+                mh.global_array_to_host_local_array(g, m, P_("x")),
+                mh.global_array_to_host_local_array(X, m, P_(None, "y")),
+                L.jit(lambda a: mh.host_local_array_to_global_array(a, m, P_("x")) * 2)(X)]
+    x, j = both(run)
+    for a, b in zip(jax.tree.leaves(x), jax.tree.leaves(j)):
+        assert type(a) is np.ndarray if type(b) is np.ndarray else hasattr(a, "sharding")
+        assert np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(jax.tree.leaves(x[3:6]), jax.tree.leaves(j[3:6])):
+        assert layout(a) == layout(b)
+    with np.testing.assert_raises_regex(ValueError, "`None` is not a valid input"):
+        xmh.host_local_array_to_global_array(X, None, None)
