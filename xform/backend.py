@@ -504,21 +504,17 @@ class ReplicatedExecutable(_Analyses):
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
 
     def __init__(self, exe, devices, text, host_callbacks=()):
-        self._exe = exe
-        self.devices = devices
-        self.text = text
+        self._exe, self.devices, self.text = exe, devices, text
         self._sharding = _replica_sharding(devices)
         self.host_callbacks = host_callbacks
 
+    @_xform_errors
     def execute(self, per_arg_buffers):
         n = len(self.devices)
         args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
                                self._sharding, list(bufs), True, True)
                 for bufs in per_arg_buffers]
-        try:
-            return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
-        except _jax.JaxRuntimeError as e:
-            raise _runtime_error(e) from None
+        return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
 
 
 @_xform_errors
@@ -535,14 +531,12 @@ def compile_replicated(module, devices, host_callbacks=(), partitioned=False,
     if partitioned:
         build.use_spmd_partitioning = build.use_shardy_partitioner = True
         build.allow_spmd_sharding_propagation_to_output = list(propagate_to_outputs)
-    device_list = _jax.DeviceList(devices)
     if host_callbacks or not isinstance(module, (str, bytes)):
         with make_ir_context():
-            parsed = ir.Module.parse(module)
-            exe = client().compile_and_load(parsed, device_list, options,
-                                            list(host_callbacks))
+            exe = client().compile_and_load(ir.Module.parse(module), _jax.DeviceList(
+                devices), options, list(host_callbacks))
     else:
-        exe = client().compile_and_load(module, device_list, options)
+        exe = client().compile_and_load(module, _jax.DeviceList(devices), options)
     return ReplicatedExecutable(exe, devices, module, tuple(host_callbacks))
 
 
@@ -554,22 +548,18 @@ def output_tilings(exe: ReplicatedExecutable):
 
 
 def _tiling(s):
-    if s.is_replicated() or s.is_maximal():
-        return None
     if len(s.subgroup_types()) > 1 or s.tuple_elements():
         raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
-    return (tuple(s.tile_assignment_dimensions()), tuple(s.tile_assignment_devices()),
-            s.replicate_on_last_tile_dim())
+    return None if s.is_replicated() or s.is_maximal() else (
+        tuple(s.tile_assignment_dimensions()), tuple(s.tile_assignment_devices()),
+        s.replicate_on_last_tile_dim())
 
 
 def inspect_sharding_target(fn):
-    """``(backend_config, keepalive)`` of an ``InspectSharding`` custom call: when XLA's
-    partitioner has chosen its operand's sharding it calls ``fn(tiling)`` (as
-    :func:`output_tilings` describes one, or ``"manual"`` inside a manual computation).
-    ``keepalive`` must outlive the compile."""
-    def hlo_callback(s):
-        fn("manual" if s.is_manual() else _tiling(s))
-    return _jax.encode_inspect_sharding_callback(hlo_callback), hlo_callback
+    """An ``InspectSharding`` call's (config, keepalive: hold it while compiling); XLA's
+    partitioner calls ``fn`` with the tiling it chose (or ``"manual"``)."""
+    keep = lambda s: fn("manual" if s.is_manual() else _tiling(s))  # noqa: E731
+    return _jax.encode_inspect_sharding_callback(keep), keep
 
 
 def local_devices():
