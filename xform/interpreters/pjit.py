@@ -93,16 +93,16 @@ def _pjit_derived_params(params, kind, how):
     source = {"in": ins, "out": outs}
 
     def carried(entries, dims):
-        new = [None if e is None or source[e[0]] is None else source[e[0]][e[1]]
-               for e in entries]
+        picked = [None if e is None or source[e[0]] is None else source[e[0]][e[1]]
+                  for e in entries]
         if dims is None:
-            return new
+            return picked
         spmd_name = batching._axis_env.rule_spmd_name
-        return [batched_sharding(s, dim, spmd_name) for s, dim in zip(new, dims)]
+        return [_batched_sharding(s, dim, spmd_name) for s, dim in zip(picked, dims)]
     return sharding_params(new, carried(d.ins, d.in_dims), carried(d.outs, d.out_dims))
 
 
-def batched_sharding(s, dim, spmd_name=None):
+def _batched_sharding(s, dim, spmd_name=None):
     """NamedSharding ``s`` of a value given a batch dimension at ``dim``: unsplit there
     (a replicated ``s`` is kept), or split over ``spmd_name`` (vmap's ``spmd_axis_name``);
     trailing unsplit dimensions dropped, as JAX names them."""
