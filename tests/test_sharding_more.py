@@ -96,7 +96,11 @@ def test_eager_shard_map_on_sharded_arrays():
                 sm(lambda b: L.lax.psum(b, "x"), P_("x"), P_())(x),
                 sm(lambda b: b + 1, P_("x", "y"), P_("x", "y"))(x),
                 sm(lambda b: b * 2, P_("x"), P_("x"))(y),  # other layout: XLA reshards
-                sm(lambda a, b: a + b, (P_("x"), P_("x")), P_(None, "x"))(y, X)]
+                sm(lambda a, b: a + b, (P_("x"), P_("x")), P_(None, "x"))(y, X),
+                sm(lambda b: b * 2, P_("x"), P_("x", None))(x),  # (the spec as given)
+                sm(lambda b: b * 2, P_("x"), P_("x", None))(X),
+                L.grad(lambda a: sm(np_.sin, P_("x"), P_("x"))(a).sum())(x),
+                L.jvp(sm(np_.sin, P_("x"), P_("x")), (x,), (x,))[1]]
     outs, j = both(run)
     _check_all(outs, j)
     # one partitioned program: neither the arguments nor the results were assembled

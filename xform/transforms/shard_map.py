@@ -94,19 +94,28 @@ def _partial_manual(reshaped, params):
     return jit(run)(*reshaped)
 
 
+def _on_mesh(x):
+    """Whether ``x`` is an Array tiled over a mesh, or (under grad/vmap outside jit) a
+    tracer whose value is one."""
+    while isinstance(x, Tracer):  # (JVP: primal; batching, checkify: val; partial eval)
+        x = getattr(x, "primal", getattr(x, "val", getattr(x, "value", None)))
+    return type(x) is ShardedArray and type(x.layout) is TiledLayout
+
+
 def _reshape(x, shape):
     return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
 
 
-def _merge(o, shape, mesh):
+def _merge(o, shape, mesh, spec):
     """The inverse: a per-device result becomes an Array tiled as ``out_specs`` says
-    (its buffers as they are; its sharding names the user's ``mesh``), else a reshape."""
+    (its buffers as they are; its sharding the user's ``mesh`` and ``spec``, as JAX
+    names it), else a reshape."""
     if type(o) is ShardedArray and type(o.layout) is MeshLayout:
         lay = o.layout
-        spec = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
-        if spec is not None:
-            tiled = TiledLayout(lay.devices, lay.sizes, lay.names, spec)
-            tiled.named = NamedSharding(mesh, tiled.sharding().spec)
+        tiles = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
+        if tiles is not None:
+            tiled = TiledLayout(lay.devices, lay.sizes, lay.names, tiles)
+            tiled.named = NamedSharding(mesh, spec)
             return ShardedArray(o._shards, o.aval.update(shape=tuple(shape)), tiled)
     return _reshape(o, shape)
 
@@ -227,8 +236,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
 
     @functools.wraps(f)
     def mapped(*args):
-        if any(type(x) is ShardedArray and type(x.layout) is TiledLayout
-               for x in tree_util.tree_leaves(args)):
+        if any(map(_on_mesh, tree_util.tree_leaves(args))):
             return partitioned(*args)  # (its trace calls ``mapped`` with tracers)
         specs = in_specs
         if isinstance(specs, PartitionSpec) or specs is None:
@@ -272,10 +280,11 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
 
         closed = pxla.trace_body(flat_fun, block_avals, axes, check)
         out_tree = store["out_tree"]
-        out_axes, full_shapes, fails = [], [], []
+        out_axes, full_shapes, fails, flat_out_specs = [], [], [], []
         for i, (aval, (path, spec)) in enumerate(zip(closed.out_avals, store["specs"])):
             # the reshaped output is the block shape with a mesh dim before each split dim
             spec = _check_spec(spec, aval.shape, mesh, f"output {i}")
+            flat_out_specs.append(spec)
             if not aval.vma <= set(spec.axis_names()):
                 fails.append((path, spec, aval.vma))
             shape, where = [], {}
@@ -300,12 +309,16 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             outs = _partial_manual(reshaped, params)
         else:
             outs = pxla.xla_pmap_p.bind(*reshaped, **params)
-        outs = [_merge(o, s, mesh) for o, s in zip(outs, full_shapes)]
+        outs = [_merge(o, s, mesh, spec)
+                for o, s, spec in zip(outs, full_shapes, flat_out_specs)]
         return tree_util.tree_unflatten(out_tree, outs)
 
-    # Called on arrays sharded over a mesh, it is jitted, as JAX runs every eager
-    # shard_map: one program partitioned over the mesh (the body an
+    # Called on arrays sharded over a mesh (also under grad/vmap), it is jitted, as JAX
+    # runs every eager shard_map: one program over the mesh (the body an
     # ``sdy.manual_computation``), so XLA moves blocks between layouts as needed and
     # nothing is gathered on one device.
-    partitioned = jit(mapped)
+    is_spec = lambda s: s is None or isinstance(s, PartitionSpec)  # noqa: E731
+    partitioned = jit(mapped, out_shardings=tree_util.tree_map(
+        lambda s: NamedSharding(mesh, PartitionSpec() if s is None else s), out_specs,
+        is_leaf=is_spec))
     return mapped
