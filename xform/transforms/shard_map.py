@@ -237,7 +237,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     @functools.wraps(f)
     def mapped(*args):
         if any(map(_on_mesh, tree_util.tree_leaves(args))):
-            return partitioned(*args)  # (its trace calls ``mapped`` with tracers)
+            return partitioned()(*args)  # (its trace calls ``mapped`` with tracers)
         specs = in_specs
         if isinstance(specs, PartitionSpec) or specs is None:
             specs = (specs,) * len(args)
@@ -317,8 +317,9 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     # runs every eager shard_map: one program over the mesh (the body an
     # ``sdy.manual_computation``), so XLA moves blocks between layouts as needed and
     # nothing is gathered on one device.
-    is_spec = lambda s: s is None or isinstance(s, PartitionSpec)  # noqa: E731
-    partitioned = jit(mapped, out_shardings=tree_util.tree_map(
-        lambda s: NamedSharding(mesh, PartitionSpec() if s is None else s), out_specs,
-        is_leaf=is_spec))
+    @functools.cache  # (made on first use: bad out_specs raise shard_map's errors)
+    def partitioned():
+        return jit(mapped, out_shardings=tree_util.tree_map(
+            lambda s: NamedSharding(mesh, PartitionSpec() if s is None else s), out_specs,
+            is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
     return mapped
