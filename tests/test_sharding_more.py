@@ -132,3 +132,14 @@ def test_multihost_utils_in_one_process():
         assert layout(a) == layout(b)
     with np.testing.assert_raises_regex(ValueError, "`None` is not a valid input"):
         xmh.host_local_array_to_global_array(X, None, None)
+
+
+def test_kwargs_with_in_shardings_is_jax_error():
+    from test_sharded_jit import _raises
+    from test_sharding_arrays import JMESH, XMESH
+
+    def call(L, m):
+        s = L.sharding.NamedSharding(m, L.sharding.PartitionSpec("x"))
+        return L.jit(lambda a, k=1.0: a * k, in_shardings=s)(X, k=2.0)
+    x, j = _raises(lambda: call(xform, XMESH)), _raises(lambda: call(jax, JMESH))
+    assert x == j and x[0] == "ValueError", (x, j)

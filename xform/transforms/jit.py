@@ -291,6 +291,9 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
+        if kwargs and self._shardings is not None and \
+                self._shardings.in_shardings is not None:  # (JAX's rule)
+            raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if config.jax_debug_key_reuse:
             for i in self._cache.consumed.get(key, ()):

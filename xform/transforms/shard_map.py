@@ -319,6 +319,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     # nothing is gathered on one device.
     @functools.cache  # (made on first use: bad out_specs raise shard_map's errors)
     def partitioned():
+        if partial:  # (out_specs say nothing of the axes left to XLA)
+            return jit(mapped)
         return jit(mapped, out_shardings=tree_util.tree_map(
             lambda s: NamedSharding(mesh, PartitionSpec() if s is None else s), out_specs,
             is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
