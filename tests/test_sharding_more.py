@@ -134,6 +134,29 @@ def test_multihost_utils_in_one_process():
         xmh.host_local_array_to_global_array(X, None, None)
 
 
+def test_vmap_spmd_axis_name_splits_shard_map():
+    from test_sharded_jit import _raises
+    b = np.arange(128, dtype=np.float32).reshape(4, 8, 4) / 50
+
+    def run(L, np_, m, NS, P_):
+        sm = L.shard_map(lambda v: np_.sin(v) * 2 + L.lax.psum(v.sum(), "x"), mesh=m,
+                         in_specs=P_("x"), out_specs=P_("x"))
+        v = L.vmap(sm, spmd_axis_name="y")
+        bad = L.shard_map(lambda v: v, mesh=m, in_specs=P_("y"), out_specs=P_("y"))
+        with L.set_mesh(m):  # (on sharded arrays: one partitioned program, JAX's layout)
+            out = [L.jit(v)(L.device_put(b, NS(m, P_(None, "x")))),
+                   v(L.device_put(b, NS(m, P_("y", "x")))),
+                   L.jit(L.vmap(sm, in_axes=2, out_axes=1, spmd_axis_name="y"))(
+                       L.device_put(b.transpose(1, 2, 0), NS(m, P_("x"))))]
+            return out, L.jit(v)(b), L.jit(L.grad(lambda a: v(a).sum()))(b), _raises(
+                lambda: L.jit(L.vmap(bad, spmd_axis_name="y"))(b))
+    (x, xv, xg, xe), (j, jv, jg, je) = both(run)
+    _check_all(x, j)
+    for a, c in ((xv, jv), (xg, jg)):  # (NumPy arguments: mesh_jit's replicated path)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5)
+    assert xe == je and xe[0] == "ValueError"
+
+
 def test_kwargs_with_in_shardings_is_jax_error():
     from test_sharded_jit import _raises
     from test_sharding_arrays import JMESH, XMESH

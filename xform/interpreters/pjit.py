@@ -35,17 +35,20 @@ def mesh_compile(jaxpr, name):
     return None
 
 
-def maps_over_devices(jaxpr):
-    """Whether ``jaxpr`` holds pmap/shard_map equations; mesh_jit.py fills it in too."""
-    return False
+def partitioned_placement(jaxpr, named, make_place):
+    """``make_place()``, or None where a program holding pmap/shard_map equations keeps
+    the replicated path; mesh_jit.py fills it in too (as jit's calls decide)."""
+    return make_place()
 
 
 def _pjit_impl(*args, jaxpr, name, in_shardings=None, out_shardings=None):
     place = None
     if (in_shardings or out_shardings or any(type(x) is ShardedArray for x in args)
-            or spmd.has_sharding_constraints(jaxpr)) \
-            and not maps_over_devices(jaxpr):  # one SPMD program over their mesh
-        place = spmd.placement(jaxpr, args, in_shardings, out_shardings, name=name)
+            or spmd.has_sharding_constraints(jaxpr)):  # one SPMD program over their mesh
+        named = bool(in_shardings or out_shardings) or any(
+            spmd.named_sharding_of(x) is not None for x in args)
+        place = partitioned_placement(jaxpr, named, lambda: spmd.placement(
+            jaxpr, args, in_shardings, out_shardings, name=name))
     if place is not None:
         compiled = _compiled.get(jaxpr, place.key, lambda: spmd.PartitionedJaxpr(
             jaxpr, place, f"jit({name})"))
