@@ -60,7 +60,9 @@ def main():
     gx = mh.host_local_array_to_global_array(xs[lo:lo + 4], mesh, P("data"))
     hx = mh.global_array_to_host_local_array(gx, mesh, P("data"))
     mh.sync_global_devices("after checkpoint")
-    utils = {"gathered": mh.process_allgather(np.array([pid, 10 + pid])).tolist(),
+    summed = xform.shard_map(lambda b: xform.lax.psum(b.sum(0), "data"), mesh=mesh,
+                             in_specs=P("data"), out_specs=P())(x)  # (eager: jitted)
+    utils = {"summed": np.asarray(summed).tolist(), "gathered": mh.process_allgather(np.array([pid, 10 + pid])).tolist(),
              "bcast": float(mh.broadcast_one_to_all(np.float32(7 + pid))),
              "global": [list(gx.shape), gx.is_fully_addressable],
              "local": [list(hx.shape), hx.is_fully_addressable, np.asarray(hx).tolist()]}
