@@ -156,8 +156,9 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
         t_jaxpr = cache.get(jaxpr, ("transpose", linear),
                             lambda: ad.transpose_jaxpr(jaxpr, linear))
         res = [a for a in args if not ad.is_undefined_primal(a)]
-        how = lambda: Derivation((*_where(linear, "in", False), *_where([1] * len(cts), "out")),  # noqa: E731
-                                 tuple(_where(linear, "in")))
+        how = lambda: Derivation(  # noqa: E731
+            (*_where(linear, "in", False), *_where([1] * len(cts), "out")),
+            tuple(_where(linear, "in")))
         lin_cts = iter(prim.bind(*res, *[ad.instantiate_zeros(c) for c in cts],
                                  jaxpr=t_jaxpr, **derived_params(params, "transpose", how)))
         return [next(lin_cts) if lin else None for lin in linear]

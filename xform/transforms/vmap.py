@@ -47,7 +47,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       axis_name: name for collectives over the mapped axis.
       axis_size: the mapped size, needed only when no input is mapped.
       spmd_axis_name: mesh axis name(s) splitting the mapped axis in the shardings of
-        jits (``in_shardings``/``out_shardings``) and sharding constraints inside.
+        jits (``in_shardings``/``out_shardings``), sharding constraints and shard_maps
+        inside (a shard_map's body then sees the batch divided by their sizes).
 
     Returns:
       The batched function.
