@@ -75,13 +75,15 @@ def test_inspect_array_sharding_inside_jit():
         L.jit(L.vmap(f), in_shardings=NS(m, P_(None, "x", "y")))(np.stack([X, X]))
         L.jit(L.shard_map(f, mesh=m, in_specs=P_("x"), out_specs=P_("x")),
               in_shardings=NS(m, P_("x")))(X)
+        L.jit(L.shard_map(f, mesh=m, in_specs=P_("x"), out_specs=P_("x"),
+                          axis_names={"x"}))(L.device_put(X, s))  # ("y" left to XLA)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             L.jit(lambda a: L.debug.visualize_array_sharding(np_.sin(a)) or a,
                   in_shardings=s)(X)
         return [(type(x).__name__, tuple(x.spec)) for x in seen], out.getvalue()
     x, j = both(run)
-    assert x == j and len(x[0]) == 6 and "CPU 6 │ CPU 7" in x[1]
+    assert x == j and len(x[0]) == 7 and "CPU 6 │ CPU 7" in x[1]
 
 
 def test_eager_shard_map_on_sharded_arrays():

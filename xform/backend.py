@@ -543,21 +543,21 @@ def compile_replicated(module, devices, host_callbacks=(), partitioned=False,
 def output_tilings(exe: ReplicatedExecutable):
     """Per output of a partitioned program: None (replicated) or ``(tile_dims,
     partitions, replicated_last)``, ``partitions`` row-major over ``tile_dims``."""
-    return [_tiling(_hlo.HloSharding.from_proto(op))
-            for op in exe._exe.get_output_shardings() or ()]
+    return [_tiling(_hlo.HloSharding.from_proto(o)) for o in exe._exe.get_output_shardings() or ()]
 
 
 def _tiling(s):
-    if len(s.subgroup_types()) > 1 or s.tuple_elements():
-        raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
+    t, kinds, dims = _hlo.OpSharding_Type, s.subgroup_types(), s.tile_assignment_dimensions()
+    if s.tuple_elements() or not set(kinds) <= {t.REPLICATED, t.MANUAL}:
+        raise NotImplementedError(f"sharding {s} (subgroup kinds {kinds})")
+    n = len(dims) - len(kinds)  # (manual subgroups, in a partially manual body: as replicas)
     return None if s.is_replicated() or s.is_maximal() else (
-        tuple(s.tile_assignment_dimensions()), tuple(s.tile_assignment_devices()),
-        s.replicate_on_last_tile_dim())
+        tuple(dims[:n]) + ((int(np.prod(dims[n:])),) if kinds else ()),
+        tuple(s.tile_assignment_devices()), bool(kinds) or s.replicate_on_last_tile_dim())
 
 
 def inspect_sharding_target(fn):
-    """An ``InspectSharding`` call's (config, keepalive: hold it while compiling); XLA's
-    partitioner calls ``fn`` with the tiling it chose (or ``"manual"``)."""
+    """An ``InspectSharding`` call's (config, keepalive); XLA calls ``fn(its tiling)``."""
     keep = lambda s: fn("manual" if s.is_manual() else _tiling(s))  # noqa: E731
     return _jax.encode_inspect_sharding_callback(keep), keep
 

@@ -14,9 +14,10 @@ import importlib.util
 
 from xform import backend
 from xform.core import tree_util
+from xform.core.mesh import Mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 from xform.core.trace import Primitive
-from xform.interpreters import ad, batching, mlir, spmd
+from xform.interpreters import ad, batching, mlir, pxla, spmd
 from xform.interpreters import partial_eval as pe
 
 
@@ -159,9 +160,15 @@ def _lowering(ctx, x, *, callback):
         callback(SingleDeviceSharding(backend.default_device()))
         return []
 
+    auto, names = pxla.auto_axes(), mesh.axis_names
+    # (in a partially manual body XLA's sharding is over the automatic axes' sub-mesh)
+    over = mesh if not auto else Mesh(mesh.devices[tuple(
+        slice(None) if n in auto else 0 for n in names)], tuple(n for n in names if n in auto))
+
     def chosen(tiling):
-        callback(NamedSharding(mesh, PartitionSpec()) if tiling == "manual" else
-                 spmd.named_from_tiling(tiling, shape, mesh, ()))
+        spec = PartitionSpec() if tiling == "manual" else spmd.named_from_tiling(
+            tiling, shape, over, ()).spec
+        callback(NamedSharding(mesh, spec))
     config, keepalive = backend.inspect_sharding_target(chosen)
     callback.keepalive.append(keepalive)
     mlir.hlo.CustomCallOp([x.type], [x], call_target_name="InspectSharding",

@@ -79,6 +79,11 @@ def lowering_axes():
     return _lowering.axes
 
 
+def auto_axes():
+    """The mesh axes the partially manual shard_map being lowered leaves to XLA."""
+    return _lowering.auto
+
+
 # ---- avals of mapped values ----
 
 def unmapped_aval(aval, dims, sizes):
