@@ -1,7 +1,8 @@
 """Across processes with sharded arrays: two processes (2 CPU devices each) build a
 global batch from process-local data on a (2 x 2) mesh and run one jitted data+model
 parallel step as one SPMD program; compared with the same step in this process. Both
-then save the result as a sharded checkpoint and restore it onto a 1-D mesh."""
+then save the result as a sharded checkpoint and restore it onto a 1-D mesh, and use
+multihost_utils."""
 import json
 import sys
 
@@ -50,3 +51,8 @@ def test_two_process_global_arrays_sharded_jit_and_checkpoint(tmp_path):
                 assert start[-1] in (2 * pid, 2 * pid + 1)
                 want = cols(np.asarray(new[name]), start[-1])
                 np.testing.assert_allclose(block, want, rtol=2e-5, atol=2e-6)
+        u = r["utils"]
+        np.testing.assert_allclose(u["summed"], xs.sum(0), rtol=1e-5)
+        assert u["gathered"] == [[0, 10], [1, 11]] and u["bcast"] == 7.0
+        assert u["global"] == [[8, 5], False] and u["local"][:2] == [[4, 5], True]
+        np.testing.assert_array_equal(u["local"][2], xs[4 * pid:4 * pid + 4])

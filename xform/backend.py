@@ -504,21 +504,17 @@ class ReplicatedExecutable(_Analyses):
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
 
     def __init__(self, exe, devices, text, host_callbacks=()):
-        self._exe = exe
-        self.devices = devices
-        self.text = text
+        self._exe, self.devices, self.text = exe, devices, text
         self._sharding = _replica_sharding(devices)
         self.host_callbacks = host_callbacks
 
+    @_xform_errors
     def execute(self, per_arg_buffers):
         n = len(self.devices)
         args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
                                self._sharding, list(bufs), True, True)
                 for bufs in per_arg_buffers]
-        try:
-            return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
-        except _jax.JaxRuntimeError as e:
-            raise _runtime_error(e) from None
+        return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
 
 
 @_xform_errors
@@ -535,31 +531,35 @@ def compile_replicated(module, devices, host_callbacks=(), partitioned=False,
     if partitioned:
         build.use_spmd_partitioning = build.use_shardy_partitioner = True
         build.allow_spmd_sharding_propagation_to_output = list(propagate_to_outputs)
-    device_list = _jax.DeviceList(devices)
     if host_callbacks or not isinstance(module, (str, bytes)):
         with make_ir_context():
-            parsed = ir.Module.parse(module)
-            exe = client().compile_and_load(parsed, device_list, options,
-                                            list(host_callbacks))
+            exe = client().compile_and_load(ir.Module.parse(module), _jax.DeviceList(
+                devices), options, list(host_callbacks))
     else:
-        exe = client().compile_and_load(module, device_list, options)
+        exe = client().compile_and_load(module, _jax.DeviceList(devices), options)
     return ReplicatedExecutable(exe, devices, module, tuple(host_callbacks))
 
 
 def output_tilings(exe: ReplicatedExecutable):
     """Per output of a partitioned program: None (replicated) or ``(tile_dims,
     partitions, replicated_last)``, ``partitions`` row-major over ``tile_dims``."""
-    out = []
-    for op in exe._exe.get_output_shardings() or ():
-        s = _hlo.HloSharding.from_proto(op)
-        if s.is_replicated() or s.is_maximal():
-            out.append(None)
-            continue
-        if len(s.subgroup_types()) > 1 or s.tuple_elements():
-            raise NotImplementedError(f"output sharding {s} (several subgroup kinds)")
-        out.append((tuple(s.tile_assignment_dimensions()),
-                    tuple(s.tile_assignment_devices()), s.replicate_on_last_tile_dim()))
-    return out
+    return [_tiling(_hlo.HloSharding.from_proto(o)) for o in exe._exe.get_output_shardings() or ()]
+
+
+def _tiling(s):
+    t, kinds, dims = _hlo.OpSharding_Type, s.subgroup_types(), s.tile_assignment_dimensions()
+    if s.tuple_elements() or not set(kinds) <= {t.REPLICATED, t.MANUAL}:
+        raise NotImplementedError(f"sharding {s} (subgroup kinds {kinds})")
+    n = len(dims) - len(kinds)  # (manual subgroups, in a partially manual body: as replicas)
+    return None if s.is_replicated() or s.is_maximal() else (
+        tuple(dims[:n]) + ((int(np.prod(dims[n:])),) if kinds else ()),
+        tuple(s.tile_assignment_devices()), bool(kinds) or s.replicate_on_last_tile_dim())
+
+
+def inspect_sharding_target(fn):
+    """An ``InspectSharding`` call's (config, keepalive); XLA calls ``fn(its tiling)``."""
+    keep = lambda s: fn("manual" if s.is_manual() else _tiling(s))  # noqa: E731
+    return _jax.encode_inspect_sharding_callback(keep), keep
 
 
 def local_devices():

@@ -4,11 +4,21 @@
 The table is JAX's: drawn with ``rich`` (required, as in JAX), one cell per distinct
 block sized by its share of the array, labelled with the platform and the ids of the
 devices holding it; coloured only when ``matplotlib`` supplies JAX's colour map.
+
+Inside jit the sharding is XLA's choice, known only while compiling: as JAX,
+``inspect_sharding`` lowers to an ``InspectSharding`` custom call that XLA's
+partitioner calls back with the sharding it chose (named as a NamedSharding over the
+program's mesh), so the callback runs when the program compiles (not on cached calls).
 """
 import importlib.util
 
+from xform import backend
 from xform.core import tree_util
-from xform.core.trace import Tracer
+from xform.core.mesh import Mesh
+from xform.core.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
+from xform.core.trace import Primitive
+from xform.interpreters import ad, batching, mlir, pxla, spmd
+from xform.interpreters import partial_eval as pe
 
 
 def _block_index(size, s):
@@ -103,25 +113,77 @@ def _text_color(color):
 
 
 def visualize_array_sharding(arr, **kwargs):
-    """Print the device table of ``arr``'s sharding (see :func:`visualize_sharding`).
-
-    Raises:
-      ValueError: under ``jit`` (the sharding is XLA's choice, known after compiling:
-        use :func:`inspect_array_sharding` there).
-    """
-    if isinstance(arr, Tracer):
-        raise ValueError("visualize_array_sharding needs a concrete Array; inside jit "
-                         "use jax.debug.inspect_array_sharding")
-    return visualize_sharding(arr.shape, arr.sharding, **kwargs)
+    """Print the device table of ``arr``'s sharding (see :func:`visualize_sharding`);
+    inside jit, when the program compiles (see :func:`inspect_array_sharding`)."""
+    inspect_array_sharding(
+        arr, callback=lambda sharding: visualize_sharding(arr.shape, sharding, **kwargs))
 
 
 def inspect_array_sharding(value, *, callback):
-    """Call ``callback(sharding)`` for each array of pytree ``value``.
+    """Call ``callback(sharding)`` for each array of pytree ``value``: at once for
+    concrete arrays; inside jit with the sharding XLA chose, when the program compiles.
 
-    NB: xform calls back for concrete arrays only; JAX also reports intermediate
-    values' shardings chosen by XLA inside ``jit`` (not implemented here: raises)."""
+    NB: in a one-device program the callback gets a ``SingleDeviceSharding`` where JAX
+    gives its ``GSPMDSharding({replicated})``."""
     for leaf in tree_util.tree_leaves(value):
-        if isinstance(leaf, Tracer):
-            raise NotImplementedError("xform.debug.inspect_array_sharding inside a "
-                                      "transformation (jit) is not implemented")
-        callback(leaf.sharding)
+        inspect_sharding_p.bind(leaf, callback=_Callback(callback))
+
+
+class _Callback:
+    """The user's callback, holding the partitioner's callbacks lowered for it alive
+    (jaxlib keeps only a pointer) as long as the jaxpr that holds it."""
+    __slots__ = ("fn", "keepalive")
+
+    def __init__(self, fn):
+        self.fn, self.keepalive = fn, []
+
+    def __call__(self, sharding):
+        self.fn(sharding)
+
+    def __repr__(self):
+        return repr(self.fn)
+
+
+def _impl(x, *, callback):
+    callback(x.sharding)
+    return []
+
+
+def _batch(vals, dims, *, callback):
+    inspect_sharding_p.bind(*vals, callback=callback)
+    return [], []
+
+
+def _lowering(ctx, x, *, callback):
+    mesh, shape = ctx.module_ctx.mesh, ctx.avals_in[0].shape
+    if mesh is None:  # a one-device program: nothing for XLA to choose
+        callback(SingleDeviceSharding(backend.default_device()))
+        return []
+
+    auto, names = pxla.auto_axes(), mesh.axis_names
+    # (in a partially manual body XLA's sharding is over the automatic axes' sub-mesh)
+    over = mesh if not auto else Mesh(mesh.devices[tuple(
+        slice(None) if n in auto else 0 for n in names)], tuple(n for n in names if n in auto))
+
+    def chosen(tiling):
+        spec = PartitionSpec() if tiling == "manual" else spmd.named_from_tiling(
+            tiling, shape, over, ()).spec
+        callback(NamedSharding(mesh, spec))
+    config, keepalive = backend.inspect_sharding_target(chosen)
+    callback.keepalive.append(keepalive)
+    mlir.hlo.CustomCallOp([x.type], [x], call_target_name="InspectSharding",
+                          has_side_effect=True, api_version=mlir.ir.IntegerAttr.get(
+                              mlir.ir.IntegerType.get_signless(32), 1),
+                          backend_config=mlir.ir.StringAttr.get(config))
+    return []
+
+
+inspect_sharding_p = Primitive("inspect_sharding")
+inspect_sharding_p.multiple_results = True
+inspect_sharding_p.def_impl(_impl, lazy_kind="host_callback")
+inspect_sharding_p.def_abstract_eval(lambda aval, **_: [])
+pe.effectful_primitives.add(inspect_sharding_p)  # no outputs, never dead code
+ad.primitive_jvps[inspect_sharding_p] = lambda primals, tangents, **params: (
+    inspect_sharding_p.bind(*primals, **params), [])
+batching.primitive_batchers[inspect_sharding_p] = _batch
+mlir.register_lowering(inspect_sharding_p, _lowering)

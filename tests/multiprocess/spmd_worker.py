@@ -1,7 +1,8 @@
 """One process of the 2-process SPMD test (started by xform.launch): a global batch
 from process-local data on a (2 processes x 2 devices) mesh and one jitted data+model
 parallel SGD step; then the new parameters saved as a sharded checkpoint by both
-and restored by both onto another mesh. Prints one JSON line with what it sees."""
+and restored by both onto another mesh; then multihost_utils (gather, broadcast,
+barrier, host-local <-> global). Prints one JSON line with what it sees."""
 import json
 import sys
 
@@ -10,6 +11,7 @@ import numpy as np
 import xform
 import xform.numpy as jnp
 from xform import checkpoint
+from xform.experimental import multihost_utils as mh
 from xform.sharding import NamedSharding, PartitionSpec as P
 
 
@@ -55,7 +57,16 @@ def main():
     checkpoint.save_sharded(sys.argv[1], new)
     back = checkpoint.restore_sharded(sys.argv[1], shardings={
         "w": NamedSharding(line, P(None, "x")), "b": NamedSharding(line, P("x"))})
-    print(json.dumps({
+    gx = mh.host_local_array_to_global_array(xs[lo:lo + 4], mesh, P("data"))
+    hx = mh.global_array_to_host_local_array(gx, mesh, P("data"))
+    mh.sync_global_devices("after checkpoint")
+    summed = xform.shard_map(lambda b: xform.lax.psum(b.sum(0), "data"), mesh=mesh,
+                             in_specs=P("data"), out_specs=P())(x)  # (eager: jitted)
+    utils = {"summed": np.asarray(summed).tolist(), "gathered": mh.process_allgather(np.array([pid, 10 + pid])).tolist(),
+             "bcast": float(mh.broadcast_one_to_all(np.float32(7 + pid))),
+             "global": [list(gx.shape), gx.is_fully_addressable],
+             "local": [list(hx.shape), hx.is_fully_addressable, np.asarray(hx).tolist()]}
+    print(json.dumps({"utils": utils,
         "pid": pid, "x_shape": list(x.shape), "fetch": fetch, "repr": repr(x),
         "bad_local": bad_local,
         "x_addressable": x.is_fully_addressable, "w_addressable": w.is_fully_addressable,

@@ -30,6 +30,7 @@ class _AxisEnv(threading.local):
         # primitive's rule (jit, scan, cond...) batches its jaxpr under that name, so
         # collectives inside see the vmapped axis
         self.rule_axis_name = None
+        self.rule_spmd_name = None  # and its ``spmd_axis_name`` (sharding rules read it)
 
 
 _axis_env = _AxisEnv()
@@ -75,12 +76,13 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(Trace):
-    __slots__ = ("axis_size", "axis_name")
+    __slots__ = ("axis_size", "axis_name", "spmd_name")
 
-    def __init__(self, parent, axis_size, axis_name=None):
+    def __init__(self, parent, axis_size, axis_name=None, spmd_name=None):
         super().__init__(parent)
         self.axis_size = axis_size
         self.axis_name = axis_name
+        self.spmd_name = spmd_name  # vmap's spmd_axis_name: mesh axes splitting the batch
 
     def lift(self, x):
         if type(x) is BatchTracer and x._trace is self:
@@ -107,22 +109,23 @@ class BatchTrace(Trace):
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
         env = _axis_env
-        prev, env.rule_axis_name = env.rule_axis_name, self.axis_name
+        prev = env.rule_axis_name, env.rule_spmd_name
+        env.rule_axis_name, env.rule_spmd_name = self.axis_name, self.spmd_name
         try:
             with set_current_trace(self.parent):
                 out, out_dim = rule(vals, dims, **params)
         finally:
-            env.rule_axis_name = prev
+            env.rule_axis_name, env.rule_spmd_name = prev
         if prim.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
 
 
-def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None):
+def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None, spmd_name=None):
     """Apply ``fun`` (flat in/out) to batched ``vals``; move outputs to the dims that
     ``out_dims_fn(per-example out avals)`` gives (``not_mapped`` only for outputs that
     don't depend on the batch)."""
-    trace = BatchTrace(current_trace(), axis_size, axis_name)
+    trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_name)
     args = [BatchTracer(trace, v, d) if d is not not_mapped else v
             for v, d in zip(vals, in_dims)]
     frames = [(axis_name, axis_size)] if axis_name is not None else []
@@ -235,6 +238,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis
         closed.consts, [not_mapped] * len(closed.consts))
     if axis_name is None:
         axis_name = _axis_env.rule_axis_name
+    spmd_name = _axis_env.rule_spmd_name
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is not not_mapped:
@@ -245,7 +249,7 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis
     result = {}
 
     def fun(*args):
-        trace = BatchTrace(current_trace(), axis_size, axis_name)
+        trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_name)
         c_tracers, tracers = ([BatchTracer(trace, v, d) if d is not not_mapped else v
                                for v, d in zip(vals, dims)]
                               for vals, dims in ((c_vals, c_dims), (args, in_dims)))

@@ -21,7 +21,7 @@ from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.call import IdCache
-from xform.interpreters.pjit import pjit_p
+from xform.interpreters.pjit import pjit_p, sharding_params
 
 checkify_rules = {}
 _checked = IdCache()
@@ -320,7 +320,12 @@ def bind_call_with_error(prim, error, enabled_errors, vals, params, jaxpr_param=
     """The rule of a call-like primitive: bind it on its checked jaxpr."""
     leaves, _ = tree_util.tree_flatten(error)
     jaxpr, out_tree, _ = checked_jaxpr(params[jaxpr_param], enabled_errors, error)
-    outs = prim.bind(*leaves, *vals, **dict(params, **{jaxpr_param: jaxpr}))
+    params = dict(params, **{jaxpr_param: jaxpr})
+    in_s, out_s = params.get("in_shardings"), params.get("out_shardings")
+    if in_s or out_s:  # a jit's shardings: the error leaves' are unspecified
+        params = sharding_params(params, in_s and (None,) * len(leaves) + in_s,
+                                 out_s and (None,) * out_tree.num_leaves + out_s)
+    outs = prim.bind(*leaves, *vals, **params)
     n = out_tree.num_leaves
     return out_tree.unflatten(outs[:n]), outs[n:]
 

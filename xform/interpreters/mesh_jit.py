@@ -56,9 +56,22 @@ def pmap_meshes(closed):
     return {(tuple(a), tuple(d)) for a, d in _meshes(closed.jaxpr, set())}
 
 
-def maps_over_devices(closed):
-    """Whether ``closed`` holds pmap/shard_map equations (this module compiles it)."""
-    return bool(_meshes(closed.jaxpr, set()))
+def partitioned_placement(closed, named, make_place):
+    """The placement ``make_place()`` gives a sharded jit call of ``closed`` (an
+    ``spmd.Placement`` or None), or None where it keeps this module's replicated path:
+    its pmap/shard_maps run over another mesh, or are fully manual while nothing it is
+    given (``named``: shardings, arguments tiled over a mesh) names a sharding."""
+    pmaps = pmap_meshes(closed)
+    partial = any(len(d) != math.prod(n for _, n in a) for a, d in pmaps)
+    if pmaps and not partial and not named:
+        return None  # (pmap/shard_map of unsharded values: the replicated program)
+    place = make_place()
+    if place is None or not pmaps:
+        return place
+    axes = set(zip(place.mesh.axis_names, place.mesh.axis_sizes))
+    if any(d != place.mesh._flat_devices or not set(a) <= axes for a, d in pmaps):
+        return None  # a pmap over another mesh
+    return place  # (shard_maps over its mesh lower as Shardy manual computations)
 
 
 def compile_jaxpr(closed, name, donated=None):
@@ -272,4 +285,4 @@ class ReplicatedJaxpr:
 
 
 pjit.mesh_compile = compile_jaxpr   # the jit primitive's impl compiles over meshes here
-pjit.maps_over_devices = maps_over_devices
+pjit.partitioned_placement = partitioned_placement

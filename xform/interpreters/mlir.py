@@ -509,22 +509,42 @@ def _set_aliases(fn, n_consts, in_avals, out_avals, donated):
     fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
-def call_lowering(ctx, args, closed: ClosedJaxpr, name):
+def sharding_constraint(x, spec, rank):
+    """``sdy.sharding_constraint`` of ``x`` (in an SPMD module) to ``spec``."""
+    return ir.Operation.create(
+        "sdy.sharding_constraint", results=[x.type], operands=[x],
+        attributes={"sharding": sdy_sharding(spec, rank)}).result
+
+
+def _constrained(values, avals, specs):
+    if specs is None:
+        return list(values)
+    return [v if s is None else sharding_constraint(v, s, len(a.shape))
+            for v, a, s in zip(values, avals, specs, strict=True)]
+
+
+def call_lowering(ctx, args, closed: ClosedJaxpr, name, in_specs=None, out_specs=None):
     """Lower a call of ``closed`` as a private func plus ``func.call`` (reused per jaxpr).
     Inline where ``@main`` has a platform index or dimension variables (only ``@main``
-    can read them)."""
+    can read them). ``in_specs``/``out_specs`` (in an SPMD module: per argument/result
+    a PartitionSpec or None) constrain the body's arguments and results, as JAX lowers
+    a nested jit's ``in_shardings``/``out_shardings``."""
     mctx = ctx.module_ctx
     if mctx.dim_vars or mctx.platform_index is not None:
-        return jaxpr_subcomp(mctx, closed.jaxpr, closed.consts, list(args))
-    key = id(closed.jaxpr)
+        args = _constrained(args, closed.in_avals, in_specs)
+        outs = jaxpr_subcomp(mctx, closed.jaxpr, closed.consts, args)
+        return _constrained(outs, closed.out_avals, out_specs)
+    key = id(closed.jaxpr) if in_specs is None and out_specs is None else (
+        id(closed.jaxpr), tuple(in_specs or ()), tuple(out_specs or ()))
     entry = mctx.funcs.get(key)
     if entry is None:
         fname = mctx.unique_name(name)
         fn = _make_func(mctx, fname, closed.in_avals, closed.out_avals, public=False)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
-            outs = jaxpr_subcomp(mctx, closed.jaxpr, closed.consts, list(block.arguments))
-            func_dialect.ReturnOp(outs)
+            outs = jaxpr_subcomp(mctx, closed.jaxpr, closed.consts,
+                                 _constrained(block.arguments, closed.in_avals, in_specs))
+            func_dialect.ReturnOp(_constrained(outs, closed.out_avals, out_specs))
         entry = mctx.funcs[key] = (closed, fname)  # keep `closed` alive so id() stays unique
     out_types = [aval_to_ir_type(a) for a in closed.out_avals]
     call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[1]), list(args))

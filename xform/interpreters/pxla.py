@@ -30,7 +30,7 @@ from xform.interpreters import partial_eval as pe
 from xform.lax.collectives import _sum_prim, all_gather_p, axis_index_p
 from xform.lax.dynamic_slicing import dynamic_index_in_dim
 from xform.lax.elementwise import div
-from xform.lax.shapes import full
+from xform.lax.shapes import full, reshape
 
 
 # ---- the mesh of the replicated program being lowered ----
@@ -77,6 +77,11 @@ def fully_manual_scalar(ctx, build):
 def lowering_axes():
     """``((name, size), ...)`` of the replicated program being lowered (row-major)."""
     return _lowering.axes
+
+
+def auto_axes():
+    """The mesh axes the partially manual shard_map being lowered leaves to XLA."""
+    return _lowering.auto
 
 
 # ---- avals of mapped values ----
@@ -500,26 +505,65 @@ mlir.register_lowering(xla_pmap_p, _pmap_lowering)
 def _pmap_batch(vals, dims, *, jaxpr, axes, in_axes, out_axes, devices, name,
                 check_vma=False):
     # vmap of pmap: the vmapped axis becomes an extra (unmapped-by-the-mesh) axis of the
-    # body, batched with batch_jaxpr; batched outputs carry it at the front.
+    # body, batched with batch_jaxpr; batched outputs carry it at the front. With vmap's
+    # ``spmd_axis_name`` naming mesh axes of a shard_map (as JAX), the batch dimension
+    # is split over them too: each device's body sees size / their product.
     size = batching.axis_size_of(vals, dims)
-    new_in, body_dims = [], []
-    for b, mesh_dims in zip(dims, in_axes):
+    spmd = _spmd_axes(axes, in_axes, dims, size)
+    k, m = math.prod(dict(axes)[a] for a in spmd), len(spmd)
+    spmd_pos = {a: i for i, a in enumerate(spmd)}
+    new_in, body_dims, new_vals = [], [], []
+    for v, b, mesh_dims in zip(vals, dims, in_axes):
         if b is batching.not_mapped:
             new_in.append(mesh_dims)
             body_dims.append(batching.not_mapped)
+            new_vals.append(v)
             continue
-        shifted = tuple(None if d is None else (d if d < b else d + 1) for d in mesh_dims)
-        removed = sorted(d for d in shifted if d is not None)
-        body_dims.append(b - sum(1 for d in removed if d < b))
+        if m:  # (size,) -> (sizes of the spmd axes..., size / k) at dim b
+            shape = get_aval(v).shape
+            v = reshape(v, shape[:b] + tuple(dict(axes)[a] for a in spmd) + (size // k,)
+                        + shape[b + 1:])
+        shifted = tuple(
+            b + spmd_pos[a] if a in spmd_pos else None if d is None else
+            (d if d < b else d + m + 1) for (a, _), d in zip(axes, mesh_dims))
+        body_dims.append(b - sum(1 for d in mesh_dims if d is not None and d < b))
         new_in.append(shifted)
+        new_vals.append(v)
     with batching.extend_axis_env(axes), _vma_mode(check_vma, axes):
-        b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size, body_dims)
-    new_out = tuple(tuple(None if d is None else d + 1 for d in dims_) if bat else dims_
-                    for dims_, bat in zip(out_axes, out_batched))
-    outs = xla_pmap_p.bind(*vals, jaxpr=b_jaxpr, axes=axes, in_axes=tuple(new_in),
+        b_jaxpr, out_batched = batching.batch_jaxpr(jaxpr, size // k, body_dims)
+    if any(bat and any(d is not None and a in spmd_pos for (a, _), d in zip(axes, dims_))
+           for dims_, bat in zip(out_axes, out_batched)):
+        raise ValueError("vmap spmd_axis_name cannot appear in shard_map out_specs")
+    new_out = tuple(
+        tuple(spmd_pos[a] if a in spmd_pos else None if d is None else d + m + 1
+              for (a, _), d in zip(axes, dims_)) if bat else dims_
+        for dims_, bat in zip(out_axes, out_batched))
+    outs = xla_pmap_p.bind(*new_vals, jaxpr=b_jaxpr, axes=axes, in_axes=tuple(new_in),
                            out_axes=new_out, devices=devices, name=name,
                            check_vma=check_vma)
+    if m:  # the spmd axes' dimensions and the batch merge back
+        outs = [reshape(o, (size,) + get_aval(o).shape[m + 1:]) if bat else o
+                for o, bat in zip(outs, out_batched)]
     return outs, [0 if bat else batching.not_mapped for bat in out_batched]
+
+
+def _spmd_axes(axes, in_axes, dims, size):
+    """The mesh axes vmap's ``spmd_axis_name`` splits the batch over (none for a pmap,
+    whose axis is not one of them); JAX's errors where a spec already names them."""
+    spmd = batching._axis_env.rule_spmd_name
+    spmd = () if spmd is None else (spmd,) if isinstance(spmd, str) else tuple(spmd)
+    names = [n for n, _ in axes]
+    if not spmd or not all(a in names for a in spmd):
+        return ()
+    for mesh_dims, b in zip(in_axes, dims):
+        if b is not batching.not_mapped and any(
+                d is not None and n in spmd for n, d in zip(names, mesh_dims)):
+            raise ValueError("vmap spmd_axis_name cannot appear in shard_map in_specs")
+    k = math.prod(dict(axes)[a] for a in spmd)
+    if size % k:
+        raise ValueError(f"vmap spmd_axis_name {spmd} splits the mapped axis of size "
+                         f"{size} over {k} devices, which does not divide it")
+    return spmd
 
 
 batching.primitive_batchers[xla_pmap_p] = _pmap_batch

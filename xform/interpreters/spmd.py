@@ -181,7 +181,7 @@ class PartitionedJaxpr:
         tilings = backend.output_tilings(self.exe) or [None] * len(self.out_avals)
         self.in_shardings = place.in_shardings
         self.out_shardings = [
-            s if s is not None else _typed_rank(_named_from_tiling(
+            s if s is not None else _typed_rank(named_from_tiling(
                 t, a.shape, place.mesh, zip(place.in_shardings, closed.in_avals)), a)
             for s, t, a in zip(place.out_shardings, tilings, self.out_avals)]
         self.out_layouts = [s.layout() for s in self.out_shardings]
@@ -203,7 +203,7 @@ class PartitionedJaxpr:
                 for bufs, a, layout in zip(outs, self.out_avals, self.out_layouts)]
 
 
-def _named_from_tiling(tiling, shape, mesh, inputs):
+def named_from_tiling(tiling, shape, mesh, inputs):
     """The NamedSharding over ``mesh`` of an output XLA tiled as ``tiling`` (see
     ``backend.output_tilings``): an input's own sharding when it lays out alike (as
     JAX reports it), else the spec whose blocks match, found by search over the mesh

@@ -158,7 +158,7 @@ def _batch(vals, dims, *, sharding):
     spec = list(sharding.spec)
     if d is not batching.not_mapped:
         spec += [None] * max(0, d - len(spec))
-        spec.insert(d, None)
+        spec.insert(d, batching._axis_env.rule_spmd_name)  # (vmap's spmd_axis_name)
     return sharding_constraint_p.bind(x, sharding=sharding.with_spec(PartitionSpec(*spec))), d
 
 
@@ -170,10 +170,7 @@ def _lowering(ctx, x, *, sharding):
             != (mesh._flat_devices, mesh.axis_names, mesh.axis_sizes):
         raise ValueError(f"with_sharding_constraint: its mesh {sharding.mesh} is not the "
                          f"mesh {mesh} the computation is partitioned over")
-    op = mlir.ir.Operation.create(
-        "sdy.sharding_constraint", results=[x.type], operands=[x],
-        attributes={"sharding": mlir.sdy_sharding(sharding.spec, len(ctx.avals_in[0].shape))})
-    return op.result
+    return mlir.sharding_constraint(x, sharding.spec, len(ctx.avals_in[0].shape))
 
 
 def _abstract_eval(x, *, sharding):

@@ -303,7 +303,7 @@ def _remat_split(jaxpr, unknowns, params):
     return pe.partial_eval_jaxpr_custom(jaxpr, unknowns, lambda eqn: _saveable(policy, eqn))
 
 
-def _remat_derived_params(params, kind):
+def _remat_derived_params(params, kind, how):
     # Calls derived for differentiation get the optimization barrier when lowered.
     return params if kind == "batch" else dict(params, differentiated=True)
 

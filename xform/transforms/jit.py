@@ -22,7 +22,7 @@ from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
-from xform.interpreters.pjit import pjit_p
+from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
 from xform.transforms import jit_sharding
 from xform.transforms.stages import Traced
@@ -291,6 +291,9 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
+        if kwargs and self._shardings is not None and \
+                self._shardings.in_shardings is not None:  # (JAX's rule)
+            raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if config.jax_debug_key_reuse:
             for i in self._cache.consumed.get(key, ()):
@@ -333,7 +336,13 @@ class JitWrapped:
         # Consts become explicit operands so outer transformations see them (they may
         # be tracers the function closed over).
         hoisted, consts = self._hoisted(key, closed)
-        outs = pjit_p.bind(*consts, *leaves, jaxpr=hoisted, name=self._name)
+        params = dict(jaxpr=hoisted, name=self._name)
+        if self._shardings is not None:  # (kept through grad/vmap by pjit's rules)
+            flat_in = self._shardings.flat_in(self._split_static(args, kwargs)[0],
+                                              len(leaves))
+            params = sharding_params(params, flat_in and [None] * len(consts) + flat_in,
+                                     self._shardings.flat_out(out_tree))
+        outs = pjit_p.bind(*consts, *leaves, **params)
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _call_with_refs(self, key, leaves, closed, out_tree, refinfo):

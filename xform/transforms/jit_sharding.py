@@ -2,7 +2,6 @@
 one NamedSharding (or None: unspecified) per flat argument and output, and the
 placement of a call (``interpreters.spmd``) that decides whether it compiles as one
 SPMD program over a mesh."""
-import math
 
 from xform.core import tree_util
 from xform.core.array import ShardedArray
@@ -94,16 +93,9 @@ def _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
     if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
             not spmd.has_sharding_constraints(closed):
         return None
-    pmaps = mesh_jit.pmap_meshes(closed)
-    partial = any(len(d) != math.prod(n for _, n in a) for a, d in pmaps)
-    if pmaps and not partial and not shardings and \
-            not any(spmd.named_sharding_of(x) for x in leaves):
-        return None  # (pmap/shard_map of unsharded values: mesh_jit's replicated program)
-    flat_in = shardings.flat_in(dyn_args(), len(leaves)) if shardings else None
-    flat_out = shardings.flat_out(out_tree) if shardings else None
-    place = spmd.placement(closed, leaves, flat_in, flat_out, describe, name)
-    mesh = place and (set(zip(place.mesh.axis_names, place.mesh.axis_sizes)),
-                      place.mesh._flat_devices)
-    if pmaps and any(d != mesh[1] or not set(a) <= mesh[0] for a, d in pmaps):
-        return None  # a pmap over another mesh: mesh_jit's path
-    return place  # (shard_maps over its mesh lower as Shardy manual computations)
+    def make_place():
+        flat_in = shardings.flat_in(dyn_args(), len(leaves)) if shardings else None
+        flat_out = shardings.flat_out(out_tree) if shardings else None
+        return spmd.placement(closed, leaves, flat_in, flat_out, describe, name)
+    named = bool(shardings) or any(spmd.named_sharding_of(x) for x in leaves)
+    return mesh_jit.partitioned_placement(closed, named, make_place)

@@ -9,9 +9,9 @@ first device along them: with ``check_vma`` (the default) the body's values are 
 with the axes they vary over (``xform.lax.vma``), which proves that replication;
 without it the user promises it.
 Those reshapes only relabel per-device buffers: results are Arrays tiled over the
-mesh as ``out_specs`` says (``sharding.TiledLayout``), and such an Array passed with
-the same spec is split without a transfer. Manual over only some axes (``axis_names=``),
-it runs inside a program partitioned over the mesh (docs/architecture.md, "Sharding").
+mesh as ``out_specs`` says (``sharding.TiledLayout``). Called on arrays sharded over a
+mesh, or manual over only some axes (``axis_names=``), it runs inside a program
+partitioned over the mesh (docs/architecture.md, "Sharding").
 """
 import functools
 import math
@@ -94,31 +94,28 @@ def _partial_manual(reshaped, params):
     return jit(run)(*reshaped)
 
 
+def _on_mesh(x):
+    """Whether ``x`` is an Array tiled over a mesh, or (under grad/vmap outside jit) a
+    tracer whose value is one."""
+    while isinstance(x, Tracer):  # (JVP: primal; batching, checkify: val; partial eval)
+        x = getattr(x, "primal", getattr(x, "val", getattr(x, "value", None)))
+    return type(x) is ShardedArray and type(x.layout) is TiledLayout
+
+
 def _reshape(x, shape):
     return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
 
 
-def _split(x, shape, dims, mesh):
-    """``x`` reshaped to ``shape`` (mesh axis k at dim ``dims[k]``); an operand already
-    tiled that way (a shard_map result) keeps its buffers: no transfer."""
-    if type(x) is ShardedArray and type(x.layout) is TiledLayout:
-        spec = pxla.tiled_spec(shape, dims, x.aval.shape)
-        layout = TiledLayout(mesh.devices.flat, mesh.devices.shape, mesh.axis_names, spec)
-        if spec is not None and x.layout == layout:
-            return ShardedArray(x._shards, x.aval.update(shape=tuple(shape)), MeshLayout(
-                layout.devices, layout.sizes, dims, layout.names))
-    return _reshape(x, shape)
-
-
-def _merge(o, shape, mesh):
+def _merge(o, shape, mesh, spec):
     """The inverse: a per-device result becomes an Array tiled as ``out_specs`` says
-    (its buffers as they are; its sharding names the user's ``mesh``), else a reshape."""
+    (its buffers as they are; its sharding the user's ``mesh`` and ``spec``, as JAX
+    names it), else a reshape."""
     if type(o) is ShardedArray and type(o.layout) is MeshLayout:
         lay = o.layout
-        spec = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
-        if spec is not None:
-            tiled = TiledLayout(lay.devices, lay.sizes, lay.names, spec)
-            tiled.named = NamedSharding(mesh, tiled.sharding().spec)
+        tiles = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
+        if tiles is not None:
+            tiled = TiledLayout(lay.devices, lay.sizes, lay.names, tiles)
+            tiled.named = NamedSharding(mesh, spec)
             return ShardedArray(o._shards, o.aval.update(shape=tuple(shape)), tiled)
     return _reshape(o, shape)
 
@@ -239,6 +236,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
 
     @functools.wraps(f)
     def mapped(*args):
+        if any(map(_on_mesh, tree_util.tree_leaves(args))):
+            return partitioned()(*args)  # (its trace calls ``mapped`` with tracers)
         specs = in_specs
         if isinstance(specs, PartitionSpec) or specs is None:
             specs = (specs,) * len(args)
@@ -258,7 +257,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         for i, (x, spec) in enumerate(zip(leaves, flat_specs)):
             aval = get_aval(x)
             shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
-            reshaped.append(_reshape(x, shape) if partial else _split(x, shape, dims, mesh))
+            reshaped.append(_reshape(x, shape))
             dims = manual_dims(dims, _check_spec(spec, aval.shape, mesh, ""), "in_specs")
             in_axes.append(dims)
             vma = {n for (n, _), d in zip(axes, dims) if d is not None} if check else ()
@@ -281,10 +280,11 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
 
         closed = pxla.trace_body(flat_fun, block_avals, axes, check)
         out_tree = store["out_tree"]
-        out_axes, full_shapes, fails = [], [], []
+        out_axes, full_shapes, fails, flat_out_specs = [], [], [], []
         for i, (aval, (path, spec)) in enumerate(zip(closed.out_avals, store["specs"])):
             # the reshaped output is the block shape with a mesh dim before each split dim
             spec = _check_spec(spec, aval.shape, mesh, f"output {i}")
+            flat_out_specs.append(spec)
             if not aval.vma <= set(spec.axis_names()):
                 fails.append((path, spec, aval.vma))
             shape, where = [], {}
@@ -309,6 +309,19 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             outs = _partial_manual(reshaped, params)
         else:
             outs = pxla.xla_pmap_p.bind(*reshaped, **params)
-        outs = [_merge(o, s, mesh) for o, s in zip(outs, full_shapes)]
+        outs = [_merge(o, s, mesh, spec)
+                for o, s, spec in zip(outs, full_shapes, flat_out_specs)]
         return tree_util.tree_unflatten(out_tree, outs)
+
+    # Called on arrays sharded over a mesh (also under grad/vmap), it is jitted, as JAX
+    # runs every eager shard_map: one program over the mesh (the body an
+    # ``sdy.manual_computation``), so XLA moves blocks between layouts as needed and
+    # nothing is gathered on one device.
+    @functools.cache  # (made on first use: bad out_specs raise shard_map's errors)
+    def partitioned():
+        if partial:  # (out_specs say nothing of the axes left to XLA)
+            return jit(mapped)
+        return jit(mapped, out_shardings=tree_util.tree_map(
+            lambda s: NamedSharding(mesh, PartitionSpec() if s is None else s), out_specs,
+            is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
     return mapped

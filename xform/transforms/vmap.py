@@ -46,6 +46,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       out_axes: int, None or a pytree prefix of the outputs: where the mapped axis goes.
       axis_name: name for collectives over the mapped axis.
       axis_size: the mapped size, needed only when no input is mapped.
+      spmd_axis_name: mesh axis name(s) splitting the mapped axis in the shardings of
+        jits (``in_shardings``/``out_shardings``), sharding constraints and shard_maps
+        inside (a shard_map's body then sees the batch divided by their sizes).
 
     Returns:
       The batched function.
@@ -63,6 +66,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries "
                         f"corresponding to the positional arguments passed to the function, "
                         f"but got {in_axes}.")
+
+    spmd_name = tuple(spmd_axis_name) if isinstance(spmd_axis_name, list) else spmd_axis_name
 
     @api_boundary
     @functools.wraps(fun)
@@ -116,7 +121,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         if any(isinstance(x, refs.Ref) for x in ref_leaves):  # mutable refs: xform/ref.py
             flat_fun, leaves, out_dims_fn, finish = refs.batch_refs(
                 flat_fun, ref_leaves, dims, out_dims_fn)
-        outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name)
+        outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name,
+                                   spmd_name)
         if finish is not None:
             outs = finish(outs)
         return tree_util.tree_unflatten(store.out_tree, outs)
