@@ -84,6 +84,7 @@ def spec_of(aval):
 
 class _State(threading.local):
     result_resharded = False
+    untyped = False
 
 
 _state = _State()
@@ -101,6 +102,17 @@ def result_resharded():
         _state.result_resharded = prev
 
 
+@contextlib.contextmanager
+def untyped():
+    """Within the block, results are untyped: for xform's own machinery (shard_map's
+    block reshapes) whose intermediate values JAX's programs do not have."""
+    prev, _state.untyped = _state.untyped, True
+    try:
+        yield
+    finally:
+        _state.untyped = prev
+
+
 _rules = {}
 
 
@@ -116,7 +128,7 @@ def type_outputs(prim, avals, params, out):
     """``out`` (an aval or list) typed by ``prim``'s rule; called by abstract evaluation
     only when some operand is typed (the untyped world pays one attribute read)."""
     rule = _rules.get(prim)
-    if rule is None:
+    if rule is None or _state.untyped:
         return out
     mesh = None
     for a in avals:

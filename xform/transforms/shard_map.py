@@ -16,7 +16,7 @@ partitioned over the mesh (docs/architecture.md, "Sharding").
 import functools
 import math
 
-from xform.core import tree_util
+from xform.core import sharding_types, tree_util
 from xform.core.array import ShardedArray
 from xform.core.trace import Tracer, get_aval
 from xform.core.mesh import Mesh, current_mesh
@@ -103,7 +103,10 @@ def _on_mesh(x):
 
 
 def _reshape(x, shape):
-    return x if tuple(get_aval(x).shape) == tuple(shape) else shapes.reshape(x, tuple(shape))
+    if tuple(get_aval(x).shape) == tuple(shape):
+        return x
+    with sharding_types.untyped():  # (explicit mode: blocks are not values JAX types)
+        return shapes.reshape(x, tuple(shape))
 
 
 def _merge(o, shape, mesh, spec):
