@@ -332,8 +332,8 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
         if not eqn.primitive.multiple_results:
             outs = [outs]
         for v, x in zip(eqn.outvars, outs, strict=True):
-            if v.aval._sharding is not None and module_ctx.mesh is not None and \
-                    eqn.primitive.name != "sharding_constraint":
+            if module_ctx.mesh is not None and getattr(v.aval, "_sharding", None) is not \
+                    None and eqn.primitive.name != "sharding_constraint":
                 x = _typed_constraint(module_ctx, x, v.aval)
             env[v] = x
     return [read(a) for a in jaxpr.outvars]

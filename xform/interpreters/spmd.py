@@ -149,9 +149,9 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
     for i, (s, aval) in enumerate(zip(out_shardings, closed.out_avals)):
         if s is not None:
             s.check_shape(aval.shape, "One of pjit outputs")
-        elif aval._sharding is not None and aval._sharding.mesh.axis_names == \
-                mesh.axis_names:  # explicit mode: the output's type says
-            out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)
+        elif getattr(aval, "_sharding", None) is not None and \
+                aval._sharding.mesh.axis_names == mesh.axis_names:  # explicit mode: the
+            out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)  # type says
     return Placement(mesh, ins, out_shardings)
 
 
