@@ -403,16 +403,30 @@ def _device_list(devices):
     return devices, _jax.DeviceList(tuple(devices))
 
 
+def _compile_options(inline=False):
+    """XLA's compile options; ``inline``: on the CPU, no parallel task partitions (the
+    program runs on the calling thread; see ``compile``)."""
+    options = _jax.CompileOptions()
+    if inline and platform() == "cpu":
+        options.executable_build_options.debug_options.xla_disable_hlo_passes = \
+            "cpu-parallel-task-assigner"
+    return options
+
+
 @_xform_errors
-def compile(module, devices=None, host_callbacks=()) -> Executable:
+def compile(module, devices=None, host_callbacks=(), inline=False) -> Executable:
     """Compile a StableHLO module (text, or MLIR bytecode as ``bytes``) with XLA for
     ``devices`` (default: one device).
 
     ``host_callbacks[i]`` is the Python function the module's i-th host-callback
-    custom call runs (see ``PYTHON_CALLBACK_TARGET``).
+    custom call runs (see ``PYTHON_CALLBACK_TARGET``). ``inline=True`` keeps XLA's CPU
+    backend from splitting loops into tasks for its thread pool: PJRT runs a program
+    with a small entry computation on the caller's thread, and a split one then waits
+    for the pool's threads (on a busy machine, for a core) even when its arrays are
+    small.
     """
     devices, device_list = _device_list(devices)
-    options = _jax.CompileOptions()
+    options = _compile_options(inline)
     if not host_callbacks:
         if any((t if isinstance(module, str) else t.encode()) in module
                for t in _CALLBACK_TARGETS):  # XLA would crash calling index 0
@@ -432,7 +446,7 @@ def compile(module, devices=None, host_callbacks=()) -> Executable:
 
 # ---- what the compilation cache needs from the runtime ----
 
-def compile_cache_context(devices=None) -> bytes:
+def compile_cache_context(devices=None, inline=False) -> bytes:
     """Everything besides the module that decides what ``compile`` produces: jaxlib's
     version, the platform, the devices, the compile options and XLA_FLAGS. The
     compilation cache hashes it into every key."""
@@ -443,7 +457,7 @@ def compile_cache_context(devices=None) -> bytes:
     parts = [jaxlib.__version__, c.platform, c.platform_version,
              ",".join(f"{d.id}:{d.device_kind}" for d in devices),
              os.environ.get("XLA_FLAGS", "")]
-    return "\0".join(parts).encode() + b"\0" + _jax.CompileOptions().SerializeAsString()
+    return "\0".join(parts).encode() + b"\0" + _compile_options(inline).SerializeAsString()
 
 
 def serialize_executable(exe: Executable) -> bytes:
@@ -452,11 +466,11 @@ def serialize_executable(exe: Executable) -> bytes:
 
 
 @_xform_errors
-def deserialize_executable(data: bytes, module, devices=None) -> Executable:
+def deserialize_executable(data: bytes, module, devices=None, inline=False) -> Executable:
     """An Executable from ``serialize_executable``'s bytes. NB: like jaxlib, trusts its
     input; the compilation cache checks a digest of the bytes before calling this."""
     devices, device_list = _device_list(devices)
-    exe = client().deserialize_executable(data, device_list, _jax.CompileOptions())
+    exe = client().deserialize_executable(data, device_list, _compile_options(inline))
     return Executable(exe, devices, module)
 
 
