@@ -10,7 +10,9 @@ with ``device_put`` to ``NamedSharding`` s and the step is
 ``jit(step, in_shardings=..., out_shardings=...)``. Prints one JSON line: first-call ms
 (trace + compile + run), median steady-state ms/step, the loss after the steps, and the
 number of collectives of each kind in the optimized program (``compile().as_text()``),
-which should be equal across libraries (same partitioner).
+which should be equal across libraries (same partitioner). With ``--lib xform`` it also
+builds JAX's step in the same process and reports ``interleaved_ratio``, xform/JAX over
+steps that alternate between the libraries (robust on a loaded machine).
 """
 import argparse
 import json
@@ -87,13 +89,9 @@ def count_collectives(hlo_text):
     return counts
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--lib", choices=["jax", "xform"], required=True)
-    p.add_argument("--quick", action="store_true", help="few steps (smoke test)")
-    args = p.parse_args()
-    steps = 3 if args.quick else 30
-    if args.lib == "jax":
+def setup(lib, steps):
+    """Library ``lib``'s jitted step, its sharded params and batches (same data for both)."""
+    if lib == "jax":
         import jax
         import jax.numpy as jnp
         from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
@@ -114,6 +112,16 @@ def main():
         np.float32), d_shard) for _ in range(2)) for _ in range(steps)]
     step = jax.jit(make_step(jax, jnp), in_shardings=(p_shard, d_shard, d_shard),
                    out_shardings=(p_shard, NamedSharding(mesh, P())))
+    return jax, step, params, batches
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lib", choices=["jax", "xform"], required=True)
+    p.add_argument("--quick", action="store_true", help="few steps (smoke test)")
+    args = p.parse_args()
+    steps = 3 if args.quick else 30
+    jax, step, params, batches = setup(args.lib, steps)
 
     t0 = time.perf_counter()
     out = step(params, *batches[0])
@@ -133,7 +141,31 @@ def main():
               "final_loss": round(float(loss), 6), "steps": steps, "mesh": "4x2",
               "batch": BATCH, "seq": SEQ, "d_model": D_MODEL, "layers": LAYERS}
     record.update({"n_" + k.replace("-", "_"): v for k, v in count_collectives(hlo).items()})
+    if args.lib == "xform":
+        record["interleaved_ratio"] = interleaved_ratio(step, params, batches, steps)
     print(json.dumps(record))
+
+
+def interleaved_ratio(x_step, x_params, x_batches, steps):
+    """xform/JAX median step time with the two libraries' steps alternating in this one
+    process (both run on jaxlib's CPU client), so a noisy neighbour slows both alike."""
+    jax, j_step, j_params, j_batches = setup("jax", steps)
+    jax.block_until_ready(j_step(j_params, *j_batches[0]))
+    times = {"xform": [], "jax": []}
+    for i in range(3 * steps):
+        for lib in (("xform", "jax") if i % 2 else ("jax", "xform")):
+            if lib == "xform":
+                x, y = x_batches[i % steps]
+                t0 = time.perf_counter()
+                x_params, loss = x_step(x_params, x, y)
+                loss.block_until_ready()
+            else:
+                x, y = j_batches[i % steps]
+                t0 = time.perf_counter()
+                j_params, loss = j_step(j_params, x, y)
+                loss.block_until_ready()
+            times[lib].append(time.perf_counter() - t0)
+    return round(statistics.median(times["xform"]) / statistics.median(times["jax"]), 3)
 
 
 if __name__ == "__main__":

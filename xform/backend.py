@@ -1,9 +1,7 @@
 """The one door to jaxlib: PJRT client, devices, buffers, MLIR bindings, compile, execute.
 
-Everything else in xform talks to XLA through this module only, so a jaxlib
-upgrade touches one file. Buffers are jaxlib's single-device arrays, opaque to
-the rest of xform, which wraps them in :class:`xform.Array`.
-"""
+A jaxlib upgrade touches this file only. Buffers are jaxlib's single-device arrays,
+opaque to the rest of xform (which wraps them in :class:`xform.Array`)."""
 import functools
 
 import numpy as np
@@ -25,12 +23,8 @@ Buffer = _jax.ArrayImpl
 # ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
 
 class JaxRuntimeError(RuntimeError):
-    """XLA's runtime failed: compiling, transferring or executing a program.
-
-    Raised from ``xform.backend`` for any error jaxlib's runtime reports (e.g. running
-    out of memory, or a buffer deleted by donation). The message is XLA's; it usually
-    names the status (``INTERNAL``, ``RESOURCE_EXHAUSTED``, ``INVALID_ARGUMENT``).
-    """
+    """XLA's runtime failed compiling, transferring or executing a program (e.g. out of
+    memory, a donated buffer). The message is XLA's, naming its status (``INTERNAL``...)."""
 
 
 def _runtime_error(e):
@@ -38,8 +32,7 @@ def _runtime_error(e):
 
 
 def xform_error(e):
-    """``e`` as xform raises it: jaxlib's JaxRuntimeError becomes xform's own (the hot
-    paths call jaxlib's C++ execute directly and convert in their ``except``)."""
+    """``e`` as xform raises it (for hot paths calling jaxlib's C++ execute directly)."""
     return _runtime_error(e) if isinstance(e, _jax.JaxRuntimeError) else e
 
 
@@ -56,16 +49,11 @@ def _xform_errors(fn):
 
 @functools.cache
 def client():
-    """The PJRT client xform runs on (created on first use, so XLA_FLAGS and the
-    ``jax_platforms`` option set before it count). As JAX: ``jax_platforms`` (read from
-    ``JAX_PLATFORMS``, e.g. ``"cuda,cpu"``) lists the platforms to start and the first
-    is the default; unset, a GPU when jaxlib has a GPU plugin, else the CPU.
-
-    ``jax_num_cpu_devices`` (>= 0) is the CPU client's device count, as JAX passes it
-    to the CPU client's creation (else ``--xla_force_host_platform_device_count``).
-
-    After ``distributed_initialize`` it is a CPU client joined to the other processes
-    (global devices, gloo collectives)."""
+    """The PJRT client xform runs on, created on first use so that XLA_FLAGS and the
+    start options count. As JAX: ``jax_platforms`` (``"cuda,cpu"``) lists the platforms
+    to start, the first the default (unset: a GPU if jaxlib has a plugin, else the CPU);
+    ``jax_num_cpu_devices`` >= 0 is the CPU device count. After ``distributed_initialize``
+    it is a CPU client joined to the other processes (global devices, gloo collectives)."""
     if _dist.cpu_client is not None:
         return _dist.cpu_client
     if _start_options["jax_num_cpu_devices"] >= 0:  # (jax refuses it once started)
@@ -86,14 +74,12 @@ def client_started():
     return client.cache_info().currsize > 0
 
 
-# What the client starts with. The config flags of these names push their values here
-# (core/config.py), so this module needs nothing from xform.
+# What the client starts with; core/config.py's flags of these names push them here.
 _start_options = {"jax_platforms": None, "jax_num_cpu_devices": -1}
 
 
 def set_start_option(name, value):
-    """Record ``jax_platforms``/``jax_num_cpu_devices`` for the client's start; a new
-    device count after the start is refused (JAX's validator and message)."""
+    """Record a start option; a new device count after the start is refused (JAX's)."""
     if (name == "jax_num_cpu_devices" and client_started()
             and _start_options[name] != value):
         raise RuntimeError(f"{name} config should be updated before backends are "
@@ -133,10 +119,8 @@ _dist = _Distributed()
 def distributed_initialize(coordinator_address, num_processes, process_id,
                            num_local_devices=None, init_timeout_s=60,
                            heartbeat_timeout_s=30, shutdown_timeout_s=30):
-    """Connect this process to the coordination service (process 0 starts it) and
-    build a CPU client over all processes' devices with gloo TCP collectives.
-
-    ``connect`` fails after ``init_timeout_s`` if the coordinator is unreachable."""
+    """Connect to the coordination service (process 0 starts it; ``connect`` fails after
+    ``init_timeout_s``) and build a CPU client over all processes' devices (gloo TCP)."""
     port = coordinator_address.rsplit(":", 1)[1]
     if process_id == 0:
         _dist.service = _jax.get_distributed_runtime_service(
@@ -178,8 +162,7 @@ def distributed_shutdown():
 
 
 def distributed_barrier(name, timeout_s=60):
-    """Wait until every process reaches the barrier ``name`` (a no-op in one process);
-    used by sharded checkpoints between writing shards and committing the index."""
+    """Wait until every process reaches the barrier ``name`` (no-op in one process)."""
     if _dist.client is not None:
         _dist.client.wait_at_barrier(name, timeout_s * 1000)
 
@@ -221,9 +204,8 @@ class _IrContext(ir.Context):
 
 
 def make_ir_context():
-    """An MLIR context with the dialects xform emits (func, chlo, stablehlo, mhlo, sdy).
-    NB: not JAX's ``make_ir_context``, which imports mhlo's Python op classes (~45 ms
-    of a warm process's first jitted call when the compilation cache serves it)."""
+    """An MLIR context with the dialects xform emits (func, chlo, stablehlo, mhlo, sdy);
+    not JAX's, whose mhlo op classes cost a warm process's first call ~45 ms."""
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _mlirHlo, _sdy
     ctx = _IrContext()
     registry = ir.DialectRegistry()
@@ -250,11 +232,8 @@ def _jax_aval(shape, dtype):
 
 @_xform_errors
 def device_put(x: np.ndarray, device=None):
-    """Copy a host NumPy array (already of a canonical dtype) to ``device``.
-
-    ``enable_x64=True``: xform canonicalizes dtypes itself, so jaxlib must not narrow
-    64-bit data according to jax's own x64 flag.
-    """
+    """Copy a host NumPy array of a canonical dtype to ``device`` (jaxlib is told
+    x64 is on: xform canonicalizes, so jaxlib must not narrow 64-bit data)."""
     device = device or default_device()
     return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device),
                                    [x], [device], True, False,
@@ -322,8 +301,7 @@ class Executable(_Analyses):
         self.host_callbacks = host_callbacks
 
     def make_execute(self, out_avals):
-        """``execute`` for a program whose outputs have ``out_avals`` (objects with
-        ``shape`` and ``dtype``), built from :meth:`execute_parts`."""
+        """``execute`` for outputs of ``out_avals`` (with ``shape``, ``dtype``)."""
         handlers = self._handlers(out_avals)
         if handlers is None:
             return self.execute
@@ -337,16 +315,10 @@ class Executable(_Analyses):
         return execute
 
     def execute_parts(self, out_avals):
-        """``(run, handlers)`` such that ``run(bufs).consume_with_handlers(handlers)``
-        executes the program and returns its output buffers.
-
-        For a one-device program of plain dtypes ``run`` is jaxlib's C++
-        ``execute_sharded`` and ``handlers`` are C++ result handlers built once here:
-        this skips jaxlib's Python ``execute`` wrapper (which builds a sharding object
-        per output in Python), about 6 -> 3.6 us per call, and lets the hot paths call
-        two C++ functions with no Python frame between them (they convert jaxlib's
-        runtime errors with :func:`xform_error`). Otherwise (host callbacks, several
-        devices, float0 or extended dtypes) ``run`` wraps ``self.execute``."""
+        """``(run, handlers)``: ``run(bufs).consume_with_handlers(handlers)`` executes.
+        For one device and plain dtypes these are jaxlib's C++ ``execute_sharded`` and
+        result handlers, skipping its Python ``execute`` (6 -> 3.6 us a call; callers
+        convert errors with :func:`xform_error`); else ``run`` wraps ``self.execute``."""
         handlers = self._handlers(out_avals)
         if handlers is None:
             return as_execute_parts(self.execute)
@@ -363,8 +335,7 @@ class Executable(_Analyses):
 
 
 def _array_result_handler(aval, sharding):
-    """jaxlib's C++ handler making an output buffer an Array of ``aval`` (jaxlib 0.10
-    takes ``_skip_checks``; 0.11 dropped it)."""
+    """jaxlib's C++ output handler (0.10 takes ``_skip_checks``; 0.11 dropped it)."""
     try:
         return _jax.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
     except TypeError:
@@ -383,9 +354,7 @@ class _Done:
 
 
 def as_execute_parts(execute):
-    """``(run, handlers)`` for a plain ``execute(bufs) -> buffers`` function (a
-    wrapped or checked one): the uniform calling convention of :meth:`Executable.
-    execute_parts`."""
+    """``(run, handlers)`` for a plain ``execute(bufs) -> buffers`` function."""
     return (lambda bufs: _Done(execute(bufs))), ()
 
 
@@ -403,30 +372,14 @@ def _device_list(devices):
     return devices, _jax.DeviceList(tuple(devices))
 
 
-def _compile_options(inline=False):
-    """XLA's compile options; ``inline``: on the CPU, no parallel task partitions (the
-    program runs on the calling thread; see ``compile``)."""
-    options = _jax.CompileOptions()
-    if inline and platform() == "cpu":
-        options.executable_build_options.debug_options.xla_disable_hlo_passes = \
-            "cpu-parallel-task-assigner"
-    return options
-
-
 @_xform_errors
-def compile(module, devices=None, host_callbacks=(), inline=False) -> Executable:
-    """Compile a StableHLO module (text, or MLIR bytecode as ``bytes``) with XLA for
-    ``devices`` (default: one device).
-
-    ``host_callbacks[i]`` is the Python function the module's i-th host-callback
-    custom call runs (see ``PYTHON_CALLBACK_TARGET``). ``inline=True`` keeps XLA's CPU
-    backend from splitting loops into tasks for its thread pool: PJRT runs a program
-    with a small entry computation on the caller's thread, and a split one then waits
-    for the pool's threads (on a busy machine, for a core) even when its arrays are
-    small.
-    """
+def compile(module, devices=None, host_callbacks=(), skip_passes="") -> Executable:
+    """Compile a StableHLO module (text or bytecode) for ``devices`` (default: one);
+    ``host_callbacks[i]`` runs for the module's i-th host-callback custom call;
+    ``skip_passes``: XLA passes not to run (comma-separated names)."""
     devices, device_list = _device_list(devices)
-    options = _compile_options(inline)
+    options = _jax.CompileOptions()
+    options.executable_build_options.debug_options.xla_disable_hlo_passes = skip_passes
     if not host_callbacks:
         if any((t if isinstance(module, str) else t.encode()) in module
                for t in _CALLBACK_TARGETS):  # XLA would crash calling index 0
@@ -446,18 +399,17 @@ def compile(module, devices=None, host_callbacks=(), inline=False) -> Executable
 
 # ---- what the compilation cache needs from the runtime ----
 
-def compile_cache_context(devices=None, inline=False) -> bytes:
-    """Everything besides the module that decides what ``compile`` produces: jaxlib's
-    version, the platform, the devices, the compile options and XLA_FLAGS. The
-    compilation cache hashes it into every key."""
+def compile_cache_context(devices=None, skip_passes="") -> bytes:
+    """What besides the module decides ``compile``'s result (jaxlib version, platform,
+    devices, options, XLA_FLAGS): the compilation cache hashes it into every key."""
     import os
     import jaxlib
     devices, _ = _device_list(devices)
     c = client()
     parts = [jaxlib.__version__, c.platform, c.platform_version,
              ",".join(f"{d.id}:{d.device_kind}" for d in devices),
-             os.environ.get("XLA_FLAGS", "")]
-    return "\0".join(parts).encode() + b"\0" + _compile_options(inline).SerializeAsString()
+             os.environ.get("XLA_FLAGS", ""), skip_passes]
+    return "\0".join(parts).encode() + b"\0" + _jax.CompileOptions().SerializeAsString()
 
 
 def serialize_executable(exe: Executable) -> bytes:
@@ -466,18 +418,16 @@ def serialize_executable(exe: Executable) -> bytes:
 
 
 @_xform_errors
-def deserialize_executable(data: bytes, module, devices=None, inline=False) -> Executable:
+def deserialize_executable(data: bytes, module, devices=None) -> Executable:
     """An Executable from ``serialize_executable``'s bytes. NB: like jaxlib, trusts its
     input; the compilation cache checks a digest of the bytes before calling this."""
     devices, device_list = _device_list(devices)
-    exe = client().deserialize_executable(data, device_list, _compile_options(inline))
+    exe = client().deserialize_executable(data, device_list, _jax.CompileOptions())
     return Executable(exe, devices, module)
 
 
-# ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over the builtin
-# containers (None, tuple, namedtuple, list, dict) only, for jit's cache-hit path; other
-# nodes come back as leaves (jit then uses xform's flatten). The treedef is hashable
-# and has ``unflatten(leaves)``. (The bound method itself: no Python frame.)
+# ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over builtin
+# containers only (other nodes are leaves), for jit's cache-hit path; no Python frame.
 _builtin_pytrees = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=True,
                                               enable_namedtuple=True, enable_list=True,
                                               enable_dict=True)
@@ -495,12 +445,10 @@ def delete(buf):
 
 
 # ---- host callbacks ----
-# jaxlib 0.10.2: a program calls back into Python through the typed-FFI custom call
-# PYTHON_CALLBACK_TARGET (CPU; _GPU_CALLBACK_TARGET on GPU; api_version 4) whose
-# ``mhlo.backend_config`` is ``{index = i : ui64}``; ``i`` indexes the
-# ``host_callbacks`` passed to ``compile_and_load``. XLA calls that function with one NumPy array per operand
-# and expects a tuple of NumPy arrays, one per result, of exactly the result types.
-# A ``has_side_effect`` call is never removed by XLA.
+# A program calls Python through the typed-FFI custom call PYTHON_CALLBACK_TARGET (GPU:
+# _GPU_CALLBACK_TARGET; api_version 4), ``mhlo.backend_config = {index = i : ui64}``
+# indexing ``compile_and_load``'s host_callbacks: NumPy arrays in, a tuple of NumPy
+# arrays of exactly the result types out. XLA never removes a ``has_side_effect`` one.
 PYTHON_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 _GPU_CALLBACK_TARGET = "xla_ffi_python_gpu_callback"  # the same call on CUDA/ROCm
 _CALLBACK_TARGETS = (PYTHON_CALLBACK_TARGET, _GPU_CALLBACK_TARGET)
@@ -523,11 +471,8 @@ def _recording_errors(fn, errors):
 
 
 def _reraising(exe, errors, callbacks):
-    """``exe.execute`` raising a failed host callback's own exception (not XLA's wrapper).
-
-    It waits for the program to finish: XLA on GPU runs it asynchronously, and a
-    callback's error would otherwise surface later (or, with no outputs, never). It
-    holds ``callbacks`` alive: callers may keep only this function."""
+    """``exe.execute`` raising a failed host callback's own exception, after waiting
+    for the program (GPU runs it asynchronously); it holds ``callbacks`` alive."""
     def run(bufs):
         errors.clear()
         try:
@@ -556,9 +501,8 @@ def _replica_sharding(devices):
 
 
 class ReplicatedExecutable(_Analyses):
-    """A program compiled once for ``len(devices)`` replicas or partitions.
-    ``execute(per_arg_buffers) -> per_output_buffers``: lists of one buffer per device of
-    this process (in ``devices`` order; all of them unless they span processes)."""
+    """A program for ``len(devices)`` replicas or partitions; ``execute`` maps lists of
+    one buffer per local device (``devices`` order) per argument to the same per output."""
     __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
 
     def __init__(self, exe, devices, text, host_callbacks=()):
@@ -606,8 +550,7 @@ def compile_replicated(module, devices, host_callbacks=(), partitioned=False,
 
 def output_tilings(exe: ReplicatedExecutable):
     """Per output of a partitioned program: None (replicated) or ``(tile_dims,
-    partitions, replicated_last)``: ``partitions`` (row-major over ``tile_dims``, whose
-    last dim counts replicas if ``replicated_last``) says which holds each block."""
+    partitions, replicated_last)``, ``partitions`` row-major over ``tile_dims``."""
     out = []
     for op in exe._exe.get_output_shardings() or ():
         s = _hlo.HloSharding.from_proto(op)
@@ -652,8 +595,7 @@ register_subprocess = _profiler.register_subprocess
 
 
 def profiler_session(options=None):
-    """Start jaxlib's profiler session (one per process); ``stop_and_export(log_dir)``
-    writes ``<log_dir>/plugins/profile/<run>/<host>.xplane.pb`` and ``.trace.json.gz``."""
+    """jaxlib's profiler session (one per process; see :func:`profiler_export`)."""
     client()  # backends first, so the device tracers see them (as JAX does)
     _profiler.clear_metadata()
     _profiler.set_metadata("jaxlib_version", _jaxlib_version.__version__)
@@ -662,7 +604,8 @@ def profiler_session(options=None):
 
 
 def profiler_export(session, log_dir):
-    """Stop ``session`` and write its trace under ``log_dir`` (xform's errors)."""
+    """Stop ``session``; write ``log_dir/plugins/profile/<run>/<host>.xplane.pb`` and
+    ``.trace.json.gz``."""
     try:
         session.stop_and_export(str(log_dir))
     except _jax.JaxRuntimeError as e:
@@ -690,8 +633,7 @@ def heap_profile(platform_name=None):
 # ---- export: StableHLO portable artifacts (jax.export's serialized modules) ----
 
 def serialize_portable_artifact(module) -> bytes:
-    """``module`` (an ir.Module) as a StableHLO portable artifact of the version at
-    least 4 weeks old (JAX's export target: consumers a month older can load it)."""
+    """``module`` as a StableHLO portable artifact 4 weeks old (JAX's: old consumers load it)."""
     target = hlo.get_version_from_compatibility_requirement(
         hlo.StablehloCompatibilityRequirement.WEEK_4)
     return _jax.mlir.serialize_portable_artifact(module, target,
@@ -704,6 +646,5 @@ def deserialize_portable_artifact(data: bytes, context):
 
 
 def refine_polymorphic_shapes(module_bytecode: bytes) -> bytes:
-    """Static shapes from a module whose ``@main`` has static argument types: shape
-    assertions fail here with their error messages (XLA cannot compile ``?`` dims)."""
+    """Static shapes from a module whose ``@main`` has static argument types (assertions fail)."""
     return _jax.mlir.refine_polymorphic_shapes(module_bytecode, True, True)
