@@ -28,9 +28,9 @@ def _operand(other):
 
 def _binop(fn, reflected=False):
     # (the exact-type tests first: cheaper than isinstance over _KNOWN for the common
-    # operands, an Array or a Python float). ``fn`` is a composite: with the eval trace
-    # current its ``eager`` entry, else (under a transformation, in lazy mode) the
-    # function it wraps: one frame less per traced or recorded operator.
+    # operands, an Array or a Python float). For a two-operand composite: with the eval
+    # trace current its ``eager`` entry, else (under a transformation, in lazy mode) the
+    # function it wraps, one frame less per traced or recorded operator.
     eager, raw = (fn.eager, fn.__wrapped__) if hasattr(fn, "eager") else (fn, fn)
     if reflected:
         def op(self, other):
@@ -62,6 +62,7 @@ def _add(self, other):  # the hottest operator: _binop's op, unrolled
 
 
 _add_eager, _add_raw = _ufuncs.add.eager, _ufuncs.add.__wrapped__
+
 _OPERATORS = {
     "sub": _ufuncs.subtract, "mul": _ufuncs.multiply, "truediv": _ufuncs.true_divide,
     "floordiv": _ufuncs.floor_divide, "mod": _ufuncs.remainder, "pow": _ufuncs.power,
