@@ -161,3 +161,30 @@ def test_python_int_ranges_and_static_types_key_separately():
     a, b = xnp.sum(m, axis=0, keepdims=True), xnp.sum(m, axis=0, keepdims=1)
     assert stats["composite_trace"] == traces + 2   # True and 1 hash equal: typed keys
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_binary_with_keyword_statics_and_operators(monkeypatch):
+    # dot/matmul (f(a, b, *, static=...)): positional, keyword operands and statics agree
+    # with JAX; each form compiles once and then dispatches no primitive
+    v, w, m = (xnp.asarray(a) for a in (V, W, M))
+    want = jjnp.dot(V, W)
+    for f in (lambda: xnp.dot(v, w), lambda: xnp.dot(a=v, b=w), lambda: v.dot(w),
+              lambda: xnp.dot(v, w, precision="highest"), lambda: xnp.dot(v, b=w)):
+        f()
+        calls, traces = _count_primitive_dispatches(monkeypatch), stats["composite_trace"]
+        np.testing.assert_allclose(np.asarray(f()), want, rtol=1e-5)
+        assert not calls and stats["composite_trace"] == traces
+        monkeypatch.undo()
+    np.testing.assert_allclose(np.asarray(xnp.matmul(m, v, preferred_element_type=xnp.float32)),
+                               M @ V, rtol=1e-5)
+    # out_sharding other than None runs as it is (a layout the one-device program lacks)
+    mesh = xform.make_mesh((8,), ("x",))
+    out = xnp.dot(xnp.ones((8, 4)), xnp.ones((4, 2)),
+                  out_sharding=xform.sharding.NamedSharding(mesh, xform.P("x", None)))
+    assert out.sharding.spec == xform.P("x", None)
+    # operators under a transformation and in lazy mode still emit their primitives
+    text = str(xform.make_jaxpr(lambda a, b: a @ b + a.dot(b) * 2.0 - 1.0)(m, v))
+    assert text.count("dot_general") == 2 and "mul" in text and "sub" in text
+    with xform.lazy():
+        y = (v * 0.5 + w) @ v
+    np.testing.assert_allclose(np.asarray(y), (V * 0.5 + W) @ V, rtol=1e-5)

@@ -339,6 +339,27 @@ def test_graphs_compile_through_the_program_cache(tmp_path):
         xform.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
+def test_small_array_graphs_compile_unsplit():
+    """A graph of small arrays compiles ``inline``: XLA does not split its fused loop
+    into thread-pool tasks (the same chain jitted is split where there are cores)."""
+    import os
+    from xform.interpreters import dispatch, lazy_run
+
+    def chain(v):
+        for _ in range(40):
+            v = jnp.tanh(v) * 0.9
+        return v
+    x = jnp.ones(1000)
+    with L():
+        got = np.asarray(chain(x))
+    assert "outer_dimension_partitions" not in list(lazy_run._cache.values())[-1] \
+        .executable.hlo_text()
+    jitted = dispatch.CompiledJaxpr(xform.make_jaxpr(chain)(x))
+    if (os.cpu_count() or 1) > 1:
+        assert "outer_dimension_partitions" in jitted.executable.hlo_text()
+    np.testing.assert_allclose(got, np.asarray(jitted([x])[0]), rtol=1e-6)
+
+
 def test_size_limit_set_mid_graph_applies_to_it():
     with L():
         y = jnp.arange(3.0) + 1.0

@@ -373,11 +373,13 @@ def _device_list(devices):
 
 
 @_xform_errors
-def compile(module, devices=None, host_callbacks=()) -> Executable:
+def compile(module, devices=None, host_callbacks=(), skip_passes="") -> Executable:
     """Compile a StableHLO module (text or bytecode) for ``devices`` (default: one);
-    ``host_callbacks[i]`` runs for the module's i-th host-callback custom call."""
+    ``host_callbacks[i]`` runs for the module's i-th host-callback custom call;
+    ``skip_passes``: XLA passes not to run (comma-separated names)."""
     devices, device_list = _device_list(devices)
     options = _jax.CompileOptions()
+    options.executable_build_options.debug_options.xla_disable_hlo_passes = skip_passes
     if not host_callbacks:
         if any((t if isinstance(module, str) else t.encode()) in module
                for t in _CALLBACK_TARGETS):  # XLA would crash calling index 0
@@ -397,7 +399,7 @@ def compile(module, devices=None, host_callbacks=()) -> Executable:
 
 # ---- what the compilation cache needs from the runtime ----
 
-def compile_cache_context(devices=None) -> bytes:
+def compile_cache_context(devices=None, skip_passes="") -> bytes:
     """What besides the module decides ``compile``'s result (jaxlib version, platform,
     devices, options, XLA_FLAGS): the compilation cache hashes it into every key."""
     import os
@@ -406,7 +408,7 @@ def compile_cache_context(devices=None) -> bytes:
     c = client()
     parts = [jaxlib.__version__, c.platform, c.platform_version,
              ",".join(f"{d.id}:{d.device_kind}" for d in devices),
-             os.environ.get("XLA_FLAGS", "")]
+             os.environ.get("XLA_FLAGS", ""), skip_passes]
     return "\0".join(parts).encode() + b"\0" + _jax.CompileOptions().SerializeAsString()
 
 
@@ -631,8 +633,7 @@ def heap_profile(platform_name=None):
 # ---- export: StableHLO portable artifacts (jax.export's serialized modules) ----
 
 def serialize_portable_artifact(module) -> bytes:
-    """``module`` as a StableHLO portable artifact of a version 4 weeks old (JAX's
-    export target: consumers a month older load it)."""
+    """``module`` as a StableHLO portable artifact 4 weeks old (JAX's: old consumers load it)."""
     target = hlo.get_version_from_compatibility_requirement(
         hlo.StablehloCompatibilityRequirement.WEEK_4)
     return _jax.mlir.serialize_portable_artifact(module, target,
@@ -645,6 +646,5 @@ def deserialize_portable_artifact(data: bytes, context):
 
 
 def refine_polymorphic_shapes(module_bytecode: bytes) -> bytes:
-    """Static shapes from a module whose ``@main`` has static argument types (shape
-    assertions fail here with their messages)."""
+    """Static shapes from a module whose ``@main`` has static argument types (assertions fail)."""
     return _jax.mlir.refine_polymorphic_shapes(module_bytecode, True, True)

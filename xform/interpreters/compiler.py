@@ -68,41 +68,42 @@ _programs = LRUCache(1024)  # cache key -> backend.Executable
 _MAGIC = b"xform-executable-v1\n"
 
 
-def cache_key(module: bytes, devices=None) -> str:
+def cache_key(module: bytes, devices=None, skip_passes="") -> str:
     """The hex key of ``module`` compiled for ``devices`` in this runtime."""
-    h = hashlib.sha256(backend.compile_cache_context(devices))
+    h = hashlib.sha256(backend.compile_cache_context(devices, skip_passes))
     h.update(module)
     return h.hexdigest()
 
 
 def compile_module(module: bytes, devices=None, host_callbacks=(), name="jit",
-                   in_avals=None) -> backend.Executable:
+                   in_avals=None, skip_passes="") -> backend.Executable:
     """The executable of a StableHLO module (MLIR bytecode), from the program cache or XLA.
 
-    ``name`` and ``in_avals`` only label the ``jax_log_compiles`` messages."""
+    ``name`` and ``in_avals`` only label the ``jax_log_compiles`` messages;
+    ``skip_passes`` is ``backend.compile``'s."""
     if host_callbacks:
-        return _compile(module, devices, host_callbacks, name, in_avals)[0]
-    key = cache_key(module, devices)
+        return _compile(module, devices, host_callbacks, name, in_avals, skip_passes)[0]
+    key = cache_key(module, devices, skip_passes)
     exe = _programs.lookup(key)
     if exe is not None:
         stats["memory_hit"] += 1
         return exe
     exe = _read_entry(key, module, devices, name)
     if exe is None:
-        exe, seconds = _compile(module, devices, (), name, in_avals)
+        exe, seconds = _compile(module, devices, (), name, in_avals, skip_passes)
         _write_entry(key, exe, seconds, name)
     _programs.insert(key, exe)
     return exe
 
 
-def _compile(module, devices, host_callbacks, name, in_avals):
+def _compile(module, devices, host_callbacks, name, in_avals, skip_passes=""):
     if config.jax_log_compiles:
         shapes = "" if in_avals is None else " with global shapes and types " + str(
             [a.str_short() for a in in_avals])
         logger.warning("Compiling %s%s.", name, shapes)
     t0 = time.perf_counter()
     with span("xform.compile", name=name):
-        exe = backend.compile(module, devices, host_callbacks)
+        exe = backend.compile(module, devices, host_callbacks, skip_passes)
     seconds = time.perf_counter() - t0
     stats["compile"] += 1
     if config.jax_log_compiles:

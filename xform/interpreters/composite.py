@@ -167,15 +167,18 @@ def _leaf_or_seq(a, bufs, key, avals):
     return _dynamic(a, bufs, key, avals)
 
 
-def composite(fun=None, *, static=()):
+def composite(fun=None, *, static=(), as_is=()):
     """Decorator: run ``fun`` eagerly as one compiled call (see the module docstring).
     ``static`` names the parameters that are compile-time constants (axis, keepdims,
     dtype, ord, ...); every other argument is an operand: an Array, a Python scalar,
-    None, a NumPy array, or a list/tuple of Arrays."""
+    None, a NumPy array, or a list/tuple of Arrays. ``as_is`` names static keyword
+    parameters whose value other than None runs the call as it is (``out_sharding``:
+    a layout over devices, which the one-device program cannot give)."""
     if fun is None:
-        return functools.partial(composite, static=static)
+        return functools.partial(composite, static=static, as_is=as_is)
     params = list(inspect.signature(fun).parameters.values())
-    static_names = frozenset(static)
+    static_names = frozenset(static) | frozenset(as_is)
+    as_is = frozenset(as_is)
     # a positional index is static when its parameter is (none past a *args parameter)
     static_pos = frozenset(i for i, p in enumerate(params) if p.name in static_names and
                            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and
@@ -241,6 +244,8 @@ def composite(fun=None, *, static=()):
                     else:
                         _dynamic(a, bufs, key, None)
                 for k, v in kwargs.items():
+                    if k in as_is and v is not None:
+                        return fun(*args, **kwargs)
                     key.append(k)
                     if k in static_names:
                         key.append(type(v))
@@ -290,9 +295,27 @@ def composite(fun=None, *, static=()):
             return fun(x)
         unary.__wrapped__ = fun
         return unary
-    if kinds == [params[0].POSITIONAL_ONLY] * 2 and two_ok:
+    if not two_ok or len(params) < 2 or kinds[:2] not in (
+            [params[0].POSITIONAL_ONLY] * 2, [params[0].POSITIONAL_OR_KEYWORD] * 2) or \
+            not all(k == params[0].KEYWORD_ONLY for k in kinds[2:]):
+        return wrapper
+
+    def eager(x, y):
+        """f(x, y) while the eval trace is current (the caller checked: Array's
+        operators, which under a transformation call the function itself)."""
+        if type(x) is Array and type(y) is Array:
+            entry = fast.get((id(x.aval), id(y.aval)))
+            if entry is not None:
+                try:
+                    return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
+                        entry.handlers)[0], entry.out_aval)
+                except Exception as e:
+                    _failed(e, (x, y), name)
+        return wrapper(x, y)
+
+    if len(params) == 2 and kinds[0] == params[0].POSITIONAL_ONLY:
         @functools.wraps(fun)
-        def binary(x, y, /):  # f(x, y), as unary
+        def binary(x, y, /):  # f(x, y), as unary (eager's body inline: a frame less)
             if _context.trace is eval_trace:
                 if type(x) is Array and type(y) is Array:
                     entry = fast.get((id(x.aval), id(y.aval)))
@@ -304,9 +327,25 @@ def composite(fun=None, *, static=()):
                             _failed(e, (x, y), name)
                 return wrapper(x, y)
             return fun(x, y)
-        binary.__wrapped__ = fun
-        return binary
-    return wrapper
+    else:
+        @functools.wraps(fun)
+        def binary(x=_MISSING, y=_MISSING, /, **kwargs):  # f(x, y, *, static=...)
+            if _context.trace is eval_trace:
+                if not kwargs and type(x) is Array and type(y) is Array:
+                    entry = fast.get((id(x.aval), id(y.aval)))
+                    if entry is not None:
+                        try:
+                            return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
+                                entry.handlers)[0], entry.out_aval)
+                        except Exception as e:
+                            _failed(e, (x, y), name)
+                return wrapper(x, y, **kwargs)
+            if y is _MISSING:  # (keyword operands: the wrapper sorts them out)
+                return wrapper(x, y, **kwargs)
+            return fun(x, y, **kwargs)
+    binary.__wrapped__ = fun
+    binary.eager = eager
+    return binary
 
 
 def _remember(fast, keep, fast_key, entry, key):

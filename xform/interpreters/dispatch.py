@@ -285,13 +285,15 @@ class CompiledJaxpr:
 
     The executable comes from the program cache (``compiler.compile_module``): a
     jaxpr that lowers to a module compiled before reuses that executable.
-    ``donated[i]`` marks input i as donated (its buffer may become an output's).
-    With ``jax_debug_nans`` set when it is built, ``execute`` checks the outputs and on a
-    NaN re-runs the jaxpr op by op to name the primitive that produced it."""
+    ``donated[i]`` marks input i as donated (its buffer may become an output's);
+    ``skip_passes`` is ``backend.compile``'s. With ``jax_debug_nans`` set when it is
+    built, ``execute`` checks the outputs and on a NaN re-runs the jaxpr op by op to name
+    the primitive that produced it."""
     __slots__ = ("execute", "run", "handlers", "const_bufs", "out_avals", "executable",
                  "name", "float0")
 
-    def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None):
+    def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None,
+                 skip_passes=""):
         callbacks = []
         with span("xform.jit.lower", name=name):
             module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
@@ -300,7 +302,7 @@ class CompiledJaxpr:
         devices = [device] if device is not None else None
         self.name = name
         self.executable = compiler.compile_module(module, devices, callbacks, name,
-                                                  closed.in_avals)
+                                                  closed.in_avals, skip_passes)
         self.execute = self.executable.make_execute(closed.out_avals)
         # The hit paths call run(bufs).consume_with_handlers(handlers) (see _OneOp).
         self.run, self.handlers = self.executable.execute_parts(closed.out_avals)

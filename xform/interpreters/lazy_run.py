@@ -132,7 +132,8 @@ def lookup(key, build_fn, donated, t0):
         closed = build_fn()
     t1 = time.perf_counter()
     _metrics["trace_ms"] += (t1 - t0) * 1e3
-    exe = dispatch.CompiledJaxpr(closed, name="a lazy graph", donated=donated or None)
+    exe = dispatch.CompiledJaxpr(closed, name="a lazy graph", donated=donated or None,
+                                 skip_passes=_UNSPLIT if _small(closed) else "")
     _metrics["compile_ms"] += (time.perf_counter() - t1) * 1e3
     _metrics["graphs_compiled"] += 1
     if key is not None:
@@ -140,6 +141,24 @@ def lookup(key, build_fn, donated, t0):
             _cache.pop(next(iter(_cache)))
         _cache[key] = exe
     return exe
+
+
+# A graph whose values all have at most this many elements compiles without XLA:CPU's
+# parallel task assigner: PJRT runs a program with a small entry computation on the
+# caller's thread, and a fused loop split into pool tasks then waits for the pool's
+# threads (on a busy machine, for a core). The loop is the work of many small eager ops,
+# each of which XLA would run unsplit (100-op chain on f32[1000], 2-core VM under load:
+# 66-104 -> 62-63 us; 45 us split on idle cores). Larger arrays keep XLA's split.
+INLINE_UP_TO = 1 << 12
+_UNSPLIT = "cpu-parallel-task-assigner"
+
+
+def _small(closed):
+    if backend.platform() != "cpu":
+        return False
+    j = closed.jaxpr
+    return all(v.aval.size <= INLINE_UP_TO for v in j.invars) and all(
+        v.aval.size <= INLINE_UP_TO for e in j.eqns for v in e.outvars)
 
 
 def execute(exe, bufs):

@@ -10,7 +10,7 @@ import numpy as np
 from xform import lax
 from xform.core import array_ops, dtypes, shape_poly
 from xform.core.array import Array
-from xform.core.trace import Tracer
+from xform.core.trace import Tracer, _context, eval_trace
 from xform.lax.shapes import dimension_as_value
 from xform.numpy import _indexing, _products, _reductions, _shape, _ufuncs, _util
 from xform.numpy import (_cumulative, _elementwise, _manip, _math, _matrix, _misc, _sorting,
@@ -28,12 +28,15 @@ def _operand(other):
 
 def _binop(fn, reflected=False):
     # (the exact-type tests first: cheaper than isinstance over _KNOWN for the common
-    # operands, an Array or a Python float)
+    # operands, an Array or a Python float). For a two-operand composite: with the eval
+    # trace current its ``eager`` entry, else (under a transformation, in lazy mode) the
+    # function it wraps, one frame less per traced or recorded operator.
+    eager, raw = (fn.eager, fn.__wrapped__) if hasattr(fn, "eager") else (fn, fn)
     if reflected:
         def op(self, other):
             t = type(other)
             if t is Array or t is float or t is int:
-                return fn(other, self)
+                return eager(other, self) if _context.trace is eval_trace else raw(other, self)
             if isinstance(other, _KNOWN):
                 return fn(_operand(other), self)
             return NotImplemented
@@ -41,23 +44,29 @@ def _binop(fn, reflected=False):
         def op(self, other):
             t = type(other)
             if t is Array or t is float or t is int:
-                return fn(self, other)
+                return eager(self, other) if _context.trace is eval_trace else raw(self, other)
             if isinstance(other, _KNOWN):
                 return fn(self, _operand(other))
             return NotImplemented
     return op
 
 
-def _add(self, other):  # the hottest operator: skip the generic wrapper
-    if type(other) is float or type(other) is int or isinstance(other, _KNOWN):
+def _add(self, other):  # the hottest operator: _binop's op, unrolled
+    t = type(other)
+    if t is Array or t is float or t is int:
+        return _add_eager(self, other) if _context.trace is eval_trace else \
+            _add_raw(self, other)
+    if isinstance(other, _KNOWN):
         return _ufuncs.add(self, _operand(other))
     return NotImplemented
 
 
+_add_eager, _add_raw = _ufuncs.add.eager, _ufuncs.add.__wrapped__
+
 _OPERATORS = {
     "sub": _ufuncs.subtract, "mul": _ufuncs.multiply, "truediv": _ufuncs.true_divide,
     "floordiv": _ufuncs.floor_divide, "mod": _ufuncs.remainder, "pow": _ufuncs.power,
-    "matmul": _products._matmul, "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or,
+    "matmul": _products.matmul, "and": _ufuncs.bitwise_and, "or": _ufuncs.bitwise_or,
     "xor": _ufuncs.bitwise_xor,
 }
 _COMPARISONS = {
@@ -104,6 +113,8 @@ def _clip(self, min=None, max=None):
 
 
 def _dot(self, b, *, precision=None, preferred_element_type=None):
+    if precision is None and preferred_element_type is None:
+        return _products.dot(self, b)  # (no keywords: the composite's fast path)
     return _products.dot(self, b, precision=precision,
                          preferred_element_type=preferred_element_type)
 

@@ -203,16 +203,15 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     if out_sharding is None:
         return _einsum(subscripts, *operands, out=out, optimize=optimize,
                        precision=precision, preferred_element_type=preferred_element_type)
-    with result_resharded():
+    with result_resharded():  # (an ambiguous contraction's type is the reshard's)
         r = _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
-                    preferred_element_type=preferred_element_type, _resharded=True)
+                    preferred_element_type=preferred_element_type)
     return reshard(r, out_sharding)
 
 
-@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type",
-                   "_resharded"))
+@composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
 def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-            preferred_element_type=None, _resharded=False):
+            preferred_element_type=None):
     """Einstein summation over the operands' labelled axes.
 
     Args:

@@ -33,49 +33,42 @@ def _check_contract(name, a, b, ca, cb):
                         f"{tuple(cb)} of rhs shape {sb} must have equal sizes.")
 
 
+@composite(static=("axes", "precision", "preferred_element_type"), as_is=("out_sharding",))
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-    """Like numpy.dot (see :func:`_dot`); ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec under a mesh) lays the result out so (its type, in explicit mode)."""
-    if out_sharding is not None:
-        with result_resharded():
-            out = _dot(a, b, precision=precision, preferred_element_type=preferred_element_type,
-                       _resharded=True)
-        return reshard(out, out_sharding)
-    return _dot(a, b) if precision is None and preferred_element_type is None else \
-        _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
-
-
-@composite(static=("axes", "precision", "preferred_element_type", "_resharded"))
-def _dot(a, b, *, precision=None, preferred_element_type=None, _resharded=False):
     """Like numpy.dot: contracts ``a``'s last axis with ``b``'s second-to-last (or only)
-    axis; the result has ``a``'s free axes, then ``b``'s. (``_resharded``: a cache key
-    only, for programs traced under ``result_resharded``; as in matmul and einsum.)"""
+    axis; the result has ``a``'s free axes, then ``b``'s. ``out_sharding`` (a
+    NamedSharding, or a PartitionSpec under a mesh) lays the result out so (its type, in
+    explicit mode)."""
+    if out_sharding is not None:  # (an ambiguous contraction's type is the reshard's)
+        with result_resharded():
+            out = dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+        return reshard(out, out_sharding)
     a, b = _util.promote_dtypes("dot", a, b)
     if not a.aval.ndim or not b.aval.ndim:
-        return multiply(a, b)
-    ca = (a.aval.ndim - 1,)
-    cb = (0,) if b.aval.ndim == 1 else (b.aval.ndim - 2,)
-    _check_contract("dot", a, b, ca, cb)
-    return _general(a, b, (ca, cb), precision=precision,
-                    preferred_element_type=preferred_element_type)
+        out = multiply(a, b)
+    else:
+        ca = (a.aval.ndim - 1,)
+        cb = (0,) if b.aval.ndim == 1 else (b.aval.ndim - 2,)
+        _check_contract("dot", a, b, ca, cb)
+        out = _general(a, b, (ca, cb), precision=precision,
+                       preferred_element_type=preferred_element_type)
+    return out
 
 
+@composite(static=("axes", "precision", "preferred_element_type"), as_is=("out_sharding",))
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-    """Like numpy.matmul (see :func:`_matmul`); ``out_sharding`` (a NamedSharding, or a
-    PartitionSpec under a mesh) lays the result out so (its type, in explicit mode)."""
-    if out_sharding is not None:
-        with result_resharded():
-            out = _matmul(a, b, precision=precision,
-                          preferred_element_type=preferred_element_type, _resharded=True)
-        return reshard(out, out_sharding)
-    return _matmul(a, b) if precision is None and preferred_element_type is None else \
-        _matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
-
-
-@composite(static=("axes", "precision", "preferred_element_type", "_resharded"))
-def _matmul(a, b, *, precision=None, preferred_element_type=None, _resharded=False):
     """Like numpy.matmul: batched over broadcast leading dimensions; 1-D operands are
-    treated as vectors (their dimension is removed from the result)."""
+    treated as vectors (their dimension is removed from the result). ``out_sharding``
+    as in :func:`dot`."""
+    if out_sharding is None:
+        return _matmul(a, b, precision, preferred_element_type)
+    with result_resharded():
+        out = _matmul(a, b, precision, preferred_element_type)
+    return reshard(out, out_sharding)
+
+
+def _matmul(a, b, precision, preferred_element_type):
+    """:func:`matmul` without its sharding constraint."""
     a, b = _util.promote_dtypes("matmul", a, b)
     sa, sb = a.aval.shape, b.aval.shape
     for i, s in enumerate((sa, sb)):
