@@ -168,3 +168,26 @@ def test_kwargs_with_in_shardings_is_jax_error():
         return L.jit(lambda a, k=1.0: a * k, in_shardings=s)(X, k=2.0)
     x, j = _raises(lambda: call(xform, XMESH)), _raises(lambda: call(jax, JMESH))
     assert x == j and x[0] == "ValueError", (x, j)
+
+
+def test_uneven_constraint_inside_jit_and_errors_outside():
+    """Inside a program XLA pads uneven blocks (JAX checks the rank only); eagerly, and for
+    jit's own shardings, JAX's IndivisibleError."""
+    v = np.arange(10, dtype=np.float32)
+
+    def run(L, np_, m, NS, P_):
+        s = NS(m, P_("x"))
+        out = [L.jit(lambda a: L.lax.with_sharding_constraint(a * 2, s) + 1)(v)]
+        for call in (lambda: L.lax.with_sharding_constraint(v, s),
+                     lambda: L.jit(lambda a: a, out_shardings=s)(v),
+                     lambda: L.jit(lambda a: L.lax.with_sharding_constraint(
+                         a, NS(m, P_("x", None))))(v)):
+            try:
+                call()
+                out.append(None)
+            except Exception as e:  # noqa: BLE001 (the error is the result compared)
+                out.append((type(e).__name__, str(e).replace("jax._src", "")))
+        return out
+    x, j = both(run)
+    _check_all(x[0], j[0])
+    assert x[1:] == j[1:] and None not in x[1:]

@@ -232,13 +232,16 @@ class NamedSharding(Sharding):
                                        self.mesh.axis_names, spec, named=self)
         return self._layout
 
-    def check_shape(self, shape, what="One of device_put args"):
-        """Raise JAX's errors if arrays of ``shape`` cannot have this sharding."""
+    def check_shape(self, shape, what="One of device_put args", uneven_ok=False):
+        """Raise JAX's errors if arrays of ``shape`` cannot have this sharding
+        (``uneven_ok``: the rank only; inside a program XLA pads uneven blocks)."""
         if len(self.spec) > len(shape):
             raise ValueError(
                 f"{what} is incompatible with its sharding annotation {self}: Sharding "
                 f"{self} is only valid for values of rank at least {len(self.spec)}, but "
                 f"was applied to a value of rank {len(shape)}.")
+        if uneven_ok:
+            return
         sizes = self.mesh.shape
         tiles = [math.prod(sizes[n] for n in PartitionSpec(p).axis_names())
                  for p in self.spec] + [1] * (len(shape) - len(self.spec))

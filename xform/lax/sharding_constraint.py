@@ -11,7 +11,7 @@ from xform.core import sharding_types, transfer, tree_util
 from xform.core.array import ShardedArray
 from xform.core.mesh import AxisType, Mesh, current_mesh, use_mesh
 from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec
-from xform.core.trace import get_aval
+from xform.core.trace import Tracer, get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 
@@ -55,7 +55,8 @@ def _constrain(x, shardings, typed):
             raise TypeError(f"with_sharding_constraint: expected a NamedSharding or "
                             f"PartitionSpec, got {s!r}")
         shape = get_aval(v).shape
-        s.check_shape(shape, "with_sharding_constraint's argument")
+        s.check_shape(shape, "One of with_sharding_constraint arguments",
+                      uneven_ok=isinstance(v, Tracer))  # (as JAX: XLA pads in programs)
         if typed and sharding_types.is_explicit(s.mesh) and len(s.spec) < len(shape):
             s = s.with_spec(PartitionSpec(*s.spec, *[None] * (len(shape) - len(s.spec))))
         out.append(sharding_constraint_p.bind(v, sharding=s))
