@@ -31,7 +31,7 @@ def _index(d):
 
 def _sharded(spec):
     """X as a ShardedArray split over a (4, 2) mesh as ``spec`` says (shard_map's output)."""
-    mesh = xform.make_mesh((4, 2), ("x", "y"))
+    mesh = xform.make_mesh((4, 2), ("x", "y"), axis_types=(xform.sharding.AxisType.Auto,) * 2)
     return xform.shard_map(lambda a: a, mesh=mesh, in_specs=spec, out_specs=spec)(X)
 
 

@@ -67,8 +67,9 @@ def _run(lib, kind, x):
         mesh = jax.sharding.Mesh(np.array(jax.devices()[:N]), ("i",))
         return jax.jit(jax.shard_map(block, mesh=mesh, in_specs=JP("i"), out_specs=JP("i"),
                                      check_vma=False))(x)
-    return xform.shard_map(block, mesh=xform.make_mesh((N,), ("i",)), in_specs=P("i"),
-                           out_specs=P("i"), check_vma=False)(x)
+    mesh = xform.make_mesh((N,), ("i",), axis_types=(xform.sharding.AxisType.Auto,))
+    return xform.shard_map(block, mesh=mesh, in_specs=P("i"), out_specs=P("i"),
+                           check_vma=False)(x)
 
 
 def _check(got, want, what):

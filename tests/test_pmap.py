@@ -410,7 +410,7 @@ def test_donate_argnums_reuses_buffers_and_rejects_reuse():
 
 
 def test_more_bad_input_errors():
-    mesh = xform.make_mesh((8,), ("x",))
+    mesh = xform.make_mesh((8,), ("x",), axis_types=(xform.sharding.AxisType.Auto,))
     P = xform.sharding.PartitionSpec
     cases = [
         (lambda: xform.pmap(lambda v: v, devices=xform.devices()[:3])(X), ValueError,
@@ -505,7 +505,8 @@ def test_pmap_and_shard_map_closing_over_outer_tracers_match_jax():
     jmesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("i",))
     jsmap = lambda g: jax.shard_map(g, mesh=jmesh, in_specs=JP("i"),  # noqa: E731
                                     out_specs=JP("i"), check_vma=False)
-    xsmap = lambda g: xform.shard_map(g, mesh=xform.make_mesh((4,), ("i",)),  # noqa: E731
+    xsmap = lambda g: xform.shard_map(g, mesh=xform.make_mesh(  # noqa: E731
+                                          (4,), ("i",), axis_types=(xform.sharding.AxisType.Auto,)),
                                       in_specs=P("i"), out_specs=P("i"))
     got, want = run(xform, xsmap), run(jax, jsmap)
     for r, e in zip(xform.tree_util.tree_leaves(got), jax.tree.leaves(want)):

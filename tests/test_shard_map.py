@@ -10,9 +10,10 @@ from xform import lax
 from xform.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 X = np.arange(48.0, dtype=np.float32).reshape(8, 6) / 5.0 - 4.0
-MESH2 = xform.make_mesh((4, 2), ("x", "y"))
+AUTO = (xform.sharding.AxisType.Auto,) * 2  # (as jax.sharding.Mesh; make_mesh: Explicit)
+MESH2 = xform.make_mesh((4, 2), ("x", "y"), axis_types=AUTO)
 JMESH2 = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
-MESH1 = xform.make_mesh((8,), ("i",))
+MESH1 = xform.make_mesh((8,), ("i",), axis_types=AUTO[:1])
 JMESH1 = jax.sharding.Mesh(np.array(jax.devices()), ("i",))
 
 

@@ -218,3 +218,39 @@ def test_shard_map_and_untyped_results_in_an_explicit_jit():
                 L.jit(lambda a: np_.concatenate([a, a], axis=1))(a)]
     for x, j in zip(*both(run)):
         check(x, j)
+
+
+def test_shard_map_checks_and_infers_in_specs_from_types():
+    def run(L, np_, P_, put):
+        mesh = L.sharding.get_mesh()
+        body = lambda b: L.lax.psum(b, "y")  # noqa: E731
+        sm = lambda **kw: L.shard_map(body, mesh=mesh, out_specs=P_("x", None), **kw)  # noqa: E731
+        a, xy = np.arange(128.0, dtype=np.float32).reshape(8, 16), put(X, "x", "y")
+        seen = []
+
+        def typed(b):
+            o = sm(in_specs=P_("x", "y"))(b)
+            seen.append(str(L.typeof(o)))
+            return o * 2
+        outs = [sm(in_specs=P_("x", "y"))(xy), L.jit(sm(in_specs=P_("x", "y")))(xy),
+                sm()(xy), L.jit(typed)(xy), L.jit(L.shard_map(lambda b: b * 2, mesh=mesh,
+                                                              in_specs=P_(), out_specs=P_()))(X)]
+        errs = [error(lambda: sm(in_specs=(P_("x", "y"),))(a)),
+                error(lambda: sm(in_specs=P_("x"))(xy))]
+        meshes = [(o.sharding.spec, tuple(map(str, o.sharding.mesh.axis_types))) for o in outs]
+        return outs, errs + seen + meshes
+    (xo, xs), (jo, js) = both(run)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    assert xs[0][0] == "ValueError" and [str(v) for v in xs] == [str(v) for v in js]
+
+
+def test_shard_map_without_in_specs_needs_explicit_axes():
+    def run(L, np_, P_, put):
+        return error(lambda: L.shard_map(lambda b: b, mesh=L.sharding.get_mesh(),
+                                         out_specs=P_())(X))
+    x, j = both(run, ("Auto", "Auto"))
+    assert x[0] == "TypeError" and x[0] == j[0]
+    for part in (0, -1):  # (the frozenset of axis names between may list them in any order)
+        assert x[1].split("axis_names=")[part] == j[1].split("axis_names=")[part] or \
+            x[1].split("}")[part] == j[1].split("}")[part]

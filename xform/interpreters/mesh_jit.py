@@ -16,8 +16,8 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array, ShardedArray
-from xform.core.mesh import Mesh
-from xform.core.sharding import MeshLayout, TiledLayout
+from xform.core.mesh import AxisType, Mesh
+from xform.core.sharding import MeshLayout, NamedSharding, TiledLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from xform.core.profiling import span
 from xform.interpreters import batching, mlir, pjit
@@ -233,6 +233,21 @@ def _per_device_jaxpr(closed, axes, in_kinds):
     return per_device, out_kinds
 
 
+def _typed_name(layout, aval):
+    """``layout`` named, for a typed (explicit mode) ``aval``, over the mesh with its
+    type's axis types: JAX's sharding, with the type's spec where all axes are
+    Explicit (a whole value's reads as ``P(None, None)``, not ``P()``)."""
+    s = aval._sharding
+    if s is None or type(layout) is not TiledLayout or \
+            (s.mesh.axis_names, s.mesh.axis_sizes) != (layout.names, layout.sizes):
+        return layout
+    named = layout.sharding()
+    mesh = Mesh(named.mesh.devices, layout.names, s.mesh.axis_types)
+    all_explicit = all(t is AxisType.Explicit for t in s.mesh.axis_types)
+    layout.named = NamedSharding(mesh, s.spec if all_explicit else named.spec)
+    return layout
+
+
 class ReplicatedJaxpr:
     """A jitted jaxpr compiled as one replicated program over a mesh (see above);
     called like ``dispatch.CompiledJaxpr``: ``(args, describe) -> output Arrays``."""
@@ -256,7 +271,8 @@ class ReplicatedJaxpr:
                 return TiledLayout(devices, sizes, names, () if kind is None else kind[1])
             return MeshLayout(devices, sizes, kind[1], names)
         self.in_layouts = [layout(k) for k in in_kinds]
-        self.out_layouts = [layout(k) for k in out_kinds]
+        self.out_layouts = [_typed_name(layout(k), a)
+                            for k, a in zip(out_kinds, closed.out_avals)]
         self.whole = [k is None for k in out_kinds]
         self.out_avals = closed.out_avals
 

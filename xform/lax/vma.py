@@ -113,7 +113,7 @@ def pcast(x, axis_name, *, to):
 
     >>> import xform, xform.numpy as jnp
     >>> from xform.sharding import PartitionSpec as P
-    >>> mesh = xform.make_mesh((2,), ('i',))
+    >>> mesh = xform.make_mesh((2,), ('i',), axis_types=(xform.sharding.AxisType.Auto,))
     >>> f = xform.shard_map(lambda w: xform.lax.pcast(w, 'i', to='varying'), mesh=mesh,
     ...                     in_specs=P(), out_specs=P('i'))
     >>> f(jnp.ones(2))

@@ -19,8 +19,9 @@ import math
 from xform.core import sharding_types, tree_util
 from xform.core.array import ShardedArray
 from xform.core.trace import Tracer, get_aval
-from xform.core.mesh import Mesh, current_mesh
-from xform.core.sharding import MeshLayout, NamedSharding, PartitionSpec, TiledLayout
+from xform.core.mesh import AxisType, Mesh, current_mesh
+from xform.core.sharding import (UNCONSTRAINED, MeshLayout, NamedSharding, PartitionSpec,
+                                 TiledLayout)
 from xform.interpreters import pxla
 from xform.lax import shapes
 from xform.lax.vma import pvary_p
@@ -102,17 +103,47 @@ def _on_mesh(x):
     return type(x) is ShardedArray and type(x.layout) is TiledLayout
 
 
-def _reshape(x, shape):
-    if tuple(get_aval(x).shape) == tuple(shape):
+def _reshape(x, shape, out_sharding=None):
+    if tuple(get_aval(x).shape) == tuple(shape) and out_sharding is None:
         return x
     with sharding_types.untyped():  # (explicit mode: blocks are not values JAX types)
-        return shapes.reshape(x, tuple(shape))
+        return shapes.reshape(x, tuple(shape), out_sharding=out_sharding)
 
 
-def _merge(o, shape, mesh, spec):
+def _manual_spec(manual, x):
+    """JAX's in_specs inferred from argument ``x``'s type: its manual axes."""
+    keep = lambda p: p if p in manual else None  # noqa: E731
+    out = []
+    for p in sharding_types.spec_of(get_aval(x)):
+        if isinstance(p, tuple):
+            p = [keep(q) for q in p]
+            while p and p[-1] is None:
+                p.pop()
+            if None in p:
+                raise ValueError(f"Invalid spec: {sharding_types.spec_of(get_aval(x))}")
+            p = tuple(p) or None
+        out.append(keep(p) if isinstance(p, str) else p)
+    return PartitionSpec(*out)
+
+
+def _check_typed_arg(aval, spec):
+    """JAX's error for an in_spec that is not the argument's type (all-Explicit mesh)."""
+    spec = PartitionSpec(*[None if p is UNCONSTRAINED else p for p in spec],
+                         *[None] * (aval.ndim - len(spec)))
+    have = sharding_types.spec_of(aval)
+    if have != spec:
+        raise ValueError(
+            f"in_specs passed to shard_map: {spec} does not match the specs of the input: "
+            f"{have} for arg: {aval}. `in_specs` is an optional argument so you "
+            "can omit specifying it and shard_map will infer the in_specs from the "
+            "arguments. If you want to reshard your inputs, you can use `jax.reshard` on "
+            "the arguments and then pass those args to shard_map.")
+
+
+def _merge(o, shape, mesh, spec, explicit=False):
     """The inverse: a per-device result becomes an Array tiled as ``out_specs`` says
     (its buffers as they are; its sharding the user's ``mesh`` and ``spec``, as JAX
-    names it), else a reshape."""
+    names it), else a reshape (typed by ``spec`` on an Explicit mesh, as JAX's)."""
     if type(o) is ShardedArray and type(o.layout) is MeshLayout:
         lay = o.layout
         tiles = pxla.tiled_spec(o.aval.shape, lay.dims, shape)
@@ -120,7 +151,8 @@ def _merge(o, shape, mesh, spec):
             tiled = TiledLayout(lay.devices, lay.sizes, lay.names, tiles)
             tiled.named = NamedSharding(mesh, spec)
             return ShardedArray(o._shards, o.aval.update(shape=tuple(shape)), tiled)
-    return _reshape(o, shape)
+    typed = explicit and isinstance(o, Tracer)
+    return _reshape(o, shape, NamedSharding(mesh, spec) if typed else None)
 
 
 def _out_vma_error(f, mesh, fails):
@@ -175,7 +207,9 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     Args:
       f: the per-block function (may also be given later: ``shard_map(mesh=...)(f)``).
       mesh: a :class:`xform.sharding.Mesh` (default: the one entered with ``with mesh:``).
-      in_specs: a PartitionSpec per positional argument (a pytree prefix).
+      in_specs: a PartitionSpec per positional argument (a pytree prefix). Where the
+        manual axes are all Explicit (``make_mesh``'s default) it must be each
+        argument's type (``reshard`` first) and may be omitted: inferred from the types.
       out_specs: a PartitionSpec per output (a pytree prefix). All three may also be
         given positionally (``jax.experimental.shard_map``'s form).
       check_vma: type every value in ``f`` with the mesh axes it varies over (inputs:
@@ -197,11 +231,13 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     Raises:
       ValueError: a spec naming an unknown mesh axis, longer than the value's rank, or
         splitting a dimension not divisible by the mesh axes' sizes; with
-        ``check_vma``, an output varying over a mesh axis its out_spec leaves out.
+        ``check_vma``, an output varying over a mesh axis its out_spec leaves out;
+        on an all-Explicit mesh, an in_spec that is not its argument's type.
+      TypeError: in_specs omitted while a manual axis is not Explicit.
 
     >>> import xform, xform.numpy as jnp
     >>> from xform.sharding import PartitionSpec as P
-    >>> mesh = xform.make_mesh((2,), ('x',))
+    >>> mesh = xform.make_mesh((2,), ('x',), axis_types=(xform.sharding.AxisType.Auto,))
     >>> f = xform.shard_map(lambda b: b - xform.lax.pmean(b.mean(), 'x'), mesh=mesh,
     ...                     in_specs=P('x'), out_specs=P('x'))
     >>> f(jnp.arange(4.0))
@@ -216,8 +252,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         if mesh is None:
             raise ValueError("shard_map requires a mesh: pass mesh= or call it inside "
                              "`with mesh:`")
-    if in_specs is None or out_specs is None:
-        raise TypeError("shard_map requires in_specs and out_specs (PartitionSpecs)")
+    if out_specs is None:
+        raise TypeError("shard_map requires out_specs (PartitionSpecs)")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map requires mesh to be a xform.sharding.Mesh, got "
                         f"{type(mesh).__name__}")
@@ -226,6 +262,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
     axes = tuple((n, s) for n, s in mesh.shape.items() if n in manual)
     devices = tuple(mesh.devices.flat)
     check = bool(check_rep if check_vma is None else check_vma)
+    types = dict(zip(mesh.axis_names, mesh.axis_types))
+    explicit = all(types[n] is AxisType.Explicit for n in manual)
 
     def manual_dims(dims, spec, what):
         """Per manual axis, the reshaped dim it maps (the spec may name no other)."""
@@ -242,7 +280,15 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         if any(map(_on_mesh, tree_util.tree_leaves(args))):
             return partitioned()(*args)  # (its trace calls ``mapped`` with tracers)
         specs = in_specs
-        if isinstance(specs, PartitionSpec) or specs is None:
+        if specs is None:  # (JAX's ``Infer``: from the arguments' types)
+            if not explicit:
+                raise TypeError(
+                    "shard_map in_specs argument must be a pytree of "
+                    "`jax.sharding.PartitionSpec` instances, but it was `None` when "
+                    f"axis_names={frozenset(manual)} are of type "
+                    f"{', '.join(str(types[n]) for n in manual)}")
+            specs = tree_util.tree_map(lambda x: _manual_spec(manual, x), args)
+        if isinstance(specs, PartitionSpec):
             specs = (specs,) * len(args)
         if isinstance(specs, list):
             specs = tuple(specs)
@@ -259,6 +305,8 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         reshaped, in_axes, block_avals = [], [], []
         for i, (x, spec) in enumerate(zip(leaves, flat_specs)):
             aval = get_aval(x)
+            if explicit and not partial:
+                _check_typed_arg(aval, _check_spec(spec, aval.shape, mesh, f"argument {i}"))
             shape, dims = _split_layout(aval.shape, spec, mesh, f"argument {i}")
             reshaped.append(_reshape(x, shape))
             dims = manual_dims(dims, _check_spec(spec, aval.shape, mesh, ""), "in_specs")
@@ -312,7 +360,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             outs = _partial_manual(reshaped, params)
         else:
             outs = pxla.xla_pmap_p.bind(*reshaped, **params)
-        outs = [_merge(o, s, mesh, spec)
+        outs = [_merge(o, s, mesh, spec, explicit)
                 for o, s, spec in zip(outs, full_shapes, flat_out_specs)]
         return tree_util.tree_unflatten(out_tree, outs)
 
