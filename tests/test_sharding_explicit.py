@@ -254,3 +254,29 @@ def test_shard_map_without_in_specs_needs_explicit_axes():
     for part in (0, -1):  # (the frozenset of axis names between may list them in any order)
         assert x[1].split("axis_names=")[part] == j[1].split("axis_names=")[part] or \
             x[1].split("}")[part] == j[1].split("}")[part]
+
+
+def _text(e):
+    """An error's type and text up to JAX's source location (xform names none)."""
+    return e and (e[0], e[1].split(" This error occurs at source")[0].rstrip("."))
+
+
+@pytest.mark.parametrize("axis_types", [("Explicit", "Explicit"), ("Explicit", "Auto")])
+def test_with_sharding_constraint_and_reshard_in_explicit_mode(axis_types):
+    def run(L, np_, P_, put):
+        wsc, xy = L.lax.with_sharding_constraint, put(X, "x", "y")
+        auto = L.make_mesh((2, 4), ("x", "y"), axis_types=(L.sharding.AxisType.Auto,) * 2)
+        errs = [error(lambda: wsc(xy, P_("x", None))),
+                error(lambda: L.jit(lambda a: wsc(a, P_(None, "y")))(xy)),
+                error(lambda: wsc(put(X), L.sharding.NamedSharding(auto, P_("x")))),
+                error(lambda: L.sharding.reshard(xy, P_(None, "y"))),
+                error(lambda: np_.dot(xy, put(W, "y", None), out_sharding=P_(None, "y"))),
+                error(lambda: np_.einsum("ij,jk->ik", xy, put(W, "y", None),
+                                         out_sharding=P_(None, "y")))]
+        spec = P_("x", "y") if axis_types[1] == "Explicit" else P_(None, "y")  # (y: Auto)
+        outs = [wsc(xy, spec), L.jit(lambda a: wsc(a * 2, spec))(xy)]
+        return [_text(e) for e in errs], outs
+    (xe, xo), (je, jo) = both(run, axis_types)
+    assert xe == je and (axis_types[1] == "Auto") == any(e and e[0] == "ValueError" for e in xe)
+    for x, j in zip(xo, jo):
+        check(x, j)

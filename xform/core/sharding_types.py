@@ -14,7 +14,7 @@ import contextlib
 import threading
 
 from xform.core.mesh import AxisType, current_mesh
-from xform.core.sharding import DuplicateSpecError, NamedSharding, PartitionSpec
+from xform.core.sharding import UNCONSTRAINED, DuplicateSpecError, NamedSharding, PartitionSpec
 
 
 class ShardingTypeError(Exception):
@@ -56,17 +56,26 @@ def type_sharding(named, ndim):
     return hit
 
 
-def abstract_sharding(s):
-    """An ``out_sharding=`` argument (a NamedSharding, or a PartitionSpec under a mesh in
-    context) as a NamedSharding over the AbstractMesh: what a primitive's params hold."""
+def abstract_sharding(s, api_name):
+    """An ``out_sharding=`` argument of ``api_name`` (a NamedSharding, or a PartitionSpec
+    under a mesh in context) as a NamedSharding over the AbstractMesh: what a
+    primitive's params hold. Raises JAX's ValueError if it names a non-Explicit axis."""
     if isinstance(s, PartitionSpec):
         mesh = current_mesh()
         if mesh is None:
             raise ValueError(f"out_sharding={s} is a PartitionSpec, which needs a mesh in "
                              "context (jax.set_mesh(mesh)); or pass a NamedSharding")
-        return NamedSharding(mesh.abstract_mesh, s)
+        s = NamedSharding(mesh.abstract_mesh, s)
     if not isinstance(s, NamedSharding):
         raise TypeError(f"out_sharding must be a NamedSharding or PartitionSpec, got {s!r}")
+    types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+    for p in s.spec:
+        for a in p if isinstance(p, tuple) else () if p is None or p is UNCONSTRAINED else (p,):
+            if types[a] is not AxisType.Explicit:
+                raise ValueError(
+                    f"PartitionSpec passed to {api_name} cannot contain axis names that are "
+                    f"of type Auto or Manual. Got PartitionSpec: {s.spec} with axis name: "
+                    f"{a} of type: {types[a]}.")
     return NamedSharding(s.mesh.abstract_mesh, s.spec)
 
 

@@ -18,7 +18,7 @@ from xform.core import dtypes, sharding_types, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
-from xform.core.mesh import Mesh
+from xform.core.mesh import AxisType, Mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -150,8 +150,9 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
         if s is not None:
             s.check_shape(aval.shape, "One of pjit outputs")
         elif getattr(aval, "_sharding", None) is not None and \
-                aval._sharding.mesh.axis_names == mesh.axis_names:  # explicit mode: the
-            out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)  # type says
+                aval._sharding.mesh.axis_names == mesh.axis_names and \
+                AxisType.Auto not in mesh.axis_types:  # explicit mode: the type says
+            out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)  # (Auto: XLA's)
     return Placement(mesh, ins, out_shardings)
 
 

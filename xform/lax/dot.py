@@ -103,7 +103,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     params = dict(dimension_numbers=dn, precision=canonicalize_precision(precision),
                   preferred_element_type=preferred_dtype(preferred_element_type))
     if out_sharding is not None:  # (a param only when given: other dots print as before)
-        params["out_sharding"] = sharding_types.abstract_sharding(out_sharding)
+        params["out_sharding"] = sharding_types.abstract_sharding(out_sharding, "dot_general")
     return dot_general_p.bind(lhs, rhs, **params)
 
 

@@ -128,7 +128,7 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
         operand = transpose(operand, dimensions)
     if out_sharding is not None:  # (a param only when given)
         return reshape_p.bind(operand, new_sizes=new_sizes,
-                              sharding=sharding_types.abstract_sharding(out_sharding))
+                              sharding=sharding_types.abstract_sharding(out_sharding, "reshape"))
     if get_aval(operand).shape == new_sizes:
         return operand
     return reshape_p.bind(operand, new_sizes=new_sizes)

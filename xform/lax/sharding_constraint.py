@@ -18,22 +18,30 @@ from xform.lax._prim import standard_primitive
 
 def with_sharding_constraint(x, shardings):
     """Constrain each leaf of pytree ``x`` to a sharding (a pytree prefix of ``x``
-    of ``NamedSharding``s, or ``PartitionSpec``s under a mesh context).
+    of ``NamedSharding``s, or ``PartitionSpec``s under a mesh context). As JAX's
+    explicit mode: under a mesh whose axes are all Explicit it only asserts that each
+    leaf's type is its sharding (``reshard`` changes it); otherwise a sharding may
+    name only Auto axes.
 
     Raises:
       RuntimeError: if a PartitionSpec is given with no mesh in context.
-      ValueError: if a sharding does not fit a leaf's rank or shape.
+      ValueError: if a sharding does not fit a leaf's rank or shape, or names a mesh
+        axis that is not Auto (outside an all-Explicit mesh context).
+      AssertionError: under an all-Explicit mesh, a leaf typed otherwise.
 
     >>> import xform, xform.numpy as jnp
-    >>> from xform.sharding import NamedSharding, PartitionSpec as P
-    >>> s = NamedSharding(xform.make_mesh((2,), ('x',)), P('x'))
+    >>> from xform.sharding import AxisType, NamedSharding, PartitionSpec as P
+    >>> mesh = xform.make_mesh((2,), ('x',), axis_types=(AxisType.Auto,))
+    >>> s = NamedSharding(mesh, P('x'))
     >>> xform.lax.with_sharding_constraint(jnp.arange(4.0), s).sharding.spec
     P('x',)
     """
-    return _constrain(x, shardings, typed=False)
+    return _constrain(x, shardings, typed=False, api="with_sharding_constraint")
 
 
-def _constrain(x, shardings, typed):
+def _constrain(x, shardings, typed, api=None):
+    """``api``: whose checks of JAX's explicit mode to make (None: auto_axes and
+    explicit_axes casting between meshes: none)."""
     leaves, tree = tree_util.tree_flatten(x)
     targets = tree_util.broadcast_prefix(
         shardings, x, is_leaf=lambda s: isinstance(s, (NamedSharding, PartitionSpec)))
@@ -57,10 +65,59 @@ def _constrain(x, shardings, typed):
         shape = get_aval(v).shape
         s.check_shape(shape, "One of with_sharding_constraint arguments",
                       uneven_ok=isinstance(v, Tracer))  # (as JAX: XLA pads in programs)
+        if api == "reshard":
+            sharding_types.abstract_sharding(s, api)  # (JAX's error for Auto axes)
+        elif api and _explicit_context():  # (JAX: an assert, not a constraint)
+            _assert_typed(get_aval(v), s)
+            out.append(v)
+            continue
+        elif api:
+            _check_auto(s)
+            if isinstance(v, Tracer) and get_aval(v)._sharding is not None:
+                s = _keep_type(get_aval(v), s)  # (eagerly JAX device_puts to ``s``)
         if typed and sharding_types.is_explicit(s.mesh) and len(s.spec) < len(shape):
             s = s.with_spec(PartitionSpec(*s.spec, *[None] * (len(shape) - len(s.spec))))
         out.append(sharding_constraint_p.bind(v, sharding=s))
     return tree_util.tree_unflatten(tree, out)
+
+
+def _explicit_context():
+    mesh = current_mesh()
+    return mesh is not None and bool(mesh.axis_types) and \
+        all(t is AxisType.Explicit for t in mesh.axis_types)
+
+
+def _assert_typed(aval, s):
+    """JAX's with_sharding_constraint under an all-Explicit mesh: the type must be ``s``."""
+    have = sharding_types.spec_of(aval)
+    want = PartitionSpec(*s.spec, *[None] * (aval.ndim - len(s.spec)))
+    if any(w is not UNCONSTRAINED and h != w for h, w in zip(have, want)):
+        raise AssertionError(
+            "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+            f"`Explicit`. The array sharding: {have} did not match the sharding provided: "
+            f"{want}. Please use `jax.sharding.reshard` to shard your input to the sharding "
+            "you want.")
+
+
+def _keep_type(aval, s):
+    """``s`` with ``aval``'s Explicit axes (its type) added: inside a program a
+    constraint of the Auto axes leaves the type as it is, as JAX's."""
+    spec = []
+    for t, u in zip(sharding_types.spec_of(aval), tuple(s.spec) + (None,) * aval.ndim):
+        names = lambda p: () if p is None or p is UNCONSTRAINED else \
+            p if isinstance(p, tuple) else (p,)  # noqa: E731
+        both = names(t) + names(u)
+        spec.append(u if not names(t) else both[0] if len(both) == 1 else both)
+    return s.with_spec(PartitionSpec(*spec))
+
+
+def _check_auto(s):
+    types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+    if any(types[a] is not AxisType.Auto for a in s.spec.axis_names()):
+        raise ValueError(
+            "The spec of NamedSharding passed to with_sharding_constraint can only refer to "
+            f"Auto axes of the mesh. Got spec={s.spec} and mesh={s.mesh.abstract_mesh}. You "
+            "probably meant to use `reshard` API?")
 
 
 def reshard(x, out_shardings):
@@ -68,7 +125,7 @@ def reshard(x, out_shardings):
     context, a pytree prefix of ``x``): a copy between layouts eagerly, a constraint
     inside jit; in explicit mode the result's type (and ``.sharding``, its spec one
     entry per dimension, as JAX's) says the new sharding."""
-    return _constrain(x, out_shardings, typed=True)
+    return _constrain(x, out_shardings, typed=True, api="reshard")
 
 
 def _switched_mesh(name, axes, to):
@@ -114,7 +171,7 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
         with use_mesh(new):
             args = tree_util.tree_map(lambda a: _mesh_cast(a, new), args)
             out = f(*args, **kwargs)
-        return with_sharding_constraint(out, out_s)
+        return _constrain(out, out_s, typed=False)
     return wrapped
 
 
@@ -139,8 +196,8 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
             raise TypeError("Missing required keyword argument: 'in_sharding'")
         mesh, new = _switched_mesh("explicit_axes", axes, AxisType.Explicit)
         with use_mesh(new):
-            args = with_sharding_constraint(args, tuple(in_s) if isinstance(in_s, list)
-                                            else in_s)
+            args = _constrain(args, tuple(in_s) if isinstance(in_s, list) else in_s,
+                              typed=False)
             out = f(*args, **kwargs)
         return tree_util.tree_map(lambda o: _mesh_cast(o, mesh), out)
     return wrapped

@@ -15,7 +15,7 @@ import string
 from xform import lax
 from xform.core import shape_poly
 from xform.interpreters.composite import composite
-from xform.core.sharding_types import result_resharded
+from xform.core.sharding_types import abstract_sharding, result_resharded
 from xform.lax.sharding_constraint import reshard
 from xform.numpy import _util
 from xform.numpy._matrix import diagonal
@@ -203,6 +203,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     if out_sharding is None:
         return _einsum(subscripts, *operands, out=out, optimize=optimize,
                        precision=precision, preferred_element_type=preferred_element_type)
+    abstract_sharding(out_sharding, "einsum")  # (JAX's error for Auto axes)
     with result_resharded():  # (an ambiguous contraction's type is the reshard's)
         r = _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
                     preferred_element_type=preferred_element_type)

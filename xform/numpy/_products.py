@@ -10,7 +10,7 @@ from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._shape import ravel
 from xform.numpy._ufuncs import multiply
-from xform.core.sharding_types import result_resharded
+from xform.core.sharding_types import abstract_sharding, result_resharded
 from xform.lax.sharding_constraint import reshard
 
 
@@ -40,6 +40,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     NamedSharding, or a PartitionSpec under a mesh) lays the result out so (its type, in
     explicit mode)."""
     if out_sharding is not None:  # (an ambiguous contraction's type is the reshard's)
+        abstract_sharding(out_sharding, "dot_general")  # (JAX's error for Auto axes)
         with result_resharded():
             out = dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
         return reshard(out, out_sharding)
@@ -62,6 +63,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     as in :func:`dot`."""
     if out_sharding is None:
         return _matmul(a, b, precision, preferred_element_type)
+    abstract_sharding(out_sharding, "dot_general")
     with result_resharded():
         out = _matmul(a, b, precision, preferred_element_type)
     return reshard(out, out_sharding)
