@@ -280,3 +280,21 @@ def test_with_sharding_constraint_and_reshard_in_explicit_mode(axis_types):
     assert xe == je and (axis_types[1] == "Auto") == any(e and e[0] == "ValueError" for e in xe)
     for x, j in zip(xo, jo):
         check(x, j)
+
+
+@pytest.mark.parametrize("axis_types", [("Explicit", "Explicit"), ("Explicit", "Auto")])
+def test_creation_functions_out_sharding(axis_types):
+    def run(L, np_, P_, put):
+        xs = P_("x", None)
+        outs = [np_.zeros((8, 4), out_sharding=xs), np_.ones((8, 4), np.int32,
+                                                             out_sharding=P_(None, "x")),
+                np_.full((8, 4), 2.0, out_sharding=xs), np_.arange(8, out_sharding=P_("x")),
+                L.jit(lambda a: a + np_.zeros((8, 4), out_sharding=xs))(put(X, "x")),
+                L.jit(lambda: np_.arange(8.0, out_sharding=P_("x")) * 2)()]
+        errs = [error(lambda: np_.zeros((8, 4), out_sharding=P_(None, "y"))),
+                error(lambda: np_.arange(8, out_sharding=P_("y")))]
+        return outs, [_text(e) for e in errs]
+    (xo, xe), (jo, je) = both(run, axis_types)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    assert xe == je and (axis_types[1] == "Auto") == (xe[0] is not None)

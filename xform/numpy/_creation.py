@@ -9,8 +9,10 @@ from xform import lax
 from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.errors import ConcretizationTypeError
+from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import Tracer
 from xform.core.transfer import device_put_value
+from xform.lax.sharding_constraint import reshard
 from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
 from xform.numpy._util import canonical_shape, user_dtype
@@ -100,9 +102,19 @@ def _filled(shape, fill, dt, weak):
     return _util.broadcast_to(fill, shape)
 
 
-def full(shape, fill_value, dtype=None):
+def _placed(out, out_sharding, name):
+    """``out`` laid out (and typed, in explicit mode) as ``out_sharding``: the creation
+    functions' ``out_sharding=``, which may name only Explicit axes (JAX's error)."""
+    if out_sharding is None:
+        return out
+    abstract_sharding(out_sharding, name)
+    return reshard(out, out_sharding)
+
+
+def full(shape, fill_value, dtype=None, *, out_sharding=None):
     """Like numpy.full; without ``dtype`` the result has ``fill_value``'s dtype and
-    weak type.
+    weak type. ``out_sharding`` (here and in zeros/ones/empty/arange): the result's
+    sharding (NamedSharding, or PartitionSpec under a mesh in context).
 
     >>> jnp.full((2,), 1.0)
     Array([1., 1.], dtype=float32, weak_type=True)
@@ -110,25 +122,27 @@ def full(shape, fill_value, dtype=None):
     shape = canonical_shape(shape)
     if dtype is None:
         fill = _asarray(fill_value, "full")
-        return _filled(shape, fill, fill.aval.dtype, fill.aval.weak_type)
-    return _filled(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
+        out = _filled(shape, fill, fill.aval.dtype, fill.aval.weak_type)
+    else:
+        out = _filled(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
+    return _placed(out, out_sharding, "full")
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, out_sharding=None):
     """Like numpy.zeros (default dtype: the default float)."""
-    return _filled(canonical_shape(shape), 0, user_dtype(dtype) or
-                   dtypes.default_float_dtype(), False)
+    return _placed(_filled(canonical_shape(shape), 0, user_dtype(dtype) or
+                           dtypes.default_float_dtype(), False), out_sharding, "jnp.zeros")
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, out_sharding=None):
     """Like numpy.ones (default dtype: the default float)."""
-    return _filled(canonical_shape(shape), 1, user_dtype(dtype) or
-                   dtypes.default_float_dtype(), False)
+    return _placed(_filled(canonical_shape(shape), 1, user_dtype(dtype) or
+                           dtypes.default_float_dtype(), False), out_sharding, "jnp.ones")
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, out_sharding=None):
     """Like numpy.empty, but zero-filled (arrays are immutable)."""
-    return zeros(shape, dtype)
+    return _placed(zeros(shape, dtype), out_sharding, "jnp.empty")
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
@@ -171,7 +185,7 @@ def _concrete(x, what):
     return x
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, out_sharding=None):
     """Like numpy.arange, with JAX's dtypes (Python ints give the default int).
 
     Arguments must be concrete scalars. Floating ranges are computed as
@@ -180,6 +194,8 @@ def arange(start, stop=None, step=None, dtype=None):
     >>> jnp.arange(3), jnp.arange(0, 1, 0.25)
     (Array([0, 1, 2], dtype=int32), Array([0.  , 0.25, 0.5 , 0.75], dtype=float32))
     """
+    if out_sharding is not None:
+        return _placed(arange(start, stop, step, dtype), out_sharding, "jnp.arange")
     if shape_poly.is_symbolic_dim(start) and stop is None and step is None:
         return lax.iota(user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64), start)
     start = _concrete(start, "stop" if stop is None and step is None else "start")
