@@ -298,3 +298,17 @@ def test_creation_functions_out_sharding(axis_types):
     for x, j in zip(xo, jo):
         check(x, j)
     assert xe == je and (axis_types[1] == "Auto") == (xe[0] is not None)
+
+
+def test_sort_rule():
+    def run(L, np_, P_, put):
+        a, b = put(X[::-1], "x", None), put(X, None, "y")
+        outs = [np_.sort(a, axis=1), L.jit(lambda v: np_.argsort(v, axis=1))(a),
+                *L.jit(lambda v: L.lax.sort((v, v * 2), dimension=1, num_keys=1))(a)]
+        errs = [error(lambda: L.jit(lambda v: np_.sort(v, axis=0))(a)),
+                error(lambda: L.jit(lambda u, v: L.lax.sort((u, v), dimension=0))(b, a))]
+        return outs, errs
+    (xo, xe), (jo, je) = both(run)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    assert xe == je and all(e[0] == "ShardingTypeError" for e in xe)

@@ -11,7 +11,7 @@ import math
 from xform.core import sharding_types
 from xform.core.sharding import PartitionSpec as P
 from xform.core.sharding_types import ShardingTypeError, def_sharding_rule, spec_of
-from xform.lax import cumulative, elementwise, reductions, rounding, shapes
+from xform.lax import cumulative, elementwise, reductions, rounding, shapes, sorting
 from xform.lax.dot import dot_general_p
 from xform.lax.dynamic_slicing import dynamic_slice_p, dynamic_update_slice_p
 from xform.lax.complex import complex_p, conj_p
@@ -262,6 +262,19 @@ def _concatenate(*xs, dimension):
     return typed[0].spec
 
 
+def _sort(*avals, dimension, **_):
+    typed = [a._sharding for a in avals if a._sharding is not None]
+    for s in typed:
+        if s.spec[dimension] is not None:
+            raise ShardingTypeError(
+                "Arguments to sort must be unsharded over the sorting dimension. Got arg "
+                f"sharding={s} and sorting dimension={dimension}")
+        if s != typed[0]:
+            raise ShardingTypeError("Arguments to sort must have equal shardings, got: "
+                                    + " ".join(map(str, typed)))
+    return [typed[0].spec] * len(avals)
+
+
 for _p, _kind in _families.items():
     def_sharding_rule(_p, _unary if _kind == "unary" else _nary(_p.name))
 for _p in (elementwise.integer_pow_p, elementwise.convert_element_type_p,
@@ -290,3 +303,4 @@ def_sharding_rule(shapes.split_p, _split)
 def_sharding_rule(shapes.concatenate_p, _concatenate)
 def_sharding_rule(dynamic_slice_p, _dynamic_slice)
 def_sharding_rule(dynamic_update_slice_p, _dynamic_update_slice)
+def_sharding_rule(sorting.sort_p, _sort)
