@@ -312,3 +312,12 @@ def test_sort_rule():
     for x, j in zip(xo, jo):
         check(x, j)
     assert xe == je and all(e[0] == "ShardingTypeError" for e in xe)
+
+
+def test_at_get_out_sharding():
+    def run(L, np_, P_, put):
+        a = put(X, "x", None)
+        return [L.jit(lambda v: v.at[:, 1].get(out_sharding=P_("x")))(a),
+                a.at[np.array([0, 2])].get(out_sharding=P_(None, "y"))]
+    for x, j in zip(*both(run)):
+        check(x, j)

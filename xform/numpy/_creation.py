@@ -104,7 +104,8 @@ def _filled(shape, fill, dt, weak):
 
 def _placed(out, out_sharding, name):
     """``out`` laid out (and typed, in explicit mode) as ``out_sharding``: the creation
-    functions' ``out_sharding=``, which may name only Explicit axes (JAX's error)."""
+    functions' (and ``.at[].get``'s) ``out_sharding=``, which may name only Explicit
+    axes (JAX's error names ``name``)."""
     if out_sharding is None:
         return out
     abstract_sharding(out_sharding, name)

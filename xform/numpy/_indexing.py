@@ -523,12 +523,14 @@ class _IndexUpdateRef:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None, wrap_negative_indices=True):
+            fill_value=None, out_sharding=None, wrap_negative_indices=True):
         """``x[idx]``; with ``mode='fill'`` out-of-bounds entries are ``fill_value``
-        (default NaN for inexact dtypes, the extreme value for integers)."""
-        return rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                              unique_indices=unique_indices, mode=mode,
-                              fill_value=fill_value, normalize=wrap_negative_indices)
+        (default NaN for inexact dtypes, the extreme value for integers).
+        ``out_sharding``: the result's sharding (explicit mode: its type)."""
+        out = rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=mode,
+                             fill_value=fill_value, normalize=wrap_negative_indices)
+        return _creation._placed(out, out_sharding, ".get")
 
     def _update(self, op, values, indices_are_sorted, unique_indices, mode,
                 wrap_negative_indices, array=None):
