@@ -223,10 +223,13 @@ def test_shard_map_and_untyped_results_in_an_explicit_jit():
 def test_shard_map_checks_and_infers_in_specs_from_types():
     def run(L, np_, P_, put):
         mesh = L.sharding.get_mesh()
-        body = lambda b: L.lax.psum(b, "y")  # noqa: E731
+        seen = []
+
+        def body(b):
+            seen.append(str(L.typeof(b)))  # (its vma: both axes)
+            return L.lax.psum(b, "y")
         sm = lambda **kw: L.shard_map(body, mesh=mesh, out_specs=P_("x", None), **kw)  # noqa: E731
         a, xy = np.arange(128.0, dtype=np.float32).reshape(8, 16), put(X, "x", "y")
-        seen = []
 
         def typed(b):
             o = sm(in_specs=P_("x", "y"))(b)

@@ -102,7 +102,8 @@ class ShapedArray:
 
     def str_short(self, short_dtypes=True):
         """``f32[8@x,4]``: dtype, then each dimension with the mesh axes splitting it."""
-        vma = "{V:%s}" % ",".join(sorted(map(str, self.vma))) if self.vma else ""
+        vma = ",".join(sorted(map(str, self.vma)))  # (sorted; JAX's are in mesh order)
+        vma = "" if not self.vma else "{V:%s}" % (vma if len(self.vma) == 1 else f"({vma})")
         dt = short_dtype_name(self.dtype) if short_dtypes else str(self.dtype)
         dims = map(str, self.shape)
         if self._sharding is not None:
