@@ -324,3 +324,15 @@ def test_at_get_out_sharding():
                 a.at[np.array([0, 2])].get(out_sharding=P_(None, "y"))]
     for x, j in zip(*both(run)):
         check(x, j)
+
+
+def test_creation_functions_device():
+    def run(L, np_, P_, put):
+        d = L.devices()[3]
+        outs = [np_.zeros(3, device=d), np_.full((2,), 1.0, device=d),
+                np_.arange(4, device=L.sharding.NamedSharding(L.sharding.get_mesh(), P_("y")))]
+        return ([(str(o.sharding).split("(")[0], sorted(x.id for x in o.devices()))
+                 for o in outs] + [np.asarray(o).tolist() for o in outs],
+                _text(error(lambda: np_.ones(3, device=d, out_sharding=P_()))))
+    x, j = both(run)
+    assert x == j and x[1][0] == "ValueError"

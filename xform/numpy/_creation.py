@@ -13,6 +13,7 @@ from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import Tracer
 from xform.core.transfer import device_put_value
 from xform.lax.sharding_constraint import reshard
+from xform.transforms.devices import device_put
 from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
 from xform.numpy._util import canonical_shape, user_dtype
@@ -102,20 +103,26 @@ def _filled(shape, fill, dt, weak):
     return _util.broadcast_to(fill, shape)
 
 
-def _placed(out, out_sharding, name):
+def _placed(out, out_sharding, name, device=None):
     """``out`` laid out (and typed, in explicit mode) as ``out_sharding``: the creation
     functions' (and ``.at[].get``'s) ``out_sharding=``, which may name only Explicit
-    axes (JAX's error names ``name``)."""
+    axes (JAX's error names ``name``); or put on ``device`` (a Device or Sharding)."""
+    if device is not None:
+        if out_sharding is not None:
+            raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got "
+                             f"{device=} and {out_sharding=}")
+        return device_put(out, device)
     if out_sharding is None:
         return out
     abstract_sharding(out_sharding, name)
     return reshard(out, out_sharding)
 
 
-def full(shape, fill_value, dtype=None, *, out_sharding=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """Like numpy.full; without ``dtype`` the result has ``fill_value``'s dtype and
     weak type. ``out_sharding`` (here and in zeros/ones/empty/arange): the result's
-    sharding (NamedSharding, or PartitionSpec under a mesh in context).
+    sharding (NamedSharding, or PartitionSpec under a mesh in context); or ``device``
+    (a Device or Sharding) to put it on.
 
     >>> jnp.full((2,), 1.0)
     Array([1., 1.], dtype=float32, weak_type=True)
@@ -126,24 +133,26 @@ def full(shape, fill_value, dtype=None, *, out_sharding=None):
         out = _filled(shape, fill, fill.aval.dtype, fill.aval.weak_type)
     else:
         out = _filled(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
-    return _placed(out, out_sharding, "full")
+    return _placed(out, out_sharding, "full", device)
 
 
-def zeros(shape, dtype=None, *, out_sharding=None):
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
     """Like numpy.zeros (default dtype: the default float)."""
     return _placed(_filled(canonical_shape(shape), 0, user_dtype(dtype) or
-                           dtypes.default_float_dtype(), False), out_sharding, "jnp.zeros")
+                           dtypes.default_float_dtype(), False), out_sharding, "jnp.zeros",
+                   device)
 
 
-def ones(shape, dtype=None, *, out_sharding=None):
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
     """Like numpy.ones (default dtype: the default float)."""
     return _placed(_filled(canonical_shape(shape), 1, user_dtype(dtype) or
-                           dtypes.default_float_dtype(), False), out_sharding, "jnp.ones")
+                           dtypes.default_float_dtype(), False), out_sharding, "jnp.ones",
+                   device)
 
 
-def empty(shape, dtype=None, *, out_sharding=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
     """Like numpy.empty, but zero-filled (arrays are immutable)."""
-    return _placed(zeros(shape, dtype), out_sharding, "jnp.empty")
+    return _placed(zeros(shape, dtype), out_sharding, "jnp.empty", device)
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
@@ -186,7 +195,7 @@ def _concrete(x, what):
     return x
 
 
-def arange(start, stop=None, step=None, dtype=None, *, out_sharding=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     """Like numpy.arange, with JAX's dtypes (Python ints give the default int).
 
     Arguments must be concrete scalars. Floating ranges are computed as
@@ -195,8 +204,8 @@ def arange(start, stop=None, step=None, dtype=None, *, out_sharding=None):
     >>> jnp.arange(3), jnp.arange(0, 1, 0.25)
     (Array([0, 1, 2], dtype=int32), Array([0.  , 0.25, 0.5 , 0.75], dtype=float32))
     """
-    if out_sharding is not None:
-        return _placed(arange(start, stop, step, dtype), out_sharding, "jnp.arange")
+    if out_sharding is not None or device is not None:
+        return _placed(arange(start, stop, step, dtype), out_sharding, "jnp.arange", device)
     if shape_poly.is_symbolic_dim(start) and stop is None and step is None:
         return lax.iota(user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64), start)
     start = _concrete(start, "stop" if stop is None and step is None else "start")
