@@ -269,6 +269,47 @@ def test_zero_and_one_are_baked_negative_zero_is_not():
     assert list(np.signbit(np.asarray(b))) == [True, False]
 
 
+def test_composites_are_recorded_from_their_recipes(monkeypatch):
+    # A jnp composite in lazy mode appends its traced equations at once: the function's
+    # Python runs once per operand avals (the trace), then no primitive is bound.
+    from xform.interpreters import lazy as lazy_interp
+    from xform.interpreters.compiler import stats
+    x = jnp.asarray(np.linspace(-2, 2, 13, dtype=np.float32))  # (avals no other test uses)
+    i8 = jnp.asarray(np.arange(-3, 4, dtype=np.int8))
+
+    def prog(x, i8):
+        return [jnp.std(x), jnp.linalg.norm(x), x + 2.5, 2.5 * x, x * 3, x - True,
+                i8 + 3, i8 * 300, x * -0.0, x + float("nan"), jnp.tanh(x) * x,
+                jnp.maximum(x, 0.25), jnp.std(x * 2.0)]
+
+    bound = []
+    record = lazy_interp.LazyTrace.process_primitive
+    monkeypatch.setattr(lazy_interp.LazyTrace, "process_primitive",
+                        lambda self, p, a, k: bound.append(p) or record(self, p, a, k))
+    want = prog(x, i8)
+    for first in (True, False):
+        with L():
+            traces = stats["composite_trace"]
+            got = prog(x, i8)
+            assert (stats["composite_trace"] > traces) == first  # traced once, then cached
+            del bound[:]
+            again = prog(x, i8)
+            assert not bound
+            keys = lazy_interp._tls.graph.keys
+            n = len(keys)
+            jnp.std(got[2])  # (f32[13]) its equations, as make_jaxpr traces them
+            assert [k[0] for k in keys[n:]] == [
+                e.primitive for e in xform.make_jaxpr(jnp.std)(x).jaxpr.eqns]
+            nz = jnp.where(x > 0)  # no recipe (needs values): runs as it is
+        for g, a, w in zip(got, again, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.weak_type == w.weak_type
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(w))
+            assert list(np.signbit(np.asarray(g)).ravel()) == \
+                list(np.signbit(np.asarray(w)).ravel())
+        np.testing.assert_array_equal(nz[0], np.arange(7, 13))
+
+
 # ---- how each primitive runs: the attribute its registrar sets ----
 
 def test_primitives_declare_their_lazy_kind():

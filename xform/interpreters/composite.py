@@ -29,6 +29,7 @@ from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
 from xform.interpreters.dispatch import CompiledJaxpr, check_deleted
+from xform.interpreters.lazy_recipes import entries
 from xform.interpreters.partial_eval import trace_to_jaxpr
 
 _SCALARS = frozenset((bool, int, float, complex))
@@ -135,14 +136,17 @@ class _NoEntry:
 _NO_ENTRY = _NoEntry()  # a key whose function could not be traced: run it as it is
 
 
-def _compile(fun, name, args, kwargs, static_pos, static_names):
-    """Trace ``fun`` at the abstract version of ``args``/``kwargs`` and compile it; or
-    _NO_ENTRY if it cannot be traced there."""
+def _trace(fun, args, kwargs, static_pos, static_names):
+    """``fun`` traced at the abstract version of ``args``/``kwargs``: ``(ClosedJaxpr,
+    output treedef)``, or None if it cannot be traced there."""
     avals, bufs, key = [], [], []
-    targs = [a if i in static_pos else _leaf_or_seq(a, bufs, key, avals)
-             for i, a in enumerate(args)]
-    tkwargs = {k: v if k in static_names else _leaf_or_seq(v, bufs, key, avals)
-               for k, v in kwargs.items()}
+    try:
+        targs = [a if i in static_pos else _leaf_or_seq(a, bufs, key, avals)
+                 for i, a in enumerate(args)]
+        tkwargs = {k: v if k in static_names else _leaf_or_seq(v, bufs, key, avals)
+                   for k, v in kwargs.items()}
+    except _Fallback:
+        return None
     store = []
 
     def flat(*tracers):
@@ -154,11 +158,18 @@ def _compile(fun, name, args, kwargs, static_pos, static_names):
     try:
         closed = trace_to_jaxpr(flat, [canonical_aval(a) for a in avals])
     except Exception:  # noqa: BLE001  (needs concrete values, or a user error that the
-        return _NO_ENTRY  # plain call raises again with its own message)
-    if has_float0(closed.out_avals):  # (host zeros: the fast path wraps every output)
-        return _NO_ENTRY
+        return None    # plain call raises again with its own message)
     stats["composite_trace"] += 1
-    return _Entry(CompiledJaxpr(closed, name=name), store[0])
+    return closed, store[0]
+
+
+def _compile(fun, name, args, kwargs, static_pos, static_names):
+    """``fun`` traced at the abstract version of ``args``/``kwargs`` and compiled; or
+    _NO_ENTRY if it cannot be traced there."""
+    traced = _trace(fun, args, kwargs, static_pos, static_names)
+    if traced is None or has_float0(traced[0].out_avals):  # (host zeros: the fast
+        return _NO_ENTRY                                   # path wraps every output)
+    return _Entry(CompiledJaxpr(traced[0], name=name), traced[1])
 
 
 def _leaf_or_seq(a, bufs, key, avals):
@@ -188,19 +199,28 @@ def composite(fun=None, *, static=(), as_is=()):
     # No Python __hash__ runs (~0.05 us per aval); ``keep`` holds those avals, so no
     # other object can take their ids while they are keys.
     fast, keep = {}, []
-    _caches.extend((cache, fast, keep))
+    recipes, held = {}, []  # lazy mode's (interpreters/lazy_recipes.py)
+    _caches.extend((cache, fast, keep, recipes, held))
     name = getattr(fun, "__name__", "composite")
     one_ok = 0 not in static_pos
     two_ok = one_ok and 1 not in static_pos
+
+    def trace_leaf(args):
+        traced = _trace(fun, args, {}, static_pos, static_names)
+        return traced[0] if traced and tree_util.treedef_is_leaf(traced[1]) else None
+    lazy_one, lazy_two = entries(fun, trace_leaf, recipes, held)
 
     @functools.wraps(fun)
     def wrapper(x=_MISSING, y=_MISSING, /, *rest, **kwargs):
         # (the first two positional arguments are bound, not packed: ~45 ns less per
         # call; keyword arguments of any name, those two included, come in ``kwargs``)
         if _context.trace is not eval_trace or _off:
+            if kwargs or x is _MISSING:
+                return fun(*(() if x is _MISSING else (x,) if y is _MISSING else
+                             (x, y, *rest)), **kwargs)
             if y is _MISSING:
-                return fun(**kwargs) if x is _MISSING else fun(x, **kwargs)
-            return fun(x, y, *rest, **kwargs)
+                return lazy_one(x) if one_ok else fun(x)
+            return lazy_two(x, y) if two_ok and not rest else fun(x, y, *rest)
         if kwargs or type(x) is not Array or not one_ok:
             pass
         elif y is _MISSING:  # the commonest call, f(x)
@@ -292,7 +312,7 @@ def composite(fun=None, *, static=(), as_is=()):
                         except Exception as e:
                             _failed(e, (x,), name)
                 return wrapper(x)
-            return fun(x)
+            return lazy_one(x)
         unary.__wrapped__ = fun
         return unary
     if not two_ok or len(params) < 2 or kinds[:2] not in (
@@ -326,7 +346,7 @@ def composite(fun=None, *, static=(), as_is=()):
                         except Exception as e:
                             _failed(e, (x, y), name)
                 return wrapper(x, y)
-            return fun(x, y)
+            return lazy_two(x, y)
     else:
         @functools.wraps(fun)
         def binary(x=_MISSING, y=_MISSING, /, **kwargs):  # f(x, y, *, static=...)
@@ -342,9 +362,10 @@ def composite(fun=None, *, static=(), as_is=()):
                 return wrapper(x, y, **kwargs)
             if y is _MISSING:  # (keyword operands: the wrapper sorts them out)
                 return wrapper(x, y, **kwargs)
-            return fun(x, y, **kwargs)
+            return fun(x, y, **kwargs) if kwargs else lazy_two(x, y)
     binary.__wrapped__ = fun
     binary.eager = eager
+    binary.traced = lazy_two
     return binary
 
 

@@ -29,9 +29,9 @@ def _operand(other):
 def _binop(fn, reflected=False):
     # (the exact-type tests first: cheaper than isinstance over _KNOWN for the common
     # operands, an Array or a Python float). For a two-operand composite: with the eval
-    # trace current its ``eager`` entry, else (under a transformation, in lazy mode) the
-    # function it wraps, one frame less per traced or recorded operator.
-    eager, raw = (fn.eager, fn.__wrapped__) if hasattr(fn, "eager") else (fn, fn)
+    # trace current its ``eager`` entry, else its ``traced`` one (lazy mode's recipe, or
+    # under a transformation the function it wraps).
+    eager, raw = (fn.eager, fn.traced) if hasattr(fn, "eager") else (fn, fn)
     if reflected:
         def op(self, other):
             t = type(other)
@@ -61,7 +61,7 @@ def _add(self, other):  # the hottest operator: _binop's op, unrolled
     return NotImplemented
 
 
-_add_eager, _add_raw = _ufuncs.add.eager, _ufuncs.add.__wrapped__
+_add_eager, _add_raw = _ufuncs.add.eager, _ufuncs.add.traced
 
 _OPERATORS = {
     "sub": _ufuncs.subtract, "mul": _ufuncs.multiply, "truediv": _ufuncs.true_divide,
