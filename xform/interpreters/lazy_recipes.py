@@ -200,7 +200,7 @@ def entries(fun, trace, recipes, keep):
                 out._npy = None
                 arrays.append(out)
                 keys = g.keys
-                keys.append((*one, refs))
+                keys.append((one[0], one[1], refs))
                 if len(keys) >= g.limit:
                     _after_record(g, False)
                 return out
@@ -226,8 +226,11 @@ def entries(fun, trace, recipes, keep):
                     ry = b.var if type(b) is _Pending and b.graph is g else _ref(g, y)
                 else:
                     a = r.scalars[1].get(y)
-                    ry = _scalar_ref(g, r, 1, y) if a is None else \
-                        _input_ref(g, a) if id(a) not in g.in_index else -g.in_index[id(a)]
+                    if a is None:
+                        ry = _scalar_ref(g, r, 1, y)
+                    else:
+                        ry = g.in_index.get(id(a))
+                        ry = -ry if ry is not None else _input(g, a)
                 one = r.one
                 if one is None:
                     return _splice(g, r, (rx, ry))
@@ -242,7 +245,7 @@ def entries(fun, trace, recipes, keep):
                 out._npy = None
                 arrays.append(out)
                 keys = g.keys
-                keys.append((*one, (rx, ry)))
+                keys.append((one[0], one[1], (rx, ry)))
                 if len(keys) >= g.limit:
                     _after_record(g, False)
                 return out
