@@ -280,7 +280,9 @@ def test_composites_are_recorded_from_their_recipes(monkeypatch):
     def prog(x, i8):
         return [jnp.std(x), jnp.linalg.norm(x), x + 2.5, 2.5 * x, x * 3, x - True,
                 i8 + 3, i8 * 300, x * -0.0, x + float("nan"), jnp.tanh(x) * x,
-                jnp.maximum(x, 0.25), jnp.std(x * 2.0)]
+                jnp.maximum(x, 0.25), jnp.std(x * 2.0), jnp.sum(x, axis=0, keepdims=True),
+                jnp.std(x, ddof=1), jnp.clip(x, -1.0, 1.5), jnp.stack([x, x]),
+                jnp.where(x > 0, x, 0.5), jnp.cumsum(i8, axis=0)]
 
     bound = []
     record = lazy_interp.LazyTrace.process_primitive

@@ -29,7 +29,8 @@ from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
 from xform.interpreters.dispatch import CompiledJaxpr, check_deleted
-from xform.interpreters.lazy_recipes import entries
+from xform.interpreters.lazy import LazyTrace
+from xform.interpreters.lazy_recipes import entries, recipe, record
 from xform.interpreters.partial_eval import trace_to_jaxpr
 
 _SCALARS = frozenset((bool, int, float, complex))
@@ -172,6 +173,47 @@ def _compile(fun, name, args, kwargs, static_pos, static_names):
     return _Entry(CompiledJaxpr(traced[0], name=name), traced[1])
 
 
+def _lazy_key(args, kwargs, static_pos, static_names, as_is):
+    """(key, operands) of a call recorded in lazy mode: the key as the eager general
+    path builds it, with each operand's aval (or scalar type); the operands (Arrays
+    and Python scalars) in the order tracing takes them. _Fallback for the rest."""
+    key, ops = [], []
+    for i, a in enumerate(args):
+        if i in static_pos:
+            key.append(type(a))
+            key.append(a)
+        else:
+            _lazy_operand(a, key, ops)
+    for k, v in kwargs.items():
+        if k in as_is and v is not None:
+            raise _Fallback
+        key.append(k)
+        if k in static_names:
+            key.append(type(v))
+            key.append(v)
+        else:
+            _lazy_operand(v, key, ops)
+    return tuple(key), ops
+
+
+def _lazy_operand(a, key, ops):
+    t = type(a)
+    if t is Array:
+        key.append(a.aval)
+        ops.append(a)
+    elif t is float or t is bool or t is int:
+        key.append((t, a.bit_length() if a >= 0 else ~(~a).bit_length()) if t is int else t)
+        ops.append(a)
+    elif a is None:
+        key.append(None)
+    elif (t is list or t is tuple) and all(type(e) is Array for e in a):
+        key.append((t, len(a)))
+        key.extend(e.aval for e in a)
+        ops.extend(a)
+    else:  # (NumPy arrays, complex scalars, tracers: the function runs as it is)
+        raise _Fallback
+
+
 def _leaf_or_seq(a, bufs, key, avals):
     if type(a) is Array:
         return _leaf(a, bufs, key, avals)
@@ -210,17 +252,37 @@ def composite(fun=None, *, static=(), as_is=()):
         return traced[0] if traced and tree_util.treedef_is_leaf(traced[1]) else None
     lazy_one, lazy_two = entries(fun, trace_leaf, recipes, held)
 
+    def lazy_call(args, kwargs):
+        """A call with static or keyword arguments in lazy mode: its recipe, keyed like
+        the eager general path (avals, scalar types, typed static values)."""
+        try:
+            key, ops = _lazy_key(args, kwargs, static_pos, static_names, as_is)
+            r = recipes.get(key)
+        except (_Fallback, TypeError, OverflowError):
+            return fun(*args, **kwargs)
+        if r is None:
+            if len(recipes) >= 1024:
+                recipes.clear()
+                held.clear()
+            traced = _trace(fun, args, kwargs, static_pos, static_names)
+            r = recipes[key] = traced is not None and tree_util.treedef_is_leaf(
+                traced[1]) and recipe(traced[0], len(ops)) or False
+        return record(r, ops) if r else fun(*args, **kwargs)
+
     @functools.wraps(fun)
     def wrapper(x=_MISSING, y=_MISSING, /, *rest, **kwargs):
         # (the first two positional arguments are bound, not packed: ~45 ns less per
         # call; keyword arguments of any name, those two included, come in ``kwargs``)
         if _context.trace is not eval_trace or _off:
-            if kwargs or x is _MISSING:
-                return fun(*(() if x is _MISSING else (x,) if y is _MISSING else
-                             (x, y, *rest)), **kwargs)
-            if y is _MISSING:
-                return lazy_one(x) if one_ok else fun(x)
-            return lazy_two(x, y) if two_ok and not rest else fun(x, y, *rest)
+            args = (() if x is _MISSING else (x,)) if y is _MISSING else (x, y, *rest)
+            if type(_context.trace) is not LazyTrace or _off:
+                return fun(*args, **kwargs)
+            if not kwargs and one_ok and type(x) is Array:
+                if y is _MISSING:
+                    return lazy_one(x)
+                if two_ok and not rest:
+                    return lazy_two(x, y)
+            return lazy_call(args, kwargs)
         if kwargs or type(x) is not Array or not one_ok:
             pass
         elif y is _MISSING:  # the commonest call, f(x)

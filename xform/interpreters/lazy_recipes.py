@@ -145,6 +145,22 @@ def _operand_key(x):
     return None
 
 
+def record(r, operands):
+    """Append recipe ``r`` on ``operands`` (Arrays and Python scalars, in the order of
+    its traced inputs) to this thread's graph; its lazy output."""
+    g = _tls.graph
+    if g is None or g.closed:
+        g = _tls.graph = _Graph()
+    refs = []
+    for k, a in enumerate(operands):
+        if type(a) is Array:
+            b = a._buf
+            refs.append(b.var if type(b) is _Pending and b.graph is g else _ref(g, a))
+        else:
+            refs.append(_scalar_ref(g, r, k, a))
+    return _splice(g, r, tuple(refs))
+
+
 def entries(fun, trace, recipes, keep):
     """``(one, two)``: ``fun(x)`` and ``fun(x, y)`` while the eval trace is not current.
     In lazy mode a call appends ``fun``'s recipe (``trace(args)``: ``fun`` traced at the
