@@ -2,8 +2,9 @@
 transformation, as ONE compiled call (JAX gets the same by jitting its jnp functions).
 
 ``@composite(static=(...))`` marks such a function. Under a transformation (jit, grad,
-vmap, make_jaxpr, lazy mode) the wrapper calls the function as it is, so its primitives
-are emitted inline exactly as before. On concrete values it builds a flat key, the
+vmap, make_jaxpr) the wrapper calls the function as it is, so its primitives are
+emitted inline exactly as before; in lazy mode it appends the same equations from a
+cached recipe (``lazy_recipes.py``). On concrete values it builds a flat key, the
 avals of its array arguments, the *type* of each Python scalar argument (a weakly typed
 operand, so a new value never recompiles) and the static parameters (type and value, as
 jit's), and looks it up in the function's own dict of executables. A miss traces the
