@@ -13,7 +13,7 @@ from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config
 from xform.core.jaxpr import Literal
 from xform.core.trace import _context
-from xform.interpreters.lazy import (LazyTrace, _Graph, _Pending, _after_record, _input,
+from xform.interpreters.lazy import (LazyTrace, _Graph, _Pending, _after_record, _input, _new,
                                      _is_literal, _limit, _maybe_effects, _ref, _tls)
 
 
@@ -105,13 +105,20 @@ def _input_ref(g, a):
 
 
 def _splice(g, r, refs):
-    """Append recipe ``r``'s equations on operand ``refs`` to ``g``; its lazy output.
-    (A one-equation recipe takes the entries' inline copy of the first branch.)"""
+    """Append recipe ``r``'s equations on operand ``refs`` to ``g``; its lazy output."""
     arrays, keys = g.arrays, g.keys
-    if r.one is not None:
-        keys.append((*r.one, refs))
-        out = Array(_Pending(g, len(arrays)), r.avals[0])
+    one = r.one
+    if one is not None:  # (the objects built as LazyTrace's hot path builds them,
+        p = _new(_Pending)  # without their __init__ frames)
+        p.graph = g
+        p.var = len(arrays)
+        p.real = None
+        out = _new(Array)
+        out._buf = p
+        out.aval = r.avals[0]
+        out._npy = None
         arrays.append(out)
+        keys.append((one[0], one[1], refs))
     else:
         base = len(arrays)
         for a in r.avals:
@@ -127,8 +134,6 @@ def _splice(g, r, refs):
         _after_record(g, False)
     return out
 
-
-_new = object.__new__
 
 
 def _operand_key(x):
@@ -199,27 +204,8 @@ def entries(fun, trace, recipes, keep):
                 if g is None or g.closed:
                     g = _tls.graph = _Graph()
                 b = x._buf
-                refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),)
-                one = r.one
-                if one is None:
-                    return _splice(g, r, refs)
-                # _splice's first branch, inline (objects built as LazyTrace's hot path
-                # builds them, without their __init__ frames)
-                arrays = g.arrays
-                p = _new(_Pending)
-                p.graph = g
-                p.var = len(arrays)
-                p.real = None
-                out = _new(Array)
-                out._buf = p
-                out.aval = r.avals[0]
-                out._npy = None
-                arrays.append(out)
-                keys = g.keys
-                keys.append((one[0], one[1], refs))
-                if len(keys) >= g.limit:
-                    _after_record(g, False)
-                return out
+                return _splice(g, r, (b.var if type(b) is _Pending and b.graph is g
+                                      else _ref(g, x),))
         return fun(x)
 
     def two(x, y):
@@ -247,24 +233,7 @@ def entries(fun, trace, recipes, keep):
                     else:
                         ry = g.in_index.get(id(a))
                         ry = -ry if ry is not None else _input(g, a)
-                one = r.one
-                if one is None:
-                    return _splice(g, r, (rx, ry))
-                arrays = g.arrays  # (as in ``one``)
-                p = _new(_Pending)
-                p.graph = g
-                p.var = len(arrays)
-                p.real = None
-                out = _new(Array)
-                out._buf = p
-                out.aval = r.avals[0]
-                out._npy = None
-                arrays.append(out)
-                keys = g.keys
-                keys.append((one[0], one[1], (rx, ry)))
-                if len(keys) >= g.limit:
-                    _after_record(g, False)
-                return out
+                return _splice(g, r, (rx, ry))
         return fun(x, y)
 
     return one, two
