@@ -20,7 +20,7 @@ from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
 from xform import ref as refs
 from xform.lax.elementwise import convert_element_type, gt, select_n
-from xform.lax.reductions import reduce_max
+from xform.lax.reductions import reduce_or
 from xform.lax.shapes import broadcast_in_dim
 from xform.lax.control_flow.scan import check_carry_vma
 
@@ -247,7 +247,7 @@ def _while_transpose(cts, *args, **params):
 
 def _any_lane(pred):
     """True while some lane's predicate is true."""
-    return gt(reduce_max(convert_element_type(pred, np.int32), (0,)), np.int32(0))
+    return reduce_or(pred, (0,))
 
 
 def _while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
