@@ -49,6 +49,27 @@ def test_threefry_lowering_rolled_on_cpu_unrolled_elsewhere():
             eq(got, want)
 
 
+def test_threefry_broadcasts_size_one_axes_and_vmap_keeps_keys_small():
+    # As JAX's primitive: keys (3, 1) against counters (1, 4). A vmapped split binds it
+    # so, and the rolled loop carries (n, 1) key words, not (n, k) (1.2x JAX's time
+    # for jit(gamma) when they were broadcast).
+    from jax._src.random.threefry2x32 import threefry2x32_p as jp
+    from xform.lax.prng import _threefry_composition
+    k1, k2 = (np.arange(3, dtype=np.uint32)[:, None] * np.uint32(m) for m in (7, 11))
+    x1, x2 = np.zeros((1, 4), np.uint32), np.arange(4, dtype=np.uint32)[None]
+    for rolled in (False, True):
+        for got, want in zip(_threefry_composition(k1, k2, x1, x2, rolled=rolled),
+                             jp.bind(k1, k2, x1, x2)):
+            eq(got, want)
+    # vmap over the key words, as a vmapped split binds it
+    jaxpr = xform.make_jaxpr(xform.vmap(lambda a, b: threefry2x32(a, b, x1[0], x2[0])))(
+        k1[:, 0], k2[:, 0])
+    eqn, = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "threefry2x32"]
+    assert [tuple(v.aval.shape) for v in eqn.invars] == [(3, 1), (3, 1), (1, 4), (1, 4)]
+    with pytest.raises(TypeError, match=r"threefry2x32 got incompatible shapes.*\(2, 3\)"):
+        threefry2x32(k1, k2, np.zeros((2, 3), np.uint32), np.uint32(0))
+
+
 def test_threefry_not_differentiable_and_bad_dtype():
     with pytest.raises(TypeError, match="threefry2x32 requires uint32 arguments, got x1"):
         threefry2x32(np.uint32(0), np.uint32(0), np.zeros(3, np.int32), np.zeros(3, np.uint32))
