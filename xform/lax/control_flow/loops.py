@@ -19,7 +19,7 @@ from xform.interpreters import partial_eval as pe
 from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import trace_jaxpr
 from xform import ref as refs
-from xform.lax.elementwise import convert_element_type, gt, select_n
+from xform.lax.elementwise import convert_element_type, select_n
 from xform.lax.reductions import reduce_or
 from xform.lax.shapes import broadcast_in_dim
 from xform.lax.control_flow.scan import check_carry_vma
