@@ -6,11 +6,13 @@ jaxlib's LAPACK kernels (FFI custom calls, see ``interpreters/ffi.py``).
 """
 import numpy as np
 
+from xform import backend
 from xform.core.avals import ShapedArray
 from xform.interpreters import ad, ffi, mlir
 from xform.lax import elementwise as ew
 from xform.lax import shapes
 from xform.lax._prim import standard_primitive
+from xform.lax.dynamic_slicing import dynamic_slice
 from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _conj,
                                      _eye_like, _in_lowering, _info_aval, _is_complex,
                                      _matmul, _nan_on_failure, symmetrize, tril, triu)
@@ -150,15 +152,28 @@ def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conj
     return [None, ct_b]
 
 
+_LAPACK_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+
+
 def _triangular_solve_lowering(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a,
                                unit_diagonal):
-    if not transpose_a:
-        mode = "NO_TRANSPOSE"
-    else:
-        mode = "ADJOINT" if conjugate_a else "TRANSPOSE"
     if conjugate_a and not transpose_a and _is_complex(ctx.avals_in[0]):
-        # StableHLO has no "conjugate only" mode: conjugate a first.
+        # Neither StableHLO nor BLAS has a "conjugate only" mode: conjugate a first.
         a = hlo.complex(hlo.real(a), hlo.negate(hlo.imag(a)))
+        conjugate_a = False
+    mod = ctx.module_ctx   # (a multi-platform export keeps the portable StableHLO op)
+    if (mod.platform_index is None and mod.platform == "cpu"
+            and ctx.avals_in[0].dtype in _LAPACK_DTYPES):
+        # BLAS trsm, as JAX on CPU: XLA expands the StableHLO op into while loops over
+        # blocks (jit(solve) of a 64x64 system was ~2.5x JAX's).
+        trans = ("C" if conjugate_a else "T") if transpose_a else "N"
+        attrs = {"side": ffi.u8(ord("L" if left_side else "R")),
+                 "uplo": ffi.u8(ord("L" if lower else "U")), "trans_x": ffi.u8(ord(trans)),
+                 "diag": ffi.u8(ord("U" if unit_diagonal else "N"))}
+        target = backend.lapack_target("trsm_ffi", ctx.avals_in[0].dtype)
+        return ffi.custom_call(target, [a, b], ctx.avals_in, ctx.avals_out,
+                               attributes=attrs, aliases=[(0, 1)])[0]
+    mode = ("ADJOINT" if conjugate_a else "TRANSPOSE") if transpose_a else "NO_TRANSPOSE"
     return hlo.triangular_solve(a, b, ir.BoolAttr.get(left_side), ir.BoolAttr.get(lower),
                                 ir.BoolAttr.get(unit_diagonal),
                                 hlo.TransposeAttr.get(mode))
@@ -209,22 +224,45 @@ def lu_pivots_to_permutation(pivots, permutation_size):
 
 def _pivots_to_permutation(pivots, *, m):
     # Apply the row swaps in order to the identity permutation (unrolled: k swaps).
-    shape = (*pivots.shape[:-1], m)
-    iota = shapes.broadcasted_iota(np.int32, shape, len(shape) - 1)
-    perm = iota
+    perm = shapes.broadcasted_iota(np.int32, (*pivots.shape[:-1], m), pivots.ndim - 1)
     for i in range(pivots.shape[-1]):
-        j = shapes.slice(pivots, (0,) * pivots.ndim, (*pivots.shape[:-1], i + 1),
-                         None)
-        j = shapes.slice(j, (0,) * (pivots.ndim - 1) + (i,), j.shape)
-        j = shapes.broadcast_in_dim(j, shape, tuple(range(len(shape))))
-        at_j = ew.eq(iota, j)
-        p_i = shapes.slice(perm, (0,) * (len(shape) - 1) + (i,), (*shape[:-1], i + 1))
-        p_i = shapes.broadcast_in_dim(p_i, shape, tuple(range(len(shape))))
-        p_j = reduce_sum(ew.select_n(at_j, shapes.full_like(perm, 0), perm), (len(shape) - 1,))
-        p_j = shapes.broadcast_in_dim(p_j, shape, tuple(range(len(shape) - 1)))
-        perm = ew.select_n(at_j, perm, p_i)
-        perm = ew.select_n(ew.eq(iota, np.int32(i)), perm, p_j)
+        perm = _swap_step(perm, pivots, np.int32(i))
     return perm
+
+
+def _swap_step(perm, pivots, i):
+    """``perm`` with entries ``i`` and ``pivots[..., i]`` swapped (``i`` a scalar)."""
+    shape, last = perm.shape, perm.ndim - 1
+    start = (np.int32(0),) * last + (i,)
+    def column(x):
+        col = dynamic_slice(x, start, (*shape[:-1], 1))
+        return shapes.broadcast_in_dim(col, shape, tuple(range(len(shape))))
+    iota = shapes.broadcasted_iota(np.int32, shape, last)
+    at_j = ew.eq(iota, column(pivots))
+    p_j = reduce_sum(ew.select_n(at_j, shapes.full_like(perm, 0), perm), (last,))
+    p_j = shapes.broadcast_in_dim(p_j, shape, tuple(range(last)))
+    perm = ew.select_n(at_j, perm, column(perm))
+    return ew.select_n(ew.eq(iota, i), perm, p_j)
+
+
+def _pivots_loop(ctx, pivots, piv_aval, perm_aval):
+    """The permutation of LAPACK's row swaps as one ``stablehlo.while`` over the k swaps
+    (carry: i, perm, pivots), as JAX's: unrolled, a 64x64 solve compiled to ~9000 ops."""
+    i32 = ShapedArray((), np.dtype(np.int32))
+    (perm,) = _in_lowering(ctx, lambda: [shapes.broadcasted_iota(
+        np.int32, perm_aval.shape, perm_aval.ndim - 1)], [], [])
+    avals = [i32, perm_aval, piv_aval]
+    types = [mlir.aval_to_ir_type(a) for a in avals]
+    op = hlo.WhileOp(types, [mlir.ir_constant(np.int32(0)), perm, pivots])
+    with ir.InsertionPoint(op.regions[0].blocks.append(*types)) as cond:
+        hlo.return_(_in_lowering(ctx, lambda i: [ew.lt(i, np.int32(piv_aval.shape[-1]))],
+                                 [cond.block.arguments[0]], [i32]))
+    with ir.InsertionPoint(op.regions[1].blocks.append(*types)) as body:
+        i, p, piv = body.block.arguments
+        hlo.return_(_in_lowering(
+            ctx, lambda i, p, piv: [ew.add(i, np.int32(1)), _swap_step(p, piv, i), piv],
+            [i, p, piv], avals))
+    return op.results[1]
 
 
 def _lu_lowering(ctx, x):
@@ -232,9 +270,7 @@ def _lu_lowering(ctx, x):
     lu_, ipiv, _ = ffi.solver_call(ctx, ("getrf_ffi", {}), ("getrf_ffi", {}), [x], [aval],
                                    [aval, piv_aval, _info_aval(aval)], aliases=[(0, 0)])
     (pivots,) = _in_lowering(ctx, lambda p: [ew.sub(p, np.int32(1))], [ipiv], [piv_aval])
-    (perm,) = _in_lowering(ctx, lambda p, m: [_pivots_to_permutation(p, m=m)], [pivots],
-                           [piv_aval], m=perm_aval.shape[-1])
-    return [lu_, pivots, perm]
+    return [lu_, pivots, _pivots_loop(ctx, pivots, piv_aval, perm_aval)]
 
 
 def _permutation_matrix(perm, dtype):
