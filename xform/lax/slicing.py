@@ -16,8 +16,9 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
-from xform.lax.elementwise import _const, add, convert_element_type, eq, gt, lt, select_n
-from xform.lax.reductions import reduce_sum
+from xform.lax.elementwise import _const, convert_element_type, ge, le, select_n
+from xform.lax.bitwise import bitwise_and
+from xform.lax.reductions import reduce_and
 from xform.lax.shapes import _ints, broadcast_in_dim, concatenate, dimension_as_value, full
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -305,9 +306,10 @@ def _in_bounds_mask(operand_shape, indices, starts_map, window_sizes):
             dimension_as_value(b), idx_dt), (1,), ()) for b in bounds], 0)
     shape = get_aval(idx).shape
     upper = broadcast_in_dim(upper, shape, (len(shape) - 1,))
-    bad = add(convert_element_type(lt(idx, _const(idx, 0)), np.int32),
-              convert_element_type(gt(idx, upper), np.int32))
-    return eq(reduce_sum(bad, (len(shape) - 1,)), _const(bad, 0))
+    # 0 <= idx <= upper, AND-reduced over the index vector (as JAX's: an int count of
+    # the bad coordinates compiled to two extra converts per index).
+    return reduce_and(bitwise_and(ge(idx, _const(idx, 0)), le(idx, upper)),
+                      (len(shape) - 1,))
 
 
 def _gather_fill(operand, indices, *, dimension_numbers, slice_sizes, fill_value, **params):

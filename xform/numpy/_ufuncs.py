@@ -332,11 +332,6 @@ pow = power
 
 # ---- integer division ----
 
-def _rem(x1, x2):
-    # Truncated remainder, exact for integers (XLA: x / 0 == -1, so x % 0 == x).
-    return lax.sub(x1, lax.mul(lax.div(x1, x2), x2))
-
-
 def _float_floor_mod(x1, x2):
     """(floor(x1 / x2), x1 mod x2) for floats, as JAX: from the truncated remainder,
     corrected where its sign differs from ``x2``'s."""
@@ -368,7 +363,7 @@ def floor_divide(x1, x2, /):
     x1, x2 = _util.broadcast_arrays("floor_divide", x1, x2, scalars_ok=False)
     quotient = lax.div(x1, x2)
     fix = logical_and(lax.ne(lax.sign(x1), lax.sign(x2)),
-                      lax.ne(_rem(x1, x2), _const(x1, 0)))
+                      lax.ne(lax.rem(x1, x2), _const(x1, 0)))
     return lax.select(fix, lax.sub(quotient, _const(quotient, 1)), quotient)
 
 
@@ -385,11 +380,9 @@ def remainder(x1, x2, /):
         raise TypeError("remainder does not support complex-valued inputs")
     x1, x2 = _util.broadcast_arrays("remainder", x1, x2, scalars_ok=False)
     zero = _const(x1, 0)
-    if dtypes.is_inexact(x1.aval.dtype):
-        trunc = lax.rem(x1, x2)
-    else:
+    if not dtypes.is_inexact(x1.aval.dtype):
         x2 = lax.select(lax.eq(x2, zero), _full_like(x2, 1), x2)
-        trunc = _rem(x1, x2)
+    trunc = lax.rem(x1, x2)
     plus = logical_and(lax.ne(lax.lt(trunc, zero), lax.lt(x2, zero)), lax.ne(trunc, zero))
     return lax.select(plus, lax.add(trunc, x2), trunc)
 
@@ -434,14 +427,14 @@ def _bools(name, x1, x2):
 def logical_and(x1, x2, /):
     """Like numpy.logical_and."""
     a, b = _bools("logical_and", x1, x2)
-    return _logical(lax.select_n(a, a, b), a, b)  # a ? b : a
+    return _logical(lax.bitwise_and(a, b), a, b)
 
 
 @composite
 def logical_or(x1, x2, /):
     """Like numpy.logical_or."""
     a, b = _bools("logical_or", x1, x2)
-    return _logical(lax.select_n(a, b, a), a, b)  # a ? a : b
+    return _logical(lax.bitwise_or(a, b), a, b)
 
 
 @composite
