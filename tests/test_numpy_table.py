@@ -407,6 +407,7 @@ ROWS = [
         m.tile(x, 2), m.tile(x, (2, 1, 2)), m.tile(i[0], (2, 3)), m.tile(x, ()),
         m.repeat(x, 2), m.repeat(x, 3, axis=-1), m.repeat(i, 1, 0),
         m.repeat(x, 2, total_repeat_length=5), m.repeat(x, 2, axis=0, total_repeat_length=9),
+        m.repeat(x, np.array([1, 2, 0]), axis=0, total_repeat_length=5),
         m.resize(x, (2, 7)), m.resize(i, 3), m.resize(x, (0,))), F34, I34),
     row("append_delete_insert", lambda m, x, i: (
         m.append(x, i), m.append(x, x, axis=1), m.append(i[0], 1.5),

@@ -258,20 +258,21 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
             raise ValueError("repeats may not contain negative values")
         out = take(a, np.repeat(np.arange(n), reps), axis=axis)
     if total_repeat_length is not None:
-        out = _fit_length(out, total_repeat_length, axis)
+        out = _fit_length(out, a, total_repeat_length, axis)
     return out
 
 
-def _fit_length(x, length, axis):
-    """Cut ``x`` to ``length`` along ``axis``, or pad it with its last element (zeros
-    if empty), as JAX's ``total_repeat_length``."""
-    n = x.aval.shape[axis]
+def _fit_length(x, a, length, axis):
+    """Cut ``x`` to ``length`` along ``axis``, or pad it with ``a``'s last element (its
+    count may be 0), as JAX's ``total_repeat_length``; an empty ``a`` stays as it is."""
+    n, n_a = x.aval.shape[axis], a.aval.shape[axis]
+    if n_a == 0:
+        return a
     if n >= length:
         return _slice_axis(x, 0, length, axis)
     shape = list(x.aval.shape)
     shape[axis] = length - n
-    fill = (_util.broadcast_to(_slice_axis(x, n - 1, n, axis), tuple(shape)) if n else
-            lax.full(tuple(shape), _util.scalar_array(0, x.aval.dtype, False)))
+    fill = _util.broadcast_to(_slice_axis(a, n_a - 1, n_a, axis), tuple(shape))
     return lax.concatenate([x, fill], axis)
 
 
