@@ -23,6 +23,7 @@ from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.control_flow.common import (check_same_types, join_weak_types,
                                            trace_jaxpr)
 from xform.lax import elementwise as ew
+from xform.lax.rounding import clamp
 from xform.lax.shapes import broadcast_in_dim
 from xform import ref as refs
 
@@ -117,7 +118,7 @@ def switch(index, branches, *operands, operand=_no_operand):
     if len(branches) == 1:
         return branches[0](*operands)
     index = ew.convert_element_type(index, np.int32)
-    index = ew.max(ew.min(index, np.int32(len(branches) - 1)), np.int32(0))
+    index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     if config.jax_disable_jit:
         concrete = to_concrete_value(index)
         if concrete is not None:
