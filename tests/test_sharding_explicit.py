@@ -2,6 +2,8 @@
 strings and ``.sharding`` of arrays and tracers, the sharding rules' results and
 errors, jit outputs' placement (spec and per-shard indices), values, reshard, grad
 and vmap through an explicit-mode jit."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -366,3 +368,26 @@ def test_broadcast_iota_full_and_updates_out_sharding():
     for x, j in zip(xo, jo):
         check(x, j)
     assert all(e is not None for e in xe) and xe == je
+
+
+def test_control_flow_types_must_agree():
+    def run(L, np_, P_, put):
+        a, b, rs = put(X, "x", None), put(X, None, "y"), L.sharding.reshard
+        lax = L.lax
+        outs = [L.jit(lambda v: lax.cond(True, lambda: v, lambda: v * 2))(a),
+                *L.jit(lambda v: lax.while_loop(lambda c: c[0] < 3,
+                                                lambda c: (c[0] + 1, c[1] * 2), (0, v)))(a),
+                *L.jit(lambda v: lax.scan(lambda c, x: (c * 2, x * 2), v, b))(a)]
+        errs = [error(lambda: L.jit(lambda u, v: lax.cond(True, lambda: u, lambda: v))(a, b)),
+                error(lambda: L.jit(lambda v: lax.while_loop(
+                    lambda c: c[0] < 3, lambda c: (c[0] + 1, rs(c[1], P_(None, "y"))),
+                    (0, v)))(a)),
+                error(lambda: L.jit(lambda u, v: lax.fori_loop(0, 3, lambda i, c: v, u))(a, b)),
+                error(lambda: L.jit(lambda v: lax.scan(lambda c, x: (c, x), v, v))(a))]
+        return outs, errs
+    (xo, xe), (jo, je) = both(run)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    # (the types named; JAX's texts also name the functions by source line)
+    types = lambda e: (e[0], re.findall(r"type (\S+\[\S*\])|Got (P\(.*\))", e[1]))  # noqa: E731
+    assert [types(e) for e in xe] == [types(e) for e in je] and len(types(xe[0])[1]) == 2
