@@ -178,10 +178,11 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
 def like_sharding(x, shape, weak):
     """The sharding ``jnp.full_like(x)`` gives its result, as JAX's: a traced ``x``'s type;
     an Array's NamedSharding, unless the result is weakly typed or reshaped (shards of
-    another shape) from a split ``x``; else None (the default device)."""
+    another shape) from a split ``x``; else None (the default device; NB: JAX's is a
+    committed one-device Array's device)."""
     if shape is None and isinstance(x, _trace.Tracer):
         return x.aval._sharding
-    s = x.sharding if type(x) is ShardedArray else None  # (hot: AD's zeros)
+    s = x.sharding if type(x) is ShardedArray else None
     if isinstance(s, NamedSharding) and not weak and (
             shape is None or tuple(shape) == get_aval(x).shape or s.is_fully_replicated):
         return s
