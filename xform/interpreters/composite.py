@@ -31,7 +31,7 @@ from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
 from xform.interpreters.dispatch import CompiledJaxpr, check_deleted
 from xform.interpreters.lazy import LazyTrace
-from xform.interpreters.lazy_recipes import entries, recipe, record
+from xform.interpreters.lazy_recipes import entries, operand_key, recipe, record
 from xform.interpreters.partial_eval import trace_to_jaxpr
 
 _SCALARS = frozenset((bool, int, float, complex))
@@ -202,17 +202,18 @@ def _lazy_operand(a, key, ops):
     if t is Array:
         key.append(a.aval)
         ops.append(a)
-    elif t is float or t is bool or t is int:
-        key.append((t, a.bit_length() if a >= 0 else ~(~a).bit_length()) if t is int else t)
-        ops.append(a)
     elif a is None:
         key.append(None)
     elif (t is list or t is tuple) and all(type(e) is Array for e in a):
         key.append((t, len(a)))
         key.extend(e.aval for e in a)
         ops.extend(a)
-    else:  # (NumPy arrays, complex scalars, tracers: the function runs as it is)
-        raise _Fallback
+    else:  # a Python scalar by type; NumPy arrays, complex scalars, tracers: _Fallback
+        k = operand_key(a)
+        if k is None:
+            raise _Fallback
+        key.append(k)
+        ops.append(a)
 
 
 def _leaf_or_seq(a, bufs, key, avals):
@@ -242,8 +243,8 @@ def composite(fun=None, *, static=(), as_is=()):
     # No Python __hash__ runs (~0.05 us per aval); ``keep`` holds those avals, so no
     # other object can take their ids while they are keys.
     fast, keep = {}, []
-    recipes, held = {}, []  # lazy mode's (interpreters/lazy_recipes.py)
-    _caches.extend((cache, fast, keep, recipes, held))
+    recipes, held, general = {}, [], {}  # lazy mode's (interpreters/lazy_recipes.py)
+    _caches.extend((cache, fast, keep, recipes, held, general))
     name = getattr(fun, "__name__", "composite")
     one_ok = 0 not in static_pos
     two_ok = one_ok and 1 not in static_pos
@@ -258,15 +259,14 @@ def composite(fun=None, *, static=(), as_is=()):
         the eager general path (avals, scalar types, typed static values)."""
         try:
             key, ops = _lazy_key(args, kwargs, static_pos, static_names, as_is)
-            r = recipes.get(key)
+            r = general.get(key)
         except (_Fallback, TypeError, OverflowError):
             return fun(*args, **kwargs)
         if r is None:
-            if len(recipes) >= 1024:
-                recipes.clear()
-                held.clear()
+            if len(general) >= 1024:
+                general.clear()
             traced = _trace(fun, args, kwargs, static_pos, static_names)
-            r = recipes[key] = traced is not None and tree_util.treedef_is_leaf(
+            r = general[key] = traced is not None and tree_util.treedef_is_leaf(
                 traced[1]) and recipe(traced[0], len(ops)) or False
         return record(r, ops) if r else fun(*args, **kwargs)
 

@@ -96,10 +96,6 @@ def _scalar_ref(g, r, k, y):
             if len(cache) >= 256:
                 cache.clear()
             cache[y] = a
-    return _input_ref(g, a)
-
-
-def _input_ref(g, a):
     i = g.in_index.get(id(a))
     return -i if i is not None else _input(g, a)
 
@@ -135,8 +131,7 @@ def _splice(g, r, refs):
     return out
 
 
-
-def _operand_key(x):
+def operand_key(x):
     """A recipe key part for operand ``x``: its aval's id (an Array), its type (a Python
     scalar, weakly typed; an int also by bit length and sign, as composites key it), or
     None (anything else: the function runs as it is)."""
@@ -182,7 +177,7 @@ def entries(fun, trace, recipes, keep):
                 held.append(c)
                 parts.append(id(c))
             else:
-                parts.append(_operand_key(a))
+                parts.append(operand_key(a))
         if None in parts:
             return None
         key = parts[0] if len(parts) == 1 else tuple(parts)
@@ -211,9 +206,9 @@ def entries(fun, trace, recipes, keep):
     def two(x, y):
         if type(_context.trace) is LazyTrace:
             tx, ty = type(x), type(y)
-            r = recipes.get((id(x.aval) if tx is Array else _operand_key(x),
+            r = recipes.get((id(x.aval) if tx is Array else operand_key(x),
                              id(y.aval) if ty is Array else
-                             ty if ty is float else _operand_key(y))) or miss((x, y))
+                             ty if ty is float else operand_key(y))) or miss((x, y))
             if r:
                 g = _tls.graph
                 if g is None or g.closed:
