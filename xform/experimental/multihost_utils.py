@@ -119,13 +119,13 @@ class ProcessFailureError(Exception):
         super().__init__(f"Devices failed: {failed_devices}")
 
 
-def _live(client, devices):
+def _live(devices):
     """``{device: its process's incarnation}`` for the ``devices`` whose process lives
     (the coordination service's view, the same on every process)."""
     processes = {d.process_index for d in devices}
     if backend.process_index() not in processes:
         raise ValueError("Provided devices do not have any local devices.")
-    alive = client.get_live_nodes(list(processes))
+    alive = backend.live_processes(list(processes))
     return {d: alive[d.process_index] for d in devices if d.process_index in alive}
 
 
@@ -148,14 +148,14 @@ class _LiveDevices:
         if not devices:
             raise ValueError("No devices provided.")
         if self.devices is None:
-            self.devices = _live(client, devices)
+            self.devices = _live(devices)
         exception = None
         try:
             yield sorted(self.devices, key=lambda d: d.id)
         except Exception as e:  # noqa: BLE001  (re-raised below, after the check)
             exception = e
         finally:
-            old, self.devices = self.devices, _live(client, devices)
+            old, self.devices = self.devices, _live(devices)
             failed = {d for d in old if self.devices.get(d, object()) != old[d]}
             if failed:
                 raise ProcessFailureError(failed) from exception
