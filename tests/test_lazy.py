@@ -303,6 +303,8 @@ def test_composites_are_recorded_from_their_recipes(monkeypatch):
             assert [k[0] for k in keys[n:]] == [
                 e.primitive for e in xform.make_jaxpr(jnp.std)(x).jaxpr.eqns]
             nz = jnp.where(x > 0)  # no recipe (needs values): runs as it is
+            with pytest.raises(ValueError, match="axis 5 is out of bounds"):
+                jnp.sum(x, axis=5)  # no recipe either: the function's own error, each time
         for g, a, w in zip(got, again, want):
             assert g.dtype == w.dtype and g.shape == w.shape and g.weak_type == w.weak_type
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

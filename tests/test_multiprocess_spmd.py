@@ -54,5 +54,6 @@ def test_two_process_global_arrays_sharded_jit_and_checkpoint(tmp_path):
         u = r["utils"]
         np.testing.assert_allclose(u["summed"], xs.sum(0), rtol=1e-5)
         assert u["gathered"] == [[0, 10], [1, 11]] and u["bcast"] == 7.0
+        assert u["live"] == [4, True, "RuntimeError"]
         assert u["global"] == [[8, 5], False] and u["local"][:2] == [[4, 5], True]
         np.testing.assert_array_equal(u["local"][2], xs[4 * pid:4 * pid + 4])

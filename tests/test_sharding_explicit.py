@@ -2,6 +2,8 @@
 strings and ``.sharding`` of arrays and tracers, the sharding rules' results and
 errors, jit outputs' placement (spec and per-shard indices), values, reshard, grad
 and vmap through an explicit-mode jit."""
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -336,3 +338,56 @@ def test_creation_functions_device():
                 _text(error(lambda: np_.ones(3, device=d, out_sharding=P_()))))
     x, j = both(run)
     assert x == j and x[1][0] == "ValueError"
+
+
+def test_broadcast_iota_full_and_updates_out_sharding():
+    def run(L, np_, P_, put):
+        a, NS = put(np.arange(8, dtype=np.float32), "x"), L.sharding.NamedSharding
+        iota = lambda **kw: L.lax.broadcasted_iota(np.int32, (8, 4), 0, **kw)  # noqa: E731
+        outs = [L.lax.broadcast(a, (4,), out_sharding=P_("y", "x")), iota(out_sharding=P_("y")),
+                L.jit(lambda v: L.lax.broadcast(v, (4,), out_sharding=P_("y", None)))(a),
+                L.jit(lambda: iota(out_sharding=P_(None, "x")))(),
+                L.jit(lambda v: L.lax.broadcast_in_dim(v, (8, 2), (0,), out_sharding=P_(
+                    None, "x")) * 2)(a),
+                L.jit(L.grad(lambda v: L.lax.broadcast(v, (4,), out_sharding=P_(
+                    "y", None)).sum()))(a),
+                L.lax.full((8, 4), 1.0, sharding=NS(L.sharding.get_mesh(), P_("x"))),
+                L.lax.full((8, 4), 1.0, sharding=NS(L.sharding.get_abstract_mesh(), P_("x"))),
+                L.jit(lambda v: L.lax.full_like(v, 2))(a), np_.zeros_like(a),
+                np_.ones_like(a, out_sharding=P_(("x", "y"))), L.jit(np_.zeros_like)(a),
+                np_.broadcast_to(a, (4, 8), out_sharding=P_("y", "x")),
+                a.at[1].set(3.0, out_sharding=P_("y")),
+                L.jit(lambda v: v.at[1].add(3.0, out_sharding=P_("y")))(a)]
+        errs = [error(lambda: iota(out_sharding=P_(None, "z"))),
+                error(lambda: L.jit(lambda: L.lax.broadcasted_iota(
+                    np.int32, (6,), 0, out_sharding=P_("y")))()),
+                error(lambda: np_.broadcast_to(a, (4, 8), out_sharding=P_(None, "y"))),
+                error(lambda: a.at[1].multiply(2.0, out_sharding=P_("z")))]
+        return outs, errs
+    (xo, xe), (jo, je) = both(run)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    assert all(e is not None for e in xe) and xe == je
+
+
+def test_control_flow_types_must_agree():
+    def run(L, np_, P_, put):
+        a, b, rs = put(X, "x", None), put(X, None, "y"), L.sharding.reshard
+        lax = L.lax
+        outs = [L.jit(lambda v: lax.cond(True, lambda: v, lambda: v * 2))(a),
+                *L.jit(lambda v: lax.while_loop(lambda c: c[0] < 3,
+                                                lambda c: (c[0] + 1, c[1] * 2), (0, v)))(a),
+                *L.jit(lambda v: lax.scan(lambda c, x: (c * 2, x * 2), v, b))(a)]
+        errs = [error(lambda: L.jit(lambda u, v: lax.cond(True, lambda: u, lambda: v))(a, b)),
+                error(lambda: L.jit(lambda v: lax.while_loop(
+                    lambda c: c[0] < 3, lambda c: (c[0] + 1, rs(c[1], P_(None, "y"))),
+                    (0, v)))(a)),
+                error(lambda: L.jit(lambda u, v: lax.fori_loop(0, 3, lambda i, c: v, u))(a, b)),
+                error(lambda: L.jit(lambda v: lax.scan(lambda c, x: (c, x), v, v))(a))]
+        return outs, errs
+    (xo, xe), (jo, je) = both(run)
+    for x, j in zip(xo, jo):
+        check(x, j)
+    # (the types named; JAX's texts also name the functions by source line)
+    types = lambda e: (e[0], re.findall(r"type (\S+\[\S*\])|Got (P\(.*\))", e[1]))  # noqa: E731
+    assert [types(e) for e in xe] == [types(e) for e in je] and len(types(xe[0])[1]) == 2

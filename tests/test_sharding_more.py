@@ -1,12 +1,12 @@
 """Sharding beyond one jit, against JAX side by side (values and each output's layout):
 in/out_shardings kept through grad/vmap/remat of a jit (and ``spmd_axis_name``),
-``inspect_array_sharding`` inside jit, eager shard_map on sharded arrays, and
-``multihost_utils`` in one process."""
+``inspect_array_sharding`` inside jit, eager shard_map on sharded arrays,
+``multihost_utils`` in one process and ``P.UNCONSTRAINED``'s checks."""
 import jax
 import numpy as np
 
 import xform
-from test_sharding_arrays import X, both, layout
+from test_sharding_arrays import X, _raises as error, both, layout
 
 W = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
 
@@ -134,6 +134,33 @@ def test_multihost_utils_in_one_process():
         assert layout(a) == layout(b)
     with np.testing.assert_raises_regex(ValueError, "`None` is not a valid input"):
         xmh.host_local_array_to_global_array(X, None, None)
+    assert xmh.reached_preemption_sync_point(3) is jmh.reached_preemption_sync_point(3) is False
+
+    def live(mh):  # (one process: the distributed runtime is not initialized)
+        try:
+            with mh.live_devices(jax.devices()):
+                pass
+        except RuntimeError as e:
+            return str(e)
+    assert live(xmh) == live(jmh) is not None
+    assert issubclass(xmh.ProcessFailureError, Exception)
+
+
+def test_unconstrained_refused_without_auto_axes():
+    def run(L, np_, P_, NS, put):
+        out = []
+        for types in [("Explicit",) * 2, ("Explicit", "Auto")]:
+            m = L.make_mesh((2, 4), ("x", "y"),
+                            axis_types=tuple(getattr(L.sharding.AxisType, t) for t in types))
+            out += [error(lambda: NS(m, P_("x", P_.UNCONSTRAINED))),
+                    error(lambda: NS(m.abstract_mesh, P_(P_.UNCONSTRAINED))),
+                    error(lambda: L.jit(lambda a: a, out_shardings=NS(m, P_(P_.UNCONSTRAINED))))]
+        with L.set_mesh(m):
+            out.append(error(lambda: L.jit(lambda a: a, in_shardings=P_(P_.UNCONSTRAINED))))
+        return out
+    x, j = [run(L, None, L.sharding.PartitionSpec, L.sharding.NamedSharding, None)
+            for L in (xform, jax)]
+    assert x == j and x[0][0] == "ValueError" and x[3] is None
 
 
 def test_vmap_spmd_axis_name_splits_shard_map():

@@ -27,13 +27,11 @@ class JaxRuntimeError(RuntimeError):
     memory, a donated buffer). The message is XLA's, naming its status (``INTERNAL``...)."""
 
 
-def _runtime_error(e):
-    return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
-
-
 def xform_error(e):
     """``e`` as xform raises it (for hot paths calling jaxlib's C++ execute directly)."""
-    return _runtime_error(e) if isinstance(e, _jax.JaxRuntimeError) else e
+    if isinstance(e, _jax.JaxRuntimeError):
+        return JaxRuntimeError(str(e)).with_traceback(e.__traceback__)
+    return e
 
 
 def _xform_errors(fn):
@@ -43,7 +41,7 @@ def _xform_errors(fn):
         try:
             return fn(*args, **kwargs)
         except _jax.JaxRuntimeError as e:
-            raise _runtime_error(e) from None
+            raise xform_error(e) from None
     return call
 
 
@@ -97,8 +95,7 @@ def _platform_of(c):
 
 
 def platform():
-    """The running client's platform as lowering rules name it: ``"cpu"``, ``"cuda"``,
-    ``"rocm"`` or ``"tpu"`` (``client().platform`` says ``"gpu"`` for both GPU kinds)."""
+    """The platform as lowering rules name it (``client().platform`` says ``"gpu"``)."""
     return _platform_of(client())
 
 
@@ -152,10 +149,9 @@ def distributed_initialize(coordinator_address, num_processes, process_id,
 
 
 def distributed_shutdown():
-    if _dist.client is not None:
-        _dist.client.shutdown()
-    if _dist.service is not None:
-        _dist.service.shutdown()
+    for part in (_dist.client, _dist.service):
+        if part is not None:
+            part.shutdown()
     _dist.client = _dist.service = _dist.cpu_client = None
     _dist.process_id, _dist.num_processes = 0, 1
     client.cache_clear()
@@ -167,12 +163,16 @@ def distributed_barrier(name, timeout_s=60):
         _dist.client.wait_at_barrier(name, timeout_s * 1000)
 
 
+def live_processes(ids):
+    """The processes among ``ids`` the coordination service sees alive (id -> incarnation)."""
+    return _dist.client.get_live_nodes(ids)
+
+
 def distributed_state():
     return _dist
 
 
-def devices():
-    """All devices of the default backend."""
+def devices():  # all devices of the default backend
     return client().devices()
 
 
@@ -311,7 +311,7 @@ class Executable(_Analyses):
             try:
                 return run(bufs).consume_with_handlers(handlers)
             except _jax.JaxRuntimeError as e:
-                raise _runtime_error(e) from None
+                raise xform_error(e) from None
         return execute
 
     def execute_parts(self, out_avals):
@@ -482,7 +482,7 @@ def _reraising(exe, errors, callbacks):
         except _jax.JaxRuntimeError as e:
             if errors:
                 raise errors[-1] from e
-            raise _runtime_error(e) from None
+            raise xform_error(e) from None
     run.host_callbacks = callbacks
     return run
 
@@ -609,7 +609,7 @@ def profiler_export(session, log_dir):
     try:
         session.stop_and_export(str(log_dir))
     except _jax.JaxRuntimeError as e:
-        raise _runtime_error(e) from None
+        raise xform_error(e) from None
     finally:
         _profiler.clear_metadata()
 

@@ -62,7 +62,13 @@ def main():
     mh.sync_global_devices("after checkpoint")
     summed = xform.shard_map(lambda b: xform.lax.psum(b.sum(0), "data"), mesh=mesh,
                              in_specs=P("data"), out_specs=P())(x)  # (eager: jitted)
-    utils = {"summed": np.asarray(summed).tolist(), "gathered": mh.process_allgather(np.array([pid, 10 + pid])).tolist(),
+    with mh.live_devices(xform.devices()) as alive:  # (every process: all 4 devices)
+        live = [len(alive), alive == sorted(xform.devices(), key=lambda d: d.id)]
+    try:
+        mh.reached_preemption_sync_point(1)
+    except RuntimeError as e:  # (xform starts no preemption sync manager)
+        live.append(type(e).__name__)
+    utils = {"live": live, "summed": np.asarray(summed).tolist(), "gathered": mh.process_allgather(np.array([pid, 10 + pid])).tolist(),
              "bcast": float(mh.broadcast_one_to_all(np.float32(7 + pid))),
              "global": [list(gx.shape), gx.is_fully_addressable],
              "local": [list(hx.shape), hx.is_fully_addressable, np.asarray(hx).tolist()]}

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from xform import backend
-from xform.core.mesh import AbstractMesh, Mesh
+from xform.core.mesh import AbstractMesh, AxisType, Mesh
 
 
 class _Unconstrained:
@@ -207,6 +207,9 @@ class NamedSharding(Sharding):
                     "A single NamedSharding spec specification can map every mesh axis "
                     f"to at most one positional dimension, but {spec} has duplicate "
                     f"entries for `{n}`")
+        if AxisType.Auto not in mesh.axis_types and UNCONSTRAINED in spec:
+            raise ValueError(f"{spec} cannot contain `P.UNCONSTRAINED` when no mesh "
+                             f"axis_types are `Auto`. Got mesh axis_types: {mesh.axis_types}")
         self.mesh, self.spec = mesh, spec
         self._layout = None
 

@@ -158,7 +158,7 @@ def _typed_out(prim, avals, out, spec, mesh):
         return out
     if isinstance(spec, NamedSharding):  # an ``out_sharding=``
         s = type_sharding(spec, len(out.shape))
-        return out if s is None else _check(out, s).update(sharding=s)
+        return out if s is None else check_type(out, s).update(sharding=s)
     try:
         s = NamedSharding(mesh, spec)
     except DuplicateSpecError as e:
@@ -166,7 +166,7 @@ def _typed_out(prim, avals, out, spec, mesh):
         raise ShardingTypeError(
             f"{prim} operation with inputs: {shown} produces an illegally sharded "
             f"result: {out.update(sharding=_Unchecked(spec)).str_short()}") from e
-    return out if out._sharding == s else _check(out, s).update(sharding=s)
+    return out if out._sharding == s else check_type(out, s).update(sharding=s)
 
 
 class _Unchecked:
@@ -175,7 +175,7 @@ class _Unchecked:
         self.spec = spec
 
 
-def _check(aval, s):
+def check_type(aval, s):
     """Raise JAX's error if ``s`` cannot type ``aval`` (rank, divisibility)."""
     if len(s.spec) != len(aval.shape):
         raise ValueError(f"Length of sharding.spec must be equal to aval's ndim. Got "

@@ -6,6 +6,7 @@ jitted sum or identity whose output is replicated, so every process reads it. In
 process they are host-side identities (JAX's shortcuts). Import it explicitly, as in
 JAX: ``from xform.experimental import multihost_utils``.
 """
+import contextlib
 import zlib
 
 import numpy as np
@@ -20,8 +21,10 @@ from xform.transforms.devices import (device_get, make_array_from_callback,
                                       make_array_from_process_local_data)
 from xform.transforms.jit import jit
 
-__all__ = ["assert_equal", "broadcast_one_to_all", "global_array_to_host_local_array",
-           "host_local_array_to_global_array", "process_allgather", "sync_global_devices"]
+__all__ = ["ProcessFailureError", "assert_equal", "broadcast_one_to_all",
+           "global_array_to_host_local_array", "host_local_array_to_global_array",
+           "live_devices", "process_allgather", "reached_preemption_sync_point",
+           "sync_global_devices"]
 
 
 def _processes_mesh():
@@ -93,6 +96,74 @@ def sync_global_devices(name):
     """A barrier across all processes; raises if they passed different ``name``s."""
     assert_equal(np.uint32(zlib.crc32(name.encode())),
                  f"sync_global_devices name mismatch ('{name}')")
+
+
+def reached_preemption_sync_point(step_id):
+    """Whether every process has reached the step after a preemption notice at which
+    to checkpoint: False in one process (JAX's). NB: across processes it raises JAX's
+    error for a missing preemption sync manager: xform's ``distributed.initialize``
+    starts none (JAX's does, under ``jax_enable_preemption_service``)."""
+    if backend.distributed_state().client is None:
+        return False
+    raise RuntimeError("Preemption sync manager has not been initialized: "
+                       "xform.distributed.initialize starts none (JAX starts one when "
+                       "the 'jax_enable_preemption_service' config is enabled).")
+
+
+class ProcessFailureError(Exception):
+    """Raised by ``live_devices`` when processes failed during its block;
+    ``failed_devices`` holds their devices."""
+
+    def __init__(self, failed_devices):
+        self.failed_devices = failed_devices
+        super().__init__(f"Devices failed: {failed_devices}")
+
+
+def _live(devices):
+    """``{device: its process's incarnation}`` for the ``devices`` whose process lives
+    (the coordination service's view, the same on every process)."""
+    processes = {d.process_index for d in devices}
+    if backend.process_index() not in processes:
+        raise ValueError("Provided devices do not have any local devices.")
+    alive = backend.live_processes(list(processes))
+    return {d: alive[d.process_index] for d in devices if d.process_index in alive}
+
+
+class _LiveDevices:
+    """``with live_devices(devices) as alive:``: run the block on the live subset of
+    ``devices`` (sorted by id), as JAX's. Entering is a barrier among their processes,
+    which all get the same subset; leaving raises ``ProcessFailureError`` on every one
+    of them if a process died or restarted during the block, so either all of them
+    finish the block or all raise. Needs the distributed runtime (RuntimeError before
+    ``xform.distributed.initialize``, even in one process, as JAX's)."""
+
+    def __init__(self):
+        self.devices = None
+
+    @contextlib.contextmanager
+    def __call__(self, devices):
+        client = backend.distributed_state().client
+        if client is None:
+            raise RuntimeError("Distributed JAX not initialized.")
+        if not devices:
+            raise ValueError("No devices provided.")
+        if self.devices is None:
+            self.devices = _live(devices)
+        exception = None
+        try:
+            yield sorted(self.devices, key=lambda d: d.id)
+        except Exception as e:  # noqa: BLE001  (re-raised below, after the check)
+            exception = e
+        finally:
+            old, self.devices = self.devices, _live(devices)
+            failed = {d for d in old if self.devices.get(d, object()) != old[d]}
+            if failed:
+                raise ProcessFailureError(failed) from exception
+            if exception:
+                raise exception
+
+
+live_devices = _LiveDevices()
 
 
 def assert_equal(in_tree, fail_message=""):

@@ -18,7 +18,7 @@ from xform.core import dtypes, sharding_types, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
-from xform.core.mesh import AxisType, Mesh
+from xform.core.mesh import AxisType, Mesh, current_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
@@ -33,13 +33,19 @@ def named_sharding_of(x):
 
 def _shardings_in(jaxpr, found):
     """NamedShardings in the params of ``jaxpr``'s equations (at any depth): the
-    meshes its sharding constraints (and partially manual shard_maps) name."""
+    meshes its sharding constraints (and partially manual shard_maps) name. An
+    ``out_sharding=`` type's (over an AbstractMesh) names the mesh in context, so a
+    program whose values are typed only so (``broadcasted_iota(out_sharding=)`` in a
+    jit of no sharded arguments) is placed over it, as JAX's."""
+    ctx = current_mesh()
     for eqn in jaxpr.eqns:
         for v in eqn.params.values():
             for p in (v if isinstance(v, (tuple, list)) else (v,)):
                 if isinstance(p, NamedSharding):
-                    if isinstance(p.mesh, Mesh):  # (not an ``out_sharding`` type's)
+                    if isinstance(p.mesh, Mesh):
                         found.append(p)
+                    elif ctx is not None and ctx.abstract_mesh == p.mesh:
+                        found.append(NamedSharding(ctx, p.spec))
                 elif isinstance(p, Mesh):  # a partially manual shard_map's mesh
                     found.append(NamedSharding(p, PartitionSpec()))
                 elif isinstance(p, ClosedJaxpr):

@@ -6,13 +6,16 @@ import operator
 import numpy as np
 
 from xform.core import dtypes, shape_poly, sharding_types
-from xform.core.sharding import PartitionSpec as P
+from xform.core.mesh import AbstractMesh
+from xform.core.sharding import NamedSharding, PartitionSpec as P
 from xform.core import trace as _trace
+from xform.core.array import ShardedArray
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.core.transfer import scalar_array
+from xform.core.transfer import device_put_value, put_sharded, scalar_array
 from xform.lax._prim import standard_primitive
+from xform.lax.sharding_constraint import reshard
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -27,17 +30,49 @@ def _ints(xs, what):
 
 # ---- broadcast_in_dim ----
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
-    """Broadcast ``operand`` to ``shape``; its dimension i becomes ``broadcast_dimensions[i]``."""
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+    """Broadcast ``operand`` to ``shape``; its dimension i becomes ``broadcast_dimensions[i]``.
+    ``out_sharding`` (explicit sharding mode): the result's sharding (its type)."""
     shape = _ints(shape, "broadcast_in_dim shape")
     dims = _ints(broadcast_dimensions, "broadcast_dimensions")
+    if out_sharding is not None:  # (a param only when given)
+        s = sharding_types.abstract_sharding(out_sharding, "broadcast_in_dim")
+        if _trace._context.trace is _trace.eval_trace:  # (checked as the type would be)
+            _broadcast_in_dim_abstract_eval(get_aval(operand), shape=shape,
+                                            broadcast_dimensions=dims, sharding=s)
+            return _eager_placed(broadcast_in_dim(operand, shape, dims), out_sharding)
+        return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims,
+                                       sharding=s)
     aval = get_aval(operand)
     if aval.shape == shape and dims == tuple(range(len(shape))):
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
 
-def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+def _eager_placed(out, out_sharding):
+    """An eager result given ``out_sharding``: computed on one device, then laid out
+    (over the mesh in context if ``out_sharding`` is over an AbstractMesh)."""
+    if isinstance(out_sharding, NamedSharding) and isinstance(out_sharding.mesh, AbstractMesh):
+        out_sharding = out_sharding.spec
+    return reshard(out, out_sharding)
+
+
+def _typed_result(shape, dtype, weak_type=False, sharding=None):
+    """The result aval of a primitive given ``sharding=`` (typed by it, checked as JAX's)."""
+    out = ShapedArray(shape, dtype, weak_type)
+    s = None if sharding is None else sharding_types.type_sharding(sharding, len(shape))
+    return out if s is None else sharding_types.check_type(out, s).update(sharding=s)
+
+
+def _batched_sharding(sharding, x, ndim):
+    """A batching rule's ``sharding`` param: its batch dimension (leading) split as the
+    batched operand's (as JAX's ``explicit_mesh_axis``)."""
+    s = sharding_types.type_sharding(sharding, ndim)
+    return None if s is None else sharding.with_spec(
+        P(sharding_types.spec_of(get_aval(x))[0], *s.spec))
+
+
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=None):
     dims = broadcast_dimensions
     ok = (len(dims) == x.ndim and len(set(dims)) == len(dims)
           and all(0 <= d < len(shape) for d in dims)
@@ -48,26 +83,31 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
                         f"shape {shape} with broadcast_dimensions={dims}: operand dimension "
                         "i must be 1 or equal to shape[broadcast_dimensions[i]], with "
                         "strictly increasing broadcast_dimensions.")
-    return ShapedArray(shape, x.dtype, x.weak_type)
+    return _typed_result(shape, x.dtype, x.weak_type, sharding)
 
 
-def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, sharding=None):
     from xform.lax.reductions import reduce_sum  # (a cycle: reductions builds on shapes)
     unit = [i for i, s in enumerate(x.aval.shape) if s == 1 and shape[broadcast_dimensions[i]] != 1]
     kept = [d for i, d in enumerate(broadcast_dimensions) if i not in unit]
-    summed = reduce_sum(ct, tuple(i for i in range(len(shape)) if i not in kept))
-    return [reshape(summed, x.aval.shape)]
+    out = reshape(reduce_sum(ct, tuple(i for i in range(len(shape)) if i not in kept)),
+                  x.aval.shape)
+    typ = x.aval._sharding  # (typed as x: the reduction's type may differ, given sharding)
+    return [out if typ is None or get_aval(out)._sharding == typ else
+            reshape(out, x.aval.shape, out_sharding=typ)]
 
 
-def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions, sharding=None):
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0)
     size = get_aval(x).shape[0]
     return broadcast_in_dim(x, (size,) + shape,
-                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+                            (0,) + tuple(b + 1 for b in broadcast_dimensions),
+                            out_sharding=None if sharding is None else
+                            _batched_sharding(sharding, x, len(shape))), 0
 
 
-def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, sharding=None):
     return mlir.broadcast_in_dim(ctx.avals_out[0], x, broadcast_dimensions)
 
 
@@ -77,40 +117,76 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
 
 
-def broadcast(operand, sizes):
-    """Add leading dimensions of ``sizes`` to ``operand``."""
-    aval = get_aval(operand)
+def broadcast(operand, sizes, *, out_sharding=None):
+    """Add leading dimensions of ``sizes`` to ``operand`` (``out_sharding``: as
+    ``broadcast_in_dim``'s)."""
     sizes = _ints(sizes, "sizes")
+    if not sizes and out_sharding is None:
+        return operand
+    aval = get_aval(operand)
     return broadcast_in_dim(operand, sizes + aval.shape,
-                            tuple(range(len(sizes), len(sizes) + aval.ndim)))
+                            tuple(range(len(sizes), len(sizes) + aval.ndim)),
+                            out_sharding=out_sharding)
 
 
-def full(shape, fill_value, dtype=None, *, _weak_type=False):
-    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, or its own)."""
+def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
+    """An array of ``shape`` filled with ``fill_value`` (of ``dtype``, or its own).
+    ``sharding``, as JAX's: a type's (over an AbstractMesh) is the result's type; a
+    concrete one places an eager result and is ignored under a transformation."""
     shape = _ints(shape, "full shape")
     if dtype is not None and dtypes.is_extended(dtype):   # typed keys: fill their data
         return dtype._rules.full(shape, fill_value)
+    abstract = isinstance(getattr(sharding, "mesh", None), AbstractMesh)
+    placed = sharding is not None and not abstract and \
+        _trace._context.trace is _trace.eval_trace  # (placed values are not weakly typed)
     if dtype is None:
         fill = fill_value if not isinstance(fill_value, (bool, int, float, complex)) \
-            else scalar_array(fill_value, dtypes.dtype(fill_value), False)
+            else scalar_array(fill_value, dtypes.dtype(fill_value),
+                              type(fill_value) is not bool and not placed)
     else:
         from xform.lax.elementwise import convert_element_type  # (cycle: elementwise -> shapes)
-        fill = convert_element_type(fill_value, dtype, weak_type=_weak_type)
+        fill = convert_element_type(fill_value, dtype, weak_type=_weak_type and not placed)
     if get_aval(fill).shape:
         raise TypeError(f"full must be called with a scalar fill_value, got shape "
                         f"{get_aval(fill).shape}")
-    return broadcast_in_dim(fill, shape, ())
+    if abstract:
+        return broadcast(fill, shape, out_sharding=sharding)
+    out = broadcast_in_dim(fill, shape, ())
+    if not placed:  # (a concrete sharding under a transformation is ignored, as JAX's)
+        return out
+    if isinstance(sharding, NamedSharding):
+        return put_sharded(out, sharding)
+    return device_put_value(out, sharding._device_assignment[0])
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``;
-    weakly typed when ``x`` is and no ``dtype`` is given, as JAX's."""
+    weakly typed when ``x`` is and no ``dtype`` is given, as JAX's. ``sharding``: as
+    ``full``'s; by default a traced ``x``'s type. NB: JAX also places an eager result as
+    ``x`` (``jnp.full_like`` does, see ``like_sharding``); here that would commit AD's
+    cotangent seeds, which a jit's derived call then refuses where JAX's takes them."""
     aval = get_aval(x)
+    weak = dtype is None and aval.weak_type
+    if sharding is None and shape is None and isinstance(x, _trace.Tracer):
+        sharding = aval._sharding
     out = full(aval.shape if shape is None else shape, fill_value,
-               aval.dtype if dtype is None else dtype,
-               _weak_type=dtype is None and aval.weak_type)
+               aval.dtype if dtype is None else dtype, _weak_type=weak, sharding=sharding)
     vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
     return out if vma is None else vma.like(out, x)
+
+
+def like_sharding(x, shape, weak):
+    """The sharding ``jnp.full_like(x)`` gives its result, as JAX's: a traced ``x``'s type;
+    an Array's NamedSharding, unless the result is weakly typed or reshaped (shards of
+    another shape) from a split ``x``; else None (the default device; NB: JAX's is a
+    committed one-device Array's device)."""
+    if shape is None and isinstance(x, _trace.Tracer):
+        return x.aval._sharding
+    s = x.sharding if type(x) is ShardedArray else None
+    if isinstance(s, NamedSharding) and not weak and (
+            shape is None or tuple(shape) == get_aval(x).shape or s.is_fully_replicated):
+        return s
+    return None
 
 
 def zeros_like_array(x):
@@ -145,9 +221,7 @@ def _reshape_abstract_eval(x, *, new_sizes, sharding=None):
 def _reshape_batch(vals, dims, *, new_sizes, sharding=None):
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0)
-    s = None if sharding is None else sharding.with_spec(  # (the batch dimension split as
-        P(sharding_types.spec_of(get_aval(x))[0],             # the operand's, as JAX's)
-          *sharding_types.type_sharding(sharding, len(new_sizes)).spec))
+    s = None if sharding is None else _batched_sharding(sharding, x, len(new_sizes))
     return reshape(x, (get_aval(x).shape[0],) + new_sizes, out_sharding=s), 0
 
 
@@ -255,24 +329,31 @@ def iota(dtype, size):
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension):
-    """An array of ``shape`` whose values count along ``dimension``."""
-    shape = _ints(shape, "iota shape")
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=shape,
-                       dimension=int(dimension))
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+    """An array of ``shape`` whose values count along ``dimension`` (``out_sharding``:
+    its sharding, as ``broadcast_in_dim``'s)."""
+    shape, dtype, dimension = _ints(shape, "iota shape"), dtypes.canonicalize_dtype(dtype), \
+        int(dimension)
+    if out_sharding is None:
+        return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+    s = sharding_types.abstract_sharding(out_sharding, "broadcasted_iota")
+    if _trace._context.trace is _trace.eval_trace:  # (checked as the type would be)
+        _iota_abstract_eval(dtype=dtype, shape=shape, dimension=dimension, sharding=s)
+        return _eager_placed(broadcasted_iota(dtype, shape, dimension), out_sharding)
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, sharding=s)
 
 
-def _iota_abstract_eval(*, dtype, shape, dimension):
+def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota dimension {dimension} out of range for shape {shape}")
-    return ShapedArray(shape, dtype)
+    return _typed_result(shape, dtype, sharding=sharding)
 
 
 iota_p = standard_primitive("iota", _iota_abstract_eval)
 ad.defnondiff(iota_p)
 batching.primitive_batchers[iota_p] = None  # no operands: never batched
-mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: mlir.iota(
-    ctx.avals_out[0], dimension))
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding=None:
+                       mlir.iota(ctx.avals_out[0], dimension))
 
 
 # ---- dimension_as_value ----

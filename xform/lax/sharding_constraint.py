@@ -140,9 +140,11 @@ def _switched_mesh(name, axes, to):
 
 def _mesh_cast(x, mesh):
     """``x`` retyped for ``mesh``'s axis types: its spec's Explicit axes kept, every other
-    dimension left open to the compiler (no data moves for what the type drops)."""
+    dimension left open to the compiler where it has Auto axes (no data moves for what
+    the type drops)."""
     spec = sharding_types.explicit_spec(get_aval(x).sharding.spec, mesh, get_aval(x).ndim)
-    spec = PartitionSpec(*[UNCONSTRAINED if p is None else p for p in spec])
+    if AxisType.Auto in mesh.axis_types:  # (else P.UNCONSTRAINED is refused, as JAX's)
+        spec = PartitionSpec(*[UNCONSTRAINED if p is None else p for p in spec])
     return sharding_constraint_p.bind(x, sharding=NamedSharding(mesh, spec))
 
 

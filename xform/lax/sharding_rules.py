@@ -122,7 +122,9 @@ def _transpose(x, *, permutation):
     return P(*[s[i] for i in permutation])
 
 
-def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
+def _broadcast_in_dim(x, *, shape, broadcast_dimensions, sharding=None):
+    if sharding is not None:
+        return sharding
     s = iter(spec_of(x))
     dims = set(broadcast_dimensions)
     return P(*[next(s) if i in dims else None for i in range(len(shape))])

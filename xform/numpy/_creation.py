@@ -13,6 +13,7 @@ from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import Tracer
 from xform.core.transfer import device_put_value
 from xform.lax.sharding_constraint import reshard
+from xform.lax.shapes import like_sharding
 from xform.transforms.devices import device_put
 from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
@@ -90,8 +91,9 @@ def asarray(a, dtype=None, order=None, *, copy=None):
     return array(a, dtype, copy=False, order=order or "K")
 
 
-def _filled(shape, fill, dt, weak):
-    """``fill`` (a scalar or array) broadcast to ``shape`` as ``dt``."""
+def _filled(shape, fill, dt, weak, sharding=None):
+    """``fill`` (a scalar or array) broadcast to ``shape`` as ``dt`` (a scalar ``fill``
+    placed or typed as ``sharding``: see ``lax.full``)."""
     if dtypes.is_extended(dt):   # typed keys (jnp.zeros_like(keys)): lax.full fills data
         return lax.full(shape, fill, dt)
     if type(fill) in _PY_SCALAR_TYPES:
@@ -99,7 +101,7 @@ def _filled(shape, fill, dt, weak):
     else:
         fill = lax.convert_element_type(_asarray(fill, "full"), dt, weak)
     if not fill.aval.shape:
-        return lax.broadcast_in_dim(fill, shape, ())
+        return lax.full(shape, fill, sharding=sharding)
     return _util.broadcast_to(fill, shape)
 
 
@@ -155,32 +157,37 @@ def empty(shape, dtype=None, *, device=None, out_sharding=None):
     return _placed(zeros(shape, dtype), out_sharding, "jnp.empty", device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Like numpy.full_like; keeps ``a``'s weak type when ``dtype`` is None. As in JAX,
-    ``a`` may also be any object with ``shape`` and ``dtype`` (a ``ShapeDtypeStruct``)."""
+    ``a`` may also be any object with ``shape`` and ``dtype`` (a ``ShapeDtypeStruct``).
+    The result has ``a``'s sharding (as ``lax.full_like``'s) unless ``out_sharding`` or
+    ``device`` (as ``full``'s) is given."""
     duck = not _util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype")
     if not duck:
         _util.check_arraylike("full_like", a)
     weak = dtype is None and dtypes.is_weakly_typed(a)
     dt = dtypes.dtype(a) if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = canonical_shape(shape if shape is not None else a.shape if duck else _util.shape(a))
-    out, vma = _filled(shp, fill_value, dt, weak), _trace._context.vma
+    like = None if duck or device is not None or out_sharding is not None or \
+        np.ndim(fill_value) else like_sharding(a, shape, weak)
+    out, vma = _filled(shp, fill_value, dt, weak, like), _trace._context.vma
+    out = _placed(out, out_sharding, "full_like", device)
     return out if vma is None else vma.like(out, a)  # (in shard_map: varying like ``a``)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Like numpy.zeros_like."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Like numpy.ones_like."""
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
     """Like numpy.empty_like, but zero-filled."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(prototype, 0, dtype, shape, device=device)
 
 
 def _concrete(x, what):

@@ -532,66 +532,68 @@ class _IndexUpdateRef:
                              fill_value=fill_value, normalize=wrap_negative_indices)
         return _creation._placed(out, out_sharding, ".get")
 
-    def _update(self, op, values, indices_are_sorted, unique_indices, mode,
-                wrap_negative_indices, array=None):
-        return _scatter_update(self.array if array is None else array, self.index, values,
-                               op, indices_are_sorted, unique_indices, mode,
-                               wrap_negative_indices)
+    def _update(self, op, name, out_sharding, values, indices_are_sorted, unique_indices,
+                mode, wrap_negative_indices, array=None):
+        """Each update's ``out_sharding``: the result's sharding (explicit mode: its type;
+        JAX's error names the method, ``name``)."""
+        return _creation._placed(_scatter_update(
+            self.array if array is None else array, self.index, values, op,
+            indices_are_sorted, unique_indices, mode, wrap_negative_indices), out_sharding, name)
 
     def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+            wrap_negative_indices=True, out_sharding=None):
         """``x[idx] = values`` (with repeated indices, which update wins is unspecified)."""
-        return self._update(lax.scatter, values, indices_are_sorted, unique_indices, mode,
-                            wrap_negative_indices)
+        return self._update(lax.scatter, ".set", out_sharding, values,
+                            indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+            wrap_negative_indices=True, out_sharding=None):
         """``x[idx] += values`` (repeated indices accumulate)."""
-        return self._update(lax.scatter_add, values, indices_are_sorted, unique_indices,
-                            mode, wrap_negative_indices)
+        return self._update(lax.scatter_add, ".add", out_sharding, values,
+                            indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 wrap_negative_indices=True):
+                 wrap_negative_indices=True, out_sharding=None):
         """``x[idx] -= values`` (repeated indices accumulate)."""
-        return self._update(_scatter_sub, values, indices_are_sorted, unique_indices,
-                            mode, wrap_negative_indices)
+        return self._update(_scatter_sub, ".subtract", out_sharding, values,
+                            indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-                 wrap_negative_indices=True):
+                 wrap_negative_indices=True, out_sharding=None):
         """``x[idx] *= values`` (repeated indices accumulate)."""
-        return self._update(lax.scatter_mul, values, indices_are_sorted, unique_indices,
-                            mode, wrap_negative_indices)
+        return self._update(lax.scatter_mul, ".multiply", out_sharding, values,
+                            indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               wrap_negative_indices=True):
+               wrap_negative_indices=True, out_sharding=None):
         """``x[idx] /= values``: ``x`` divided by a scatter-multiplied array of ones (so
         integer ``x`` gives a float result, as ``true_divide`` does)."""
         ones = _creation.ones_like(self.array)
-        return _ufuncs.true_divide(self.array, self._update(
-            lax.scatter_mul, values, indices_are_sorted, unique_indices, mode,
-            wrap_negative_indices, ones))
+        return _creation._placed(_ufuncs.true_divide(self.array, self._update(
+            lax.scatter_mul, None, None, values, indices_are_sorted, unique_indices, mode,
+            wrap_negative_indices, ones)), out_sharding, ".divide")
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-              wrap_negative_indices=True):
+              wrap_negative_indices=True, out_sharding=None):
         """``x[idx] **= values``: ``x`` to the power of a scatter-multiplied array of ones."""
         ones = _creation.ones_like(self.array)
-        return _ufuncs.power(self.array, self._update(
-            lax.scatter_mul, values, indices_are_sorted, unique_indices, mode,
-            wrap_negative_indices, ones))
+        return _creation._placed(_ufuncs.power(self.array, self._update(
+            lax.scatter_mul, None, None, values, indices_are_sorted, unique_indices, mode,
+            wrap_negative_indices, ones)), out_sharding, ".power")
 
     def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+            wrap_negative_indices=True, out_sharding=None):
         """``x[idx] = minimum(x[idx], values)``."""
-        return self._update(lax.scatter_min, values, indices_are_sorted, unique_indices,
-                            mode, wrap_negative_indices)
+        return self._update(lax.scatter_min, ".min", out_sharding, values,
+                            indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+            wrap_negative_indices=True, out_sharding=None):
         """``x[idx] = maximum(x[idx], values)``."""
-        return self._update(lax.scatter_max, values, indices_are_sorted, unique_indices,
-                            mode, wrap_negative_indices)
+        return self._update(lax.scatter_max, ".max", out_sharding, values,
+                            indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
               wrap_negative_indices=True):

@@ -7,6 +7,8 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes, shape_poly
+from xform.core.sharding import NamedSharding
+from xform.core.sharding_types import abstract_sharding, explicit_spec
 from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._util import asarray, canonicalize_axis, canonicalize_axes
@@ -185,9 +187,22 @@ def flip(m, axis=None):
     return m
 
 
-def broadcast_to(array, shape):
-    """Like numpy.broadcast_to."""
-    return _util.broadcast_to(asarray(array, "broadcast_to"), _util.canonical_shape(shape))
+def broadcast_to(array, shape, *, out_sharding=None):
+    """Like numpy.broadcast_to. ``out_sharding`` (explicit mode): the result's sharding;
+    its entries for ``array``'s dimensions must keep their type's (JAX's error)."""
+    x, shape = asarray(array, "broadcast_to"), _util.canonical_shape(shape)
+    if out_sharding is None:
+        return _util.broadcast_to(x, shape)
+    s = abstract_sharding(out_sharding, "jnp.broadcast_to")
+    if x.aval.shape == shape and x.aval.sharding == s:
+        return x
+    nlead, spec = len(shape) - x.aval.ndim, explicit_spec(s.spec, s.mesh, len(shape))
+    if nlead < 0 or any(o not in (1, d) for o, d in zip(x.aval.shape, shape[nlead:])) or \
+            any(p not in (None, q) for p, q in zip(x.aval.sharding.spec, spec[nlead:])):
+        want = x.aval.update(shape=shape, weak_type=False, sharding=NamedSharding(s.mesh, spec))
+        raise ValueError(f"Incompatible types for broadcasting: input type={x.aval} and "
+                         f"requested type={want}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))), out_sharding=s)
 
 
 def broadcast_shapes(*shapes):

@@ -6,7 +6,7 @@ SPMD program over a mesh."""
 from xform.core import tree_util
 from xform.core.array import ShardedArray
 from xform.core.mesh import current_mesh
-from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
+from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding
 from xform.interpreters import mesh_jit, spmd
 
 
@@ -38,9 +38,14 @@ class JitShardings:
     def __init__(self, in_shardings, out_shardings):
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         parts = []
-        for tree in (in_shardings, out_shardings):
+        for tree, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
             leaves, treedef = tree_util.tree_flatten(tree, is_leaf=_leaf)
             parts.append((tuple(leaves), treedef))
+            for s in leaves:  # (JAX's check: a jit's shardings pin every dimension)
+                if UNCONSTRAINED in getattr(s, "spec", s if isinstance(s, PartitionSpec)
+                                            else ()):
+                    raise ValueError(f"Unconstrained dims are not allowed when passed to "
+                                     f"{what}: {s}")
         try:
             hash(tuple(parts))
             self.key = tuple(parts)

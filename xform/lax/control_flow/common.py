@@ -19,8 +19,8 @@ def _type_str(avals):
 def check_same_types(what, names, trees, aval_lists):
     """Raise a TypeError naming ``names`` unless all output trees and avals agree.
 
-    Weak types may differ (the result is then strong, as in JAX); shapes and dtypes
-    may not.
+    Weak types may differ (the result is then strong, as in JAX); shapes, dtypes and
+    shardings (explicit mode, where both are typed) may not.
     """
     first_tree, first_avals = trees[0], aval_lists[0]
     for name, tree, avals in zip(names[1:], trees[1:], aval_lists[1:]):
@@ -32,6 +32,13 @@ def check_same_types(what, names, trees, aval_lists):
                             f"types, got\n  {_type_str(first_avals)}\nand\n"
                             f"  {_type_str(avals)}.")
         for a, b in zip(first_avals, avals):
+            sa, sb = getattr(a, "_sharding", None), getattr(b, "_sharding", None)
+            if sa is not None and sb is not None and sa != sb:  # (explicit mode's types)
+                raise TypeError(
+                    f"{what} branches must have equal output types but they differ.\n\n"
+                    f"The output of {names[0]} has type {a.str_short(False)} but the "
+                    f"corresponding output of {name} has type {b.str_short(False)}.\n\n"
+                    f"Revise {names[0]} and/or {name} so that all output types match.")
             if a.vma != b.vma and _context.vma is not None:  # in shard_map(check_vma)
                 lo = names[0] if len(a.vma) < len(b.vma) else name
                 raise TypeError(
@@ -45,7 +52,10 @@ def check_same_types(what, names, trees, aval_lists):
 
 
 def join_weak_types(aval_lists):
-    """Output avals of several branches: weak only where every branch is weak."""
+    """Output avals of several branches: weak only where every branch is weak; typed
+    (explicit mode) where every branch has the same type."""
     return [ShapedArray(col[0].shape, col[0].dtype, all(b.weak_type for b in col),
-                        frozenset().union(*(b.vma for b in col)))
+                        frozenset().union(*(b.vma for b in col)),
+                        col[0]._sharding if all(b._sharding == col[0]._sharding for b in col)
+                        else None)
             for col in zip(*aval_lists)]

@@ -22,7 +22,7 @@ from xform import ref as refs
 from xform.lax.elementwise import convert_element_type, select_n
 from xform.lax.reductions import reduce_or
 from xform.lax.shapes import broadcast_in_dim
-from xform.lax.control_flow.scan import check_carry_vma
+from xform.lax.control_flow.scan import check_carry_types
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -131,8 +131,8 @@ def _check_carry(body_fun, in_tree, in_avals, out_tree, out_avals):
              f"{a.str_short()} but body_fun output has type {o.str_short()}"
              for p, a, o in zip(_paths(in_tree), in_avals, out_avals)
              if (a.shape, a.dtype) != (o.shape, o.dtype)]
-    check_carry_vma("while_loop body", [f"c{tree_util.keystr(p)}" for p in _paths(in_tree)],
-                    in_avals, out_avals)
+    check_carry_types("while_loop body", [f"c{tree_util.keystr(p)}" for p in _paths(in_tree)],
+                      in_avals, out_avals)
     if diffs:
         raise TypeError(f"lax.while_loop: body_fun ({name}) output must have the same "
                         "types as init_val (the loop carry keeps its shape and dtype):\n"

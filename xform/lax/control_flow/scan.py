@@ -23,6 +23,7 @@ from xform.core import dtypes, shape_poly, tree_util
 from xform.core.avals import ShapedArray, physical_aval
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
+from xform.core.sharding import PartitionSpec as P
 from xform.core.trace import Tracer, get_aval, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -108,6 +109,11 @@ def _scan(f, init, xs, length, reverse, unroll):
     init_flat, init_tree = tree_util.tree_flatten(init)
     xs_flat, xs_tree = tree_util.tree_flatten(xs)
     length = _infer_length(xs_flat, length)
+    xs_types = [get_aval(x) for x in xs_flat]
+    if any(getattr(a, "_sharding", None) is not None and a._sharding.spec[0] is not None
+           for a in xs_types):  # (explicit mode: every step reads its whole slice)
+        raise ValueError("0th dimension of all xs should be replicated. Got "
+                         + ", ".join(str(a.sharding.spec) for a in xs_types))
     unroll = _check_unroll(unroll, length)
     x_avals = [_unstacked(get_aval(x)) for x in xs_flat]
     in_tree = tree_util.tree_structure((init, xs))
@@ -197,7 +203,9 @@ def _check_unroll(unroll, length):
 
 
 def _unstacked(aval):
-    return aval.update(shape=aval.shape[1:])
+    s = getattr(aval, "_sharding", None)  # (typed: its spec less the scanned dimension)
+    return aval.update(shape=aval.shape[1:],
+                       sharding=None if s is None else s.with_spec(P(*s.spec[1:])))
 
 
 def _carry_name(f):
@@ -208,14 +216,24 @@ def _carry_name(f):
     return params[0] if params else "carry"
 
 
-def check_carry_vma(what, names, in_avals, out_avals):
-    """Inside shard_map(check_vma=True): JAX's error for a carry whose output varies
-    over more mesh axes than its input (``pcast`` the initial value)."""
-    if _context.vma is None:  # (e.g. lowering a body: its avals keep their vma)
-        return
+def check_carry_types(what, names, in_avals, out_avals):
+    """JAX's errors for a carry whose output type differs from its input's beyond shape
+    and dtype: its sharding (explicit mode; an untyped side, from a primitive without a
+    sharding rule, is not compared) or, inside shard_map(check_vma=True), the mesh axes
+    it varies over (``pcast`` the initial value)."""
     for name, a, b in zip(names, in_avals, out_avals):
-        if (a.shape, a.dtype) == (b.shape, b.dtype) and a.vma != b.vma:
-            what_in = f"carry component {name}" if "[" in name else f"carry {name}"
+        if (a.shape, a.dtype) != (b.shape, b.dtype):
+            continue
+        what_in = f"carry component {name}" if "[" in name else f"carry {name}"
+        sa, sb = getattr(a, "_sharding", None), getattr(b, "_sharding", None)
+        if sa is not None and sb is not None and sa != sb:
+            raise TypeError(
+                f"{what} function carry input and carry output must have equal types, but "
+                f"they differ:\n\nThe input {what_in} has type {a.str_short(False)} but the "
+                f"corresponding output carry component has type {b.str_short(False)}.\n\n"
+                "Revise the function so that all output types match the corresponding "
+                "input types.")
+        if _context.vma is not None and a.vma != b.vma:  # (a body's lowering keeps vma)
             axes = tuple(sorted(b.vma - a.vma))
             raise TypeError(
                 f"{what} function carry input and carry output must have equal types, but "
@@ -241,8 +259,8 @@ def _check_carry(f, init, init_tree, out_tree, in_avals, out_avals, what="scan b
              f"{b.str_short()}"
              for p, a, b in zip(paths, in_avals, out_avals)
              if (a.shape, a.dtype) != (b.shape, b.dtype)]
-    check_carry_vma(what, [f"{name}{tree_util.keystr(p)}" for p in paths], in_avals,
-                    out_avals)
+    check_carry_types(what, [f"{name}{tree_util.keystr(p)}" for p in paths], in_avals,
+                      out_avals)
     if diffs:
         raise TypeError(f"{what} function carry input and carry output must have equal "
                         "types (shapes and dtypes), but they differ:\n"
@@ -263,7 +281,14 @@ def _scan_abstract_eval(*avals, reverse, length, jaxpr, num_consts, num_carry, l
                         f"body's inputs {[a.str_short() for a in want]} "
                         f"(length={length}, num_consts={num_consts}, num_carry={num_carry})")
     carry, ys = _split(jaxpr.out_avals, num_carry)
-    return carry + [a.update(shape=(length,) + a.shape) for a in ys]
+    return carry + [_stacked(a, length) for a in ys]
+
+
+def _stacked(aval, length):
+    """A ``ys`` output: ``aval`` stacked ``length`` times (typed: that dimension unsplit)."""
+    s = getattr(aval, "_sharding", None)
+    return aval.update(shape=(length,) + aval.shape,
+                       sharding=None if s is None else s.with_spec(P(None, *s.spec)))
 
 
 # ---- JVP: the body's JVP, with tangents of consts, carries and xs alongside ----
