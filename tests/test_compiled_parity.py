@@ -43,7 +43,8 @@ def test_lu_solve_has_jaxs_single_pivot_loop_and_blas_solves():
     a = _rng.standard_normal((16, 16)).astype(np.float32)
     ours, theirs = _compare(lambda lib, jnp, lax: jnp.linalg.solve, a, _X[:, :3].copy())
     assert _count(r"\bwhile\(", ours) == _count(r"\bwhile\(", theirs) == 1
-    assert _count(r"custom-call\(", ours) == _count(r"custom-call\(", theirs)
+    for op in (r"custom-call\(", r"\bdot\("):  # rows permuted by a gather, not P @ b
+        assert _count(op, ours) == _count(op, theirs), op
     assert _ops(ours) <= 1.2 * _ops(theirs)  # unrolled pivot swaps: ~40x
 
 

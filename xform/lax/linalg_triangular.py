@@ -12,7 +12,7 @@ from xform.interpreters import ad, ffi, mlir
 from xform.lax import elementwise as ew
 from xform.lax import shapes
 from xform.lax._prim import standard_primitive
-from xform.lax.dynamic_slicing import dynamic_slice
+from xform.lax.dynamic_slicing import dynamic_slice, dynamic_update_slice
 from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _conj,
                                      _eye_like, _in_lowering, _info_aval, _is_complex,
                                      _matmul, _nan_on_failure, symmetrize, tril, triu)
@@ -233,6 +233,10 @@ def _pivots_to_permutation(pivots, *, m):
 def _swap_step(perm, pivots, i):
     """``perm`` with entries ``i`` and ``pivots[..., i]`` swapped (``i`` a scalar)."""
     shape, last = perm.shape, perm.ndim - 1
+    if last == 0:   # JAX's: two dynamic slices, two dynamic updates
+        j = shapes.reshape(dynamic_slice(pivots, (i,), (1,)), ())
+        at_i, at_j = dynamic_slice(perm, (i,), (1,)), dynamic_slice(perm, (j,), (1,))
+        return dynamic_update_slice(dynamic_update_slice(perm, at_j, (i,)), at_i, (j,))
     start = (np.int32(0),) * last + (i,)
     def column(x):
         col = dynamic_slice(x, start, (*shape[:-1], 1))
