@@ -22,6 +22,12 @@ def _ops(text):
     return _count(r"(?m)^\s*(?:ROOT )?%\S+ = ", text)
 
 
+def _largest(text):
+    """Element count of the program's largest array."""
+    return max(int(np.prod([int(d) for d in dims.split(",")]))
+               for dims in re.findall(r"\b[a-z]+\d*\[(\d+(?:,\d+)*)\]", text))
+
+
 def _compare(make, *args):
     """make(lib, jnp, lax) -> function; (xform's, JAX's) optimized HLO texts."""
     ours = _optimized(xform, make(xform, xform.numpy, xform.lax), *args)
@@ -71,3 +77,9 @@ def test_program_no_larger_than_jaxs(name):
     ours, theirs = _compare(make, *args)
     assert _ops(ours) <= _ops(theirs)
     assert _count(r"\bmultiply\(", ours) <= _count(r"\bmultiply\(", theirs)
+
+
+def test_searchsorted_binary_searches_without_an_all_pairs_array():
+    a, v = np.sort(_rng.standard_normal(512)).astype(np.float32), _X.ravel()
+    ours, theirs = _compare(lambda lib, jnp, lax: jnp.searchsorted, a, v)
+    assert _largest(ours) <= _largest(theirs)  # was pred[1024, 512]

@@ -126,8 +126,9 @@ def _total_lt(x, y):
 
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Like numpy.searchsorted: where ``v``'s elements would go in the sorted 1-D
-    ``a`` (NaNs sort last). Computed by comparing every pair (JAX's "compare_all"; the
-    ``method`` argument is accepted for compatibility).
+    ``a`` (NaNs sort last). ``method`` as JAX's: "scan" (default) and "scan_unrolled"
+    binary-search (ceil(log2(n + 1)) steps, a loop or unrolled); "compare_all" and
+    "sort" compare every pair (fast for small ``a`` only: O(n) per element).
 
     >>> jnp.searchsorted(jnp.array([1, 2, 3]), jnp.array([2, 5]))
     Array([1, 3], dtype=int32)
@@ -144,11 +145,34 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if sorter is not None:
         a = take(a, sorter)
     n = a.aval.shape[0]
+    if method.startswith("scan") and n:
+        return _binary_search(a, v, side, unrolled=method == "scan_unrolled")
     shape = v.aval.shape + (n,)
     ab = lax.broadcast_in_dim(a, shape, (len(shape) - 1,))
     vb = lax.broadcast_in_dim(v, shape, tuple(range(v.aval.ndim)))
     hit = _total_lt(ab, vb) if side == "left" else uf.logical_not(_total_lt(vb, ab))
     return lax.reduce_sum(lax.convert_element_type(hit, dtypes.int32), (len(shape) - 1,))
+
+
+def _binary_search(a, v, side, *, unrolled):
+    """JAX's "scan" searchsorted, vectorized over ``v``: (low, high) halves per step,
+    the answer is ``high``. (Comparing all pairs was ~350x JAX for 16k x 5k.)"""
+    n = a.aval.shape[0]
+    def step(_, bounds):
+        low, high = bounds
+        mid = lax.add(low, lax.div(lax.sub(high, low), np.uint32(2)))
+        at = take(a, lax.convert_element_type(mid, dtypes.int32), mode="promise_in_bounds")
+        go_left = (uf.logical_not(_total_lt(at, v)) if side == "left" else
+                   _total_lt(v, at))
+        return lax.select(go_left, low, mid), lax.select(go_left, mid, high)
+    bounds = (lax.full(v.aval.shape, 0, np.uint32), lax.full(v.aval.shape, n, np.uint32))
+    levels = int(np.ceil(np.log2(n + 1)))
+    if unrolled:
+        for i in range(levels):
+            bounds = step(i, bounds)
+    else:
+        bounds = lax.fori_loop(0, levels, step, bounds)
+    return lax.convert_element_type(bounds[1], dtypes.int32)
 
 
 def digitize(x, bins, right=False, *, method=None):
