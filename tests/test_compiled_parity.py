@@ -54,6 +54,13 @@ def test_lu_solve_has_jaxs_single_pivot_loop_and_blas_solves():
     assert _ops(ours) <= 1.2 * _ops(theirs)  # unrolled pivot swaps: ~40x
 
 
+def test_grad_of_solve_reuses_the_factorization():
+    a = _rng.standard_normal((16, 16)).astype(np.float32)
+    ours, theirs = _compare(lambda lib, jnp, lax: lib.grad(
+        lambda a, b: (jnp.linalg.solve(a, b) ** 2).sum()), a, _X[:, :3].copy())
+    assert _count(r"custom-call\(", ours) == _count(r"custom-call\(", theirs)  # 1 getrf
+
+
 def test_take_fill_bounds_mask_has_no_converts():
     idx = _rng.integers(-20, 20, size=(50,)).astype(np.int32)
     ours, theirs = _compare(

@@ -74,8 +74,14 @@ def solve(a, b):
     if b.shape[-2] != a.shape[-1]:
         raise ValueError(f"solve: a {a.shape} and b {b.shape} have incompatible shapes")
     a, b = _batch_broadcast(a, b, 2)
-    lu_, _, perm = lax_linalg.lu(a)
-    x = _permute_and_solve(lu_, perm, b)
+    # As JAX's: a custom_linear_solve, so derivatives reuse the factorization (two more
+    # triangular solves) instead of differentiating lu (jit(grad) of a 64x64 solve:
+    # 1.7x JAX's).
+    lu_, _, perm = lax_linalg.lu(lax.stop_gradient(a))
+    x = lax.custom_linear_solve(
+        lambda x: jnp.matmul(a, x), b,
+        solve=lambda _, x: _permute_and_solve(lu_, perm, x),
+        transpose_solve=lambda _, x: _solve_transposed(lu_, perm, x))
     return x[..., 0] if vector else x
 
 
@@ -83,6 +89,15 @@ def _permute_and_solve(lu_, perm, b):
     b = _permute_rows(b, perm)
     y = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=True, unit_diagonal=True)
     return lax_linalg.triangular_solve(lu_, y, left_side=True, lower=False)
+
+
+def _solve_transposed(lu_, perm, b):
+    """``a^T x = b`` from ``a``'s LU factors (JAX's ``lu_solve(trans=1)``)."""
+    y = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True)
+    y = lax_linalg.triangular_solve(lu_, y, left_side=True, lower=True, transpose_a=True,
+                                    unit_diagonal=True)
+    iota = lax.broadcasted_iota(np.int32, perm.shape, perm.ndim - 1)
+    return _permute_rows(y, lax.sort_key_val(perm, iota, dimension=perm.ndim - 1)[1])
 
 
 def inv(a):
