@@ -90,3 +90,9 @@ def test_searchsorted_binary_searches_without_an_all_pairs_array():
     a, v = np.sort(_rng.standard_normal(512)).astype(np.float32), _X.ravel()
     ours, theirs = _compare(lambda lib, jnp, lax: jnp.searchsorted, a, v)
     assert _largest(ours) <= _largest(theirs)  # was pred[1024, 512]
+
+
+def test_unique_with_size_sorts_once():
+    x = _rng.integers(0, 40, size=(200,)).astype(np.int32)
+    ours, theirs = _compare(lambda lib, jnp, lax: lambda x: jnp.unique(x, size=50), x)
+    assert _count(r"\bsort\(", ours) == _count(r"\bsort\(", theirs)  # no argsort of the mask

