@@ -190,6 +190,7 @@ ROWS = [
         m.unique(i, size=5), m.unique(i, size=2, fill_value=-1),
         m.unique(i, return_index=True, return_inverse=True, return_counts=True, size=6),
         m.unique(s, size=6, fill_value=9.0), m.unique_counts(i, size=4),
+        m.unique_counts(i, size=2),
         m.unique(i, axis=1, size=5, fill_value=-1), m.unique(i, axis=0, size=2)),
         I34 % 3, np.array([1.0, np.nan, 0.0, -0.0, np.nan, 1.0], np.float32)),
     row("setops", lambda m, a, b, x: (

@@ -384,7 +384,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         if n:
             k = pos.aval.shape[0]
             nxt = lax.concatenate([lax.slice(pos, (1,), (k,)), lax.full((1,), n, int_dt)], 0)
-            if size is not None:
+            if size is not None:   # a truncated run ends where the next unique starts
+                nxt = lax.slice(masked_indices("unique", mask, k + 1)[0], (1,), (k + 1,))
                 count = _sum(mask, dtype=int_dt)
                 i = lax.iota(int_dt, k)
                 nxt = lax.select(lax.lt(lax.add(i, lax.full_like(i, 1)),
