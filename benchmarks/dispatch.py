@@ -1,6 +1,7 @@
 """Dispatch latency: (a) jitted f(x)=x+1 on float32[8], (b) eager xnp.sin, x+1 and a+b
 on float32[8], (c) eager/jit ratio, (d) a jitted function of a dict of 10 float32[8]
-arrays returning a dict (the pytree path).  Each call is blocked on (latency, not
+arrays returning a dict (the pytree path), (e) jitted f(x, s) with a Python float ``s``
+and f(n) with a NumPy float32[8] ``n`` (host arguments, transferred per call).  Each call is blocked on (latency, not
 throughput); jit_async_us additionally shows the cost per call when only the last of a
 batch is blocked on."""
 import numpy as np
@@ -38,5 +39,10 @@ if L.compiled:
     g = L.jit(lambda d: {k: v * 2.0 for k, v in d.items()})
     jit_dict = time_calls(lambda: block(g(d10)), REPS, INNER, warmup=200)
     res.update(jit_dict10_us=med(jit_dict, US), jit_dict10_us_p10_p90=spread(jit_dict, US))
+    fs = L.jit(lambda x, s: x * s)
+    jit_scalar = time_calls(lambda: block(fs(x, 0.5)), REPS, INNER, warmup=200)
+    n = np.arange(8, dtype=np.float32)
+    jit_numpy = time_calls(lambda: block(f(n)), REPS, INNER, warmup=200)
+    res.update(jit_scalar_arg_us=med(jit_scalar, US), jit_numpy_arg_us=med(jit_numpy, US))
 
 emit("dispatch", L, res)

@@ -125,7 +125,38 @@ def test_x64_flip_clears_fast_paths(x64):
     xform.config.update("jax_enable_x64", False)
     assert not g._tree_fast
     assert g({"x": jnp.arange(3)}).dtype == np.int32
-    assert g({"x": 1}).dtype == np.int32  # a Python scalar: never the fast path
+    assert g({"x": 1}).dtype == np.int32  # a Python scalar in a dict: the slow path
+    h = xform.jit(lambda s: s + 1)
+    assert h(1).dtype == np.int32 and h(1).dtype == np.int32  # positional: the fast path
+    xform.config.update("jax_enable_x64", True)  # (cleared: host values retyped)
+    assert h(1).dtype == np.int64 and h(2.5).dtype == np.float64
+
+
+def test_python_scalars_and_numpy_arrays_take_the_fast_path():
+    f = lambda a, s, n: (a * s + n, s)  # noqa: E731
+    g, gj = xform.jit(f), jax.jit(f)
+    slow = _counting(g)
+    a = np.linspace(-1, 1, 3).astype(np.float32)
+    n64, ni, nb = np.arange(3.0), np.arange(3, dtype=np.int64), np.array([True, False, True])
+    cases = [(2.0, n64), (3.5, n64), (0.0, n64), (-0.0, n64), (float("nan"), n64), (1, n64),
+             (7, ni), (True, nb), (2.5, ni)]
+    for s_, n in cases * 2:
+        got, want = g(jnp.asarray(a), s_, n), gj(jnp_ref.asarray(a), s_, n)
+        for u, v in zip(got, want):
+            assert u.dtype == v.dtype and u.aval.weak_type == v.weak_type
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+            assert list(np.signbit(np.asarray(u)).ravel()) == \
+                list(np.signbit(np.asarray(v)).ravel())
+    # one trace per (scalar type, NumPy dtype) signature, not per value: the rest hit
+    assert len(slow) == 5 and len(g._fast) == 5
+    n = n64.copy()
+    assert float(g(jnp.asarray(a), 1.0, n)[0][0]) == -1.0
+    n[0] = 10.0  # a NumPy argument is read at each call, never cached
+    assert float(g(jnp.asarray(a), 1.0, n)[0][0]) == 9.0
+    with pytest.raises(OverflowError, match="too large to convert"):
+        g(jnp.asarray(a), 2**40, n)
+    with pytest.raises(OverflowError):
+        gj(jnp_ref.asarray(a), 2**40, n)
 
 
 def test_disable_jit_bypasses_filled_fast_paths():

@@ -11,6 +11,7 @@ from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array, ShardedArray
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.config import config
 from xform.core.trace import Tracer, check_not_tracer
 
 
@@ -58,6 +59,45 @@ def scalar_array(value, dtype, weak_type) -> Array:
         if key is not None and len(_scalar_cache) < 4096:
             _scalar_cache[key] = arr
     return arr
+
+
+_host_leaves = {}  # (type, value) -> (buffer, canonical aval) of a Python scalar argument
+_host_avals = {}   # (shape, dtype) -> canonical aval of a NumPy argument
+
+
+def host_leaf(x):
+    """``(buffer, canonical aval)`` of a Python scalar or NumPy array argument, as a
+    one-device compiled call takes it (jit's fast path), or None: another type, or a
+    value the slow path must report (an int out of range, a non-numeric dtype). Python
+    scalars are cached per value (not 0, whose -0.0 would share the entry, nor nan)."""
+    t = type(x)
+    if t is float or t is int or t is bool:
+        hit = _host_leaves.get((t, x))
+        if hit is None:
+            try:
+                aval = canonical_aval(aval_of_value(x))
+            except OverflowError:
+                return None
+            hit = (scalar_array(x, aval.dtype, aval.weak_type)._buf, aval)
+            if x == x and x != 0 and len(_host_leaves) < 4096:
+                _host_leaves[(t, x)] = hit
+        return hit
+    if t is np.ndarray and x.dtype.kind in "biufc":
+        aval = _host_avals.get((x.shape, x.dtype))
+        if aval is None:
+            aval = _host_avals[(x.shape, x.dtype)] = canonical_aval(aval_of_value(x))
+            if len(_host_avals) > 4096:
+                _host_avals.clear()
+        return backend.device_put(x if x.dtype == aval.dtype else x.astype(aval.dtype)), aval
+    return None
+
+
+def _forget_host(name, value):  # (x64 changes the avals)
+    _host_leaves.clear()
+    _host_avals.clear()
+
+
+config._add_listener(_forget_host)
 
 
 def to_buffer(x):

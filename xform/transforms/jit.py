@@ -11,6 +11,8 @@ import inspect
 import time
 import weakref
 
+import numpy as np
+
 from xform import backend
 from xform.core import errors, transfer, tree_util
 from xform.core.api_util import flatten_fun
@@ -20,6 +22,7 @@ from xform.core.config import config
 from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
+from xform.core.transfer import host_leaf
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
@@ -30,6 +33,7 @@ from xform import ref as refs
 from xform.core import dtypes
 
 _flatten_builtin = backend.flatten_builtin
+_HOST_TYPES = frozenset((float, int, bool, np.ndarray))  # (transfer.host_leaf's)
 
 
 class ShapeDtypeStruct:
@@ -240,13 +244,19 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        # Cache-hit fast paths: no Python frame but this one and Array.__init__. Only
-        # exact Arrays qualify: a ShardedArray's ``_buf`` would assemble it on the host.
+        # Cache-hit fast paths: no Python frame but this one and Array.__init__. Exact
+        # Arrays qualify (a ShardedArray's ``_buf`` would assemble it on the host), and
+        # Python scalars and NumPy arrays, as the slow path would transfer them.
         if self._plain and not kwargs and _context.trace is eval_trace:
             bufs, avals = [], []
             for a in args:  # (a loop beats map(attrgetter) for a few arguments)
                 if type(a) is not Array:
-                    break
+                    leaf = host_leaf(a) if type(a) in _HOST_TYPES else None
+                    if leaf is None:
+                        break
+                    bufs.append(leaf[0])
+                    avals.append(leaf[1])
+                    continue
                 bufs.append(a._buf)
                 avals.append(a.aval)
             else:
@@ -374,8 +384,14 @@ class JitWrapped:
         # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
         if transfer.has_float0(entry.out_avals):  # (outputs that are host zeros)
             return
-        if all(type(a) is Array for a in args):
-            self._fast[tuple(canonical_aval(a.aval) for a in args)] = entry
+        if all(type(a) is Array or type(a) in _HOST_TYPES for a in args):
+            avals = []
+            for a in args:
+                leaf = (None, canonical_aval(a.aval)) if type(a) is Array else host_leaf(a)
+                if leaf is None:  # (one the fast path declines: the slow path each call)
+                    return
+                avals.append(leaf[1])
+            self._fast[tuple(avals)] = entry
             return
         c_leaves, c_tree = backend.flatten_builtin(args)
         # Only when jaxlib's flatten sees exactly xform's leaves, in xform's order.
