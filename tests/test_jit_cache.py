@@ -347,6 +347,19 @@ def test_donated_pytree_argument_is_named_by_path():
     np.testing.assert_allclose(new2["b"], 0.8 * np.ones(2), rtol=1e-6)
 
 
+def test_donated_host_values_are_private_copies():
+    # A donated Python scalar or NumPy argument gets a buffer of its own: the cached
+    # scalar buffer (shared by every later op with that value) and the NumPy memory (a
+    # zero-copy transfer may alias it) stay intact, call after call, as in JAX.
+    f = xform.jit(lambda s: s * 2.0 + 1.0, donate_argnums=0)
+    n = np.arange(3, dtype=np.float32)
+    for _ in range(3):
+        assert float(f(0.5)) == 2.0
+        np.testing.assert_array_equal(f(n), [1.0, 3.0, 5.0])
+    np.testing.assert_array_equal(n, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(jnp.ones(2) * 0.5, [0.5, 0.5])  # 0.5's buffer lives
+
+
 def test_donate_argnames_and_no_matching_output():
     f = xform.jit(lambda x, *, y: (x + y).sum(), donate_argnames="y")
     assert "tf.aliasing_output" not in f.lower(jnp.ones(3), y=jnp.ones(3)).as_text()

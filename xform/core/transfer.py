@@ -100,6 +100,13 @@ def _forget_host(name, value):  # (x64 changes the avals)
 config._add_listener(_forget_host)
 
 
+def private_buffer(x):
+    """A device buffer of host value ``x`` that nothing else holds, for a donated
+    argument: a Python scalar's buffer is cached and shared, a NumPy array's may alias
+    the array's memory (a zero-copy transfer)."""
+    return backend.device_put(np.array(canonical_numpy(x), copy=True))
+
+
 def to_buffer(x):
     """The device buffer of an argument to a one-device compiled program."""
     if type(x) is Array:

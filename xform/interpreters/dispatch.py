@@ -18,7 +18,8 @@ from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.profiling import span
 from xform.core.sharding import TiledLayout
 from xform.core.trace import check_not_tracer
-from xform.core.transfer import clear_scalar_cache, has_float0, results, to_buffer
+from xform.core.transfer import (clear_scalar_cache, has_float0, private_buffer, results,
+                                 to_buffer)
 from xform.interpreters import compiler, mlir
 from xform.interpreters.compiler import LRUCache
 from xform.core.jaxpr import eval_jaxpr
@@ -290,7 +291,7 @@ class CompiledJaxpr:
     built, ``execute`` checks the outputs and on a NaN re-runs the jaxpr op by op to name
     the primitive that produced it."""
     __slots__ = ("execute", "run", "handlers", "const_bufs", "out_avals", "executable",
-                 "name", "float0")
+                 "name", "float0", "donated")
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None,
                  skip_passes=""):
@@ -301,6 +302,7 @@ class CompiledJaxpr:
                                                 donated=donated)
         devices = [device] if device is not None else None
         self.name = name
+        self.donated = donated if donated and any(donated) else None
         self.executable = compiler.compile_module(module, devices, callbacks, name,
                                                   closed.in_avals, skip_passes)
         self.execute = self.executable.make_execute(closed.out_avals)
@@ -318,6 +320,11 @@ class CompiledJaxpr:
 
     def __call__(self, args, describe=None):
         bufs = self.const_bufs + [to_buffer(x) for x in args]
+        if self.donated is not None:  # a donated host value: a buffer only this call holds
+            n = len(self.const_bufs)
+            for i, (x, d) in enumerate(zip(args, self.donated)):
+                if d and not isinstance(x, Array):
+                    bufs[n + i] = private_buffer(x)
         try:
             outs = self.execute(bufs)
         except Exception:

@@ -237,6 +237,9 @@ class JitWrapped:
         self._static_argnums = cache.static_argnums
         self._static_argnames = cache.static_argnames
         self._plain = cache.plain
+        # host arguments (Python scalars, NumPy) in the fast path: not where a buffer may
+        # be donated (a cached scalar's or a zero-copy NumPy buffer would be given away)
+        self._host_ok = not cache.donate_argnums and not cache.donate_argnames
         self._fast = cache.fast
         self._tree_fast = cache.tree_fast
 
@@ -251,7 +254,8 @@ class JitWrapped:
             bufs, avals = [], []
             for a in args:  # (a loop beats map(attrgetter) for a few arguments)
                 if type(a) is not Array:
-                    leaf = host_leaf(a) if type(a) in _HOST_TYPES else None
+                    leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok \
+                        else None
                     if leaf is None:
                         break
                     bufs.append(leaf[0])
@@ -384,7 +388,7 @@ class JitWrapped:
         # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
         if transfer.has_float0(entry.out_avals):  # (outputs that are host zeros)
             return
-        if all(type(a) is Array or type(a) in _HOST_TYPES for a in args):
+        if all(type(a) is Array or type(a) in _HOST_TYPES and self._host_ok for a in args):
             avals = []
             for a in args:
                 leaf = (None, canonical_aval(a.aval)) if type(a) is Array else host_leaf(a)
