@@ -98,6 +98,19 @@ def test_multi_platform_export_with_platform_dependent():
         tpu.call(x)
 
 
+def test_tpu_export_takes_the_portable_linalg_lowerings():
+    # no LAPACK/cuSOLVER custom calls there: StableHLO's own ops, as JAX's export has
+    a = S((3, 3), F32)
+    f = lambda m: (lax.linalg.cholesky(m), lax.linalg.triangular_solve(m, m))  # noqa: E731
+    ours = export.export(xform.jit(f), platforms=("tpu",))(a).mlir_module()
+    theirs = jax.export.export(jax.jit(lambda m: (
+        jax.lax.linalg.cholesky(m), jax.lax.linalg.triangular_solve(m, m))),
+        platforms=("tpu",))(a).mlir_module()
+    for op in ("stablehlo.cholesky", "stablehlo.triangular_solve"):
+        assert op in ours and op in theirs
+    assert "stablehlo.custom_call" not in ours
+
+
 def test_symbolic_shapes_and_dimension_expressions():
     a, b = export.symbolic_shape("a, b")
     ja, jb = jax.export.symbolic_shape("a, b")

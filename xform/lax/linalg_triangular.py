@@ -15,7 +15,8 @@ from xform.lax._prim import standard_primitive
 from xform.lax.dynamic_slicing import dynamic_slice, dynamic_update_slice
 from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _conj,
                                      _eye_like, _in_lowering, _info_aval, _is_complex,
-                                     _matmul, _nan_on_failure, symmetrize, tril, triu)
+                                     _matmul, _nan_on_failure, _nan_unless, symmetrize, tril,
+                                     triu)
 from xform.lax.reductions import reduce_and, reduce_sum
 
 hlo, ir = mlir.hlo, mlir.ir
