@@ -11,7 +11,7 @@ import pytest
 
 import xform
 import xform.numpy as xnp
-from xform.sharding import AxisType, PartitionSpec as P
+from xform.sharding import PartitionSpec as P
 from test_sharding_arrays import layout
 
 X = np.arange(32, dtype=np.float32).reshape(8, 4)

@@ -39,7 +39,7 @@ def _axis_types(axis_types, n):
 
 def _shape_str(names, sizes, types):
     body = ", ".join(f"'{n}': {s}" for n, s in zip(names, sizes))
-    return f"{body}, axis_types={tuple(types)!r}" if names else f"(), axis_types=()"
+    return f"{body}, axis_types={tuple(types)!r}" if names else "(), axis_types=()"
 
 
 class AbstractMesh:

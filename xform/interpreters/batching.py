@@ -7,7 +7,6 @@ Rules run under the parent trace, on values that include the batch axis.
 import contextlib
 import threading
 
-from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from xform.core.trace import Trace, Tracer, current_trace, get_aval, set_current_trace
 from xform.interpreters import ad_util

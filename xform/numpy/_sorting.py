@@ -197,7 +197,6 @@ def digitize(x, bins, right=False, *, method=None):
 def masked_indices(name, mask, size):
     """Positions of the true entries of the 1-D bool ``mask``, in order: all of them
     (concrete ``mask``) or the first ``size`` padded with 0, plus a validity mask."""
-    n = mask.aval.shape[0]
     if size is None:
         value = _util.concrete_or_error(mask, "mask" if name == "compress" else "a", name)
         idx = np.flatnonzero(value).astype(dtypes.default_int_dtype())

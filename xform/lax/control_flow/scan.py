@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from xform.core import dtypes, shape_poly, tree_util
-from xform.core.avals import ShapedArray, physical_aval
+from xform.core.avals import physical_aval
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.sharding import PartitionSpec as P
