@@ -61,6 +61,7 @@ def scalar_array(value, dtype, weak_type) -> Array:
     return arr
 
 
+HOST_TYPES = frozenset((float, int, bool, np.ndarray))  # what host_leaf may take
 _host_leaves = {}  # (type, value) -> (buffer, canonical aval) of a Python scalar argument
 _host_avals = {}   # (shape, dtype) -> canonical aval of a NumPy argument
 

@@ -11,8 +11,6 @@ import inspect
 import time
 import weakref
 
-import numpy as np
-
 from xform import backend
 from xform.core import errors, transfer, tree_util
 from xform.core.api_util import flatten_fun
@@ -22,7 +20,7 @@ from xform.core.config import config
 from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
-from xform.core.transfer import host_leaf
+from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
@@ -33,7 +31,6 @@ from xform import ref as refs
 from xform.core import dtypes
 
 _flatten_builtin = backend.flatten_builtin
-_HOST_TYPES = frozenset((float, int, bool, np.ndarray))  # (transfer.host_leaf's)
 
 
 class ShapeDtypeStruct:
