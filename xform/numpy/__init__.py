@@ -76,6 +76,11 @@ from xform.numpy._misc import (
     frombuffer, fromfile, fromfunction, fromiter, fromstring, geomspace, get_printoptions,
     hamming, hanning, i0, isdtype, isscalar, iterable, kaiser, load, logspace, packbits,
     printoptions, save, savez, set_printoptions, unpackbits, vectorize)
+from xform.numpy._index_tricks import c_, index_exp, mgrid, ogrid, r_, s_
+from xform.numpy._ufunc import (  # ufunc objects replace the plain functions above
+    add, bitwise_and, bitwise_or, bitwise_xor, frompyfunc, logaddexp, logaddexp2,
+    logical_and, logical_or, logical_xor, maximum, minimum, multiply, negative, subtract,
+    ufunc)
 from xform.numpy import fft
 from xform.numpy import _array_methods
 
@@ -101,6 +106,7 @@ double, single, cdouble, csingle = float64, float32, complex128, complex64
 # ---- constants ----
 pi = _np.pi
 e = _np.e
+euler_gamma = _np.euler_gamma
 inf = _np.inf
 nan = _np.nan
 newaxis = None
