@@ -4,3 +4,5 @@ from xform.scipy import linalg  # noqa: F401
 from xform.scipy import special  # noqa: F401
 from xform.scipy import stats  # noqa: F401
 from xform.scipy import sparse  # noqa: F401
+from xform.scipy import signal  # noqa: F401
+from xform.scipy import fft  # noqa: F401
