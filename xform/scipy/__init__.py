@@ -6,3 +6,6 @@ from xform.scipy import stats  # noqa: F401
 from xform.scipy import sparse  # noqa: F401
 from xform.scipy import signal  # noqa: F401
 from xform.scipy import fft  # noqa: F401
+from xform.scipy import integrate  # noqa: F401
+from xform.scipy import ndimage  # noqa: F401
+from xform.scipy import optimize  # noqa: F401
