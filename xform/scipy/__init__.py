@@ -9,3 +9,5 @@ from xform.scipy import fft  # noqa: F401
 from xform.scipy import integrate  # noqa: F401
 from xform.scipy import ndimage  # noqa: F401
 from xform.scipy import optimize  # noqa: F401
+from xform.scipy import cluster  # noqa: F401
+from xform.scipy import interpolate  # noqa: F401
