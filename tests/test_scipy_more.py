@@ -6,6 +6,7 @@ import importlib
 import jax
 import jax.numpy as jnp
 import jax.scipy.optimize  # noqa: F401  (jax.scipy's submodules load lazily)
+import jax.scipy.spatial.transform  # noqa: F401
 import numpy as np
 import pytest
 from jax._src.scipy.optimize.line_search import line_search as jax_line_search
@@ -188,12 +189,44 @@ def test_cluster_vq():
         _both("cluster.vq", bad)
 
 
+def test_spatial_transform():
+    q, v = R.randn(4, 4).astype(np.float32), R.randn(4, 3).astype(np.float32)
+    t = np.array([0., 1., 3., 4.], np.float32)
+
+    def run(tr, m):
+        Rot, r = tr.Rotation, tr.Rotation.from_quat(q)
+        out = [r.quat, r.as_matrix(), Rot.from_matrix(r.as_matrix()).as_quat(canonical=True),
+               r.as_rotvec(degrees=True), Rot.from_rotvec(v).quat,
+               Rot.from_rotvec(np.zeros(3, np.float32)).quat, r.as_mrp(), Rot.from_mrp(v).quat,
+               r.apply(v, inverse=True), r[0].apply(v), (r * r[::-1]).quat, r.inv().quat,
+               r.magnitude(), r.mean(np.arange(4.)).as_quat(canonical=True),
+               r.as_quat(scalar_first=True), Rot.identity().quat,
+               Rot.concatenate([r, r[:2]]).quat, Rot.from_euler("XY", v[:, :2], True).quat,
+               Rot.from_euler("xyz", np.array([.3, np.pi / 2, .2], np.float32)).as_euler("xyz"),
+               Rot.from_euler("ZXZ", np.array([.3, 0., .2], np.float32)).as_euler("ZXZ"),
+               tr.Slerp.init(t, r)(np.array([.2, 1.5, 3.9, 4.], np.float32)).quat,
+               tr.Slerp.init(t, r)(2.).quat]
+        return out + [r.as_euler(seq, degrees=True) for seq in ("zyx", "XYX")]
+    _both("spatial.transform", run, tol=2e-4)
+    r = lambda tr: tr.Rotation.from_quat(q)
+    for bad in (lambda tr, m: tr.Rotation.from_euler("xxz", v[0]),
+                lambda tr, m: tr.Rotation.from_euler("xYz", v[0]),
+                lambda tr, m: r(tr).as_euler("xy"), lambda tr, m: r(tr)[0][0],
+                lambda tr, m: r(tr).mean(np.ones(3)), lambda tr, m: tr.Slerp.init(t, r(tr)[0]),
+                lambda tr, m: tr.Slerp.init(t[:3], r(tr)), lambda tr, m: tr.Slerp.init(t, q)):
+        _both("spatial.transform", bad)
+    f = lambda tr: lambda v: tr.Rotation.from_rotvec(v).apply(v[::-1]).sum()
+    check(xform.jit(xform.vmap(xform.grad(f(xsp.spatial.transform))))(v[None]),
+          jax.vmap(jax.grad(f(jax.scipy.spatial.transform)))(v[None]), 1e-4)
+
+
 def test_scipy_names():
     for sub, names in {"signal": ["convolve", "convolve2d", "correlate", "correlate2d",
                                   "detrend", "fftconvolve"],
                        "fft": ["dct", "dctn", "idct", "idctn"],
                        "ndimage": ["map_coordinates"], "integrate": ["trapezoid"],
                        "optimize": ["OptimizeResults", "minimize", "line_search"],
-                       "interpolate": ["RegularGridInterpolator"], "cluster.vq": ["vq"]}.items():
+                       "interpolate": ["RegularGridInterpolator"], "cluster.vq": ["vq"],
+                       "spatial.transform": ["Rotation", "Slerp"]}.items():
         mod = importlib.import_module(f"xform.scipy.{sub}")
         assert all(hasattr(mod, n) for n in names), (sub, names)

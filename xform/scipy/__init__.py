@@ -11,3 +11,4 @@ from xform.scipy import ndimage  # noqa: F401
 from xform.scipy import optimize  # noqa: F401
 from xform.scipy import cluster  # noqa: F401
 from xform.scipy import interpolate  # noqa: F401
+from xform.scipy import spatial  # noqa: F401
