@@ -140,3 +140,50 @@ def test_numpy_names():
         assert hasattr(xnp, name), name
     assert all(isinstance(getattr(xnp, n), xnp.ufunc) for n in dir(jnp)
                if isinstance(getattr(jnp, n), jnp.ufunc))
+
+
+X10 = np.arange(10, dtype=np.int32)
+
+
+@pytest.mark.parametrize("expr", [
+    lambda J, m: (m.asarray(X10)[J.ds(9, 2)], m.asarray(X10)[J.ds(-1, 2)],
+                  m.asarray(X10)[J.ds(-12, 2)], m.asarray(X10)[J.ds(8, 3, 2)],
+                  m.asarray(X10)[J.ds(-3, 2, 2)], m.asarray(X10)[J.ds(3)],
+                  m.asarray(X10).at[J.ds(7, 3)].get(), m.asarray(A)[1:, J.ds(1, 2)],
+                  m.asarray(A)[J.ds(1, 2), m.array([0, 3])], m.asarray(A)[..., J.ds(2, 2)],
+                  m.asarray(A)[J.ds(1, 2), None], m.asarray(A)[[True, False, True], J.ds(1, 2)]),
+    lambda J, m: (m.asarray(X10).at[J.ds(9, 2)].set(0), m.asarray(X10).at[J.ds(2, 3, 2)].set(-1),
+                  m.asarray(X10).at[J.ds(-1, 2)].add(100), m.asarray(X10).at[J.ds(8, 3, 2)].set(-1),
+                  m.asarray(A).at[J.ds(1, 2), m.array([0, 3])].add(100),
+                  m.asarray(A).at[None, ..., J.ds(1, 2, 2)].set(0)),
+    lambda J, m: [J.jit(lambda y, i: (y.at[J.ds(i, 2), 1].set(0), y[J.ds(i, 2)]))(A, i)
+                  for i in (1, 2)],
+    lambda J, m: (J.vmap(lambda i: m.asarray(X10)[J.ds(i, 3)])(m.arange(3)),
+                  J.grad(lambda v, i: (v[J.ds(i, 2)] ** 2).sum())(m.arange(5.), 1)),
+])
+def test_ds(expr):
+    got, expected = expr(xform, xnp), expr(jax, jnp)
+    flat = lambda t: [a for x in t for a in (x if isinstance(x, tuple) else (x,))]
+    check(flat(got), flat(expected))
+
+
+def test_ds_pytree_and_errors():
+    assert xform.ds(None) == slice(None) and xform.ds(3) == xform.ds(0, 3)
+    assert xform.tree_util.tree_leaves(xform.ds(xnp.int32(1), 2)) == []   # static start
+    seen = []
+    xform.jit(lambda i: seen.append(xform.tree_util.tree_leaves(xform.ds(i, 2))) or i)(1)
+    assert len(seen[0]) == 1                                                # traced start
+    with pytest.raises(ValueError, match="stride"):
+        xform.ds(1, 2, -1)
+    with pytest.raises(ValueError, match="Non-static stride"):
+        xform.ds(1, 2, 1.5)
+
+
+def test_docstring_examples():
+    import doctest
+    import importlib
+    for name in ("xform.numpy._index_tricks", "xform.numpy._ufunc", "xform.numpy._dslice",
+                 "xform.environment_info"):
+        result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE,
+                                 extraglobs={"jnp": xnp, "np": np, "xform": xform})
+        assert result.attempted > 0 and result.failed == 0, name

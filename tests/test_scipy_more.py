@@ -230,3 +230,15 @@ def test_scipy_names():
                        "spatial.transform": ["Rotation", "Slerp"]}.items():
         mod = importlib.import_module(f"xform.scipy.{sub}")
         assert all(hasattr(mod, n) for n in names), (sub, names)
+
+
+def test_docstring_examples():
+    import doctest
+    from xform.scipy.spatial.transform import Rotation, Slerp
+    for sub in ("signal", "fft", "ndimage", "optimize._line_search", "optimize._minimize",
+                "interpolate", "cluster.vq", "spatial.transform"):
+        result = doctest.testmod(importlib.import_module(f"xform.scipy.{sub}"),
+                                 extraglobs={"jnp": xnp, "np": np, "xform": xform,
+                                             "Rotation": Rotation, "Slerp": Slerp},
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.attempted > 0 and result.failed == 0, sub

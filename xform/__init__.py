@@ -50,6 +50,7 @@ from xform.distributed import (  # noqa: E402,F401
     host_count, host_id, host_ids, process_indices)
 from xform.transforms.devices import copy_to_host_async  # noqa: E402,F401
 from xform.environment_info import print_environment_info  # noqa: E402,F401
+from xform.numpy._dslice import ds  # noqa: E402,F401  (jax.ds: a dynamic-start slice)
 
 # Optimizers, TrainState and checkpoints. ``xform.checkpoint`` is a callable module: calling
 # it is ``jax.checkpoint`` (remat, imported above), its attributes are save/restore/...

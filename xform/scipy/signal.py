@@ -106,7 +106,7 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     XLA convolution, "fft" is :func:`fftconvolve`).
 
     >>> xform.scipy.signal.convolve(jnp.array([1., 2., 3.]), jnp.array([0., 1.]), "same")
-    Array([1., 2., 3.], dtype=float32)
+    Array([0., 1., 2.], dtype=float32)
     """
     if method == "fft":
         return fftconvolve(in1, in2, mode=mode)
@@ -152,8 +152,8 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
     """Remove the mean ("constant") or a least-squares line per segment between
     breakpoints ``bp`` ("linear") along ``axis``, as ``scipy.signal.detrend``.
 
-    >>> xform.scipy.signal.detrend(jnp.array([1., 2., 3.]))
-    Array([0., 0., 0.], dtype=float32)
+    >>> xform.scipy.signal.detrend(jnp.array([1., 2., 6.]), type="constant")
+    Array([-2., -1.,  3.], dtype=float32)
     """
     if overwrite_data is not None:
         raise NotImplementedError("overwrite_data argument not implemented.")
