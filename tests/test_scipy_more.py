@@ -88,6 +88,25 @@ def test_signal_detrend_and_transforms():
     check(xform.jit(xform.vmap(g(xsp.signal)))(A), jax.vmap(g(jax.scipy.signal))(A), 1e-4)
 
 
+def test_signal_spectral():
+    x, y = R.randn(2, 40).astype(np.float32), R.randn(2, 30).astype(np.float32)
+    z = np.asarray(jax.scipy.signal.stft(x[0], nperseg=8)[2])
+    _both("signal", lambda s, m: [
+        *s.stft(x, nperseg=9, noverlap=3, nfft=12, boundary="odd", padded=False),
+        *s.stft(x.T, nperseg=8, axis=0, boundary="even", return_onesided=False),
+        *s.welch(x, nperseg=10, noverlap=2, average="median", detrend="linear"),
+        *s.csd(x, y, nperseg=8, scaling="spectrum", fs=2.), *s.istft(z, nperseg=8),
+        *s.istft(z, window=np.hanning(8).astype(np.float32), boundary=False)], tol=2e-4)
+    for bad in (lambda s, m: s.istft(z[0]), lambda s, m: s.istft(z, time_axis=0, freq_axis=0),
+                lambda s, m: s.istft(z, nfft=4), lambda s, m: s.stft(x, nperseg=0),
+                lambda s, m: s.stft(x, nperseg=8, noverlap=8), lambda s, m: s.stft(x, boundary="x"),
+                lambda s, m: s.welch(x, average="x", nperseg=8), lambda s, m: s.csd(x, x[0]),
+                lambda s, m: s.welch(x, window=np.ones(8), nperseg=4)):
+        _both("signal", bad)
+    f = lambda s: lambda a: s.welch(a, nperseg=8)[1].sum()
+    check(xform.jit(xform.grad(f(xsp.signal)))(x[0]), jax.grad(f(jax.scipy.signal))(x[0]), 1e-4)
+
+
 def test_fft_dct():
     x = R.randn(4, 5, 3).astype(np.float32)
     _both("fft", lambda f, m: (
@@ -222,7 +241,7 @@ def test_spatial_transform():
 
 def test_scipy_names():
     for sub, names in {"signal": ["convolve", "convolve2d", "correlate", "correlate2d",
-                                  "detrend", "fftconvolve"],
+                                  "detrend", "fftconvolve", "stft", "istft", "csd", "welch"],
                        "fft": ["dct", "dctn", "idct", "idctn"],
                        "ndimage": ["map_coordinates"], "integrate": ["trapezoid"],
                        "optimize": ["OptimizeResults", "minimize", "line_search"],
@@ -235,7 +254,7 @@ def test_scipy_names():
 def test_docstring_examples():
     import doctest
     from xform.scipy.spatial.transform import Rotation, Slerp
-    for sub in ("signal", "fft", "ndimage", "optimize._line_search", "optimize._minimize",
+    for sub in ("signal", "_spectral", "fft", "ndimage", "optimize._line_search", "optimize._minimize",
                 "interpolate", "cluster.vq", "spatial.transform"):
         result = doctest.testmod(importlib.import_module(f"xform.scipy.{sub}"),
                                  extraglobs={"jnp": xnp, "np": np, "xform": xform,

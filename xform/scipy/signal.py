@@ -1,15 +1,14 @@
 """``xform.scipy.signal``: N-d convolution and correlation (direct, as one XLA convolution,
-or through FFTs) and ``detrend``, with ``jax.scipy.signal``'s semantics.
+or through FFTs) with ``jax.scipy.signal``'s semantics, and (from ``_spectral``)
+``detrend`` and the windowed-FFT estimators ``stft``, ``istft``, ``csd``, ``welch``.
 
-NB: as in JAX, only ``boundary='fill', fillvalue=0`` is supported by the 2-D functions, and
-the spectral estimators (stft, welch, csd, istft) are not provided yet."""
-import operator
-
+NB: as in JAX, only ``boundary='fill', fillvalue=0`` is supported by the 2-D functions."""
 import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
 from xform.numpy import _util
+from xform.scipy._spectral import csd, detrend, istft, stft, welch  # noqa: F401
 from xform.transforms.vmap import vmap
 
 _MODES = ("full", "same", "valid")
@@ -146,34 +145,3 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
         return jnp.flip(_convolve_nd(jnp.flip(in1), jnp.conj(in2), mode, precision))
     out = _convolve_nd(jnp.flip(in2), jnp.conj(in1), mode, precision)
     return out if mode == "valid" else jnp.conj(out)
-
-
-def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
-    """Remove the mean ("constant") or a least-squares line per segment between
-    breakpoints ``bp`` ("linear") along ``axis``, as ``scipy.signal.detrend``.
-
-    >>> xform.scipy.signal.detrend(jnp.array([1., 2., 6.]), type="constant")
-    Array([-2., -1.,  3.], dtype=float32)
-    """
-    if overwrite_data is not None:
-        raise NotImplementedError("overwrite_data argument not implemented.")
-    if type not in ("constant", "linear"):
-        raise ValueError("Trend type must be 'linear' or 'constant'.")
-    x, = _inexact("detrend", jnp.asarray(data))
-    if type == "constant":
-        return x - x.mean(axis, keepdims=True)
-    axis = _util.canonicalize_axis(operator.index(axis), x.ndim)
-    n = x.shape[axis]
-    bps = np.sort(np.unique(np.r_[0, bp, n]))
-    if bps[0] < 0 or bps[-1] > n:
-        raise ValueError("Breakpoints must be non-negative and less than length of data "
-                         "along given axis.")
-    x = jnp.moveaxis(x, axis, 0)
-    shape = x.shape
-    x = x.reshape(n, -1)
-    for lo, hi in zip(bps[:-1], bps[1:]):
-        m = int(hi - lo)
-        a = jnp.stack([jnp.ones(m, x.dtype), jnp.arange(1, m + 1, dtype=x.dtype) / m], 1)
-        coef = jnp.linalg.lstsq(a, x[lo:hi])[0]
-        x = x.at[lo:hi].add(-jnp.matmul(a, coef, precision=lax.Precision.HIGHEST))
-    return jnp.moveaxis(x.reshape(shape), 0, axis)
