@@ -188,3 +188,21 @@ def test_docstring_examples():
         result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE,
                                  extraglobs={"jnp": xnp, "np": np, "xform": xform})
         assert result.attempted > 0 and result.failed == 0, name
+
+
+@pytest.mark.skipif(not hasattr(xnp.linalg, "eigvals"), reason="needs linalg.eigvals (eig)")
+def test_roots():
+    p = np.array([0., 0., 1., -3., 2., 5.], np.float32)
+    sort = lambda r: r[np.lexsort((np.round(r.imag, 4), np.round(r.real, 4)))]
+    for args, kw in (((p,), {}), ((p[2:],), {}), ((np.array([2, -4]),), {}),
+                     ((np.array([3.]),), {})):
+        got, expected = xnp.roots(*args, **kw), jnp.roots(*args, **kw)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(sort(np.asarray(got)), sort(np.asarray(expected)), atol=1e-4)
+    got = xform.jit(lambda p: xnp.roots(p, strip_zeros=False))(p)
+    expected = jax.jit(lambda p: jnp.roots(p, strip_zeros=False))(p)
+    np.testing.assert_allclose(sort(np.asarray(got)), sort(np.asarray(expected)), atol=1e-4)
+    with pytest.raises(ValueError, match="rank-1"):
+        xnp.roots(np.ones((2, 2)))
+    with pytest.raises(xform.errors.ConcretizationTypeError):
+        xform.jit(xnp.roots)(p)

@@ -135,3 +135,4 @@ class ndarray(metaclass=_ArrayMeta):
 _array_methods.install()
 
 from xform.numpy import linalg  # noqa: E402  (submodule; needs the names above)
+from xform.numpy._roots import roots  # noqa: E402  (needs linalg.eigvals)
