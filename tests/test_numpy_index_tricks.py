@@ -206,3 +206,6 @@ def test_roots():
         xnp.roots(np.ones((2, 2)))
     with pytest.raises(xform.errors.ConcretizationTypeError):
         xform.jit(xnp.roots)(p)
+    import doctest
+    from xform.numpy import _roots
+    assert doctest.testmod(_roots, extraglobs={"jnp": xnp}).failed == 0

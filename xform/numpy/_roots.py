@@ -6,7 +6,6 @@ from xform import lax
 from xform.numpy import _util, linalg
 from xform.numpy._creation import array, ones
 from xform.numpy._matrix import diag
-from xform.numpy._manip import roll
 from xform.numpy._reductions import all as _all, argmin
 from xform.numpy._shape import atleast_1d
 from xform.numpy._sorting import where
@@ -25,7 +24,8 @@ def _roots_no_zeros(p):
 
 def _roots_with_zeros(p, num_leading_zeros):
     p = where(len(p) == num_leading_zeros, 1.0, p)    # all zeros: avoid a singular matrix
-    roots = _roots_no_zeros(roll(p, -num_leading_zeros))   # leading zeros to the end
+    n = lax.iota(np.int32, p.size)    # roll the leading zeros to the end (a traced shift)
+    roots = _roots_no_zeros(p[(n + num_leading_zeros) % p.size])
     roots = lax.sort_key_val(roots == 0, roots)[1]     # zero roots last
     keep = lax.iota(np.int32, roots.size) < roots.size - num_leading_zeros
     return where(keep, roots, complex(np.nan, np.nan))
