@@ -117,10 +117,11 @@ def test_ufunc_transforms():
 
 
 def test_top_level_names():
-    for name in ("float0", "Device", "process_indices", "host_count", "host_id", "host_ids",
+    for name in ("float0", "Device", "Shard", "ds", "process_indices", "host_count", "host_id", "host_ids",
                  "print_environment_info", "copy_to_host_async", "version"):
         assert hasattr(xform, name), name
     assert xform.float0 == jax.float0 and xform.Device is jax.Device
+    assert isinstance(xnp.ones(2).addressable_shards[0], xform.Shard)
     assert xform.process_indices() == jax.process_indices()
     assert isinstance(xform.version.__version__, str)
     assert xform.__version_info__ == tuple(int(p) for p in xform.__version__.split("."))

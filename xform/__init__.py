@@ -46,6 +46,7 @@ from xform import version  # noqa: E402  (jax.version: the module)
 from xform.version import __version__, __version_info__  # noqa: E402,F401
 from xform.dtypes import float0  # noqa: E402,F401
 from xform.backend import Device  # noqa: E402,F401
+from xform.core.sharding import Shard  # noqa: E402,F401  (what Array.addressable_shards holds)
 from xform.distributed import (  # noqa: E402,F401
     host_count, host_id, host_ids, process_indices)
 from xform.transforms.devices import copy_to_host_async  # noqa: E402,F401
