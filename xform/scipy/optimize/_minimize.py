@@ -7,6 +7,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
+from xform.scipy.optimize._lbfgs import minimize_lbfgs
 from xform.scipy.optimize._line_search import _dot, line_search
 from xform.transforms.ad import value_and_grad
 
@@ -74,9 +75,12 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
       fun: ``fun(x, *args)``, differentiable in ``x``.
       x0: the initial point (1-D).
       args: extra arguments to ``fun`` (a tuple).
-      method: only ``"BFGS"`` (case-insensitive).
+      method: ``"BFGS"`` or (as JAX, experimental) ``"l-bfgs-experimental-do-not-rely-on-this"``
+        (case-insensitive).
       tol: unused (as in JAX; pass ``options={"gtol": ...}``).
-      options: ``maxiter``, ``norm``, ``gtol``, ``line_search_maxiter``.
+      options: BFGS: ``maxiter``, ``norm``, ``gtol``, ``line_search_maxiter``; L-BFGS:
+        ``maxiter``, ``norm``, ``maxcor``, ``ftol``, ``gtol``, ``maxfun``, ``maxgrad``,
+        ``maxls``.
 
     Returns:
       :class:`OptimizeResults`.
@@ -95,4 +99,9 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
                         f"got {args}")
     if method.lower() == "bfgs":
         return _bfgs(lambda x: fun(x, *args), x0, **(options or {}))
+    if method.lower() == "l-bfgs-experimental-do-not-rely-on-this":
+        s = minimize_lbfgs(lambda x: fun(x, *args), x0, **(options or {}))
+        return OptimizeResults(x=s["x"], success=s["converged"] & ~s["failed"],
+                               status=s["status"], fun=s["f"], jac=s["g"], hess_inv=None,
+                               nfev=s["nfev"], njev=s["ngev"], nit=s["k"])
     raise ValueError(f"Method {method} not recognized")
