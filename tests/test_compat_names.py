@@ -1,6 +1,7 @@
 """JAX API names the tutorials use (issue 15, "Missing names" and config), each checked
 side by side with real JAX: values, gradients, and error types where JAX raises."""
 import io
+import re
 
 import jax
 import jax.ad_checkpoint
@@ -354,7 +355,7 @@ def test_config_knows_every_jax_option():
     for name in names:
         xform.config.read(name)
     assert xform.config.jax_default_matmul_precision is None
-    xform.config.update("jax_numpy_rank_promotion", "raise")   # accepted and inert
+    xform.config.update("jax_numpy_rank_promotion", "raise")
     assert xform.config.jax_numpy_rank_promotion == "raise"
     xform.config.update("jax_numpy_rank_promotion", "allow")
     from jax._src.config import State
@@ -384,6 +385,67 @@ def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name),
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+def test_numpy_rank_promotion_raise_and_warn():
+    # implicit rank promotion (not scalars, not explicit broadcasting) as JAX reports it
+    a, b = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    implicit = [lambda np_: np_.add(a, b), lambda np_: np_.asarray(a) * np_.asarray(b),
+                lambda np_: np_.clip(a, b, 2.0), lambda np_: np_.hypot(a, b)]
+    allowed = [lambda np_: np_.asarray(a) * 2.0, lambda np_: np_.broadcast_arrays(a, b),
+               lambda np_: np_.matmul(a, b)]
+    for f in implicit:
+        msgs = []
+        for L, np_ in LIBS:
+            with L.numpy_rank_promotion("raise"), pytest.raises(ValueError) as e:
+                f(np_)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1] and "jax_numpy_rank_promotion='raise'" in msgs[0]
+    with xform.numpy_rank_promotion("raise"):
+        for f in allowed:
+            f(jnp)
+    with xform.numpy_rank_promotion("warn"), jax.numpy_rank_promotion("warn"):
+        for L, np_ in LIBS:
+            with pytest.warns(UserWarning, match="Following NumPy automatic rank promotion "
+                              r"for add on shapes \(2, 3\) \(3,\)"):
+                np_.add(a, b + 1)
+    close(jnp.add(a, b), a + b)   # "allow" again
+
+def test_numpy_dtype_promotion_strict():
+    # JAX's strict lattice: a Python scalar joins types of its kind or higher, two
+    # different dtypes never; TypePromotionError (a ValueError) names them; jit retraces
+    def cases(np_):
+        i32, f32, f16 = np_.ones(3, np_.int32), np_.ones(3), np_.ones(3, np_.float16)
+        return [lambda: i32 * 2.0, lambda: f32 * i32, lambda: f16 + f32,
+                lambda: np_.promote_types("int8", "int16"), lambda: np_.ones(3, bool) + 1,
+                lambda: np_.concatenate([f32, i32]), lambda: f32 * 2, lambda: i32 + 1,
+                lambda: np_.mean(i32), lambda: i32 / 2]
+
+    def outcome(f):
+        try:
+            return str(f().dtype)
+        except ValueError as e:
+            names = re.search(r"Input dtypes \((.*)\) have no", str(e)).group(1)
+            return type(e).__name__, sorted(names.split(", "))
+    got, want = [], []
+    for (L, np_), out in zip(LIBS, (want, got)):
+        f = L.jit(lambda a, b: a + b)
+        f(np_.ones(3), np_.ones(3, np_.int32))
+        with L.numpy_dtype_promotion("strict"):
+            out.extend(outcome(c) for c in cases(np_))
+            out.append(outcome(lambda: f(np_.ones(3), np_.ones(3, np_.int32))))
+    assert got == want and got[0][0] == "TypePromotionError" and got[6] == "float32"
+    assert issubclass(xform.dtypes.TypePromotionError, ValueError)
+    with pytest.raises(ValueError, match="'bogus' is not a valid NumpyDtypePromotion"):
+        xform.config.update("jax_numpy_dtype_promotion", "bogus")
+    assert (jnp.ones(3, jnp.int32) * 2.0).dtype == np.float32   # standard again
+
+
+def test_dtypes_helpers_match_jax():
+    for d in (np.bool_, np.int8, np.uint32, np.float16, "bfloat16", np.complex64):
+        assert xform.dtypes.itemsize_bits(d) == jax.dtypes.itemsize_bits(d)
+    for v in (1, 1.0, True, 1j, np.ones(2, np.int8), np.float16(1)):
+        assert xform.dtypes.scalar_type_of(v) is jax.dtypes.scalar_type_of(v)
+    assert xform.dtypes.scalar_type_of(jnp.ones(2, "bfloat16")) is float
 
 def test_default_matmul_precision_reaches_dots_and_jit_keys():
     # the option is read when a dot or conv is bound (as JAX's): jaxprs carry it, a jit
