@@ -1,0 +1,197 @@
+"""Matrix functions of ``xform.scipy.linalg``: ``expm`` (and its Frechet derivative),
+``polar``, and the Schur-based ``sqrtm``, ``rsf2csf`` and ``funm``, composed as JAX
+composes them so that values agree to rounding.
+
+``expm`` is JAX's scaling and squaring with the same Pade degrees and thresholds; it is
+differentiated straight through (the switch, the solve and the squaring scan), so
+``expm_frechet`` is ``jvp(expm)``, as in JAX.
+"""
+import numpy as np
+
+from xform import lax
+from xform import numpy as jnp
+from xform.core import dtypes
+from xform.interpreters.composite import composite
+from xform.lax import linalg as lax_linalg
+from xform.numpy import _util
+from xform.numpy import linalg as np_linalg
+from xform.transforms.ad import jvp
+
+_HIGHEST = lax.Precision.HIGHEST
+
+
+def _dot(a, b):
+    return jnp.matmul(a, b, precision=_HIGHEST)
+
+
+def _to_complex(dtype):
+    return np.dtype(np.complex128 if np.dtype(dtype) in (np.float64, np.complex128)
+                    else np.complex64)
+
+
+# ---- expm ----
+
+# Pade numerator coefficients b_0..b_m of degree m (Higham 2005), as JAX's.
+_PADE = {
+    3: (120., 60., 12., 1.),
+    5: (30240., 15120., 3360., 420., 30., 1.),
+    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
+    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
+        3960., 90., 1.),
+    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+         40840800., 960960., 16380., 182., 1.),
+}
+
+
+def _pade(m):
+    """(U, V) of the degree-m Pade approximant: exp(A) ~ (V - U)^-1 (V + U)."""
+    b = _PADE[m]
+
+    def uv(a):
+        ident = jnp.eye(*a.shape, dtype=a.dtype)
+        a2 = _dot(a, a)
+        if m == 13:
+            a4 = _dot(a2, a2)
+            a6 = _dot(a4, a2)
+            u = _dot(a, _dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
+                     + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident)
+            v = (_dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2)
+                 + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident)
+            return u, v
+        powers = [ident, a2]                  # A^0, A^2, A^4, ... up to A^(m-1)
+        while len(powers) < (m + 1) // 2:
+            powers.append(_dot(powers[-1], a2) if len(powers) > 2 else _dot(a2, a2))
+        # Highest power first, as JAX sums them (same rounding).
+        u = _dot(a, _poly(powers, b[1::2]))
+        return u, _poly(powers, b[0::2])
+    return uv
+
+
+def _poly(powers, coeffs):
+    terms = [c * p for c, p in zip(coeffs, powers)][::-1]
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
+def _calc_p_q(a):
+    a_l1 = np_linalg.norm(a, 1)
+    if a.dtype in (np.float64, np.complex128):
+        maxnorm, degrees = 5.371920351148152, (3, 5, 7, 9, 13)
+        conds = (1.495585217958292e-002, 2.539398330063230e-001, 9.504178996162932e-001,
+                 2.097847961257068e+000)
+    else:
+        maxnorm, degrees = 3.925724783138660, (3, 5, 7)
+        conds = (4.258730016922831e-001, 1.880152677804762e+000)
+    n_squarings = jnp.maximum(0, jnp.floor(jnp.log2(a_l1 / maxnorm)))
+    a = a / 2 ** n_squarings.astype(a.dtype)
+    idx = jnp.digitize(a_l1, jnp.array(conds, dtype=a_l1.dtype))
+    u, v = lax.switch(idx, [_pade(m) for m in degrees], a)
+    return u + v, -u + v, n_squarings
+
+
+def _expm_2d(a, upper_triangular, max_squarings):
+    p, q, n_squarings = _calc_p_q(a)
+
+    def compute(a, p, q):
+        r = (lax_linalg.triangular_solve(q, p, left_side=True, lower=False)
+             if upper_triangular else np_linalg.solve(q, p))
+
+        def square(r, i):   # undo the scaling: r^(2^n_squarings)
+            return lax.cond(i < n_squarings, lambda r: _dot(r, r), lambda r: r, r), None
+        r, _ = lax.scan(square, r, jnp.arange(max_squarings, dtype=n_squarings.dtype))
+        return r
+    return lax.cond(n_squarings > max_squarings, lambda a, p, q: jnp.full_like(a, np.nan),
+                    compute, a, p, q)
+
+
+@composite(static=("upper_triangular", "max_squarings"))
+def expm(A, *, upper_triangular=False, max_squarings=16):
+    """Matrix exponential by scaling and squaring with a Pade approximant (JAX's).
+
+    Args:
+      A: array of shape ``(..., N, N)``.
+      upper_triangular: whether ``A`` is upper triangular (solves triangularly).
+      max_squarings: the most squarings; a larger norm gives NaN.
+
+    Returns:
+      ``exp(A)``, shape ``(..., N, N)``.
+
+    >>> expm(xform.numpy.zeros((2, 2)))
+    Array([[1., 0.],
+           [0., 1.]], dtype=float32)
+    """
+    (A,) = _util.promote_dtypes("expm", jnp.asarray(A), to="inexact")
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={A.shape}.")
+    return jnp.vectorize(lambda a: _expm_2d(a, upper_triangular, max_squarings),
+                         signature="(n,n)->(n,n)")(A)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm=True):
+    """Frechet derivative of ``expm`` at ``A`` in direction ``E`` (``jvp`` of expm).
+
+    Returns:
+      ``(expm(A), L(A, E))``, or ``L(A, E)`` alone without ``compute_expm``.
+    """
+    del method
+    A, E = jnp.asarray(A), jnp.asarray(E)
+    if A.ndim < 2 or A.shape[-2] != A.shape[-1]:
+        raise ValueError(f"expected A to be a (batched) square matrix, got A.shape={A.shape}")
+    if E.ndim < 2 or E.shape[-2] != E.shape[-1]:
+        raise ValueError(f"expected E to be a (batched) square matrix, got E.shape={E.shape}")
+    if A.shape != E.shape:
+        raise ValueError("expected A and E to be the same shape, got "
+                         f"A.shape={A.shape} E.shape={E.shape}")
+    expm_a, frechet = jvp(lambda a: expm(a), (A,), (E,))
+    return (expm_a, frechet) if compute_expm else frechet
+
+
+# ---- polar ----
+
+def _polar_2d(a, side, method):
+    m, n = a.shape
+    if method == "qdwh":
+        if not ((m >= n and side == "right") or (m < n and side == "left")):
+            raise NotImplementedError(
+                "method='qdwh' only supports mxn matrices where m < n where side='right' "
+                f"and m >= n side='left', got {a.shape} with side={side!r}")
+    elif method != "svd":
+        raise ValueError(f"Unknown polar decomposition method {method}.")
+    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    s = s.astype(u.dtype)
+    unitary = _dot(u, vh)
+    if side == "right":
+        return unitary, _dot(jnp.conj(vh.T) * s[None, :], vh)
+    return unitary, _dot(u * s[None, :], jnp.conj(u.T))
+
+
+@composite(static=("side", "method", "eps", "max_iterations"))
+def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
+    """Polar decomposition ``a = u p`` (``side='right'``) or ``a = p u`` (``'left'``),
+    ``p`` positive semidefinite, from the SVD.
+
+    NB: JAX's default ``method='qdwh'`` iterates QR-based Halley steps; xform computes
+    the same (unique, for full-rank ``a``) factors from the SVD for both methods, so
+    they agree to rounding. ``eps`` and ``max_iterations`` tune QDWH only.
+
+    Returns:
+      ``(unitary, posdef)``: shapes ``(..., m, n)`` and ``(..., n, n)`` (right) or
+      ``(..., m, m)`` (left).
+
+    >>> u, p = polar(xform.numpy.array([[2., 0.], [0., -3.]]), method="svd")
+    >>> p
+    Array([[2., 0.],
+           [0., 3.]], dtype=float32)
+    """
+    del eps, max_iterations
+    arr = jnp.asarray(a)
+    if arr.ndim < 2:
+        raise ValueError("The input `a` must be at least a 2-D array.")
+    if side not in ("right", "left"):
+        raise ValueError("The argument `side` must be either 'right' or 'left'.")
+    (arr,) = _util.promote_dtypes("polar", arr, to="inexact")
+    sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
+    return jnp.vectorize(lambda x: _polar_2d(x, side, method), signature=sig)(arr)
