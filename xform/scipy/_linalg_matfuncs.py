@@ -15,6 +15,7 @@ from xform.interpreters.composite import composite
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 from xform.numpy import linalg as np_linalg
+from xform.scipy._linalg_decomp import schur
 from xform.transforms.ad import jvp
 
 _HIGHEST = lax.Precision.HIGHEST
@@ -195,3 +196,196 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     (arr,) = _util.promote_dtypes("polar", arr, to="inexact")
     sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
     return jnp.vectorize(lambda x: _polar_2d(x, side, method), signature=sig)(arr)
+
+
+# ---- Schur-based: sqrtm, rsf2csf, funm, solve_sylvester (CPU only, as schur) ----
+
+def _sqrtm_triu(t):
+    # Bjorck & Hammarling (1983): the upper triangular root U of T, column by column.
+    diag = jnp.sqrt(jnp.diag(t))
+    n = diag.size
+
+    def i_loop(l, data):
+        j, u = data
+        i = j - 1 - l
+        s = lax.fori_loop(i + 1, j, lambda k, val: val + u[i, k] * u[k, j],
+                          jnp.zeros((), t.dtype))
+        value = jnp.where(t[i, j] == s, 0.0, (t[i, j] - s) / (diag[i] + diag[j]))
+        return j, u.at[i, j].set(value)
+
+    def j_loop(j, u):
+        return lax.fori_loop(0, j, i_loop, (j, u))[1]
+    return lax.fori_loop(0, n, j_loop, jnp.diag(diag))
+
+
+@composite
+def _sqrtm(a):
+    t, z = schur(a, output="complex")
+    return _dot(_dot(z, _sqrtm_triu(t)), jnp.conj(z.T))
+
+
+def sqrtm(A, blocksize=1):
+    """Matrix square root from the complex Schur form (CPU only; always complex).
+
+    >>> sqrtm(xform.numpy.array([[4., 0.], [0., 9.]]))
+    Array([[2.+0.j, 0.+0.j],
+           [0.+0.j, 3.+0.j]], dtype=complex64)
+    """
+    if blocksize > 1:
+        raise NotImplementedError("Blocked version is not implemented yet.")
+    return _sqrtm(jnp.asarray(A))
+
+
+def _rsf2csf_2d(t, z):
+    t, z = _util.promote_dtypes("rsf2csf", t, z)
+    t, z = t.astype(_to_complex(t.dtype)), z.astype(_to_complex(z.dtype))
+    eps = dtypes.finfo(t.dtype).eps
+    n = t.shape[0]
+    if n == 1:
+        return t, z
+
+    def update(m, t, z):   # a Givens rotation zeroing t[m, m-1]
+        mu = np_linalg.eigvals(lax.dynamic_slice(t, (m - 1, m - 1), (2, 2))) - t[m, m]
+        r = np_linalg.norm(jnp.stack([mu[0], t[m, m - 1]])).astype(t.dtype)
+        c, s = mu[0] / r, t[m, m - 1] / r
+        g = jnp.stack([jnp.stack([jnp.conj(c), s]), jnp.stack([-s, c])])
+        rows = lax.dynamic_slice_in_dim(t, m - 1, 2, axis=0)
+        col_mask = jnp.arange(n) >= m - 1
+        rows = jnp.where(~col_mask, rows, g @ jnp.where(col_mask, rows, 0))
+        t = lax.dynamic_update_slice_in_dim(t, rows, m - 1, axis=0)
+        cols = lax.dynamic_slice_in_dim(t, m - 1, 2, axis=1)
+        row_mask = jnp.arange(n)[:, None] < m + 1
+        cols = jnp.where(~row_mask, cols, jnp.where(row_mask, cols, 0) @ jnp.conj(g).T)
+        t = lax.dynamic_update_slice_in_dim(t, cols, m - 1, axis=1)
+        z_cols = lax.dynamic_slice_in_dim(z, m - 1, 2, axis=1)
+        return t, lax.dynamic_update_slice_in_dim(z, z_cols @ jnp.conj(g).T, m - 1, axis=1)
+
+    def step(i, tz):
+        m = n - i
+        t, z = tz
+        t, z = lax.cond(
+            jnp.abs(t[m, m - 1]) > eps * (jnp.abs(t[m - 1, m - 1]) + jnp.abs(t[m, m])),
+            update, lambda m, t, z: (t, z), m, t, z)
+        return t.at[m, m - 1].set(0.0), z
+    return lax.fori_loop(1, n, step, (t, z))
+
+
+@composite(static=("check_finite",))
+def rsf2csf(T, Z, check_finite=True):
+    """Real Schur form ``(T, Z)`` to the complex one (upper triangular ``T``), by Givens
+    rotations of the 2x2 blocks; leading axes batch."""
+    del check_finite
+    T, Z = jnp.asarray(T), jnp.asarray(Z)
+    if T.ndim < 2 or T.shape[-1] != T.shape[-2]:
+        raise ValueError("Input 'T' must be square.")
+    if Z.ndim < 2 or Z.shape[-1] != Z.shape[-2]:
+        raise ValueError("Input 'Z' must be square.")
+    if T.shape[-1] != Z.shape[-1]:
+        raise ValueError(f"Input array shapes must match: Z: {Z.shape} vs. T: {T.shape}")
+    return jnp.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(T, Z)
+
+
+def _funm_triu(f, t):
+    # Golub & Van Loan, "Matrix Computations", Algorithm 11.1.1 (Parlett's recurrence).
+    n = t.shape[0]
+    idx = jnp.arange(n)
+
+    def inner(i, p_f_minden):
+        p, f, minden = p_f_minden
+        j = i + p
+        s = t[i - 1, j - 1] * (f[j - 1, j - 1] - f[i - 1, i - 1])
+        ind = (idx >= i) & (idx < j - 1)
+        s = s + (jnp.where(ind, t[i - 1], 0) @ jnp.where(ind, f[:, j - 1], 0)
+                 - jnp.where(ind, f[i - 1], 0) @ jnp.where(ind, t[:, j - 1], 0))
+        den = t[j - 1, j - 1] - t[i - 1, i - 1]
+        s = jnp.where(den != 0, s / den, s)
+        return p, f.at[i - 1, j - 1].set(s), jnp.minimum(minden, jnp.abs(den))
+
+    def outer(p, f_minden):
+        _, f, minden = lax.fori_loop(1, n - p + 1, inner, (p, *f_minden))
+        return f, minden
+    return lax.fori_loop(1, n, outer, (f, jnp.abs(t[0, 0])))
+
+
+def funm(A, func, disp=True):
+    """``func`` of the square matrix ``A`` from its Schur form (CPU only; complex).
+
+    Returns:
+      ``F``, or ``(F, err)`` (an error estimate) when ``disp`` is False.
+
+    >>> funm(xform.numpy.array([[1., 0.], [0., 2.]]), lambda x: x * x)
+    Array([[1.+0.j, 0.+0.j],
+           [0.+0.j, 4.+0.j]], dtype=complex64)
+    """
+    a = jnp.asarray(A)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError("expected square array_like input")
+    t, z = rsf2csf(*schur(a))
+    f = jnp.diag(func(jnp.diag(t))).astype(t.dtype)
+    f, minden = _funm_triu(f, t)
+    f = z @ f @ jnp.conj(z.T)
+    if disp:
+        return f
+    tol = dtypes.finfo(np.float32 if f.dtype == np.complex64 else np.float64).eps
+    minden = jnp.where(minden == 0.0, tol, minden)
+    err = jnp.where(jnp.any(jnp.isinf(f)), np.inf, jnp.minimum(1, jnp.maximum(
+        tol, (tol / minden) * np_linalg.norm(jnp.triu(t, 1), 1))))
+    return f, err
+
+
+def _sylvester_triangular(r, s, f):
+    """Y with r Y + Y s^T = f, r and s upper triangular (Bartels-Stewart), element by
+    element from the bottom right."""
+    m, n = f.shape
+    km, kn = jnp.arange(m), jnp.arange(n)
+
+    def step(y, idx):
+        i, j = idx // n, idx % n
+        y2 = y.reshape((m, n))
+        row = jnp.sum(jnp.where(km > i, r[i, :] * y2[:, j], 0.0))
+        col = jnp.sum(jnp.where(kn > j, y2[i, :] * s[:, j], 0.0))
+        return y.at[i * n + j].set((f[i, j] - (row + col)) / (r[i, i] + s[j, j])), None
+    y, _ = lax.scan(step, jnp.zeros((m * n,), f.dtype), jnp.arange(m * n - 1, -1, -1))
+    return y.reshape((m, n))
+
+
+def _solve_sylvester_2d(a, b, c, method, tol):
+    m, n = c.shape
+    if method == "schur":
+        r, u = schur(a, output="complex")
+        s, v = schur(jnp.conj(b.T), output="complex")
+        f = jnp.conj(u.T) @ c.astype(r.dtype) @ v
+        x = u @ _sylvester_triangular(r, jnp.conj(s.T), f) @ jnp.conj(v.T)
+    elif method == "eigen":
+        ra, ua = np_linalg.eig(a)
+        rb, ub = np_linalg.eig(b)
+        f = np_linalg.solve(ua, c.astype(ra.dtype) @ ub)
+        x = ua[:m, :m] @ (f / (ra[:, None] + rb[None, :]))[:m, :n] @ np_linalg.inv(ub)[:n, :n]
+    else:
+        raise ValueError(f'Unrecognized method {method}. The two valid methods are either '
+                         '"schur" or "eigen".')
+    if not dtypes.issubdtype(c.dtype, np.complexfloating):
+        x = x.real
+    near_singular = jnp.any(jnp.abs(np_linalg.eigvals(a)[:, None]
+                                    + np_linalg.eigvals(b)[None, :]) < tol)
+    return lax.cond(near_singular, lambda: jnp.zeros_like(x) * np.nan, lambda: x)
+
+
+@composite(static=("method",))
+def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
+    """Solve ``A X + X B = C`` (Bartels-Stewart on Schur forms, or by eigendecomposition
+    with ``method='eigen'``; CPU only); NaNs where eigenvalues of A and -B come within
+    ``tol``. Leading axes batch.
+
+    >>> solve_sylvester(xform.numpy.eye(2), xform.numpy.eye(2), 2 * xform.numpy.eye(2))
+    Array([[1., 0.],
+           [0., 1.]], dtype=float32)
+    """
+    A, B, C = _util.promote_dtypes("solve_sylvester", jnp.asarray(A), jnp.asarray(B),
+                                   jnp.asarray(C), to="inexact")
+    m, n = C.shape[-2:]
+    if A.shape[-2:] != (m, m) or B.shape[-2:] != (n, n):
+        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {A.shape}\n"
+                         f"B: {B.shape}\nC: {C.shape}")
+    return jnp.vectorize(lambda a, b, c: _solve_sylvester_2d(a, b, c, method, tol),
+                         signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)
