@@ -44,6 +44,17 @@ def _lapack_call(ctx, fn, attributes, operands, avals_out, aliases=()):
                            aliases=aliases)
 
 
+def _check_square(name, x, square_msg=None):
+    """JAX's checks and messages: rank, then squareness, then dtype."""
+    if x.ndim < 2:
+        raise TypeError(f"Input 0 to {name} must have rank at least 2, but got "
+                        f"shape={x.shape}")
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(square_msg or f"The input to {name} must be a square matrix. Got "
+                         f"shape {x.shape}.")
+    _check_matrix(name, x)
+
+
 def _solve(a, b):
     """a^-1 b by LU with partial pivoting (a, b batched alike)."""
     lu_, _, perm = lu_p.bind(a)
@@ -69,7 +80,6 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
                                           ).lower() != "lapack":
         raise NotImplementedError(f"eig: implementation={implementation} is not supported; "
                                   "xform computes eig with LAPACK on CPU")
-    _check_matrix("eig", x)
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
                       enable_eigvec_derivs=bool(enable_eigvec_derivs))
@@ -77,9 +87,7 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
 
 def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                        enable_eigvec_derivs):
-    if x.ndim >= 2 and x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"The input to eig must be a square matrix. Got shape {x.shape}.")
-    _check_matrix("eig", x)
+    _check_square("eig", x)
     dt = _complex_dtype(x.dtype)
     count = compute_left_eigenvectors + compute_right_eigenvectors
     return [ShapedArray(x.shape[:-1], dt)] + [ShapedArray(x.shape, dt)] * count
@@ -177,16 +185,13 @@ def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable
            [0., 3.]], dtype=float32)
     """
     del select_callable
-    _check_matrix("schur", x)
     outs = schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
                         sort_eig_vals=bool(sort_eig_vals))
     return tuple(outs) if compute_schur_vectors else outs[0]
 
 
 def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals):
-    if x.ndim >= 2 and x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"The input to schur must be a square matrix. Got shape {x.shape}.")
-    _check_matrix("schur", x)
+    _check_square("schur", x)
     return [ShapedArray(x.shape, x.dtype)] * (2 if compute_schur_vectors else 1)
 
 
@@ -218,15 +223,12 @@ def hessenberg(a):
     """Reduction to upper Hessenberg form (CPU only), LAPACK's compact ``(a, taus)``:
     the Hessenberg matrix on and above the first subdiagonal, Householder reflectors
     below it with their scale factors ``taus`` (..., n - 1)."""
-    _check_matrix("hessenberg", a)
     return tuple(hessenberg_p.bind(a))
 
 
 def _hessenberg_abstract_eval(a):
-    if a.ndim >= 2 and a.shape[-1] != a.shape[-2]:
-        raise ValueError("Argument to Hessenberg reduction must have shape [..., n, n], "
-                         f"got shape {a.shape}")
-    _check_matrix("hessenberg", a)
+    _check_square("hessenberg", a, "Argument to Hessenberg reduction must have shape "
+                  f"[..., n, n], got shape {a.shape}")
     return [ShapedArray(a.shape, a.dtype),
             ShapedArray((*a.shape[:-2], a.shape[-1] - 1), a.dtype)]
 

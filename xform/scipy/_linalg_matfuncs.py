@@ -146,8 +146,13 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):
     if A.shape != E.shape:
         raise ValueError("expected A and E to be the same shape, got "
                          f"A.shape={A.shape} E.shape={E.shape}")
-    expm_a, frechet = jvp(lambda a: expm(a), (A,), (E,))
+    expm_a, frechet = _expm_jvp(A, E)
     return (expm_a, frechet) if compute_expm else frechet
+
+
+@composite
+def _expm_jvp(a, e):
+    return jvp(lambda a: expm(a), (a,), (e,))
 
 
 # ---- polar ----
@@ -320,6 +325,11 @@ def funm(A, func, disp=True):
     a = jnp.asarray(A)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError("expected square array_like input")
+    return _funm(a, func, disp)
+
+
+@composite(static=("func", "disp"))
+def _funm(a, func, disp):
     t, z = rsf2csf(*schur(a))
     f = jnp.diag(func(jnp.diag(t))).astype(t.dtype)
     f, minden = _funm_triu(f, t)

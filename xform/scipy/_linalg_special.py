@@ -14,6 +14,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 
 
@@ -50,6 +51,7 @@ def _from_diagonals(v, nrows, ncols, index):
     return jnp.take(v, jnp.asarray(index(i, j).astype(np.int32)), axis=-1)
 
 
+@composite
 def toeplitz(c, r=None):
     """Toeplitz matrix ``A[i, j] = c[i - j]`` (``i >= j``), ``r[j - i]`` above; ``r``
     defaults to ``conj(c)``; leading axes batch.
@@ -72,6 +74,7 @@ def toeplitz(c, r=None):
     return _from_diagonals(v, n, m, lambda i, j: n - 1 - i + j)
 
 
+@composite
 def hankel(c, r=None):
     """Hankel matrix ``H[i, j] = v[i + j]`` with ``v = concatenate([c, r[1:]])``; ``r``
     defaults to zeros; leading axes batch.
@@ -98,6 +101,7 @@ def hankel(c, r=None):
     return _from_diagonals(v, n, m, lambda i, j: i + j)
 
 
+@composite
 def circulant(c):
     """Circulant matrix ``A[i, j] = c[(i - j) % n]``; leading axes batch.
 
@@ -112,6 +116,7 @@ def circulant(c):
     return _from_diagonals(c, n, n, lambda i, j: (i - j) % n)
 
 
+@composite
 def leslie(f, s):
     """Leslie matrix: fecundities ``f`` (..., n) in the first row, survival rates ``s``
     (..., n - 1) on the subdiagonal.
@@ -140,6 +145,7 @@ def leslie(f, s):
         i == 0, j, np.where(j == i - 1, n + j, 2 * n - 1)))
 
 
+@composite
 def companion(a):
     """Companion matrix of the polynomial coefficients ``a`` (..., n): first row
     ``-a[1:] / a[0]``, ones on the subdiagonal.
@@ -160,6 +166,7 @@ def companion(a):
     return jnp.concatenate([first[..., None, :], sub[..., 1:, :]], axis=-2)
 
 
+@composite
 def fiedler(a):
     """Symmetric Fiedler matrix ``F[i, j] = |a[i] - a[j]|``; leading axes batch.
 
@@ -173,6 +180,7 @@ def fiedler(a):
     return jnp.abs(a[..., :, None] - a[..., None, :])
 
 
+@composite
 def fiedler_companion(a):
     """Fiedler companion matrix (pentadiagonal; eigenvalues are the roots of ``a``).
 
@@ -207,6 +215,7 @@ def fiedler_companion(a):
     return jnp.take(v, jnp.asarray(idx.astype(np.int32)), axis=-1)
 
 
+@composite(static=("n", "mode"))
 def convolution_matrix(a, n, mode="full"):
     """Toeplitz ``A`` with ``A @ v == jnp.convolve(a, v, mode)`` for ``v`` of length n.
 
@@ -248,6 +257,7 @@ def _comb(n, k):
     return jnp.where(ok, _binom(n, k), 0.0)
 
 
+@composite(static=("n",))
 def hilbert(n):
     """Hilbert matrix ``H[i, j] = 1 / (i + j + 1)``.
 
@@ -259,6 +269,7 @@ def hilbert(n):
     return 1 / (a + a.T + 1)
 
 
+@composite(static=("n",))
 def invhilbert(n):
     """Inverse of ``hilbert(n)`` from its closed form (floating point; no ``exact``)."""
     a = jnp.arange(n, dtype=dtypes.default_float_dtype())
@@ -276,6 +287,7 @@ def _check_kind(kind):
     return kind
 
 
+@composite(static=("n", "kind"))
 def pascal(n, kind=None):
     """Pascal matrix of order n (binomial coefficients, from lgamma: approximate).
 
@@ -292,6 +304,7 @@ def pascal(n, kind=None):
     return jnp.dot(low, low.T)
 
 
+@composite(static=("n", "kind"))
 def invpascal(n, kind=None):
     """Inverse of ``pascal(n, kind)``: ``L^-1[i, j] = (-1)^(i-j) C(i, j)``."""
     kind = _check_kind(kind)
@@ -303,6 +316,7 @@ def invpascal(n, kind=None):
     return jnp.dot(low.T, low)
 
 
+@composite(static=("n", "full"))
 def helmert(n, full=False):
     """Helmert matrix: orthonormal contrasts, (n - 1, n), or (n, n) with ``full``.
 
@@ -322,6 +336,7 @@ def helmert(n, full=False):
     return h
 
 
+@composite(static=("n", "dtype"))
 def hadamard(n, dtype=int):
     """Sylvester's Hadamard matrix of order ``n`` (a power of 2).
 
@@ -337,6 +352,7 @@ def hadamard(n, dtype=int):
     return h
 
 
+@composite(static=("n", "scale", "dtype"))
 def dft(n, scale=None, *, dtype=None):
     """Discrete Fourier transform matrix ``W[i, j] = exp(-2 pi i j / n)``, unscaled or
     scaled by ``1/sqrt(n)`` (``'sqrtn'``) or ``1/n`` (``'n'``)."""
