@@ -456,6 +456,7 @@ class JitWrapped:
         # axis_size or all_gather traces differently under another vmap/pmap size (or
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
+               config.jax_default_matmul_precision,
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
@@ -595,8 +596,9 @@ def _clear_all(name, value):
             c.clear()
         elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
             c.clear()
-        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
-            if name != "jax_disable_jit":  # executables bake the flag in
+        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
+                      "jax_default_matmul_precision"):  # (the last: in the trace key)
+            if name in ("jax_debug_nans", "jax_debug_infs"):  # executables bake them in
                 c.entries.clear()
             c.fast.clear()
             c.tree_fast.clear()
