@@ -1,5 +1,5 @@
 """Matrix functions of ``xform.scipy.linalg``: ``expm`` (and its Frechet derivative),
-``polar``, and the Schur-based ``sqrtm``, ``rsf2csf`` and ``funm``, composed as JAX
+``polar`` (QDWH in ``_qdwh.py``, or the SVD), and the Schur-based ``sqrtm``, ``rsf2csf`` and ``funm``, composed as JAX
 composes them so that values agree to rounding.
 
 ``expm`` is JAX's scaling and squaring with the same Pade degrees and thresholds; it is
@@ -16,6 +16,7 @@ from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 from xform.numpy import linalg as np_linalg
 from xform.scipy._linalg_decomp import schur
+from xform.scipy._qdwh import qdwh
 from xform.transforms.ad import jvp
 
 _HIGHEST = lax.Precision.HIGHEST
@@ -157,14 +158,20 @@ def _expm_jvp(a, e):
 
 # ---- polar ----
 
-def _polar_2d(a, side, method):
+def _polar_2d(a, side, method, eps):
     m, n = a.shape
     if method == "qdwh":
-        if not ((m >= n and side == "right") or (m < n and side == "left")):
-            raise NotImplementedError(
-                "method='qdwh' only supports mxn matrices where m < n where side='right' "
-                f"and m >= n side='left', got {a.shape} with side={side!r}")
-    elif method != "svd":
+        # JAX's: the iteration needs m >= n, so side='left' factors a^H.
+        if m >= n and side == "right":
+            unitary, posdef, _, _ = qdwh(a, eps=eps)
+            return unitary, posdef
+        if m < n and side == "left":
+            unitary, posdef, _, _ = qdwh(jnp.conj(a.T), eps=eps)
+            return jnp.conj(unitary.T), jnp.conj(posdef.T)
+        raise NotImplementedError(
+            "method='qdwh' only supports mxn matrices where m < n where side='right' and "
+            f"m >= n side='left', got {a.shape} with side={side!r}")
+    if method != "svd":
         raise ValueError(f"Unknown polar decomposition method {method}.")
     u, s, vh = lax_linalg.svd(a, full_matrices=False)
     s = s.astype(u.dtype)
@@ -177,11 +184,8 @@ def _polar_2d(a, side, method):
 @composite(static=("side", "method", "eps", "max_iterations"))
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     """Polar decomposition ``a = u p`` (``side='right'``) or ``a = p u`` (``'left'``),
-    ``p`` positive semidefinite, from the SVD.
-
-    NB: JAX's default ``method='qdwh'`` iterates QR-based Halley steps; xform computes
-    the same (unique, for full-rank ``a``) factors from the SVD for both methods, so
-    they agree to rounding. ``eps`` and ``max_iterations`` tune QDWH only.
+    ``p`` positive semidefinite: by QDWH iterations (``method='qdwh'``, JAX's default;
+    ``eps`` sets its tolerance; ``max_iterations`` is unused, as in JAX) or the SVD.
 
     Returns:
       ``(unitary, posdef)``: shapes ``(..., m, n)`` and ``(..., n, n)`` (right) or
@@ -192,7 +196,7 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     Array([[2., 0.],
            [0., 3.]], dtype=float32)
     """
-    del eps, max_iterations
+    del max_iterations
     arr = jnp.asarray(a)
     if arr.ndim < 2:
         raise ValueError("The input `a` must be at least a 2-D array.")
@@ -200,7 +204,7 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
         raise ValueError("The argument `side` must be either 'right' or 'left'.")
     (arr,) = _util.promote_dtypes("polar", arr, to="inexact")
     sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
-    return jnp.vectorize(lambda x: _polar_2d(x, side, method), signature=sig)(arr)
+    return jnp.vectorize(lambda x: _polar_2d(x, side, method, eps), signature=sig)(arr)
 
 
 # ---- Schur-based: sqrtm, rsf2csf, funm, solve_sylvester (CPU only, as schur) ----
