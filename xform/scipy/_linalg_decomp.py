@@ -205,7 +205,8 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
     w = _eigvals_tridiagonal(alpha, beta, select, select_range, tol)
     if eigvals_only:
         return w
-    t = jnp.diag(jnp.real(alpha).astype(alpha.dtype)) + jnp.diag(beta, 1) + jnp.diag(jnp.conj(beta), -1)
+    t = (jnp.diag(jnp.real(alpha).astype(alpha.dtype)) + jnp.diag(beta, 1)
+         + jnp.diag(jnp.conj(beta), -1))
     v, _ = lax_linalg.eigh(t, lower=True)
     lo, hi = (0, n - 1) if select == "a" else select_range
     return w, v[:, lo:hi + 1]

@@ -1,6 +1,7 @@
 """Matrix functions of ``xform.scipy.linalg``: ``expm`` (and its Frechet derivative),
-``polar`` (QDWH in ``_qdwh.py``, or the SVD), and the Schur-based ``sqrtm``, ``rsf2csf`` and ``funm``, composed as JAX
-composes them so that values agree to rounding.
+``polar`` (QDWH in ``_qdwh.py``, or the SVD), and the Schur-based ``sqrtm``,
+``rsf2csf``, ``funm`` and ``solve_sylvester``, composed as JAX composes them so that
+values agree to rounding.
 
 ``expm`` is JAX's scaling and squaring with the same Pade degrees and thresholds; it is
 differentiated straight through (the switch, the solve and the squaring scan), so
@@ -15,7 +16,7 @@ from xform.interpreters.composite import composite
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 from xform.numpy import linalg as np_linalg
-from xform.scipy._linalg_decomp import schur
+from xform.scipy._linalg_decomp import _to_complex, schur
 from xform.scipy._qdwh import qdwh
 from xform.transforms.ad import jvp
 
@@ -24,11 +25,6 @@ _HIGHEST = lax.Precision.HIGHEST
 
 def _dot(a, b):
     return jnp.matmul(a, b, precision=_HIGHEST)
-
-
-def _to_complex(dtype):
-    return np.dtype(np.complex128 if np.dtype(dtype) in (np.float64, np.complex128)
-                    else np.complex64)
 
 
 # ---- expm ----
