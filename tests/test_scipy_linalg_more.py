@@ -17,10 +17,10 @@ from xform.interpreters import mlir
 from xform.lax import linalg as xll
 
 RNG = np.random.default_rng(0)
-# eig, schur and hessenberg are LAPACK kernels: CPU only in xform (JAX also runs eig on
-# GPU, through kernels xform does not call; see docs/architecture.md).
+# schur and hessenberg are CPU-only LAPACK kernels (as in JAX); eig's left eigenvectors
+# too in xform (JAX runs them on GPU through kernels xform does not reach).
 cpu_only = pytest.mark.skipif(xform.default_backend() != "cpu",
-                              reason="eig/schur/hessenberg run on CPU only")
+                              reason="LAPACK kernels: CPU only")
 
 
 def _mat(*shape, dtype=np.float32):
@@ -211,8 +211,9 @@ def test_errors_match_jax(call, err, msg):
 
 
 def test_lapack_lowering_as_jax():
-    """CPU: the geev/gees/gehrd calls and attributes JAX emits; elsewhere eig says it
-    is CPU-only, while householder_product (orgqr) has a cuSOLVER kernel, as JAX."""
+    """CPU: the geev/gees/gehrd calls and attributes JAX emits. CUDA: eig is cuSOLVER's
+    geev (JAX's default there without left eigenvectors); what JAX runs through its
+    hybrid host kernels raises, as do schur and hessenberg (CPU only in JAX too)."""
     a = np.ones((3, 3), np.float32)
 
     def lowered(f, platform="cpu"):
@@ -221,9 +222,25 @@ def test_lapack_lowering_as_jax():
     assert "lapack_sgeev_ffi" in text and "compute_left = 78 : ui8" in text
     assert "mode = 86 : ui8, sort = 78 : ui8" in lowered(xll.schur)
     assert "high = 3 : i32, low = 1 : i32" in lowered(xll.hessenberg)
-    with pytest.raises(NotImplementedError, match="eig is only implemented on CPU"):
-        lowered(xnp.linalg.eigvals, "cuda")
+    assert "cusolver_geev_ffi" in lowered(xnp.linalg.eig, "cuda")
+    with pytest.raises(NotImplementedError, match="eig is not implemented on GPU with left"):
+        lowered(xll.eig, "cuda")
+    with pytest.raises(NotImplementedError, match="schur is only implemented on CPU"):
+        lowered(xll.schur, "cuda")
     assert "cusolver_orgqr_ffi" in lowered(lambda x: xll.householder_product(x, x[0]), "cuda")
+
+
+def test_unpack_conjugate_pairs():
+    """The GPU path's unpacking of real geev's eigenvectors (conjugate pairs stored as
+    real and imaginary columns), against NumPy's complex eigenvectors."""
+    from xform.lax.linalg_nonsymmetric import _unpack_conjugate_pairs
+    w, v = np.linalg.eig(_mat(2, 5, 5))
+    packed = v.real.copy()
+    pair_start = (w.imag > 0)[..., None, :]   # LAPACK lists +imag first
+    packed[..., 1:] = np.where(pair_start[..., :-1], v.imag[..., :-1], packed[..., 1:])
+    assert (w.imag != 0).any()
+    _close(xform.jit(_unpack_conjugate_pairs)(w.astype(np.complex64), packed.astype(np.float32)),
+           v.astype(np.complex64))
 
 
 @cpu_only

@@ -3,9 +3,11 @@
 primitives lowered to jaxlib's LAPACK kernels (geev, gees, gehrd, orgqr/ungqr); part of
 ``xform.lax.linalg``, which re-exports them.
 
-As in JAX, ``eig``, ``schur`` and ``hessenberg`` run on CPU only.
-NB: JAX also runs ``eig`` on GPU (its hybrid kernel: LAPACK on the host, or MAGMA, or
-cuSOLVER's geev); xform raises NotImplementedError there, naming the primitive.
+As in JAX, ``schur`` and ``hessenberg`` run on CPU only, and ``eig`` on CPU and, as
+JAX picks by default on CUDA when no left eigenvectors are asked for, cuSOLVER's geev.
+NB: JAX's other GPU path (its "hybrid" kernel: LAPACK on the host or MAGMA, for left
+eigenvectors, ROCm or an older cuSOLVER) is not reachable from xform: NotImplementedError
+naming the primitive.
 Only ``eig`` is differentiable (eigenvalues; eigenvectors on request, as JAX's
 ``enable_eigvec_derivs``); ``schur``, ``hessenberg`` and ``householder_product`` are
 not, as in JAX.
@@ -15,11 +17,13 @@ import numpy as np
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.interpreters import ad, ffi, mlir
+from xform.lax import bitwise
 from xform.lax import elementwise as ew
 from xform.lax import shapes
 from xform.lax._prim import standard_primitive
 from xform.lax.complex import complex as make_complex
 from xform.lax.complex import conj, imag
+from xform.lax.cumulative import cumsum
 from xform.lax.linalg_common import (_H, _T, _batch_to_front, _check_matrix, _diag,
                                      _eye_like, _in_lowering, _info_aval, _is_complex,
                                      _matmul, _nan_on_failure, _real)
@@ -95,6 +99,8 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
 
 def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                   enable_eigvec_derivs):
+    if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
+        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors)
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, w_aval.dtype)
@@ -110,6 +116,51 @@ def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvecto
     outs = [w[0]] + [vl] * compute_left_eigenvectors + [vr] * compute_right_eigenvectors
     return _in_lowering(ctx, _nan_on_failure, [info, *outs],
                         [_info_aval(aval), *ctx.avals_out])
+
+
+def _eig_gpu_lowering(ctx, x, compute_left, compute_right):
+    """cuSOLVER's geev (CUDA, right eigenvectors only), as JAX's default there."""
+    if ctx.module_ctx.platform != "cuda" or compute_left:
+        raise NotImplementedError(
+            "eig is not implemented on GPU with left eigenvectors or on ROCm (JAX uses its "
+            "hybrid host kernels there); xform calls cuSOLVER's geev on CUDA for "
+            "compute_left_eigenvectors=False only")
+    aval = ctx.avals_in[0]
+    w_aval = ctx.avals_out[0]
+    v_aval = ShapedArray(aval.shape, aval.dtype)   # real input: conjugate pairs packed
+    _, w, _, vr, info = ffi.solver_call(
+        ctx, None, ("geev_ffi", {"left": ffi.flag(False), "right": ffi.flag(compute_right)}),
+        [x], [aval], [aval, w_aval, v_aval, v_aval, _info_aval(aval)])
+    outs = [w]
+    if compute_right:
+        if not _is_complex(aval):
+            (vr,) = _in_lowering(ctx, lambda w, v: [_unpack_conjugate_pairs(w, v)], [w, vr],
+                                 [w_aval, v_aval])
+        outs.append(vr)
+    return _in_lowering(ctx, _nan_on_failure, [info, *outs],
+                        [_info_aval(aval), *ctx.avals_out])
+
+
+def _unpack_conjugate_pairs(w, v):
+    """Complex eigenvectors from LAPACK's real packing: for a conjugate pair of
+    eigenvalues (j, j+1), columns j and j+1 hold the real and imaginary parts of v_j,
+    and v_{j+1} = conj(v_j)."""
+    nb = w.ndim - 1
+    cols = (*range(nb), nb + 1)   # w's axes among v's: all but the rows
+    is_complex = ew.ne(imag(w), np.zeros((), v.dtype))
+    # A pair starts where the count of complex eigenvalues so far is odd.
+    count = cumsum(ew.convert_element_type(is_complex, np.int32), axis=nb)
+    start = ew.eq(bitwise.bitwise_and(count, np.int32(1)), np.int32(1))
+    is_real = bitwise.bitwise_not(is_complex)
+    is_real, start = (shapes.broadcast_in_dim(b, v.shape, cols) for b in (is_real, start))
+    zero = np.zeros((), v.dtype)
+    pads = [(0, 0, 0)] * (v.ndim - 1)
+    next_col = shapes.pad(v, zero, pads + [(-1, 1, 0)])   # next_col[..., j] = v[..., j+1]
+    prev_col = shapes.pad(v, zero, pads + [(1, -1, 0)])   # prev_col[..., j] = v[..., j-1]
+    re = ew.select_n(bitwise.bitwise_or(is_real, start), prev_col, v)
+    im = ew.select_n(start, ew.neg(v), next_col)
+    im = ew.select_n(is_real, im, shapes.full_like(v, 0))
+    return make_complex(re, im)
 
 
 def _eig_vec_jvp(w, v, da):
