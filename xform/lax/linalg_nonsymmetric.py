@@ -38,7 +38,7 @@ def _complex_dtype(dtype):
 
 def _lapack_call(ctx, fn, attributes, operands, avals_out, aliases=()):
     """jaxlib's LAPACK kernel ``fn`` on CPU; NotImplementedError naming the primitive
-    elsewhere (JAX implements these on CPU only)."""
+    elsewhere (JAX implements schur and hessenberg on CPU only)."""
     platform = ctx.module_ctx.platform
     if platform != "cpu":
         raise NotImplementedError(
@@ -71,9 +71,10 @@ def _solve(a, b):
 
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         enable_eigvec_derivs=False, implementation=None, use_magma=None):
-    """Eigendecomposition of a general square matrix (CPU only): ``[w, vl, vr]``, with
-    ``vl``/``vr`` left out when not asked for; complex whatever ``x``'s dtype. A batch
-    element LAPACK fails on comes back as NaNs.
+    """Eigendecomposition of a general square matrix (CPU; CUDA without left
+    eigenvectors): ``[w, vl, vr]``, with ``vl``/``vr`` left out when not asked for;
+    complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
+    NaNs.
 
     >>> w, vr = eig(xform.numpy.array([[2., 0.], [0., 3.]]), compute_left_eigenvectors=False)
     >>> w

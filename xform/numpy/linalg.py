@@ -152,7 +152,7 @@ def qr(a, mode="reduced"):
 
 def eig(a):
     """Eigenvalues and right eigenvectors of a general square matrix, complex whatever
-    ``a``'s dtype (CPU only, as JAX's). Differentiable in the eigenvalues only.
+    ``a``'s dtype (CPU, or cuSOLVER on CUDA). Differentiable in the eigenvalues only.
 
     >>> eig(xform.numpy.array([[2., 0.], [0., 3.]])).eigenvalues
     Array([2.+0.j, 3.+0.j], dtype=complex64)
@@ -163,7 +163,7 @@ def eig(a):
 
 
 def eigvals(a):
-    """Eigenvalues of a general square matrix (complex; CPU only, as JAX's)."""
+    """Eigenvalues of a general square matrix (complex whatever ``a``'s dtype)."""
     (a,) = _inexact("eigvals", a)
     return lax_linalg.eig(a, compute_left_eigenvectors=False,
                           compute_right_eigenvectors=False)[0]

@@ -384,7 +384,7 @@ def _solve_sylvester_2d(a, b, c, method, tol):
 @composite(static=("method",))
 def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
     """Solve ``A X + X B = C`` (Bartels-Stewart on Schur forms, or by eigendecomposition
-    with ``method='eigen'``; CPU only); NaNs where eigenvalues of A and -B come within
+    with ``method='eigen'``; schur needs the CPU); NaNs where eigenvalues of A and -B come within
     ``tol``. Leading axes batch.
 
     >>> solve_sylvester(xform.numpy.eye(2), xform.numpy.eye(2), 2 * xform.numpy.eye(2))
