@@ -325,13 +325,19 @@ def funm(A, func, disp=True):
     a = jnp.asarray(A)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError("expected square array_like input")
-    return _funm(a, func, disp)
-
-
-@composite(static=("func", "disp"))
-def _funm(a, func, disp):
-    t, z = rsf2csf(*schur(a))
+    # func runs as it is, outside the composites (no compile keyed on each new lambda).
+    t, z = _complex_schur(a)
     f = jnp.diag(func(jnp.diag(t))).astype(t.dtype)
+    return _funm_finish(f, t, z, disp)
+
+
+@composite
+def _complex_schur(a):
+    return rsf2csf(*schur(a))
+
+
+@composite(static=("disp",))
+def _funm_finish(f, t, z, disp):
     f, minden = _funm_triu(f, t)
     f = z @ f @ jnp.conj(z.T)
     if disp:
