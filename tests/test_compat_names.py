@@ -540,3 +540,19 @@ def test_debug_log_goes_to_logging_with_the_callers_line(caplog):
         xform.debug.log()("two-call {}", 5)
     assert [r.getMessage() for r in caplog.records] == ["y=[0. 2.]", "two-call 5"]
     assert {r.filename for r in caplog.records} == {"test_compat_names.py"}
+
+
+def test_pjit_compilation_cache_and_stages_modules(tmp_path):
+    from xform.experimental import pjit
+    from xform.experimental.compilation_cache import compilation_cache as cc
+    with pytest.warns(DeprecationWarning, match="Please use `jax.jit` instead"):
+        f = pjit.pjit(lambda x: x * 2, donate_argnums=())
+    close(f(np.ones(2, np.float32)), np.full(2, 2.0))
+    cc.set_cache_dir(str(tmp_path))
+    assert xform.config.jax_compilation_cache_dir == str(tmp_path)
+    cc.reset_cache()
+    cc.set_cache_dir(None)
+    assert isinstance(xform.jit(lambda x: x).lower(1.), xform.stages.Lowered)
+    assert isinstance(xform.jit(lambda x: x), xform.stages.Wrapped)
+    assert {"Compiled", "Lowered", "Traced", "Wrapped"} <= set(dir(jax.stages)) & set(
+        dir(xform.stages))
