@@ -191,7 +191,6 @@ def test_docstring_examples():
         assert result.attempted > 0 and result.failed == 0, name
 
 
-@pytest.mark.skipif(not hasattr(xnp.linalg, "eigvals"), reason="needs linalg.eigvals (eig)")
 def test_roots():
     p = np.array([0., 0., 1., -3., 2., 5.], np.float32)
     sort = lambda r: r[np.lexsort((np.round(r.imag, 4), np.round(r.real, 4)))]

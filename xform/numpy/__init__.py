@@ -77,6 +77,7 @@ from xform.numpy._misc import (
     hamming, hanning, i0, isdtype, isscalar, iterable, kaiser, load, logspace, packbits,
     printoptions, save, savez, set_printoptions, unpackbits, vectorize)
 from xform.numpy._index_tricks import c_, index_exp, mgrid, ogrid, r_, s_
+from xform.numpy._roots import roots
 from xform.numpy._ufunc import (  # ufunc objects replace the plain functions above
     add, bitwise_and, bitwise_or, bitwise_xor, frompyfunc, logaddexp, logaddexp2,
     logical_and, logical_or, logical_xor, maximum, minimum, multiply, negative, subtract,
@@ -135,4 +136,3 @@ class ndarray(metaclass=_ArrayMeta):
 _array_methods.install()
 
 from xform.numpy import linalg  # noqa: E402  (submodule; needs the names above)
-from xform.numpy._roots import roots  # noqa: E402  (needs linalg.eigvals)

@@ -1,9 +1,11 @@
 """``jnp.roots``: a polynomial's roots as the eigenvalues of its companion matrix, as
-JAX's (after ``xform.numpy.linalg``, whose ``eigvals`` it calls)."""
+JAX's. The eigenvalues come from ``lax.linalg.eig`` directly: ``xform.numpy.linalg``
+imports the ``xform.numpy`` face, so using it here would make an import cycle."""
 import numpy as np
 
 from xform import lax
-from xform.numpy import _util, linalg
+from xform.lax import linalg as lax_linalg
+from xform.numpy import _util
 from xform.numpy._creation import array, ones
 from xform.numpy._matrix import diag
 from xform.numpy._reductions import all as _all, argmin
@@ -19,7 +21,8 @@ def _roots_no_zeros(p):
     if p.size < 2:
         return array([], dtype=_complex_dtype(p.dtype))
     companion = diag(ones((p.size - 2,), p.dtype), -1)
-    return linalg.eigvals(companion.at[0, :].set(-p[1:] / p[0]))
+    return lax_linalg.eig(companion.at[0, :].set(-p[1:] / p[0]),
+                          compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 def _roots_with_zeros(p, num_leading_zeros):
