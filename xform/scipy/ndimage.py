@@ -12,6 +12,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 
 
 def _mirror(index, size):
@@ -47,6 +48,7 @@ def _linear(coordinate):
     return [(index, 1 - upper_weight), (index + 1, upper_weight)]
 
 
+@composite(static=("order", "mode", "cval"))   # (one compiled call eagerly, as JAX's jit)
 def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):
     """Interpolate ``input`` at ``coordinates`` (one array per axis of ``input``), as
     ``scipy.ndimage.map_coordinates``: ``order`` 0 (nearest) or 1 (linear); ``mode``
