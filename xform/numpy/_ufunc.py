@@ -54,8 +54,8 @@ class ufunc:
         self.nin, self.nout = operator.index(nin), operator.index(nout)
         self.nargs = operator.index(nargs or nin)
         self.identity = identity
-        self._impl = dict(call=call, reduce=reduce, accumulate=accumulate, at=at,
-                          reduceat=reduceat)
+        self._call = call
+        self._impl = dict(reduce=reduce, accumulate=accumulate, at=at, reduceat=reduceat)
 
     def _key(self):
         return (self._func, self.__name__, self.identity, self.nin, self.nout, self.nargs)
@@ -70,13 +70,13 @@ class ufunc:
         return f"<jnp.ufunc '{self.__name__}'>"
 
     def __call__(self, *args, out=None, where=None):
+        call = self._call
+        if call is not None and out is None and where is None:   # jnp.add(x, y): one hop
+            return call(*args)
         if out is not None:
             raise NotImplementedError(f"out argument of {self}")
         if where is not None:
             raise NotImplementedError(f"where argument of {self}")
-        call = self._impl["call"]
-        if call is not None:
-            return call(*args)
         _util.check_arraylike(self.__name__, *args)
         return vectorize(self._func)(*args)
 
