@@ -142,6 +142,7 @@ def test_numpy_names():
         assert hasattr(xnp, name), name
     assert all(isinstance(getattr(xnp, n), xnp.ufunc) for n in dir(jnp)
                if isinstance(getattr(jnp, n), jnp.ufunc))
+    assert all(hasattr(xnp.ufunc, n) for n in dir(jnp.ufunc) if not n.startswith("_"))
 
 
 X10 = np.arange(10, dtype=np.int32)

@@ -51,11 +51,15 @@ class ufunc:
         self.__doc__ = func.__doc__
         self.__name__ = name or func.__name__
         self._func = func
-        self.nin, self.nout = operator.index(nin), operator.index(nout)
-        self.nargs = operator.index(nargs or nin)
-        self.identity = identity
+        self._props = (operator.index(nin), operator.index(nout),
+                       operator.index(nargs or nin), identity)
         self._call = call
         self._impl = dict(reduce=reduce, accumulate=accumulate, at=at, reduceat=reduceat)
+
+    nin = property(lambda self: self._props[0], doc="The number of inputs.")
+    nout = property(lambda self: self._props[1], doc="The number of outputs.")
+    nargs = property(lambda self: self._props[2], doc="The number of arguments.")
+    identity = property(lambda self: self._props[3], doc="The operation's identity.")
 
     def _key(self):
         return (self._func, self.__name__, self.identity, self.nin, self.nout, self.nargs)
