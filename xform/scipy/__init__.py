@@ -1,5 +1,6 @@
-"""``xform.scipy``: the parts of SciPy's API that JAX provides (``scipy.linalg``,
-``scipy.special``, ``scipy.stats``, ``scipy.sparse``)."""
+"""``xform.scipy``: the parts of SciPy's API that JAX provides (``linalg``, ``special``,
+``stats``, ``sparse``, ``signal``, ``fft``, ``integrate``, ``ndimage``, ``optimize``,
+``cluster``, ``interpolate``, ``spatial``)."""
 from xform.scipy import linalg  # noqa: F401
 from xform.scipy import special  # noqa: F401
 from xform.scipy import stats  # noqa: F401
