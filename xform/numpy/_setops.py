@@ -54,7 +54,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
            *, equal_nan=True, size=None, fill_value=None, sorted=True):
     """Like numpy.unique: the sorted unique values (``axis=None``: of the flattened
     input) or slices along ``axis``, with JAX's ``size`` and ``fill_value`` for use
-    under jit (padding defaults to the smallest value).
+    under jit (padding defaults to the smallest value; for an empty input a
+    ``fill_value`` is needed).
 
     >>> jnp.unique(jnp.array([3, 1, 3, 2]))
     Array([1, 2, 3], dtype=int32)
@@ -102,14 +103,15 @@ def _unique_sorted(x, equal_nan, size, fill_value, want):
     """Unique rows of the non-empty ``x`` (n, ...) by one lexicographic sort, and the
     extra results named in ``want``."""
     n, int_dt = x.aval.shape[0], dtypes.default_int_dtype()
+    cplx = dtypes.is_complex(x.aval.dtype)
+    if cplx:  # as JAX: NaN in either part is NaN (+0j)
+        x = uf.where(uf.isnan(x), np.nan, x)
     rows = x if x.aval.ndim == 1 else lax.reshape(x, (n, x.aval.size // n))
     keys = (rows,) if rows.aval.ndim == 1 else tuple(
         lax.squeeze(lax.slice(rows, (0, j), (n, j + 1)), (1,))
         for j in range(rows.aval.shape[1]))
-    if dtypes.is_complex(x.aval.dtype):  # (real, imag) keys; as JAX, NaN in either is NaN
-        x = uf.where(uf.isnan(x), np.nan, x)
-        keys = sum(((lax.real(k), lax.imag(k)) for k in
-                    (uf.where(uf.isnan(k), np.nan, k) for k in keys)), ())
+    if cplx:  # lax.sort takes real keys: (real, imag), JAX's order
+        keys = sum(((lax.real(k), lax.imag(k)) for k in keys), ())
     *cols, perm = lax.sort(keys + (lax.iota(int_dt, n),), 0, num_keys=len(keys))
     mask = _first_of_runs(cols[0], equal_nan)
     for c in cols[1:]:
