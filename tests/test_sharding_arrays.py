@@ -201,7 +201,8 @@ def test_like_functions_place_results_on_a_one_device_arrays_device():
         x, w = L.device_put(np.ones(3, np.float32), d), L.device_put(np_.asarray(2.0), d)
         outs = [np_.zeros_like(x), np_.ones_like(x, dtype=np_.int32), np_.empty_like(x),
                 np_.full_like(x, 2, shape=(2, 2)), np_.full_like(x, np.arange(3.0)),
-                np_.zeros_like(w), L.lax.full_like(x, 1), L.lax.full_like(w, 1, shape=(2,))]
+                np_.zeros_like(w), L.lax.full_like(x, 1), L.lax.full_like(w, 1, shape=(2,)),
+                np_.zeros_like(np_.ones(3)), np_.ones_like(x + 1)]
         return [sorted(dv.id for dv in o.devices()) for o in outs]
     x, j = both(run)
     assert x == j
