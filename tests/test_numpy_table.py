@@ -228,10 +228,10 @@ ROWS = [
         m.compress(np.array([1, 0, 1, 1, 1]), x, axis=1, size=3),
         m.extract(np.array([True, False, True]), x, size=2, fill_value=-1.5),
         m.compress(np.zeros(0, bool), x, axis=1, size=0)), F34, E0),
-    row("setops_pad", lambda m, a, b, s: (
+    row("setops_pad", lambda m, a, b, s, c: (
         m.setdiff1d(a, b, size=4), m.intersect1d(a, b, return_indices=True, size=5),
-        m.setxor1d(s, s[:2], size=5)),
-        I5 % 4, np.array([7, 3, 1], np.int32), NANS[0]),
+        m.setxor1d(s, s[:2], size=5), m.setdiff1d(c, c[1:3], size=3)),
+        I5 % 4, np.array([7, 3, 1], np.int32), NANS[0], UC),
     row("bincount", lambda m, a, w: (
         m.bincount(a, length=6), m.bincount(a, w, length=4), m.bincount(a, minlength=9, length=9),
         m.bincount(a, length=2)), np.array([0, 1, 1, 3, -2, 5], np.int32),

@@ -185,8 +185,20 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 # ---- set operations ----
 
+def _sort_by(keys, values):
+    """``values`` (1-D) sorted by ``keys`` then by themselves; complex values by (real,
+    imag), JAX's order (lax.sort takes real keys)."""
+    if dtypes.is_complex(values.aval.dtype):
+        keys = keys + (lax.real(values), lax.imag(values))
+        return lax.sort(keys + (values,), 0, num_keys=len(keys))[-1]
+    return lax.sort(keys + (values,), 0, num_keys=len(keys) + 1)[-1]
+
+
 def _sorted_unique_mask(a):
-    s = lax.sort(ravel(a), 0)
+    a = ravel(a)
+    if dtypes.is_complex(a.aval.dtype):  # as unique: NaN in either part is NaN (+0j)
+        a = uf.where(uf.isnan(a), np.nan, a)
+    s = _sort_by((), a)
     return s, (_first_of_runs(s) if s.aval.shape[0] else lax.full((0,), True))
 
 
@@ -274,7 +286,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     m1 = uf.logical_and(f1, isin(s1, ar2, invert=True))
     m2 = uf.logical_and(f2, isin(s2, ar1, invert=True))
     key = lax.convert_element_type(uf.logical_not(concatenate([m1, m2])), dtypes.int32)
-    _, merged = lax.sort((key, concatenate([s1, s2])), 0, num_keys=2)
+    merged = _sort_by((key,), concatenate([s1, s2]))
     count = _sum(concatenate([m1, m2]), dtype=dtypes.int32)
     n = merged.aval.shape[0]
     vals, valid = _select("setxor1d", merged, lax.lt(lax.iota(dtypes.int32, n), count),
