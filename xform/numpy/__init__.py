@@ -60,9 +60,11 @@ from xform.numpy._take import (
     apply_along_axis, apply_over_axes, choose, compress, extract, piecewise, place, put,
     put_along_axis, ravel_multi_index, select, take, take_along_axis, unravel_index)
 from xform.numpy._sorting import (
-    argpartition, argsort, argwhere, bincount, digitize, flatnonzero, intersect1d, isin,
-    lexsort, nonzero, partition, searchsorted, setdiff1d, setxor1d, sort, sort_complex,
-    union1d, unique, unique_all, unique_counts, unique_inverse, unique_values, where)
+    argpartition, argsort, argwhere, bincount, digitize, flatnonzero, lexsort, nonzero,
+    partition, searchsorted, sort, sort_complex, where)
+from xform.numpy._setops import (
+    intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all, unique_counts,
+    unique_inverse, unique_values)
 from xform.numpy._statistics import (
     average, corrcoef, count_nonzero, cov, histogram, histogram2d, histogram_bin_edges,
     histogramdd, median, nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin,
