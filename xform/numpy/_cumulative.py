@@ -13,7 +13,7 @@ from xform.numpy._shape import concatenate, moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axis
 
 
-def _cumulative(name, reduction, a, axis, dtype, out, nan_fill=None):
+def _cumulative(name, reduction, a, axis, dtype, out, nan_fill=None, promote=False):
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
     a = asarray(a, name)
@@ -25,7 +25,7 @@ def _cumulative(name, reduction, a, axis, dtype, out, nan_fill=None):
         a = uf.where(uf.isnan(a), _util.scalar_array(nan_fill, a.aval.dtype, False), a)
     if dtype is None:  # NB: unlike sum, only bool is promoted (to the default int)
         result = comp = (_promote_integer_dtype(a.aval.dtype)
-                         if a.aval.dtype == dtypes.bool_ else a.aval.dtype)
+                         if promote or a.aval.dtype == dtypes.bool_ else a.aval.dtype)
     else:
         result = dtypes.canonicalize_dtype(dtype)
         comp = result
@@ -66,6 +66,12 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, out, nan_fill=1)
 
 
+@composite(static=("axis", "dtype"))
+def _cumsum_promoted(a, axis, dtype):
+    """cumulative_sum's sum: small integers widen to the default int, as ``sum``'s."""
+    return _cumulative("cumulative_sum", lax.cumsum, a, axis, dtype, None, promote=True)
+
+
 def _array_api_cumulative(name, fn, x, axis, dtype, include_initial, initial):
     x = asarray(x, name)
     if x.aval.ndim == 0:
@@ -88,7 +94,7 @@ def _array_api_cumulative(name, fn, x, axis, dtype, include_initial, initial):
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """Like numpy.cumulative_sum (``include_initial`` prepends a 0)."""
-    return _array_api_cumulative("cumulative_sum", cumsum, x, axis, dtype,
+    return _array_api_cumulative("cumulative_sum", _cumsum_promoted, x, axis, dtype,
                                  include_initial, 0)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from xform import lax
 from xform.core import dtypes
 from xform.interpreters.composite import composite
+from xform.lax.prng import bitcast_convert_type
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._util import asarray
@@ -250,36 +251,34 @@ def ldexp(x1, x2, /):
     return lax.convert_element_type(out, out.aval.dtype)   # never weak, as JAX's
 
 
+@composite
 def frexp(x, /):
     """Like numpy.frexp: ``(mantissa, exponent)`` with ``x = m * 2**e``, ``0.5 <= |m| < 1``
     (``(x, 0)`` for 0, inf and NaN).
 
-    NB: the exponent starts from ``floor(log2|x|)`` and is corrected by one where the
-    logarithm rounded across a power of two.
+    Computed on the bits as JAX's (subnormals are first scaled by ``2**nmant``), so
+    results agree with JAX's wherever the backend flushes subnormals too.
     """
     x, = _util.promote_dtypes("frexp", x, to="inexact")
-    if dtypes.is_complex(x.aval.dtype):
+    dt = x.aval.dtype
+    if dtypes.is_complex(dt):
         raise TypeError("frexp does not support complex-valued inputs")
-    i32 = dtypes.int32
-    ax = lax.abs(x)
-    special = uf.logical_or(lax.eq(ax, _util.scalar_array(0, x.aval.dtype, False)),
-                            uf.logical_not(uf.isfinite(x)))
-    safe = uf.where(special, _util.scalar_array(1, x.aval.dtype, False), ax)
-    log2 = lax.div(lax.log(lax.convert_element_type(safe, dtypes.float32)),
-                   _util.scalar_array(np.log(2.0), dtypes.float32, False))
-    e = lax.add(lax.convert_element_type(lax.floor(log2), i32), _util.scalar_array(1, i32, False))
-    m = _exp2_int(uf.where(special, _util.scalar_array(1, x.aval.dtype, False), x),
-                  lax.neg(e))
-    for _ in range(2):
-        am = lax.abs(m)
-        big = lax.ge(am, _util.scalar_array(1, x.aval.dtype, False))
-        small = lax.lt(am, _util.scalar_array(0.5, x.aval.dtype, False))
-        m = lax.select(big, lax.mul(m, _util.scalar_array(0.5, x.aval.dtype, False)),
-                       lax.select(small, lax.mul(m, _util.scalar_array(2, x.aval.dtype, False)),
-                                  m))
-        e = lax.select(big, lax.add(e, lax.full_like(e, 1)),
-                       lax.select(small, lax.sub(e, lax.full_like(e, 1)), e))
-    return uf.where(special, x, m), uf.where(special, lax.full_like(e, 0), e)
+    info = dtypes.finfo(dt)
+    it = np.dtype(f"int{info.bits}")
+    mask, bias, nmant = (1 << info.nexp) - 1, 1 - int(info.minexp), int(info.nmant)
+
+    def c(v, d=it):
+        return _util.scalar_array(v, d, False)
+    tiny = lax.lt(lax.abs(x), c(info.tiny, dt))
+    x1 = uf.where(tiny, lax.mul(x, c(float(1 << nmant), dt)), x)
+    e = uf.where(tiny, c(-nmant), c(0))
+    bits = bitcast_convert_type(x1, it)
+    field = lax.bitwise_and(lax.shift_right_arithmetic(bits, c(nmant)), c(mask))
+    e = lax.add(e, lax.add(field, c(1 - bias)))
+    bits = lax.bitwise_or(lax.bitwise_and(bits, c(~(mask << nmant))), c((bias - 1) << nmant))
+    special = uf.logical_or(uf.logical_not(uf.isfinite(x)), lax.eq(x, c(0, dt)))
+    m = uf.where(special, x, bitcast_convert_type(bits, dt))
+    return m, lax.convert_element_type(uf.where(special, c(0), e), dtypes.int32)
 
 
 # ---- floating-point neighbours ----
@@ -294,9 +293,14 @@ def spacing(x, /):
     x, = _util.promote_dtypes("spacing", x, to="inexact")
     if dtypes.is_complex(x.aval.dtype):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    target = copysign(_util.filled_like(x, np.inf), x)
-    return lax.sub(lax.nextafter(x, lax.convert_element_type(target, x.aval.dtype,
-                                                             x.aval.weak_type)), x)
+    inf = lax.convert_element_type(_util.filled_like(x, np.inf), x.aval.dtype,
+                                   x.aval.weak_type)
+    if x.aval.dtype == dtypes.float16:  # NB: NumPy's (and JAX's) float16 rule: toward +inf
+        return lax.sub(lax.nextafter(x, inf), x)
+    out = lax.sub(lax.nextafter(x, copysign(inf, x)), x)
+    tiny = _util.scalar_array(dtypes.finfo(x.aval.dtype).smallest_subnormal, x.aval.dtype,
+                              False)
+    return uf.where(lax.eq(out, lax.full_like(out, 0)), copysign(tiny, x), out)
 
 
 def angle(z, deg=False):

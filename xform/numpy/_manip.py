@@ -377,17 +377,27 @@ def insert(arr, obj, values, axis=None):
     return lax.concatenate(pieces, axis)
 
 
-def trim_zeros(filt, trim="fb"):
-    """Like numpy.trim_zeros for a concrete 1-D array (the result's shape depends on
-    the values)."""
+def trim_zeros(filt, trim="fb", axis=None):
+    """Like numpy.trim_zeros on a concrete array (the result's shape depends on the
+    values): along each of ``axis`` (default all), drops the leading ('f') and/or
+    trailing ('b') slices that are all zero.
+
+    NB: a complex value counts as nonzero when either part is (JAX's 1-D case looks at
+    the real part only, through its ``any`` over no axes)."""
     value = _util.concrete_or_error(filt, "filt", "trim_zeros")
     a = asarray(filt, "trim_zeros")
-    if value.ndim != 1:
-        raise ValueError(f"trim_zeros requires a 1-D input, got shape {value.shape}")
-    nz = np.flatnonzero(value)
-    if nz.size == 0:
-        return lax.slice(a, (0,), (0,))
-    start = int(nz[0]) if "f" in trim.lower() else 0
-    stop = int(nz[-1]) + 1 if "b" in trim.lower() else value.shape[0]
-    return lax.slice(a, (start,), (stop,))
-
+    axes = range(value.ndim) if axis is None else _util.canonicalize_axes(axis, value.ndim)
+    trim = trim.lower()
+    if not axes or ("f" not in trim and "b" not in trim):
+        return a
+    nonzero = value != 0
+    lo, hi = [0] * value.ndim, list(value.shape)
+    for ax in axes:
+        mask = nonzero.any(axis=tuple(d for d in range(value.ndim) if d != ax))
+        if not mask.any():
+            lo[ax] = hi[ax] = 0
+            continue
+        nz = np.flatnonzero(mask)
+        lo[ax] = int(nz[0]) if "f" in trim else 0
+        hi[ax] = int(nz[-1]) + 1 if "b" in trim else value.shape[ax]
+    return lax.slice(a, tuple(lo), tuple(hi))

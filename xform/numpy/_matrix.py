@@ -305,7 +305,10 @@ def vander(x, N=None, increasing=False):
     N = x.aval.shape[0] if N is None else operator.index(N)
     if N < 0:
         raise ValueError("N must be nonnegative")
-    powers = lax.iota(dtypes.default_int_dtype(), N)
+    if x.aval.dtype == dtypes.bool_:
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes "
+                        "of integer, floating, complexfloating.")
+    powers = lax.iota(x.aval.dtype, N)  # in x's dtype, so the result keeps it (as JAX)
     if not increasing:
         powers = lax.sub(_util.scalar_array(N - 1, powers.aval.dtype, False), powers)
     return uf.power(lax.expand_dims(x, (1,)), lax.expand_dims(powers, (0,)))

@@ -271,23 +271,46 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     """
     _no_out("var", out)
     a = asarray(a, "var")
-    a_dtype = a.aval.dtype
-    if dtype is None:
-        result_dtype = dtypes.to_inexact_dtype(a_dtype)
-        comp_dtype = _upcast_f16(result_dtype)
-    else:
-        result_dtype = comp_dtype = dtypes.canonicalize_dtype(dtype)
-    if dtypes.is_complex(comp_dtype):
-        raise NotImplementedError("jnp.var of complex values is not supported in xform.")
+    comp_dtype, result_dtype = _var_promote_types(a.aval.dtype, dtype)
     axes = canonicalize_axes(axis, a.aval.ndim)
     x = _util.convert(a, comp_dtype)
     centered = lax.sub(x, _util.broadcast_to(
         mean(x, axes, dtype=comp_dtype, keepdims=True, where=where), x.aval.shape))
-    centered = lax.integer_pow(centered, 2)
+    centered, comp_dtype = _abs2(centered)
     count = _count(x, axes, keepdims, where, comp_dtype)
     normalizer = lax.sub(count, _util.scalar_array(ddof, comp_dtype, False))
     total = sum(centered, axes, dtype=comp_dtype, keepdims=keepdims, where=where)
-    return _strong(lax.div(total, normalizer), result_dtype)
+    result = _strong(lax.div(total, normalizer), result_dtype)
+    ok = lax.gt(normalizer, _util.scalar_array(0, comp_dtype, False))
+    nan = _util.scalar_array(np.nan, result_dtype, False)
+    return lax.select(_util.broadcast_to(ok, result.aval.shape), result,
+                      _util.broadcast_to(nan, result.aval.shape))
+
+
+def _var_promote_types(a_dtype, dtype):
+    """(computation, result) dtypes of var/nanvar: complex inputs give a real variance;
+    float16/bfloat16 accumulate in float32."""
+    if dtype is not None:
+        dtype = dtypes.canonicalize_dtype(dtype)
+        if dtypes.is_complex(a_dtype) and not dtypes.is_complex(dtype):
+            raise ValueError(
+                "jax.numpy.var does not yet support real dtype parameters when computing "
+                "the variance of an array of complex values. The semantics of numpy.var "
+                "seem unclear in this case.")
+        return _upcast_f16(dtype), dtype
+    if not dtypes.is_inexact(a_dtype):
+        dtype = dtypes.to_inexact_dtype(a_dtype)
+        return _upcast_f16(dtype), dtype
+    return _upcast_f16(a_dtype), np.dtype(np.array(0, a_dtype).real.dtype)
+
+
+def _abs2(centered):
+    """|x|^2 of var's centered values, and its dtype (real for complex inputs)."""
+    if dtypes.is_complex(centered.aval.dtype):
+        centered = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        centered = lax.integer_pow(centered, 2)
+    return centered, centered.aval.dtype
 
 
 @composite(static=_STATIC)

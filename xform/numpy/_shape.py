@@ -218,7 +218,9 @@ def broadcast_arrays(*args):
 
 
 def _sequence(name, arrays):
-    if _util.is_array(arrays) or isinstance(arrays, np.ndarray):
+    if isinstance(arrays, np.ndarray):  # (bfloat16 ones reach here unconverted)
+        arrays = asarray(arrays, name)
+    if _util.is_array(arrays):
         return [arrays[i] for i in range(len(arrays))]
     arrays = list(arrays)
     return [asarray(x, name, i) for i, x in enumerate(arrays)]

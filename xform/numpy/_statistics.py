@@ -144,14 +144,12 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
     a = asarray(a, "nanvar")
-    result_dt = dtypes.to_inexact_dtype(a.aval.dtype) if dtype is None else \
-        dtypes.canonicalize_dtype(dtype)
-    comp = red._upcast_f16(result_dt) if dtype is None else result_dt
+    comp, result_dt = red._var_promote_types(a.aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
     nan = uf.isnan(a)
     centered = uf.where(nan, _util.scalar_array(0, comp, False),
                         uf.subtract(a, nanmean(a, axis, comp, keepdims=True, where=where)))
-    sq = lax.integer_pow(centered, 2)
+    sq, comp = red._abs2(centered)
     count = red.sum(uf.logical_not(nan), axis, keepdims=keepdims, where=where)
     normalizer = uf.subtract(count, ddof)
     bad = uf.less_equal(normalizer, 0)

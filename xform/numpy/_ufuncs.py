@@ -199,16 +199,28 @@ def exp2(x, /):
 
 @composite
 def log2(x, /):
-    """Like numpy.log2: computed as ``log(x) / log(2)``, as JAX does."""
+    """Like numpy.log2: computed as ``log(x) / log(2)``, as JAX does (complex: both
+    parts divided by the real ``log(2)``; the result is never weak)."""
     x, = _util.promote_dtypes("log2", x, to="inexact")
-    return lax.div(lax.log(x), lax.log(_const(x, 2)))
+    r = lax.log(x)
+    if dtypes.is_complex(x.aval.dtype):
+        re, im = lax.real(r), lax.imag(r)
+        ln2 = lax.log(_util.scalar_array(2, re.aval.dtype, False))
+        return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+    return lax.div(r, lax.log(_util.scalar_array(2, x.aval.dtype, False)))
 
 
 @composite
 def log10(x, /):
-    """Like numpy.log10: computed as ``log(x) / log(10)``, as JAX does."""
+    """Like numpy.log10: computed as ``log(x) * (1 / log(10))`` in ``x``'s dtype, as JAX
+    does (complex: both parts times the real constant; the result is never weak)."""
     x, = _util.promote_dtypes("log10", x, to="inexact")
-    return lax.div(lax.log(x), lax.log(_const(x, 10)))
+    r = lax.log(x)
+    if dtypes.is_complex(x.aval.dtype):
+        re, im = lax.real(r), lax.imag(r)
+        c = _util.scalar_array(0.4342944819032518, re.aval.dtype, False)
+        return lax.complex(lax.mul(re, c), lax.mul(im, c))
+    return lax.mul(r, _util.scalar_array(0.4342944819032518, x.aval.dtype, False))
 
 
 @composite
@@ -245,9 +257,10 @@ def sign(x, /):
 
 @composite
 def square(x, /):
-    """Like numpy.square (``integer_pow(x, 2)``; bool is promoted to int)."""
+    """Like numpy.square (``lax.square``: complex squares' real part is
+    ``(re + im) * (re - im)``, as JAX's; bool is promoted to int)."""
     x, = _util.promote_dtypes("square", x, to="numeric")
-    return lax.integer_pow(x, 2)
+    return lax.square(x)
 
 
 @composite
