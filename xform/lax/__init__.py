@@ -14,8 +14,10 @@ from xform.lax.special import (
     square_p, tan_p)
 from xform.lax.bitwise import (
     bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clz, population_count, shift_left,
-    shift_right_arithmetic, shift_right_logical, and_p, clz_p, not_p, or_p,
+    shift_right_arithmetic, shift_right_logical, mulhi, and_p, clz_p, mulhi_p, not_p, or_p,
     population_count_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, xor_p)
+from xform.lax.special_series import (
+    bessel_i0e, bessel_i1e, zeta, bessel_i0e_p, bessel_i1e_p, zeta_p)
 from xform.lax.rounding import (
     RoundingMethod, ceil, clamp, floor, is_finite, nextafter, rem, round, ceil_p, clamp_p,
     floor_p, is_finite_p, nextafter_p, rem_p, round_p)
@@ -34,6 +36,7 @@ from xform.lax.dot import dot, dot_general, dot_general_p
 from xform.lax.dot import Precision
 from xform.lax.conv import (
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+    conv_general_permutations,
     conv_with_general_padding, conv_general_dilated_p, conv_transpose)
 from xform.lax.windowed import (
     padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
@@ -41,7 +44,9 @@ from xform.lax.windowed import (
 from xform.lax.cumulative import (cummax, cummin, cumprod, cumsum, cummax_p, cummin_p,
                                   cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
-from xform.lax.control_flow.scan import scan
+from xform.lax.control_flow.conditionals import cond_p
+from xform.lax.control_flow.loops import while_p
+from xform.lax.control_flow.scan import scan, scan_p
 from xform.lax.control_flow.scan_loops import fori_loop, map  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
 from xform.lax.slicing import (
@@ -57,6 +62,7 @@ from xform.lax.shapes import rev, split, rev_p, split_p
 from xform.lax import extended as _extended  # noqa: F401  (structural rules for typed keys)
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
 from xform.lax.fft import FftType, fft, fft_p
+from xform.lax.prng import bitcast_convert_type, bitcast_convert_type_p
 
 from xform.interpreters import ad_util as _ad_util
 _ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
@@ -67,7 +73,8 @@ from xform.lax.collectives import (  # noqa: E402
 from xform.lax.collectives_permute import (  # noqa: E402
     all_to_all, ppermute, pshuffle, all_to_all_p, ppermute_p)
 from xform.lax.vma import pcast  # noqa: E402
-from xform.lax.control_flow.solves import custom_linear_solve, custom_root  # noqa: E402
+from xform.lax.control_flow.solves import (  # noqa: E402
+    custom_linear_solve, custom_root, linear_solve_p)
 from xform.lax.general_reduce import reduce, reduce_p  # noqa: E402
 from xform.lax.sharding_constraint import (  # noqa: E402,F401
     with_sharding_constraint, sharding_constraint_p)

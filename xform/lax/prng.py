@@ -1,4 +1,4 @@
-"""The threefry2x32 counter-based block cipher as a primitive, plus a same-width
+"""The threefry2x32 counter-based block cipher as a primitive, plus
 ``bitcast_convert_type``: the two primitives the PRNG in ``xform.random`` needs.
 
 ``threefry2x32(k1, k2, x1, x2)`` encrypts the 64-bit counters ``(x1, x2)`` (two
@@ -167,29 +167,46 @@ def _threefry_batch(vals, dims):
 batching.primitive_batchers[threefry2x32_p] = _threefry_batch
 
 
-# ---- bitcast_convert_type (same bit width only) ----
+# ---- bitcast_convert_type ----
 
 def bitcast_convert_type(operand, new_dtype):
-    """Reinterpret the bits of ``operand`` as ``new_dtype`` of the same bit width.
+    """Reinterpret the bits of ``operand`` as ``new_dtype``.
+
+    Between widths, as XLA: a narrower ``new_dtype`` adds a trailing dimension of
+    ``old_bits // new_bits``; a wider one consumes a trailing dimension of that size.
 
     >>> import numpy as np
-    >>> from xform.lax.prng import bitcast_convert_type
-    >>> int(bitcast_convert_type(np.float32(1.0), np.uint32))
+    >>> from xform import lax
+    >>> int(lax.bitcast_convert_type(np.float32(1.0), np.uint32))
     1065353216
+    >>> lax.bitcast_convert_type(np.uint32(1), np.uint8).shape
+    (4,)
     """
     return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
 
 
 def _bitcast_abstract_eval(x, *, new_dtype):
-    if x.dtype.itemsize != new_dtype.itemsize:
-        raise TypeError("bitcast_convert_type here requires equal bit widths, got "
+    old_bits, new_bits = x.dtype.itemsize * 8, new_dtype.itemsize * 8
+    if np.dtype(x.dtype).kind == "c" or new_dtype.kind == "c":
+        raise TypeError(f"bitcast_convert_type does not support complex types, got "
                         f"{x.dtype.name} -> {new_dtype.name}.")
-    return ShapedArray(x.shape, new_dtype)
+    if old_bits == new_bits:
+        return ShapedArray(x.shape, new_dtype)
+    if old_bits > new_bits:
+        return ShapedArray((*x.shape, old_bits // new_bits), new_dtype)
+    size = x.shape[-1] if x.shape else 1
+    if size * old_bits != new_bits:
+        raise ValueError(f"Attempting to convert array of shape {x.shape} from "
+                         f"{x.dtype.name} of size {old_bits} bits to {new_dtype.name} of "
+                         f"size {new_bits} bits, but {size} * {old_bits} != {new_bits}")
+    return ShapedArray(x.shape[:-1], new_dtype)
 
 
 bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abstract_eval)
 ad.defnondiff(bitcast_convert_type_p)
-batching.defvectorized(bitcast_convert_type_p)
+batching.primitive_batchers[bitcast_convert_type_p] = (   # a width change touches the last axis
+    lambda vals, dims, *, new_dtype: (bitcast_convert_type_p.bind(
+        batching.moveaxis(vals[0], dims[0], 0), new_dtype=new_dtype), 0))
 mlir.register_lowering(
     bitcast_convert_type_p,
     lambda ctx, x, new_dtype: hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x))

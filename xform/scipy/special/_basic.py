@@ -16,7 +16,7 @@ from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 from xform.lax import fori_loop
 
-__all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "expit", "gammainc", "gammaincc",
+__all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammainc", "gammaincc",
            "gammaln", "log_ndtr",
            "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py", "xlogy"]
 
@@ -49,6 +49,17 @@ def erfc(x):
     """
     x, = _inexact("erfc", x)
     return lax.erfc(x)
+
+
+def erfinv(x):
+    """The inverse of ``erf`` on (-1, 1) (``+-inf`` at ``+-1``, NaN outside).
+
+    >>> import xform.scipy.special as sp
+    >>> sp.erfinv(0.5)
+    Array(0.47693628, dtype=float32, weak_type=True)
+    """
+    x, = _inexact("erfinv", x)
+    return lax.erf_inv(x)
 
 
 def gammaln(x):

@@ -1,0 +1,5 @@
+"""``xform.scipy.special``: the special functions of ``jax.scipy.special``, composed
+from xform.lax (private modules by family, re-exported here)."""
+from xform.scipy.special._basic import (  # noqa: F401
+    betainc, betaln, digamma, entr, erf, erfc, erfinv, expit, gammainc, gammaincc, gammaln,
+    log_ndtr, log_softmax, logit, logsumexp, ndtr, ndtri, softmax, xlog1py, xlogy)
