@@ -63,6 +63,9 @@ from xform.lax import extended as _extended  # noqa: F401  (structural rules for
 from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
 from xform.lax.fft import FftType, fft, fft_p
 from xform.lax.prng import bitcast_convert_type, bitcast_convert_type_p
+from xform.lax.special_incomplete import (
+    betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, igamma_p, igamma_grad_a_p,
+    igammac_p, regularized_incomplete_beta_p)
 
 from xform.interpreters import ad_util as _ad_util
 _ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
