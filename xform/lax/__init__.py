@@ -32,7 +32,7 @@ from xform.lax.reductions import (argmax, reduce_max, reduce_min, reduce_sum, ar
 from xform.lax.reductions import (
     argmin, reduce_and, reduce_or, reduce_precision, reduce_prod, reduce_xor, argmin_p,
     reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
-from xform.lax.dot import dot, dot_general, dot_general_p
+from xform.lax.dot import batch_matmul, dot, dot_general, dot_general_p
 from xform.lax.dot import Precision
 from xform.lax.conv import (
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
@@ -41,8 +41,8 @@ from xform.lax.conv import (
 from xform.lax.windowed import (
     padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
     reduce_window_sum_p)
-from xform.lax.cumulative import (cummax, cummin, cumprod, cumsum, cummax_p, cummin_p,
-                                  cumprod_p, cumsum_p)
+from xform.lax.cumulative import (cumlogsumexp, cummax, cummin, cumprod, cumsum,
+                                  cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
 from xform.lax.control_flow.conditionals import cond_p
 from xform.lax.control_flow.loops import while_p
@@ -50,17 +50,23 @@ from xform.lax.control_flow.scan import scan, scan_p
 from xform.lax.control_flow.scan_loops import fori_loop, map  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
 from xform.lax.slicing import (
-    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p)
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p,
+    index_take)
 from xform.lax.scatter import (
-    scatter, scatter_add, scatter_max, scatter_min, scatter_mul, scatter_p, scatter_add_p,
-    scatter_max_p, scatter_min_p, scatter_mul_p)
+    scatter, scatter_add, scatter_max, scatter_min, scatter_mul, scatter_sub, scatter_p,
+    scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_sub_p)
 from xform.lax.dynamic_slicing import (
     dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
     dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim, slice_in_dim,
     dynamic_slice_p, dynamic_update_slice_p)
 from xform.lax.shapes import rev, split, rev_p, split_p
+from xform.lax.shape_utils import (
+    broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, empty, stack, tile,
+    unstack)
+from xform.core.dtypes import dtype
 from xform.lax import extended as _extended  # noqa: F401  (structural rules for typed keys)
-from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
+from xform.lax.sorting import (approx_max_k, approx_min_k, sort, sort_key_val, top_k, sort_p,
+                               top_k_p)
 from xform.lax.fft import FftType, fft, fft_p
 from xform.lax.prng import bitcast_convert_type, bitcast_convert_type_p
 from xform.lax.special_incomplete import (

@@ -121,6 +121,21 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
                        preferred_element_type)
 
 
+def batch_matmul(lhs, rhs, precision=None):
+    """Matrix products over leading batch dimensions (both operands of one rank >= 2).
+
+    >>> batch_matmul(jnp.ones((2, 3, 4)), jnp.ones((2, 4, 5))).shape
+    (2, 3, 5)
+    """
+    l, r = get_aval(lhs).ndim, get_aval(rhs).ndim
+    if min(l, r) < 2:
+        raise ValueError(f"Arguments to batch_matmul must be at least 2D, got {l}, {r}")
+    if l != r:
+        raise ValueError(f"Arguments to batch_matmul must have same ndim, got {l}, {r}")
+    batch = tuple(range(l - 2))
+    return dot_general(lhs, rhs, (((l - 1,), (r - 2,)), (batch, batch)), precision=precision)
+
+
 def _free(ndim, contract, batch):
     return [i for i in range(ndim) if i not in contract and i not in batch]
 
