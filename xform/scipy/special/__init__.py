@@ -3,3 +3,6 @@ from xform.lax (private modules by family, re-exported here)."""
 from xform.scipy.special._basic import (  # noqa: F401
     betainc, betaln, digamma, entr, erf, erfc, erfinv, expit, gammainc, gammaincc, gammaln,
     log_ndtr, log_softmax, logit, logsumexp, ndtr, ndtri, softmax, xlog1py, xlogy)
+from xform.scipy.special._gamma import (  # noqa: F401
+    bernoulli, beta, comb, factorial, gamma, gammasgn, loggamma, multigammaln, poch,
+    polygamma, zeta)
