@@ -103,8 +103,8 @@ def bessel_i0e(x):
     :math:`e^{-|x|} I_0(x)`.
 
     >>> import xform.lax as lax
-    >>> print(lax.bessel_i0e(0.0))
-    1.0
+    >>> print(round(float(lax.bessel_i0e(1.0)), 4))
+    0.4658
     """
     return bessel_i0e_p.bind(x)
 
