@@ -21,6 +21,7 @@ bessel_i1e_p igamma igamma_p igammac igammac_p igamma_grad_a igamma_grad_a_p
 random_gamma_grad betainc regularized_incomplete_beta_p cumlogsumexp cumlogsumexp_p
 tile collapse stack unstack broadcast_to_rank broadcast_like broadcast_shapes empty dtype
 batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
+rng_bit_generator rng_bit_generator_p RandomAlgorithm
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
@@ -67,6 +68,8 @@ VALUES = [
     ("scatter_sub", lambda L, S: lambda x: L.scatter_sub(
         x, np.array([[1], [1]]), F32([2, 4]), L.ScatterDimensionNumbers((), (0,), (0,))),
      (POS,)),
+    ("rng_bit_generator", lambda L, S: lambda k: L.rng_bit_generator(
+        k, (2, 3), np.uint16, L.RandomAlgorithm.RNG_PHILOX), (np.arange(4, dtype=np.uint32),)),
     ("erfinv", lambda L, S: S.erfinv, (F32([-1, -0.5, 0, 0.9, 1, 2]),)),
     ("gamma", lambda L, S: S.gamma, (X,)),
     ("gammasgn", lambda L, S: S.gammasgn, (X,)),
@@ -150,6 +153,9 @@ def test_vmap_matches_jax():
     x = F32([[1.0, 0.5], [2.0, 4.0], [-1.0, np.inf]])
     _same(xform.vmap(lambda v: xlax.cumlogsumexp(v), 1, 1)(x), jlax.cumlogsumexp(x, 0),
           "vmap cumlogsumexp")
+    keys = np.arange(12, dtype=np.uint32).reshape(4, 3)   # batched along axis 1
+    _same(xform.vmap(lambda k: xlax.rng_bit_generator(k, (2,)), 1)(keys),
+          jax.vmap(lambda k: jlax.rng_bit_generator(k, (2,)), 1)(keys), "vmap rbg")
 
 
 def test_errors_name_the_problem():

@@ -68,7 +68,8 @@ from xform.lax import extended as _extended  # noqa: F401  (structural rules for
 from xform.lax.sorting import (approx_max_k, approx_min_k, sort, sort_key_val, top_k, sort_p,
                                top_k_p)
 from xform.lax.fft import FftType, fft, fft_p
-from xform.lax.prng import bitcast_convert_type, bitcast_convert_type_p
+from xform.lax.prng import (RandomAlgorithm, bitcast_convert_type, rng_bit_generator,
+                            bitcast_convert_type_p, rng_bit_generator_p)
 from xform.lax.special_incomplete import (
     betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, igamma_p, igamma_grad_a_p,
     igammac_p, regularized_incomplete_beta_p)
