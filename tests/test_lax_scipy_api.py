@@ -21,7 +21,9 @@ bessel_i1e_p igamma igamma_p igammac igammac_p igamma_grad_a igamma_grad_a_p
 random_gamma_grad betainc regularized_incomplete_beta_p cumlogsumexp cumlogsumexp_p
 tile collapse stack unstack broadcast_to_rank broadcast_like broadcast_shapes empty dtype
 batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
-rng_bit_generator rng_bit_generator_p RandomAlgorithm
+rng_bit_generator rng_bit_generator_p RandomAlgorithm conv_general_dilated_patches
+conv_general_dilated_local conv_shape_tuple conv_general_shape_tuple conv_transpose_shape_tuple
+reduce_window_shape_tuple
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
@@ -42,6 +44,9 @@ A = F32([0.5, 1.0, 2.0, 5.0, 0.0, -1.0, 3.0, np.nan, 2.0, 30.0, 0.1])
 B = F32([0.1, 1.0, 3.0, 2.0, 1.0, 1.0, 0.0, 1.0, np.inf, 25.0, 12.0])
 P = F32([0.3, 0.5, 0.9, 0.2, 0.0, 1.0, 0.5, 1.5, 0.99, 0.1, 0.6])
 POS = F32([0.5, 1.5, 3.0])
+IMG = np.random.RandomState(0).randn(1, 4, 5, 2).astype(F32)
+LOCAL_RHS = np.random.RandomState(1).randn(3, 4, 8, 3).astype(F32)
+NHWC = ("NHWC", "HWIO", "NHWC")
 I32 = np.array([np.iinfo(np.int32).min, -3, 0, 12345, np.iinfo(np.int32).max], np.int32)
 
 # (name, fn(lib), args): lib is (lax, scipy.special) of JAX or of xform
@@ -70,6 +75,10 @@ VALUES = [
      (POS,)),
     ("rng_bit_generator", lambda L, S: lambda k: L.rng_bit_generator(
         k, (2, 3), np.uint16, L.RandomAlgorithm.RNG_PHILOX), (np.arange(4, dtype=np.uint32),)),
+    ("conv_patches", lambda L, S: lambda x: L.conv_general_dilated_patches(
+        x, (2, 3), (1, 2), "SAME", rhs_dilation=(2, 1), dimension_numbers=NHWC), (IMG,)),
+    ("conv_local", lambda L, S: lambda x: L.conv_general_dilated_local(
+        x, LOCAL_RHS, (1, 1), "VALID", (2, 2), dimension_numbers=NHWC), (IMG,)),
     ("erfinv", lambda L, S: S.erfinv, (F32([-1, -0.5, 0, 0.9, 1, 2]),)),
     ("gamma", lambda L, S: S.gamma, (X,)),
     ("gammasgn", lambda L, S: S.gammasgn, (X,)),
@@ -140,6 +149,15 @@ def test_grads_match_jax(name, fn, args, argnums):
     theirs = jsp.zeta if name == "zeta" else fn(*JAX)
     want = jax.jit(jax.grad(theirs, argnums))(*args)
     _same(xform.jit(xform.grad(fn(*XF), argnums))(*args), want, name, rtol=1e-4)
+
+
+def test_shape_tuples_match_jax():
+    cases = [("conv_shape_tuple", ((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), "SAME")),
+             ("conv_general_shape_tuple", ((2, 8, 8, 3), (3, 3, 3, 4), (2, 1), "VALID", NHWC)),
+             ("conv_transpose_shape_tuple", ((2, 8, 8, 3), (3, 3, 3, 4), (2, 1), "SAME", NHWC)),
+             ("reduce_window_shape_tuple", ((5, 6), (2, 2), (1, 2), ((0, 1), (1, 0)), (1, 2)))]
+    for name, args in cases:
+        assert getattr(xlax, name)(*args) == tuple(getattr(jlax, name)(*args)), name
 
 
 def test_undifferentiable_arguments_raise_as_in_jax():

@@ -39,8 +39,11 @@ from xform.lax.conv import (
     conv_general_permutations,
     conv_with_general_padding, conv_general_dilated_p, conv_transpose)
 from xform.lax.windowed import (
-    padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
-    reduce_window_sum_p)
+    padtype_to_pads, reduce_window, reduce_window_shape_tuple, reduce_window_max_p,
+    reduce_window_min_p, reduce_window_sum_p)
+from xform.lax.conv_utils import (
+    conv_general_dilated_local, conv_general_dilated_patches, conv_general_shape_tuple,
+    conv_shape_tuple, conv_transpose_shape_tuple)
 from xform.lax.cumulative import (cumlogsumexp, cummax, cummin, cumprod, cumsum,
                                   cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
