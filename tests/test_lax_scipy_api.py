@@ -23,7 +23,7 @@ tile collapse stack unstack broadcast_to_rank broadcast_like broadcast_shapes em
 batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
 rng_bit_generator rng_bit_generator_p RandomAlgorithm conv_general_dilated_patches
 conv_general_dilated_local conv_shape_tuple conv_general_shape_tuple conv_transpose_shape_tuple
-reduce_window_shape_tuple
+reduce_window_shape_tuple ragged_dot
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
@@ -47,6 +47,7 @@ POS = F32([0.5, 1.5, 3.0])
 IMG = np.random.RandomState(0).randn(1, 4, 5, 2).astype(F32)
 LOCAL_RHS = np.random.RandomState(1).randn(3, 4, 8, 3).astype(F32)
 NHWC = ("NHWC", "HWIO", "NHWC")
+GROUPS = np.array([2, 0, 2], np.int32)
 I32 = np.array([np.iinfo(np.int32).min, -3, 0, 12345, np.iinfo(np.int32).max], np.int32)
 
 # (name, fn(lib), args): lib is (lax, scipy.special) of JAX or of xform
@@ -79,6 +80,8 @@ VALUES = [
         x, (2, 3), (1, 2), "SAME", rhs_dilation=(2, 1), dimension_numbers=NHWC), (IMG,)),
     ("conv_local", lambda L, S: lambda x: L.conv_general_dilated_local(
         x, LOCAL_RHS, (1, 1), "VALID", (2, 2), dimension_numbers=NHWC), (IMG,)),
+    ("ragged_dot", lambda L, S: lambda l: L.ragged_dot(l, LOCAL_RHS[:, :2, 0], GROUPS),
+     (IMG[0, 0, :, :2],)),
     ("erfinv", lambda L, S: S.erfinv, (F32([-1, -0.5, 0, 0.9, 1, 2]),)),
     ("gamma", lambda L, S: S.gamma, (X,)),
     ("gammasgn", lambda L, S: S.gammasgn, (X,)),
@@ -140,6 +143,8 @@ GRADS = [   # (name, fn(lib), args, argnums)
     ("rel_entr", lambda L, S: S.rel_entr, (F32(0.5), F32(2.0)), (0, 1)),
     ("approx_min_k", lambda L, S: lambda x: L.approx_min_k(x, 2)[0][1], (F32([3, 2, 1]),),
      (0,)),
+    ("ragged_dot", lambda L, S: lambda l, r: L.ragged_dot(l, r, GROUPS).sum(),
+     (IMG[0, 0, :, :2], LOCAL_RHS[:, :2, 0]), (0, 1)),
 ]
 
 
