@@ -23,7 +23,8 @@ tile collapse stack unstack broadcast_to_rank broadcast_like broadcast_shapes em
 batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
 rng_bit_generator rng_bit_generator_p RandomAlgorithm conv_general_dilated_patches
 conv_general_dilated_local conv_shape_tuple conv_general_shape_tuple conv_transpose_shape_tuple
-reduce_window_shape_tuple ragged_dot scatter_apply
+reduce_window_shape_tuple ragged_dot scatter_apply DotDimensionNumbers PrecisionLike
+ConvGeneralDilatedDimensionNumbers
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta

@@ -33,9 +33,9 @@ from xform.lax.reductions import (
     argmin, reduce_and, reduce_or, reduce_precision, reduce_prod, reduce_xor, argmin_p,
     reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
 from xform.lax.dot import batch_matmul, dot, dot_general, ragged_dot, dot_general_p
-from xform.lax.dot import Precision
+from xform.lax.dot import DotDimensionNumbers, Precision, PrecisionLike
 from xform.lax.conv import (
-    ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+    ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
     conv_general_permutations,
     conv_with_general_padding, conv_general_dilated_p, conv_transpose)
 from xform.lax.windowed import (

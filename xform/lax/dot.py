@@ -1,6 +1,8 @@
 """dot_general: contraction with batch dimensions (matmul, einsum-like products);
 the ``Precision`` enum shared with convolutions."""
 import enum
+from collections.abc import Sequence
+from typing import Union
 
 
 from xform.core import dtypes, sharding_types
@@ -39,6 +41,13 @@ _PRECISION_NAMES = {
     "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
     "high": Precision.HIGH, "tensorfloat32": Precision.HIGH, "bfloat16_3x": Precision.HIGH,
     "highest": Precision.HIGHEST, "float32": Precision.HIGHEST}
+
+
+# Type aliases of the public signatures, as JAX's (NB: without DotAlgorithm and
+# DotAlgorithmPreset, which xform does not implement).
+PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
+DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
+                            tuple[Sequence[int], Sequence[int]]]
 
 
 def canonicalize_precision(precision):
