@@ -5,7 +5,7 @@
 #   bash scripts/gpu_check.sh [OUTDIR]      (logs go to OUTDIR, default /tmp/gpu_check)
 # TEST_S and BENCH_S bound the test and benchmark stages in seconds (default 330, 150;
 # BENCH_S=0 skips the benchmarks); TESTS (paths) replaces the test files, PYTEST_K selects,
-# BENCH_ONLY names the benchmark scripts (default dispatch,mlp_train,random).
+# BENCH_ONLY names the benchmark scripts (default dispatch,eager_calls,lazy,random,nn_train).
 set -u
 out=${1:-${OUT:-/tmp/gpu_check}}
 mkdir -p "$out"
@@ -41,7 +41,8 @@ cat "$out/smoke.txt"
 
 tests=(core transforms jit_cache jit_fastpath callbacks lax_ops numpy_table numpy linalg
        cond_while scan custom_derivatives random random_keys random_samplers
-       nn_layers_basic optim lazy checkpoint platforms)
+       nn_layers_basic optim lazy checkpoint platforms export checkify eager_composite
+       compiled_parity)
 files=(); for t in "${tests[@]}"; do files+=("tests/test_$t.py"); done
 [ -n "${TESTS:-}" ] && read -r -a files <<< "$TESTS"
 timeout -s INT -k 30 "${TEST_S:-330}" $py -m pytest -q -n "${WORKERS:-12}" --no-header -rfE \
@@ -49,6 +50,6 @@ timeout -s INT -k 30 "${TEST_S:-330}" $py -m pytest -q -n "${WORKERS:-12}" --no-
 echo "tests: exit $? (124: stopped at TEST_S)"; tail -n 40 "$out/tests.log"
 
 [ "${BENCH_S:-150}" = 0 ] && exit 0
-timeout -s INT -k 10 "${BENCH_S:-150}" $py benchmarks/run.py --rounds 1 --only "${BENCH_ONLY:-dispatch,mlp_train,random}" \
+timeout -s INT -k 10 "${BENCH_S:-150}" $py benchmarks/run.py --rounds 1 --only "${BENCH_ONLY:-dispatch,eager_calls,lazy,random,nn_train}" \
     --markdown "$out/bench.md" > "$out/bench.log" 2>&1
 echo "benchmarks: exit $?"; cat "$out/bench.log" | tail -n 40

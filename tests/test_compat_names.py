@@ -385,6 +385,35 @@ def test_docstring_examples_run(name):
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
 
+def test_default_matmul_precision_reaches_dots_and_jit_keys():
+    # the option is read when a dot or conv is bound (as JAX's): jaxprs carry it, a jit
+    # traced outside the context is not reused inside it, and bad values are refused
+    a = np.ones((2, 3), np.float32)
+
+    def precision(L):
+        eqns = L.make_jaxpr(lambda x: x @ x.T)(a).jaxpr.eqns
+        return str(next(e for e in eqns if e.primitive.name == "dot_general").params[
+            "precision"])
+    f = xform.jit(lambda x: x @ x.T)
+    f(a)
+    for value, attr in (("float32", "HIGHEST"), ("tensorfloat32", "HIGH"),
+                        ("bfloat16", "DEFAULT"), ("highest", "HIGHEST")):
+        with xform.default_matmul_precision(value), jax.default_matmul_precision(value):
+            assert precision(xform) == precision(jax) != "None"
+            assert f"precision = [{attr}, {attr}]" in f.lower(a).as_text()
+            close(f(a), a @ a.T)
+    assert precision(xform) == precision(jax) == "None"
+    assert "precision = " not in f.lower(a).as_text()
+    with pytest.raises(ValueError) as want:
+        jax.config.update("jax_default_matmul_precision", "bogus")
+    with pytest.raises(ValueError) as got:
+        xform.config.update("jax_default_matmul_precision", "bogus")
+    assert str(got.value) == str(want.value)
+    with xform.default_matmul_precision("F32_F32_F32"):
+        with pytest.raises(NotImplementedError, match="dot algorithm presets"):
+            jnp.dot(a, a.T)
+
+
 
 def test_device_get_matches_jax():
     tree = lambda m, r: {"a": m.numpy.ones(2), "n": 3, "k": r.key(0), "np": np.zeros(1),  # noqa: E731

@@ -48,7 +48,8 @@ def test_top_k_is_a_partial_sort_not_a_full_sort():
 def test_lu_solve_has_jaxs_single_pivot_loop_and_blas_solves():
     a = _rng.standard_normal((16, 16)).astype(np.float32)
     ours, theirs = _compare(lambda lib, jnp, lax: jnp.linalg.solve, a, _X[:, :3].copy())
-    assert _count(r"\bwhile\(", ours) == _count(r"\bwhile\(", theirs) == 1
+    loops = 1 if xform.default_backend() == "cpu" else 0  # (a pivots kernel on GPU)
+    assert _count(r"\bwhile\(", ours) == _count(r"\bwhile\(", theirs) == loops
     for op in (r"custom-call\(", r"\bdot\("):  # rows permuted by a gather, not P @ b
         assert _count(op, ours) == _count(op, theirs), op
     assert _ops(ours) <= 1.2 * _ops(theirs)  # unrolled pivot swaps: ~40x

@@ -178,7 +178,7 @@ def test_binary_with_keyword_statics_and_operators(monkeypatch):
     np.testing.assert_allclose(np.asarray(xnp.matmul(m, v, preferred_element_type=xnp.float32)),
                                M @ V, rtol=1e-5)
     # out_sharding other than None runs as it is (a layout the one-device program lacks)
-    mesh = xform.make_mesh((8,), ("x",))
+    mesh = xform.make_mesh((len(xform.devices()),), ("x",))  # (8 CPU devices; 1 GPU)
     out = xnp.dot(xnp.ones((8, 4)), xnp.ones((4, 2)),
                   out_sharding=xform.sharding.NamedSharding(mesh, xform.P("x", None)))
     assert out.sharding.spec == xform.P("x", None)

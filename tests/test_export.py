@@ -2,6 +2,7 @@
 library deserializes and calls the other's), symbolic shapes, VJPs, platforms, errors;
 and serialize_executable reloading in a fresh process."""
 import os
+import re
 import subprocess
 import sys
 
@@ -110,6 +111,19 @@ def test_tpu_export_takes_the_portable_linalg_lowerings():
         assert op in ours and op in theirs
     assert "stablehlo.custom_call" not in ours
 
+
+
+def test_cuda_export_permutes_lu_pivots_with_jaxs_kernel():
+    # on GPU the pivots-to-permutation step is cuSOLVER-side JAX's custom call, not a
+    # serial loop of k swaps (a kernel launch each); checkable here through an export
+    a, b = S((2, 8, 8), F32), S((2, 8, 3), F32)
+
+    def calls(text):
+        return sorted(re.findall(r"custom_call @(\w+)", text)), text.count("stablehlo.while")
+    ours = export.export(xform.jit(jnp.linalg.solve), platforms=("cuda",))(a, b)
+    theirs = jax.export.export(jax.jit(jax.numpy.linalg.solve), platforms=("cuda",))(a, b)
+    assert calls(ours.mlir_module()) == calls(theirs.mlir_module()) == (
+        ["cu_lu_pivots_to_permutation", "cusolver_getrf_ffi"], 0)
 
 def test_symbolic_shapes_and_dimension_expressions():
     a, b = export.symbolic_shape("a, b")

@@ -29,7 +29,7 @@ from xform.transforms.ad_extras import (  # noqa: E402
     jacobian, linear_transpose, custom_gradient, fwd_and_bwd)
 
 from xform import numpy  # noqa: E402,F401  (also installs the Array/Tracer operators)
-from xform import nn, scipy  # noqa: E402,F401
+from xform import image, nn, scipy  # noqa: E402,F401
 from xform import ops, flatten_util  # noqa: E402,F401  (jax.ops segment sums, ravel_pytree)
 from xform.interpreters import pxla as _pxla  # noqa: E402,F401
 from xform.transforms.pmap import (  # noqa: E402

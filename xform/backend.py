@@ -16,8 +16,7 @@ from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA leg
 from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
-Device = _jax.Device
-Buffer = _jax.ArrayImpl
+Device, Buffer = _jax.Device, _jax.ArrayImpl
 
 
 # ---- runtime errors: jaxlib's JaxRuntimeError leaves this module as xform's own ----
@@ -74,6 +73,7 @@ def client_started():
 
 # What the client starts with; core/config.py's flags of these names push them here.
 _start_options = {"jax_platforms": None, "jax_num_cpu_devices": -1}
+DEFAULT = [None]  # the Device jax_default_device names (interpreters/placement.py sets it)
 
 
 def set_start_option(name, value):
@@ -176,8 +176,8 @@ def devices():  # all devices of the default backend
     return client().devices()
 
 
-def default_device():
-    return client().local_devices()[0]  # this process's first (all are local if alone)
+def default_device():  # jax_default_device's, else this process's first (all are local
+    return DEFAULT[0] or client().local_devices()[0]  # when it is alone)
 
 
 def device_count():
@@ -264,14 +264,6 @@ def block_until_ready(buf):
     return buf
 
 
-def dlpack(buf, **kwargs):
-    return buf.__dlpack__(**kwargs)
-
-
-def dlpack_device(buf):
-    return buf.__dlpack_device__()
-
-
 class _Analyses:
     """What XLA tells about a compiled program (both executable kinds)."""
     __slots__ = ()
@@ -315,10 +307,9 @@ class Executable(_Analyses):
         return execute
 
     def execute_parts(self, out_avals):
-        """``(run, handlers)``: ``run(bufs).consume_with_handlers(handlers)`` executes.
-        For one device and plain dtypes these are jaxlib's C++ ``execute_sharded`` and
-        result handlers, skipping its Python ``execute`` (6 -> 3.6 us a call; callers
-        convert errors with :func:`xform_error`); else ``run`` wraps ``self.execute``."""
+        """``(run, handlers)``; ``run(bufs).consume_with_handlers(handlers)`` executes: for
+        one device and plain dtypes jaxlib's C++ parts (6 -> 3.6 us a call; callers convert
+        errors with :func:`xform_error`), else ``run`` wraps ``self.execute``."""
         handlers = self._handlers(out_avals)
         if handlers is None:
             return as_execute_parts(self.execute)
@@ -372,14 +363,19 @@ def _device_list(devices):
     return devices, _jax.DeviceList(tuple(devices))
 
 
+def _one_device(device):
+    return _jax.DeviceAssignment.create(np.array([[device.id]], np.int32))
+
+
 @_xform_errors
 def compile(module, devices=None, host_callbacks=(), skip_passes="") -> Executable:
-    """Compile a StableHLO module (text or bytecode) for ``devices`` (default: one);
-    ``host_callbacks[i]`` runs for the module's i-th host-callback custom call;
-    ``skip_passes``: XLA passes not to run (comma-separated names)."""
+    """Compile a StableHLO module (text or bytecode) for ``devices`` (one; default: the
+    default device); ``host_callbacks[i]`` runs for the module's i-th host-callback custom
+    call; ``skip_passes``: XLA passes not to run (comma-separated names)."""
     devices, device_list = _device_list(devices)
-    options = _jax.CompileOptions()
+    options = _jax.CompileOptions()  # (an unset device assignment is device 0)
     options.executable_build_options.debug_options.xla_disable_hlo_passes = skip_passes
+    options.executable_build_options.device_assignment = _one_device(devices[0])
     if not host_callbacks:
         if any((t if isinstance(module, str) else t.encode()) in module
                for t in _CALLBACK_TARGETS):  # XLA would crash calling index 0
@@ -422,7 +418,10 @@ def deserialize_executable(data: bytes, module, devices=None) -> Executable:
     """An Executable from ``serialize_executable``'s bytes. NB: like jaxlib, trusts its
     input; the compilation cache checks a digest of the bytes before calling this."""
     devices, device_list = _device_list(devices)
-    exe = client().deserialize_executable(data, device_list, _jax.CompileOptions())
+    options = _jax.CompileOptions()
+    if len(devices) == 1:
+        options.executable_build_options.device_assignment = _one_device(devices[0])
+    exe = client().deserialize_executable(data, device_list, options)
     return Executable(exe, devices, module)
 
 

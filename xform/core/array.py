@@ -53,11 +53,11 @@ class Array(ArrayOps):
             return np.array(v, dtype=dtype, copy=True)
         return v if dtype is None else v.astype(dtype, copy=False)
 
-    def __dlpack__(self, **kwargs):
-        return backend.dlpack(self._buf, **kwargs)
+    def __dlpack__(self, **kwargs):  # (the buffer's: jaxlib's, or a lazy value's)
+        return self._buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        return backend.dlpack_device(self._buf)
+        return self._buf.__dlpack_device__()
 
     def item(self, *args):
         return self._value().item(*args)

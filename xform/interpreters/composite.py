@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 
-from xform import backend
 from xform.core import tree_util
 from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
@@ -29,7 +28,8 @@ from xform.core.config import config
 from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
-from xform.interpreters.dispatch import CompiledJaxpr, check_deleted
+from xform.interpreters.dispatch import CompiledJaxpr
+from xform.interpreters.placement import run_elsewhere
 from xform.interpreters.lazy import LazyTrace
 from xform.interpreters.lazy_recipes import entries, operand_key, recipe, record
 from xform.interpreters.partial_eval import trace_to_jaxpr
@@ -119,9 +119,11 @@ def _fill(template, tracers):
 
 class _Entry:
     """A compiled composite; ``plain``: no consts and one output (the f(x) fast path)."""
-    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "plain")
+    __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "plain",
+                 "compiled")
 
     def __init__(self, compiled, out_tree):
+        self.compiled = compiled
         self.run, self.handlers = compiled.run, compiled.handlers
         self.consts = compiled.const_bufs
         self.out_avals = compiled.out_avals
@@ -293,7 +295,7 @@ def composite(fun=None, *, static=(), as_is=()):
                     return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
                                  entry.out_aval)
                 except Exception as e:
-                    _failed(e, (x,), name)
+                    return Array(_failed(e, entry, [x._buf], (x,), name)[0], entry.out_aval)
         elif not rest and type(y) is Array and two_ok:  # f(x, y)
             entry = fast.get((id(x.aval), id(y.aval)))
             if entry is not None:
@@ -301,7 +303,8 @@ def composite(fun=None, *, static=(), as_is=()):
                     return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
                         entry.handlers)[0], entry.out_aval)
                 except Exception as e:
-                    _failed(e, (x, y), name)
+                    return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
+                                 entry.out_aval)
         args = (() if x is _MISSING else (x,)) if y is _MISSING else (x, y, *rest)
         if not kwargs and len(args) == 1 and type(x) is Array and one_ok:
             key = x.aval
@@ -350,11 +353,11 @@ def composite(fun=None, *, static=(), as_is=()):
             return fun(*args, **kwargs)
         if fast_key is not None and entry.plain:
             _remember(fast, keep, fast_key, entry, key)
+        bufs = entry.consts + bufs if entry.consts else bufs
         try:
-            outs = entry.run(entry.consts + bufs if entry.consts else bufs
-                             ).consume_with_handlers(entry.handlers)
+            outs = entry.run(bufs).consume_with_handlers(entry.handlers)
         except Exception as e:
-            _failed(e, [*args, *kwargs.values()], name)
+            outs = _failed(e, entry, bufs, [*args, *kwargs.values()], name)
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval)
         return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
@@ -373,7 +376,8 @@ def composite(fun=None, *, static=(), as_is=()):
                             return Array(entry.run([x._buf]).consume_with_handlers(
                                 entry.handlers)[0], entry.out_aval)
                         except Exception as e:
-                            _failed(e, (x,), name)
+                            return Array(_failed(e, entry, [x._buf], (x,), name)[0],
+                                         entry.out_aval)
                 return wrapper(x)
             return lazy_one(x)
         unary.__wrapped__ = fun
@@ -393,7 +397,8 @@ def composite(fun=None, *, static=(), as_is=()):
                     return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
                         entry.handlers)[0], entry.out_aval)
                 except Exception as e:
-                    _failed(e, (x, y), name)
+                    return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
+                                 entry.out_aval)
         return wrapper(x, y)
 
     if len(params) == 2 and kinds[0] == params[0].POSITIONAL_ONLY:
@@ -407,7 +412,8 @@ def composite(fun=None, *, static=(), as_is=()):
                             return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
                                 entry.handlers)[0], entry.out_aval)
                         except Exception as e:
-                            _failed(e, (x, y), name)
+                            return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
+                                         entry.out_aval)
                 return wrapper(x, y)
             return lazy_two(x, y)
     else:
@@ -421,7 +427,8 @@ def composite(fun=None, *, static=(), as_is=()):
                             return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
                                 entry.handlers)[0], entry.out_aval)
                         except Exception as e:
-                            _failed(e, (x, y), name)
+                            return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
+                                         entry.out_aval)
                 return wrapper(x, y, **kwargs)
             if y is _MISSING:  # (keyword operands: the wrapper sorts them out)
                 return wrapper(x, y, **kwargs)
@@ -442,9 +449,10 @@ def _remember(fast, keep, fast_key, entry, key):
         keep.append(key)
 
 
-def _failed(e, args, name):
-    check_deleted(args, name)
-    raise backend.xform_error(e) from None
+def _failed(e, entry, bufs, args, name):
+    """The output buffers of ``entry``'s failed run, run where its arguments live
+    (``placement.py``), or the error."""
+    return run_elsewhere(entry.compiled, bufs, args, name, e)
 
 
 def _on_flag(name, value):

@@ -21,6 +21,7 @@ from xform.core.trace import check_not_tracer
 from xform.core.transfer import (clear_scalar_cache, has_float0, private_buffer, results,
                                  to_buffer)
 from xform.interpreters import compiler, mlir
+from xform.interpreters.placement import run_elsewhere
 from xform.interpreters.compiler import LRUCache
 from xform.core.jaxpr import eval_jaxpr
 
@@ -31,9 +32,11 @@ class _OneOp:
     """An eager op's executable: ``run(bufs).consume_with_handlers(handlers)`` gives
     its output buffers (two C++ calls on the common path); ``execute`` is the same as
     one function."""
-    __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval", "float0")
+    __slots__ = ("execute", "run", "handlers", "out_avals", "out_aval", "float0",
+                 "executable")
 
     def __init__(self, exe, out_avals, multiple_results, execute=None):
+        self.executable = exe
         if execute is None:
             self.run, self.handlers = exe.execute_parts(out_avals)
             self.execute = exe.make_execute(out_avals)
@@ -93,8 +96,7 @@ def apply_primitive(prim, *args, **params):
     try:
         outs = entry.run(bufs).consume_with_handlers(entry.handlers)
     except Exception as e:
-        check_deleted(args, prim.name)
-        raise backend.xform_error(e) from None
+        outs = run_elsewhere(entry, bufs, args, prim.name, e)
     if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
@@ -131,11 +133,11 @@ def _apply_slow(prim, args, params):
             return _run_float0(entry, prim, args)
         if key is not None:
             _prim_cache.insert(_canonical_key(key), entry)
+    bufs = [x._buf if type(x) is Array else to_buffer(x) for x in args]
     try:
-        outs = entry.execute([x._buf if type(x) is Array else to_buffer(x) for x in args])
-    except Exception:
-        check_deleted(args, prim.name)
-        raise
+        outs = entry.execute(bufs)
+    except Exception as e:
+        outs = run_elsewhere(entry, bufs, args, prim.name, e)
     if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval)
     return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
@@ -327,24 +329,11 @@ class CompiledJaxpr:
                     bufs[n + i] = private_buffer(x)
         try:
             outs = self.execute(bufs)
-        except Exception:
-            check_deleted(args, self.name, describe)
-            raise
+        except Exception as e:
+            outs = run_elsewhere(self, bufs, args, self.name, e, describe)
         if self.float0:
             return results(outs, self.out_avals)
         return [Array(b, a) for b, a in zip(outs, self.out_avals)]
-
-
-def check_deleted(args, name, describe=None):
-    """Raise a clear error if one of ``args`` is an Array whose buffer was deleted
-    (donated to an earlier computation); ``describe(i)`` names argument ``i``."""
-    for i, x in enumerate(args):
-        if type(x) is Array and backend.is_deleted(x._buf):
-            what = describe(i) if describe is not None else f"argument {i}"
-            raise RuntimeError(
-                f"Array has been deleted with shape={x.aval.str_short()}: {what} of "
-                f"{name} was donated to an earlier computation (donate_argnums) and its "
-                "buffer was reused; it cannot be used again.") from None
 
 
 def _clear_caches(name, value):
@@ -353,6 +342,9 @@ def _clear_caches(name, value):
         clear_scalar_cache()
     elif name in ("jax_debug_nans", "jax_debug_infs"):
         _prim_cache.clear()
+    elif name == "jax_default_device":  # (programs and scalars were put on the old one)
+        _prim_cache.clear()
+        clear_scalar_cache()
 
 
 config._add_listener(_clear_caches)

@@ -513,6 +513,8 @@ def _clear_on_flag(name, value):
         _evals_by_id.clear()
     elif name in ("jax_debug_nans", "jax_debug_infs"):
         refresh_limit()
+    elif name == "jax_default_device":  # (programs compiled for the old one)
+        lazy_run.clear_cache()
 
 
 config._add_listener(_clear_on_flag)

@@ -16,6 +16,7 @@ from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from xform.core.profiling import span
 from xform.interpreters import dispatch, partial_eval as pe
+from xform.interpreters.placement import run_elsewhere
 
 _getrefcount = sys.getrefcount
 
@@ -111,11 +112,12 @@ def run_whole(g, out_vars):
         counts, var_avals = g.tables()
         return build(g.keys, counts, g.in_avals, var_avals, out_vars)
     exe = lookup(key, build_whole, donated, t0)
-    bufs = [x._buf for x in g.inputs]
+    inputs = g.inputs
+    bufs = [x._buf for x in inputs]
     _metrics["donated_buffers"] += sum(donated)
     g.inputs = []
     g.in_index = {}
-    return execute(exe, bufs)
+    return execute(exe, bufs, inputs)
 
 
 def lookup(key, build_fn, donated, t0):
@@ -161,10 +163,13 @@ def _small(closed):
         v.aval.size <= INLINE_UP_TO for e in j.eqns for v in e.outvars)
 
 
-def execute(exe, bufs):
+def execute(exe, bufs, args=()):
     t0 = time.perf_counter()
     with span("xform.lazy.execute"):
-        outs = exe.execute(bufs)
+        try:
+            outs = exe.execute(bufs)
+        except Exception as e:
+            outs = run_elsewhere(exe, bufs, args, "a lazy graph", e)
     _metrics["programs_executed"] += 1
     _metrics["execute_ms"] += (time.perf_counter() - t0) * 1e3
     for b in outs:

@@ -25,7 +25,7 @@ from xform.core.mesh import Mesh
 from xform.core.sharding import UNCONSTRAINED, MeshLayout
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from xform.core.trace import Primitive, Tracer, get_aval, set_current_trace, vma_mode
-from xform.interpreters import ad, batching, dispatch, mlir
+from xform.interpreters import ad, batching, mlir, placement
 from xform.interpreters import partial_eval as pe
 from xform.lax.collectives import _sum_prim, all_gather_p, axis_index_p
 from xform.lax.dynamic_slicing import dynamic_index_in_dim
@@ -230,7 +230,7 @@ def check_deleted(args, name, describe=None):
                 f"Array has been deleted with shape={x.aval.str_short()}: {what} of {name} "
                 "was donated to an earlier computation (donate_argnums) and its buffers "
                 "were reused; it cannot be used again.") from None
-    dispatch.check_deleted(args, name, describe)
+    placement.check_deleted(args, name, describe)
 
 
 def _local(devices):

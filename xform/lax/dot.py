@@ -6,6 +6,7 @@ from typing import Union
 
 
 from xform.core import dtypes, sharding_types
+from xform.core.config import config
 from xform.core.sharding import PartitionSpec as P
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
@@ -51,9 +52,17 @@ DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
 
 
 def canonicalize_precision(precision):
-    """``None`` or a pair of ``Precision`` (lhs, rhs) from the API's forms."""
+    """``None`` or a pair of ``Precision`` (lhs, rhs) from the API's forms; ``None``
+    means ``jax_default_matmul_precision`` (read when the op is bound, as JAX does)."""
     if precision is None:
-        return None
+        default = config.jax_default_matmul_precision
+        if default is None:
+            return None
+        if default not in _PRECISION_NAMES:
+            raise NotImplementedError(
+                f"jax_default_matmul_precision={default!r}: dot algorithm presets are not "
+                f"supported by xform; use one of {sorted(_LEGACY_DEFAULTS)}")
+        return (Precision(default),) * 2
     pair = (precision,) * 2 if isinstance(precision, (str, Precision)) else precision
     if isinstance(pair, (tuple, list)) and len(pair) == 2:
         try:
@@ -62,6 +71,25 @@ def canonicalize_precision(precision):
             pass
     raise ValueError(f"precision must be None, a lax.Precision, one of "
                      f"{sorted(_PRECISION_NAMES)}, or a pair of those; got {precision!r}")
+
+
+# jax_default_matmul_precision's values, as JAX's option takes them: the legacy
+# precision names, and dot algorithm presets (refused when a dot is bound).
+_LEGACY_DEFAULTS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
+_DEFAULT_VALUES = _LEGACY_DEFAULTS + (
+    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+def _check_default(value):
+    if value is not None and value not in _DEFAULT_VALUES:
+        raise ValueError(f"new enum value must be None or in {list(_DEFAULT_VALUES)}, "
+                         f"got {value} of type {type(value)}.")
+
+
+config._add_validator("jax_default_matmul_precision", _check_default)
 
 
 def precision_attr(precision):

@@ -275,6 +275,13 @@ def _lu_lowering(ctx, x):
     lu_, ipiv, _ = ffi.solver_call(ctx, ("getrf_ffi", {}), ("getrf_ffi", {}), [x], [aval],
                                    [aval, piv_aval, _info_aval(aval)], aliases=[(0, 0)])
     (pivots,) = _in_lowering(ctx, lambda p: [ew.sub(p, np.int32(1))], [ipiv], [piv_aval])
+    platform = ctx.module_ctx.platform
+    if platform in ffi.GPU_PLATFORMS:  # (JAX's GPU kernel; a serial while loop there
+        target = backend.gpu_solver_target(  # costs a kernel launch per swap)
+            ("cu" if platform == "cuda" else "hip") + "_lu_pivots_to_permutation")
+        perm = ffi.custom_call(target, [pivots], [piv_aval], [perm_aval],
+                               column_major=False)[0]
+        return [lu_, pivots, perm]
     return [lu_, pivots, _pivots_loop(ctx, pivots, piv_aval, perm_aval)]
 
 

@@ -21,6 +21,7 @@ from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
+from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
@@ -264,14 +265,13 @@ class JitWrapped:
                 avals = tuple(avals)
                 entry = self._fast.get(avals)
                 if entry is not None:
+                    if entry.consts:
+                        bufs = entry.consts + bufs
                     try:
-                        outs = entry.run(entry.consts + bufs if entry.consts else bufs
-                                         ).consume_with_handlers(entry.handlers)
+                        outs = entry.run(bufs).consume_with_handlers(entry.handlers)
                     except Exception as e:
-                        dispatch.check_deleted(args, f"jit({self._name})",
-                                               lambda i: explain.leaf_name(self, args,
-                                                                           {}, i))
-                        raise backend.xform_error(e) from None
+                        outs = run_elsewhere(entry.compiled, bufs, args, f"jit({self._name})",
+                                             e, lambda i: explain.leaf_name(self, args, {}, i))
                     if entry.out_aval is not None:
                         return Array(outs[0], entry.out_aval)
                     return tree_util.tree_unflatten(entry.out_tree,
@@ -288,13 +288,13 @@ class JitWrapped:
                 avals.append(a.aval)
             entry = self._tree_fast.get((c_tree, tuple(avals)))
             if entry is not None and entry.c_out_tree is not None:
+                if entry.consts:
+                    bufs = entry.consts + bufs
                 try:
-                    outs = entry.run(entry.consts + bufs if entry.consts else bufs
-                                     ).consume_with_handlers(entry.handlers)
+                    outs = entry.run(bufs).consume_with_handlers(entry.handlers)
                 except Exception as e:
-                    dispatch.check_deleted(leaves, f"jit({self._name})",
-                                           lambda i: explain.leaf_name(self, args, {}, i))
-                    raise backend.xform_error(e) from None
+                    outs = run_elsewhere(entry.compiled, bufs, leaves, f"jit({self._name})",
+                                         e, lambda i: explain.leaf_name(self, args, {}, i))
                 return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
         return self._call(args, kwargs)
 
@@ -456,6 +456,7 @@ class JitWrapped:
         # axis_size or all_gather traces differently under another vmap/pmap size (or
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
+               config.jax_default_matmul_precision,
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
@@ -595,9 +596,10 @@ def _clear_all(name, value):
             c.clear()
         elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
             c.clear()
-        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs"):
-            if name != "jax_disable_jit":  # executables bake the flag in
-                c.entries.clear()
+        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
+                      "jax_default_matmul_precision", "jax_default_device"):
+            if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
+                c.entries.clear()  # (executables bake them in)
             c.fast.clear()
             c.tree_fast.clear()
 
