@@ -24,7 +24,7 @@ batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
 rng_bit_generator rng_bit_generator_p RandomAlgorithm conv_general_dilated_patches
 conv_general_dilated_local conv_shape_tuple conv_general_shape_tuple conv_transpose_shape_tuple
 reduce_window_shape_tuple ragged_dot scatter_apply DotDimensionNumbers PrecisionLike
-ConvGeneralDilatedDimensionNumbers
+ConvGeneralDilatedDimensionNumbers pswapaxes
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
@@ -180,6 +180,9 @@ def test_vmap_matches_jax():
     x = F32([[1.0, 0.5], [2.0, 4.0], [-1.0, np.inf]])
     _same(xform.vmap(lambda v: xlax.cumlogsumexp(v), 1, 1)(x), jlax.cumlogsumexp(x, 0),
           "vmap cumlogsumexp")
+    y = np.arange(12.0, dtype=F32).reshape(2, 3, 2)
+    _same(xform.vmap(lambda v: xlax.pswapaxes(v, "i", 1), axis_name="i")(y),
+          jax.vmap(lambda v: jlax.pswapaxes(v, "i", 1), axis_name="i")(y), "pswapaxes")
     keys = np.arange(12, dtype=np.uint32).reshape(4, 3)   # batched along axis 1
     _same(xform.vmap(lambda k: xlax.rng_bit_generator(k, (2,)), 1)(keys),
           jax.vmap(lambda k: jlax.rng_bit_generator(k, (2,)), 1)(keys), "vmap rbg")
