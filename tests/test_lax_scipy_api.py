@@ -29,6 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
+bessel_jn
 """.split()
 
 
@@ -98,6 +99,7 @@ VALUES = [
     ("polygamma", lambda L, S: lambda x: S.polygamma(np.array([0, 1, 3]), x), (POS,)),
     ("special.zeta", lambda L, S: S.zeta, (F32([2.0, 3.0, 1.0]), POS)),
     ("i0", lambda L, S: S.i0, (X,)),
+    ("bessel_jn", lambda L, S: lambda z: S.bessel_jn(z, v=3, n_iter=20), (X,)),
     ("i1", lambda L, S: S.i1, (X,)),
     ("erfcx", lambda L, S: S.erfcx, (X,)),
     ("dawsn", lambda L, S: S.dawsn, (X,)),
