@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn
+bessel_jn sici
 """.split()
 
 
@@ -111,6 +111,7 @@ VALUES = [
     ("expn", lambda L, S: lambda x: S.expn(np.array([0, 1, 2, 3, 6000, 2]), x),
      (F32([0.5, 0.0, 1.5, 30.0, 2.0, 0.0]),)),
     ("spence", lambda L, S: S.spence, (X,)),
+    ("sici", lambda L, S: S.sici, (X,)),
 ]
 JAX, XF = (jlax, jsp), (xlax, xsp)
 
@@ -145,6 +146,7 @@ GRADS = [   # (name, fn(lib), args, argnums)
     ("erfcx", lambda L, S: S.erfcx, (F32(12.0),), (0,)),
     ("dawsn", lambda L, S: S.dawsn, (F32(4.0),), (0,)),
     ("expi", lambda L, S: S.expi, (F32(-2.0),), (0,)),
+    ("sici", lambda L, S: lambda x: S.sici(x)[0] + S.sici(x)[1], (F32(2.0),), (0,)),
     ("expn", lambda L, S: lambda x: S.expn(3, x), (F32(1.5),), (0,)),
     ("rel_entr", lambda L, S: S.rel_entr, (F32(0.5), F32(2.0)), (0, 1)),
     ("approx_min_k", lambda L, S: lambda x: L.approx_min_k(x, 2)[0][1], (F32([3, 2, 1]),),

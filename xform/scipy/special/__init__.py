@@ -8,4 +8,4 @@ from xform.scipy.special._gamma import (  # noqa: F401
     polygamma, zeta)
 from xform.scipy.special._misc import (  # noqa: F401
     bessel_jn, boxcox, boxcox1p, dawsn, erfcx, i0, i0e, i1, i1e, kl_div, rel_entr)
-from xform.scipy.special._expint import exp1, expi, expn, spence  # noqa: F401
+from xform.scipy.special._expint import exp1, expi, expn, sici, spence  # noqa: F401

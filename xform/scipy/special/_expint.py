@@ -1,5 +1,6 @@
-"""Exponential integrals and the dilogarithm of ``scipy.special``: expi, expn, exp1 and
-spence, ported, as JAX's, from Cephes (ei.c, expn.c, spence.c).
+"""Exponential, sine and cosine integrals and the dilogarithm of ``scipy.special``:
+expi, expn, exp1, sici and spence, ported, as JAX's, from Cephes (ei.c, expn.c, sici.c,
+spence.c).
 
 NB: JAX picks each element's branch with ``lax.switch`` (``jnp.piecewise`` under
 ``vectorize``); here every branch is evaluated and selected, so each branch gets safe
@@ -242,3 +243,89 @@ def spence(x):
     out = jnp.where(big | high, -0.5 * jnp.log(y) ** 2 - out, out)
     out = jnp.where(x == 0.0, np.pi ** 2 / 6, jnp.where(x == 1.0, 0, out))
     return jnp.where(x < 0.0, np.nan, out)
+
+
+# ---- sici: a rational series up to 4, auxiliary functions f, g up to 1e9, then 1/x ----
+
+_SICI = {   # Cephes sici.c
+    "SN": [-8.39167827910303881427E-11, 4.62591714427012837309E-8, -9.75759303843632795789E-6,
+           9.76945438170435310816E-4, -4.13470316229406538752E-2, 1.00000000000000000302E0],
+    "SD": [2.03269266195951942049E-12, 1.27997891179943299903E-9, 4.41827842801218905784E-7,
+           9.96412122043875552487E-5, 1.42085239326149893930E-2, 9.99999999999999996984E-1],
+    "CN": [2.02524002389102268789E-11, -1.35249504915790756375E-8, 3.59325051419993077021E-6,
+           -4.74007206873407909465E-4, 2.89159652607555242092E-2, -1.00000000000000000080E0],
+    "CD": [4.07746040061880559506E-12, 3.06780997581887812692E-9, 1.23210355685883423679E-6,
+           3.17442024775032769882E-4, 5.10028056236446052392E-2, 4.00000000000000000080E0],
+    "FN4": [4.23612862892216586994E0, 5.45937717161812843388E0, 1.62083287701538329132E0,
+            1.67006611831323023771E-1, 6.81020132472518137426E-3, 1.08936580650328664411E-4,
+            5.48900223421373614008E-7],
+    "FD4": [1, 8.16496634205391016773E0, 7.30828822505564552187E0, 1.86792257950184183883E0,
+            1.78792052963149907262E-1, 7.01710668322789753610E-3, 1.10034357153915731354E-4,
+            5.48900252756255700982E-7],
+    "GN4": [8.71001698973114191777E-2, 6.11379109952219284151E-1, 3.97180296392337498885E-1,
+            7.48527737628469092119E-2, 5.38868681462177273157E-3, 1.61999794598934024525E-4,
+            1.97963874140963632189E-6, 7.82579040744090311069E-9],
+    "GD4": [1, 1.64402202413355338886E0, 6.66296701268987968381E-1, 9.88771761277688796203E-2,
+            6.22396345441768420760E-3, 1.73221081474177119497E-4, 2.02659182086343991969E-6,
+            7.82579218933534490868E-9],
+    "FN8": [4.55880873470465315206E-1, 7.13715274100146711374E-1, 1.60300158222319456320E-1,
+            1.16064229408124407915E-2, 3.49556442447859055605E-4, 4.86215430826454749482E-6,
+            3.20092790091004902806E-8, 9.41779576128512936592E-11, 9.70507110881952024631E-14],
+    "FD8": [1.0, 9.17463611873684053703E-1, 1.78685545332074536321E-1, 1.22253594771971293032E-2,
+            3.58696481881851580297E-4, 4.92435064317881464393E-6, 3.21956939101046018377E-8,
+            9.43720590350276732376E-11, 9.70507110881952025725E-14],
+    "GN8": [6.97359953443276214934E-1, 3.30410979305632063225E-1, 3.84878767649974295920E-2,
+            1.71718239052347903558E-3, 3.48941165502279436777E-5, 3.47131167084116673800E-7,
+            1.70404452782044526189E-9, 3.85945925430276600453E-12, 3.14040098946363334640E-15],
+    "GD8": [1.0, 1.68548898811011640017E0, 4.87852258695304967486E-1, 4.67913194259625806320E-2,
+            1.90284426674399523638E-3, 3.68475504442561108162E-5, 3.57043223443740838771E-7,
+            1.72693748966316146736E-9, 3.87830166023954706752E-12, 3.14040098946363335242E-15],
+}
+
+
+def sici(x):
+    """The sine and cosine integrals ``(Si(x), Ci(x))``: ``int_0^x sin(t)/t dt`` and
+    ``euler_gamma + log(x) + int_0^x (cos(t) - 1)/t dt``.
+
+    Raises:
+      ValueError: for complex ``x``.
+
+    >>> import xform.scipy.special as sp
+    >>> [round(float(v), 5) for v in sp.sici(1.0)]
+    [0.94608, 0.3374]
+    """
+    x, = _inexact("sici", x)
+    if dtypes.issubdtype(x.aval.dtype, np.complexfloating):
+        raise ValueError(f"Argument `x` to sici must be real-valued. Got dtype "
+                         f"{x.aval.dtype}.")
+    return _sici(x)
+
+
+@custom_jvp
+def _sici(x):
+    c = {k: np.array(v, x.dtype) for k, v in _SICI.items()}
+    ax = jnp.abs(x)
+    t = ax * ax
+    si_series = jnp.where(ax == 0, 0.0, ax * jnp.polyval(c["SN"], t) / jnp.polyval(c["SD"], t))
+    ci_series = jnp.where(ax == 0, -np.inf, np.euler_gamma + jnp.log(ax)
+                          + t * jnp.polyval(c["CN"], t) / jnp.polyval(c["CD"], t))
+    s, co, z = jnp.sin(ax), jnp.cos(ax), 1.0 / t
+    near = ax < 8.0
+    f = jnp.where(near, jnp.polyval(c["FN4"], z) / (ax * jnp.polyval(c["FD4"], z)),
+                  jnp.polyval(c["FN8"], z) / (ax * jnp.polyval(c["FD8"], z)))
+    g = jnp.where(near, z * jnp.polyval(c["GN4"], z) / jnp.polyval(c["GD4"], z),
+                  z * jnp.polyval(c["GN8"], z) / jnp.polyval(c["GD8"], z))
+    si_asymp, ci_asymp = (np.pi / 2) - f * co - g * s, f * s - g * co
+    inf = jnp.isposinf(ax)
+    si_far = jnp.where(inf, np.pi / 2, (np.pi / 2) - co / ax)
+    ci_far = jnp.where(inf, 0.0, s / ax)
+    series, asymp = ax <= 4, (ax > 4) & (ax <= 1e9)
+    si = jnp.select([series, asymp], [si_series, si_asymp], si_far)
+    ci = jnp.select([series, asymp], [ci_series, ci_asymp], ci_far)
+    return jnp.sign(x) * si, jnp.where(jnp.isneginf(x), np.nan, ci)
+
+
+@_sici.defjvp
+def _sici_jvp(primals, tangents):   # Si' = sin(x)/x, Ci' = cos(x)/x
+    (x,), (t,) = primals, tangents
+    return _sici(x), (jnp.sinc(x / np.pi) * t, jnp.cos(x) / x * t)
