@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn sici
+bessel_jn sici owens_t
 """.split()
 
 
@@ -112,6 +112,7 @@ VALUES = [
      (F32([0.5, 0.0, 1.5, 30.0, 2.0, 0.0]),)),
     ("spence", lambda L, S: S.spence, (X,)),
     ("sici", lambda L, S: S.sici, (X,)),
+    ("owens_t", lambda L, S: S.owens_t, (X, A)),
 ]
 JAX, XF = (jlax, jsp), (xlax, xsp)
 
@@ -149,6 +150,7 @@ GRADS = [   # (name, fn(lib), args, argnums)
     ("sici", lambda L, S: lambda x: S.sici(x)[0] + S.sici(x)[1], (F32(2.0),), (0,)),
     ("expn", lambda L, S: lambda x: S.expn(3, x), (F32(1.5),), (0,)),
     ("rel_entr", lambda L, S: S.rel_entr, (F32(0.5), F32(2.0)), (0, 1)),
+    ("owens_t", lambda L, S: S.owens_t, (F32(0.7), F32(1.5)), (0, 1)),
     ("approx_min_k", lambda L, S: lambda x: L.approx_min_k(x, 2)[0][1], (F32([3, 2, 1]),),
      (0,)),
     ("ragged_dot", lambda L, S: lambda l, r: L.ragged_dot(l, r, GROUPS).sum(),

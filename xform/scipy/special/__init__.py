@@ -7,5 +7,5 @@ from xform.scipy.special._gamma import (  # noqa: F401
     bernoulli, beta, comb, factorial, gamma, gammasgn, loggamma, multigammaln, poch,
     polygamma, zeta)
 from xform.scipy.special._misc import (  # noqa: F401
-    bessel_jn, boxcox, boxcox1p, dawsn, erfcx, i0, i0e, i1, i1e, kl_div, rel_entr)
+    bessel_jn, boxcox, boxcox1p, dawsn, erfcx, i0, i0e, i1, i1e, kl_div, owens_t, rel_entr)
 from xform.scipy.special._expint import exp1, expi, expn, sici, spence  # noqa: F401
