@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn sici owens_t
+bessel_jn sici owens_t hyp1f1
 """.split()
 
 
@@ -113,6 +113,8 @@ VALUES = [
     ("spence", lambda L, S: S.spence, (X,)),
     ("sici", lambda L, S: S.sici, (X,)),
     ("owens_t", lambda L, S: S.owens_t, (X, A)),
+    ("hyp1f1", lambda L, S: S.hyp1f1, (F32([1, 0, 2, 0.5, 3, -1.5]), F32([2, 1, 2, 1.5, 0, 2.5]),
+                                       F32([1, 5, 3, -2, 1, 120]))),
 ]
 JAX, XF = (jlax, jsp), (xlax, xsp)
 
@@ -151,6 +153,7 @@ GRADS = [   # (name, fn(lib), args, argnums)
     ("expn", lambda L, S: lambda x: S.expn(3, x), (F32(1.5),), (0,)),
     ("rel_entr", lambda L, S: S.rel_entr, (F32(0.5), F32(2.0)), (0, 1)),
     ("owens_t", lambda L, S: S.owens_t, (F32(0.7), F32(1.5)), (0, 1)),
+    ("hyp1f1", lambda L, S: S.hyp1f1, (F32(1.5), F32(2.5), F32(0.8)), (0, 1, 2)),
     ("approx_min_k", lambda L, S: lambda x: L.approx_min_k(x, 2)[0][1], (F32([3, 2, 1]),),
      (0,)),
     ("ragged_dot", lambda L, S: lambda l, r: L.ragged_dot(l, r, GROUPS).sum(),
@@ -209,7 +212,8 @@ def test_errors_name_the_problem():
                                     "xform.lax.shape_utils", "xform.lax.conv_utils",
                                     "xform.lax.scatter_apply", "xform.scipy.special._gamma",
                                     "xform.scipy.special._misc",
-                                    "xform.scipy.special._expint"])
+                                    "xform.scipy.special._expint",
+                                    "xform.scipy.special._hyper"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module),
                              optionflags=doctest.NORMALIZE_WHITESPACE)

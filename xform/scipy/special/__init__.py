@@ -9,3 +9,4 @@ from xform.scipy.special._gamma import (  # noqa: F401
 from xform.scipy.special._misc import (  # noqa: F401
     bessel_jn, boxcox, boxcox1p, dawsn, erfcx, i0, i0e, i1, i1e, kl_div, owens_t, rel_entr)
 from xform.scipy.special._expint import exp1, expi, expn, sici, spence  # noqa: F401
+from xform.scipy.special._hyper import hyp1f1  # noqa: F401
