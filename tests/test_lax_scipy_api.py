@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn sici owens_t hyp1f1
+bessel_jn sici owens_t hyp1f1 wofz
 """.split()
 
 
@@ -103,6 +103,8 @@ VALUES = [
     ("i1", lambda L, S: S.i1, (X,)),
     ("erfcx", lambda L, S: S.erfcx, (X,)),
     ("dawsn", lambda L, S: S.dawsn, (X,)),
+    ("wofz", lambda L, S: S.wofz, (np.complex64([1 + 1j, -2 + 0.5j, 0.5 - 1j, 0, 3 - 3j]),)),
+    ("erfcx complex", lambda L, S: S.erfcx, (np.complex64([1 + 1j, -1 - 2j]),)),
     ("rel_entr", lambda L, S: S.rel_entr, (P, B)),
     ("kl_div", lambda L, S: S.kl_div, (P, B)),
     ("boxcox", lambda L, S: S.boxcox, (POS, F32([0.0, 0.5, -1.0]))),

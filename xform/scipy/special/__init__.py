@@ -7,6 +7,7 @@ from xform.scipy.special._gamma import (  # noqa: F401
     bernoulli, beta, comb, factorial, gamma, gammasgn, loggamma, multigammaln, poch,
     polygamma, zeta)
 from xform.scipy.special._misc import (  # noqa: F401
-    bessel_jn, boxcox, boxcox1p, dawsn, erfcx, i0, i0e, i1, i1e, kl_div, owens_t, rel_entr)
+    bessel_jn, boxcox, boxcox1p, dawsn, erfcx, i0, i0e, i1, i1e, kl_div, owens_t, rel_entr,
+    wofz)
 from xform.scipy.special._expint import exp1, expi, expn, sici, spence  # noqa: F401
 from xform.scipy.special._hyper import hyp1f1  # noqa: F401
