@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn sici owens_t hyp1f1 wofz
+bessel_jn sici owens_t hyp1f1 wofz fresnel
 """.split()
 
 
@@ -114,6 +114,7 @@ VALUES = [
      (F32([0.5, 0.0, 1.5, 30.0, 2.0, 0.0]),)),
     ("spence", lambda L, S: S.spence, (X,)),
     ("sici", lambda L, S: S.sici, (X,)),
+    ("fresnel", lambda L, S: S.fresnel, (X,)),
     ("owens_t", lambda L, S: S.owens_t, (X, A)),
     ("hyp1f1", lambda L, S: S.hyp1f1, (F32([1, 0, 2, 0.5, 3, -1.5]), F32([2, 1, 2, 1.5, 0, 2.5]),
                                        F32([1, 5, 3, -2, 1, 120]))),
@@ -152,6 +153,7 @@ GRADS = [   # (name, fn(lib), args, argnums)
     ("dawsn", lambda L, S: S.dawsn, (F32(4.0),), (0,)),
     ("expi", lambda L, S: S.expi, (F32(-2.0),), (0,)),
     ("sici", lambda L, S: lambda x: S.sici(x)[0] + S.sici(x)[1], (F32(2.0),), (0,)),
+    ("fresnel", lambda L, S: lambda x: S.fresnel(x)[0] + S.fresnel(x)[1], (F32(2.3),), (0,)),
     ("expn", lambda L, S: lambda x: S.expn(3, x), (F32(1.5),), (0,)),
     ("rel_entr", lambda L, S: S.rel_entr, (F32(0.5), F32(2.0)), (0, 1)),
     ("owens_t", lambda L, S: S.owens_t, (F32(0.7), F32(1.5)), (0, 1)),
@@ -215,7 +217,8 @@ def test_errors_name_the_problem():
                                     "xform.lax.scatter_apply", "xform.scipy.special._gamma",
                                     "xform.scipy.special._misc",
                                     "xform.scipy.special._expint",
-                                    "xform.scipy.special._hyper"])
+                                    "xform.scipy.special._hyper",
+                                    "xform.scipy.special._fresnel"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module),
                              optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -11,3 +11,4 @@ from xform.scipy.special._misc import (  # noqa: F401
     wofz)
 from xform.scipy.special._expint import exp1, expi, expn, sici, spence  # noqa: F401
 from xform.scipy.special._hyper import hyp1f1  # noqa: F401
+from xform.scipy.special._fresnel import fresnel  # noqa: F401
