@@ -90,6 +90,8 @@ VALUES = [
     ("erfinv", lambda L, S: S.erfinv, (F32([-1, -0.5, 0, 0.9, 1, 2]),)),
     ("gamma", lambda L, S: S.gamma, (X,)),
     ("gammasgn", lambda L, S: S.gammasgn, (X,)),
+    ("complex gamma", lambda L, S: lambda z: (S.gamma(z), S.loggamma(z)),
+     (np.complex64([1 + 1j, -2.5 + 0.5j, 0.5 - 1j, -3, 4, -0.5 - 2j, 10 + 3j]),)),
     ("loggamma", lambda L, S: S.loggamma, (X,)),
     ("factorial", lambda L, S: S.factorial, (X,)),
     ("beta", lambda L, S: S.beta, (A, B)),
