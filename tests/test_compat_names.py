@@ -354,7 +354,7 @@ def test_config_knows_every_jax_option():
     for name in names:
         xform.config.read(name)
     assert xform.config.jax_default_matmul_precision is None
-    xform.config.update("jax_numpy_rank_promotion", "raise")   # accepted and inert
+    xform.config.update("jax_numpy_rank_promotion", "raise")
     assert xform.config.jax_numpy_rank_promotion == "raise"
     xform.config.update("jax_numpy_rank_promotion", "allow")
     from jax._src.config import State
@@ -384,6 +384,30 @@ def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name),
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+def test_numpy_rank_promotion_raise_and_warn():
+    # implicit rank promotion (not scalars, not explicit broadcasting) as JAX reports it
+    a, b = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+    implicit = [lambda np_: np_.add(a, b), lambda np_: np_.asarray(a) * np_.asarray(b),
+                lambda np_: np_.clip(a, b, 2.0), lambda np_: np_.hypot(a, b)]
+    allowed = [lambda np_: np_.asarray(a) * 2.0, lambda np_: np_.broadcast_arrays(a, b),
+               lambda np_: np_.matmul(a, b)]
+    for f in implicit:
+        msgs = []
+        for L, np_ in LIBS:
+            with L.numpy_rank_promotion("raise"), pytest.raises(ValueError) as e:
+                f(np_)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1] and "jax_numpy_rank_promotion='raise'" in msgs[0]
+    with xform.numpy_rank_promotion("raise"):
+        for f in allowed:
+            f(jnp)
+    with xform.numpy_rank_promotion("warn"), jax.numpy_rank_promotion("warn"):
+        for L, np_ in LIBS:
+            with pytest.warns(UserWarning, match="Following NumPy automatic rank promotion "
+                              r"for add on shapes \(2, 3\) \(3,\)"):
+                np_.add(a, b + 1)
+    close(jnp.add(a, b), a + b)   # "allow" again
 
 def test_default_matmul_precision_reaches_dots_and_jit_keys():
     # the option is read when a dot or conv is bound (as JAX's): jaxprs carry it, a jit

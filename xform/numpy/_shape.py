@@ -213,7 +213,8 @@ def broadcast_shapes(*shapes):
 def broadcast_arrays(*args):
     """Like numpy.broadcast_arrays (returns a list)."""
     arrays = [asarray(x, "broadcast_arrays", i) for i, x in enumerate(args)]
-    return _util.broadcast_arrays("broadcast_arrays", *arrays, scalars_ok=False)
+    return _util.broadcast_arrays("broadcast_arrays", *arrays, scalars_ok=False,
+                                  explicit=True)
 
 
 def _sequence(name, arrays):

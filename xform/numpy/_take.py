@@ -200,7 +200,7 @@ def choose(a, choices, out=None, mode="raise"):
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     choices = _util.promote_dtypes("choose", *choices)
-    args = _util.broadcast_arrays("choose", a, *choices, scalars_ok=False)
+    args = _util.broadcast_arrays("choose", a, *choices, scalars_ok=False, explicit=True)
     return lax.select_n(lax.convert_element_type(args[0], dtypes.int32), *args[1:])
 
 

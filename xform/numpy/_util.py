@@ -8,12 +8,14 @@ operand whose dtype differs from the promoted one) and then *broadcasts* (one
 fit cost nothing: this keeps ``x + 1`` and ``x * y`` at one primitive.
 """
 import operator
+import warnings
 
 import numpy as np
 
 from xform import lax
 from xform.core import dtypes, shape_poly
 from xform.core.array import Array
+from xform.core.config import config
 from xform.core.trace import Tracer
 from xform.core.transfer import device_put_value, scalar_array
 from xform.core.errors import ConcretizationTypeError
@@ -153,13 +155,32 @@ def broadcast_to(x, shape):
     return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
-def broadcast_arrays(name, *xs, scalars_ok=True):
+def broadcast_arrays(name, *xs, scalars_ok=True, explicit=False):
     """Broadcast arrays to one shape; rank-0 operands stay rank 0 if ``scalars_ok``
-    (lax broadcasts them itself)."""
+    (lax broadcasts them itself). Unless ``explicit`` (``jnp.broadcast_arrays``), a
+    rank promotion is what ``jax_numpy_rank_promotion`` checks."""
     shapes = [x.aval.shape for x in xs]
     out_shape = broadcast_shapes(*shapes, name=name)
+    if not explicit and config.jax_numpy_rank_promotion != "allow" and len(
+            {len(s) for s in shapes if s}) > 1:
+        _rank_promotion(name, shapes)
     return [x if s == out_shape or (scalars_ok and not s) else broadcast_to(x, out_shape)
             for x, s in zip(xs, shapes)]
+
+
+def _rank_promotion(name, shapes):
+    """JAX's warning or error for an implicit rank promotion."""
+    shapes = " ".join(map(str, shapes))
+    if config.jax_numpy_rank_promotion == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes "
+                      f"{shapes}. Set the jax_numpy_rank_promotion config option to "
+                      "'allow' to disable this warning; for more information, see "
+                      "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+    else:
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{shapes} and with the config option "
+                         "jax_numpy_rank_promotion='raise'. For more information, see "
+                         "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
 
 
 def promote_args(name, *args, to=None):
