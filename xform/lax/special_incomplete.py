@@ -41,12 +41,7 @@ def igamma(a, x):
 
 
 def igammac(a, x):
-    r"""Elementwise regularized upper incomplete gamma function :math:`Q(a, x) = 1 - P`.
-
-    >>> import xform.lax as lax
-    >>> print(round(float(lax.igammac(2.0, 1.0)), 5))
-    0.73576
-    """
+    r"""Elementwise regularized upper incomplete gamma function :math:`Q(a, x) = 1 - P`."""
     return igammac_p.bind(*_scalar_args("igammac", a, x))
 
 
@@ -57,12 +52,7 @@ def igamma_grad_a(a, x):
 
 def random_gamma_grad(a, x):
     r"""The derivative of a ``Gamma(a, 1)`` sample ``x`` with respect to ``a`` at fixed
-    CDF value (implicit reparameterization): :math:`-(\partial P / \partial a) / p(x)`.
-
-    >>> import xform.lax as lax
-    >>> print(round(float(lax.random_gamma_grad(1.0, 1.0)), 4))
-    1.1736
-    """
+    CDF value (implicit reparameterization): :math:`-(\partial P / \partial a) / p(x)`."""
     return _random_gamma_grad(*_scalar_args("random_gamma_grad", a, x))
 
 
