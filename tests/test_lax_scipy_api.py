@@ -24,7 +24,7 @@ batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
 rng_bit_generator rng_bit_generator_p RandomAlgorithm conv_general_dilated_patches
 conv_general_dilated_local conv_shape_tuple conv_general_shape_tuple conv_transpose_shape_tuple
 reduce_window_shape_tuple ragged_dot scatter_apply DotDimensionNumbers PrecisionLike
-ConvGeneralDilatedDimensionNumbers pswapaxes
+ConvGeneralDilatedDimensionNumbers pswapaxes rng_uniform rng_uniform_p
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
@@ -182,6 +182,13 @@ def test_shape_tuples_match_jax():
              ("reduce_window_shape_tuple", ((5, 6), (2, 2), (1, 2), ((0, 1), (1, 0)), (1, 2)))]
     for name, args in cases:
         assert getattr(xlax, name)(*args) == tuple(getattr(jlax, name)(*args)), name
+
+
+def test_rng_uniform_draws_in_range_like_jax():
+    got = xlax.rng_uniform(F32(1.0), F32(2.0), (3, 4))
+    want = jlax.rng_uniform(F32(1.0), F32(2.0), (3, 4))   # stateful: compare types and range
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    assert bool(((got >= 1) & (got < 2)).all())
 
 
 def test_undifferentiable_arguments_raise_as_in_jax():

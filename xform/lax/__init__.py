@@ -72,7 +72,8 @@ from xform.lax.sorting import (approx_max_k, approx_min_k, sort, sort_key_val, t
                                top_k_p)
 from xform.lax.fft import FftType, fft, fft_p
 from xform.lax.prng import (RandomAlgorithm, bitcast_convert_type, rng_bit_generator,
-                            bitcast_convert_type_p, rng_bit_generator_p)
+                            rng_uniform, bitcast_convert_type_p, rng_bit_generator_p,
+                            rng_uniform_p)
 from xform.lax.scatter_apply import scatter_apply
 from xform.lax.special_incomplete import (
     betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, igamma_p, igamma_grad_a_p,

@@ -294,3 +294,34 @@ rng_bit_generator_p = standard_primitive("rng_bit_generator", _rng_bit_generator
 ad.defnondiff(rng_bit_generator_p)
 batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batch
 mlir.register_lowering(rng_bit_generator_p, _rng_bit_generator_lowering)
+
+
+# ---- rng_uniform: XLA's stateful RNG ----
+
+def rng_uniform(a, b, shape):
+    """Uniform numbers in ``[a, b)`` of ``shape`` from XLA's stateful RNG (experimental,
+    as in JAX: prefer ``xform.random``; ``b <= a`` is undefined)."""
+    return rng_uniform_p.bind(*elementwise._scalar_args("rng_uniform", a, b),
+                              shape=tuple(operator.index(d) for d in shape))
+
+
+def _rng_uniform_abstract_eval(a, b, *, shape):
+    if a.dtype != b.dtype:
+        raise ValueError(f"Arguments to rng_uniform must have identical dtypes, got "
+                         f"{a.dtype} and {b.dtype}.")
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"Arguments to rng_uniform must be scalars; got shapes {a.shape} "
+                         f"and {b.shape}.")
+    return ShapedArray(shape, a.dtype, a.weak_type and b.weak_type)
+
+
+def _rng_uniform_batch(vals, dims, *, shape):
+    raise NotImplementedError("rng_uniform has no batching rule (as in JAX): use "
+                              "xform.random.uniform under vmap.")
+
+
+rng_uniform_p = standard_primitive("rng_uniform", _rng_uniform_abstract_eval)
+ad.defnondiff(rng_uniform_p)
+batching.primitive_batchers[rng_uniform_p] = _rng_uniform_batch
+mlir.register_lowering(rng_uniform_p, lambda ctx, a, b, *, shape: hlo.rng(
+    a, b, mlir.ir_constant(np.array(shape, np.int64)), hlo.RngDistributionAttr.get("UNIFORM")))
