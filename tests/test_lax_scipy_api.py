@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes rng_uniform rng_uniform_p
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn sici owens_t hyp1f1 wofz fresnel
+bessel_jn sici owens_t hyp1f1 hyp2f1 wofz fresnel
 """.split()
 
 
@@ -120,6 +120,10 @@ VALUES = [
     ("owens_t", lambda L, S: S.owens_t, (X, A)),
     ("hyp1f1", lambda L, S: S.hyp1f1, (F32([1, 0, 2, 0.5, 3, -1.5]), F32([2, 1, 2, 1.5, 0, 2.5]),
                                        F32([1, 5, 3, -2, 1, 120]))),
+    ("hyp2f1", lambda L, S: S.hyp2f1, (F32([1, 0.5, -2, 1.5, 0, 2, 3, 1]),
+                                       F32([1, 1.5, 3, 2.5, 2, 1, 1, 2]),
+                                       F32([2, 3, 4, 4, 1, 3, 5, 2]),
+                                       F32([0.5, 0.95, 0.3, 0.99, 0.4, 1, 0.92, 0.97]))),
 ]
 JAX, XF = (jlax, jsp), (xlax, xsp)
 
@@ -160,6 +164,7 @@ GRADS = [   # (name, fn(lib), args, argnums)
     ("rel_entr", lambda L, S: S.rel_entr, (F32(0.5), F32(2.0)), (0, 1)),
     ("owens_t", lambda L, S: S.owens_t, (F32(0.7), F32(1.5)), (0, 1)),
     ("hyp1f1", lambda L, S: S.hyp1f1, (F32(1.5), F32(2.5), F32(0.8)), (0, 1, 2)),
+    ("hyp2f1", lambda L, S: S.hyp2f1, (F32(0.5), F32(1.5), F32(3.0), F32(0.4)), (0, 1, 2, 3)),
     ("approx_min_k", lambda L, S: lambda x: L.approx_min_k(x, 2)[0][1], (F32([3, 2, 1]),),
      (0,)),
     ("ragged_dot", lambda L, S: lambda l, r: L.ragged_dot(l, r, GROUPS).sum(),
