@@ -21,6 +21,8 @@ from xform import backend
 print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "jax default:", jax.default_backend())
 print("xform:", xform.default_backend(), backend.platform(), xform.devices())
 x = np.linspace(-1, 1, 1000, dtype=np.float32)
+A = (np.random.default_rng(0).standard_normal((64, 64)) + 8 * np.eye(64)).astype(np.float32)
+A64, B = A.astype(np.float64), np.ones((64, 2), np.float32)
 checks = {
     "eager sin": (jnp.sin(x), np.sin(x)),
     "jit grad": (xform.jit(xform.grad(lambda v: jnp.sum(jnp.tanh(v) ** 2)))(x),
@@ -30,11 +32,22 @@ checks = {
     "cholesky": (jnp.linalg.cholesky(np.eye(4, dtype=np.float32) * 4), 2 * np.eye(4)),
     "svd": (jnp.linalg.svd(np.diag(np.float32([3, 1, 2])), compute_uv=False), [3, 2, 1]),
     "det": (jnp.linalg.det(np.float32([[2, 1], [1, 3]])), 5.0),
+    "solve (getrf + pivots kernel)": (jnp.linalg.solve(A, B), np.linalg.solve(A64, B)),
+    "eigvals (geev)": (jnp.sort_complex(jnp.linalg.eigvals(A)),
+                       np.sort_complex(np.linalg.eigvals(A64))),
 }
 for name, (got, want) in checks.items():
     print(f"{name}: max abs diff {np.max(np.abs(np.asarray(got) - np.asarray(want))):.3g}",
           "on", next(iter(got.devices())))
 xform.debug.print("debug.print from the program: {}", jnp.arange(3))
+M = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)
+exact = M.astype(np.float64) @ M.astype(np.float64)
+for p in (None, "float32"):   # f32 matmul: TF32 unless a precision asks for more
+    with xform.default_matmul_precision(p):
+        err = np.max(np.abs(np.asarray(xform.jit(lambda m: m @ m)(M)) - exact))
+    with jax.default_matmul_precision(p):
+        jerr = np.max(np.abs(np.asarray(jax.jit(lambda m: m @ m)(M)) - exact))
+    print(f"matmul 1024 precision={p}: max abs error xform {err:.3g}, jax {jerr:.3g}")
 EOF
 } > "$out/smoke.txt" 2>&1
 cat "$out/smoke.txt"
@@ -42,7 +55,7 @@ cat "$out/smoke.txt"
 tests=(core transforms jit_cache jit_fastpath callbacks lax_ops numpy_table numpy linalg
        cond_while scan custom_derivatives random random_keys random_samplers
        nn_layers_basic optim lazy checkpoint platforms export checkify eager_composite
-       compiled_parity)
+       compiled_parity placement scipy_linalg_more image ode)
 files=(); for t in "${tests[@]}"; do files+=("tests/test_$t.py"); done
 [ -n "${TESTS:-}" ] && read -r -a files <<< "$TESTS"
 timeout -s INT -k 30 "${TEST_S:-330}" $py -m pytest -q -n "${WORKERS:-12}" --no-header -rfE \

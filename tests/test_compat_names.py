@@ -1,6 +1,9 @@
 """JAX API names the tutorials use (issue 15, "Missing names" and config), each checked
 side by side with real JAX: values, gradients, and error types where JAX raises."""
+import collections
 import io
+import logging
+import re
 
 import jax
 import jax.ad_checkpoint
@@ -409,6 +412,43 @@ def test_numpy_rank_promotion_raise_and_warn():
                 np_.add(a, b + 1)
     close(jnp.add(a, b), a + b)   # "allow" again
 
+def test_numpy_dtype_promotion_strict():
+    # JAX's strict lattice: a Python scalar joins types of its kind or higher, two
+    # different dtypes never; TypePromotionError (a ValueError) names them; jit retraces
+    def cases(np_):
+        i32, f32, f16 = np_.ones(3, np_.int32), np_.ones(3), np_.ones(3, np_.float16)
+        return [lambda: i32 * 2.0, lambda: f32 * i32, lambda: f16 + f32,
+                lambda: np_.promote_types("int8", "int16"), lambda: np_.ones(3, bool) + 1,
+                lambda: np_.concatenate([f32, i32]), lambda: f32 * 2, lambda: i32 + 1,
+                lambda: np_.mean(i32), lambda: i32 / 2]
+
+    def outcome(f):
+        try:
+            return str(f().dtype)
+        except ValueError as e:
+            names = re.search(r"Input dtypes \((.*)\) have no", str(e)).group(1)
+            return type(e).__name__, sorted(names.split(", "))
+    got, want = [], []
+    for (L, np_), out in zip(LIBS, (want, got)):
+        f = L.jit(lambda a, b: a + b)
+        f(np_.ones(3), np_.ones(3, np_.int32))
+        with L.numpy_dtype_promotion("strict"):
+            out.extend(outcome(c) for c in cases(np_))
+            out.append(outcome(lambda: f(np_.ones(3), np_.ones(3, np_.int32))))
+    assert got == want and got[0][0] == "TypePromotionError" and got[6] == "float32"
+    assert issubclass(xform.dtypes.TypePromotionError, ValueError)
+    with pytest.raises(ValueError, match="'bogus' is not a valid NumpyDtypePromotion"):
+        xform.config.update("jax_numpy_dtype_promotion", "bogus")
+    assert (jnp.ones(3, jnp.int32) * 2.0).dtype == np.float32   # standard again
+
+
+def test_dtypes_helpers_match_jax():
+    for d in (np.bool_, np.int8, np.uint32, np.float16, "bfloat16", np.complex64):
+        assert xform.dtypes.itemsize_bits(d) == jax.dtypes.itemsize_bits(d)
+    for v in (1, 1.0, True, 1j, np.ones(2, np.int8), np.float16(1)):
+        assert xform.dtypes.scalar_type_of(v) is jax.dtypes.scalar_type_of(v)
+    assert xform.dtypes.scalar_type_of(jnp.ones(2, "bfloat16")) is float
+
 def test_default_matmul_precision_reaches_dots_and_jit_keys():
     # the option is read when a dot or conv is bound (as JAX's): jaxprs carry it, a jit
     # traced outside the context is not reused inside it, and bad values are refused
@@ -450,3 +490,69 @@ def test_device_get_matches_jax():
     assert type(ours["b"][0]) is np.ndarray and ours["b"][0].dtype == theirs["b"][0].dtype
     assert str(ours["k"].dtype) == "key<fry>"          # keys stay device arrays, as JAX's
     assert xform.jit(lambda x: xform.device_get(x) * 2)(1.0) == 2.0  # tracers pass through
+
+
+# ---- tree_util, errors and debug names ----
+
+def test_tree_util_one_level_static_and_keys_class():
+    P = collections.namedtuple("P", "x y")
+    for v in ({"a": [1, 2], "b": {"c": 3}}, (1, 2), [1, [2]], None, P(1, 2),
+              collections.OrderedDict(b=1, a=2)):
+        assert xform.tree_util.flatten_one_level(v) == jax.tree_util.flatten_one_level(v)
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match="can't tree-flatten type: <class 'int'>"):
+            L.tree_util.flatten_one_level(1)
+    assert [xform.tree_util.is_tree_node(t) for t in (dict, P, int, type(None))] == [
+        jax.tree_util.is_tree_node(t) for t in (dict, P, int, type(None))]
+    prefix, full = [1, {"a": 2}], [(3, 4), {"a": [5, 6]}]
+    assert xform.tree_util.tree_broadcast(prefix, full) == jax.tree_util.tree_broadcast(
+        prefix, full)
+
+    @xform.tree_util.register_static
+    class Mode(str):
+        pass
+    assert xform.jit(lambda x, m: x + 1 if m == "add" else x - 1)(1., Mode("add")) == 2.
+
+    @xform.tree_util.register_pytree_with_keys_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten_with_keys(self):
+            return ((xform.tree_util.GetAttrKey("a"), self.a),
+                    (xform.tree_util.GetAttrKey("b"), self.b)), None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+    path, leaf = xform.tree_util.tree_leaves_with_path(Pair(1, 2))[1]
+    assert xform.tree_util.keystr(path) == ".b" and leaf == 2
+    assert xform.tree_util.tree_map(lambda x: x * 3, Pair(1, 2)).b == 6
+    for name in ("JAXIndexError", "JaxprTypeError", "InconclusiveDimensionOperation"):
+        base = next(c for c in getattr(jax.errors, name).__mro__ if c.__module__ == "builtins")
+        assert issubclass(getattr(xform.errors, name), base)
+    assert issubclass(xform.errors.NonConcreteBooleanIndexError, xform.errors.JAXIndexError)
+
+
+def test_debug_log_goes_to_logging_with_the_callers_line(caplog):
+    with caplog.at_level(logging.INFO, logger="xform.debug"):
+        xform.jit(lambda x: xform.debug.log("y={}", x * 2))(jnp.arange(2.))
+        xform.debug.log()("two-call {}", 5)
+    assert [r.getMessage() for r in caplog.records] == ["y=[0. 2.]", "two-call 5"]
+    assert {r.filename for r in caplog.records} == {"test_compat_names.py"}
+
+
+def test_pjit_compilation_cache_and_stages_modules(tmp_path):
+    from xform.experimental import pjit
+    from xform.experimental.compilation_cache import compilation_cache as cc
+    with pytest.warns(DeprecationWarning, match="Please use `jax.jit` instead"):
+        f = pjit.pjit(lambda x: x * 2, donate_argnums=())
+    close(f(np.ones(2, np.float32)), np.full(2, 2.0))
+    cc.set_cache_dir(str(tmp_path))
+    assert xform.config.jax_compilation_cache_dir == str(tmp_path)
+    cc.reset_cache()
+    cc.set_cache_dir(None)
+    assert isinstance(xform.jit(lambda x: x).lower(1.), xform.stages.Lowered)
+    assert isinstance(xform.jit(lambda x: x), xform.stages.Wrapped)
+    assert {"Compiled", "Lowered", "Traced", "Wrapped"} <= set(dir(jax.stages)) & set(
+        dir(xform.stages))

@@ -54,6 +54,6 @@ from xform.ref import new_ref, empty_ref, freeze, Ref  # noqa: E402,F401
 for _name, _state in _states.items():  # JAX's other top-level config states
     globals().setdefault(_name, _state)
 from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, shard_map)
-from xform import typing  # noqa: E402,F401  (jax.typing, an attribute after `import jax`)
+from xform import stages, typing  # noqa: E402,F401  (attributes after `import jax`)
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)

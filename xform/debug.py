@@ -10,6 +10,7 @@ NB: ``ordered=True`` is accepted, but xform does not thread effect tokens: callb
 run in program order on the CPU backend without a guarantee, as ``ordered=False`` in
 JAX. ``partitioned`` is accepted and ignored (programs are single-device here).
 """
+import logging
 import string
 import sys
 
@@ -20,7 +21,7 @@ from xform.debugger import breakpoint  # noqa: A004
 from xform.debug_sharding import (  # noqa: F401
     inspect_array_sharding, visualize_array_sharding, visualize_sharding)
 
-__all__ = ["breakpoint", "callback", "print", "inspect_array_sharding",
+__all__ = ["breakpoint", "callback", "log", "print", "inspect_array_sharding",
            "visualize_array_sharding", "visualize_sharding"]
 
 
@@ -78,7 +79,7 @@ class _FormatChecker(string.Formatter):
 
 
 def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False,
-          **kwargs):
+          _log=False, **kwargs):
     """Print ``fmt.format(*args, **kwargs)`` with the concrete values of the arguments.
 
     Works under ``jit``, ``vmap`` and ``grad`` (see the module docstring). Use
@@ -103,7 +104,13 @@ def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=F
     def call(fmt, *args, **kwargs):
         if not skip_format_check:
             _FormatChecker().format(fmt, *args, **kwargs)
-        debug_callback(_Printer(fmt, np.get_printoptions()), *args, **kwargs)
+        where = None
+        if _log:  # (the user's line: past call, print and log, or the user calls call)
+            frame = sys._getframe(3 if fmt_given else 1)
+            where = (frame.f_code.co_filename, frame.f_lineno)
+        debug_callback(_Printer(fmt, np.get_printoptions(), where), *args, **kwargs)
+
+    fmt_given = fmt is not None
 
     if fmt is not None:
         return call(fmt, *args, **kwargs)
@@ -113,13 +120,24 @@ def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=F
     return call
 
 
+def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False,
+        **kwargs):
+    """:func:`print`, but the message goes to the ``xform.debug`` logger at INFO level,
+    with the caller's file and line (``jax.debug.log``)."""
+    return print(fmt, *args, ordered=ordered, partitioned=partitioned,
+                 skip_format_check=skip_format_check, _log=True, **kwargs)
+
+
+_logger = logging.getLogger(__name__)
+
+
 class _Printer:
     """The host side of ``print``: formats with the NumPy print options of the call.
     Equal for equal format and options, so repeated prints share compiled programs."""
-    __slots__ = ("fmt", "printoptions", "placeholders")
+    __slots__ = ("fmt", "printoptions", "placeholders", "where")
 
-    def __init__(self, fmt, printoptions):
-        self.fmt, self.printoptions = fmt, printoptions
+    def __init__(self, fmt, printoptions, where=None):
+        self.fmt, self.printoptions, self.where = fmt, printoptions, where
         self.placeholders = any(field is not None
                                 for _, field, _, _ in string.Formatter().parse(fmt))
 
@@ -127,11 +145,15 @@ class _Printer:
         with np.printoptions(**self.printoptions):
             msg = (self.fmt.format(*args, **kwargs) if self.placeholders
                    else " ".join([self.fmt, *map(str, args)]))
-        sys.stdout.write(msg + "\n")
+        if self.where is None:
+            sys.stdout.write(msg + "\n")
+            return
+        record = _logger.makeRecord(_logger.name, logging.INFO, *self.where, msg, (), None)
+        _logger.handle(record)
 
     def __eq__(self, other):
         return (type(other) is _Printer and self.fmt == other.fmt
-                and self.printoptions == other.printoptions)
+                and self.printoptions == other.printoptions and self.where == other.where)
 
     def __hash__(self):
         return hash(self.fmt)

@@ -50,9 +50,22 @@ def _lattice_edges(x64):
     return edges
 
 
-def _build_join_table(x64):
-    """All pairwise least upper bounds of the lattice, as {(node, node): node}."""
-    edges = _lattice_edges(x64)
+def _strict_edges():
+    """``jax_numpy_dtype_promotion='strict'``'s lattice: a Python scalar takes any type
+    of its kind or higher (int -> float -> complex); two different types never join."""
+    nodes = _lattice_edges(True)
+    edges = {n: [] for n in nodes}
+    for weak, higher in (("i*", "f*"), ("f*", "c*"), ("c*", None)):
+        kind = _KIND_OF_WEAK_NODE[weak]
+        edges[weak] = ([higher] if higher else []) + [
+            n for n in nodes if n not in _WEAK_NODES and n != "bool"
+            and _KIND[_DTYPE_OF_NODE[n]] in (("i", "u") if kind == "i" else (kind,))]
+    return edges
+
+
+def _build_join_table(edges):
+    """All pairwise least upper bounds of the lattice ``edges``, as {(node, node): node}
+    (None where there is none: only in the strict lattice)."""
     upper = {}
     for node in edges:
         seen, stack = {node}, [node]
@@ -66,11 +79,33 @@ def _build_join_table(x64):
     for a in edges:
         for b in edges:
             common = upper[a] & upper[b]
-            (table[a, b],) = [c for c in common if common <= upper[c]]  # unique LUB
+            lub = [c for c in common if common <= upper[c]]  # unique, if any
+            table[a, b] = lub[0] if lub else None
     return table
 
 
-_JOIN = (_build_join_table(x64=False), _build_join_table(x64=True))
+_JOIN = (_build_join_table(_lattice_edges(False)), _build_join_table(_lattice_edges(True)))
+_STRICT_JOIN = _build_join_table(_strict_edges())
+_strict = [False]  # jax_numpy_dtype_promotion == "strict" (set by _on_flag)
+
+
+class TypePromotionError(ValueError):
+    """No implicit promotion joins these dtypes (``jax.dtypes.TypePromotionError``)."""
+
+
+def _join_table(x64):
+    return _STRICT_JOIN if _strict[0] else _JOIN[x64]
+
+
+def _no_join(nodes):
+    names = tuple(_WEAK_NAMES.get(n, n) for n in nodes)
+    return TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+        "output type, or set jax_numpy_dtype_promotion=standard.")
+
+
+_WEAK_NAMES = {"i*": str(int), "f*": str(float), "c*": str(complex)}
 
 
 def _node_dtype(node, x64):
@@ -80,11 +115,13 @@ def _node_dtype(node, x64):
 
 
 def _join(nodes, x64):
-    table = _JOIN[x64]
+    table = _join_table(x64)
     it = iter(nodes)
     out = next(it)
     for node in it:
         out = table[out, node]
+        if out is None:
+            raise _no_join(nodes)
     return out
 
 
@@ -122,7 +159,7 @@ def promote_types(a, b):
     >>> promote_types("uint8", int)
     dtype('uint8')
     """
-    node = _JOIN[config.jax_enable_x64][_promotion_node(a), _promotion_node(b)]
+    node = _join([_promotion_node(a), _promotion_node(b)], config.jax_enable_x64)
     # As in JAX, a weak-only result is np.dtype of the Python type (64-bit) here.
     return _node_dtype(node, x64=True)
 
@@ -234,3 +271,19 @@ def result_type(*args, return_weak_type_flag=False):
             return (dt, False) if return_weak_type_flag else dt
         out = cache[key] = _result_type_uncached(pairs, config.jax_enable_x64)
     return out if return_weak_type_flag else out[0]
+
+
+def _check_mode(value):
+    if value not in ("standard", "strict"):
+        raise ValueError(f"{value!r} is not a valid NumpyDtypePromotion")
+
+
+def _on_flag(name, value):
+    if name == "jax_numpy_dtype_promotion":
+        _strict[0] = value == "strict"
+        for cache in _RESULT_CACHE:
+            cache.clear()
+
+
+config._add_validator("jax_numpy_dtype_promotion", _check_mode)
+config._add_listener(_on_flag)

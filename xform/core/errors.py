@@ -75,7 +75,11 @@ class UnexpectedTracerError(Exception):
             "call returned). Return such values as outputs instead.")
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class JAXIndexError(IndexError):
+    """Base of xform's indexing errors (``jax.errors.JAXIndexError``)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
     """An array was indexed with a traced boolean mask (``x[mask]`` under ``jit``).
 
     The result's shape would depend on how many entries of the mask are True, which is

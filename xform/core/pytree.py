@@ -499,6 +499,43 @@ def tree_map_with_path(f, tree, *rest, is_leaf=None):
     return treedef.unflatten(f(p, x, *xs) for (p, x), *xs in zip(pairs, *others))
 
 
+# ---------------------------------------------------------------------------- one level
+
+def _node_of(x):
+    node = _dispatch.get(type(x)) or _classify(type(x))
+    if node.kind == _LEAFK:
+        raise ValueError(f"can't tree-flatten type: {type(x)}")
+    return node
+
+
+def flatten_one_level(tree):
+    """``(children, node data)`` of a pytree node, one level down (ValueError for a
+    leaf). A namedtuple's node data is its class, a dict's its sorted keys.
+
+    >>> flatten_one_level({'a': [1, 2], 'b': {'c': 3}})
+    (([1, 2], {'c': 3}), ('a', 'b'))
+    """
+    node = _node_of(tree)
+    kids, data = _shallow(node, tree)
+    if node.kind == _NAMEDTUPLE:
+        return list(kids), type(tree)
+    return (tuple(kids) if node.kind == _DICT else kids), data
+
+
+def flatten_one_level_with_keys(tree):
+    """``([(key, child), ...], node data)``: :func:`flatten_one_level` with each child's
+    key (``DictKey``, ``SequenceKey``, ``GetAttrKey``, or the node's own)."""
+    node = _node_of(tree)
+    data = type(tree) if node.kind == _NAMEDTUPLE else _shallow(node, tree)[1]
+    return _keyed_children(node, tree), data
+
+
+def is_tree_node(typ):
+    """Whether instances of ``typ`` are pytree nodes (containers, namedtuples, registered
+    types), not leaves."""
+    return (_dispatch.get(typ) or _classify(typ)).kind != _LEAFK
+
+
 # ----------------------------------------------------------------------------- prefixes
 
 

@@ -4,7 +4,7 @@ library's containers that need it (OrderedDict, defaultdict), and ``Partial``.
 import collections
 import dataclasses
 import functools
-import operator  # noqa: F401  (examples)
+import operator
 
 from xform.core.pytree import (_CUSTOM, _LEAFK, _NAMEDTUPLE, DictKey, GetAttrKey, _Node,
                                 _dispatch, _sorted_keys)
@@ -18,13 +18,14 @@ def _register(node):
     _dispatch[node.type] = node
 
 
-def register_pytree_node(nodetype, flatten_func, unflatten_func):
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
     """Registers ``nodetype`` as a pytree node.
 
     Args:
       nodetype: the exact type to register (subclasses are not covered).
       flatten_func: ``x -> (children, aux_data)``; aux_data must be hashable.
       unflatten_func: ``(aux_data, children) -> x``.
+      flatten_with_keys_func: optional ``x -> ([(key, child), ...], aux_data)``.
 
     >>> class Pair:
     ...     def __init__(self, a, b): self.a, self.b = a, b
@@ -32,7 +33,7 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func):
     >>> tree_leaves(Pair(1, [2]))
     [1, 2]
     """
-    _register(_Node(nodetype, _CUSTOM, flatten_func, unflatten_func))
+    _register(_Node(nodetype, _CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func))
 
 
 def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
@@ -71,6 +72,29 @@ def register_pytree_node_class(cls):
     [3]
     """
     register_pytree_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys_class(cls):
+    """Class decorator registering ``cls`` via its ``tree_flatten_with_keys`` method (and
+    ``tree_flatten``, if defined) and ``tree_unflatten`` classmethod."""
+    flat = operator.methodcaller("tree_flatten") if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, operator.methodcaller("tree_flatten_with_keys"),
+                              cls.tree_unflatten, flat)
+    return cls
+
+
+def register_static(cls):
+    """Class decorator registering ``cls`` as a pytree with no leaves: an instance is
+    node data (so it must be hashable), static to jit and other transformations.
+
+    >>> @register_static
+    ... class Mode(str):
+    ...     pass
+    >>> tree_leaves([1, Mode("train")])
+    [1]
+    """
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
     return cls
 
 

@@ -33,6 +33,11 @@ def u8(value):
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), int(value))
 
 
+def i32(value):
+    """A signed 32-bit attribute (LAPACK's integer arguments: gehrd's ``low``/``high``)."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(value))
+
+
 def flag(value):
     """A boolean attribute (cuSOLVER kernels' ``lower``, ``compute_uv``...)."""
     return ir.BoolAttr.get(bool(value))

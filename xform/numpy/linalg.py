@@ -14,6 +14,7 @@ from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 
+EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -147,6 +148,25 @@ def qr(a, mode="reduced"):
                          "or 'r'")
     q, r = lax_linalg.qr(a, full_matrices=(mode == "complete"))
     return r if mode == "r" else QRResult(q, r)
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of a general square matrix, complex whatever
+    ``a``'s dtype (CPU, or cuSOLVER on CUDA). Differentiable in the eigenvalues only.
+
+    >>> eig(xform.numpy.array([[2., 0.], [0., 3.]])).eigenvalues
+    Array([2.+0.j, 3.+0.j], dtype=complex64)
+    """
+    (a,) = _inexact("eig", a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """Eigenvalues of a general square matrix (complex whatever ``a``'s dtype)."""
+    (a,) = _inexact("eigvals", a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
 
 
 def eigh(a, UPLO=None, symmetrize_input=True):

@@ -1,8 +1,18 @@
-"""``xform.scipy.linalg``: SciPy's triangular and Cholesky/LU solvers with JAX's
-semantics, over the ``xform.lax.linalg`` primitives."""
+"""``xform.scipy.linalg``: SciPy's linear algebra with JAX's semantics: the solvers and
+factorizations here, over the ``xform.lax.linalg`` primitives; schur, hessenberg,
+qr_multiply and eigh_tridiagonal in ``_linalg_decomp.py``; the special matrices in
+``_linalg_special.py``; matrix functions (expm, polar, sqrtm, funm) in
+``_linalg_matfuncs.py``."""
 import xform.numpy as jnp
 from xform.lax import linalg as lax_linalg
 from xform.numpy import linalg as np_linalg
+from xform.scipy._linalg_decomp import (  # noqa: F401
+    eigh_tridiagonal, hessenberg, qr_multiply, schur)
+from xform.scipy._linalg_matfuncs import (  # noqa: F401
+    expm, expm_frechet, funm, polar, rsf2csf, solve_sylvester, sqrtm)
+from xform.scipy._linalg_special import (  # noqa: F401
+    block_diag, circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion,
+    hadamard, hankel, helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
 
 
 def _trans_flags(trans):

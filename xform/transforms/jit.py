@@ -456,7 +456,8 @@ class JitWrapped:
         # axis_size or all_gather traces differently under another vmap/pmap size (or
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
-               config.jax_default_matmul_precision,
+               (config.jax_default_matmul_precision, config.jax_numpy_dtype_promotion,
+                config.jax_numpy_rank_promotion),
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
@@ -597,7 +598,8 @@ def _clear_all(name, value):
         elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
             c.clear()
         elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
-                      "jax_default_matmul_precision", "jax_default_device"):
+                      "jax_default_matmul_precision", "jax_default_device",
+                      "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion"):
             if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
                 c.entries.clear()  # (executables bake them in)
             c.fast.clear()

@@ -116,15 +116,19 @@ def _arg_structures(wrapped, in_tree, nargs, static):
     return out
 
 
+_CONTEXT_FLAGS = ("jax_default_matmul_precision", "jax_numpy_dtype_promotion",
+                  "jax_numpy_rank_promotion")   # (jit's trace key holds their values)
+
+
 def _differences(wrapped, new, old):
-    in_tree, avals, static, nargs, x64, precision, axes = new
-    o_tree, o_avals, o_static, o_nargs, o_x64, o_precision, o_axes = old
+    in_tree, avals, static, nargs, x64, context, axes = new
+    o_tree, o_avals, o_static, o_nargs, o_x64, o_context, o_axes = old
     out = []
     if x64 != o_x64:
         out.append(f"jax_enable_x64: now {x64}, before {o_x64}")
-    if precision != o_precision:
-        out.append(f"jax_default_matmul_precision: now {precision!r}, before "
-                   f"{o_precision!r}")
+    for flag, now, before in zip(_CONTEXT_FLAGS, context, o_context):
+        if now != before:
+            out.append(f"{flag}: now {now!r}, before {before!r}")
     if axes != o_axes:
         out.append(f"bound axis names and sizes: now {list(axes)}, before {list(o_axes)}")
     if nargs != o_nargs:

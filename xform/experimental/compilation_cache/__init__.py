@@ -1,0 +1,1 @@
+"""``jax.experimental.compilation_cache``."""

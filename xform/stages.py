@@ -1,0 +1,7 @@
+"""``jax.stages``: the types of jit's ahead-of-time stages (``jit(f).trace(...)``,
+``.lower()``, ``.compile()``)."""
+from xform.transforms.jit import JitWrapped as Wrapped  # noqa: F401
+from xform.transforms.stages import Compiled, Lowered, Traced  # noqa: F401
+
+CompilerOptions = dict[str, str | bool]
+__all__ = ["Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
