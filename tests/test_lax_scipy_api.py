@@ -216,7 +216,7 @@ def test_vmap_matches_jax():
 
 
 def test_errors_name_the_problem():
-    with pytest.raises(ValueError, match="len\\(reps\\) must equal operand.ndim"):
+    with pytest.raises(TypeError, match="reps length must be equal to the ndim of x"):
         xlax.tile(POS, (2, 2))
     with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
         xlax.broadcast_shapes((2,), (3,))

@@ -40,8 +40,8 @@ def tile(operand, reps):
     aval = get_aval(operand)
     reps = tuple(operator.index(r) for r in reps)
     if len(reps) != aval.ndim:
-        raise ValueError(f"tile: len(reps) must equal operand.ndim, got reps={reps} for "
-                         f"operand of shape {aval.shape}")
+        raise TypeError(f"reps length must be equal to the ndim of x, got "
+                        f"len(reps)={len(reps)} and x.ndim={aval.ndim}.")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: reps must be non-negative, got {reps}")
     # (r0, s0, r1, s1, ...) with the operand's dimensions at the odd positions
