@@ -29,7 +29,7 @@ ConvGeneralDilatedDimensionNumbers pswapaxes rng_uniform rng_uniform_p
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
 bernoulli i0 i0e i1 i1e erfcx dawsn rel_entr kl_div boxcox boxcox1p exp1 expi expn spence
-bessel_jn sici owens_t hyp1f1 hyp2f1 wofz fresnel
+bessel_jn sici owens_t hyp1f1 hyp2f1 wofz fresnel sph_harm_y
 """.split()
 
 
@@ -117,6 +117,9 @@ VALUES = [
     ("spence", lambda L, S: S.spence, (X,)),
     ("sici", lambda L, S: S.sici, (X,)),
     ("fresnel", lambda L, S: S.fresnel, (X,)),
+    ("sph_harm_y", lambda L, S: lambda t, p: S.sph_harm_y(np.array([0, 1, 2, 4, 5]),
+                                                      np.array([0, -1, 2, -3, 5]), t, p),
+     (F32([0.3, 1.0, 2.0, 2.5, 0.7]), F32([0.0, 0.5, 1.0, -1.0, 0.2]))),
     ("owens_t", lambda L, S: S.owens_t, (X, A)),
     ("hyp1f1", lambda L, S: S.hyp1f1, (F32([1, 0, 2, 0.5, 3, -1.5]), F32([2, 1, 2, 1.5, 0, 2.5]),
                                        F32([1, 5, 3, -2, 1, 120]))),
@@ -232,7 +235,8 @@ def test_errors_name_the_problem():
                                     "xform.scipy.special._misc",
                                     "xform.scipy.special._expint",
                                     "xform.scipy.special._hyper",
-                                    "xform.scipy.special._fresnel"])
+                                    "xform.scipy.special._fresnel",
+                                    "xform.scipy.special._sph_harm"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module),
                              optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -12,6 +12,7 @@ from xform.scipy.special._misc import (
 from xform.scipy.special._expint import exp1, expi, expn, sici, spence
 from xform.scipy.special._hyper import hyp1f1, hyp2f1
 from xform.scipy.special._fresnel import fresnel
+from xform.scipy.special._sph_harm import sph_harm_y
 
 __all__ = [
     "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
@@ -19,6 +20,6 @@ __all__ = [
     "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
     "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
     "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "wofz",
-    "xlog1py", "xlogy", "zeta",
+    "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "sph_harm_y",
+    "wofz", "xlog1py", "xlogy", "zeta",
 ]
