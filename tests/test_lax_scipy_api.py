@@ -24,7 +24,8 @@ batch_matmul scatter_sub scatter_sub_p index_take approx_max_k approx_min_k
 rng_bit_generator rng_bit_generator_p RandomAlgorithm conv_general_dilated_patches
 conv_general_dilated_local conv_shape_tuple conv_general_shape_tuple conv_transpose_shape_tuple
 reduce_window_shape_tuple ragged_dot scatter_apply DotDimensionNumbers PrecisionLike
-ConvGeneralDilatedDimensionNumbers pswapaxes rng_uniform rng_uniform_p
+ConvGeneralDilatedDimensionNumbers pswapaxes rng_uniform rng_uniform_p ragged_dot_general
+RaggedDotDimensionNumbers
 """.split()
 SPECIAL_NAMES = """
 erfinv gamma gammasgn loggamma beta factorial comb poch multigammaln polygamma zeta
@@ -84,6 +85,10 @@ VALUES = [
         x, LOCAL_RHS, (1, 1), "VALID", (2, 2), dimension_numbers=NHWC), (IMG,)),
     ("ragged_dot", lambda L, S: lambda l: L.ragged_dot(l, LOCAL_RHS[:, :2, 0], GROUPS),
      (IMG[0, 0, :, :2],)),
+    ("ragged_dot_general", lambda L, S: lambda l: L.ragged_dot_general(   # contracting
+        l, LOCAL_RHS[:2, :2, 0], np.array([[1, 1], [0, 2]], np.int32),
+        L.RaggedDotDimensionNumbers((([2], [1]), ([0], [0])), [2], [])),
+     (IMG[0, :2, :3, :2],)),
     ("scatter_apply", lambda L, S: lambda x: L.scatter_apply(
         x, np.array([[1], [1], [0]]), lambda v: v * 2 + 1,
         L.ScatterDimensionNumbers((), (0,), (0,)), update_shape=(3,)), (POS,)),
@@ -231,7 +236,8 @@ def test_errors_name_the_problem():
 
 @pytest.mark.parametrize("module", ["xform.lax.special_series", "xform.lax.special_incomplete",
                                     "xform.lax.shape_utils", "xform.lax.conv_utils",
-                                    "xform.lax.scatter_apply", "xform.scipy.special._gamma",
+                                    "xform.lax.scatter_apply", "xform.lax.ragged_dot",
+                                    "xform.scipy.special._gamma",
                                     "xform.scipy.special._misc",
                                     "xform.scipy.special._expint",
                                     "xform.scipy.special._hyper",

@@ -32,7 +32,8 @@ from xform.lax.reductions import (argmax, reduce_max, reduce_min, reduce_sum, ar
 from xform.lax.reductions import (
     argmin, reduce_and, reduce_or, reduce_precision, reduce_prod, reduce_xor, argmin_p,
     reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
-from xform.lax.dot import batch_matmul, dot, dot_general, ragged_dot, dot_general_p
+from xform.lax.dot import batch_matmul, dot, dot_general, dot_general_p
+from xform.lax.ragged_dot import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
 from xform.lax.dot import DotDimensionNumbers, Precision, PrecisionLike
 from xform.lax.conv import (
     ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,

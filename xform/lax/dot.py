@@ -13,9 +13,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
-from xform.lax.bitwise import bitwise_and
-from xform.lax.cumulative import cumsum
-from xform.lax.elementwise import convert_element_type, le, lt, select
+from xform.lax.elementwise import convert_element_type
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -173,38 +171,6 @@ def batch_matmul(lhs, rhs, precision=None):
         raise ValueError(f"Arguments to batch_matmul must have same ndim, got {l}, {r}")
     batch = tuple(range(l - 2))
     return dot_general(lhs, rhs, (((l - 1,), (r - 2,)), (batch, batch)), precision=precision)
-
-
-def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
-               group_offset=None):
-    """Grouped matrix product: consecutive row groups of ``lhs`` (m, k), of sizes
-    ``group_sizes`` (g,), each times its own ``rhs[i]`` (k, n); rows past the groups give
-    zeros. As JAX off TPU: the groups masked into a dense (g, m, k) operand, then one
-    ``dot_general`` contracting ``g`` and ``k``.
-
-    >>> import numpy as np
-    >>> ragged_dot(np.ones((3, 2)), np.stack([np.eye(2), 2 * np.eye(2)]),
-    ...            np.array([1, 2], np.int32))[:, 0]
-    Array([1., 2., 2.], dtype=float32)
-    """
-    if group_offset is not None:
-        raise NotImplementedError("Unimplemented group_offset support.")
-    l, r, gs = get_aval(lhs), get_aval(rhs), get_aval(group_sizes)
-    if l.ndim != 2 or r.ndim != 3 or gs.ndim != 1 or r.shape[0] != gs.shape[0] \
-            or l.shape[1] != r.shape[1]:
-        raise TypeError(f"ragged_dot expects lhs (m, k), rhs (g, k, n) and group_sizes (g,), "
-                        f"got {l.shape}, {r.shape} and {gs.shape}")
-    shape = (gs.shape[0], *l.shape)
-    ends = cumsum(group_sizes)
-    starts = shapes.concatenate([shapes.full((1,), 0, gs.dtype),
-                                 shapes.slice(ends, (0,), (gs.shape[0] - 1,))], 0)
-    row = shapes.broadcasted_iota(gs.dtype, shape, 1)
-    mask = bitwise_and(le(shapes.broadcast_in_dim(starts, shape, (0,)), row),
-                       lt(row, shapes.broadcast_in_dim(ends, shape, (0,))))
-    dense = select(mask, shapes.broadcast_in_dim(lhs, shape, (1, 2)),
-                   shapes.full(shape, 0, l.dtype))
-    return dot_general(dense, rhs, (((0, 2), (0, 1)), ((), ())), precision=precision,
-                       preferred_element_type=preferred_element_type)
 
 
 def _free(ndim, contract, batch):
