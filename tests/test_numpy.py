@@ -541,8 +541,8 @@ def test_docstring_examples():
     import sys
     names = ["xform.numpy"] + [f"xform.numpy.{m}" for m in [
         "_creation", "_reductions", "_shape", "_ufuncs", "_math", "_matrix", "_einsum",
-        "_manip", "_elementwise", "_cumulative", "_take", "_sorting", "_statistics", "_pad",
-        "_polynomial", "_misc", "_indexing", "fft"]]
+        "_manip", "_elementwise", "_cumulative", "_take", "_sorting", "_setops",
+        "_statistics", "_pad", "_polynomial", "_misc", "_indexing", "fft"]]
     importlib.import_module("xform.lax.fft")
     for name in names + ["xform.lax.fft"]:
         module = sys.modules[name] if name == "xform.lax.fft" else importlib.import_module(name)

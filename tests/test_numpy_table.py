@@ -37,6 +37,8 @@ NANS = np.where(rand((3, 4), "bool"), np.nan, rand((3, 4), "float32")).astype(np
 NANS[1] = np.nan
 HALVES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], np.float32)
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)
+E0, E03 = np.zeros((0,), np.float32), np.zeros((0, 3), np.int32)
+UC = np.array([1 + 1j, complex(np.nan, 1), complex(1, np.nan), 1 + 1j, 0j], np.complex64)
 
 ROWS = [
     # ---- _math
@@ -196,12 +198,40 @@ ROWS = [
     row("setops", lambda m, a, b, x: (
         m.isin(a, b), m.isin(a, b, invert=True), m.isin(x, m.stack([0.5, x[0, 0]])), m.union1d(a, b),
         m.intersect1d(a, b), m.intersect1d(a, b, return_indices=True), m.setdiff1d(a, b),
-        m.setxor1d(a, b), m.setdiff1d(a, a)), I5 % 4, np.array([1, 3, 3, 7], np.int32), F34,
-        jit=False),
+        m.setxor1d(a, b), m.setdiff1d(a, a), m.setdiff1d(a, b.astype(np.float32)),
+        m.setdiff1d(b[::-1], a, assume_unique=True)), I5 % 4,
+        np.array([1, 3, 3, 7], np.int32), F34, jit=False),
     row("setops_size", lambda m, a, b: (
         m.union1d(a, b, size=8, fill_value=-1), m.intersect1d(a, b, size=3, fill_value=0),
         m.setdiff1d(a, b, size=4, fill_value=-2), m.setxor1d(a, b, size=6, fill_value=99)),
         I5 % 4, np.array([1, 3, 3, 7], np.int32)),
+    # Empty inputs, size=0 and fill_value: JAX's shapes, dtypes and paddings (a float
+    # fill_value promotes nonzero's indices; empty input or size=0 ignores it).
+    row("nonzero_empty_fill", lambda m, x, i, e: (
+        m.nonzero(e, size=3, fill_value=-1), m.nonzero(i, size=0, fill_value=(1, 2, 3)),
+        m.argwhere(e.reshape(2, 0), size=2, fill_value=-1),
+        m.nonzero(x > 0, size=6, fill_value=2.5)), F34, I34, E0),
+    row("unique_empty_size", lambda m, e, e03, s, c: (
+        m.unique(e, size=3, fill_value=2.5),
+        m.unique(e03.T, axis=0, return_index=True, return_inverse=True, return_counts=True,
+                 size=2), m.unique(e03, axis=0, size=2, fill_value=7, return_counts=True),
+        m.unique(s, return_counts=True, size=0), m.unique_all(s, size=7),
+        m.unique_counts(c, size=4)), E0, E03, NANS[0], UC),
+    row("empty_concrete", lambda m, x, e, e03: (
+        m.nonzero(x > 0, fill_value=2.5), m.nonzero(e03, fill_value=(1, 2)),
+        m.unique(e03, axis=0, return_index=True, return_inverse=True, return_counts=True),
+        m.unique(e03.T, axis=0, return_inverse=True, return_counts=True),
+        m.compress(np.zeros(0, bool), x, 0), m.extract(np.zeros(0, bool), x),
+        m.compress(np.array([1, 0, 1, 0, 0]), x, axis=1)), F34, E0, E03, jit=False),
+    row("compress_empty_size", lambda m, x, e: (
+        m.compress(np.array([True, False, True]), x, 0, size=0),
+        m.compress(np.array([1, 0, 1, 1, 1]), x, axis=1, size=3),
+        m.extract(np.array([True, False, True]), x, size=2, fill_value=-1.5),
+        m.compress(np.zeros(0, bool), x, axis=1, size=0)), F34, E0),
+    row("setops_pad", lambda m, a, b, s, c: (
+        m.setdiff1d(a, b, size=4), m.intersect1d(a, b, return_indices=True, size=5),
+        m.setxor1d(s, s[:2], size=5), m.setdiff1d(c, c[1:3], size=3)),
+        I5 % 4, np.array([7, 3, 1], np.int32), NANS[0], UC),
     row("bincount", lambda m, a, w: (
         m.bincount(a, length=6), m.bincount(a, w, length=4), m.bincount(a, minlength=9, length=9),
         m.bincount(a, length=2)), np.array([0, 1, 1, 3, -2, 5], np.int32),
@@ -522,6 +552,30 @@ def test_value_dependent_shapes_need_size_under_jit():
                lambda a: xnp.repeat(a, a), lambda a: xnp.extract(a > 1, a)]:
         with pytest.raises(ConcretizationTypeError, match="size"):
             xform.jit(fn)(x)
+
+
+ERRORS = [  # value-dependent functions' bad sizes and fill_values: JAX's error classes
+    ("nonzero_list_fill", lambda m: m.nonzero(m.arange(3), size=2, fill_value=[1])),
+    ("nonzero_fill_length", lambda m: m.nonzero(m.ones((2, 2)), size=2, fill_value=(1, 2, 3))),
+    ("unique_empty_no_fill", lambda m: m.unique(m.zeros(0), size=2)),
+    ("unique_empty_traced", lambda m: (jax if m is jnp else xform).jit(m.unique)(m.zeros(0))),
+    ("compress_out_of_bounds", lambda m: m.compress(np.array([0, 1, 1]), m.ones(2))),
+    ("compress_size_past_condition", lambda m: m.compress(np.array([1, 1]), m.ones(4), size=3)),
+    ("intersect1d_size0", lambda m: m.intersect1d(m.arange(3), m.arange(2), size=0)),
+    ("setxor1d_size0", lambda m: m.setxor1d(m.arange(3), m.arange(2), size=0)),
+    ("setdiff1d_size0", lambda m: m.setdiff1d(m.arange(3), m.arange(2), size=0)),
+]
+
+
+@pytest.mark.parametrize("fn", [e[1] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_value_dependent_errors_match_jax(fn):
+    def raised(m):
+        try:
+            fn(m)
+        except Exception as e:  # noqa: BLE001 (the class is what is compared)
+            return type(e).__name__
+    j = raised(jnp)
+    assert j is not None and raised(xnp) == j
 
 
 def test_misc_host_functions(tmp_path):

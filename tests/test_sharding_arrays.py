@@ -191,3 +191,18 @@ def test_gather_to_one_device_and_sharded_keys():
     np.testing.assert_array_equal(np.asarray(x1), np.asarray(j1))
     check(xu, ju)
     np.testing.assert_array_equal(np.asarray(xk), np.asarray(jk))
+
+
+def test_like_functions_place_results_on_a_one_device_arrays_device():
+    # As JAX's for a committed Array: jnp's *_like and lax.full_like give a result on
+    # its device, unless the result is weakly typed or filled from an array.
+    def run(L, np_, *_):
+        d = L.devices()[3]
+        x, w = L.device_put(np.ones(3, np.float32), d), L.device_put(np_.asarray(2.0), d)
+        outs = [np_.zeros_like(x), np_.ones_like(x, dtype=np_.int32), np_.empty_like(x),
+                np_.full_like(x, 2, shape=(2, 2)), np_.full_like(x, np.arange(3.0)),
+                np_.zeros_like(w), L.lax.full_like(x, 1), L.lax.full_like(w, 1, shape=(2,)),
+                np_.zeros_like(np_.ones(3)), np_.ones_like(x + 1)]
+        return [sorted(dv.id for dv in o.devices()) for o in outs]
+    x, j = both(run)
+    assert x == j

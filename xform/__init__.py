@@ -42,7 +42,16 @@ from xform import random  # noqa: E402,F401
 from xform import lazy  # noqa: E402  (xform.lazy(): the context manager and its module)
 from xform.lazy import mark_step, dispatch_report  # noqa: E402
 
-__version__ = "0.1.0"
+from xform import version  # noqa: E402  (jax.version: the module)
+from xform.version import __version__, __version_info__  # noqa: E402,F401
+from xform.dtypes import float0  # noqa: E402,F401
+from xform.backend import Device  # noqa: E402,F401
+from xform.core.sharding import Shard  # noqa: E402,F401  (what Array.addressable_shards holds)
+from xform.distributed import (  # noqa: E402,F401
+    host_count, host_id, host_ids, process_indices)
+from xform.transforms.devices import copy_to_host_async  # noqa: E402,F401
+from xform.environment_info import print_environment_info  # noqa: E402,F401
+from xform.numpy._dslice import ds  # noqa: E402,F401  (jax.ds: a dynamic-start slice)
 
 # Optimizers, TrainState and checkpoints. ``xform.checkpoint`` is a callable module: calling
 # it is ``jax.checkpoint`` (remat, imported above), its attributes are save/restore/...

@@ -8,6 +8,7 @@ JAX. Nothing here is a home-made transport: the service, the client and the
 collectives are jaxlib's (reached through ``xform.backend``).
 """
 import os
+import warnings
 
 from xform import backend
 from xform.core.config import config
@@ -114,3 +115,24 @@ def process_index():
 def process_count():
     """How many processes take part (1 when not distributed)."""
     return backend.distributed_state().num_processes
+
+
+def process_indices(backend=None):
+    """The indices of all processes: ``list(range(process_count()))``."""
+    del backend
+    return list(range(process_count()))
+
+
+def _renamed(old, new, fn):
+    def alias(backend=None):
+        warnings.warn(f"jax.{old} has been renamed to jax.{new}. This alias will "
+                      "eventually be removed; please update your code.")
+        return fn()
+    alias.__name__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new}` (warns, as in JAX)."
+    return alias
+
+
+host_id = _renamed("host_id", "process_index", process_index)
+host_count = _renamed("host_count", "process_count", process_count)
+host_ids = _renamed("host_ids", "process_indices", process_indices)

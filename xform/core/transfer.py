@@ -24,6 +24,16 @@ def canonical_numpy(x, dtype=None):
     return x if dt == x.dtype else x.astype(dt)
 
 
+def committed_device(x):
+    """The device of ``x`` if it is a one-device Array off the default device: what JAX
+    calls committed (xform has no flag; default-device Arrays count as uncommitted, as
+    in interpreters/placement.py); else None."""
+    if type(x) is not Array:
+        return None
+    d = backend.buffer_device(x._buf)
+    return None if d == backend.default_device() else d
+
+
 def device_put_value(x, device=None, weak_type=None) -> Array:
     """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``.
     A float0 array stays on the host, as in JAX: it is all zeros by definition."""

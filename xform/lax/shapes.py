@@ -7,13 +7,13 @@ import numpy as np
 
 from xform.core import dtypes, shape_poly, sharding_types
 from xform.core.mesh import AbstractMesh
-from xform.core.sharding import NamedSharding, PartitionSpec as P
+from xform.core.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
 from xform.core import trace as _trace
 from xform.core.array import ShardedArray
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.core.transfer import device_put_value, put_sharded, scalar_array
+from xform.core.transfer import committed_device, device_put_value, put_sharded, scalar_array
 from xform.lax._prim import standard_primitive
 from xform.lax.sharding_constraint import reshard
 
@@ -162,13 +162,16 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``;
     weakly typed when ``x`` is and no ``dtype`` is given, as JAX's. ``sharding``: as
-    ``full``'s; by default a traced ``x``'s type. NB: JAX also places an eager result as
-    ``x`` (``jnp.full_like`` does, see ``like_sharding``); here that would commit AD's
+    ``full``'s; by default a traced ``x``'s type, or a committed one-device Array's
+    device (see ``committed_device``), as JAX's. NB: JAX also places an eager result as a sharded ``x``
+    (``jnp.full_like`` does, see ``like_sharding``); here that would commit AD's
     cotangent seeds, which a jit's derived call then refuses where JAX's takes them."""
     aval = get_aval(x)
     weak = dtype is None and aval.weak_type
     if sharding is None and shape is None and isinstance(x, _trace.Tracer):
         sharding = aval._sharding
+    elif sharding is None and not weak and (d := committed_device(x)) is not None:
+        sharding = SingleDeviceSharding(d)
     out = full(aval.shape if shape is None else shape, fill_value,
                aval.dtype if dtype is None else dtype, _weak_type=weak, sharding=sharding)
     vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
@@ -177,13 +180,17 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
 
 def like_sharding(x, shape, weak):
     """The sharding ``jnp.full_like(x)`` gives its result, as JAX's: a traced ``x``'s type;
-    an Array's NamedSharding, unless the result is weakly typed or reshaped (shards of
-    another shape) from a split ``x``; else None (the default device; NB: JAX's is a
-    committed one-device Array's device)."""
+    unless the result is weakly typed, a committed one-device Array's device, or an
+    Array's NamedSharding unless reshaped (shards of another shape) from a split ``x``;
+    else None (the default device)."""
     if shape is None and isinstance(x, _trace.Tracer):
         return x.aval._sharding
+    if weak:
+        return None
+    if (d := committed_device(x)) is not None:
+        return SingleDeviceSharding(d)
     s = x.sharding if type(x) is ShardedArray else None
-    if isinstance(s, NamedSharding) and not weak and (
+    if isinstance(s, NamedSharding) and (
             shape is None or tuple(shape) == get_aval(x).shape or s.is_fully_replicated):
         return s
     return None

@@ -60,9 +60,11 @@ from xform.numpy._take import (
     apply_along_axis, apply_over_axes, choose, compress, extract, piecewise, place, put,
     put_along_axis, ravel_multi_index, select, take, take_along_axis, unravel_index)
 from xform.numpy._sorting import (
-    argpartition, argsort, argwhere, bincount, digitize, flatnonzero, intersect1d, isin,
-    lexsort, nonzero, partition, searchsorted, setdiff1d, setxor1d, sort, sort_complex,
-    union1d, unique, unique_all, unique_counts, unique_inverse, unique_values, where)
+    argpartition, argsort, argwhere, bincount, digitize, flatnonzero, lexsort, nonzero,
+    partition, searchsorted, sort, sort_complex, where)
+from xform.numpy._setops import (
+    intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all, unique_counts,
+    unique_inverse, unique_values)
 from xform.numpy._statistics import (
     average, corrcoef, count_nonzero, cov, histogram, histogram2d, histogram_bin_edges,
     histogramdd, median, nanargmax, nanargmin, nanmax, nanmean, nanmedian, nanmin,
@@ -76,6 +78,12 @@ from xform.numpy._misc import (
     frombuffer, fromfile, fromfunction, fromiter, fromstring, geomspace, get_printoptions,
     hamming, hanning, i0, isdtype, isscalar, iterable, kaiser, load, logspace, packbits,
     printoptions, save, savez, set_printoptions, unpackbits, vectorize)
+from xform.numpy._index_tricks import c_, index_exp, mgrid, ogrid, r_, s_
+from xform.numpy._roots import roots
+from xform.numpy._ufunc import (  # ufunc objects replace the plain functions above
+    add, bitwise_and, bitwise_or, bitwise_xor, frompyfunc, logaddexp, logaddexp2,
+    logical_and, logical_or, logical_xor, maximum, minimum, multiply, negative, subtract,
+    ufunc)
 from xform.numpy import fft
 from xform.numpy import _array_methods
 
@@ -101,6 +109,7 @@ double, single, cdouble, csingle = float64, float32, complex128, complex64
 # ---- constants ----
 pi = _np.pi
 e = _np.e
+euler_gamma = _np.euler_gamma
 inf = _np.inf
 nan = _np.nan
 newaxis = None

@@ -27,7 +27,7 @@ from xform.core.array import Array
 from xform.core.errors import NonConcreteBooleanIndexError
 from xform.core.trace import Tracer
 from xform.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
-from xform.numpy import _creation, _ufuncs, _util
+from xform.numpy import _creation, _dslice, _ufuncs, _util
 from xform.transforms.vmap import vmap
 
 _NONE, _ELLIPSIS, _SLICE, _INT, _BOOL, _ARRAY = range(6)
@@ -144,6 +144,8 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
                    fill_value=None, normalize=True):
     """``x[idx]`` lowered to slice, dynamic_slice or gather (the cheapest that fits)."""
     x = _util.asarray(x)
+    if _dslice.has_dynamic(idx):
+        x, idx = _dslice.take(x, idx)
     shape = x.aval.shape
     entries = _entries(idx, shape)
     parsed = None if mode is None else GatherScatterMode.from_any(mode)
@@ -459,6 +461,9 @@ def _stack_indices(parts, batch_shape, dtype):
 def _scatter_update(x, idx, y, scatter_op, indices_are_sorted, unique_indices, mode,
                     normalize):
     """``x[idx] op= y`` as a scatter, returned in ``x``'s dtype and weak type."""
+    if _dslice.has_dynamic(idx):
+        return _dslice.update(x, idx, lambda sub, rest: _scatter_update(
+            sub, rest, y, scatter_op, indices_are_sorted, unique_indices, mode, normalize))
     x = _util.asarray(x)
     dtype, weak = x.aval.dtype, x.aval.weak_type
     if type(y) is int and dtypes.is_integer(dtype) and \

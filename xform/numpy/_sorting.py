@@ -1,14 +1,11 @@
-"""Sorting, searching and set operations: sort/argsort/lexsort/partition,
-searchsorted/digitize, nonzero/argwhere/flatnonzero, unique and the set functions,
-isin, bincount.
+"""Sorting and searching: sort/argsort/lexsort/partition, searchsorted/digitize,
+nonzero/argwhere/flatnonzero (and the one-argument where), bincount; unique and the set
+functions are in _setops.py.
 
 Functions whose output shape depends on the values (nonzero, unique, the set ops) take
 ``size=`` (and ``fill_value=``) to work under jit; without it their input must be
-concrete (ConcretizationTypeError otherwise). Selections are done by one stable
-multi-operand sort keyed on ``(not selected, value)``, so the same code serves the
-concrete and the sized forms.
+concrete (ConcretizationTypeError otherwise). ``masked_indices`` serves both forms.
 """
-import collections
 import operator
 
 import numpy as np
@@ -21,9 +18,8 @@ from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._creation import ones
 from xform.numpy._cumulative import cumsum
-from xform.numpy._reductions import any as _any
 from xform.numpy._reductions import sum as _sum
-from xform.numpy._shape import concatenate, moveaxis, ravel, stack
+from xform.numpy._shape import moveaxis, ravel, stack
 from xform.numpy._take import put_along_axis, take
 from xform.numpy._util import asarray, canonicalize_axis
 from xform.lax import ScatterDimensionNumbers
@@ -211,13 +207,6 @@ def masked_indices(name, mask, size):
     return lax.select(valid, idx, lax.full_like(idx, 0)), valid
 
 
-def _fill(x, valid, fill_value):
-    if valid is None or fill_value is None:
-        return x
-    fill = lax.convert_element_type(asarray(fill_value, "fill_value"), x.aval.dtype)
-    return uf.where(valid, x, fill)
-
-
 def nonzero(a, *, size=None, fill_value=None):
     """Like numpy.nonzero: a tuple of index arrays, one per dimension.
 
@@ -239,13 +228,19 @@ def nonzero(a, *, size=None, fill_value=None):
                          "jnp.atleast_1d(scalar).nonzero() instead.")
     mask = ravel(a if a.aval.dtype == dtypes.bool_ else uf.not_equal(a, 0))
     idx, valid = masked_indices("nonzero", mask, size)
+    k, int_dt = idx.aval.shape[0], dtypes.default_int_dtype()
+    if a.aval.size == 0 or k == 0:  # as JAX: zeros, ``fill_value`` unused (unchecked)
+        return tuple(lax.full((k,), 0, int_dt) for _ in a.aval.shape)
     coords = [idx] if a.aval.ndim == 1 else list(_unravel(idx, a.aval.shape))
-    fills = (fill_value if isinstance(fill_value, (tuple, list))
-             else [fill_value] * len(coords))
-    if len(fills) != len(coords):
+    if fill_value is None:
+        return tuple(coords)
+    fills = fill_value if isinstance(fill_value, tuple) else (fill_value,) * len(coords)
+    if len(fills) != len(coords) or any(np.shape(f) for f in fills):
         raise ValueError(f"fill_value must be a scalar or a tuple of length {len(coords)}; "
                          f"got {fill_value}")
-    return tuple(_fill(c, valid, f) for c, f in zip(coords, fills))
+    # jnp.where, as JAX: a float ``fill_value`` promotes the indices (also unpadded).
+    valid = lax.full((k,), True) if valid is None else valid
+    return tuple(uf.where(valid, c, f) for c, f in zip(coords, fills))
 
 
 @composite(static=("size", "fill_value"))
@@ -288,202 +283,6 @@ def argwhere(a, *, size=None, fill_value=None):
                      fill_value=fill_value)
     out = stack(coords, -1)
     return out if a.aval.ndim else lax.slice(out, (0, 0), (out.aval.shape[0], 0))
-
-
-def _selection(name, values, mask, size, fill_value):
-    """The selected ``values`` sorted, the first ``size`` of them if given (padded with
-    ``fill_value``, default the first)."""
-    key = lax.convert_element_type(uf.logical_not(mask), dtypes.int32)
-    out = lax.sort((key, values), 0, num_keys=2)[1:]
-    count = _sum(mask, dtype=dtypes.int32)
-    if size is None:
-        k = int(_util.concrete_or_error(count, "ar", name))
-        return [lax.slice(x, (0,), (k,)) for x in out]
-    n = values.aval.shape[0]
-    size = operator.index(size)
-    res = []
-    for x in out:
-        x = (lax.slice(x, (0,), (size,)) if size <= n else
-             lax.pad(x, _util.scalar_array(0, x.aval.dtype, False), [(0, size - n, 0)]))
-        valid = lax.lt(lax.iota(dtypes.int32, size), count)
-        first = lax.broadcast_in_dim(lax.slice(x, (0,), (1,)), (size,), (0,)) if n else x
-        x = lax.select(valid, x, first)
-        res.append(x)
-    res[0] = _fill(res[0], valid, fill_value)
-    return res
-
-
-def _first_of_runs(s, equal_nan=True):
-    """For sorted ``s``: True at the first element of each run of equal values."""
-    n = s.aval.shape[0]
-    hi, lo = lax.slice(s, (1,), (n,)), lax.slice(s, (0,), (n - 1,))
-    new = lax.ne(hi, lo)
-    if equal_nan and dtypes.is_inexact(s.aval.dtype):
-        new = uf.logical_and(new, uf.logical_not(uf.logical_and(uf.isnan(hi), uf.isnan(lo))))
-    return lax.concatenate([lax.full((1,), True), new], 0)
-
-
-UniqueAllResult = collections.namedtuple("UniqueAllResult",
-                                         "values indices inverse_indices counts")
-UniqueCountsResult = collections.namedtuple("UniqueCountsResult", "values counts")
-UniqueInverseResult = collections.namedtuple("UniqueInverseResult",
-                                             "values inverse_indices")
-
-
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, equal_nan=True, size=None, fill_value=None, sorted=True):
-    """Like numpy.unique: the sorted unique values (``axis=None``: of the flattened
-    input) or slices along ``axis``, with JAX's ``size`` and ``fill_value`` for use
-    under jit (padding defaults to the smallest value).
-
-    >>> jnp.unique(jnp.array([3, 1, 3, 2]))
-    Array([1, 2, 3], dtype=int32)
-    """
-    x = asarray(ar, "unique")
-    shape = x.aval.shape
-    int_dt = dtypes.default_int_dtype()
-    if axis is None:
-        x, axis = ravel(x), 0
-        rows = x
-    else:  # unique slices along ``axis``: sort the rows lexicographically
-        axis = canonicalize_axis(axis, x.aval.ndim)
-        x = moveaxis(x, axis, 0)
-        rows = lax.reshape(x, (x.aval.shape[0], int(np.prod(x.aval.shape[1:], dtype=int))))
-    n = x.aval.shape[0]
-    iota = lax.iota(int_dt, n)
-    if rows.aval.ndim == 1:
-        keys = (rows,)
-    else:
-        keys = tuple(lax.squeeze(lax.slice(rows, (0, j), (n, j + 1)), (1,))
-                     for j in range(rows.aval.shape[1]))
-    *cols, perm = lax.sort(keys + (iota,), 0, num_keys=len(keys))
-    if n:
-        firsts = [_first_of_runs(c, equal_nan) for c in cols]
-        mask = firsts[0]
-        for f in firsts[1:]:
-            mask = uf.logical_or(mask, f)
-    else:
-        mask = lax.full((0,), True)
-    pos, valid = masked_indices("unique", mask, size)
-    values = take(x, take(perm, pos, mode="clip"), axis=0, mode="clip") if n else x
-    if valid is not None and fill_value is not None and n:
-        valid_b = lax.broadcast_in_dim(valid, values.aval.shape, (0,))
-        values = _fill(values, valid_b, fill_value)
-    if values.aval.ndim > 1:
-        values = moveaxis(values, 0, axis)
-    out = [values]
-    if return_index:
-        out.append(take(perm, pos, mode="clip") if n else perm)
-    if return_inverse:
-        run = uf.subtract(cumsum(mask, dtype=int_dt), 1)
-        inv = lax.sort((perm, run), 0, num_keys=1)[1]
-        inv_shape = shape if rows.aval.ndim == 1 else (n,)
-        out.append(lax.reshape(inv, inv_shape) if n else lax.full(inv_shape, 0, int_dt))
-    if return_counts:
-        if n:
-            k = pos.aval.shape[0]
-            nxt = lax.concatenate([lax.slice(pos, (1,), (k,)), lax.full((1,), n, int_dt)], 0)
-            if size is not None:   # a truncated run ends where the next unique starts
-                nxt = lax.slice(masked_indices("unique", mask, k + 1)[0], (1,), (k + 1,))
-                count = _sum(mask, dtype=int_dt)
-                i = lax.iota(int_dt, k)
-                nxt = lax.select(lax.lt(lax.add(i, lax.full_like(i, 1)),
-                                        lax.broadcast_in_dim(count, (k,), ())),
-                                 nxt, lax.full_like(nxt, n))
-                pos = lax.select(lax.lt(i, lax.broadcast_in_dim(count, (k,), ())), pos,
-                                 lax.full_like(pos, n))
-            out.append(lax.sub(nxt, pos))
-        else:
-            out.append(lax.full((0,), 0, int_dt))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-def unique_values(x, /, *, size=None, fill_value=None):
-    """Like numpy.unique_values."""
-    return unique(x, size=size, fill_value=fill_value)
-
-
-def unique_counts(x, /, *, size=None, fill_value=None):
-    """Like numpy.unique_counts: ``(values, counts)``."""
-    return UniqueCountsResult(*unique(x, return_counts=True, size=size,
-                                      fill_value=fill_value))
-
-
-def unique_inverse(x, /, *, size=None, fill_value=None):
-    """Like numpy.unique_inverse: ``(values, inverse_indices)``."""
-    return UniqueInverseResult(*unique(x, return_inverse=True, size=size,
-                                       fill_value=fill_value))
-
-
-def unique_all(x, /, *, size=None, fill_value=None):
-    """Like numpy.unique_all: ``(values, indices, inverse_indices, counts)``."""
-    return UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
-                                   return_counts=True, size=size, fill_value=fill_value))
-
-
-# ---- set operations ----
-
-def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
-    """Like numpy.isin: whether each element occurs in ``test_elements`` (compares all
-    pairs)."""
-    element, test = _util.promote_dtypes("isin", element, test_elements)
-    test = ravel(test)
-    shape = element.aval.shape + test.aval.shape
-    eq = lax.eq(lax.broadcast_in_dim(element, shape, tuple(range(element.aval.ndim))),
-                lax.broadcast_in_dim(test, shape, (len(shape) - 1,)))
-    out = _any(eq, -1)
-    return uf.logical_not(out) if invert else out
-
-
-def _sorted_unique_mask(a):
-    s = lax.sort(ravel(a), 0)
-    return s, (_first_of_runs(s) if s.aval.shape[0] else lax.full((0,), True))
-
-
-def union1d(ar1, ar2, *, size=None, fill_value=None):
-    """Like numpy.union1d: the sorted unique values of both."""
-    ar1, ar2 = _util.promote_dtypes("union1d", ar1, ar2)
-    return unique(concatenate([ravel(ar1), ravel(ar2)]), size=size, fill_value=fill_value)
-
-
-def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
-                fill_value=None):
-    """Like numpy.intersect1d: the sorted unique values in both (``return_indices``
-    adds the first index of each in ``ar1`` and ``ar2``)."""
-    ar1, ar2 = _util.promote_dtypes("intersect1d", ar1, ar2)
-    ar1, ar2 = ravel(ar1), ravel(ar2)
-    s, first = _sorted_unique_mask(ar1)
-    values = _selection("intersect1d", s, uf.logical_and(first, isin(s, ar2)), size,
-                        fill_value)[0]
-    if not return_indices:
-        return values
-    return values, _first_index(values, ar1), _first_index(values, ar2)
-
-
-def _first_index(values, ar):
-    shape = values.aval.shape + ar.aval.shape
-    eq = lax.eq(lax.broadcast_in_dim(values, shape, (0,)),
-                lax.broadcast_in_dim(ar, shape, (1,)))
-    return lax.argmax(lax.convert_element_type(eq, np.uint8), 1, dtypes.default_int_dtype())
-
-
-def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-    """Like numpy.setdiff1d: the sorted unique values of ``ar1`` not in ``ar2``."""
-    ar1, ar2 = _util.promote_dtypes("setdiff1d", ar1, ar2)
-    s, first = _sorted_unique_mask(ar1)
-    return _selection("setdiff1d", s, uf.logical_and(first, isin(s, ar2, invert=True)),
-                      size, fill_value)[0]
-
-
-def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-    """Like numpy.setxor1d: the sorted unique values in exactly one of the inputs."""
-    ar1, ar2 = _util.promote_dtypes("setxor1d", ar1, ar2)
-    s1, f1 = _sorted_unique_mask(ar1)
-    s2, f2 = _sorted_unique_mask(ar2)
-    m1 = uf.logical_and(f1, isin(s1, ar2, invert=True))
-    m2 = uf.logical_and(f2, isin(s2, ar1, invert=True))
-    return _selection("setxor1d", concatenate([s1, s2]), concatenate([m1, m2]), size,
-                      fill_value)[0]
 
 
 def bincount(x, weights=None, minlength=0, *, length=None):

@@ -6,7 +6,6 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes, shape_poly
-from xform.core.trace import Tracer
 from xform.interpreters.composite import composite
 from xform.lax import GatherDimensionNumbers, ScatterDimensionNumbers
 from xform.numpy import _util
@@ -253,7 +252,9 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     """Like numpy.compress: the slices of ``a`` along ``axis`` where the 1-D
-    ``condition`` holds (concrete, unless ``size`` fixes the output length)."""
+    ``condition`` holds (concrete, unless ``size`` fixes the output length). As JAX's,
+    ``a`` is cut to the condition's length, and a longer condition's extra entries
+    must be False (checked without ``size``)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
     from xform.numpy._sorting import masked_indices  # (a cycle: _sorting takes with take)
@@ -264,21 +265,23 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if axis is None:
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, a.aval.ndim)
-    n = a.aval.shape[axis]
-    m = cond.aval.shape[0]
+    n, m = a.aval.shape[axis], cond.aval.shape[0]
     cond = uf.not_equal(cond, False)
     if m > n:
-        extra = lax.slice(cond, (n,), (m,))
-        if not isinstance(extra, Tracer) and np.asarray(extra).any():
-            raise ValueError(f"condition of length {m} has true entries beyond the "
-                             f"{n} elements of axis {axis}")
+        extra = _util.concrete_or_error(lax.slice(cond, (n,), (m,)), "condition",
+                                        "compress") if size is None else None
+        if extra is not None and np.asarray(extra).any():
+            raise ValueError(f"condition contains entries that are out of bounds: a "
+                             f"condition of length {m} for {n} elements along axis {axis}")
         cond = lax.slice(cond, (0,), (n,))
-    elif m < n:
-        cond = lax.pad(cond, _util.scalar_array(False, dtypes.bool_, False), [(0, n - m, 0)])
-    if size is not None and not 0 < size <= n:
+    a = lax.slice_in_dim(a, 0, min(m, n), axis=axis)
+    n = a.aval.shape[axis]
+    if size is not None and not 0 <= size <= n:
         raise ValueError(f"size must be positive and not greater than the size of the "
                          f"array axis; got size={size} for a.shape[axis]={n}")
     idx, valid = masked_indices("compress", cond, size)
+    if not idx.aval.shape[0]:
+        return lax.slice_in_dim(a, 0, 0, axis=axis)
     result = take(a, idx, axis=axis, mode="clip")
     if valid is None:
         return result

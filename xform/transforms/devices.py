@@ -98,6 +98,18 @@ def block_until_ready(x):
     return x
 
 
+def copy_to_host_async(x):
+    """Start copying every array leaf of pytree ``x`` to the host; returns ``x``.
+
+    NB: xform's arrays are fetched on first use (``np.asarray``), so this only calls each
+    leaf's ``copy_to_host_async`` (a no-op), as JAX calls it where it exists."""
+    for leaf in tree_util.tree_leaves(x):
+        copy = getattr(leaf, "copy_to_host_async", None)
+        if copy is not None:
+            copy()
+    return x
+
+
 @contextlib.contextmanager
 def disable_jit(disable=True):
     """Run jitted functions op by op inside this block (for debugging with print)."""
