@@ -554,5 +554,6 @@ def test_pjit_compilation_cache_and_stages_modules(tmp_path):
     cc.set_cache_dir(None)
     assert isinstance(xform.jit(lambda x: x).lower(1.), xform.stages.Lowered)
     assert isinstance(xform.jit(lambda x: x), xform.stages.Wrapped)
+    assert xform.reshard is xform.sharding.reshard and callable(jax.reshard)
     assert {"Compiled", "Lowered", "Traced", "Wrapped"} <= set(dir(jax.stages)) & set(
         dir(xform.stages))

@@ -125,6 +125,8 @@ _PREFIX_LAYER = {
     "xform.interpreters.pxla": 3, "xform.interpreters.mesh_jit": 3,
     "xform.lax": 3, "xform.lax.control_flow": 5,
     "xform.lax.prng": 5,  # threefry's rolled lowering is a fori_loop (random's bits)
+    "xform.lax.special_incomplete": 5,  # igamma/betainc lower to while_loops, as JAX's
+    "xform.lax.scatter_apply": 5,  # vmaps the function, loops over repeated indices
     "xform.transforms": 4, "xform.ref": 4,
     "xform.numpy": 5, "xform.random": 5, "xform.scipy": 5, "xform.flatten_util": 5,
     "xform.image": 5,

@@ -37,7 +37,8 @@ from xform.transforms.pmap import (  # noqa: E402
 from xform import sharding, distributed  # noqa: E402,F401
 from xform.distributed import process_index, process_count  # noqa: E402,F401
 from xform.transforms.shard_map import shard_map  # noqa: E402
-from xform.sharding import make_mesh, NamedSharding, PartitionSpec, P, set_mesh  # noqa: E402,F401
+from xform.sharding import (  # noqa: E402,F401
+    make_mesh, NamedSharding, PartitionSpec, P, reshard, set_mesh)
 from xform import random  # noqa: E402,F401
 from xform import lazy  # noqa: E402  (xform.lazy(): the context manager and its module)
 from xform.lazy import mark_step, dispatch_report  # noqa: E402

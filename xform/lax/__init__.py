@@ -14,8 +14,10 @@ from xform.lax.special import (
     square_p, tan_p)
 from xform.lax.bitwise import (
     bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clz, population_count, shift_left,
-    shift_right_arithmetic, shift_right_logical, and_p, clz_p, not_p, or_p,
+    shift_right_arithmetic, shift_right_logical, mulhi, and_p, clz_p, mulhi_p, not_p, or_p,
     population_count_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, xor_p)
+from xform.lax.special_series import (
+    bessel_i0e, bessel_i1e, zeta, bessel_i0e_p, bessel_i1e_p, zeta_p)
 from xform.lax.rounding import (
     RoundingMethod, ceil, clamp, floor, is_finite, nextafter, rem, round, ceil_p, clamp_p,
     floor_p, is_finite_p, nextafter_p, rem_p, round_p)
@@ -30,33 +32,53 @@ from xform.lax.reductions import (argmax, reduce_max, reduce_min, reduce_sum, ar
 from xform.lax.reductions import (
     argmin, reduce_and, reduce_or, reduce_precision, reduce_prod, reduce_xor, argmin_p,
     reduce_and_p, reduce_or_p, reduce_precision_p, reduce_prod_p, reduce_xor_p)
-from xform.lax.dot import dot, dot_general, dot_general_p
-from xform.lax.dot import Precision
+from xform.lax.dot import batch_matmul, dot, dot_general, dot_general_p
+from xform.lax.ragged_dot import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
+from xform.lax.dot import DotDimensionNumbers, Precision, PrecisionLike
 from xform.lax.conv import (
-    ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+    ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+    conv_general_permutations,
     conv_with_general_padding, conv_general_dilated_p, conv_transpose)
 from xform.lax.windowed import (
-    padtype_to_pads, reduce_window, reduce_window_max_p, reduce_window_min_p,
-    reduce_window_sum_p)
-from xform.lax.cumulative import (cummax, cummin, cumprod, cumsum, cummax_p, cummin_p,
-                                  cumprod_p, cumsum_p)
+    padtype_to_pads, reduce_window, reduce_window_shape_tuple, reduce_window_max_p,
+    reduce_window_min_p, reduce_window_sum_p)
+from xform.lax.conv_utils import (
+    conv_general_dilated_local, conv_general_dilated_patches, conv_general_shape_tuple,
+    conv_shape_tuple, conv_transpose_shape_tuple)
+from xform.lax.cumulative import (cumlogsumexp, cummax, cummin, cumprod, cumsum,
+                                  cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p)
 from xform.lax.control_flow import cond, switch, while_loop
-from xform.lax.control_flow.scan import scan
+from xform.lax.control_flow.conditionals import cond_p
+from xform.lax.control_flow.loops import while_p
+from xform.lax.control_flow.scan import scan, scan_p
 from xform.lax.control_flow.scan_loops import fori_loop, map  # noqa: A004
 from xform.lax.control_flow.associative_scan import associative_scan
 from xform.lax.slicing import (
-    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p)
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, gather_p,
+    index_take)
 from xform.lax.scatter import (
-    scatter, scatter_add, scatter_max, scatter_min, scatter_mul, scatter_p, scatter_add_p,
-    scatter_max_p, scatter_min_p, scatter_mul_p)
+    scatter, scatter_add, scatter_max, scatter_min, scatter_mul, scatter_sub, scatter_p,
+    scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_sub_p)
 from xform.lax.dynamic_slicing import (
     dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
     dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim, slice_in_dim,
     dynamic_slice_p, dynamic_update_slice_p)
 from xform.lax.shapes import rev, split, rev_p, split_p
+from xform.lax.shape_utils import (
+    broadcast_like, broadcast_shapes, broadcast_to_rank, collapse, empty, stack, tile,
+    unstack)
+from xform.core.dtypes import dtype
 from xform.lax import extended as _extended  # noqa: F401  (structural rules for typed keys)
-from xform.lax.sorting import sort, sort_key_val, top_k, sort_p, top_k_p
+from xform.lax.sorting import (approx_max_k, approx_min_k, sort, sort_key_val, top_k, sort_p,
+                               top_k_p)
 from xform.lax.fft import FftType, fft, fft_p
+from xform.lax.prng import (RandomAlgorithm, bitcast_convert_type, rng_bit_generator,
+                            rng_uniform, bitcast_convert_type_p, rng_bit_generator_p,
+                            rng_uniform_p)
+from xform.lax.scatter_apply import scatter_apply
+from xform.lax.special_incomplete import (
+    betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, igamma_p, igamma_grad_a_p,
+    igammac_p, regularized_incomplete_beta_p)
 
 from xform.interpreters import ad_util as _ad_util
 _ad_util.register_ops(full=full, add_any=add_any, broadcast_in_dim=broadcast_in_dim,
@@ -65,9 +87,10 @@ from xform.lax.collectives import (  # noqa: E402
     all_gather, axis_index, axis_size, pmax, pmean, pmin, psum, psum_scatter, all_gather_p,
     axis_index_p, pmax_p, pmin_p, psum_p, reduce_scatter_p)
 from xform.lax.collectives_permute import (  # noqa: E402
-    all_to_all, ppermute, pshuffle, all_to_all_p, ppermute_p)
+    all_to_all, ppermute, pshuffle, pswapaxes, all_to_all_p, ppermute_p)
 from xform.lax.vma import pcast  # noqa: E402
-from xform.lax.control_flow.solves import custom_linear_solve, custom_root  # noqa: E402
+from xform.lax.control_flow.solves import (  # noqa: E402
+    custom_linear_solve, custom_root, linear_solve_p)
 from xform.lax.general_reduce import reduce, reduce_p  # noqa: E402
 from xform.lax.sharding_constraint import (  # noqa: E402,F401
     with_sharding_constraint, sharding_constraint_p)

@@ -1,5 +1,5 @@
 """Logical and bitwise primitives on booleans and (signed or unsigned) integers:
-not/and/or/xor, shifts, population count and count-leading-zeros.
+not/and/or/xor, shifts, population count, count-leading-zeros and multiply-high.
 
 None is differentiable: their outputs are integers or booleans, whose tangents are
 the symbolic zero of dtype float0.
@@ -158,3 +158,19 @@ def clz(x):
 clz_p = unop("clz", integer)
 ad.defnondiff(clz_p)
 mlir.register_lowering(clz_p, mlir.elementwise(hlo.count_leading_zeros))
+
+
+# ---- multiply-high ----
+
+def mulhi(x, y):
+    """Elementwise multiply-high: the upper N bits of the 2N-bit product of N-bit
+    integers (signed or unsigned, as the dtype).
+
+    >>> import numpy as np, xform.lax as lax
+    >>> print(lax.mulhi(np.uint32(2**31), np.uint32(6)))
+    3
+    """
+    return mulhi_p.bind(*_scalar_args("mulhi", x, y))
+
+
+mulhi_p = _binary("mulhi", integer, mlir.chlo.mulhi)

@@ -187,3 +187,16 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         out = all_to_all_p.bind(v, split_axis=sa2, concat_axis=p, **params)
         return _shapes.squeeze(out, (sa2,))
     return tree_util.tree_map(one, x)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the mapped axis ``axis_name`` with the unmapped ``axis`` (whose size must be
+    the axis size): ``all_to_all(x, axis_name, axis, axis)``.
+
+    >>> import xform, xform.numpy as jnp
+    >>> xform.vmap(lambda x: xform.lax.pswapaxes(x, 'i', 0), axis_name='i')(
+    ...     jnp.arange(4.0).reshape(2, 2))
+    Array([[0., 2.],
+           [1., 3.]], dtype=float32)
+    """
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)

@@ -6,7 +6,7 @@ cotangent convolves the output cotangent with the spatially reversed kernel (str
 become lhs dilation), the rhs cotangent convolves the input with the output cotangent
 (strides become rhs dilation); groups are moved between feature and batch dimensions.
 """
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -30,6 +30,10 @@ class ConvDimensionNumbers(NamedTuple):
     lhs_spec: tuple
     rhs_spec: tuple
     out_spec: tuple
+
+
+# The ``dimension_numbers`` a convolution accepts (a type alias, as JAX's).
+ConvGeneralDilatedDimensionNumbers = Union[tuple[str, str, str], ConvDimensionNumbers, None]
 
 
 def conv_general_permutations(dimension_numbers):

@@ -1,4 +1,4 @@
-"""Cumulative reductions along one axis: cumsum, cumprod, cummax, cummin.
+"""Cumulative reductions along one axis: cumsum, cumprod, cummax, cummin, cumlogsumexp.
 
 Lowered, like JAX on CPU/GPU, to a ``reduce_window`` whose window spans the whole axis
 (XLA rewrites it into an efficient scan). cumsum is linear (its transpose is the
@@ -6,12 +6,15 @@ reversed cumsum); the other JVPs are, as in JAX, the JVP of a parallel prefix sc
 built from slices, pads and the elementwise combiner, so ties in cummax/cummin split
 the tangent the way ``lax.max``/``lax.min`` do.
 """
+import numpy as np
+
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import check_dtype, numeric, standard_primitive
+from xform.lax._prim import check_dtype, float_dtypes, numeric, standard_primitive
 from xform.lax import elementwise as _ew
 from xform.lax import shapes
+from xform.lax import special as _special
 from xform.lax.reductions import _canonical_axes, _highest, _lowest
 from xform.lax.windowed import lower_reduce_window
 
@@ -63,9 +66,9 @@ def associative_scan(fn, x, axis, reverse=False):
 
 # ---- the primitives ----
 
-def _cumulative_abstract_eval(name):
+def _cumulative_abstract_eval(name, allowed):
     def rule(x, *, axis, reverse):
-        check_dtype(name, x.dtype, numeric)
+        check_dtype(name, x.dtype, allowed)
         if not 0 <= axis < x.ndim:
             raise ValueError(f"{name}: axis {axis} is out of bounds for array of shape "
                              f"{x.shape}")
@@ -103,8 +106,8 @@ def _scan_jvp(prim, fn):
     return jvp
 
 
-def _cumulative(name, combine, identity, doc):
-    prim = standard_primitive(name, _cumulative_abstract_eval(name))
+def _cumulative(name, combine, identity, doc, allowed=numeric):
+    prim = standard_primitive(name, _cumulative_abstract_eval(name, allowed))
     batching.primitive_batchers[prim] = _cumulative_batch(prim)
     mlir.register_lowering(prim, _cumulative_lowering(combine, identity))
 
@@ -149,3 +152,28 @@ Cumulative minimum along ``axis`` (from the end if ``reverse``).
     Array([2., 2., 1.], dtype=float32)
     """)
 ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, _ew.min)
+
+
+def _logaddexp(x, y):
+    # max + log1p(exp(-|x - y|)); x + y where x - y is NaN (NaNs, or like-signed infinities)
+    delta = _ew.sub(x, y)
+    return _ew.select(_ew.ne(delta, delta), _ew.add(x, y), _ew.add(
+        _ew.max(x, y), _special.log1p(_ew.exp(_ew.neg(_ew.abs(delta))))))
+
+
+def _logaddexp_hlo(x, y):
+    delta = hlo.subtract(x, y)
+    isnan = hlo.compare(delta, delta, hlo.ComparisonDirectionAttr.get("NE"))
+    soft = hlo.add(hlo.maximum(x, y), hlo.log_plus_one(hlo.exponential(hlo.negate(hlo.abs(delta)))))
+    return hlo.select(isnan, hlo.add(x, y), soft)
+
+
+cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", _logaddexp_hlo,
+                                           lambda dt: -np.inf, """\
+Cumulative ``log(sum(exp(x)))`` along ``axis`` (from the end if ``reverse``), computed
+    stably (``logaddexp`` as the window's combiner).
+
+    >>> cumlogsumexp(jnp.array([0., 0., 0.]))
+    Array([0.       , 0.6931472, 1.0986123], dtype=float32)
+    """, allowed=float_dtypes)
+ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, _logaddexp)

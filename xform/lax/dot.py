@@ -1,6 +1,8 @@
 """dot_general: contraction with batch dimensions (matmul, einsum-like products);
 the ``Precision`` enum shared with convolutions."""
 import enum
+from collections.abc import Sequence
+from typing import Union
 
 
 from xform.core import dtypes, sharding_types
@@ -38,6 +40,13 @@ _PRECISION_NAMES = {
     "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
     "high": Precision.HIGH, "tensorfloat32": Precision.HIGH, "bfloat16_3x": Precision.HIGH,
     "highest": Precision.HIGHEST, "float32": Precision.HIGHEST}
+
+
+# Type aliases of the public signatures, as JAX's (NB: without DotAlgorithm and
+# DotAlgorithmPreset, which xform does not implement).
+PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
+DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
+                            tuple[Sequence[int], Sequence[int]]]
 
 
 def canonicalize_precision(precision):
@@ -147,6 +156,21 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
                         f"{r.shape}; use dot_general")
     return dot_general(lhs, rhs, (((l.ndim - 1,), (0,)), ((), ())), precision,
                        preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Matrix products over leading batch dimensions (both operands of one rank >= 2).
+
+    >>> batch_matmul(jnp.ones((2, 3, 4)), jnp.ones((2, 4, 5))).shape
+    (2, 3, 5)
+    """
+    l, r = get_aval(lhs).ndim, get_aval(rhs).ndim
+    if min(l, r) < 2:
+        raise ValueError(f"Arguments to batch_matmul must be at least 2D, got {l}, {r}")
+    if l != r:
+        raise ValueError(f"Arguments to batch_matmul must have same ndim, got {l}, {r}")
+    batch = tuple(range(l - 2))
+    return dot_general(lhs, rhs, (((l - 1,), (r - 2,)), (batch, batch)), precision=precision)
 
 
 def _free(ndim, contract, batch):

@@ -1,5 +1,6 @@
-"""The threefry2x32 counter-based block cipher as a primitive, plus a same-width
-``bitcast_convert_type``: the two primitives the PRNG in ``xform.random`` needs.
+"""The threefry2x32 counter-based block cipher as a primitive, plus
+``bitcast_convert_type``: the two primitives the PRNG in ``xform.random`` needs; and
+XLA's own generator, ``rng_bit_generator``.
 
 ``threefry2x32(k1, k2, x1, x2)`` encrypts the 64-bit counters ``(x1, x2)`` (two
 uint32 arrays) under the key ``(k1, k2)`` with Threefry-2x32, 20 rounds (Salmon et
@@ -7,6 +8,9 @@ al., "Parallel random numbers: as easy as 1, 2, 3"). Rank-0 operands broadcast.
 It lowers to StableHLO uint32 add/xor/shift arithmetic, batches elementwise, and
 is not differentiable (integer outputs have float0 tangents).
 """
+import enum
+import operator
+
 import numpy as np
 
 from xform.core.avals import ShapedArray
@@ -167,29 +171,157 @@ def _threefry_batch(vals, dims):
 batching.primitive_batchers[threefry2x32_p] = _threefry_batch
 
 
-# ---- bitcast_convert_type (same bit width only) ----
+# ---- bitcast_convert_type ----
 
 def bitcast_convert_type(operand, new_dtype):
-    """Reinterpret the bits of ``operand`` as ``new_dtype`` of the same bit width.
+    """Reinterpret the bits of ``operand`` as ``new_dtype``.
+
+    Between widths, as XLA: a narrower ``new_dtype`` adds a trailing dimension of
+    ``old_bits // new_bits``; a wider one consumes a trailing dimension of that size.
 
     >>> import numpy as np
-    >>> from xform.lax.prng import bitcast_convert_type
-    >>> int(bitcast_convert_type(np.float32(1.0), np.uint32))
+    >>> from xform import lax
+    >>> int(lax.bitcast_convert_type(np.float32(1.0), np.uint32))
     1065353216
+    >>> lax.bitcast_convert_type(np.uint32(1), np.uint8).shape
+    (4,)
     """
     return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
 
 
 def _bitcast_abstract_eval(x, *, new_dtype):
-    if x.dtype.itemsize != new_dtype.itemsize:
-        raise TypeError("bitcast_convert_type here requires equal bit widths, got "
+    old_bits, new_bits = x.dtype.itemsize * 8, new_dtype.itemsize * 8
+    if np.dtype(x.dtype).kind == "c" or new_dtype.kind == "c":
+        raise TypeError(f"bitcast_convert_type does not support complex types, got "
                         f"{x.dtype.name} -> {new_dtype.name}.")
-    return ShapedArray(x.shape, new_dtype)
+    if old_bits == new_bits:
+        return ShapedArray(x.shape, new_dtype)
+    if old_bits > new_bits:
+        return ShapedArray((*x.shape, old_bits // new_bits), new_dtype)
+    size = x.shape[-1] if x.shape else 1
+    if size * old_bits != new_bits:
+        raise ValueError(f"Attempting to convert array of shape {x.shape} from "
+                         f"{x.dtype.name} of size {old_bits} bits to {new_dtype.name} of "
+                         f"size {new_bits} bits, but {size} * {old_bits} != {new_bits}")
+    return ShapedArray(x.shape[:-1], new_dtype)
 
 
 bitcast_convert_type_p = standard_primitive("bitcast_convert_type", _bitcast_abstract_eval)
 ad.defnondiff(bitcast_convert_type_p)
-batching.defvectorized(bitcast_convert_type_p)
+batching.primitive_batchers[bitcast_convert_type_p] = (   # a width change touches the last axis
+    lambda vals, dims, *, new_dtype: (bitcast_convert_type_p.bind(
+        batching.moveaxis(vals[0], dims[0], 0), new_dtype=new_dtype), 0))
 mlir.register_lowering(
     bitcast_convert_type_p,
     lambda ctx, x, new_dtype: hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x))
+
+
+# ---- rng_bit_generator: XLA's stateless RngBitGenerator ----
+
+class RandomAlgorithm(enum.IntEnum):
+    """The algorithm of ``rng_bit_generator``."""
+    RNG_DEFAULT = 0    # the platform's default
+    RNG_THREE_FRY = 1  # Threefry-2x32
+    RNG_PHILOX = 2     # Philox-4x32
+
+    def __str__(self):
+        return self.name
+
+
+_RBG_DTYPES = {np.dtype(d) for d in (np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT,
+                      *, out_sharding=None):
+    """Random bits of ``shape`` and unsigned ``dtype`` from XLA's RngBitGenerator,
+    and the advanced key: ``(new_key, bits)``. ``key`` is uint32[4] (or uint64[2]).
+
+    Which bits come out depends on the platform and XLA version, as in JAX.
+
+    >>> import numpy as np, xform.lax as lax
+    >>> new_key, bits = lax.rng_bit_generator(np.zeros(4, np.uint32), (2, 3))
+    >>> new_key.shape, bits.shape, bits.dtype
+    ((4,), (2, 3), dtype('uint32'))
+    """
+    shape = tuple(operator.index(d) for d in shape)
+    dtype = np.dtype(dtype)
+    if dtype not in _RBG_DTYPES:
+        raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
+    return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype,
+                                          algorithm=RandomAlgorithm(algorithm)))
+
+
+def _rng_bit_generator_abstract_eval(key, *, shape, dtype, algorithm):
+    if (key.shape, key.dtype) not in (((4,), np.dtype(np.uint32)),
+                                      ((2,), np.dtype(np.uint64))):
+        raise TypeError(f"rng_bit_generator: key must be uint32[4] or uint64[2], got "
+                        f"{key.dtype.name}{list(key.shape)}")
+    return [ShapedArray(key.shape, key.dtype, key.weak_type), ShapedArray(shape, dtype)]
+
+
+def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
+    # The op takes a u64[2] key: a u32[4] one is bitcast to it and back, as in JAX.
+    u32, u64 = mlir.ir.IntegerType.get_unsigned(32), mlir.ir.IntegerType.get_unsigned(64)
+    as_u32 = ctx.avals_in[0].dtype == np.uint32
+    if as_u32:
+        key = hlo.bitcast_convert(mlir.ir.RankedTensorType.get([2], u64),
+                                  hlo.reshape(mlir.ir.RankedTensorType.get([2, 2], u32), key))
+    attr = hlo.RngAlgorithmAttr.get({0: "DEFAULT", 1: "THREE_FRY", 2: "PHILOX"}[algorithm])
+    out_key, bits = hlo.RngBitGeneratorOp(key.type, mlir.aval_to_ir_type(ctx.avals_out[1]),
+                                          attr, key).results
+    if as_u32:
+        out_key = hlo.reshape(mlir.ir.RankedTensorType.get([4], u32), hlo.bitcast_convert(
+            mlir.ir.RankedTensorType.get([2, 2], u32), out_key))
+    return [out_key, bits]
+
+
+def _rng_bit_generator_batch(vals, dims, *, shape, dtype, algorithm):
+    # As JAX: the first key draws the whole batch's bits, and only it advances.
+    (keys,), (d,) = vals, dims
+    keys = batching.moveaxis(keys, d, 0)
+    size = get_aval(keys).shape[0]
+    key = shapes.squeeze(shapes.slice(keys, (0, 0), (1, get_aval(keys).shape[1])), (0,))
+    new_key, bits = rng_bit_generator_p.bind(key, shape=(size, *shape), dtype=dtype,
+                                             algorithm=algorithm)
+    new_keys = shapes.concatenate(
+        [shapes.broadcast_in_dim(new_key, (1, *get_aval(new_key).shape), (1,)),
+         shapes.slice(keys, (1, 0), get_aval(keys).shape)], 0)
+    return [new_keys, bits], [0, 0]
+
+
+rng_bit_generator_p = standard_primitive("rng_bit_generator", _rng_bit_generator_abstract_eval,
+                                         multiple_results=True)
+ad.defnondiff(rng_bit_generator_p)
+batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batch
+mlir.register_lowering(rng_bit_generator_p, _rng_bit_generator_lowering)
+
+
+# ---- rng_uniform: XLA's stateful RNG ----
+
+def rng_uniform(a, b, shape):
+    """Uniform numbers in ``[a, b)`` of ``shape`` from XLA's stateful RNG (experimental,
+    as in JAX: prefer ``xform.random``; ``b <= a`` is undefined)."""
+    return rng_uniform_p.bind(*elementwise._scalar_args("rng_uniform", a, b),
+                              shape=tuple(operator.index(d) for d in shape))
+
+
+def _rng_uniform_abstract_eval(a, b, *, shape):
+    if a.dtype != b.dtype:
+        raise ValueError(f"Arguments to rng_uniform must have identical dtypes, got "
+                         f"{a.dtype} and {b.dtype}.")
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"Arguments to rng_uniform must be scalars; got shapes {a.shape} "
+                         f"and {b.shape}.")
+    return ShapedArray(shape, a.dtype, a.weak_type and b.weak_type)
+
+
+def _rng_uniform_batch(vals, dims, *, shape):
+    raise NotImplementedError("rng_uniform has no batching rule (as in JAX): use "
+                              "xform.random.uniform under vmap.")
+
+
+rng_uniform_p = standard_primitive("rng_uniform", _rng_uniform_abstract_eval)
+ad.defnondiff(rng_uniform_p)
+batching.primitive_batchers[rng_uniform_p] = _rng_uniform_batch
+mlir.register_lowering(rng_uniform_p, lambda ctx, a, b, *, shape: hlo.rng(
+    a, b, mlir.ir_constant(np.array(shape, np.int64)), hlo.RngDistributionAttr.get("UNIFORM")))

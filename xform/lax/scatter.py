@@ -1,4 +1,5 @@
-"""The scatter family: scatter, scatter-add, scatter-mul, scatter-min, scatter-max.
+"""The scatter family: scatter, scatter-add, scatter-sub, scatter-mul, scatter-min,
+scatter-max.
 
 They share gather's dimension numbers and modes (``xform/lax/slicing.py``); scatters drop
 out-of-bounds update windows unless ``mode`` is CLIP. Index operands are never
@@ -71,6 +72,12 @@ def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
                     indices_are_sorted, unique_indices, mode)
 
 
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+    return _scatter(scatter_sub_p, operand, scatter_indices, updates, dimension_numbers,
+                    indices_are_sorted, unique_indices, mode)
+
+
 def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
     return _scatter(scatter_mul_p, operand, scatter_indices, updates, dimension_numbers,
@@ -96,6 +103,9 @@ for _f, _summary, _example in [
         (scatter_add, "Scatter-add: windows of ``updates`` are added into ``operand`` "
                       "(overlapping updates accumulate).",
          "Array([1., 7., 1., 4.], dtype=float32)"),
+        (scatter_sub, "Scatter-subtract: windows of ``updates`` are subtracted from "
+                      "``operand`` (overlapping updates accumulate).",
+         "Array([ 1., -5.,  1., -2.], dtype=float32)"),
         (scatter_mul, "Scatter-multiply: ``operand`` is multiplied by the update windows.",
          "Array([1., 8., 1., 3.], dtype=float32)"),
         (scatter_min, "Scatter-min: elementwise minimum of ``operand`` and the updates.",
@@ -271,6 +281,27 @@ scatter_add_p = _scatter_prim("scatter-add", hlo.add, numeric)
 ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 ad.defnonlinear_operands(scatter_add_p, slice(1, 2))   # the indices
+
+
+def _scatter_sub_jvp(primals, tangents, **params):
+    (operand, indices, updates), (t_op, _, t_upd) = primals, tangents
+    out = scatter_sub_p.bind(operand, indices, updates, **params)
+    if _both_zero(t_op, t_upd):
+        return out, _zero_out(out)
+    return out, scatter_sub_p.bind(ad.instantiate_zeros(t_op), indices,
+                                   ad.instantiate_zeros(t_upd), **params)
+
+
+def _scatter_sub_transpose(ct, operand, indices, updates, *, dimension_numbers, mode, **_):
+    ct_op, _, ct_upd = _scatter_add_transpose(ct, operand, indices, updates,
+                                              dimension_numbers=dimension_numbers, mode=mode)
+    return [ct_op, None, None if ct_upd is None else sub(_const(ct_upd, 0), ct_upd)]
+
+
+scatter_sub_p = _scatter_prim("scatter-sub", hlo.subtract, numeric)
+ad.primitive_jvps[scatter_sub_p] = _scatter_sub_jvp
+ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
+ad.defnonlinear_operands(scatter_sub_p, slice(1, 2))   # the indices
 
 
 def _scatter_mul_jvp(primals, tangents, *, unique_indices, **params):

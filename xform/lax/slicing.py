@@ -16,7 +16,8 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
-from xform.lax.elementwise import _const, convert_element_type, ge, le, select_n
+from xform.lax.elementwise import _const, add, convert_element_type, ge, le, select_n
+from xform.lax.rounding import rem
 from xform.lax.bitwise import bitwise_and
 from xform.lax.reductions import reduce_and
 from xform.lax.shapes import _ints, broadcast_in_dim, concatenate, dimension_as_value, full
@@ -348,3 +349,27 @@ ad.primitive_transposes[gather_p] = _gather_transpose
 ad.defnonlinear_operands(gather_p, slice(1, 2))   # the indices
 batching.primitive_batchers[gather_p] = _gather_batch
 mlir.register_lowering(gather_p, _gather_lowering)
+
+
+def index_take(src, idxs, axes):
+    """Take, for each ``i``, the element(s) of ``src`` at ``idxs[k][i]`` along
+    ``axes[k]`` (negative indices wrap), keeping the other dimensions whole.
+
+    >>> import numpy as np, xform.lax as lax
+    >>> lax.index_take(np.arange(12).reshape(3, 4), (np.array([2, -1]),), (0,))
+    Array([[ 8,  9, 10, 11],
+           [ 8,  9, 10, 11]], dtype=int32)
+    """
+    shape = get_aval(src).shape
+    axes = tuple(int(a) for a in axes)
+    if len(idxs) != len(axes):
+        raise ValueError(f"index_take: got {len(idxs)} index arrays for {len(axes)} axes")
+    indices = concatenate([broadcast_in_dim(i, (*get_aval(i).shape, 1), (0,))
+                           for i in idxs], 1)
+    sizes = broadcast_in_dim(np.array([shape[a] for a in axes], get_aval(indices).dtype),
+                             get_aval(indices).shape, (1,))
+    indices = rem(add(rem(indices, sizes), sizes), sizes)   # floor modulo, as ``%``
+    slice_sizes = tuple(1 if d in axes else s for d, s in enumerate(shape))
+    dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, len(shape) - len(axes) + 1)),
+                                   collapsed_slice_dims=axes, start_index_map=axes)
+    return gather(src, indices, dnums, slice_sizes)

@@ -14,6 +14,7 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
+from xform.lax.elementwise import _const, add, neg
 from xform.lax.shapes import broadcasted_iota, expand_dims, rev
 from xform.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
 
@@ -263,3 +264,55 @@ top_k_p = standard_primitive("top_k", _top_k_abstract_eval, multiple_results=Tru
 ad.primitive_jvps[top_k_p] = _top_k_jvp
 batching.primitive_batchers[top_k_p] = _top_k_batch
 mlir.register_lowering(top_k_p, _top_k_lowering)
+
+
+def _approx_k(name, operand, k, reduction_dimension, aggregate_to_topk):
+    aval = get_aval(operand)
+    if not dtypes.is_floating(aval.dtype):
+        raise ValueError("operand must be a floating type")
+    if aval.ndim == 0:
+        raise TypeError(f"approx_top_k operand must have >= 1 dimension, got {aval.shape}")
+    if not aggregate_to_topk:
+        raise NotImplementedError(f"{name}: aggregate_to_topk=False (TPU's unaggregated "
+                                  "partial results) is not supported")
+    axis = _canonical_axis(reduction_dimension, aval.ndim, name)
+    if not 0 < operator.index(k) <= aval.shape[axis]:
+        raise ValueError(f"{name}: k must be positive and at most the size "
+                         f"{aval.shape[axis]} of reduction_dimension, got {k}")
+    return axis
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The ``k`` largest entries along ``reduction_dimension`` and their indices.
+
+    NB: exact here: this is ``top_k``, which is what XLA's ApproxTopK falls back to on
+    CPU and GPU, so ``recall_target`` and ``reduction_input_size_override`` (TPU
+    tuning) have no effect.
+
+    >>> import numpy as np
+    >>> approx_max_k(np.array([9., 3., 6., 4., 10.]), 2)[1]
+    Array([4, 0], dtype=int32)
+    """
+    axis = _approx_k("approx_max_k", operand, k, reduction_dimension, aggregate_to_topk)
+    return _approx_top_k(operand, operand, k, axis)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """The ``k`` smallest entries along ``reduction_dimension`` and their indices
+    (exact, as ``approx_max_k``).
+
+    >>> import numpy as np
+    >>> approx_min_k(np.array([9., 3., 6., 4., 10.]), 2)[0]
+    Array([3., 4.], dtype=float32)
+    """
+    axis = _approx_k("approx_min_k", operand, k, reduction_dimension, aggregate_to_topk)
+    return _approx_top_k(operand, neg(operand), k, axis)
+
+
+def _approx_top_k(operand, keys, k, axis):
+    # XLA's comparator sees -0 == +0 (ties: lower index first); top_k orders -0 < +0,
+    # so rank keys + 0 (-0 becomes +0) and read the values back from the operand.
+    _, indices = top_k(add(keys, _const(keys, 0.0)), k, axis=axis)
+    return _take_along(operand, indices, axis), indices

@@ -86,6 +86,14 @@ def window_out_shape(shape, window_dimensions, window_strides, padding, base_dil
                  zip(padded, win, window_strides))
 
 
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The output shape of a ``reduce_window`` with explicit ``(low, high)`` padding."""
+    ones = (1,) * len(operand_shape)
+    return window_out_shape(operand_shape, window_dimensions, window_strides, padding,
+                            base_dilation or ones, window_dilation or ones)
+
+
 def lower_reduce_window(ctx, x, init, combine, window_dimensions, window_strides, padding,
                         base_dilation, window_dilation):
     """A stablehlo.reduce_window of one operand with a scalar NumPy ``init``; with

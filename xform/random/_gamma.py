@@ -1,7 +1,7 @@
 """The gamma family: gamma and loggamma (Marsaglia-Tsang rejection in a while_loop, one
 key per element, as JAX), and what is built on them: beta, dirichlet, t, chisquare, f,
 generalized_normal, ball. ``random_gamma_p`` is a primitive, as JAX's: differentiable in
-the shape parameter by implicit reparameterization (``random_gamma_grad``: d sample /
+the shape parameter by implicit reparameterization (``lax.random_gamma_grad``: d sample /
 d alpha = -dF/dalpha / pdf), batched by flattening keys and lanes together."""
 import math
 
@@ -105,109 +105,8 @@ def _gamma_grad(sample, a, log_space):
         x = lax.exp(sample)
         x = lax.select(lax.eq(x, jnp.zeros_like(x)),
                        jnp.full_like(x, float(finfo(x.dtype).tiny)), x)
-        return random_gamma_grad(a, x) / x
-    return random_gamma_grad(a, sample)
-
-
-def _igamma_series_grad(ax, x, a, enabled, eps):
-    # d/da of the series for P(a, x), scaled to the sample derivative.
-    def cond_fn(v):
-        return jnp.any(v[0])
-
-    def body_fn(v):
-        en, r, c, ans, xx, dc_da, dans_da = v
-        r = r + 1
-        dc_da = dc_da * (xx / r) - (c * xx) / (r * r)
-        dans_da = dans_da + dc_da
-        c = c * (xx / r)
-        ans = ans + c
-        go = en & (jnp.abs(dc_da / dans_da) > eps)
-        new = (r, c, ans, xx, dc_da, dans_da)
-        return (go,) + tuple(lax.select(en, n, o) for n, o in zip(new, v[1:]))
-
-    z = jnp.zeros_like(a)
-    v = lax.while_loop(cond_fn, body_fn, (enabled, a, z + 1, z + 1, x, z, z))
-    ans, dans_da = v[3], v[6]
-    dlogax_da = lax.log(x) - lax.digamma(a + 1)
-    return -(dans_da + ans * dlogax_da) * x / a
-
-
-def _igammac_cf_grad(ax, x, a, enabled, eps):
-    # d/da of the continued fraction for Q(a, x), scaled to the sample derivative.
-    def cond_fn(v):
-        return (v[5] < 2000) & jnp.any(v[0])
-
-    def body_fn(v):
-        (en, ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
-         dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da) = v
-        c, y, z = c + 1, y + 1, z + 2
-        yc = y * c
-        pk = pkm1 * z - pkm2 * yc
-        qk = qkm1 * z - qkm2 * yc
-        nz = qk != 0
-        r = pk / qk
-        t = lax.select(nz, jnp.abs((ans - r) / r), jnp.ones_like(r))
-        ans = lax.select(nz, r, ans)
-        dpk_da = dpkm1_da * z - pkm1 - dpkm2_da * yc + pkm2 * c
-        dqk_da = dqkm1_da * z - qkm1 - dqkm2_da * yc + qkm2 * c
-        dans_da_new = lax.select(nz, (dpk_da - ans * dqk_da) / qk, dans_da)
-        grad_cond = lax.select(nz, jnp.abs(dans_da_new - dans_da), jnp.ones_like(dans_da))
-        pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
-        dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = dpkm1_da, dqkm1_da, dpk_da, dqk_da
-        rescale = jnp.abs(pk) > 1 / eps
-        sc = lambda u: lax.select(rescale, u * eps, u)
-        pkm2, pkm1, qkm2, qkm1 = sc(pkm2), sc(pkm1), sc(qkm2), sc(qkm1)
-        dpkm2_da, dqkm2_da = sc(dpkm2_da), sc(dqkm2_da)
-        dpkm1_da, dqkm1_da = sc(dpkm1_da), sc(dqkm1_da)
-        go = en & (grad_cond > eps)
-        new = (ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
-               dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da_new)
-        return (go,) + tuple(n if i == 4 else lax.select(en, n, o)
-                             for i, (n, o) in enumerate(zip(new, v[1:])))
-
-    y = 1 - a
-    z = x + y + 1
-    pkm1 = x + 1
-    qkm1 = z * x
-    ans = pkm1 / qkm1
-    zeros = jnp.zeros_like(x)
-    dqkm1_da = -x
-    dans_da = (zeros - ans * dqkm1_da) / qkm1
-    init = (enabled, ans, jnp.ones_like(x), y, z, np.array(0, x.dtype), pkm1, qkm1,
-            jnp.ones_like(x), x, zeros, zeros, zeros, dqkm1_da, dans_da)
-    v = lax.while_loop(cond_fn, body_fn, init)
-    ans, dans_da = v[1], v[14]
-    dlogax_da = lax.log(x) - lax.digamma(a)
-    return -(dans_da + ans * dlogax_da) * x
-
-
-def random_gamma_grad(a, x):
-    """d x / d a for ``x ~ Gamma(a, 1)`` held at fixed CDF value (JAX's
-    ``lax.random_gamma_grad``): ``-(dP(a, x)/da) / p(x; a)``, by the series (x <= 1 or
-    x <= a) or the continued fraction, differentiated term by term.
-
-    >>> import numpy as np
-    >>> from xform.random._gamma import random_gamma_grad
-    >>> round(float(random_gamma_grad(np.float32(1.0), np.float32(1.0))), 4)
-    1.1736
-    """
-    a, x = jnp.asarray(a), jnp.asarray(x)
-    shape = np.broadcast_shapes(a.shape, x.shape)
-    a, x = jnp.broadcast_to(a, shape), jnp.broadcast_to(x, shape)
-    fi = finfo(a.dtype)
-    eps = np.array(fi.eps, a.dtype)
-    is_nan = jnp.isnan(a) | jnp.isnan(x)
-    x_is_zero = x == 0
-    domain_error = (x < 0) | (a <= 0)
-    use_cf = (x > 1) & (x > a)
-    ax = a * lax.log(x) - x - lax.lgamma(a)
-    underflow = ax < -np.log(fi.max)
-    ax = lax.exp(ax)
-    enabled = ~(x_is_zero | domain_error | underflow | is_nan)
-    out = lax.select(use_cf, -_igammac_cf_grad(ax, x, a, enabled & use_cf, eps),
-                     _igamma_series_grad(ax, x, a, enabled & ~use_cf, eps))
-    out = lax.select(x_is_zero, jnp.zeros_like(out), out)
-    return lax.select(domain_error | is_nan, jnp.full_like(a, np.nan), out)
+        return lax.random_gamma_grad(a, x) / x
+    return lax.random_gamma_grad(a, sample)
 
 
 def gamma(key, a, shape=None, dtype=None):
