@@ -152,6 +152,9 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 def ediff1d(ary, to_end=None, to_begin=None):
     """Like numpy.ediff1d: differences of the flattened array, with optional ends."""
     ary = ravel(asarray(ary, "ediff1d"))
+    if ary.aval.dtype == dtypes.bool_:  # (diff gives != for bools; JAX's ediff1d subtracts)
+        raise TypeError("sub does not accept dtype bool at position 0. Accepted dtypes at "
+                        "position 0 are subtypes of integer, floating, complexfloating.")
     out = diff(ary) if ary.aval.size else ary
     parts = []
     if to_begin is not None:

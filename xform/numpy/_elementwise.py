@@ -1,6 +1,8 @@
 """Elementwise functions over the special, rounding and bitwise lax primitives:
 trigonometric/hyperbolic and their inverses, expm1/log1p, rounding (floor, ceil, trunc,
 rint, round, modf), fmod, gcd/lcm, shifts, bit counts, nextafter/spacing, angle."""
+import operator
+
 import numpy as np
 
 from xform import lax
@@ -88,6 +90,8 @@ def rint(x, /):
     x = asarray(x, "rint")
     if not dtypes.is_inexact(x.aval.dtype):
         x, = _util.promote_dtypes("rint", x, to="inexact")
+    if dtypes.is_complex(x.aval.dtype):
+        return lax.complex(rint(real(x)), rint(imag(x)))
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -102,10 +106,15 @@ def round(a, decimals=0, out=None):
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     a = asarray(a, "round")
     dt = a.aval.dtype
+    decimals = operator.index(decimals)
+    if dt == dtypes.bool_:  # (JAX's finfo(bool) error)
+        raise ValueError(f"data type {np.dtype(dt).type} not inexact")
     if not dtypes.is_inexact(dt):
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
+    if decimals > np.log10(dtypes.finfo(dt).max):
+        return a  # beyond the dtype's precision: a no-op (10**decimals would overflow)
     if dtypes.is_complex(dt):
         return lax.complex(round(real(a), decimals), round(imag(a), decimals))
     even = lax.RoundingMethod.TO_NEAREST_EVEN
@@ -198,7 +207,7 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 def bitwise_count(x, /):
     """Like numpy.bitwise_count: the number of 1 bits in ``|x|`` (as uint8)."""
-    x = asarray(x, "bitwise_count")
+    x, = _util.promote_dtypes("bitwise_count", x, to="numeric")  # bool -> int
     if not dtypes.is_integer(x.aval.dtype):
         raise TypeError(f"bitwise_count requires an integer array, got "
                         f"{x.aval.dtype.name}")

@@ -192,9 +192,15 @@ def cbrt(x, /):
     return lax.cbrt(_inexact1("cbrt", x))
 
 
+def _no_complex_inf(x):
+    if dtypes.is_complex(x.aval.dtype):
+        raise ValueError("isposinf/isneginf are not well defined for complex types")
+    return x
+
+
 def isposinf(x, /):
     """Like numpy.isposinf."""
-    x = asarray(x, "isposinf")
+    x = _no_complex_inf(asarray(x, "isposinf"))
     if not dtypes.is_floating(x.aval.dtype):
         return lax.full(x.aval.shape, False)
     return lax.eq(x, _util.scalar_array(np.inf, x.aval.dtype, False))
@@ -202,7 +208,7 @@ def isposinf(x, /):
 
 def isneginf(x, /):
     """Like numpy.isneginf."""
-    x = asarray(x, "isneginf")
+    x = _no_complex_inf(asarray(x, "isneginf"))
     if not dtypes.is_floating(x.aval.dtype):
         return lax.full(x.aval.shape, False)
     return lax.eq(x, _util.scalar_array(-np.inf, x.aval.dtype, False))

@@ -242,6 +242,8 @@ def ix_(*args):
     out = []
     for i, a in enumerate(args):
         a = asarray(a, "ix_", i)
+        if a.aval.dtype == dtypes.bool_:
+            raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
         if a.aval.ndim != 1:
             raise ValueError(f"Cross index must be 1 dimensional, got shape {a.aval.shape}")
         shape = [1] * len(args)

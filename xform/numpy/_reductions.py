@@ -331,6 +331,11 @@ def _arg_prep(name, a, axis, out):
         dims = (axis,)
     if a.aval.shape[axis] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
+    if dtypes.is_complex(a.aval.dtype):  # (JAX's comparison error)
+        op = "gt" if name.endswith("max") else "lt"
+        raise TypeError(f"{op} does not accept dtype {a.aval.dtype.name} at position 0. "
+                        "Accepted dtypes at position 0 are subtypes of integer, floating, "
+                        "bool.")
     return a, axis, dims
 
 

@@ -41,8 +41,17 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     if order is not None:
         raise ValueError("The 'order' argument to jnp.sort is not supported.")
     a, axis = _flat_axis(asarray(a, "sort"), axis)
-    out = lax.sort(a, axis, is_stable=stable)
+    if dtypes.is_complex(a.aval.dtype):
+        out = lax.complex(*lax.sort(_complex_keys(a), axis, is_stable=stable, num_keys=2))
+    else:
+        out = lax.sort(a, axis, is_stable=stable)
     return lax.rev(out, (axis,)) if descending else out
+
+
+def _complex_keys(a):
+    """A complex array's sort keys: (real, imag), compared lexicographically as JAX's
+    comparator does (NaN parts last within their key)."""
+    return lax.real(a), lax.imag(a)
 
 
 @composite(static=("axis", "kind", "order", "stable", "descending"))
@@ -52,7 +61,14 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     if order is not None:
         raise ValueError("The 'order' argument to jnp.argsort is not supported.")
     a, axis = _flat_axis(asarray(a, "argsort"), axis)
-    return _lax_argsort(a, axis, is_stable=stable, descending=descending)
+    if not dtypes.is_complex(a.aval.dtype):
+        return _lax_argsort(a, axis, is_stable=stable, descending=descending)
+    keys = _complex_keys(lax.rev(a, (axis,)) if descending else a)
+    iota = lax.broadcasted_iota(np.int32, a.aval.shape, axis)
+    if descending:  # as lax.argsort: reversed keys ascending, ties in index order
+        idx = lax.sort(keys + (lax.rev(iota, (axis,)),), axis, stable, 2)[2]
+        return lax.rev(idx, (axis,))
+    return lax.sort(keys + (iota,), axis, stable, 2)[2]
 
 
 def lexsort(keys, axis=-1):
@@ -113,7 +129,13 @@ def sort_complex(a):
 # ---- searching ----
 
 def _total_lt(x, y):
-    """``x < y`` in sort order (NaNs last, as lax.sort orders them)."""
+    """``x < y`` in sort order (NaNs last, as lax.sort orders them; complex values
+    lexicographically by (real, imag))."""
+    if dtypes.is_complex(x.aval.dtype):
+        rx, ry = lax.real(x), lax.real(y)
+        lt_re = _total_lt(rx, ry)
+        eq_re = uf.logical_not(uf.logical_or(lt_re, _total_lt(ry, rx)))
+        return uf.logical_or(lt_re, uf.logical_and(eq_re, _total_lt(lax.imag(x), lax.imag(y))))
     lt = lax.lt(x, y)
     if dtypes.is_inexact(x.aval.dtype):
         lt = uf.logical_or(lt, uf.logical_and(uf.isnan(y), uf.logical_not(uf.isnan(x))))

@@ -554,6 +554,12 @@ def clip(arr=None, /, min=None, max=None):
     if arr is None:
         raise ValueError("No input was provided to the clip function.")
     _util.check_arraylike("clip", arr)
+    if any(b is not None and dtypes.is_complex(dtypes.dtype(b)) for b in (arr, min, max)):
+        raise ValueError(
+            "Clip received a complex value either through the input or the min/max "
+            "keywords. Complex values have no ordering and cannot be clipped. Please convert "
+            "to a real value or array by taking the real or imaginary components via "
+            "jax.numpy.real/imag respectively.")
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
