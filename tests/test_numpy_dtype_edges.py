@@ -45,6 +45,12 @@ ROWS = [
         m.sort(C), m.argsort(C), m.argsort(C, descending=True), m.sort(C, descending=True),
         m.searchsorted(m.sort(C), C), m.searchsorted(m.sort(C), C, side="right"),
         *m.histogram(FIN, 3))),
+    ("complex_order", lambda m: (
+        m.maximum(C, C[::-1]), m.minimum(C, 1 + 0j), m.fmax(C, B[:1]), m.fmin(2, C),
+        m.less(C, C[::-1]), m.greater_equal(C, 1), m.less_equal(1j, C), m.max(FIN))),
+    ("ldexp_fmod_ints", lambda m: (
+        m.ldexp(I8[:3], np.array([0, 2**32 - 1, 7], np.uint32)), m.ldexp(F16, B[:1]),
+        m.fmod(True, B), m.fmod(I8, np.int8(0)))),
     ("rint_round_count", lambda m: (
         m.rint(FIN * 2), m.bitwise_count(B), m.round(F32, 50), m.round(FIN, 40))),
 ]
@@ -84,6 +90,8 @@ ERRORS = [
     ("isposinf_complex", lambda m: m.isposinf(FIN)),
     ("ix_bool", lambda m: m.ix_(B)),
     ("vander_bool", lambda m: m.vander(B)),
+    ("hypot_complex", lambda m: m.hypot(FIN, 1)),
+    ("ldexp_float_exponent", lambda m: m.ldexp(F32, 2.0)),
 ]
 
 

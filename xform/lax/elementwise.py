@@ -145,6 +145,26 @@ def _balanced_eq(x, z, y):
                     select_n(eq(y, z), _shapes.full_like(z, one), _shapes.full_like(z, half)))
 
 
+def _minmax_lowering(op, direction):
+    """``op``, but complex values compare lexicographically as (real, imag) pairs, as
+    JAX's lowering does (StableHLO's maximum/minimum order complex values otherwise)."""
+    def rule(ctx, x, y):
+        out = ctx.avals_out[0]
+        x = mlir.broadcast_to(x, ctx.avals_in[0], out)
+        y = mlir.broadcast_to(y, ctx.avals_in[1], out)
+        if not dtypes.is_complex(out.dtype):
+            return op(x, y)
+
+        def cmp(a, b, d):
+            return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(d),
+                               compare_type=hlo.ComparisonTypeAttr.get("FLOAT"))
+        rx, ry = hlo.real(x), hlo.real(y)
+        which = hlo.select(cmp(rx, ry, "EQ"), cmp(hlo.imag(x), hlo.imag(y), direction),
+                           cmp(rx, ry, direction))
+        return hlo.select(which, x, y)
+    return rule
+
+
 def max(x, y):
     r"""Elementwise maximum (NaN-propagating)."""
     return max_p.bind(*_scalar_args("max", x, y))
@@ -153,7 +173,7 @@ def max(x, y):
 max_p = naryop("max", dtypes.all_dtypes)   # bool too, as JAX (logical or)
 ad.defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-mlir.register_lowering(max_p, mlir.elementwise(hlo.maximum))
+mlir.register_lowering(max_p, _minmax_lowering(hlo.maximum, "GT"))
 
 
 def min(x, y):
@@ -164,7 +184,7 @@ def min(x, y):
 min_p = naryop("min", dtypes.all_dtypes)   # bool too, as JAX (logical and)
 ad.defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-mlir.register_lowering(min_p, mlir.elementwise(hlo.minimum))
+mlir.register_lowering(min_p, _minmax_lowering(hlo.minimum, "LT"))
 
 
 def pow(x, y):

@@ -140,8 +140,9 @@ def modf(x, /, out=None):
 
 def fmod(x1, x2, /):
     """Like numpy.fmod: the remainder of truncated division (sign of ``x1``)."""
+    was_bool = _util.promote_args("fmod", x1, x2)[0].aval.dtype == dtypes.bool_
     x1, x2 = _util.promote_args("fmod", x1, x2, to="numeric")
-    if dtypes.is_integer(x1.aval.dtype):
+    if dtypes.is_integer(x1.aval.dtype) and not was_bool:  # (JAX: bools divide by 0)
         x1, x2 = _util.broadcast_arrays("fmod", x1, x2, scalars_ok=False)
         x2 = uf.where(lax.eq(x2, _util.scalar_array(0, x2.aval.dtype, False)),
                       _util.filled_like(x2, 1), x2)
@@ -251,11 +252,15 @@ def ldexp(x1, x2, /):
     >>> jnp.ldexp(jnp.array([1.0, -3.0]), jnp.array([3, -2]))
     Array([ 8.  , -0.75], dtype=float32)
     """
+    x1, x2 = asarray(x1, "ldexp"), asarray(x2, "ldexp", 1)
+    if dtypes.is_complex(x1.aval.dtype) or dtypes.is_inexact(x2.aval.dtype):
+        raise ValueError(f"ldexp not supported for input types "
+                         f"{(x1.aval.dtype, x2.aval.dtype)}")
     x1, = _util.promote_dtypes("ldexp", x1, to="inexact")
-    x2 = asarray(x2, "ldexp", 1)
-    if not dtypes.is_integer(x2.aval.dtype):
-        raise TypeError(f"ldexp: x2 must be an integer array, got {x2.aval.dtype.name}")
     x1, x2 = _util.broadcast_arrays("ldexp", x1, x2, scalars_ok=False)
+    dt2 = x2.aval.dtype
+    if dt2 != dtypes.bool_ and np.iinfo(dt2).max > np.iinfo(np.int32).max:
+        x2 = uf.clip(x2, max(np.iinfo(dt2).min, -2**31), 2**31 - 1)  # saturate, not wrap
     out = _exp2_int(x1, lax.convert_element_type(x2, dtypes.int32))
     return lax.convert_element_type(out, out.aval.dtype)   # never weak, as JAX's
 

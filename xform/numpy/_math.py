@@ -74,6 +74,9 @@ def hypot(x1, x2, /):
     Array(5., dtype=float32, weak_type=True)
     """
     x1, x2 = _inexact("hypot", x1, x2)
+    if dtypes.is_complex(x1.aval.dtype):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. "
+                         "Please convert to real values first, such as by using abs(x)")
     x1, x2 = _util.broadcast_arrays("hypot", lax.abs(x1), lax.abs(x2), scalars_ok=False)
     big, small = lax.max(x1, x2), lax.min(x1, x2)
     zero = lax.eq(big, _like(big, 0))

@@ -60,13 +60,17 @@ def _fast_pair(x, y, allowed=None):
     return None
 
 
-def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=None):
+def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=None,
+            complex_fn=None):
     """A NumPy binary function over ``prim``; ``bool_fn(a, b)`` handles bool operands
-    (lax arithmetic takes no bools: JAX's add is "or" on them, multiply "and"), and
-    ``extended_fn(a, b)`` operands of an extended dtype (typed keys)."""
+    (lax arithmetic takes no bools: JAX's add is "or" on them, multiply "and"),
+    ``complex_fn(a, b)`` complex ones, and ``extended_fn(a, b)`` operands of an extended
+    dtype (typed keys)."""
     bind = prim.bind
     if bool_fn is not None:
         allowed = dtypes.numeric_dtypes
+    elif complex_fn is not None:
+        allowed = [d for d in dtypes.all_dtypes if not dtypes.is_complex(d)]
     elif extended_fn is not None:   # (extended dtypes miss the fast path)
         allowed = dtypes.all_dtypes
 
@@ -101,6 +105,8 @@ def _binary(name, prim, doc, to=None, allowed=None, bool_fn=None, extended_fn=No
             ops = promote_args(name, x1, x2, to=to)
             if bool_fn is not None and ops[0].aval.dtype == dtypes.bool_:
                 return bool_fn(*ops)
+            if complex_fn is not None and dtypes.is_complex(ops[0].aval.dtype):
+                return complex_fn(prim, *ops)
         return bind(*ops)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -145,10 +151,18 @@ def _keys_equal(x1, x2):
 equal = _binary("equal", lax.eq_p, "Like numpy.equal.", extended_fn=_keys_equal)
 not_equal = _binary("not_equal", lax.ne_p, "Like numpy.not_equal.",
                     extended_fn=lambda a, b: logical_not(_keys_equal(a, b)))
-less = _binary("less", lax.lt_p, "Like numpy.less.")
-less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.")
-greater = _binary("greater", lax.gt_p, "Like numpy.greater.")
-greater_equal = _binary("greater_equal", lax.ge_p, "Like numpy.greater_equal.")
+def _complex_order(prim, a, b):
+    """Complex operands compare lexicographically, (real, imag), as in JAX."""
+    ra, rb = lax.real(a), lax.real(b)
+    return lax.select(lax.eq(ra, rb), prim.bind(lax.imag(a), lax.imag(b)), prim.bind(ra, rb))
+
+
+less = _binary("less", lax.lt_p, "Like numpy.less.", complex_fn=_complex_order)
+less_equal = _binary("less_equal", lax.le_p, "Like numpy.less_equal.",
+                     complex_fn=_complex_order)
+greater = _binary("greater", lax.gt_p, "Like numpy.greater.", complex_fn=_complex_order)
+greater_equal = _binary("greater_equal", lax.ge_p, "Like numpy.greater_equal.",
+                        complex_fn=_complex_order)
 
 
 def _compare(fn, a, b):
