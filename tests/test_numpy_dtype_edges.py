@@ -48,6 +48,9 @@ ROWS = [
     ("complex_order", lambda m: (
         m.maximum(C, C[::-1]), m.minimum(C, 1 + 0j), m.fmax(C, B[:1]), m.fmin(2, C),
         m.less(C, C[::-1]), m.greater_equal(C, 1), m.less_equal(1j, C), m.max(FIN))),
+    ("logaddexp_complex_bf16", lambda m: (
+        m.logaddexp(FIN, FIN[::-1]), m.logaddexp2(C, 1j), m.logaddexp2(U8[:3], BF[:3]),
+        m.logaddexp(BF, 1.0))),
     ("ldexp_fmod_ints", lambda m: (
         m.ldexp(I8[:3], np.array([0, 2**32 - 1, 7], np.uint32)), m.ldexp(F16, B[:1]),
         m.fmod(True, B), m.fmod(I8, np.int8(0)))),

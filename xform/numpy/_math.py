@@ -37,34 +37,63 @@ def logaddexp(x1, x2, /):
     return _logaddexp(*_inexact("logaddexp", x1, x2))
 
 
+def logaddexp2(x1, x2, /):
+    """Like numpy.logaddexp2: ``log2(2**x1 + 2**x2)`` without overflow (JAX's formula,
+    in base 2 throughout; a custom JVP as :func:`logaddexp`'s)."""
+    return _logaddexp2(*_inexact("logaddexp2", x1, x2))
+
+
+def _logaddexp_base(x1, x2, exp, scale, period):
+    """JAX's logaddexp formulas: ``max + scale * log1p(exp(-|x1 - x2|))`` for reals
+    (NaN where ``x1 - x2`` is: the sum then); complex inputs take ``exp`` of
+    ``x1 + x2 - 2 max`` and wrap the imaginary part into ``[-period, period]``."""
+    amax = lax.max(x1, x2)
+
+    def soft(d):
+        out = lax.log1p(exp(d))
+        return out if scale is None else lax.mul(_like(out, scale), out)
+    if not dtypes.is_complex(x1.aval.dtype):
+        delta = lax.sub(x1, x2)
+        return uf.where(uf.isnan(delta), lax.add(x1, x2),
+                        lax.add(amax, soft(lax.neg(lax.abs(delta)))))
+    out = lax.add(amax, soft(lax.sub(lax.add(x1, x2), lax.mul(amax, _like(amax, 2)))))
+    im = lax.imag(out)
+    a, two_a = _like(im, period), _like(im, 2 * period)
+    rem = lax.rem(lax.add(im, a), two_a)
+    rem = uf.where(lax.lt(rem, _like(rem, 0)), lax.add(rem, two_a), rem)
+    return lax.complex(lax.real(out), lax.sub(rem, a))
+
+
 @custom_jvp
 def _logaddexp(x1, x2):
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    soft = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
-    return uf.where(uf.isnan(delta), lax.add(x1, x2), lax.add(amax, soft))
+    return _logaddexp_base(x1, x2, lax.exp, None, np.pi)
 
 
-@_logaddexp.defjvp
-def _logaddexp_jvp(primals, tangents):
-    x1, x2 = primals
-    t1, t2 = tangents
-    out = _logaddexp(x1, x2)
-    base = _no_posinf(out)   # inf - inf would give NaN weights at x = +inf
-    w1 = lax.exp(lax.sub(_no_posinf(x1), base))
-    w2 = lax.exp(lax.sub(_no_posinf(x2), base))
-    return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+@custom_jvp
+def _logaddexp2(x1, x2):
+    return _logaddexp_base(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
+
+
+def _logaddexp_jvp_rule(fn, exp):
+    def jvp(primals, tangents):
+        x1, x2 = primals
+        t1, t2 = tangents
+        out = fn(x1, x2)
+        base = _no_posinf(out)   # inf - inf would give NaN weights at x = +inf
+        w1 = exp(lax.sub(_no_posinf(x1), base))
+        w2 = exp(lax.sub(_no_posinf(x2), base))
+        return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+    return jvp
 
 
 def _no_posinf(x):
-    return uf.where(isposinf(x), _like(x, 0), x)
+    re = lax.real(x) if dtypes.is_complex(x.aval.dtype) else x
+    return uf.where(lax.eq(re, _util.scalar_array(np.inf, re.aval.dtype, False)),
+                    _like(x, 0), x)
 
 
-def logaddexp2(x1, x2, /):
-    """Like numpy.logaddexp2: ``log2(2**x1 + 2**x2)``."""
-    x1, x2 = _inexact("logaddexp2", x1, x2)
-    ln2 = _like(x1, np.log(2))
-    return lax.div(logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
+_logaddexp.defjvp(_logaddexp_jvp_rule(_logaddexp, lax.exp))
+_logaddexp2.defjvp(_logaddexp_jvp_rule(_logaddexp2, lax.exp2))
 
 
 def hypot(x1, x2, /):
