@@ -30,6 +30,9 @@ ROWS = [
     ("var_std_complex", lambda m: (
         m.var(FIN), m.std(FIN), m.nanvar(C), m.nanstd(C), m.var(FIN, ddof=5),
         m.var(FIN.reshape(2, 2), 0, keepdims=True), m.var(F32[2:5], ddof=3), m.var(F16[1:3]))),
+    ("var_int_dtype", lambda m: (
+        m.var(I8, dtype=np.int32), m.var(I8, ddof=9), m.nanvar(U8, dtype=np.int32, ddof=9),
+        m.nanvar(I8, dtype=np.int8))),
     ("spacing", lambda m: (m.spacing(F32), m.spacing(F16), m.spacing(BF))),
     ("frexp", lambda m: m.frexp(F32) + m.frexp(F16) + m.frexp(BF)),
     ("square_log_complex", lambda m: (
@@ -51,6 +54,7 @@ ROWS = [
     ("logaddexp_complex_bf16", lambda m: (
         m.logaddexp(FIN, FIN[::-1]), m.logaddexp2(C, 1j), m.logaddexp2(U8[:3], BF[:3]),
         m.logaddexp(BF, 1.0))),
+    ("vdot_complex", lambda m: (m.vdot(FIN, FIN[::-1]), m.vdot(FIN, I8[:4]))),
     ("ldexp_fmod_ints", lambda m: (
         m.ldexp(I8[:3], np.array([0, 2**32 - 1, 7], np.uint32)), m.ldexp(F16, B[:1]),
         m.fmod(True, B), m.fmod(I8, np.int8(0)))),
@@ -93,6 +97,7 @@ ERRORS = [
     ("isposinf_complex", lambda m: m.isposinf(FIN)),
     ("ix_bool", lambda m: m.ix_(B)),
     ("vander_bool", lambda m: m.vander(B)),
+    ("std_int_dtype", lambda m: m.std(I8, dtype=np.int32)),
     ("hypot_complex", lambda m: m.hypot(FIN, 1)),
     ("ldexp_float_exponent", lambda m: m.ldexp(F32, 2.0)),
 ]

@@ -98,15 +98,10 @@ def _matmul(a, b, precision, preferred_element_type):
 
 @composite(static=("axes", "precision", "preferred_element_type"))
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-    """Like numpy.vdot for real inputs: the dot product of the flattened arrays.
-
-    Raises:
-      NotImplementedError: for complex inputs (xform.lax has no conjugate).
-    """
+    """Like numpy.vdot: the dot product of the flattened arrays, ``a`` conjugated."""
     a, b = _util.promote_dtypes("vdot", a, b)
     if dtypes.is_complex(a.aval.dtype):
-        raise NotImplementedError("jnp.vdot of complex arrays needs a conjugate, which "
-                                  "xform.lax does not have yet.")
+        a = lax.conj(a)
     return dot(ravel(a), ravel(b), precision=precision,
                preferred_element_type=preferred_element_type)
 

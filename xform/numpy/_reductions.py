@@ -15,6 +15,7 @@ from xform.interpreters.composite import composite
 from xform.lax.shapes import dimension_as_value
 from xform.numpy import _util
 from xform.numpy._ufuncs import logical_and, logical_or
+from xform.numpy._ufuncs import where as _where
 from xform.numpy._util import asarray, canonicalize_axes
 
 # Eager calls run as one compiled call per (avals, these parameters): see composite.
@@ -281,10 +282,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     normalizer = lax.sub(count, _util.scalar_array(ddof, comp_dtype, False))
     total = sum(centered, axes, dtype=comp_dtype, keepdims=keepdims, where=where)
     result = _strong(lax.div(total, normalizer), result_dtype)
-    ok = lax.gt(normalizer, _util.scalar_array(0, comp_dtype, False))
-    nan = _util.scalar_array(np.nan, result_dtype, False)
-    return lax.select(_util.broadcast_to(ok, result.aval.shape), result,
-                      _util.broadcast_to(nan, result.aval.shape))
+    # NaN where no values remain (an integer ``dtype`` thereby gives floats, as JAX's)
+    return _where(lax.gt(normalizer, _util.scalar_array(0, comp_dtype, False)), result,
+                  np.nan)
 
 
 def _var_promote_types(a_dtype, dtype):
@@ -316,6 +316,9 @@ def _abs2(centered):
 @composite(static=_STATIC)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
     """Like numpy.std (the square root of :func:`var`)."""
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"dtype argument to jnp.std must be inexact; got "
+                         f"{dtypes.canonicalize_dtype(dtype)}")
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where))
 
 

@@ -154,8 +154,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     normalizer = uf.subtract(count, ddof)
     bad = uf.less_equal(normalizer, 0)
     total = red.sum(sq, axis, keepdims=keepdims, where=where)
-    total = uf.where(bad, _util.scalar_array(np.nan, comp, False), total)
-    divisor = lax.convert_element_type(uf.where(bad, 1, normalizer), comp)
+    total = uf.where(bad, np.nan, total)  # (floats even for an integer dtype, as JAX's)
+    divisor = lax.convert_element_type(uf.where(bad, 1, normalizer), total.aval.dtype)
     return lax.convert_element_type(lax.div(total, divisor), result_dt)
 
 
