@@ -291,12 +291,14 @@ def _no_out(name, out):
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     """Like numpy.cov: the covariance matrix of the rows (variables) of ``m``."""
-    m, = _util.promote_dtypes("cov", m, to="inexact")
+    if y is None:
+        m, = _util.promote_dtypes("cov", m, to="inexact")
+    else:  # promoted together, as JAX's (int8 with float16 stays float16)
+        m, y = _util.promote_dtypes("cov", m, y, to="inexact")
     X = atleast_2d(m)
     if not rowvar and X.aval.shape[0] != 1:
         X = X.T
     if y is not None:
-        y, = _util.promote_dtypes("cov", y, to="inexact")
         y = atleast_2d(y)
         if not rowvar and y.aval.shape[0] != 1:
             y = y.T
@@ -335,6 +337,8 @@ def corrcoef(x, y=None, rowvar=True):
     std = lax.sqrt(real(diag(c)))
     c = uf.true_divide(uf.true_divide(c, lax.expand_dims(std, (1,))),
                        lax.expand_dims(std, (0,)))
+    if dtypes.is_complex(c.aval.dtype):  # each part clipped (complex values don't order)
+        return lax.complex(uf.clip(real(c), -1, 1), uf.clip(lax.imag(c), -1, 1))
     return uf.clip(c, -1, 1)
 
 
