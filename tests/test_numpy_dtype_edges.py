@@ -21,6 +21,7 @@ BF = np.array([-3.5, 0.0, 1.0, np.nan, np.inf, 1e30, -0.0], jnp.bfloat16)
 C = np.array([0, 1 + 1j, -1 - 0j, np.inf + 0j, complex(np.nan, 1), 1e30 + 1e30j, -0.0 - 1j,
               complex(1, np.nan), 1 + 1j, 2.5 - 0.5j], np.complex64)
 FIN = np.array([1.5 + 2j, -0.5 + 1j, 3 - 1j, 0.25 + 0j], np.complex64)
+TIES = np.array([1 + 1j, 1 + 2j, 1 - 5j, 1 + 0j], np.complex64)
 Z2 = np.zeros((4, 5), np.float32)
 Z2[1:3, 1:4] = 1
 
@@ -51,7 +52,8 @@ ROWS = [
         *m.histogram(FIN, 3))),
     ("complex_order", lambda m: (
         m.maximum(C, C[::-1]), m.minimum(C, 1 + 0j), m.fmax(C, B[:1]), m.fmin(2, C),
-        m.less(C, C[::-1]), m.greater_equal(C, 1), m.less_equal(1j, C), m.max(FIN))),
+        m.less(C, C[::-1]), m.greater_equal(C, 1), m.less_equal(1j, C), m.max(FIN),
+        m.max(TIES), m.min(TIES.reshape(2, 2), 0), m.maximum.reduce(TIES))),
     ("logaddexp_complex_bf16", lambda m: (
         m.logaddexp(FIN, FIN[::-1]), m.logaddexp2(C, 1j), m.logaddexp2(U8[:3], BF[:3]),
         m.logaddexp(BF, 1.0))),

@@ -145,14 +145,12 @@ def _balanced_eq(x, z, y):
                     select_n(eq(y, z), _shapes.full_like(z, one), _shapes.full_like(z, half)))
 
 
-def _minmax_lowering(op, direction):
-    """``op``, but complex values compare lexicographically as (real, imag) pairs, as
-    JAX's lowering does (StableHLO's maximum/minimum order complex values otherwise)."""
-    def rule(ctx, x, y):
-        out = ctx.avals_out[0]
-        x = mlir.broadcast_to(x, ctx.avals_in[0], out)
-        y = mlir.broadcast_to(y, ctx.avals_in[1], out)
-        if not dtypes.is_complex(out.dtype):
+def _minmax_hlo(op, direction):
+    """``op`` on two same-shaped values, but complex ones compare lexicographically as
+    (real, imag) pairs, as JAX's ``mlir.max_hlo`` (StableHLO orders them otherwise);
+    reduce_max/min's bodies use it too."""
+    def f(x, y):
+        if not isinstance(ir.RankedTensorType(x.type).element_type, ir.ComplexType):
             return op(x, y)
 
         def cmp(a, b, d):
@@ -162,7 +160,10 @@ def _minmax_lowering(op, direction):
         which = hlo.select(cmp(rx, ry, "EQ"), cmp(hlo.imag(x), hlo.imag(y), direction),
                            cmp(rx, ry, direction))
         return hlo.select(which, x, y)
-    return rule
+    return f
+
+
+max_hlo, min_hlo = _minmax_hlo(hlo.maximum, "GT"), _minmax_hlo(hlo.minimum, "LT")
 
 
 def max(x, y):
@@ -173,7 +174,7 @@ def max(x, y):
 max_p = naryop("max", dtypes.all_dtypes)   # bool too, as JAX (logical or)
 ad.defjvp2(max_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-mlir.register_lowering(max_p, _minmax_lowering(hlo.maximum, "GT"))
+mlir.register_lowering(max_p, mlir.elementwise(max_hlo))
 
 
 def min(x, y):
@@ -184,7 +185,7 @@ def min(x, y):
 min_p = naryop("min", dtypes.all_dtypes)   # bool too, as JAX (logical and)
 ad.defjvp2(min_p, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
            lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
-mlir.register_lowering(min_p, _minmax_lowering(hlo.minimum, "LT"))
+mlir.register_lowering(min_p, mlir.elementwise(min_hlo))
 
 
 def pow(x, y):

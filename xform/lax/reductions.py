@@ -10,7 +10,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
-from xform.lax.elementwise import add, convert_element_type, div, eq, mul
+from xform.lax.elementwise import add, convert_element_type, div, eq, max_hlo, min_hlo, mul
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -176,7 +176,7 @@ def _reduce_chooser_jvp(prim):
     return jvp
 
 
-reduce_max_p, reduce_max = _monoid_reducer("reduce_max", hlo.maximum, _lowest,
+reduce_max_p, reduce_max = _monoid_reducer("reduce_max", max_hlo, _lowest,
                                           dtypes.all_dtypes)   # bool too, as JAX
 reduce_max.__doc__ = """Maximum over ``axes`` (``-inf`` or the dtype's minimum if empty).
 
@@ -184,7 +184,7 @@ reduce_max.__doc__ = """Maximum over ``axes`` (``-inf`` or the dtype's minimum i
     Array([5., 4.], dtype=float32)
     """
 ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
-reduce_min_p, reduce_min = _monoid_reducer("reduce_min", hlo.minimum, _highest,
+reduce_min_p, reduce_min = _monoid_reducer("reduce_min", min_hlo, _highest,
                                           dtypes.all_dtypes)
 reduce_min.__doc__ = """Minimum over ``axes`` (``inf`` or the dtype's maximum if empty).
 
