@@ -93,7 +93,10 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     q, r = lax_linalg.qr(a, full_matrices=False)
     if conjugate:
         q = jnp.conj(q)
-    cq = jnp.matmul(q, c) if mode == "left" else jnp.matmul(c, q)
+    # (full precision: JAX applies the reflectors with ormqr; a GPU's default f32 matmul
+    # is TF32, off by ~5e-4)
+    hi = lax.Precision.HIGHEST
+    cq = jnp.matmul(q, c, precision=hi) if mode == "left" else jnp.matmul(c, q, precision=hi)
     return (cq.ravel() if onedim else cq), r
 
 

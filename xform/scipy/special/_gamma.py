@@ -90,8 +90,8 @@ def gamma(x):
     ``nan+nanj`` at the poles).
 
     >>> import xform.scipy.special as sp
-    >>> sp.gamma(5.)
-    Array(24.000023, dtype=float32)
+    >>> print(f"{float(sp.gamma(5.)):.4f}")   # (the last float32 digits vary by platform)
+    24.0000
     """
     x, = _inexact("gamma", x)
     if dtypes.issubdtype(x.aval.dtype, np.complexfloating):
