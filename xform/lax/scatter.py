@@ -7,7 +7,6 @@ differentiated.
 """
 import numpy as np
 
-from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -260,13 +259,16 @@ def _zero_out(out):
     return ad.Zero(get_aval(out).to_tangent_aval())
 
 
-def _scatter_add_jvp(primals, tangents, **params):
-    (operand, indices, updates), (t_op, _, t_upd) = primals, tangents
-    out = scatter_add_p.bind(operand, indices, updates, **params)
-    if _both_zero(t_op, t_upd):
-        return out, _zero_out(out)
-    return out, scatter_add_p.bind(ad.instantiate_zeros(t_op), indices,
-                                   ad.instantiate_zeros(t_upd), **params)
+def _linear_jvp(prim):
+    """The JVP of scatter-add/-sub: linear in the operand and the updates together."""
+    def jvp(primals, tangents, **params):
+        (operand, indices, updates), (t_op, _, t_upd) = primals, tangents
+        out = prim.bind(operand, indices, updates, **params)
+        if _both_zero(t_op, t_upd):
+            return out, _zero_out(out)
+        return out, prim.bind(ad.instantiate_zeros(t_op), indices,
+                              ad.instantiate_zeros(t_upd), **params)
+    return jvp
 
 
 def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, mode, **_):
@@ -278,18 +280,9 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, 
 
 
 scatter_add_p = _scatter_prim("scatter-add", hlo.add, numeric)
-ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
+ad.primitive_jvps[scatter_add_p] = _linear_jvp(scatter_add_p)
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 ad.defnonlinear_operands(scatter_add_p, slice(1, 2))   # the indices
-
-
-def _scatter_sub_jvp(primals, tangents, **params):
-    (operand, indices, updates), (t_op, _, t_upd) = primals, tangents
-    out = scatter_sub_p.bind(operand, indices, updates, **params)
-    if _both_zero(t_op, t_upd):
-        return out, _zero_out(out)
-    return out, scatter_sub_p.bind(ad.instantiate_zeros(t_op), indices,
-                                   ad.instantiate_zeros(t_upd), **params)
 
 
 def _scatter_sub_transpose(ct, operand, indices, updates, *, dimension_numbers, mode, **_):
@@ -299,7 +292,7 @@ def _scatter_sub_transpose(ct, operand, indices, updates, *, dimension_numbers, 
 
 
 scatter_sub_p = _scatter_prim("scatter-sub", hlo.subtract, numeric)
-ad.primitive_jvps[scatter_sub_p] = _scatter_sub_jvp
+ad.primitive_jvps[scatter_sub_p] = _linear_jvp(scatter_sub_p)
 ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
 ad.defnonlinear_operands(scatter_sub_p, slice(1, 2))   # the indices
 
