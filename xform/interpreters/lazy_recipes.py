@@ -67,17 +67,24 @@ def recipe(closed, n_operands):
 
 def _literal(v):
     """A literal as graph keys hold one, ``(Python scalar, aval)``; ValueError for one
-    that would make keys unequal (nan) or equal to another (-0.0 to 0.0)."""
+    that would make keys equal to another's (-0.0 to 0.0). A float NaN becomes the one
+    shared ``_NAN`` object: keys compare and hash their elements by identity first, so
+    every NaN constant (var's where no values remain) keys the same program."""
     val = v.val
     if type(val) not in _PY_SCALARS:
         if v.aval.shape != ():
             raise ValueError
         val = np.asarray(val).item()  # (a rank-0 constant; .item() is exact)
-    if val != val or (type(val) is float and val == 0 and math.copysign(1.0, val) < 0):
+    if val != val:
+        if type(val) is not float:
+            raise ValueError   # (a complex NaN: rare, recorded op by op)
+        return (_NAN, v.aval)
+    if type(val) is float and val == 0 and math.copysign(1.0, val) < 0:
         raise ValueError
     return (val, v.aval)
 
 
+_NAN = float("nan")
 _PY_SCALARS = (bool, int, float, complex)
 
 
