@@ -66,4 +66,5 @@ for _name, _state in _states.items():  # JAX's other top-level config states
 from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, shard_map)
 from xform import stages, typing  # noqa: E402,F401  (attributes after `import jax`)
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
+from xform import monitoring  # noqa: E402,F401  (jax.monitoring: event listeners)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)
