@@ -13,6 +13,7 @@ from xform.random import (_continuous, _core, _derived, _discrete, _gamma,  # no
                           _keys as _keys_mod)
 from xform.random._core import (PRNGKey, key, key_data, wrap_key_data,  # noqa: F401
                                 key_impl, key_dtype, clone)
+from xform.random._gamma import random_gamma_p  # noqa: F401  (jax.random's primitive)
 from xform.random._keys import KeyReuseError  # noqa: F401
 
 
@@ -41,5 +42,5 @@ for _mod, _names in _SAMPLERS.items():
         globals()[_name] = _public(getattr(_mod, _name))
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
-           "KeyReuseError"] + [n for ns in _SAMPLERS.values() for n in ns]
+           "KeyReuseError", "random_gamma_p"] + [n for ns in _SAMPLERS.values() for n in ns]
 del _mod, _names, _name
