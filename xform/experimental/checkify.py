@@ -21,7 +21,7 @@ __all__ = ["BatchedError", "DivisionByZeroError", "Error", "ErrorCategory",
            "div_checks", "float_checks", "index_checks", "init_error", "nan_checks",
            "user_checks"]
 
-ErrorCategory = type[JaxException]  # what the ``errors`` sets hold: exception classes
+ErrorCategory = type["JaxException"]  # what the ``errors`` sets hold (JAX spells it so)
 init_error = _ck.init_error  # the empty Error: no check has failed
 
 user_checks = frozenset({FailedCheckError})
