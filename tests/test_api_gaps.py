@@ -233,3 +233,22 @@ def test_random_gamma_p_is_jaxs_primitive():
             lib.random.key(0), np.ones(3, np.float32))
         assert "random_gamma[log_space=True]" in str(jaxpr)
     assert xform.random.random_gamma_p.name == jax.random.random_gamma_p.name
+
+
+# ---- lax tokens ----
+
+def test_tokens_lower_and_run_as_jaxs():
+    texts = []
+    for lib in (jax, xform):
+        lax = lib.lax
+        f = lib.jit(lambda t, x: (lax.after_all(t, lax.create_token(x)), x + 1))
+        tok = lax.create_token()
+        texts.append([line.split("=", 1)[-1].strip() for line in
+                      f.lower(tok, 1.).as_text().splitlines() if "token" in line])
+        out_tok, y = f(tok, 1.)
+        assert float(y) == 2.0
+        lax.after_all(out_tok, lax.after_all())  # a result token is a token again
+        with pytest.raises(TypeError, match="Arguments to after_all must be tokens"):
+            lax.after_all(tok, 1.)
+    assert texts[0][1:] == texts[1][1:]  # the ops (the signature lines differ in attrs)
+    assert "stablehlo.after_all" in texts[1][-2]
