@@ -139,7 +139,7 @@ def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
 
     >>> import xform.numpy as jnp
     >>> sem(jnp.array([1., 2., 3., 4.]))
-    Array(0.6454972, dtype=float32)
+    Array(0.64549726, dtype=float32)
     """
     b, = _util.promote_args("sem", a, to="inexact")
     if nan_policy == "propagate":
