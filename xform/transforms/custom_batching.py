@@ -9,7 +9,7 @@ from xform.core import tree_util
 from xform.core.trace import current_trace, eval_trace, get_aval
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.custom_batching import custom_vmap_p
-from xform.transforms.custom_derivatives import _name, _resolve_kwargs
+from xform.transforms.custom_derivatives import _name, _resolve_kwargs, forward_attr
 
 
 class custom_vmap:
@@ -40,6 +40,8 @@ class custom_vmap:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
+
+    __getattr__ = forward_attr
 
     def def_vmap(self, vmap_rule):
         """Set ``vmap_rule(axis_size, in_batched, *args) -> (out, out_batched)``.

@@ -26,6 +26,14 @@ def _name(f):
     return getattr(f, "__name__", type(f).__name__)
 
 
+def forward_attr(self, name):
+    """``__getattr__`` of the custom-rule decorators: ``def*`` methods of a wrapped one
+    (``custom_vjp(custom_vmap(f)).def_vmap``), as JAX's."""
+    if name.startswith("def") and "fun" in vars(self):
+        return getattr(self.fun, name)
+    raise AttributeError(name)
+
+
 def _resolve_kwargs(fun, args, kwargs, kind):
     if not kwargs:
         return tuple(args)
@@ -105,6 +113,8 @@ class custom_jvp:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
+
+    __getattr__ = forward_attr
 
     def defjvp(self, jvp, symbolic_zeros=False):
         """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)`` (tuples of
@@ -287,6 +297,8 @@ class custom_vjp:
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
+    __getattr__ = forward_attr
+
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple`` of one
         cotangent per positional argument (``None`` for zero). ``residuals`` may be any
@@ -433,8 +445,8 @@ def _check_ct(ct, aval, path):
                 "Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does not "
                 "match the corresponding input tangent shape/dtype: at output"
                 f"{tree_util.keystr(path)} the SymbolicZero had shape/dtype "
-                f"{ct.aval.str_short()} while the corresponding input had shape/dtype "
-                f"{aval.str_short()}. Consider just returning a None here instead of a "
+                f"{ct.aval.str_short(False)} while the corresponding input had shape/dtype "
+                f"{aval.str_short(False)}. Consider just returning a None here instead of a "
                 "SymbolicZero object.")
         return ad.Zero(t_aval)
     c_aval = get_aval(ct)
@@ -442,8 +454,8 @@ def _check_ct(ct, aval, path):
         raise ValueError("Custom VJP bwd rule must produce an output with the same type as "
                          f"the args tuple of the primal function, but at output"
                          f"{tree_util.keystr(path)} the bwd rule produced an output of type "
-                         f"{c_aval.str_short()} corresponding to an input of type "
-                         f"{aval.str_short()}")
+                         f"{c_aval.str_short(False)} corresponding to an input of type "
+                         f"{aval.str_short(False)}, so the shapes do not match")
     if c_aval.dtype != t_aval.dtype:
         ct = ew.convert_element_type(ct, t_aval.dtype)
     return ct
