@@ -176,3 +176,13 @@ def test_misuse_errors():
         return h(1.)
     with pytest.raises(ValueError, match="closes over a value batched by this vmap"):
         xform.vmap(closes_over)(jnp.ones(3))
+
+
+@pytest.mark.parametrize("name", ["xform.custom_batching", "xform.transforms.custom_batching",
+                                  "xform.transforms.custom_linear"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted and not result.failed
