@@ -16,7 +16,8 @@ mode differentiates the underlying function, as forward mode already does in bot
 """
 from xform.core import dtypes
 from xform.core.jaxpr import eval_jaxpr
-from xform.core.trace import Primitive, check_no_tracers, current_trace, set_current_trace
+from xform.core.trace import (Primitive, check_no_tracers, current_trace, get_aval,
+                              set_current_trace)
 from xform.interpreters import ad, ad_util, batching, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.custom import _call_lowering, _inline_partial_eval
@@ -46,8 +47,8 @@ def _custom_vmap_batch(vals, dims, *, call, rule):
                              [_front(v, d) for v, d in zip(vals, dims)])
     for i, (o, b, aval) in enumerate(zip(outs, out_batched, call.out_avals)):
         want = ((size,) if b else ()) + aval.shape
-        got = getattr(o, "shape", None)
-        if got is None or tuple(got) != want:
+        got = get_aval(o).shape
+        if got != want:
             raise ValueError(
                 f"custom vmap rule ({rule}) returned output {i} of shape {got} marked "
                 f"{'batched' if b else 'unbatched'}, but the custom_vmap function's output "
@@ -86,7 +87,7 @@ class JVPOfRule:
         bt_nz = iter(batched[n:])
         bp = batched[:n]
         bt = [next(bt_nz) if nz else False for nz in self.in_nz]
-        mutual = [p and (t or not nz) for p, t, nz in zip(bp, bt, self.in_nz)]
+        mutual = [p and t for p, t in zip(bp, bt)]  # no tangent: an unbatched zero
         store = []
 
         def to_jvp(*primals):
