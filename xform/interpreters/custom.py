@@ -1,9 +1,11 @@
-"""The primitives behind ``custom_jvp`` and ``custom_vjp``, and their rules.
+"""The primitives behind ``custom_jvp``, ``custom_vjp`` and ``linear_call``, their rules,
+and the values custom rules are handed (``SymbolicZero``, ``CustomVJPPrimal``).
 
 Initial style: the public wrappers trace the user function to a jaxpr whose
 closed-over values become leading operands (``num_consts``), then bind
 ``custom_jvp_call`` / ``custom_vjp_call``. The user's JVP rule (custom_jvp) and
-fwd rule (custom_vjp) are traced lazily, on first use, by memoized thunks: lazily
+fwd rule (custom_vjp) are traced lazily, on first use, by memoized functions of which
+tangents are symbolic zeros (``symbolic_zeros=True``; otherwise one key): lazily
 because such rules usually call the custom function itself. Each interpreter then
 has an ordinary primitive rule:
 
@@ -182,8 +184,11 @@ def _resolved_rule(rule_fun, symbolic_zeros, n):
     may close over tracers of the applying trace, so without symbolic zeros (one key) it
     is traced now; with them, each key lazily (resolved against the same trace)."""
     here = current_trace()
-    rule = LazyJaxpr(lambda zeros: (rule_fun(zeros), _resolve_consts(
-        rule_fun(zeros)[0].consts, "batch", here)), rule_fun.name)
+
+    def resolved(zeros):
+        traced = rule_fun(zeros)   # (jaxpr, out_zeros or num_res)
+        return traced, _resolve_consts(traced[0].consts, "batch", here)
+    rule = LazyJaxpr(resolved, rule_fun.name)
     if not symbolic_zeros:
         rule((False,) * n)
     return rule
