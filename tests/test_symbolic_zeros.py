@@ -170,3 +170,16 @@ def test_linear_call():
           np.stack([jax.grad(fj)(x, r + 1.) for x, r in zip(XS, XS)]))
     with pytest.raises(TypeError, match="transpose output pytree structure must match"):
         xform.grad(lambda x: xcd.linear_call(lambda _, x: x, lambda _, t: (t, t), (), x))(1.)
+
+
+def test_lazy_mode_matches_eager():
+    f = make_vjp_f(xform, xcd, jnp, [])
+    fl = make_linear(xform)
+
+    def run():
+        return (xform.grad(lambda x: f(x, Y)[0])(X), xform.vmap(xform.grad(
+            lambda x, y: f(x, y)[1]))(XS, XS), xform.vmap(xform.grad(fl), (0, None))(XS, 2.))
+    eager = run()
+    with xform.lazy():
+        lazy = run()
+    close(lazy, eager)
