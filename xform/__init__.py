@@ -67,3 +67,4 @@ from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, sha
 from xform import stages, typing  # noqa: E402,F401  (attributes after `import jax`)
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)
+from xform import custom_batching, custom_derivatives  # noqa: E402,F401  (jax.custom_*)
