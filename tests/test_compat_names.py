@@ -558,3 +558,22 @@ def test_pjit_compilation_cache_and_stages_modules(tmp_path):
     assert xform.reshard is xform.sharding.reshard and callable(jax.reshard)
     assert {"Compiled", "Lowered", "Traced", "Wrapped"} <= set(dir(jax.stages)) & set(
         dir(xform.stages))
+
+
+def test_user_context_retraces_as_jax():
+    # jax.make_user_context: a jitted function retraces while the context's value is
+    # one it has not seen, exactly as often as JAX's
+    def count(L):
+        ctx, n = L.make_user_context(None), []
+        f = L.jit(lambda x: n.append(1) or x * 2)
+        f(1.0), f(1.0)
+        with ctx(1):
+            f(1.0), f(1.0)
+            assert ctx.value == 1
+        with ctx(2):
+            f(1.0)
+        f(1.0)
+        return len(n), ctx.value
+    assert count(xform) == count(jax) == (3, None)
+    with pytest.raises(TypeError, match="must be hashable"):
+        xform.make_user_context([1])
