@@ -37,7 +37,7 @@ from xform.transforms.pmap import (  # noqa: E402
     pmap, device_put_sharded, device_put_replicated, local_device_count)
 from xform import sharding, distributed  # noqa: E402,F401
 from xform.distributed import process_index, process_count  # noqa: E402,F401
-from xform.transforms.shard_map import shard_map  # noqa: E402
+from xform.transforms.shard_map import shard_map, smap  # noqa: E402
 from xform.sharding import (  # noqa: E402,F401
     make_mesh, NamedSharding, PartitionSpec, P, reshard, set_mesh)
 from xform import random  # noqa: E402,F401
