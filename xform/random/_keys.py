@@ -36,6 +36,13 @@ class PRNGImpl:
     def __repr__(self):
         return self.name
 
+    def __reduce__(self):   # copies and pickles are the one instance
+        return _impl_named, (self.name,)
+
+
+def _impl_named(name):
+    return IMPLS[name]
+
 
 # JAX 0.10.2's implementations that xform has (JAX also has threefry4x32 and philox).
 IMPLS = {i.name: i for i in (PRNGImpl("threefry2x32", "fry", (2,)),
@@ -86,6 +93,13 @@ class KeyTy:
 
     def __hash__(self):
         return hash(self.name)
+
+    def __reduce__(self):   # copies and pickles are the one instance
+        return _key_dtype_named, (self._impl.name,)
+
+
+def _key_dtype_named(name):
+    return KEY_DTYPES[name]
 
 
 KEY_DTYPES = {name: KeyTy(impl) for name, impl in IMPLS.items()}
