@@ -473,9 +473,10 @@ def test_default_matmul_precision_reaches_dots_and_jit_keys():
     with pytest.raises(ValueError) as got:
         xform.config.update("jax_default_matmul_precision", "bogus")
     assert str(got.value) == str(want.value)
-    with xform.default_matmul_precision("F32_F32_F32"):
-        with pytest.raises(NotImplementedError, match="dot algorithm presets"):
-            jnp.dot(a, a.T)
+    with xform.default_matmul_precision("F16_F16_F16"), \
+            jax.default_matmul_precision("F16_F16_F16"):  # (a preset: tests/test_dot_algorithms.py)
+        assert precision(xform) == precision(jax) == "F16_F16_F16"
+        np.testing.assert_array_equal(f(a), jax.jit(lambda x: x @ x.T)(a))
 
 
 
