@@ -106,7 +106,8 @@ KEY_DTYPES = {name: KeyTy(impl) for name, impl in IMPLS.items()}
 
 
 class PRNGSpec:
-    """What ``key_impl`` returns: names the PRNG implementation (``'threefry2x32'``)."""
+    """Names a PRNG implementation (``'threefry2x32'``) where an ``impl=`` is taken, as
+    JAX's (``key_impl`` returns the plain name for the built-in ones, as JAX does)."""
     __slots__ = ("_name",)
 
     def __init__(self, name):
