@@ -21,7 +21,8 @@ from xform.transforms.devices import (device_put, device_get, devices, device_co
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
 from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
-                               states as _states, checking_leaks, transfer_guard)
+                               states as _states, checking_leaks, transfer_guard,
+                               make_user_context)
 from xform.transforms.runtime import (  # noqa: E402
     typeof, clear_caches, live_arrays, effects_barrier, named_call, named_scope,
     ensure_compile_time_eval)
@@ -36,7 +37,7 @@ from xform.transforms.pmap import (  # noqa: E402
     pmap, device_put_sharded, device_put_replicated, local_device_count)
 from xform import sharding, distributed  # noqa: E402,F401
 from xform.distributed import process_index, process_count  # noqa: E402,F401
-from xform.transforms.shard_map import shard_map  # noqa: E402
+from xform.transforms.shard_map import shard_map, smap  # noqa: E402
 from xform.sharding import (  # noqa: E402,F401
     make_mesh, NamedSharding, PartitionSpec, P, reshard, set_mesh)
 from xform import random  # noqa: E402,F401
@@ -68,3 +69,4 @@ from xform import stages, typing  # noqa: E402,F401  (attributes after `import j
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
 from xform import monitoring  # noqa: E402,F401  (jax.monitoring: event listeners)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)
+from xform import custom_batching, custom_derivatives  # noqa: E402,F401  (jax.custom_*)

@@ -1,4 +1,5 @@
-"""lax.DotAlgorithm / DotAlgorithmPreset as precision=, against JAX."""
+"""lax precision options against JAX: dot algorithms (DotAlgorithm / DotAlgorithmPreset as
+precision=) and the transcendental ops' accuracy= (Tolerance / AccuracyMode)."""
 import re
 
 import numpy as np
@@ -74,3 +75,41 @@ def test_unsupported_on_cpu_raises_as_jax():
             lax.dot(A, B, precision=precision)
     with pytest.raises(ValueError, match="lax.DotAlgorithmPreset or its name"):
         lax.dot(A, B, precision="F17_F17_F17")
+
+
+ACCURATE = ["exp", "log", "sin", "cos", "tanh", "logistic", "sqrt", "rsqrt", "tan", "exp2",
+            "expm1", "log1p", "cbrt"]
+
+
+@pytest.mark.parametrize("mode", ["HIGHEST", "tolerance"])
+def test_accuracy_values_gradients_and_attribute_match_jax(mode):
+    x = np.linspace(0.1, 2, 5).astype(np.float32)
+    acc = {"HIGHEST": (lax.AccuracyMode.HIGHEST, jax.lax.AccuracyMode.HIGHEST),
+           "tolerance": (lax.Tolerance(atol=1e-3, ulps=2),
+                         jax.lax.Tolerance(atol=1e-3, ulps=2))}[mode]
+    attr = lambda text: re.findall(r"result_accuracy = [^}]*", text)  # noqa: E731
+    for name in ACCURATE:
+        fs = [lambda v, L=L, a=a: getattr(L, name)(v, accuracy=a)
+              for L, a in ((lax, acc[0]), (jax.lax, acc[1]))]
+        np.testing.assert_array_equal(fs[0](x), fs[1](x), err_msg=name)
+        if mode == "HIGHEST":  # (where some derivatives take another form)
+            np.testing.assert_allclose(xform.grad(lambda v: fs[0](v).sum())(x),
+                                       jax.grad(lambda v: fs[1](v).sum())(x), rtol=1e-6,
+                                       err_msg=name)
+        if name != "logistic":  # (JAX expands logistic before lowering, dropping it)
+            assert attr(xform.jit(fs[0]).lower(x).as_text()) == attr(
+                jax.jit(fs[1]).lower(x).as_text()) != [], name
+    assert "exp[accuracy=AccuracyMode.HIGHEST]" in str(
+        xform.make_jaxpr(lambda v: lax.exp(v, accuracy=lax.AccuracyMode.HIGHEST))(1.0))
+    assert "accuracy" not in str(xform.make_jaxpr(lax.exp)(1.0))  # the default: no param
+
+
+def test_accuracy_errors_match_jax():
+    for kwargs in ({}, {"atol": -1.0}):
+        with pytest.raises(ValueError) as want:
+            jax.lax.Tolerance(**kwargs)
+        with pytest.raises(ValueError) as got:
+            lax.Tolerance(**kwargs)
+        assert str(got.value) == str(want.value)
+    with pytest.raises(NotImplementedError, match="Accuracy foo not supported"):
+        lax.exp(np.ones(2, np.float32), accuracy="foo")
