@@ -5,7 +5,7 @@ It sits in core (it imports nothing) so that the compiler and jit, below the pub
 ``xform.monitoring`` face, can record JAX's event names where xform does the same thing:
 ``/jax/core/compile/{jaxpr_trace,jaxpr_to_mlir_module,backend_compile}_duration`` and
 ``/jax/compilation_cache/{compile_requests_use_cache,cache_hits,cache_misses,
-cache_retrieval_time_sec}``.
+cache_retrieval_time_sec,tasks_using_cache,task_disabled_cache}``.
 """
 import contextlib
 import time

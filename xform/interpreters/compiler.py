@@ -82,6 +82,8 @@ def compile_module(module: bytes, devices=None, host_callbacks=(), name="jit",
 
     ``name`` and ``in_avals`` only label the ``jax_log_compiles`` messages;
     ``skip_passes`` is ``backend.compile``'s."""
+    if not _adoption_recorded:
+        _record_adoption()
     if host_callbacks:
         with monitoring.log_elapsed_time(monitoring.BACKEND_COMPILE_EVENT, name):
             return _compile(module, devices, host_callbacks, name, in_avals, skip_passes)[0]
@@ -98,6 +100,19 @@ def compile_module(module: bytes, devices=None, host_callbacks=(), name="jit",
             _write_entry(key, exe, seconds, name)
     _programs.insert(key, exe)
     return exe
+
+
+_adoption_recorded = False
+
+
+def _record_adoption():
+    # JAX's once-per-process adoption metric, at the first compile request: whether the
+    # persistent cache is enabled (a directory need not be set)
+    global _adoption_recorded
+    _adoption_recorded = True
+    monitoring.record_event("/jax/compilation_cache/tasks_using_cache"
+                            if config.jax_enable_compilation_cache
+                            else "/jax/compilation_cache/task_disabled_cache")
 
 
 def _compile(module, devices, host_callbacks, name, in_avals, skip_passes=""):
