@@ -560,6 +560,16 @@ class Module:
                         compute_flops=compute_flops,
                         compute_vjp_flops=compute_vjp_flops)(*args, **kwargs)
 
+    def module_paths(self, rngs, *args, show_repeated=False,
+                     mutable=DenyList("intermediates"), **kwargs):
+        """``{'/'-joined path: module copy}`` of every submodule that
+        ``init(rngs, *args, **kwargs)`` calls (under ``eval_shape``: no compute)."""
+        from xform.nn._summary import _table   # cycle: _summary records _module calls
+        if mutable != DenyList("intermediates"):
+            kwargs["mutable"] = mutable
+        _, rows = _table(self, rngs, args, kwargs, None, show_repeated, False, False)
+        return {"/".join(row[0].path): row[0].module for row in rows}
+
 
 def apply(fn, module, mutable=False, capture_intermediates=False):
     """Flax's functional ``nn.apply``: ``fn(bound_module, *args)`` as
