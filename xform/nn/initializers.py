@@ -8,6 +8,7 @@ bit for bit eagerly and under jit.
 """
 import functools
 import math
+import typing
 
 import numpy as np
 
@@ -22,7 +23,10 @@ __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal",
            "orthogonal", "truncated_normal", "uniform", "variance_scaling",
            "xavier_normal", "xavier_uniform", "zeros", "zeros_init"]
 
-Initializer = object   # the protocol: ``(key, shape, dtype=None, out_sharding=None)``
+class Initializer(typing.Protocol):
+    """What an initializer is (for annotations), as ``jax.nn.initializers.Initializer``."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None): ...
 
 
 def _dtype(dtype):
