@@ -39,7 +39,16 @@ _REFERENCE = [("flax.linen", "xform.nn", "linen"),
     ("optax" + s, "xform.optim" + s, "optax" + s)
     for s in ("", ".losses", ".schedules", ".tree_utils", ".tree", ".contrib",
               ".projections", ".second_order", ".transforms", ".perturbations",
-              ".assignment", ".microbatching", ".experimental")]
+              ".assignment", ".microbatching", ".experimental")] + [
+    # Flax beyond linen: these modules have no __all__, so only Flax's own names count
+    ("flax." + r, "xform." + o, "flax." + r)
+    for r, o in (("struct", "training.struct"), ("traverse_util", "nn.traverse_util"),
+                 ("serialization", "nn.serialization"), ("jax_utils", "nn.jax_utils"),
+                 ("training.train_state", "training.train_state"),
+                 ("training.common_utils", "training.common_utils"),
+                 ("training.dynamic_scale", "training.dynamic_scale"),
+                 ("training.early_stopping", "training.early_stopping"),
+                 ("training.lr_schedule", "training.lr_schedule"))]
 
 
 def _same_default(a, b):
@@ -166,10 +175,11 @@ def _class_diffs(name, ref, ours):
 def api_diffs(ref_mod, our_mod, prefix):
     """Every difference between the public callables of two modules, as strings (a
     missing name is reported as the bare ``prefix.name``)."""
-    out = []
+    out, own = [], prefix.startswith("flax.")
     for n in sorted(dir(ref_mod)):
         r = getattr(ref_mod, n)
-        if n.startswith("_") or isinstance(r, types.ModuleType) or not callable(r):
+        if n.startswith("_") or isinstance(r, types.ModuleType) or not callable(r) or (
+                own and not getattr(r, "__module__", "").startswith("flax.")):
             continue
         full = f"{prefix}.{n}"
         if not hasattr(our_mod, n):
