@@ -142,6 +142,28 @@ def test_float8_matmul_preferred_element_type_and_grad():
          jax.vmap(lambda x: jnp.dot(x, b, preferred_element_type=np.float32))(a))
 
 
+def test_mixed_float8_dot():
+    """e4m3fn x e5m2 (fp8 training's backward products): lax computes in the more
+    precise operand dtype; jnp passes mixed operands on when given a preferred type."""
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(3, 4)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.normal(size=(4, 2)).astype(ml_dtypes.float8_e5m2)
+
+    def f(np_, lax, x, y):
+        return (lax.dot(x, y), lax.dot(x, y, preferred_element_type=np.float32),
+                np_.matmul(x, y, preferred_element_type=np.float32),
+                np_.tensordot(x, y, 1, preferred_element_type=np.float32))
+
+    same(f(xnp, xlax, a, b), f(jnp, jlax, a, b))
+    grad = lambda g, lax: g(lambda x, y: lax.dot(  # noqa: E731
+        x, y, preferred_element_type=np.float32).sum(), argnums=(0, 1))(a, b)
+    same(grad(xform.grad, xlax), grad(jax.grad, jlax))
+    with pytest.raises(xform.dtypes.TypePromotionError, match="8-bit floats"):
+        xnp.matmul(a, b)  # (without a preferred type: the promotion jax refuses too)
+    with pytest.raises(jax.dtypes.TypePromotionError, match="8-bit floats"):
+        jnp.matmul(a, b)
+
+
 def test_float8_arithmetic_reductions_jit_eager_agree():
     x = np.array([[1.0, -2.0, 0.5], [3.0, 448.0, -0.125]], ml_dtypes.float8_e4m3fn)
     y = np.array([[0.25, 1.5, -1.0], [2.0, 0.5, 4.0]], ml_dtypes.float8_e4m3fn)
@@ -190,14 +212,14 @@ def test_finfo_iinfo_queries_and_scalar_types(name):
     x_t, j_t = getattr(xnp, name), getattr(jnp, name)
     assert x_t == dt.type and np.dtype(x_t) == np.dtype(j_t) and x_t.dtype == dt
     if dt in dtypes.narrow_float_dtypes:
-        xi, ji = xnp.finfo(dt), jnp.finfo(dt)
+        xi, ji = xnp.finfo(x_t), jnp.finfo(j_t)
         for f in ["bits", "eps", "epsneg", "max", "min", "tiny", "smallest_normal",
                   "smallest_subnormal", "nmant", "nexp", "maxexp", "minexp", "precision",
                   "resolution", "dtype"]:
             xv, jv = getattr(xi, f), getattr(ji, f)
             assert type(xv) is type(jv) and xv == jv, f
     else:
-        xi, ji = xnp.iinfo(dt), jnp.iinfo(dt)
+        xi, ji = xnp.iinfo(x_t), jnp.iinfo(j_t)
         assert (xi.bits, xi.min, xi.max, xi.dtype) == (ji.bits, ji.min, ji.max, ji.dtype)
     for sup in [np.floating, np.inexact, np.integer, np.signedinteger, np.unsignedinteger,
                 np.number, np.generic, np.float32, dt]:
