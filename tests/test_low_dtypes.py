@@ -152,7 +152,8 @@ def test_mixed_float8_dot():
     def f(np_, lax, x, y):
         return (lax.dot(x, y), lax.dot(x, y, preferred_element_type=np.float32),
                 np_.matmul(x, y, preferred_element_type=np.float32),
-                np_.tensordot(x, y, 1, preferred_element_type=np.float32))
+                np_.tensordot(x, y, 1, preferred_element_type=np.float32),
+                np_.einsum("ij,jk,k->i", x, y, y[0], preferred_element_type=np.float32))
 
     same(f(xnp, xlax, a, b), f(jnp, jlax, a, b))
     grad = lambda g, lax: g(lambda x, y: lax.dot(  # noqa: E731
