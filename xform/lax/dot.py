@@ -231,7 +231,8 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     shape = (tuple(lb_shape) + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
              + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
     dt = result_dtype if preferred_element_type is None else preferred_element_type
-    if (dt != result_dtype and not dtypes.is_floating(result_dtype)
+    if (dt != result_dtype and not dtypes.is_floating(result_dtype) and not
+            is_algorithm(precision)  # (as JAX: an algorithm says its own types)
             and dtypes.itemsize_bits(dt) < dtypes.itemsize_bits(result_dtype)):
         raise TypeError("`preferred_element_type` must not be narrower than the original "
                         f"type, got preferred_element_type of {dt} for result type of "
