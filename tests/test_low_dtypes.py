@@ -170,9 +170,11 @@ def test_float8_arithmetic_reductions_jit_eager_agree():
     y = np.array([[0.25, 1.5, -1.0], [2.0, 0.5, 4.0]], ml_dtypes.float8_e4m3fn)
 
     def f(np_, a, b):
+        lax = xlax if np_ is xnp else jlax
         return (a + b, a * b - 1, a / b, np_.exp(a / 64), np_.maximum(a, b), -a, a > b,
                 a.sum(0), a.mean(), a.max(axis=1), a.min(), np_.argmax(a, 1),
-                np_.where(a > 0, a, 0))
+                np_.where(a > 0, a, 0), lax.cummax(a, axis=1),  # (max/min: no -inf in e4m3fn)
+                lax.reduce_window(a, -np.inf, lax.max, (1, 2), (1, 1), "SAME"))
 
     want = jax.jit(lambda a, b: f(jnp, a, b))(x, y)  # (jax's eager agrees; fewer compiles)
     same(f(xnp, xnp.asarray(x), xnp.asarray(y)), want)

@@ -24,9 +24,8 @@ float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
-# Narrow types (ml_dtypes', as in JAX). Floats below 16 bits and integers below 8 have
-# no implicit promotion to wider types (see dtype_promotion.py); XLA's CPU client can
-# hold all but float6 and int1/uint1, and computes on all but float4/int2/int4 in dots.
+# Narrow types (ml_dtypes', as in JAX): no implicit promotion widens them (see
+# dtype_promotion.py); which ones XLA computes with: mlir._NO_XLA_TYPE.
 float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
 float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
 float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
@@ -452,7 +451,7 @@ _NO_INF = frozenset({float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_
 
 
 def supports_inf(dt):
-    """Whether dtype-like ``dt`` has infinities (``jax.dtypes.supports_inf``): the
+    """Whether dtype-like ``dt`` has infinities (JAX's ``dtypes.supports_inf``): the
     inexact dtypes but the float8 ones whose inf reads back as nan.
 
     >>> supports_inf("float8_e5m2"), supports_inf("float8_e4m3fn")
@@ -473,7 +472,6 @@ def iinfo(dt):
     return ml_dtypes.iinfo(d)
 
 
-# (As JAX: int4/uint4 give float32, the other sub-byte ints are kept.)
 def itemsize_bits(dtype):
     """Bits per element of ``dtype`` (8 for bool, its physical layout; the narrow types
     their width, which ``itemsize`` cannot say).
@@ -493,6 +491,7 @@ def itemsize_bits(dtype):
     raise ValueError(f"unexpected input: dtype={d!r}")
 
 
+# (As JAX: int4/uint4 give float32, the other sub-byte ints are kept.)
 _TO_INEXACT = {**{d: float32 for d in (bool_, int4, int8, int16, int32, uint4, uint8,
                                        uint16, uint32)},
                int64: float64, uint64: float64}
