@@ -1,12 +1,16 @@
 """The BCOO class (a pytree of ``data`` and ``indices`` with a static ``shape``) and the
 conversions between dense and sparse: todense (a scatter-add), extract (a gather),
-fromdense (nonzero + extract), empty and eye.
+fromdense (nonzero + extract), empty and eye. The kernels are jitted functions of the
+buffers (static layout), so eager use compiles one program per op as JAX's primitives
+do, and under an outer trace they inline as a call.
 
 Layout, as JAX's: ``data`` is ``[*batch, nse, *dense]`` and ``indices`` is
 ``[*batch, nse, n_sparse]``; a batch dimension of size 1 broadcasts; an index equal to
 the dimension's size (the padding fromdense writes) is out of bounds and dropped by
 todense, so padding contributes nothing.
 """
+from functools import partial
+
 import numpy as np
 
 from xform import lax
@@ -15,6 +19,7 @@ from xform.core.pytree_registry import register_pytree_node_class
 from xform.core.trace import Tracer
 from xform.experimental.sparse._util import (concrete_int, nfold_vmap, validate_bcoo,
                                              validate_indices)
+from xform.transforms.jit import jit
 
 
 @register_pytree_node_class
@@ -144,6 +149,7 @@ def _batch_grids(shape, idx_batch_shape):
     return idx_grid, batch_ind
 
 
+@partial(jit, static_argnames=("shape",))
 def _todense(data, indices, shape):
     n_batch, n_sparse, _, _ = validate_bcoo(data, indices, shape)
     idx_grid, batch_ind = _batch_grids(shape, indices.shape[:n_batch])
@@ -175,6 +181,7 @@ def _first_occurrence_mask(indices):
     return nfold_vmap(unbatched, indices.ndim - 2, broadcasted=False)(indices)
 
 
+@partial(jit, static_argnames=("assume_unique",))
 def _extract(indices, arr, assume_unique=True):
     props = validate_indices(indices, arr.shape)
     idx_grid, batch_ind = _batch_grids(arr.shape, indices.shape[:props.n_batch])
@@ -224,6 +231,7 @@ def bcoo_extract(sparr, arr, *, assume_unique=None):
 
 # ---- fromdense ----
 
+@partial(jit, static_argnames=("n_batch", "n_dense"))
 def _count_stored_elements(mat, n_batch, n_dense):
     mask = mat != 0
     if n_dense > 0:
@@ -255,6 +263,13 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
     if nse is None:
         nse = _count_stored_elements(mat, n_batch, n_dense)
     nse = concrete_int(nse, "nse argument of bcoo_fromdense")
+    data, indices = _fromdense(mat, nse, n_batch, n_dense, np.dtype(index_dtype))
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+@partial(jit, static_argnums=(1, 2, 3, 4))
+def _fromdense(mat, nse, n_batch, n_dense, index_dtype):
+    n_sparse = mat.ndim - n_batch - n_dense
     mask = mat != 0
     if n_dense > 0:
         mask = mask.any(tuple(-(i + 1) for i in range(n_dense)))
@@ -269,8 +284,7 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
     true_nse = mask.sum(tuple(range(n_batch, mask.ndim)))[..., None]
     valid = lax.broadcasted_iota(true_nse.dtype, (1,) * n_batch + (nse,), n_batch) < true_nse
     valid = valid.reshape(valid.shape + (1,) * n_dense)
-    data = jnp.where(valid, data, jnp.zeros((), data.dtype))
-    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+    return jnp.where(valid, data, jnp.zeros((), data.dtype)), indices
 
 
 # ---- constructors ----

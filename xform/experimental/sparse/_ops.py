@@ -1,7 +1,10 @@
 """BCOO operations, each a composition of xform's lax/numpy (gather, scatter-add, sort,
 dot_general) over an unbatched kernel vmapped across the batch dimensions: jit lowers
-them like any code, and grad/vmap differentiate and batch the composition."""
+them like any code, and grad/vmap differentiate and batch the composition. Each kernel
+is a jitted function of the buffers with the layout static (one compile per op and
+layout, as JAX's primitives); validation and errors happen before it, on the BCOO."""
 import math
+from functools import partial
 
 import numpy as np
 
@@ -10,7 +13,7 @@ from xform import numpy as jnp
 from xform.experimental.sparse._bcoo import BCOO, _extract
 from xform.experimental.sparse._util import (concrete_int, nfold_vmap, remaining,
                                              validate_bcoo)
-from xform.transforms.jit import ShapeDtypeStruct, eval_shape
+from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
 
 
 def _as_tuple(x):
@@ -101,6 +104,16 @@ def _dot_general(lhs, rhs, dimension_numbers, preferred_element_type):
             f"sparse representation.\ngot lhs_batch={lb}, n_batch={n_batch}")
     if any(d >= n_batch + n_sparse for d in lc):
         raise NotImplementedError("bcoo_dot_general: contracting over dense dimensions.")
+    pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+    return _dot_general_impl(data, indices, rhs, ((lc, rc), (lb, rb)), pet, out.shape,
+                             np.dtype(out.dtype))
+
+
+@partial(jit, static_argnums=(3, 4, 5, 6))
+def _dot_general_impl(data, indices, rhs, dimension_numbers, preferred_element_type,
+                      out_shape, out_dtype):
+    (lc, rc), (lb, rb) = dimension_numbers
+    n_batch, n_sparse = indices.ndim - 2, indices.shape[-1]
     lc_b = tuple(l for l in lc if l < n_batch)
     rc_b = tuple(r for l, r in zip(lc, rc) if l < n_batch)
     lc_s = tuple(l - n_batch for l in lc if l >= n_batch)
@@ -130,7 +143,7 @@ def _dot_general(lhs, rhs, dimension_numbers, preferred_element_type):
 
     n_vmap = n_batch - len(lc_b)
     rhs = lax.expand_dims(rhs, tuple(range(len(rb), n_vmap)))
-    return nfold_vmap(kernel, n_vmap)(jnp.zeros(out.shape, out.dtype), data, indices, rhs)
+    return nfold_vmap(kernel, n_vmap)(jnp.zeros(out_shape, out_dtype), data, indices, rhs)
 
 
 # ---- reductions ----
@@ -143,8 +156,15 @@ def bcoo_reduce_sum(mat, *, axes):
                    for a in axes})
     if any(not 0 <= a < len(shape) for a in axes):
         raise ValueError(f"bcoo_reduce_sum: axes {axes} out of range for shape {shape}")
-    data, indices = mat.data, mat.indices
-    n_batch, n_sparse, _, nse = validate_bcoo(data, indices, shape)
+    validate_bcoo(mat.data, mat.indices, shape)
+    data, indices = _reduce_sum_impl(mat.data, mat.indices, shape, tuple(axes))
+    out_shape = tuple(s for i, s in enumerate(shape) if i not in axes)
+    return BCOO((data, indices), shape=out_shape)
+
+
+@partial(jit, static_argnums=(2, 3))
+def _reduce_sum_impl(data, indices, shape, axes):
+    n_batch, n_sparse, nse = indices.ndim - 2, indices.shape[-1], indices.shape[-2]
     data = data.sum(tuple(a - n_sparse + 1 for a in axes if a >= n_batch + n_sparse))
     if n_sparse:   # zero the data of out-of-bounds (padding) indices
         fill = jnp.array(shape[n_batch:n_batch + n_sparse], indices.dtype)
@@ -172,8 +192,7 @@ def bcoo_reduce_sum(mat, *, axes):
     def fold(x):
         x = x.transpose(*new_batch, *batch_axes, *range(n_batch, x.ndim))
         return x.reshape(*(x.shape[:len(new_batch)]), new_nse, *x.shape[n_batch + 1:])
-    out_shape = tuple(s for i, s in enumerate(shape) if i not in axes)
-    return BCOO((fold(data), fold(indices)), shape=out_shape)
+    return fold(data), fold(indices)
 
 
 # ---- elementwise multiplication ----
@@ -191,13 +210,19 @@ def bcoo_multiply_dense(sp_mat, v):
         raise NotImplementedError(
             "multiplication between sparse and dense is only implemented for cases where the "
             f"output shape matches the sparse matrix shape. Got shape={shape}, v.shape={v.shape}")
-    v = lax.expand_dims(v, tuple(range(len(shape) - v.ndim)))
-    n_batch, n_sparse, n_dense, _ = validate_bcoo(sp_mat.data, sp_mat.indices, shape)
+    validate_bcoo(sp_mat.data, sp_mat.indices, shape)
+    return _multiply_dense_impl(sp_mat.data, sp_mat.indices,
+                                lax.expand_dims(v, tuple(range(len(shape) - v.ndim))))
+
+
+@jit
+def _multiply_dense_impl(data, indices, v):
+    n_batch, n_sparse = indices.ndim - 2, indices.shape[-1]
 
     def kernel(data, indices, v):
         ind = tuple(indices[:, i] if s != 1 else 0 for i, s in zip(range(n_sparse), v.shape))
         return data * v[ind]
-    return nfold_vmap(kernel, n_batch)(sp_mat.data, sp_mat.indices, v)
+    return nfold_vmap(kernel, n_batch)(data, indices, v)
 
 
 def _to_unbatched(mat):
@@ -230,9 +255,14 @@ def bcoo_multiply_sparse(lhs, rhs):
         if n_batch:
             raise NotImplementedError("bcoo_multiply_sparse with differing nonzero n_batch")
         lhs, rhs = _to_unbatched(lhs), _to_unbatched(rhs)
-    lshape, rshape = lhs.shape[n_batch:], rhs.shape[n_batch:]
-    lnse, rnse = lhs.nse, rhs.nse
-    ns = lhs.n_sparse
+    data, indices = _multiply_sparse_impl(lhs.data, lhs.indices, rhs.data, rhs.indices,
+                                          lhs.shape[n_batch:], rhs.shape[n_batch:], n_batch)
+    return BCOO((data, indices), shape=out_shape)
+
+
+@partial(jit, static_argnums=(4, 5, 6))
+def _multiply_sparse_impl(ldata, lindices, rdata, rindices, lshape, rshape, n_batch):
+    lnse, rnse, ns = lindices.shape[-2], rindices.shape[-2], lindices.shape[-1]
     dims = np.array([i for i, (s1, s2) in enumerate(zip(lshape[:ns], rshape[:ns]))
                      if s1 != 1 and s2 != 1], int)
 
@@ -243,8 +273,7 @@ def bcoo_multiply_sparse(lhs, rhs):
                 rd.at[ir].get(mode="fill", fill_value=0))
         return data, jnp.maximum(li.at[il].get(mode="fill", fill_value=max(lshape, default=0)),
                                  ri.at[ir].get(mode="fill", fill_value=max(rshape, default=0)))
-    data, indices = nfold_vmap(kernel, n_batch)(lhs.data, lhs.indices, rhs.data, rhs.indices)
-    return BCOO((data, indices), shape=out_shape)
+    return nfold_vmap(kernel, n_batch)(ldata, lindices, rdata, rindices)
 
 
 # ---- duplicates and order ----
@@ -285,23 +314,35 @@ def bcoo_sum_duplicates(mat, nse=None):
         data = data.sum(n_batch, keepdims=True, dtype=data.dtype)
         inverse = jnp.zeros(indices.shape[:-2] + (1,), np.int32)
     else:
-        f = nfold_vmap(lambda i: _unique_rows(i, mat.shape[n_batch:n_batch + n_sparse]),
-                       n_batch, broadcasted=False)
-        unique, inverse, true_nse = f(indices)
+        unique, inverse, true_nse = _unique_batched(indices,
+                                                    mat.shape[n_batch:n_batch + n_sparse])
     if nse is None:
         nse = 1 if n_sparse == 0 else true_nse.max()
     nse = concrete_int(nse, "nse argument of bcoo_sum_duplicates")
+    data_out, unique = _sum_duplicates_impl(data, unique, inverse,
+                                            mat.shape[n_batch:n_batch + n_sparse], nse)
+    return BCOO((data_out, unique), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+@partial(jit, static_argnums=(1,))
+def _unique_batched(indices, sparse_shape):
+    return nfold_vmap(lambda i: _unique_rows(i, sparse_shape), indices.ndim - 2,
+                      broadcasted=False)(indices)
+
+
+@partial(jit, static_argnums=(3, 4))
+def _sum_duplicates_impl(data, unique, inverse, sparse_shape, nse):
+    n_batch, n_sparse = unique.ndim - 2, unique.shape[-1]
     if nse <= unique.shape[-2]:
         unique = unique[..., :nse, :]
     else:
-        fill = jnp.broadcast_to(jnp.array(mat.shape[n_batch:n_batch + n_sparse], indices.dtype),
+        fill = jnp.broadcast_to(jnp.array(sparse_shape, unique.dtype),
                                 unique.shape[:-2] + (nse - unique.shape[-2], n_sparse))
         unique = jnp.concatenate([unique, fill], -2)
-    batch = tuple(map(max, indices.shape[:n_batch], data.shape[:n_batch]))
+    batch = tuple(map(max, unique.shape[:n_batch], data.shape[:n_batch]))
     data_out = jnp.zeros((*batch, nse, *data.shape[n_batch + 1:]), data.dtype)
     scatter = nfold_vmap(lambda out, m, d: out.at[m].add(d, mode="drop"), n_batch)
-    data_out = scatter(data_out, inverse, data)
-    return BCOO((data_out, unique), shape=mat.shape, indices_sorted=True, unique_indices=True)
+    return scatter(data_out, inverse, data), unique
 
 
 def bcoo_eliminate_zeros(mat, nse=None):
@@ -317,15 +358,20 @@ def bcoo_eliminate_zeros(mat, nse=None):
 
 def bcoo_sort_indices(mat):
     """Indices sorted lexicographically per batch (duplicates kept), data permuted alike."""
-    n_batch, n_sparse = mat.n_batch, mat.n_sparse
-    if n_sparse == 0:
+    if mat.n_sparse == 0:
         return mat
+    data, indices = _sort_indices_impl(mat.data, mat.indices)
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True,
+                unique_indices=mat.unique_indices)
+
+
+@jit
+def _sort_indices_impl(data, indices):
+    n_batch, n_sparse = indices.ndim - 2, indices.shape[-1]
 
     def sort(ind):
         *cols, perm = lax.sort((*(ind[:, i] for i in range(n_sparse)),
                                 lax.iota(np.int32, ind.shape[0])), num_keys=n_sparse)
         return jnp.stack(cols, -1), perm
-    indices, perm = nfold_vmap(sort, n_batch, broadcasted=False)(mat.indices)
-    data = nfold_vmap(lambda d, p: d[p], n_batch)(mat.data, perm)
-    return BCOO((data, indices), shape=mat.shape, indices_sorted=True,
-                unique_indices=mat.unique_indices)
+    indices, perm = nfold_vmap(sort, n_batch, broadcasted=False)(indices)
+    return nfold_vmap(lambda d, p: d[p], n_batch)(data, perm), indices
