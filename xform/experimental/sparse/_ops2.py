@@ -1,6 +1,7 @@
 """Structural BCOO operations (concatenate, broadcast_in_dim), the format-generic
 ``todense``/``fromdense``, and ``random_bcoo``."""
 import math
+from functools import partial
 
 import numpy as np
 
@@ -152,13 +153,19 @@ def random_bcoo(key, shape, *, dtype=jnp.float32, indices_dtype=None, nse=0.2, n
     nse = int(nse)
     indices_dtype = np.dtype(indices_dtype or jnp.int32)
 
-    def one_batch(k):
-        if not sparse_shape:
-            return jnp.zeros((nse, n_sparse), indices_dtype)
-        flat = random.choice(k, sparse_size, shape=(nse,), replace=not unique_indices)
-        return jnp.stack(jnp.unravel_index(flat.astype(indices_dtype), sparse_shape), -1)
     keys = random.split(key, math.prod(batch_shape) + 1)
     data = generator(keys[0], shape=batch_shape + (nse,) + dense_shape, dtype=dtype, **kwds)
-    indices = vmap(one_batch)(keys[1:]).reshape(batch_shape + (nse, n_sparse))
+    indices = _random_indices(keys[1:], sparse_shape, nse, indices_dtype, unique_indices)
+    indices = indices.reshape(batch_shape + (nse, n_sparse))
     mat = BCOO((data, indices), shape=shape)
     return mat.sort_indices() if sorted_indices else mat
+
+
+@partial(jit, static_argnums=(1, 2, 3, 4))
+def _random_indices(keys, sparse_shape, nse, indices_dtype, unique):
+    def one_batch(k):
+        if not sparse_shape:
+            return jnp.zeros((nse, 0), indices_dtype)
+        flat = random.choice(k, math.prod(sparse_shape), shape=(nse,), replace=not unique)
+        return jnp.stack(jnp.unravel_index(flat.astype(indices_dtype), sparse_shape), -1)
+    return vmap(one_batch)(keys)
