@@ -473,9 +473,10 @@ def test_default_matmul_precision_reaches_dots_and_jit_keys():
     with pytest.raises(ValueError) as got:
         xform.config.update("jax_default_matmul_precision", "bogus")
     assert str(got.value) == str(want.value)
-    with xform.default_matmul_precision("F32_F32_F32"):
-        with pytest.raises(NotImplementedError, match="dot algorithm presets"):
-            jnp.dot(a, a.T)
+    with xform.default_matmul_precision("F16_F16_F16"), \
+            jax.default_matmul_precision("F16_F16_F16"):  # (a preset: tests/test_lax_precision.py)
+        assert precision(xform) == precision(jax) == "F16_F16_F16"
+        np.testing.assert_array_equal(f(a), jax.jit(lambda x: x @ x.T)(a))
 
 
 
@@ -557,3 +558,22 @@ def test_pjit_compilation_cache_and_stages_modules(tmp_path):
     assert xform.reshard is xform.sharding.reshard and callable(jax.reshard)
     assert {"Compiled", "Lowered", "Traced", "Wrapped"} <= set(dir(jax.stages)) & set(
         dir(xform.stages))
+
+
+def test_user_context_retraces_as_jax():
+    # jax.make_user_context: a jitted function retraces while the context's value is
+    # one it has not seen, exactly as often as JAX's
+    def count(L):
+        ctx, n = L.make_user_context(None), []
+        f = L.jit(lambda x: n.append(1) or x * 2)
+        f(1.0), f(1.0)
+        with ctx(1):
+            f(1.0), f(1.0)
+            assert ctx.value == 1
+        with ctx(2):
+            f(1.0)
+        f(1.0)
+        return len(n), ctx.value
+    assert count(xform) == count(jax) == (3, None)
+    with pytest.raises(TypeError, match="must be hashable"):
+        xform.make_user_context([1])

@@ -250,7 +250,8 @@ def test_custom_vjp_errors():
         xform.grad(f)(1., 2.)
     f.defvjp(lambda x, y: (f(x, y), (x, y)), lambda res, g: (g * res[1], jnp.ones(3)))
     with pytest.raises(ValueError, match=r"at output\[1\] the bwd rule produced an output of "
-                       r"type f32\[3\] corresponding to an input of type f32\[\]"):
+                       r"type float32\[3\] corresponding to an input of type float32\[\], so the shapes "
+                       "do not match"):
         xform.grad(f, 1)(1., 2.)
     f.defvjp(lambda x, y: (f(x, y), (x, y)), lambda res, g: (g * res[1], g * res[0]))
     for fwd_mode in (lambda: xform.jvp(f, (1., 2.), (1., 1.)),

@@ -90,6 +90,9 @@ def test_composes_with_jit_vmap_grad():
     close(xform.jit(f)(a), -np.sin(a) + np.cos(a))
     close(xform.vmap(f)(a), -np.sin(a) + np.cos(a))
     close(xform.grad(f)(a[0]), -np.cos(a[0]) - np.sin(a[0]))
+    vm = xform.custom_batching.custom_vmap(jnp.sin)
+    vm.def_vmap(lambda n, batched, x: (jnp.sin(x), batched[0]))
+    close(xjet.jet(vm, (X,), ((1.0, 0.0),))[1][1], -np.sin(X))
     inner = xform.jit(lambda z: jnp.sin(z) ** 2)  # a jit call inside is traced through
     close(xjet.jet(inner, (X,), ((1.0, 0.0),))[1][1],
           jax_jet.jet(lambda z: jjnp.sin(z) ** 2, (X,), ((1.0, 0.0),))[1][1])

@@ -21,7 +21,8 @@ from xform.transforms.devices import (device_put, device_get, devices, device_co
 from xform import debug  # noqa: E402  (xform.debug.print / callback)
 from xform.interpreters.callback import pure_callback
 from xform.core.config import (enable_x64, debug_nans, debug_infs,  # noqa: E402,F401
-                               states as _states, checking_leaks, transfer_guard)
+                               states as _states, checking_leaks, transfer_guard,
+                               make_user_context)
 from xform.transforms.runtime import (  # noqa: E402
     typeof, clear_caches, live_arrays, effects_barrier, named_call, named_scope,
     ensure_compile_time_eval)
@@ -67,3 +68,4 @@ from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, sha
 from xform import stages, typing  # noqa: E402,F401  (attributes after `import jax`)
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)
+from xform import custom_batching, custom_derivatives  # noqa: E402,F401  (jax.custom_*)

@@ -203,3 +203,76 @@ class transfer_guard:  # noqa: N801  (JAX's name)
     def __exit__(self, *exc):
         for st in reversed(self.settings):
             st.__exit__(*exc)
+
+
+# ---- user contexts (jax.make_user_context) ----
+
+_user_key = ()  # the value of every user context, in creation order: part of jit's trace key
+
+
+class UserConfig:
+    """A context of the user's that jit keys on (``jax.make_user_context``): while its
+    value differs, a jitted function is traced and compiled again, as for a changed
+    ``jax_default_matmul_precision``. Values must be hashable.
+
+    >>> import xform
+    >>> mode = xform.make_user_context("train")
+    >>> with mode("eval"):
+    ...     mode.value
+    'eval'
+    """
+    __slots__ = ("_index",)
+
+    def __init__(self, default_value):
+        global _user_key
+        self._index = len(_user_key)
+        _user_key = _user_key + (_hashable(default_value),)
+
+    @property
+    def value(self):
+        return _user_key[self._index]
+
+    def get_global(self):
+        return self.value
+
+    def set_global(self, new_value):
+        global _user_key
+        i = self._index
+        _user_key = _user_key[:i] + (_hashable(new_value),) + _user_key[i + 1:]
+        for fn in config._listeners:
+            fn("user_context", new_value)
+
+    def __call__(self, new_value):
+        return _UserSetting(self, new_value)
+
+
+class _UserSetting:
+    __slots__ = ("ctx", "value", "prev")
+
+    def __init__(self, ctx, value):
+        self.ctx, self.value = ctx, value
+
+    def __enter__(self):
+        self.prev = self.ctx.value
+        self.ctx.set_global(self.value)
+
+    def __exit__(self, *exc):
+        self.ctx.set_global(self.prev)
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"a user context's value must be hashable (jit keys on it), got "
+                        f"{type(value).__name__} {value!r}") from None
+    return value
+
+
+def make_user_context(default_value=None):
+    """A new :class:`UserConfig` with ``default_value`` (``jax.make_user_context``)."""
+    return UserConfig(default_value)
+
+
+def user_key():
+    return _user_key

@@ -359,17 +359,16 @@ def _custom_jvp_rule(error, enabled, *vals, call_jaxpr, jvp_jaxpr_fun, num_const
     ne = len(leaves)
     checked, out_tree, _ = ck.checked_jaxpr(call_jaxpr, enabled, error)
 
-    def jvp():
-        rule = jvp_jaxpr_fun()
-        n = len(rule.in_avals) // 2
+    def jvp(zeros):   # the error leaves lead the operands: no tangents in or out
+        rule, out_zeros = jvp_jaxpr_fun(zeros)
 
-        def fun(*xs):   # error, primals, error tangents, tangents
-            outs = eval_jaxpr(rule.jaxpr, rule.consts, *xs[ne:ne + n], *xs[2 * ne + n:])
-            m = len(outs) // 2
-            return list(xs[:ne]) + outs[:m] + list(xs[:ne]) + outs[m:]
+        def fun(*xs):   # error, primals and tangents -> error, primals and tangents
+            outs = eval_jaxpr(rule.jaxpr, rule.consts, *xs[ne:])
+            m = len(out_zeros)
+            return list(xs[:ne]) + outs[:m] + outs[m:]
 
-        avals = _avals(leaves) + list(rule.in_avals)
-        return pe.trace_to_jaxpr(fun, avals[:ne + n] + avals[:ne] + avals[ne + n:])
+        jaxpr = pe.trace_to_jaxpr(fun, _avals(leaves) + list(rule.in_avals))
+        return jaxpr, (True,) * ne + tuple(out_zeros)
 
     outs = custom_jvp_call_p.bind(*leaves, *vals, call_jaxpr=checked,
                                   jvp_jaxpr_fun=LazyJaxpr(jvp, jvp_jaxpr_fun.name),
@@ -384,8 +383,8 @@ def _custom_vjp_rule(error, enabled, *vals, call_jaxpr, fwd_jaxpr_fun, bwd, num_
     ne = len(leaves)
     checked, out_tree, _ = ck.checked_jaxpr(call_jaxpr, enabled, error)
 
-    def fwd():
-        rule, num_res = fwd_jaxpr_fun()
+    def fwd(zeros):
+        rule, num_res = fwd_jaxpr_fun(zeros)
 
         def fun(*xs):   # error, primals -> residuals, error, outputs
             outs = eval_jaxpr(rule.jaxpr, rule.consts, *xs[ne:])

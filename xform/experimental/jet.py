@@ -8,7 +8,7 @@ coefficients (``u_k = h_k / k!``, "normalized"); each primitive has a rule mappi
 coefficients to output coefficients (Griewank & Walther, *Evaluating Derivatives*, ch.
 13): linear primitives apply to each coefficient, products convolve, and ``exp``,
 ``log``, ``sin``... follow the recurrences of their differential equations. Calls
-(``jit``, custom_jvp/vjp functions, remat) are traced through, their custom rules
+(``jit``, custom_jvp/vjp/vmap functions, remat, ``linear_call``) are traced through, their custom rules
 ignored, as in JAX. A primitive without a rule raises ``NotImplementedError``.
 """
 import math
@@ -21,7 +21,8 @@ from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_curren
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.tree_util import tree_flatten, tree_structure, tree_unflatten, treedef_is_leaf
 from xform.interpreters import partial_eval as pe
-from xform.interpreters.custom import custom_jvp_call_p, custom_vjp_call_p
+from xform.interpreters.custom import custom_jvp_call_p, custom_vjp_call_p, linear_call_p
+from xform.interpreters.custom_batching import custom_vmap_p
 from xform.interpreters.pjit import pjit_p
 from xform.transforms.checkpoint import name_p, remat_p
 
@@ -159,7 +160,7 @@ class JetTrace(Trace):
 
 
 _CALLS = {pjit_p: "jaxpr", remat_p: "jaxpr", custom_jvp_call_p: "call_jaxpr",
-          custom_vjp_call_p: "call_jaxpr"}
+          custom_vjp_call_p: "call_jaxpr", custom_vmap_p: "call", linear_call_p: "callee"}
 
 jet_rules = {}  # primitive -> rule(primals, series, **params) -> (out, terms or None)
 

@@ -1,9 +1,11 @@
-"""The primitives behind ``custom_jvp`` and ``custom_vjp``, and their rules.
+"""The primitives behind ``custom_jvp``, ``custom_vjp`` and ``linear_call``, their rules,
+and the values custom rules are handed (``SymbolicZero``, ``CustomVJPPrimal``).
 
 Initial style: the public wrappers trace the user function to a jaxpr whose
 closed-over values become leading operands (``num_consts``), then bind
 ``custom_jvp_call`` / ``custom_vjp_call``. The user's JVP rule (custom_jvp) and
-fwd rule (custom_vjp) are traced lazily, on first use, by memoized thunks: lazily
+fwd rule (custom_vjp) are traced lazily, on first use, by memoized functions of which
+tangents are symbolic zeros (``symbolic_zeros=True``; otherwise one key): lazily
 because such rules usually call the custom function itself. Each interpreter then
 has an ordinary primitive rule:
 
@@ -19,7 +21,9 @@ NB: JAX binds these "final style" (each trace has ``process_custom_*_call``). In
 style needs no code in the traces; the price is that a *rule* may close over a tracer
 of the very trace applying it, which ``_resolve_consts`` unwraps (or rejects).
 """
-from xform.core import dtypes
+import dataclasses
+
+from xform.core import dtypes, tree_util
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import (Primitive, check_no_tracers, current_trace, get_aval,
@@ -29,22 +33,70 @@ from xform.interpreters import partial_eval as pe
 
 
 class LazyJaxpr:
-    """A memoized thunk building a jaxpr on first call; printed as ``name`` (JAX prints
-    ``jvp=name`` the same way)."""
-    __slots__ = ("_make", "_value", "name")
+    """A memoized function of hashable arguments (a rule's zero tangents) building a
+    jaxpr on first call per argument; printed as ``name`` (JAX prints ``jvp=name``)."""
+    __slots__ = ("_make", "_values", "name")
 
     def __init__(self, make, name):
         self._make = make
-        self._value = None
+        self._values = {}
         self.name = name
 
-    def __call__(self):
-        if self._value is None:
-            self._value = self._make()
-        return self._value
+    def __call__(self, *key):
+        value = self._values.get(key)
+        if value is None:
+            value = self._values[key] = self._make(*key)
+        return value
 
     def __repr__(self):
         return self.name
+
+
+class SymbolicZero:
+    """A zero tangent (or cotangent) handed to a custom rule defined with
+    ``symbolic_zeros=True``: no array, only its type (``aval``, and ``shape``, ``dtype``...
+    read through it). Rules may also return one, or ``None`` in bwd, for a zero."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return "SymbolicZero"
+
+    def __getattr__(self, name):
+        if name == "aval":
+            raise AttributeError(name)
+        try:
+            return getattr(self.aval, name)
+        except AttributeError:
+            raise AttributeError(f"SymbolicZero has no attribute {name}") from None
+
+    @staticmethod
+    def from_primal_value(val):
+        return SymbolicZero(get_aval(val).to_tangent_aval())
+
+
+def zero_from_primal(val, symbolic_zeros=False):
+    """Zero tangents for the pytree ``val``: ``SymbolicZero``s, or arrays of zeros."""
+    def zero(x):
+        aval = get_aval(x).to_tangent_aval()
+        return SymbolicZero(aval) if symbolic_zeros else ad_util.zeros_like_aval(aval)
+    return tree_util.tree_map(zero, val)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+    """Primal to a ``custom_vjp``'s forward rule when ``symbolic_zeros`` is set:
+    ``perturbed`` says whether the value is differentiated."""
+    value: object
+    perturbed: bool
+
+
+def to_rule_zero(t, symbolic):
+    """An internal tangent handed to a rule: a ``SymbolicZero``, or zeros instantiated."""
+    if type(t) is not ad.Zero:
+        return t
+    return SymbolicZero(t.aval) if symbolic else ad.instantiate_zeros(t)
 
 
 class CustomVJPException(Exception):
@@ -67,11 +119,11 @@ class CustomJVPClosureError(UnexpectedTracerError):
             "into the custom_jvp function as an argument instead.")
 
 
-def _resolve_consts(consts, kind):
-    """Rule closures at the current (rule) level. A tracer of the trace applying the rule
-    (the one whose parent is current) is unwrapped: to its primal for ``"jvp"``, to
-    ``(value, batch_dim)`` for ``"batch"``; everything else is an unbatched constant."""
-    here = current_trace()
+def _resolve_consts(consts, kind, here=None):
+    """Rule closures at the rule level ``here`` (default: the current trace). A tracer of
+    the trace applying the rule (whose parent is ``here``) is unwrapped: to its primal for
+    ``"jvp"``, to ``(value, batch_dim)`` for ``"batch"``; all else is an unbatched const."""
+    here = current_trace() if here is None else here
     vals, dims = [], []
     for c in consts:
         t = getattr(c, "_trace", None)
@@ -127,27 +179,54 @@ custom_jvp_call_p.def_impl(_call_impl(custom_jvp_call_p), lazy_kind="inline")
 custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
 
 
+def _resolved_rule(rule_fun, symbolic_zeros, n):
+    """For a batching rule: ``zeros -> (rule_fun(zeros), its consts resolved)``. The rule
+    may close over tracers of the applying trace, so without symbolic zeros (one key) it
+    is traced now; with them, each key lazily (resolved against the same trace)."""
+    here = current_trace()
+
+    def resolved(zeros):
+        traced = rule_fun(zeros)   # (jaxpr, out_zeros or num_res)
+        return traced, _resolve_consts(traced[0].consts, "batch", here)
+    rule = LazyJaxpr(resolved, rule_fun.name)
+    if not symbolic_zeros:
+        rule((False,) * n)
+    return rule
+
+
+def _rule_zeros(tangents, symbolic_zeros):
+    """The key of a rule's jaxpr: which tangents it is not passed (symbolic zeros)."""
+    return tuple(symbolic_zeros and type(t) is ad.Zero for t in tangents)
+
+
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp_jaxpr_fun, num_consts,
                          symbolic_zeros):
+    # The rule ignores the tangents of the leading operands (closure, nondiff arguments).
     if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
         raise CustomJVPClosureError()
-    jvp_closed = jvp_jaxpr_fun()
+    tangents = tangents[num_consts:]
+    zeros = _rule_zeros(tangents, symbolic_zeros)
+    jvp_closed, out_zeros = jvp_jaxpr_fun(zeros)
     consts, _ = _resolve_consts(jvp_closed.consts, "jvp")
-    # The rule ignores the tangents of the leading operands (closure, nondiff arguments).
-    tangents = tangents[:num_consts] + [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
-    outs = eval_jaxpr(jvp_closed.jaxpr, consts, *primals, *tangents)
-    n = len(outs) // 2
-    return outs[:n], [_tangent_or_zero(p, t) for p, t in zip(outs[:n], outs[n:])]
+    nz = [ad.instantiate_zeros(t) for t, z in zip(tangents, zeros) if not z]
+    outs = eval_jaxpr(jvp_closed.jaxpr, consts, *primals, *nz)
+    n = len(out_zeros)
+    t_out = iter(outs[n:])
+    return outs[:n], [ad.Zero.from_primal_value(p) if z else _tangent_or_zero(p, next(t_out))
+                      for p, z in zip(outs[:n], out_zeros)]
 
 
 def _custom_jvp_call_batch(vals, dims, *, call_jaxpr, jvp_jaxpr_fun, num_consts,
                            symbolic_zeros):
     size = batching.axis_size_of(vals, dims)
     call_b = batch_closed(call_jaxpr, size, dims)
-    jvp_closed = jvp_jaxpr_fun()  # now: it may close over tracers of the applying trace
-    consts = _resolve_consts(jvp_closed.consts, "batch")
-    jvp_b = LazyJaxpr(lambda: batch_closed(jvp_closed, size, list(dims) * 2, consts),
-                      jvp_jaxpr_fun.name)
+    rule = _resolved_rule(jvp_jaxpr_fun, symbolic_zeros, len(vals) - num_consts)
+
+    def jvp_b(zeros):
+        (jvp_closed, out_zeros), consts = rule(zeros)
+        t_dims = [d for d, z in zip(dims[num_consts:], zeros) if not z]
+        return batch_closed(jvp_closed, size, list(dims) + t_dims, consts), out_zeros
+    jvp_b = LazyJaxpr(jvp_b, jvp_jaxpr_fun.name)
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=call_b, jvp_jaxpr_fun=jvp_b,
                                   num_consts=num_consts, symbolic_zeros=symbolic_zeros)
     return outs, [0] * len(outs)
@@ -171,11 +250,11 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd_jaxpr_fun, bwd, n
                          symbolic_zeros):
     if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
         raise CustomVJPException()
-    fwd, num_res = fwd_jaxpr_fun()
+    tangents = tangents[num_consts:]
+    fwd, num_res = fwd_jaxpr_fun(_rule_zeros(tangents, symbolic_zeros))
     consts, _ = _resolve_consts(fwd.consts, "jvp")
     outs = eval_jaxpr(fwd.jaxpr, consts, *primals)
     res, primals_out = outs[:num_res], outs[num_res:]
-    tangents = tangents[num_consts:]
     in_zeros = tuple(type(t) is ad.Zero for t in tangents)
     out_avals = tuple(get_aval(p).to_tangent_aval() for p in primals_out)
     tangents_out = custom_lin_p.bind(*res, *[t for t in tangents if type(t) is not ad.Zero],
@@ -195,14 +274,18 @@ class BatchedBwd:
 
     def __call__(self, res, cts):
         zeros = []
+        nz_cts = [c for c in cts if type(c) is not ad.Zero]
 
         def per_example(*xs):
-            out = self.bwd(list(xs[:len(res)]), list(xs[len(res):]))
+            it = iter(xs[len(res):])
+            cts_ = [ad.Zero(c.aval.update(shape=c.aval.shape[1:])) if type(c) is ad.Zero
+                    else next(it) for c in cts]
+            out = self.bwd(list(xs[:len(res)]), cts_)
             zeros[:] = [c if type(c) is ad.Zero else None for c in out]
             return [c for c in out if type(c) is not ad.Zero]
 
-        n = len(res) + len(cts)
-        nz = iter(batching.batch_flat(per_example, self.axis_size, list(res) + list(cts),
+        n = len(res) + len(nz_cts)
+        nz = iter(batching.batch_flat(per_example, self.axis_size, list(res) + nz_cts,
                                       [0] * n, lambda avals: [0] * len(avals)))
         out = []
         for z, d in zip(zeros, self.in_dims):
@@ -226,10 +309,12 @@ def _custom_vjp_call_batch(vals, dims, *, call_jaxpr, fwd_jaxpr_fun, bwd, num_co
                            symbolic_zeros):
     size = batching.axis_size_of(vals, dims)
     call_b = batch_closed(call_jaxpr, size, dims)
-    fwd, num_res = fwd_jaxpr_fun()
-    consts = _resolve_consts(fwd.consts, "batch")
-    fwd_b = LazyJaxpr(lambda: (batch_closed(fwd, size, dims, consts), num_res),
-                      fwd_jaxpr_fun.name)
+    rule = _resolved_rule(fwd_jaxpr_fun, symbolic_zeros, len(vals) - num_consts)
+
+    def fwd_b(zeros):
+        (fwd, num_res), consts = rule(zeros)
+        return batch_closed(fwd, size, dims, consts), num_res
+    fwd_b = LazyJaxpr(fwd_b, fwd_jaxpr_fun.name)
     outs = custom_vjp_call_p.bind(*vals, call_jaxpr=call_b, fwd_jaxpr_fun=fwd_b,
                                   bwd=BatchedBwd(bwd, size, dims[num_consts:]), num_consts=num_consts,
                                   symbolic_zeros=symbolic_zeros)
@@ -257,7 +342,7 @@ def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, in_zeros):
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_zeros):
-    cts_in = bwd(list(args[:num_res]), [ad.instantiate_zeros(c) for c in cts])
+    cts_in = bwd(list(args[:num_res]), list(cts))  # zeros: bwd instantiates (or not)
     nz = [c for c, z in zip(cts_in, in_zeros) if not z]
     return [None] * num_res + [None if type(c) is ad.Zero else c for c in nz]
 
@@ -269,3 +354,75 @@ ad.primitive_jvps[custom_lin_p] = _raise_custom_vjp_error_on_jvp
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 batching.primitive_batchers[custom_lin_p] = _raise_custom_vjp_error_on_jvp
 mlir.register_lowering(custom_lin_p, _raise_custom_vjp_error_on_jvp)
+
+
+# ---- linear_call: a linear function with a user-defined transpose ----
+# ``callee`` (closure first: ``num_callee_consts`` operands, then ``num_res`` residuals, then
+# the linear operands) is linear in the last operands; ``transpose_thunk()`` gives the
+# transpose's ``(jaxpr, consts)``, traced lazily. The transpose of a ``linear_call`` is a
+# ``linear_call`` of the transpose, whose own transpose is ``callee`` again.
+
+linear_call_p = Primitive("linear_call")
+linear_call_p.multiple_results = True
+
+
+def _linear_call_impl(*args, callee, transpose_thunk, num_callee_consts, num_res):
+    check_no_tracers(linear_call_p, args)
+    return eval_jaxpr(callee.jaxpr, callee.consts, *args)
+
+
+def _linear_call_jvp(primals, tangents, *, callee, transpose_thunk, num_callee_consts,
+                     num_res):
+    k = num_callee_consts + num_res
+    if any(type(t) is not ad.Zero for t in tangents[:k]):
+        raise TypeError("linear_call: differentiation with respect to residual_args (or "
+                        "values fun closes over) is not supported; fun must be linear in "
+                        "linear_args only")
+    params = dict(callee=callee, transpose_thunk=transpose_thunk,
+                  num_callee_consts=num_callee_consts, num_res=num_res)
+    out = linear_call_p.bind(*primals, **params)
+    t_out = linear_call_p.bind(*primals[:k], *map(ad.instantiate_zeros, tangents[k:]),
+                               **params)
+    return out, t_out
+
+
+def _linear_call_transpose(cts, *args, callee, transpose_thunk, num_callee_consts, num_res):
+    transpose, t_consts = transpose_thunk()
+    f_consts = list(args[:num_callee_consts])
+    res = args[num_callee_consts:num_callee_consts + num_res]
+    back = LazyJaxpr(lambda: (callee, f_consts), repr(transpose_thunk) + "_transpose")
+    cts_out = linear_call_p.bind(*t_consts, *res, *map(ad.instantiate_zeros, cts),
+                                 callee=transpose, transpose_thunk=back,
+                                 num_callee_consts=len(t_consts), num_res=num_res)
+    return [None] * (num_callee_consts + num_res) + list(cts_out)
+
+
+def _linear_call_batch(vals, dims, *, callee, transpose_thunk, num_callee_consts, num_res):
+    # Linear operands are batched at 0, broadcast if need be, so the transpose's outputs
+    # (batched at 0) match them.
+    size = batching.axis_size_of(vals, dims)
+    k = num_callee_consts + num_res
+    vals = [batching.moveaxis(v, d, 0) if d is not batching.not_mapped else v
+            for v, d in zip(vals[:k], dims[:k])] + [
+        batching.bdim_at_front(v, d, size) for v, d in zip(vals[k:], dims[k:])]
+    dims = [batching.not_mapped if d is batching.not_mapped else 0 for d in dims[:k]]
+    dims += [0] * (len(vals) - k)
+    res_dims = dims[num_callee_consts:k]
+
+    def transpose_b():
+        t, t_consts = transpose_thunk()
+        t_dims = [batching.not_mapped] * len(t_consts) + res_dims + [0] * len(callee.out_avals)
+        return batch_closed(t, size, t_dims), t_consts
+    outs = linear_call_p.bind(*vals, callee=batch_closed(callee, size, dims),
+                              transpose_thunk=LazyJaxpr(transpose_b, repr(transpose_thunk)),
+                              num_callee_consts=num_callee_consts, num_res=num_res)
+    return outs, [0] * len(outs)
+
+
+linear_call_p.def_impl(_linear_call_impl, lazy_kind="inline")
+linear_call_p.def_abstract_eval(lambda *avals, callee, **_: callee.out_avals)
+ad.primitive_jvps[linear_call_p] = _linear_call_jvp
+ad.primitive_transposes[linear_call_p] = _linear_call_transpose
+batching.primitive_batchers[linear_call_p] = _linear_call_batch
+mlir.register_lowering(linear_call_p, lambda ctx, *args, callee, **_: _call_lowering(
+    ctx, *args, call_jaxpr=callee))

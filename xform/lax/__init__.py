@@ -35,6 +35,8 @@ from xform.lax.reductions import (
 from xform.lax.dot import batch_matmul, dot, dot_general, dot_general_p
 from xform.lax.ragged_dot import RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general
 from xform.lax.dot import DotDimensionNumbers, Precision, PrecisionLike
+from xform.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset
+from xform.lax.accuracy import AccuracyMode, Tolerance
 from xform.lax.conv import (
     ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
     conv_general_permutations,

@@ -53,7 +53,7 @@ def check_dtype(name, dtype, allowed):
 
 def unop(name, allowed_dtypes, result_dtype=None):
     """Elementwise unary primitive: same shape; dtype kept (or ``result_dtype(dtype)``)."""
-    def abstract_eval(x):
+    def abstract_eval(x, accuracy=None):  # (lax/accuracy.py: the transcendental ops')
         check_dtype(name, x.dtype, allowed_dtypes)
         dt = x.dtype if result_dtype is None else result_dtype(x.dtype)
         return ShapedArray(x.shape, dt, x.weak_type)

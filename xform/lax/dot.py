@@ -13,6 +13,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
+from xform.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, is_algorithm, lower_dot
 from xform.lax.elementwise import convert_element_type
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -42,43 +43,43 @@ _PRECISION_NAMES = {
     "highest": Precision.HIGHEST, "float32": Precision.HIGHEST}
 
 
-# Type aliases of the public signatures, as JAX's (NB: without DotAlgorithm and
-# DotAlgorithmPreset, which xform does not implement).
-PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
+# Type aliases of the public signatures, as JAX's.
+PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision],
+                      DotAlgorithm, DotAlgorithmPreset]
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
 
 
 def canonicalize_precision(precision):
-    """``None`` or a pair of ``Precision`` (lhs, rhs) from the API's forms; ``None``
-    means ``jax_default_matmul_precision`` (read when the op is bound, as JAX does)."""
+    """``None``, a pair of ``Precision`` (lhs, rhs), or a dot algorithm, from the API's
+    forms; ``None`` means ``jax_default_matmul_precision`` (read when the op is bound,
+    as JAX does; its value is a precision name or a preset's)."""
     if precision is None:
         default = config.jax_default_matmul_precision
-        if default is None:
-            return None
-        if default not in _PRECISION_NAMES:
-            raise NotImplementedError(
-                f"jax_default_matmul_precision={default!r}: dot algorithm presets are not "
-                f"supported by xform; use one of {sorted(_LEGACY_DEFAULTS)}")
-        return (Precision(default),) * 2
-    pair = (precision,) * 2 if isinstance(precision, (str, Precision)) else precision
-    if isinstance(pair, (tuple, list)) and len(pair) == 2:
+        return None if default is None else canonicalize_precision(default)
+    if isinstance(precision, str):
+        if precision in _PRECISION_NAMES:
+            return (Precision(precision),) * 2
+        if precision in DotAlgorithmPreset.__members__:
+            return DotAlgorithmPreset[precision]
+    elif isinstance(precision, Precision):
+        return (precision,) * 2
+    elif is_algorithm(precision):
+        return precision
+    elif isinstance(precision, (tuple, list)) and len(precision) == 2:
         try:
-            return tuple(p if isinstance(p, Precision) else Precision(p) for p in pair)
+            return tuple(p if isinstance(p, Precision) else Precision(p) for p in precision)
         except ValueError:
             pass
     raise ValueError(f"precision must be None, a lax.Precision, one of "
-                     f"{sorted(_PRECISION_NAMES)}, or a pair of those; got {precision!r}")
+                     f"{sorted(_PRECISION_NAMES)}, a pair of those, a lax.DotAlgorithmPreset "
+                     f"or its name, or a lax.DotAlgorithm; got {precision!r}")
 
 
 # jax_default_matmul_precision's values, as JAX's option takes them: the legacy
-# precision names, and dot algorithm presets (refused when a dot is bound).
-_LEGACY_DEFAULTS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
-_DEFAULT_VALUES = _LEGACY_DEFAULTS + (
-    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
-    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
-    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
-    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+# precision names and the dot algorithm presets' names.
+_DEFAULT_VALUES = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+                   *(n for n in DotAlgorithmPreset.__members__ if n != "DEFAULT"))
 
 
 def _check_default(value):
@@ -91,9 +92,12 @@ config._add_validator("jax_default_matmul_precision", _check_default)
 
 
 def precision_attr(precision):
-    """The ``precision_config`` attribute of stablehlo dot_general/convolution."""
+    """The ``precision_config`` attribute of stablehlo dot_general/convolution (an
+    algorithm's is DEFAULT: the ``algorithm`` attribute says it, ``dot_algorithms.py``)."""
     if precision is None:
         return None
+    if is_algorithm(precision):
+        precision = (Precision.DEFAULT,) * 2
     return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in precision])
 
 
@@ -243,8 +247,8 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision, **_):
 
 def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision, **_):
     (xc, yc), (xb, yb) = dimension_numbers
-    return _transpose_lhs(ct, y.aval, x, ((yc, xc), (yb, xb)),
-                          precision and precision[::-1], swap_ans=True)
+    swapped = precision[::-1] if isinstance(precision, tuple) else precision
+    return _transpose_lhs(ct, y.aval, x, ((yc, xc), (yb, xb)), swapped, swap_ans=True)
 
 
 def _dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type,
@@ -278,6 +282,9 @@ def _dot_general_lowering(ctx, x, y, *, dimension_numbers, precision, preferred_
     dn = hlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
         lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
+    if is_algorithm(precision):
+        return lower_dot(ctx, x, y, precision, lambda ty, x, y, algorithm: hlo.dot_general(
+            ty, x, y, dn, precision_config=precision_attr(precision), algorithm=algorithm))
     return accumulate_lowering(ctx, lambda ty: hlo.dot_general(
         ty, x, y, dn, precision_config=precision_attr(precision)))
 

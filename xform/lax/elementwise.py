@@ -15,7 +15,7 @@ from xform.interpreters import ad, batching, mlir
 from xform.core.transfer import scalar_array
 from xform.lax._prim import (_scalar_arg, _scalar_args, any_dtype, check_dtype,  # noqa: F401
                              inexact, naryop, numeric, standard_primitive, unop)
-from xform.lax import shapes as _shapes
+from xform.lax import accuracy as _accuracy, shapes as _shapes
 from xform.core import tree_util
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -256,84 +256,95 @@ mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
 
 # ---- transcendental ----
 
-def exp(x):
+def exp(x, *, accuracy=None):
     r"""Elementwise exponential :math:`e^x`."""
-    return exp_p.bind(x)
+    return _accuracy.bind(exp_p, x, accuracy)
 
 
 exp_p = unop("exp", inexact)
-ad.defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
-mlir.register_lowering(exp_p, mlir.elementwise(hlo.exponential))
+ad.defjvp2(exp_p, lambda t, ans, x, accuracy=None: mul(t, ans))
+mlir.register_lowering(exp_p, _accuracy.lowering(hlo.exponential))
 
 
-def log(x):
+def log(x, *, accuracy=None):
     r"""Elementwise natural logarithm."""
-    return log_p.bind(x)
+    return _accuracy.bind(log_p, x, accuracy)
 
 
 log_p = unop("log", inexact)
-ad.defjvp(log_p, lambda t, x: div(t, x))
-mlir.register_lowering(log_p, mlir.elementwise(hlo.log))
+ad.defjvp(log_p, lambda t, x, accuracy=None: div(t, x))
+mlir.register_lowering(log_p, _accuracy.lowering(hlo.log))
 
 
-def sin(x):
+def sin(x, *, accuracy=None):
     r"""Elementwise sine."""
-    return sin_p.bind(x)
+    return _accuracy.bind(sin_p, x, accuracy)
 
 
 sin_p = unop("sin", inexact)
-ad.defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-mlir.register_lowering(sin_p, mlir.elementwise(hlo.sine))
+ad.defjvp(sin_p, lambda t, x, accuracy=None: mul(t, cos(x, accuracy=accuracy)))
+mlir.register_lowering(sin_p, _accuracy.lowering(hlo.sine))
 
 
-def cos(x):
+def cos(x, *, accuracy=None):
     r"""Elementwise cosine."""
-    return cos_p.bind(x)
+    return _accuracy.bind(cos_p, x, accuracy)
 
 
 cos_p = unop("cos", inexact)
-ad.defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-mlir.register_lowering(cos_p, mlir.elementwise(hlo.cosine))
+ad.defjvp(cos_p, lambda t, x, accuracy=None: neg(mul(t, sin(x, accuracy=accuracy))))
+mlir.register_lowering(cos_p, _accuracy.lowering(hlo.cosine))
 
 
-def tanh(x):
+def tanh(x, *, accuracy=None):
     r"""Elementwise hyperbolic tangent."""
-    return tanh_p.bind(x)
+    return _accuracy.bind(tanh_p, x, accuracy)
 
 
 tanh_p = unop("tanh", inexact)
-ad.defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(_const(ans, 1), mul(ans, ans))))
-mlir.register_lowering(tanh_p, mlir.elementwise(hlo.tanh))
 
 
-def logistic(x):
+def _tanh_jvp(t, ans, x, accuracy=None):
+    if accuracy is _accuracy.AccuracyMode.HIGHEST:  # 4 s(2x) s(-2x), as JAX's
+        return mul(t, mul(_const(x, 4), mul(logistic(mul(_const(x, 2), x), accuracy=accuracy),
+                                            logistic(mul(_const(x, -2), x), accuracy=accuracy))))
+    return mul(t, sub(_const(ans, 1), mul(ans, ans)))
+
+
+ad.defjvp2(tanh_p, _tanh_jvp)
+mlir.register_lowering(tanh_p, _accuracy.lowering(hlo.tanh))
+
+
+def logistic(x, *, accuracy=None):
     r"""Elementwise logistic sigmoid :math:`1 / (1 + e^{-x})`."""
-    return logistic_p.bind(x)
+    return _accuracy.bind(logistic_p, x, accuracy)
 
 
 logistic_p = unop("logistic", inexact)
-ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(ans, 1), ans))))
-mlir.register_lowering(logistic_p, mlir.elementwise(hlo.logistic))
+ad.defjvp2(logistic_p, lambda t, ans, x, accuracy=None: mul(t, mul(ans, (
+    logistic(neg(x), accuracy=accuracy) if accuracy is _accuracy.AccuracyMode.HIGHEST
+    else sub(_const(ans, 1), ans)))))
+mlir.register_lowering(logistic_p, _accuracy.lowering(hlo.logistic))
 
 
-def sqrt(x):
+def sqrt(x, *, accuracy=None):
     r"""Elementwise square root."""
-    return sqrt_p.bind(x)
+    return _accuracy.bind(sqrt_p, x, accuracy)
 
 
 sqrt_p = unop("sqrt", inexact)
-ad.defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(_const(ans, 2), ans)))
-mlir.register_lowering(sqrt_p, mlir.elementwise(hlo.sqrt))
+ad.defjvp2(sqrt_p, lambda t, ans, x, accuracy=None: div(t, mul(_const(ans, 2), ans)))
+mlir.register_lowering(sqrt_p, _accuracy.lowering(hlo.sqrt))
 
 
-def rsqrt(x):
+def rsqrt(x, *, accuracy=None):
     r"""Elementwise reciprocal square root :math:`1/\sqrt{x}`."""
-    return rsqrt_p.bind(x)
+    return _accuracy.bind(rsqrt_p, x, accuracy)
 
 
 rsqrt_p = unop("rsqrt", inexact)
-ad.defjvp2(rsqrt_p, lambda t, ans, x: mul(t, mul(_const(x, -0.5), div(ans, x))))
-mlir.register_lowering(rsqrt_p, mlir.elementwise(hlo.rsqrt))
+ad.defjvp2(rsqrt_p, lambda t, ans, x, accuracy=None: mul(t, mul(_const(x, -0.5), div(ans, x))))
+mlir.register_lowering(rsqrt_p, _accuracy.lowering(hlo.rsqrt))
 
 
 def abs(x):

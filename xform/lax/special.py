@@ -10,6 +10,7 @@ import numpy as np
 
 from xform.core import dtypes
 from xform.interpreters import ad, mlir
+from xform.lax import accuracy as _accuracy
 from xform.lax._prim import float_dtypes, inexact, naryop, numeric, unop
 from xform.lax.elementwise import (_bcast, _const, _out_shape, _scalar_args,
                                    add, div, exp, integer_pow, mul, neg, rsqrt, sub)
@@ -23,7 +24,7 @@ def _one_minus_square(x):
 
 # ---- trigonometric ----
 
-def tan(x):
+def tan(x, *, accuracy=None):
     r"""Elementwise tangent.
 
     Args:
@@ -36,12 +37,12 @@ def tan(x):
     >>> print(lax.tan(0.0))
     0.0
     """
-    return tan_p.bind(x)
+    return _accuracy.bind(tan_p, x, accuracy)
 
 
 tan_p = unop("tan", inexact)
-ad.defjvp2(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), square(ans))))
-mlir.register_lowering(tan_p, mlir.elementwise(hlo.tan))
+ad.defjvp2(tan_p, lambda t, ans, x, accuracy=None: mul(t, add(_const(x, 1), square(ans))))
+mlir.register_lowering(tan_p, _accuracy.lowering(hlo.tan))
 
 
 def asin(x):
@@ -197,70 +198,73 @@ mlir.register_lowering(atanh_p, mlir.elementwise(chlo.atanh))
 
 # ---- exponentials and roots ----
 
-def exp2(x):
+def exp2(x, *, accuracy=None):
     r"""Elementwise base-2 exponential :math:`2^x`.
 
     >>> import xform.lax as lax
     >>> print(lax.exp2(3.0))
     8.0
     """
-    return exp2_p.bind(x)
+    return _accuracy.bind(exp2_p, x, accuracy)
 
 
-def _exp2_lowering(ctx, x):
+def _exp2_lowering(ctx, x, accuracy=None):
     # 2^x = e^(x log 2), the lowering JAX uses (StableHLO has no exp2 op).
     log2 = mlir.full_like_aval(np.log(2), ctx.avals_in[0])
-    return hlo.exponential(hlo.multiply(log2, x))
+    return _accuracy.lowering(hlo.exponential)(ctx, hlo.multiply(log2, x), accuracy)
 
 
 exp2_p = unop("exp2", inexact)
-ad.defjvp2(exp2_p, lambda t, ans, x: mul(_const(x, np.log(2)), mul(t, ans)))
+ad.defjvp2(exp2_p, lambda t, ans, x, accuracy=None: mul(_const(x, np.log(2)), mul(t, ans)))
 mlir.register_lowering(exp2_p, _exp2_lowering)
 
 
-def expm1(x):
+def expm1(x, *, accuracy=None):
     r"""Elementwise :math:`e^x - 1`, accurate for small ``x``.
 
     >>> import xform.lax as lax
     >>> print(lax.expm1(0.0))
     0.0
     """
-    return expm1_p.bind(x)
+    return _accuracy.bind(expm1_p, x, accuracy)
 
 
 expm1_p = unop("expm1", inexact)
-ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(ans, 1))))
-mlir.register_lowering(expm1_p, mlir.elementwise(hlo.exponential_minus_one))
+ad.defjvp2(expm1_p, lambda t, ans, x, accuracy=None: mul(t, (
+    exp(x, accuracy=accuracy) if accuracy is _accuracy.AccuracyMode.HIGHEST
+    else add(ans, _const(ans, 1)))))
+mlir.register_lowering(expm1_p, _accuracy.lowering(hlo.exponential_minus_one))
 
 
-def log1p(x):
+def log1p(x, *, accuracy=None):
     r"""Elementwise :math:`\log(1 + x)`, accurate for small ``x``.
 
     >>> import xform.lax as lax
     >>> print(lax.log1p(0.0))
     0.0
     """
-    return log1p_p.bind(x)
+    return _accuracy.bind(log1p_p, x, accuracy)
 
 
 log1p_p = unop("log1p", inexact)
-ad.defjvp(log1p_p, lambda t, x: div(t, add(x, _const(x, 1))))
-mlir.register_lowering(log1p_p, mlir.elementwise(hlo.log_plus_one))
+ad.defjvp(log1p_p, lambda t, x, accuracy=None: div(t, add(x, _const(x, 1))))
+mlir.register_lowering(log1p_p, _accuracy.lowering(hlo.log_plus_one))
 
 
-def cbrt(x):
+def cbrt(x, *, accuracy=None):
     r"""Elementwise real cube root (negative for negative ``x``).
 
     >>> import xform.lax as lax
     >>> print(lax.cbrt(-8.0))
     -2.0
     """
-    return cbrt_p.bind(x)
+    return _accuracy.bind(cbrt_p, x, accuracy)
 
 
 cbrt_p = unop("cbrt", float_dtypes)
-ad.defjvp2(cbrt_p, lambda t, ans, x: mul(t, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
-mlir.register_lowering(cbrt_p, mlir.elementwise(hlo.cbrt))
+ad.defjvp2(cbrt_p, lambda t, ans, x, accuracy=None: mul(t, mul(_const(x, 1 / 3),
+                                                               integer_pow(ans, -2))))
+mlir.register_lowering(cbrt_p, _accuracy.lowering(hlo.cbrt))
 
 
 def square(x):

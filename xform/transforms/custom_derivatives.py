@@ -16,13 +16,22 @@ from xform.interpreters import ad
 from xform.interpreters import partial_eval as pe
 from xform.lax import elementwise as ew, shapes
 from xform.interpreters.custom import (LazyJaxpr, _tangent_or_zero, custom_jvp_call_p,
-                                      custom_vjp_call_p)
+                                      custom_vjp_call_p, CustomVJPPrimal, SymbolicZero,
+                                      to_rule_zero)
 from xform.interpreters.custom import (CustomJVPClosureError, CustomVJPException,
                                       custom_lin_p)
 
 
 def _name(f):
     return getattr(f, "__name__", type(f).__name__)
+
+
+def forward_attr(self, name):
+    """``__getattr__`` of the custom-rule decorators: ``def*`` methods of a wrapped one
+    (``custom_vjp(custom_vmap(f)).def_vmap``), as JAX's."""
+    if name.startswith("def") and "fun" in vars(self):
+        return getattr(self.fun, name)
+    raise AttributeError(name)
 
 
 def _resolve_kwargs(fun, args, kwargs, kind):
@@ -105,13 +114,15 @@ class custom_jvp:
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
+    __getattr__ = forward_attr
+
     def defjvp(self, jvp, symbolic_zeros=False):
         """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)`` (tuples of
-        the positional arguments; tangents instantiated as zeros where not perturbed).
+        the positional arguments). Tangents not perturbed are arrays of zeros, or with
+        ``symbolic_zeros=True`` ``SymbolicZero`` objects (which the rule may also return).
         Usable as a decorator; returns ``jvp``."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp symbolic_zeros=True is not supported")
         self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
         return jvp
 
     def defjvps(self, *jvps):
@@ -154,25 +165,33 @@ class custom_jvp:
                                           [get_aval(x) for x in flat])
         out_avals = closed.out_avals
         names = (_name(self.fun), _name(self.jvp))
-        n_skip = len(consts)
-        thunk = LazyJaxpr(lambda: _trace_jvp(jvp, closed.in_avals, n_skip, in_tree, out_tree,
-                                             out_avals, names), names[1])
+        n_skip, sz = len(consts), self.symbolic_zeros
+        thunk = LazyJaxpr(lambda zeros: _trace_jvp(
+            jvp, closed.in_avals, (n_skip, len(tracers)), in_tree, out_tree, out_avals, names,
+            zeros, sz), names[1])
         outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp_jaxpr_fun=thunk,
                                       num_consts=len(consts) + len(tracers),
-                                      symbolic_zeros=False)
+                                      symbolic_zeros=sz)
         return tree_util.tree_unflatten(out_tree, outs)
 
 
-def _trace_jvp(jvp, in_avals, n_skip, in_tree, out_tree, out_avals, names):
-    """The rule as a ClosedJaxpr from (operands, their tangents) to (primals_out,
-    tangents_out); the first ``n_skip`` operands (the function's closure) are unused, as
-    are the tangents of the nondiff operands."""
+def _trace_jvp(jvp, in_avals, skip, in_tree, out_tree, out_avals, names, zeros, symbolic):
+    """The rule as ``(ClosedJaxpr, out_zeros)``: from the operands and the tangents of the
+    differentiable ones not in ``zeros`` to the primals out and their tangents not in
+    ``out_zeros`` (the rule's ``SymbolicZero`` outputs). Of the operands, the first
+    ``skip[0]`` (the function's closure) are unused and the next ``skip[1]`` are the
+    nondiff arguments' tracers."""
     fname, jname = names
+    n_skip, n_trs = skip
     n = len(in_avals)
+    d_avals = [a.to_tangent_aval() for a in in_avals[n_skip + n_trs:]]
+    out_zeros = []
 
     def flat_jvp(*xs):
         trs, primals = tree_util.tree_unflatten(in_tree, xs[n_skip:n])
-        _, tangents = tree_util.tree_unflatten(in_tree, xs[n + n_skip:])
+        nz = iter(xs[n:])
+        ts = [SymbolicZero(a) if z else next(nz) for a, z in zip(d_avals, zeros)]
+        _, tangents = tree_util.tree_unflatten(in_tree, [None] * n_trs + ts)
         p_out, p_tree, t_out = _split_jvp_pair(jvp(trs, primals, tangents), names)
         p_avals = [get_aval(p) for p in p_out]
         what = (f"Custom JVP rule {jname} for function {fname} must produce a pair (list or "
@@ -191,10 +210,11 @@ def _trace_jvp(jvp, in_avals, n_skip, in_tree, out_tree, out_avals, names):
                             f"    {_types(p_tree, p_avals)}\nwhile the custom_jvp-decorated "
                             f"function {fname} had output shapes/dtypes of:\n"
                             f"    {_types(out_tree, out_avals)}")
-        return p_out + t_out
+        out_zeros[:] = [type(t) is SymbolicZero for t in t_out]
+        return p_out + [t for t in t_out if type(t) is not SymbolicZero]
 
-    t_avals = [a.to_tangent_aval() for a in in_avals]
-    return pe.trace_to_jaxpr(flat_jvp, list(in_avals) + t_avals)
+    t_avals = [a for a, z in zip(d_avals, zeros) if not z]
+    return pe.trace_to_jaxpr(flat_jvp, list(in_avals) + t_avals), tuple(out_zeros)
 
 
 def _split_jvp_pair(pair, names):
@@ -210,7 +230,8 @@ def _split_jvp_pair(pair, names):
         raise TypeError(f"Custom JVP rule {jname} for function {fname} must produce primal "
                         "and tangent outputs with equal container (pytree) structures, but "
                         f"got {p_tree} and {t_tree} respectively.")
-    _check_tangents([get_aval(p) for p in p_out], [get_aval(t) for t in t_out])
+    _check_tangents([get_aval(p) for p in p_out],
+                    [t.aval if type(t) is SymbolicZero else get_aval(t) for t in t_out])
     return p_out, p_tree, t_out
 
 
@@ -271,17 +292,23 @@ class custom_vjp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
+    __getattr__ = forward_attr
+
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         """Set ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct) -> tuple`` of one
         cotangent per positional argument (``None`` for zero). ``residuals`` may be any
-        pytree of arrays."""
-        if symbolic_zeros:
-            raise NotImplementedError("custom_vjp symbolic_zeros=True is not supported")
-        self.fwd, self.bwd = fwd, bwd
+        pytree of arrays. With ``symbolic_zeros=True``, fwd gets each array leaf as a
+        ``CustomVJPPrimal`` (``.value``, ``.perturbed``) and bwd gets ``SymbolicZero``s for
+        zero output cotangents. ``optimize_remat`` is accepted and has no effect."""
+        if symbolic_zeros and optimize_remat:
+            raise NotImplementedError(
+                "remat optimization for custom_vjp does not support symbolic zeros")
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None or self.bwd is None:
@@ -307,14 +334,13 @@ class custom_vjp:
                                           in_avals)
         names = (_name(self.fun), _name(self.fwd))
         res_tree = []
-        n_skip = len(consts)
-        thunk = LazyJaxpr(lambda: _trace_fwd(lambda *d: self.fwd(*rebuild([], d)),
-                                             closed.in_avals, n_skip, in_tree, out_tree,
-                                             closed.out_avals, names, res_tree), names[1])
-        flat_bwd = _FlatBwd(bwd, in_tree, in_avals, out_tree, res_tree, _name(self.bwd))
+        n_skip, sz = len(consts), self.symbolic_zeros
+        thunk = LazyJaxpr(lambda zeros: _trace_fwd(
+            lambda *d: self.fwd(*rebuild([], d)), closed.in_avals, n_skip, in_tree, out_tree,
+            closed.out_avals, names, res_tree, zeros, sz), names[1])
+        flat_bwd = _FlatBwd(bwd, in_tree, in_avals, out_tree, res_tree, _name(self.bwd), sz)
         outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd_jaxpr_fun=thunk,
-                                      bwd=flat_bwd, num_consts=len(consts),
-                                      symbolic_zeros=False)
+                                      bwd=flat_bwd, num_consts=len(consts), symbolic_zeros=sz)
         return tree_util.tree_unflatten(out_tree, outs)
 
 
@@ -334,9 +360,11 @@ def _check_for_tracers(x):
         raise _NondiffTracerError()
 
 
-def _trace_fwd(fwd, in_avals, n_skip, in_tree, out_tree, out_avals, names, res_tree):
+def _trace_fwd(fwd, in_avals, n_skip, in_tree, out_tree, out_avals, names, res_tree, zeros,
+               symbolic):
     """fwd as ``(ClosedJaxpr: operands -> residuals + primals_out, number of residuals)``;
-    the first ``n_skip`` operands (the function's closure) are unused."""
+    the first ``n_skip`` operands (the function's closure) are unused. With ``symbolic``,
+    fwd gets ``CustomVJPPrimal``s, perturbed where not in ``zeros``."""
     fname, wname = names
     what = (f"Custom VJP fwd rule {wname} for function {fname} must produce a pair (list or "
             "tuple of length two) where the first element represents the primal output "
@@ -345,7 +373,10 @@ def _trace_fwd(fwd, in_avals, n_skip, in_tree, out_tree, out_avals, names, res_t
             "for use on the backward pass), but ")
 
     def flat_fwd(*xs):
-        pair = fwd(*tree_util.tree_unflatten(in_tree, xs[n_skip:]))
+        xs = xs[n_skip:]
+        if symbolic:
+            xs = [CustomVJPPrimal(x, not z) for x, z in zip(xs, zeros)]
+        pair = fwd(*tree_util.tree_unflatten(in_tree, xs))
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise TypeError(what + f"instead of a pair the fwd rule {wname} produced {pair}.")
         p_out, p_tree = tree_util.tree_flatten(pair[0])
@@ -372,14 +403,16 @@ class _FlatBwd:
     """The user's bwd on flat residuals and cotangents, returning one cotangent (or
     ``ad.Zero``) per flat primal input, checked against the inputs' structure and shapes."""
 
-    def __init__(self, bwd, in_tree, in_avals, out_tree, res_tree, name):
+    def __init__(self, bwd, in_tree, in_avals, out_tree, res_tree, name, symbolic):
         self.bwd, self.in_tree, self.in_avals = bwd, in_tree, in_avals
         self.out_tree, self.res_tree, self.name = out_tree, res_tree, name
+        self.symbolic = symbolic
 
     def __repr__(self):
         return self.name
 
     def __call__(self, res, cts):
+        cts = [to_rule_zero(c, self.symbolic) for c in cts]
         py_cts_in = self.bwd(tree_util.tree_unflatten(self.res_tree[0], res),
                              tree_util.tree_unflatten(self.out_tree, cts))
         n_args = len(tree_util.treedef_children(self.in_tree))
@@ -406,13 +439,23 @@ def _check_ct(ct, aval, path):
     t_aval = aval.to_tangent_aval()
     if ct is None or t_aval.dtype == dtypes.float0:
         return ad.Zero(t_aval)
+    if type(ct) is SymbolicZero:
+        if (ct.aval.shape, ct.aval.dtype) != (t_aval.shape, t_aval.dtype):
+            raise ValueError(
+                "Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does not "
+                "match the corresponding input tangent shape/dtype: at output"
+                f"{tree_util.keystr(path)} the SymbolicZero had shape/dtype "
+                f"{ct.aval.str_short(False)} while the corresponding input had shape/dtype "
+                f"{aval.str_short(False)}. Consider just returning a None here instead of a "
+                "SymbolicZero object.")
+        return ad.Zero(t_aval)
     c_aval = get_aval(ct)
     if c_aval.shape != t_aval.shape:
         raise ValueError("Custom VJP bwd rule must produce an output with the same type as "
                          f"the args tuple of the primal function, but at output"
                          f"{tree_util.keystr(path)} the bwd rule produced an output of type "
-                         f"{c_aval.str_short()} corresponding to an input of type "
-                         f"{aval.str_short()}")
+                         f"{c_aval.str_short(False)} corresponding to an input of type "
+                         f"{aval.str_short(False)}, so the shapes do not match")
     if c_aval.dtype != t_aval.dtype:
         ct = ew.convert_element_type(ct, t_aval.dtype)
     return ct
@@ -468,12 +511,13 @@ def _custom_jvp_concrete(f, trace, args):
             full = iter(tree_util.tree_unflatten(tree, primals))
             nd = iter(nondiff)
             return f(*[next(nd) if i in nums else next(full) for i in range(len(args))])
-        tangents = [ad.instantiate_zeros(t) for t in tangents]
+        tangents = [to_rule_zero(t, f.symbolic_zeros) for t in tangents]
         pair = f.jvp(*nondiff, tree_util.tree_unflatten(tree, primals),
                      tree_util.tree_unflatten(tree, tangents))
         p_out, p_tree, t_out = _split_jvp_pair(pair, (_name(f.fun), _name(f.jvp)))
     return tree_util.tree_unflatten(p_tree, [
-        ad.JVPTracer(trace, p, _tangent_or_zero(p, t)) for p, t in zip(p_out, t_out)])
+        ad.JVPTracer(trace, p, _tangent_or_zero(p, ad.Zero(t.aval) if type(t) is SymbolicZero
+                                                   else t)) for p, t in zip(p_out, t_out)])
 
 
 def _custom_vjp_concrete(f, trace, dyn, rebuild, bwd):
@@ -484,7 +528,11 @@ def _custom_vjp_concrete(f, trace, dyn, rebuild, bwd):
     with set_current_trace(trace.parent):
         if all(type(t) is ad.Zero for t in tangents):
             return f(*rebuild([], tree_util.tree_unflatten(in_tree, primals)))
-        pair = f.fwd(*rebuild([], tree_util.tree_unflatten(in_tree, primals)))
+        fwd_in = primals
+        if f.symbolic_zeros:
+            fwd_in = [CustomVJPPrimal(p, type(t) is not ad.Zero)
+                      for p, t in zip(primals, tangents)]
+        pair = f.fwd(*rebuild([], tree_util.tree_unflatten(in_tree, fwd_in)))
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise TypeError(f"Custom VJP fwd rule {_name(f.fwd)} for function {_name(f.fun)} "
                             "must produce a pair (list or tuple of length two) where the first "
@@ -493,7 +541,7 @@ def _custom_vjp_concrete(f, trace, dyn, rebuild, bwd):
         p_out, out_tree = tree_util.tree_flatten(pair[0])
         res, res_tree = tree_util.tree_flatten(pair[1])
         flat_bwd = _FlatBwd(bwd, in_tree, [get_aval(p) for p in primals], out_tree,
-                            [res_tree], _name(f.bwd))
+                            [res_tree], _name(f.bwd), f.symbolic_zeros)
         in_zeros = tuple(type(t) is ad.Zero for t in tangents)
         out_avals = tuple(get_aval(p).to_tangent_aval() for p in p_out)
         t_out = custom_lin_p.bind(*res, *[t for t in tangents if type(t) is not ad.Zero],
@@ -501,6 +549,20 @@ def _custom_vjp_concrete(f, trace, dyn, rebuild, bwd):
                                   in_zeros=in_zeros)
     return tree_util.tree_unflatten(out_tree, [
         ad.JVPTracer(trace, p, _tangent_or_zero(p, t)) for p, t in zip(p_out, t_out)])
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` leaf (a symbolic-zeros fwd rule's argument)
+    replaced by its ``value``.
+
+    Raises:
+      TypeError: a leaf is not a ``CustomVJPPrimal``.
+    """
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(f"unexpected leaf type {type(leaf)}")
+        return leaf.value
+    return tree_util.tree_map(value, tree)
 
 
 # ---- closure_convert ----

@@ -16,7 +16,7 @@ from xform.core import errors, transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
-from xform.core.config import config
+from xform.core.config import config, user_key
 from xform.core.profiling import span
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
@@ -457,7 +457,7 @@ class JitWrapped:
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
                (config.jax_default_matmul_precision, config.jax_numpy_dtype_promotion,
-                config.jax_numpy_rank_promotion),
+                config.jax_numpy_rank_promotion, user_key()),
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
@@ -599,7 +599,8 @@ def _clear_all(name, value):
             c.clear()
         elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
                       "jax_default_matmul_precision", "jax_default_device",
-                      "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion"):
+                      "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion",
+                      "user_context"):
             if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
                 c.entries.clear()  # (executables bake them in)
             c.fast.clear()
