@@ -261,6 +261,9 @@ def test_vmap_over_batched_bcoo():
     same(Y.todense(), x)
     with pytest.raises(ValueError, match="n_batch=0"):
         xform.vmap(lambda M: M.todense())(xsp.BCOO.fromdense(x))
+    Z = xform.jit(lambda M: M * 2.0)(X)   # BCOO in and out of jit
+    assert isinstance(Z, xsp.BCOO) and Z.shape == X.shape
+    same(Z.indices, X.indices)
 
 
 def test_structural_ops_match_jax():
@@ -275,7 +278,8 @@ def test_structural_ops_match_jax():
             outs += [sp.bcoo_concatenate([X, Z], dimension=d).todense() for d in (0, 1)]
             outs += [sp.bcoo_multiply_sparse(X, Z).todense()]
             R = sp.bcoo_reduce_sum(X, axes=(0,))
-            outs += [R.todense(), R.indices]
+            S = X.reshape((2, 3, 1)) if n_batch else X.reshape((3, 2))
+            outs += [R.todense(), R.indices, S.todense(), S.indices]
         B = sp.bcoo_broadcast_in_dim(bcoo(sp, *bufs[:2], x.shape), shape=(4, 2, 3),
                                      broadcast_dimensions=(1, 2))
         outs += [B.todense(), B.indices]
@@ -309,3 +313,12 @@ def test_bad_input_errors():
     with pytest.raises(NotImplementedError, match="batch dimensions must be among"):
         xsp.bcoo_dot_general(xsp.BCOO.fromdense(jnp.ones((2, 3))), jnp.ones((2, 3)),
                              dimension_numbers=(((1,), (1,)), ((0,), (0,))))
+
+
+@pytest.mark.parametrize("name", ["_bcoo", "_ops", "_ops2", "_transform", "_ad"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(f"xform.experimental.sparse.{name}"),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

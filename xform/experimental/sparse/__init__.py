@@ -13,13 +13,13 @@ from xform.experimental.sparse._ops import (bcoo_dot_general, bcoo_eliminate_zer
                                             bcoo_reduce_sum, bcoo_sort_indices,
                                             bcoo_sum_duplicates, bcoo_transpose)
 from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim, bcoo_concatenate,
-                                             fromdense, random_bcoo, todense)
+                                             bcoo_reshape, fromdense, random_bcoo, todense)
 from xform.experimental.sparse._transform import sparsify
 
 __all__ = [
     "BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
     "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
-    "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates",
-    "bcoo_todense", "bcoo_transpose", "empty", "eye", "fromdense", "grad", "random_bcoo",
-    "sparsify", "todense", "value_and_grad",
+    "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape", "bcoo_sort_indices",
+    "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty", "eye", "fromdense",
+    "grad", "random_bcoo", "sparsify", "todense", "value_and_grad",
 ]

@@ -133,6 +133,50 @@ def bcoo_broadcast_in_dim(mat, *, shape, broadcast_dimensions):
     return BCOO((data, indices), shape=shape)
 
 
+def bcoo_reshape(mat, *, new_sizes, dimensions=None, sharding=None):
+    """Sparse ``lax.reshape``: batch and dense dims reshape as arrays, sparse dims by
+    re-indexing (ravel then unravel); the new shape may not mix the three kinds."""
+    del sharding
+    new_sizes = tuple(int(n) for n in new_sizes)
+    nb, ns = mat.n_batch, mat.n_sparse
+    if mat.indices.shape[:nb] != mat.data.shape[:nb] or mat.data.shape[:nb] != mat.shape[:nb]:
+        raise NotImplementedError("reshape of arrays with broadcasted batch dimensions.")
+    if dimensions is not None and tuple(dimensions) != tuple(range(mat.ndim)):
+        raise NotImplementedError("bcoo_reshape with a dimensions permutation")
+    if math.prod(new_sizes) != math.prod(mat.shape):
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
+                        f"for shape {mat.shape}.")
+    batch_size, sparse_size = math.prod(mat.shape[:nb]), math.prod(mat.shape[nb:nb + ns])
+    cuml = np.cumprod(new_sizes)
+    if batch_size != 1 and batch_size not in cuml:
+        raise ValueError("bcoo_reshape: new shape cannot mix batch and sparse dimensions; "
+                         f"got shape={mat.shape} new_shape={new_sizes} with n_batch={nb}")
+    if sparse_size != 1 and batch_size * sparse_size not in cuml:
+        raise ValueError("bcoo_reshape: new shape cannot mix sparse and dense dimensions; "
+                         f"got shape={mat.shape} new_shape={new_sizes} with n_dense={mat.n_dense}")
+    i1 = int(cuml.searchsorted(batch_size, side="right"))
+    i2 = int(cuml.searchsorted(batch_size * sparse_size, side="right"))
+    data, indices = _reshape_impl(mat.data, mat.indices, mat.shape[nb:nb + ns],
+                                  new_sizes[:i1], new_sizes[i1:i2], new_sizes[i2:])
+    return BCOO((data, indices), shape=new_sizes)
+
+
+@partial(jit, static_argnums=(2, 3, 4, 5))
+def _reshape_impl(data, indices, sparse_shape, new_batch, new_sparse, new_dense):
+    nse, ns = indices.shape[-2:]
+    data = data.reshape(*new_batch, nse, *new_dense)
+    indices = indices.reshape(*new_batch, nse, ns)
+    if not new_sparse:
+        return data, jnp.zeros((*new_batch, nse, 0), indices.dtype)
+    if not sparse_shape:
+        return data, jnp.zeros((*new_batch, nse, len(new_sparse)), indices.dtype)
+    flat = jnp.ravel_multi_index(tuple(indices[..., i] for i in range(ns)), sparse_shape,
+                                 mode="clip")
+    oob = (indices >= jnp.array(sparse_shape, indices.dtype)).any(-1, keepdims=True)
+    new = jnp.stack(jnp.unravel_index(flat, new_sparse), -1).astype(indices.dtype)
+    return data, jnp.where(oob, jnp.array(new_sparse, indices.dtype), new)
+
+
 def random_bcoo(key, shape, *, dtype=jnp.float32, indices_dtype=None, nse=0.2, n_batch=0,
                 n_dense=0, unique_indices=True, sorted_indices=False,
                 generator=random.uniform, **kwds):

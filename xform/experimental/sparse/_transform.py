@@ -23,7 +23,7 @@ from xform.experimental.sparse._ops import (bcoo_dot_general, bcoo_multiply_dens
                                             bcoo_sort_indices, bcoo_sum_duplicates,
                                             bcoo_eliminate_zeros, bcoo_transpose)
 from xform.experimental.sparse._ops2 import (TODENSE_NAME, bcoo_broadcast_in_dim,
-                                             bcoo_concatenate)
+                                             bcoo_concatenate, bcoo_reshape)
 from xform.experimental.sparse._util import dense_aval
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.custom import custom_jvp_call_p
@@ -216,6 +216,10 @@ def _broadcast_in_dim_rule(x, *dyn, shape, broadcast_dimensions, **_):
     return bcoo_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
+def _reshape_rule(x, *dyn, new_sizes, dimensions=None, **_):
+    return bcoo_reshape(x, new_sizes=new_sizes, dimensions=dimensions)
+
+
 def _concatenate_rule(*xs, dimension):
     if not all(isinstance(x, BCOO) for x in xs):
         raise NotImplementedError("sparse concatenate of sparse and dense arrays; convert "
@@ -240,7 +244,7 @@ sparse_rules_bcoo.update({
     lax.add_p: _add_rule, lax.sub_p: _sub_rule, lax.mul_p: _mul_rule, lax.div_p: _div_rule,
     lax.reduce_sum_p: _reduce_sum_rule, lax.transpose_p: _transpose_rule,
     lax.dot_general_p: _dot_general_rule, lax.broadcast_in_dim_p: _broadcast_in_dim_rule,
-    lax.concatenate_p: _concatenate_rule, pjit_p: _call_rule("jaxpr"),
+    lax.concatenate_p: _concatenate_rule, lax.reshape_p: _reshape_rule, pjit_p: _call_rule("jaxpr"),
     custom_jvp_call_p: _call_rule("call_jaxpr"),
 })
 
