@@ -8,7 +8,8 @@ docs/architecture.md, "Sparse arrays").
 from xform.experimental.sparse._ad import grad, value_and_grad
 from xform.experimental.sparse._bcoo import (BCOO, bcoo_extract, bcoo_fromdense,
                                              bcoo_todense, empty, eye)
-from xform.experimental.sparse._ops import (bcoo_dot_general, bcoo_eliminate_zeros,
+from xform.experimental.sparse._dot import bcoo_dot_general, bcoo_spdot_general
+from xform.experimental.sparse._ops import (bcoo_eliminate_zeros,
                                             bcoo_multiply_dense, bcoo_multiply_sparse,
                                             bcoo_reduce_sum, bcoo_sort_indices,
                                             bcoo_sum_duplicates, bcoo_transpose)
@@ -19,7 +20,7 @@ from xform.experimental.sparse._transform import sparsify
 __all__ = [
     "BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
     "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
-    "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape", "bcoo_sort_indices",
+    "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape", "bcoo_sort_indices", "bcoo_spdot_general",
     "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty", "eye", "fromdense",
     "grad", "random_bcoo", "sparsify", "todense", "value_and_grad",
 ]

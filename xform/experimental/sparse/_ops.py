@@ -61,26 +61,6 @@ def bcoo_transpose(mat, *, permutation):
 
 # ---- dot_general ----
 
-def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
-                     preferred_element_type=None, out_sharding=None):
-    """Sparse ``lax.dot_general``: BCOO x dense or dense x BCOO gives a dense array.
-
-    Each stored element gathers the matching slice of the dense operand, multiplies, and
-    scatter-adds into the output, so the cost scales with ``nse``, not the dense size.
-    Shapes are checked as dense ``dot_general`` checks them (same errors).
-    """
-    del precision, out_sharding
-    if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        raise NotImplementedError("bcoo_dot_general between two sparse arrays; convert one "
-                                  "with .todense()")
-    if isinstance(lhs, BCOO):
-        return _dot_general(lhs, jnp.asarray(rhs), dimension_numbers, preferred_element_type)
-    if isinstance(rhs, BCOO):
-        return _rdot_general(jnp.asarray(lhs), rhs, dimension_numbers, preferred_element_type)
-    return lax.dot_general(lhs, rhs, dimension_numbers,
-                           preferred_element_type=preferred_element_type)
-
-
 def _rdot_general(lhs, rhs, dimension_numbers, preferred_element_type):
     reversed_dn = tuple(d[::-1] for d in dimension_numbers)
     result = _dot_general(rhs, lhs, reversed_dn, preferred_element_type)

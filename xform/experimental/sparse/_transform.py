@@ -18,7 +18,8 @@ from xform.core.jaxpr import ClosedJaxpr, Literal
 from xform.core.tree_util import tree_flatten, tree_unflatten
 from xform.core.trace import get_aval
 from xform.experimental.sparse._bcoo import BCOO, bcoo_todense
-from xform.experimental.sparse._ops import (bcoo_dot_general, bcoo_multiply_dense,
+from xform.experimental.sparse._dot import bcoo_dot_general
+from xform.experimental.sparse._ops import (bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
                                             bcoo_sort_indices, bcoo_sum_duplicates,
                                             bcoo_eliminate_zeros, bcoo_transpose)
