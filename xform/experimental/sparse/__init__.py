@@ -9,10 +9,10 @@ from xform.experimental.sparse._ad import grad, value_and_grad
 from xform.experimental.sparse._bcoo import (BCOO, bcoo_extract, bcoo_fromdense,
                                              bcoo_todense, empty, eye)
 from xform.experimental.sparse._dot import bcoo_dot_general, bcoo_spdot_general
-from xform.experimental.sparse._ops import (bcoo_eliminate_zeros,
-                                            bcoo_multiply_dense, bcoo_multiply_sparse,
-                                            bcoo_reduce_sum, bcoo_sort_indices,
-                                            bcoo_sum_duplicates, bcoo_transpose)
+from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
+                                            bcoo_multiply_sparse, bcoo_reduce_sum,
+                                            bcoo_sort_indices, bcoo_sum_duplicates,
+                                            bcoo_transpose)
 from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim, bcoo_concatenate,
                                              bcoo_reshape, fromdense, random_bcoo, todense)
 from xform.experimental.sparse._transform import sparsify

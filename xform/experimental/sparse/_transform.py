@@ -19,10 +19,10 @@ from xform.core.tree_util import tree_flatten, tree_unflatten
 from xform.core.trace import get_aval
 from xform.experimental.sparse._bcoo import BCOO, bcoo_todense
 from xform.experimental.sparse._dot import bcoo_dot_general
-from xform.experimental.sparse._ops import (bcoo_multiply_dense,
+from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
                                             bcoo_sort_indices, bcoo_sum_duplicates,
-                                            bcoo_eliminate_zeros, bcoo_transpose)
+                                            bcoo_transpose)
 from xform.experimental.sparse._ops2 import (TODENSE_NAME, bcoo_broadcast_in_dim,
                                              bcoo_concatenate, bcoo_reshape)
 from xform.experimental.sparse._util import dense_aval
@@ -117,11 +117,10 @@ def _ensure_unique(x):
     return x if x.unique_indices else bcoo_sum_duplicates(x, nse=x.nse)
 
 
-def _like(x, data, **kw):
+def _like(x, data):
     """A BCOO with ``x``'s indices (the same array object) and new data."""
-    return BCOO((data, x.indices), shape=x.shape, indices_sorted=kw.get(
-        "indices_sorted", x.indices_sorted), unique_indices=kw.get("unique_indices",
-                                                                    x.unique_indices))
+    return BCOO((data, x.indices), shape=x.shape, indices_sorted=x.indices_sorted,
+                unique_indices=x.unique_indices)
 
 
 def _unary_rule(prim, linear):
@@ -204,7 +203,7 @@ def _reduce_sum_rule(x, *, axes, **_):
     return mat.data.sum() if mat.shape == () else mat
 
 
-def _transpose_rule(x, *, permutation):
+def _transpose_rule(x, *, permutation, **_):
     return bcoo_transpose(x, permutation=permutation)
 
 
@@ -221,7 +220,7 @@ def _reshape_rule(x, *dyn, new_sizes, dimensions=None, **_):
     return bcoo_reshape(x, new_sizes=new_sizes, dimensions=dimensions)
 
 
-def _concatenate_rule(*xs, dimension):
+def _concatenate_rule(*xs, dimension, **_):
     if not all(isinstance(x, BCOO) for x in xs):
         raise NotImplementedError("sparse concatenate of sparse and dense arrays; convert "
                                   "with sparse.todense() or BCOO.fromdense()")
