@@ -204,12 +204,14 @@ def test_typed_keys_round_trip(tmp_path):
     # typed PRNG keys (an extended dtype) are saved as their uint32 data and come back
     # as keys, with or without a target; a raw-key target does not accept them
     import xform.random as random
-    tree = {"rng": random.split(random.key(3), 2), "k": random.key(7), "raw": random.PRNGKey(1)}
+    tree = {"rng": random.split(random.key(3), 2), "k": random.key(7), "raw": random.PRNGKey(1),
+            "rbg": random.key(2, impl="rbg"), "urbg": random.key(2, impl="unsafe_rbg")}
     path = tmp_path / "keys.safetensors"
     checkpoint.save(path, tree)
     for back in (checkpoint.restore(path), checkpoint.restore(path, target=tree)):
-        for name in ("rng", "k"):
-            assert str(back[name].dtype) == "key<fry>" and back[name].shape == tree[name].shape
+        for name, tag in (("rng", "fry"), ("k", "fry"), ("rbg", "rbg"), ("urbg", "urbg")):
+            assert str(back[name].dtype) == f"key<{tag}>"
+            assert back[name].shape == tree[name].shape
             np.testing.assert_array_equal(random.key_data(back[name]),
                                           random.key_data(tree[name]))
         assert back["raw"].dtype == np.uint32

@@ -188,3 +188,17 @@ def test_binary_with_keyword_statics_and_operators(monkeypatch):
     with xform.lazy():
         y = (v * 0.5 + w) @ v
     np.testing.assert_allclose(np.asarray(y), (V * 0.5 + W) @ V, rtol=1e-5)
+
+
+def test_ddof_is_an_operand_as_in_jax():
+    # var/std take ddof as a value (JAX's jit does not make it static): a traced ddof
+    # works, and new Python values reuse the compiled program
+    x = np.arange(6.0, dtype=np.float32)
+    for d in (1, 1.5):
+        np.testing.assert_allclose(xform.jit(lambda d: xnp.std(x, ddof=d))(d),
+                                   jax.jit(lambda d: jjnp.std(x, ddof=d))(d), rtol=1e-6)
+    xnp.var(x, ddof=4)
+    traces = stats["composite_trace"]
+    for d in (5, 6, 7):  # (ints are keyed by bit length)
+        np.testing.assert_allclose(xnp.var(x, ddof=d), jjnp.var(x, ddof=d), rtol=1e-6)
+    assert stats["composite_trace"] == traces

@@ -47,8 +47,10 @@ def test_table_covers_every_primitive():
     from test_lax_scipy_api import LAX_NAMES
     swept = {getattr(xlax, n).name for n in LAX_NAMES
              if isinstance(getattr(xlax, n, None), Primitive)}
-    # A sharding constraint needs a mesh: tests/test_sharded_jit.py checks it against jax.
-    assert prims - called - named - swept - {"sharding_constraint"} == set()
+    # A sharding constraint needs a mesh: tests/test_sharded_jit.py checks it against jax;
+    # tokens have no values to compare: tests/test_api_gaps.py checks their lowering.
+    others = {"sharding_constraint", "create_token", "after_all"}
+    assert prims - called - named - swept - others == set()
 
 
 def _trace(r):

@@ -205,3 +205,37 @@ def test_create_device_mesh_vs_jax():
             jmu.create_device_mesh(bad)
         with pytest.raises(ValueError, match=str(e.value).split()[0]):
             mesh_utils.create_device_mesh(bad)
+
+
+def _smap_cases(L, np_, P, AT):
+    """jax.smap (shard_map over one axis of the mesh in context) on a few forms."""
+    out = {}
+    with L.set_mesh(L.make_mesh((2, 4), ("x", "y"), axis_types=(AT.Auto,) * 2)):
+        x = np_.arange(8.0).reshape(2, 4)
+        out["auto"] = L.smap(lambda a: a * 2 + L.lax.axis_index("y"), in_axes=1,
+                             out_axes=1, axis_name="y")(x)
+        out["none"] = L.smap(lambda a, b: a + b, in_axes=(0, None), out_axes=0,
+                             axis_name="x")(x, np_.float32(1.0))
+        out["psum"] = L.smap(lambda a: L.lax.psum(a.sum(), "x"), in_axes=0, out_axes=None,
+                             axis_name="x")(x)
+    mesh = L.make_mesh((8,), ("i",), axis_types=(AT.Explicit,))
+    with L.set_mesh(mesh):  # in_axes omitted: inferred from the argument's type
+        v = L.device_put(np_.arange(8.0), L.NamedSharding(mesh, P("i")))
+        out["infer"] = L.smap(lambda a: L.lax.psum(a.sum(), "i"), out_axes=None,
+                              axis_name="i")(v)
+    for bad in (dict(in_axes=[0], axis_name="x"), dict(in_axes=0, axis_name=("x",))):
+        with pytest.raises(TypeError) as e:
+            L.smap(lambda a: a, out_axes=0, **bad)
+        out[str(bad)] = str(e.value)
+    return out
+
+
+def test_smap_matches_jax():
+    ours = _smap_cases(xform, jnp, P, xform.sharding.AxisType)
+    theirs = _smap_cases(jax, jax.numpy, JP, jax.sharding.AxisType)
+    assert ours.keys() == theirs.keys()
+    for k, want in theirs.items():
+        if isinstance(want, str):
+            assert ours[k] == want
+        else:
+            np.testing.assert_array_equal(ours[k], want, err_msg=k)

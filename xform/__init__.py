@@ -37,7 +37,7 @@ from xform.transforms.pmap import (  # noqa: E402
     pmap, device_put_sharded, device_put_replicated, local_device_count)
 from xform import sharding, distributed  # noqa: E402,F401
 from xform.distributed import process_index, process_count  # noqa: E402,F401
-from xform.transforms.shard_map import shard_map  # noqa: E402
+from xform.transforms.shard_map import shard_map, smap  # noqa: E402
 from xform.sharding import (  # noqa: E402,F401
     make_mesh, NamedSharding, PartitionSpec, P, reshard, set_mesh)
 from xform import random  # noqa: E402,F401
@@ -67,5 +67,6 @@ for _name, _state in _states.items():  # JAX's other top-level config states
 from xform import experimental  # noqa: E402,F401  (io_callback, enable_x64, shard_map)
 from xform import stages, typing  # noqa: E402,F401  (attributes after `import jax`)
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
+from xform import monitoring  # noqa: E402,F401  (jax.monitoring: event listeners)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)
 from xform import custom_batching, custom_derivatives  # noqa: E402,F401  (jax.custom_*)

@@ -38,6 +38,7 @@ from xform.core import dtypes
 from xform.transforms.checkpoint import checkpoint as _remat
 import xform.numpy as jnp
 import xform.random
+from xform.random import _keys
 
 __all__ = ["save", "restore", "save_sharded", "restore_sharded", "CheckpointError",
            "CheckpointManager"]
@@ -399,9 +400,10 @@ def _fsync_dir(folder):
 
 
 def _wrap_extended(name, data):
-    if name != "key<fry>":
+    impl = next((i for i, t in _keys.KEY_DTYPES.items() if t.name == name), None)
+    if impl is None:
         raise CheckpointError(f"unknown extended dtype {name!r} in the checkpoint")
-    return xform.random.wrap_key_data(data)
+    return xform.random.wrap_key_data(data, impl=impl)
 
 
 def _dtype_name(dt):

@@ -157,6 +157,8 @@ class Array(ArrayOps):
 
     def __repr__(self):
         if not isinstance(self.aval.dtype, np.dtype):  # typed keys, as JAX prints them
+            if not self.aval.dtype.itemsize:  # a token (core/tokens.py): no data to show
+                return f"Array({self.aval.shape}, dtype={self.aval.dtype})"
             return (f"Array({self.aval.shape}, dtype={self.aval.dtype}) overlaying:\n"
                     f"{self.physical_value()}")
         v = self._value()

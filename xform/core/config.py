@@ -30,12 +30,15 @@ _DEFAULTS = {
     "jax_traceback_filtering": None,
     "jax_debug_key_reuse": False,  # xform.random: raise when a typed key is reused
     "jax_threefry_partitionable": True,  # xform.random: JAX's counter layout (default)
+    # xform.random: the PRNG of key/PRNGKey without impl= and of raw keys (validated there)
+    "jax_default_prng_impl": "threefry2x32",
     # the platforms to start, first the default ("cuda,cpu"); read when the backend starts
     "jax_platforms": None,
     # CPU devices the CPU client gets (-1: XLA_FLAGS decides); read when it starts
     "jax_num_cpu_devices": -1,
 }
-_STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering", "jax_platforms"}
+_STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering", "jax_platforms",
+            "jax_default_prng_impl"}
 INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))
 
 

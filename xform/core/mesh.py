@@ -6,6 +6,7 @@ in context, so bare ``PartitionSpec``s can stand for ``NamedSharding(mesh, spec)
 """
 import collections
 import contextlib
+import dataclasses
 import enum
 import math
 
@@ -42,16 +43,34 @@ def _shape_str(names, sizes, types):
     return f"{body}, axis_types={tuple(types)!r}" if names else "(), axis_types=()"
 
 
+@dataclasses.dataclass(frozen=True)
+class AbstractDevice:
+    """The kind of device an abstract mesh stands for (no device itself)."""
+    device_kind: str
+    num_cores: object = None
+    platform: str = None
+
+    def __repr__(self):
+        return f"AbstractDevice({self._repr()})"
+
+    def _repr(self):
+        return (f"device_kind={self.device_kind}, num_cores={self.num_cores}, "
+                f"platform={self.platform}")
+
+
 class AbstractMesh:
     """A mesh's axis names, sizes and types without its devices.
+
+    NB equality leaves ``abstract_device`` out (JAX's interned meshes compare it): xform
+    compiles for one platform, so a concrete mesh's abstract mesh equals a bare one.
 
     >>> from xform.sharding import AbstractMesh
     >>> dict(AbstractMesh((2, 4), ('a', 'b')).shape)
     {'a': 2, 'b': 4}
     """
-    def __init__(self, axis_sizes, axis_names, axis_types=None, *, _device=None):
+    def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None):
         self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
-        self._device = _device  # a concrete mesh's devices, as JAX's repr names them
+        self.abstract_device = abstract_device
         if len(self.axis_sizes) != len(self.axis_names):
             raise ValueError(f"AbstractMesh: axis_sizes {self.axis_sizes} and axis_names "
                              f"{self.axis_names} differ in length")
@@ -74,7 +93,7 @@ class AbstractMesh:
         return hash(self._key())
 
     def __repr__(self):
-        dev = "" if self._device is None else f", {self._device}"
+        dev = "" if self.abstract_device is None else f", {self.abstract_device._repr()}"
         return (f"AbstractMesh({_shape_str(self.axis_names, self.axis_sizes, self.axis_types)}"
                 f"{dev})")
 
@@ -112,8 +131,8 @@ class Mesh:
         self.axis_types = _axis_types(axis_types, len(axis_names))
         d = devices.flat[0] if devices.size else None
         self.abstract_mesh = AbstractMesh(
-            devices.shape, axis_names, self.axis_types, _device=d and
-            f"device_kind={d.device_kind}, num_cores=None, platform={d.platform}")
+            devices.shape, axis_names, self.axis_types, abstract_device=d and
+            AbstractDevice(d.device_kind, None, d.platform))
 
     shape = property(lambda self: self.abstract_mesh.shape)
     shape_tuple = property(lambda self: self.abstract_mesh.shape_tuple)
@@ -158,6 +177,7 @@ class Mesh:
 
 _context = []      # meshes in context (innermost last)
 _global = [None]   # the mesh ``set_mesh(mesh)`` set outside any ``with``
+_abstract = []     # abstract meshes in context (``use_abstract_mesh``), innermost last
 
 
 def current_mesh():
@@ -172,8 +192,49 @@ def get_abstract_mesh():
     >>> get_abstract_mesh().empty
     True
     """
+    if _abstract:
+        return _abstract[-1]
     m = current_mesh()
     return AbstractMesh((), ()) if m is None else m.abstract_mesh
+
+
+class use_abstract_mesh:
+    """Context manager making ``mesh`` (an :class:`AbstractMesh`) what
+    :func:`get_abstract_mesh` answers, e.g. the mesh of an array type built inside.
+
+    xform honours it there only: it does not retarget tracing or lowering to the
+    abstract device's platform (xform compiles for the one platform it runs on).
+
+    Raises:
+      ValueError: if ``mesh`` is not an AbstractMesh, or it changes the size of a
+        non-empty abstract mesh already in context.
+
+    >>> from xform.sharding import AbstractMesh, get_abstract_mesh, use_abstract_mesh
+    >>> with use_abstract_mesh(AbstractMesh((2,), ('x',))):
+    ...     get_abstract_mesh().axis_names
+    ('x',)
+    """
+    __slots__ = ("mesh",)
+
+    def __init__(self, mesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError("Expected mesh of type `jax.sharding.AbstractMesh`. Got type:"
+                             f" {type(mesh)}")
+        self.mesh = mesh
+
+    def __enter__(self):
+        prev = get_abstract_mesh()  # a concrete mesh in context counts too, as in JAX
+        if (not prev.empty and not self.mesh.empty
+                and prev.size != self.mesh.size):
+            raise ValueError(
+                "use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
+                f"{self.mesh} with size={self.mesh.size} and prev mesh: {prev} with "
+                f"size={prev.size}")
+        _abstract.append(self.mesh)
+
+    def __exit__(self, *exc):
+        _abstract.pop()
+        return False
 
 
 def get_mesh():

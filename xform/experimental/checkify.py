@@ -15,10 +15,14 @@ from xform.interpreters.checkify import (BatchedError, DivisionByZeroError,  # n
                                          Error, FailedCheckError, JaxException,
                                          JaxRuntimeError, NaNError, OOBError)
 
-__all__ = ["BatchedError", "DivisionByZeroError", "Error", "FailedCheckError",
-           "JaxException", "JaxRuntimeError", "NaNError", "OOBError", "all_checks",
-           "automatic_checks", "check", "check_error", "checkify", "debug_check",
-           "div_checks", "float_checks", "index_checks", "nan_checks", "user_checks"]
+__all__ = ["BatchedError", "DivisionByZeroError", "Error", "ErrorCategory",
+           "FailedCheckError", "JaxException", "JaxRuntimeError", "NaNError", "OOBError",
+           "all_checks", "automatic_checks", "check", "check_error", "checkify", "debug_check",
+           "div_checks", "float_checks", "index_checks", "init_error", "nan_checks",
+           "user_checks"]
+
+ErrorCategory = type["JaxException"]  # what the ``errors`` sets hold (JAX spells it so)
+init_error = _ck.init_error  # the empty Error: no check has failed
 
 user_checks = frozenset({FailedCheckError})
 nan_checks = frozenset({NaNError})

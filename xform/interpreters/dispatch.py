@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from xform import backend
-from xform.core import dtypes
+from xform.core import dtypes, monitoring
 from xform.core.array import Array, ShardedArray
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
@@ -298,7 +298,8 @@ class CompiledJaxpr:
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None,
                  skip_passes=""):
         callbacks = []
-        with span("xform.jit.lower", name=name):
+        with span("xform.jit.lower", name=name), monitoring.log_elapsed_time(
+                monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
             module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
                                                 host_callbacks=callbacks, as_bytecode=True,
                                                 donated=donated)

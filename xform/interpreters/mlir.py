@@ -16,6 +16,7 @@ from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from xform.core.avals import ShapedArray, physical_aval
 from xform.core.mesh import AxisType
 from xform.core.sharding import UNCONSTRAINED
+from xform.core.tokens import TokenTy
 from xform.interpreters import partial_eval as pe
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
@@ -97,6 +98,8 @@ def _ir_shape(shape):
 def aval_to_ir_type(aval: ShapedArray):
     """The tensor type of ``aval``; symbolic dimensions are dynamic (``?``)."""
     if not isinstance(aval.dtype, np.dtype):
+        if isinstance(aval.dtype, TokenTy):
+            return hlo.TokenType.get()
         aval = physical_aval(aval)
     return ir.RankedTensorType.get(_ir_shape(aval.shape), dtype_to_ir_type(aval.dtype))
 

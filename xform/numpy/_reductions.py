@@ -19,7 +19,9 @@ from xform.numpy._ufuncs import where as _where
 from xform.numpy._util import asarray, canonicalize_axes
 
 # Eager calls run as one compiled call per (avals, these parameters): see composite.
-_STATIC = ("axis", "dtype", "out", "keepdims", "initial", "promote_integers", "ddof")
+# (not ``ddof``: an operand, as in JAX, so a traced ddof works and each value does not
+# compile its own program)
+_STATIC = ("axis", "dtype", "out", "keepdims", "initial", "promote_integers")
 
 
 def _promote_integer_dtype(dt):
@@ -281,7 +283,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         mean(x, axes, dtype=comp_dtype, keepdims=True, where=where), x.aval.shape))
     centered, comp_dtype = _abs2(centered)
     count = _count(x, axes, keepdims, where, comp_dtype)
-    normalizer = lax.sub(count, _util.scalar_array(ddof, comp_dtype, False))
+    normalizer = lax.sub(count, _util.scalar_array(ddof, comp_dtype, False)
+                         if type(ddof) in (int, float) else
+                         lax.convert_element_type(asarray(ddof, "var"), comp_dtype))
     total = sum(centered, axes, dtype=comp_dtype, keepdims=keepdims, where=where)
     result = _strong(lax.div(total, normalizer), result_dtype)
     # NaN where no values remain (an integer ``dtype`` thereby gives floats, as JAX's)

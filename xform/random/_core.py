@@ -2,17 +2,14 @@
 uniform bits (uniform, normal, truncated_normal, bernoulli, randint); ``_derived`` has
 their simple transforms.
 
-Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed ``key<fry>`` scalars (``key``,
-see ``_keys``); the functions here take either and return keys of the kind given.
-Derivation follows JAX 0.10.2 with its default ``jax_threefry_partitionable=True``:
-``split(key, shape)`` encrypts the 64-bit linear index of each output position (hi
-word, lo word) under ``key``; ``fold_in(key, d)`` encrypts the counter
-``(0, uint32(d))``; ``bits`` encrypts the index of every output element and xors the
-two output words. Each sampler checks its arguments, then calls its jitted impl where
-JAX does (``_jit``): one executable eagerly, a ``func.call`` under an outer jit.
+Keys are raw ``uint32`` arrays (``PRNGKey``) or typed key scalars (``key``, see
+``_keys``); the functions here take either and return keys of the kind given. Inside,
+every key is typed (a raw key is the default implementation's data, as in JAX), and
+split/fold_in/bits go to its implementation (``_prng``: threefry2x32, rbg,
+unsafe_rbg). Each sampler checks its arguments, then calls its jitted impl where JAX
+does (``_jit``): one executable eagerly, a ``func.call`` under an outer jit.
 """
 import functools
-import math
 import operator
 
 import numpy as np
@@ -20,14 +17,13 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core import dtypes as _dt, shape_poly
-from xform.core.config import config
 from xform.core.trace import current_trace, get_aval
-from xform.lax.prng import bitcast_convert_type, threefry2x32
-from xform.random import _keys
+from xform.lax.prng import bitcast_convert_type
+from xform.random import _keys, _prng
 from xform.interpreters import partial_eval as pe
 from xform.transforms.jit import jit
 
-_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_UINT = _prng.UINT
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype", "clone",
            "split",
@@ -37,118 +33,94 @@ __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "key_dtype
 
 # ---- keys ----
 
-def _seed_to_key(seed, name):
-    if _keys.is_typed_key(seed):
-        raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
-    if isinstance(seed, bool) or (hasattr(seed, "dtype") and seed.dtype == np.bool_):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
-    if isinstance(seed, float) or (hasattr(seed, "dtype")
-                                   and not np.issubdtype(seed.dtype, np.integer)):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
-    if isinstance(seed, (int, np.integer)) and not hasattr(seed, "shape"):
-        s = int(seed)
-        if not -2**63 <= s < 2**63:   # as JAX, which converts a Python seed to int64
-            raise OverflowError(f"{name} seed {s} is out of bounds for int64 (a Python "
-                                "int seed must be a 64-bit signed integer).")
-        u = s % 2**64
-        # JAX without x64 truncates a Python seed to int32 first, so the high
-        # word is 0 and the low word the low 32 bits.
-        hi = (u >> 32) if config.jax_enable_x64 else 0
-        return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
-    aval = get_aval(seed)
-    if aval.shape:
-        raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
-                        f"{aval.shape} != (). Use jax.vmap for batching")
-    seed = jnp.asarray(seed)
-    if aval.dtype.itemsize == 8:
-        hi = lax.convert_element_type(
-            lax.shift_right_logical(seed, lax.convert_element_type(32, aval.dtype)),
-            np.uint32)
-    else:
-        hi = jnp.zeros((), np.uint32)
-    lo = lax.convert_element_type(seed, np.uint32) if aval.dtype.itemsize <= 4 else \
-        lax.convert_element_type(jnp.bitwise_and(seed, np.array(0xFFFFFFFF, aval.dtype)),
-                                 np.uint32)
-    return jnp.stack([hi, lo])
-
-
-def _check_impl(impl, dtype=None):
-    if dtype is not None and dtype != _keys.key_dtype:
-        raise ValueError(f"unsupported key dtype {dtype}; xform has key<fry> only.")
-    if impl not in (None, "threefry2x32") and str(impl) != "threefry2x32":
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one '
-                         f'of: "threefry2x32"?')
-
-
 def PRNGKey(seed, *, impl=None):
-    """A raw (legacy) Threefry key, ``uint32[2]``, from an integer seed.
+    """A raw (legacy) key, ``uint32[2]`` (``uint32[4]`` for rbg and unsafe_rbg), from an
+    integer seed. ``impl`` defaults to ``jax_default_prng_impl``; as in JAX, the raw key
+    does not remember it: pass it where that same default is set.
 
     >>> import xform.random as random
     >>> random.PRNGKey(0)
     Array([0, 0], dtype=uint32)
+    >>> random.PRNGKey(0, impl="rbg")
+    Array([0, 0, 0, 0], dtype=uint32)
     """
-    _check_impl(impl)
-    return _seed_to_key(seed, "PRNGKey")
+    return _prng.seed(_keys.resolve_impl(impl), seed, "PRNGKey")
 
 
 def key(seed, *, impl=None, dtype=None):
-    """A typed PRNG key (a scalar of dtype ``key<fry>``) from an integer seed.
+    """A typed PRNG key (a scalar of dtype ``key<fry>``, or ``key<rbg>``/``key<urbg>``
+    for ``impl="rbg"``/``"unsafe_rbg"``) from an integer seed.
 
     >>> import xform.random as random
     >>> k = random.key(1)
     >>> k.shape, k.dtype
     ((), key<fry>)
+    >>> random.key(1, impl="rbg").dtype
+    key<rbg>
     """
-    _check_impl(impl, dtype)
-    return _keys.random_wrap(_seed_to_key(seed, "key"))
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "jax.random.key")
+        impl = dtype
+    impl = _keys.resolve_impl(impl)
+    return _keys.random_wrap(_prng.seed(impl, seed, "key"), impl)
 
 
 def key_data(keys):
-    """The ``uint32[..., 2]`` data under ``keys`` (raw keys are returned as they are).
+    """The ``uint32[..., *key_shape]`` data under ``keys`` (raw keys are returned as
+    they are).
 
     >>> import xform.random as random
     >>> random.key_data(random.key(0))
     Array([0, 0], dtype=uint32)
     """
-    return _keys.unwrap("key_data", keys, allow_batched=True)[0]
+    return _keys.random_unwrap(_keys.typed_key("key_data", keys, allow_batched=True)[0])
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
-    """Typed keys over ``uint32[..., 2]`` key data (the inverse of ``key_data``).
+    """Typed keys over ``uint32[..., *key_shape]`` key data (the inverse of ``key_data``).
 
     >>> import numpy as np, xform.random as random
     >>> random.wrap_key_data(np.zeros((3, 2), np.uint32)).shape
     (3,)
     """
-    _check_impl(impl, dtype)
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "jax.random.wrap_key_data")
+        impl = dtype
+    impl = _keys.resolve_impl(impl)
     if _keys.is_typed_key(key_bits_array):
         raise TypeError("wrap_key_data accepts raw uint32 key data, but was given a PRNG "
                         "key array.")
     # checked as given (JAX's errors; uint64 data is refused, never narrowed)
     _keys.check_has_array_attrs(key_bits_array)
-    return _keys.random_wrap(jnp.asarray(_keys.check_key_data(key_bits_array)))
+    _keys.check_key_data(key_bits_array, impl)
+    return _keys.random_wrap(jnp.asarray(key_bits_array), impl)
 
 
 def key_dtype(impl=None):
-    """The dtype of typed keys of PRNG implementation ``impl`` (``key<fry>``).
+    """The dtype of typed keys of PRNG implementation ``impl`` (default: the
+    ``jax_default_prng_impl`` one).
 
     >>> import xform.random as random
-    >>> random.key_dtype()
-    key<fry>
+    >>> random.key_dtype(), random.key_dtype("unsafe_rbg")
+    (key<fry>, key<urbg>)
     """
-    _check_impl(impl)
-    return _keys.key_dtype
+    return _keys.KEY_DTYPES[_keys.resolve_impl(impl).name]
 
 
 def key_impl(keys):
-    """The PRNG implementation of ``keys`` (always ``'threefry2x32'`` in xform).
+    """The name of the PRNG implementation of ``keys`` (of a raw key: the default one),
+    as JAX's for its built-in implementations.
 
     >>> import xform.random as random
-    >>> str(random.key_impl(random.key(0)))
-    'threefry2x32'
+    >>> random.key_impl(random.key(0, impl="rbg"))
+    'rbg'
     """
-    _keys.unwrap("key_impl", keys, allow_batched=True)
-    return _keys.PRNGSpec("threefry2x32")
+    keys = _keys.typed_key("key_impl", keys, allow_batched=True)[0]
+    return _keys.impl_of(keys).name
 
 
 def clone(key):
@@ -158,23 +130,19 @@ def clone(key):
     >>> random.clone(random.key(0)).shape
     ()
     """
-    data, typed = _keys.unwrap("clone", key, allow_batched=True)
-    return _keys.random_wrap(data) if typed else data
-
-
-def _single_key(name, k):
-    data, _ = _keys.unwrap(name, k)
-    return data[0], data[1]
+    keys, raw = _keys.typed_key("clone", key, allow_batched=True)
+    return _rewrap(raw, _keys.random_wrap(_keys.random_unwrap(keys), _keys.impl_of(keys)))
 
 
 def _key_data(name, k):
-    # What the jitted impls take: the raw uint32[2] data (typed keys unwrapped here,
-    # outside the jit, as the key checks and key-reuse marks are).
-    return _keys.unwrap(name, k)[0]
+    # What the jitted impls take: a single typed key (a raw key wrapped, as the default
+    # implementation's, here, outside the jit, as the key checks and key-reuse marks are).
+    return _keys.typed_key(name, k)[0]
 
 
-def _rewrap(like, data):
-    return _keys.random_wrap(data) if _keys.is_typed_key(like) else data
+def _rewrap(raw, keys):
+    # Keys returned as given: raw data for a raw key, typed keys for a typed one.
+    return _keys.random_unwrap(keys) if raw else keys
 
 
 def _jit(*static_argnums, static_argnames=(), inline=False):
@@ -222,14 +190,6 @@ def _static_shape(name, shape):
                         f"values under jit), got {shape!r}.") from None
 
 
-def _iota_2x32(shape):
-    n = math.prod(shape)
-    if not shape_poly.is_symbolic_dim(n) and n >= 2**32:
-        raise NotImplementedError("random arrays of 2**32 or more elements")
-    lo = lax.reshape(lax.iota(np.uint32, n), shape) if shape else jnp.zeros((), np.uint32)
-    return jnp.zeros(shape, np.uint32), lo
-
-
 def split(key, num=2):
     """Split a key into ``num`` (an int or a shape) new keys.
 
@@ -237,18 +197,13 @@ def split(key, num=2):
     >>> random.split(random.PRNGKey(0)).shape
     (2, 2)
     """
-    data = _key_data("split", key)
-    return _rewrap(key, _split(data, _static_shape("split", num)))
+    keys, raw = _keys.typed_key("split", key)
+    return _rewrap(raw, _split(keys, _static_shape("split", num)))
 
 
 @_jit(1)
 def _split(key, shape):
-    if not config.jax_threefry_partitionable:
-        counts = lax.iota(np.uint32, 2 * math.prod(shape))
-        return jnp.reshape(_threefry_flat(key[0], key[1], counts), (*shape, 2))
-    c1, c2 = _iota_2x32(shape)
-    b1, b2 = threefry2x32(key[0], key[1], c1, c2)
-    return jnp.stack([b1, b2], axis=-1)
+    return _prng.random_split(key, shape)
 
 
 def fold_in(key, data):
@@ -258,73 +213,22 @@ def fold_in(key, data):
     >>> random.fold_in(random.PRNGKey(0), 1).shape
     (2,)
     """
-    kd = _key_data("fold_in", key)
+    keys, raw = _keys.typed_key("fold_in", key)
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data)} != (). Use jax.vmap for batching.")
     # as JAX: a Python int outside uint32's range is an OverflowError, arrays convert
-    return _rewrap(key, _fold_in(kd, jnp.asarray(data, dtype=np.uint32)))
+    return _rewrap(raw, _fold_in(keys, jnp.asarray(data, dtype=np.uint32)))
 
 
 @_jit()
 def _fold_in(key, data):
-    b1, b2 = threefry2x32(key[0], key[1], jnp.zeros((), np.uint32), data)
-    return jnp.stack([b1, b2])
-
-
-def _threefry_flat(k1, k2, counts):
-    # JAX's threefry_2x32 on a flat uint32 count vector (jax_threefry_partitionable=False):
-    # the first half of the (zero-padded to even) counts are the x1 words, the second
-    # half the x2 words; the outputs are concatenated back in that order.
-    n = counts.shape[0]
-    if n % 2:
-        counts = jnp.concatenate([counts, jnp.zeros((1,), np.uint32)])
-    half = counts.shape[0] // 2
-    b1, b2 = threefry2x32(k1, k2, counts[:half], counts[half:])
-    return jnp.concatenate([b1, b2])[:n]
-
-
-def _random_bits_original(k1, k2, bit_width, shape):
-    # JAX's non-partitionable bits: one cipher call over iota(ceil(bits needed / 32)).
-    size = math.prod(shape)
-    max_count = -(-bit_width * size // 32)
-    if not shape_poly.is_symbolic_dim(max_count) and max_count >= 2**32 - 1:
-        raise NotImplementedError("random arrays of 2**32 or more words with "
-                                  "jax_threefry_partitionable=False")
-    words = _threefry_flat(k1, k2, lax.iota(np.uint32, max_count)) if max_count else \
-        jnp.zeros((0,), np.uint32)
-    dt = _UINT[bit_width]
-    if bit_width == 64:
-        half = max_count // 2
-        hi = lax.convert_element_type(words[:half], dt)
-        lo = lax.convert_element_type(words[half:], dt)
-        out = jnp.bitwise_or(lax.shift_left(hi, np.full(hi.shape, 32, dt)), lo)
-    elif bit_width == 32:
-        out = words
-    else:   # each word gives 32 // bit_width values, low bits first
-        per = 32 // bit_width
-        shifts = np.arange(per, dtype=np.uint32)[None, :] * np.uint32(bit_width)
-        parts = jnp.bitwise_and(lax.shift_right_logical(
-            jnp.broadcast_to(words[:, None], (max_count, per)),
-            jnp.broadcast_to(shifts, (max_count, per))), np.uint32(np.iinfo(dt).max))
-        out = lax.convert_element_type(jnp.reshape(parts, (max_count * per,)), dt)[:size]
-    return jnp.reshape(out, shape)
+    return _prng.random_fold_in(key, data)
 
 
 def _random_bits(key, bit_width, shape):
     # No jit boundary inside samplers: JAX's random_bits lowers inline.
-    k1, k2 = _single_key("random_bits", key)
-    if not config.jax_threefry_partitionable:
-        return _random_bits_original(k1, k2, bit_width, shape)
-    c1, c2 = _iota_2x32(shape)
-    b1, b2 = threefry2x32(k1, k2, c1, c2)
-    dt = _UINT[bit_width]
-    if bit_width == 64:
-        hi = lax.convert_element_type(b1, dt)
-        lo = lax.convert_element_type(b2, dt)
-        return jnp.bitwise_or(lax.shift_left(hi, np.array(32, dt)), lo)
-    out = jnp.bitwise_xor(b1, b2)
-    return out if bit_width == 32 else lax.convert_element_type(out, dt)
+    return _prng.random_bits(_key_data("random_bits", key), bit_width, shape)
 
 
 def bits(key, shape=(), dtype=None):

@@ -11,8 +11,9 @@ from xform import lax
 from xform.core.dtypes import finfo, iinfo, to_inexact_dtype
 from xform.lax.cumulative import associative_scan
 from xform.random._core import (_float_dtype, _int_dtype, _jit, _key_data, _random_bits,
-                                _shape_from, _single_key, _static_shape, randint, split,
+                                _shape_from, _static_shape, randint, split,
                                 uniform)
+from xform.random import _keys
 from xform.random._derived import gumbel
 
 __all__ = ["categorical", "permutation", "choice", "poisson", "geometric", "binomial",
@@ -135,7 +136,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     >>> random.choice(random.PRNGKey(0), 10, (3,), replace=False).shape
     (3,)
     """
-    _single_key("choice", key)
+    _key_data("choice", key)
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"shape argument of jax.random.choice must be a sequence, got "
                         f"{shape}")
@@ -243,6 +244,9 @@ def poisson(key, lam, shape=None, dtype=None):
     """
     kd = _key_data("poisson", key)
     dtype = _int_dtype("poisson", dtype)
+    if _keys.impl_of(kd).name != "threefry2x32":   # as JAX
+        raise NotImplementedError("`poisson` is only implemented for the threefry2x32 "
+                                  f"RNG, not {_keys.impl_of(kd).name}")
     shape = tuple(np.shape(lam)) if shape is None else _static_shape("poisson", shape)
     lam = lax.convert_element_type(jnp.broadcast_to(jnp.asarray(lam), shape), np.float32)
     return _poisson(kd, lam, shape, dtype)
@@ -407,7 +411,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     >>> float(random.multinomial(random.PRNGKey(0), 10.0, np.ones(4) / 4).sum())
     10.0
     """
-    _single_key("multinomial", key)
+    _key_data("multinomial", key)
     dtype = _float_dtype("multinomial", dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)
     dt = to_inexact_dtype(jnp.result_type(n, p))

@@ -12,7 +12,8 @@ from xform import lax
 from xform.core.avals import ShapedArray
 from xform.core.dtypes import finfo
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import allow_extended, standard_primitive
+from xform.random import _keys
 from xform.random._continuous import _static_int
 from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
                                 normal, split, uniform)
@@ -67,15 +68,19 @@ def _gamma_one(key, alpha, log_space):
 
 
 def _gamma_impl(key, a, *, log_space):
-    # ``key``: uint32[*batch, 2] (a batch of keys after vmap, see the batching rule) and
-    # ``a`` of shape (*batch, *rest): each key is split into prod(rest) keys, one per
-    # element, and the elements run their own rejection loops, vmapped (a vmapped
-    # while_loop freezes finished lanes): JAX's lowering of random_gamma, lane for lane.
-    nbatch = key.ndim - 1
-    count = math.prod(a.shape[nbatch:])
-    keys = vmap(lambda k: split(k, count))(jnp.reshape(key, (-1, 2)))
-    samples = vmap(lambda k, al: _gamma_one(k, al, log_space))(
-        jnp.reshape(keys, (-1, 2)), jnp.ravel(a))
+    # ``key``: typed keys of shape batch (a batch of keys after vmap, see the batching
+    # rule) and ``a`` of shape (*batch, *rest): each key is split into prod(rest) keys,
+    # one per element, and the elements run their own rejection loops, vmapped (a
+    # vmapped while_loop freezes finished lanes): JAX's lowering of random_gamma, lane
+    # for lane. Other than threefry keys run lane by lane (``lax.map``), as JAX's:
+    # a vmapped rng_bit_generator would draw every lane from the first key.
+    count = math.prod(a.shape[key.ndim:])
+    keys = jnp.reshape(vmap(lambda k: split(k, count))(jnp.reshape(key, (-1,))), (-1,))
+    one = lambda k, al: _gamma_one(k, al, log_space)   # noqa: E731
+    if _keys.impl_of(key).name == "threefry2x32":
+        samples = vmap(one)(keys, jnp.ravel(a))
+    else:
+        samples = lax.map(lambda args: one(*args), (keys, jnp.ravel(a)))
     return jnp.reshape(samples, a.shape)
 
 
@@ -94,6 +99,7 @@ def _random_gamma_batch(vals, dims, *, log_space):
 # Gamma samples as a primitive, as JAX's random_gamma: its own batching rule (above) and
 # JVP (implicit reparameterization); the lowering is the vmapped rejection sampler.
 random_gamma_p = standard_primitive("random_gamma", _random_gamma_abstract_eval)
+allow_extended(random_gamma_p)   # its key operand
 mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl, multiple_results=False))
 batching.primitive_batchers[random_gamma_p] = _random_gamma_batch
 ad.defjvp2(random_gamma_p, None,

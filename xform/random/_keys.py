@@ -1,6 +1,8 @@
-"""Typed PRNG keys: the extended dtype ``key<fry>``, the two primitives that convert
-between key arrays and their ``uint32[..., 2]`` data, and the key checks every sampler
-runs (including ``jax_debug_key_reuse``).
+"""Typed PRNG keys: the PRNG implementations (threefry2x32, rbg, unsafe_rbg) and their
+extended dtypes (``key<fry>``, ``key<rbg>``, ``key<urbg>``), the two primitives that
+convert between key arrays and their ``uint32[..., *key_shape]`` data, the default
+implementation (``jax_default_prng_impl``) and the key checks every sampler runs
+(including ``jax_debug_key_reuse``).
 
 As in JAX, a typed key array is an ordinary ``Array`` (or tracer) whose dtype is
 extended: its shape is the logical one, XLA holds the data (``physical_aval``), and
@@ -22,18 +24,45 @@ from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.shapes import full
 import xform.numpy as jnp
 
-_KEY_SHAPE = (2,)
+class PRNGImpl:
+    """A PRNG implementation as keys know it: its name (``key_impl``), the tag in its
+    dtype's name (``key<fry>``) and the shape of one key's uint32 data. Its seed, split,
+    fold_in and random_bits live in ``_prng``."""
+    __slots__ = ("name", "tag", "key_shape")
+
+    def __init__(self, name, tag, key_shape):
+        self.name, self.tag, self.key_shape = name, tag, key_shape
+
+    def __repr__(self):
+        return self.name
+
+    def __reduce__(self):   # copies and pickles are the one instance
+        return _impl_named, (self.name,)
+
+
+def _impl_named(name):
+    return IMPLS[name]
+
+
+# JAX 0.10.2's implementations that xform has (JAX also has threefry4x32 and philox).
+IMPLS = {i.name: i for i in (PRNGImpl("threefry2x32", "fry", (2,)),
+                             PRNGImpl("rbg", "rbg", (4,)),
+                             PRNGImpl("unsafe_rbg", "urbg", (4,)))}
+_JAX_ONLY = ("threefry4x32", "philox2x32", "philox4x32")
 
 
 class _KeyRules:
-    """What core needs to know of ``key<fry>``: the physical element; filling and
+    """What core needs to know of a key dtype: the physical element; filling and
     equality (used by ``lax.full`` and ``jnp.equal``)."""
-    physical_element_aval = ShapedArray(_KEY_SHAPE, np.uint32)
 
-    @staticmethod
-    def full(shape, fill_value):
+    def __init__(self, impl):
+        self.impl = impl
+        self.physical_element_aval = ShapedArray(impl.key_shape, np.uint32)
+
+    def full(self, shape, fill_value):
         """Keys whose data words are all ``fill_value`` (``jnp.zeros_like(keys)``)."""
-        return random_wrap(full(tuple(shape) + _KEY_SHAPE, fill_value, np.uint32))
+        return random_wrap(full(tuple(shape) + self.impl.key_shape, fill_value, np.uint32),
+                           self.impl)
 
     @staticmethod
     def equal(a, b):
@@ -41,13 +70,16 @@ class _KeyRules:
 
 
 class KeyTy:
-    """The dtype of threefry typed keys, printed ``key<fry>`` (JAX's ``KeyTy``)."""
-    name = "key<fry>"
+    """The dtype of typed keys of one implementation, printed ``key<fry>``,
+    ``key<rbg>``, ``key<urbg>`` (JAX's ``KeyTy``)."""
     type = prng_key
-    itemsize = 8
     kind = "V"
-    _impl_name = "threefry2x32"
-    _rules = _KeyRules
+
+    def __init__(self, impl):
+        self._impl = impl
+        self.name = f"key<{impl.tag}>"
+        self.itemsize = 4 * int(np.prod(impl.key_shape))
+        self._rules = _KeyRules(impl)
 
     def __repr__(self):
         return self.name
@@ -55,17 +87,27 @@ class KeyTy:
     __str__ = __repr__
 
     def __eq__(self, other):
-        return other == self.name if isinstance(other, str) else isinstance(other, KeyTy)
+        if isinstance(other, str):
+            return other == self.name
+        return isinstance(other, KeyTy) and other._impl is self._impl
 
     def __hash__(self):
         return hash(self.name)
 
+    def __reduce__(self):   # copies and pickles are the one instance
+        return _key_dtype_named, (self._impl.name,)
 
-key_dtype = KeyTy()
+
+def _key_dtype_named(name):
+    return KEY_DTYPES[name]
+
+
+KEY_DTYPES = {name: KeyTy(impl) for name, impl in IMPLS.items()}
 
 
 class PRNGSpec:
-    """What ``key_impl`` returns: names the PRNG implementation (``'threefry2x32'``)."""
+    """Names a PRNG implementation (``'threefry2x32'``) where an ``impl=`` is taken, as
+    JAX's (``key_impl`` returns the plain name for the built-in ones, as JAX does)."""
     __slots__ = ("_name",)
 
     def __init__(self, name):
@@ -84,30 +126,73 @@ class PRNGSpec:
         return hash(self._name)
 
 
-# ---- random_wrap / random_unwrap: key arrays <-> their uint32[..., 2] data ----
+def _check_impl_name(name):
+    if name in _JAX_ONLY:
+        raise NotImplementedError(f'PRNG implementation "{name}" is not implemented in '
+                                  f'xform; it has {", ".join(map(repr, IMPLS))}.')
 
-def _wrap_abstract_eval(data):
-    return ShapedArray(data.shape[:-1], key_dtype)
+
+def _validate_default(value):
+    # config.update("jax_default_prng_impl", ...): JAX's enum check
+    _check_impl_name(value)
+    if value not in IMPLS:
+        raise ValueError(f"new enum value must be in {list(IMPLS)}, got {value} of type "
+                         f"{type(value)}.")
+
+
+config._add_validator("jax_default_prng_impl", _validate_default)
+
+
+def default_impl():
+    """The implementation ``jax_default_prng_impl`` names (read at each call, as JAX)."""
+    name = config.jax_default_prng_impl
+    _validate_default(name)   # (it may come from the environment, unchecked)
+    return IMPLS[name]
+
+
+def resolve_impl(spec):
+    """The ``PRNGImpl`` a user's ``impl=``/``dtype=`` names: None (the default), a name,
+    a ``PRNGSpec`` or a key dtype; JAX's errors otherwise."""
+    if spec is None:
+        return default_impl()
+    if isinstance(spec, PRNGSpec):
+        spec = spec._name
+    if isinstance(spec, KeyTy):
+        return spec._impl
+    if isinstance(spec, str):
+        _check_impl_name(spec)
+        if spec in IMPLS:
+            return IMPLS[spec]
+        names = ", ".join(f'"{n}"' for n in IMPLS)
+        raise ValueError(f'unrecognized PRNG implementation "{spec}". Did you mean one '
+                         f'of: {names}?')
+    raise TypeError(f"unrecognized type {type(spec)} for specifying PRNG implementation.")
+
+
+# ---- random_wrap / random_unwrap: key arrays <-> their uint32[..., *key_shape] data ----
+
+def _wrap_abstract_eval(data, *, impl):
+    return ShapedArray(data.shape[:data.ndim - len(IMPLS[impl].key_shape)], KEY_DTYPES[impl])
 
 
 def _unwrap_abstract_eval(keys):
-    return ShapedArray(keys.shape + _KEY_SHAPE, np.uint32)
+    return ShapedArray(keys.shape + keys.dtype._impl.key_shape, np.uint32)
 
 
 def _same_buffer(prim):
     # Eagerly the buffer already holds the other form: rewrap it, no program runs.
-    def impl(x):
+    def impl(x, **params):
         if type(x) is Array:
-            return Array(x._buf, canonical_aval(prim.abstract_eval(x.aval)))
-        return dispatch.apply_primitive(prim, x)
+            return Array(x._buf, canonical_aval(prim.abstract_eval(x.aval, **params)))
+        return dispatch.apply_primitive(prim, x, **params)
     return impl
 
 
-def _wrap_batch(vals, dims):
+def _wrap_batch(vals, dims, *, impl):
     (x,), (d,) = vals, dims
-    if d == get_aval(x).ndim - 1:   # the batch axis must not be the key-data axis
+    if d >= get_aval(x).ndim - len(IMPLS[impl].key_shape):   # not a key-data axis
         x, d = batching.moveaxis(x, d, 0), 0
-    return random_wrap_p.bind(x), d
+    return random_wrap_p.bind(x, impl=impl), d
 
 
 def _unwrap_batch(vals, dims):
@@ -122,22 +207,22 @@ for _p, _batch in ((random_wrap_p, _wrap_batch), (random_unwrap_p, _unwrap_batch
     _p.def_impl(_same_buffer(_p))
     ad.defnondiff(_p)
     batching.primitive_batchers[_p] = _batch
-    mlir.register_lowering(_p, lambda ctx, x: x)   # the same physical value
-    mlir.register_extended_lowering(_p, lambda ctx, x: x)
+    mlir.register_lowering(_p, lambda ctx, x, **_: x)   # the same physical value
+    mlir.register_extended_lowering(_p, lambda ctx, x, **_: x)
 
 
-def random_wrap(data):
-    """Typed keys over checked ``uint32[..., 2]`` key data.
+def random_wrap(data, impl=IMPLS["threefry2x32"]):
+    """Typed keys of ``impl`` over checked ``uint32[..., *key_shape]`` key data.
 
     >>> import numpy as np
     >>> random_wrap(np.array([[0, 1], [2, 3]], np.uint32)).shape
     (2,)
     """
-    return random_wrap_p.bind(check_key_data(data))
+    return random_wrap_p.bind(check_key_data(data, impl), impl=impl.name)
 
 
 def random_unwrap(keys):
-    """The ``uint32[..., 2]`` data of typed ``keys``.
+    """The ``uint32[..., *key_shape]`` data of typed ``keys``.
 
     >>> import xform.random as random
     >>> random_unwrap(random.key(3))
@@ -151,14 +236,20 @@ def is_typed_key(x):
     return isinstance(dt, KeyTy)
 
 
+def impl_of(keys):
+    """The ``PRNGImpl`` of typed ``keys``."""
+    return keys.dtype._impl
+
+
 def check_has_array_attrs(data):
     if not all(hasattr(data, a) for a in ("ndim", "shape", "dtype")):
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
                         f"ndim, shape, and dtype attributes. Got {data!r}")
 
 
-def check_key_data(data):
-    """``data`` validated as raw threefry key data (``uint32[..., 2]``), JAX's messages."""
+def check_key_data(data, impl):
+    """``data`` validated as raw key data of ``impl`` (``uint32[..., *key_shape]``),
+    JAX's messages."""
     try:
         aval = get_aval(data)
     except TypeError:
@@ -169,24 +260,24 @@ def check_key_data(data):
     if dt != np.uint32:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
                         f"uint32; got dtype={dt.name}")
-    if tuple(aval.shape[-1:]) != _KEY_SHAPE:
+    n = len(impl.key_shape)
+    if tuple(aval.shape[-n:]) != impl.key_shape:
         raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with (2,); got shape={tuple(aval.shape)} for "
-                        "impl=threefry2x32")
+                        f"end with {impl.key_shape}; got shape={tuple(aval.shape)} for "
+                        f"impl={impl.name}")
     return data
 
 
-def unwrap(name, key, allow_batched=False):
-    """The raw ``uint32[..., 2]`` data of ``key`` (typed or raw), checked, and whether it
-    was typed. Raises JAX's errors for non-keys and (unless allowed) key batches."""
-    typed = is_typed_key(key)
-    data = random_unwrap(key) if typed else check_key_data(key)
-    if not allow_batched:
-        shape = get_aval(data).shape[:-1]
-        if shape:
-            raise ValueError(f"{name} accepts a single key, but was given a key array of "
-                             f"shape {tuple(shape)} != (). Use jax.vmap for batching.")
-    return data, typed
+def typed_key(name, key, allow_batched=False):
+    """``key`` as typed keys, checked, and whether it was raw. A raw ``uint32`` key is
+    data of the default implementation (``jax_default_prng_impl``), as in JAX. Raises
+    JAX's errors for non-keys and (unless allowed) key batches."""
+    raw = not is_typed_key(key)
+    keys = random_wrap(key, default_impl()) if raw else key
+    if not allow_batched and keys.shape:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of "
+                         f"shape {tuple(keys.shape)} != (). Use jax.vmap for batching.")
+    return keys, raw
 
 
 def consume(name, key):

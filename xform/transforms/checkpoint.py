@@ -105,10 +105,43 @@ def save_anything_except_these_names(*names):
     return policy
 
 
+class RecomputeType:
+    """The type of :data:`Recompute`."""
+
+    def __repr__(self):
+        return "Recompute"
+
+
+class SaveableType:
+    """The type of :data:`Saveable`."""
+
+    def __repr__(self):
+        return "Saveable"
+
+
+Recompute = RecomputeType()  # a policy's answer "recompute it" (as returning False)
+Saveable = SaveableType()    # a policy's answer "save it" (as returning True)
+
+
 class Offloadable(collections.namedtuple("Offloadable", ["src", "dst"])):
     """A policy's answer "save this value in memory space ``dst``" (JAX's offloading).
 
-    NB: xform's CPU backend has one memory space: an offloaded value is saved as is."""
+    NB: xform's CPU backend has one memory space: an offloaded value is saved as is
+    (``Saveable``)."""
+
+
+def _policy_case(case):
+    """A policy's answer as one of the three cases (a bool is Saveable or Recompute)."""
+    if isinstance(case, bool):
+        return Saveable if case else Recompute
+    if not isinstance(case, (RecomputeType, SaveableType, Offloadable)):
+        msg = ("Value returned by a remat policy should be a bool or "
+               "`ad_checkpoint.Recompute`, `ad_checkpoint.Saveable` or "
+               f"`ad_checkpoint.Offloadable(...)`. Got {case} of type {type(case)}.")
+        if case is Offloadable:
+            msg += " Did you return `Offloadable` instead of an instantiated `Offloadable(...)`?"
+        raise TypeError(msg)
+    return case
 
 
 def save_and_offload_only_these_names(*, names_which_can_be_saved,
@@ -126,10 +159,10 @@ def save_and_offload_only_these_names(*, names_which_can_be_saved,
 
     def policy(prim, *_, **params):
         if prim is name_p and params["name"] in saved:
-            return True
+            return Saveable
         if prim is name_p and params["name"] in offloaded:
             return Offloadable(offload_src, offload_dst)
-        return False
+        return Recompute
     return policy
 
 
@@ -138,14 +171,19 @@ def offload_dot_with_no_batch_dims(offload_src, offload_dst):
     def policy(prim, *avals, **params):
         if dots_with_no_batch_dims_saveable(prim, *avals, **params):
             return Offloadable(offload_src, offload_dst)
-        return False
+        return Recompute
     return policy
 
 
 def save_from_both_policies(policy_1, policy_2):
-    """Save what either policy saves."""
+    """Save what either policy saves (both must answer with bools, as in JAX)."""
     def policy(prim, *avals, **params):
-        return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+        out1, out2 = policy_1(prim, *avals, **params), policy_2(prim, *avals, **params)
+        if not (isinstance(out1, bool) and isinstance(out2, bool)):
+            raise ValueError("The return value of the policies should be a boolean. Got: "
+                             f"{out1} and {out2}. Please write a custom policy function "
+                             "directly, rather than using this helper function.")
+        return out1 or out2
     return policy
 
 
@@ -171,8 +209,9 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
       fun: the function to rematerialize.
       prevent_cse: keep XLA from merging the recomputation with the forward computation
         (an optimization barrier on the recomputation's inputs).
-      policy: ``policy(prim, *avals, **params) -> bool`` saying which intermediates may be
-        saved (see ``checkpoint_policies``); ``None`` saves none of them.
+      policy: ``policy(prim, *avals, **params)`` saying which intermediates may be saved:
+        a bool, ``Saveable``, ``Recompute`` or ``Offloadable(src, dst)`` (saved: one
+        memory space here); see ``checkpoint_policies``. ``None`` saves none of them.
       static_argnums: positional arguments that are Python values, not traced.
 
     Returns:
@@ -294,8 +333,9 @@ remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
 
 
 def _saveable(policy, eqn):
-    return policy is not None and bool(
-        policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params))
+    # Offloadable is Saveable: one memory space on xform's backends (see Offloadable)
+    return policy is not None and _policy_case(
+        policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params)) is not Recompute
 
 
 def _remat_split(jaxpr, unknowns, params):

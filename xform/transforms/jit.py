@@ -12,7 +12,7 @@ import time
 import weakref
 
 from xform import backend
-from xform.core import errors, transfer, tree_util
+from xform.core import errors, monitoring, transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
@@ -509,7 +509,10 @@ class JitWrapped:
 
         t0 = time.perf_counter()
         in_avals = [a.inner_aval if isinstance(a, refs.AbstractRef) else a for a in avals]
-        with span("xform.jit.trace", name=f"jit({self._name})"):
+        # JAX times only outermost traces (its trace state is clean there)
+        timed = (monitoring.log_elapsed_time(monitoring.JAXPR_TRACE_EVENT, self._name)
+                 if _context.trace is eval_trace else monitoring._off)
+        with span("xform.jit.trace", name=f"jit({self._name})"), timed:
             closed = pe.trace_to_jaxpr(flat_fun, in_avals)
         compiler.stats["trace"] += 1
         explain.note_traced(self._fun)

@@ -280,7 +280,7 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
         if any(map(_on_mesh, tree_util.tree_leaves(args))):
             return partitioned()(*args)  # (its trace calls ``mapped`` with tracers)
         specs = in_specs
-        if specs is None:  # (JAX's ``Infer``: from the arguments' types)
+        if specs is None or specs is Infer:  # (from the arguments' types)
             if not explicit:
                 raise TypeError(
                     "shard_map in_specs argument must be a pytree of "
@@ -376,3 +376,62 @@ def shard_map(f=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=Tru
             lambda s: NamedSharding(mesh, PartitionSpec() if s is None else s), out_specs,
             is_leaf=lambda s: s is None or isinstance(s, PartitionSpec)))
     return mapped
+
+
+class InferFromArgs:
+    """``jax.sharding.Infer``: shard_map's in_specs (smap's in_axes) taken from the
+    arguments' types."""
+
+    def __repr__(self):
+        return "jax.sharding.Infer"
+
+    def __reduce__(self):
+        return (_infer, ())
+
+
+Infer = InferFromArgs()
+
+
+def _infer():
+    return Infer
+
+
+def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
+    """``shard_map`` over one mesh axis, given as axis numbers (``jax.smap``): each
+    argument is split along its ``in_axes`` dimension over mesh axis ``axis_name`` (of
+    the mesh in context; ``None``: not split; omitted: inferred from the arguments'
+    types on an Explicit axis), results are assembled along ``out_axes``; the body is
+    manual over ``axis_name`` only, with ``check_vma``.
+
+    >>> import xform, xform.numpy as jnp
+    >>> mesh = xform.make_mesh((2,), ('x',), axis_types=(xform.sharding.AxisType.Auto,))
+    >>> with xform.set_mesh(mesh):
+    ...     print(xform.smap(lambda b: b * 2, in_axes=0, out_axes=0, axis_name='x')(
+    ...         jnp.arange(4.0)))
+    [0. 2. 4. 6.]
+    """
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes,
+                                 axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got "
+                        f"{axis_name}")
+    leaf = lambda x: x is None  # noqa: E731
+    if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or a tuple "
+                        "of entries corresponding to the positional arguments passed to "
+                        f"the function, but got {in_axes}.")
+    if in_axes is not Infer and not all(isinstance(a, int)
+                                        for a in tree_util.tree_leaves(in_axes)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or "
+                        f"(nested) container with those types as leaves, but got {in_axes}.")
+    if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+        raise TypeError("smap out_axes must be an int, None, or (nested) container with "
+                        f"those types as leaves, but got {out_axes}.")
+    spec = lambda a: PartitionSpec() if a is None else PartitionSpec(  # noqa: E731
+        *[None] * a, axis_name)
+    return shard_map(
+        f, in_specs=Infer if in_axes is Infer else tree_util.tree_map(spec, in_axes,
+                                                                      is_leaf=leaf),
+        out_specs=tree_util.tree_map(spec, out_axes, is_leaf=leaf),
+        axis_names={axis_name}, check_vma=True)
