@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from xform.core import shape_poly
+from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval, to_concrete_value
 from xform.interpreters import ad, batching, mlir
@@ -299,8 +299,11 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             f"{getattr(computation, '__name__', computation)!r}")
     prim, identity = table[computation]
     init = to_concrete_value(init_value)
-    if (init is None or np.shape(init) != ()
-            or np.asarray(init) != np.asarray(identity(aval.dtype), aval.dtype)):
+    # (the identity of the operand's dtype or, as JAX, of the init's own: -inf is max's
+    # also for float8_e4m3fn, whose own identity is -448)
+    if init is None or np.shape(init) != () or not any(
+            np.asarray(init) == np.asarray(identity(d), d)
+            for d in (aval.dtype, dtypes.dtype(init))):
         raise NotImplementedError(
             f"reduce_window with {computation.__name__} needs init_value equal to its "
             f"identity {identity(aval.dtype)!r} for dtype {aval.dtype.name}, got "

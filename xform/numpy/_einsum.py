@@ -182,11 +182,14 @@ def _sum_unneeded(x, lab, needed):
     return lax.reduce_sum(x, axes), "".join(c for c in lab if c in needed)
 
 
-def _prepare(subscripts, operands):
+def _prepare(subscripts, operands, promote=True):
+    # (promote=False: with a preferred_element_type, JAX contracts mixed dtypes as they
+    # are, e.g. float8_e4m3fn x float8_e5m2 -> float32)
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved((subscripts,) + tuple(operands))
     _util.check_arraylike("einsum", *operands)
-    ops = _util.promote_dtypes("einsum", *operands)
+    ops = (_util.promote_dtypes("einsum", *operands) if promote else
+           [_util.asarray(x, "einsum", i) for i, x in enumerate(operands)])
     labels, out = _parse(subscripts, [x.aval.shape for x in ops])
     ops, labels, sizes = _sizes(ops, labels)
     return ops, labels, out, sizes
@@ -233,7 +236,8 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
-    ops, labels, out_labels, sizes = _prepare(subscripts, operands)
+    ops, labels, out_labels, sizes = _prepare(subscripts, operands,
+                                              promote=preferred_element_type is None)
     path = _path(optimize, labels, out_labels, sizes)
     ops, labels = list(ops), list(labels)
     for k in range(len(ops)):
