@@ -29,9 +29,6 @@ KNOWN = {
     "linen.Partitioned.to_nnx_metadata", "linen.Partitioned.from_nnx_metadata",
     "linen.LogicallyPartitioned.to_nnx_metadata",
     "linen.LogicallyPartitioned.from_nnx_metadata",
-    # Flax's Variable(scope, collection, name, unbox) is internal: xform's gives unbox
-    # a default (a superset: every Flax call still works)
-    "linen.Variable",
 }
 
 _REFERENCE = [("flax.linen", "xform.nn", "linen"),
