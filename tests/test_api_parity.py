@@ -303,3 +303,16 @@ def test_module_paths():
                              for k, m in paths.items()]
     assert summary(ours) == summary(theirs)
     assert summary(ours)[1] == ("Dense_2", "Dense", 4)
+
+
+def test_pytreenode_base_is_not_constructed():
+    """``struct.PyTreeNode`` itself refuses construction, as Flax's; subclasses work."""
+    import flax.struct
+    from xform.training import struct
+    for lib in (flax.struct, struct):
+        with pytest.raises(NotImplementedError):
+            lib.PyTreeNode()
+
+    class Node(struct.PyTreeNode):
+        x: int
+    assert Node(3).replace(x=4).x == 4
