@@ -265,8 +265,10 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         if _dot_general is None:
             r = _general(a, b, *dims, **kw)
         else:
-            r, lr = _hooked_general(_dot_general, a, la, b, lb, batch, contract, rest_a,
-                                    rest_b, out_labels, precision, preferred_element_type)
+            lo, hi = ((a, la, rest_a), (b, lb, rest_b)) if i < j else (
+                (b, lb, rest_b), (a, la, rest_a))
+            r, lr = _hooked_general(_dot_general, lo, hi, batch, contract, out_labels,
+                                    precision, preferred_element_type)
         ops = [x for k, x in enumerate(ops) if k not in (i, j)] + [r]
         labels = [t for k, t in enumerate(labels) if k not in (i, j)] + [lr]
     x, lab = _sum_unneeded(ops[0], labels[0], set(out_labels))
@@ -276,16 +278,17 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     return x
 
 
-def _hooked_general(dot_general, a, la, b, lb, batch, contract, rest_a, rest_b, out_labels,
-                    precision, preferred_element_type):
-    """A contraction by a user's ``dot_general``, in JAX's operand order: ``b`` first
-    when that gives the output's label order (the hook may treat lhs and rhs unlike,
-    as fp8's scales do), and the operands' dtype as the default result type."""
+def _hooked_general(dot_general, lo, hi, batch, contract, out_labels, precision,
+                    preferred_element_type):
+    """A contraction by a user's ``dot_general`` (operands ``(x, labels, free labels)``,
+    ``lo`` the earlier one), in JAX's operand order, which the hook may see (fp8 scales
+    follow the lhs): the later operand first, unless the earlier first gives the
+    output's label order; the operands' dtype as the default result type."""
     if preferred_element_type is None:
-        preferred_element_type = a.aval.dtype
+        preferred_element_type = lo[0].aval.dtype
     batch = sorted(batch, key=out_labels.find)
-    if "".join(batch + rest_b + rest_a) == out_labels:
-        (a, la, rest_a), (b, lb, rest_b) = (b, lb, rest_b), (a, la, rest_a)
+    lhs, rhs = (lo, hi) if "".join(batch + lo[2] + hi[2]) == out_labels else (hi, lo)
+    (a, la, rest_a), (b, lb, rest_b) = lhs, rhs
     dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
             (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
     r = dot_general(a, b, dims, precision, preferred_element_type=preferred_element_type)
