@@ -105,7 +105,11 @@ from xform.nn import fp8_ops  # noqa: E402
 from xform.nn.fp8_ops import (  # noqa: E402
     Fp8DirectDotGeneralOp, Fp8DotGeneral, Fp8DotGeneralOp, Fp8Einsum, NANOOFp8DotGeneralOp)
 
-__all__ += ["fp8_ops", "Fp8DirectDotGeneralOp", "Fp8DotGeneral", "Fp8DotGeneralOp",
+from xform.nn._scaled_matmul import (  # noqa: E402
+    get_scaled_dot_general_config, scaled_dot_general, scaled_matmul)
+
+__all__ += ["get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul",
+            "fp8_ops", "Fp8DirectDotGeneralOp", "Fp8DotGeneral", "Fp8DotGeneralOp",
             "Fp8Einsum", "NANOOFp8DotGeneralOp"]
 
 # flax.linen's submodules, under the same names (``from xform.nn.linear import Dense``)

@@ -206,6 +206,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     Array([3., 3.], dtype=float32)
     """
     if _dot_general is not None:  # (a traced-through call: the hook may close over arrays)
+        if out_sharding is not None:
+            raise NotImplementedError("einsum: out_sharding with a _dot_general hook")
         return _einsum.__wrapped__(subscripts, *operands, out=out, optimize=optimize,
                                    precision=precision, _dot_general=_dot_general,
                                    preferred_element_type=preferred_element_type)
@@ -286,7 +288,7 @@ def _hooked_general(dot_general, lo, hi, batch, contract, out_labels, precision,
     output's label order; the operands' dtype as the default result type."""
     if preferred_element_type is None:
         preferred_element_type = lo[0].aval.dtype
-    batch = sorted(batch, key=out_labels.find)
+    batch, contract = sorted(batch, key=out_labels.find), sorted(contract)
     lhs, rhs = (lo, hi) if "".join(batch + lo[2] + hi[2]) == out_labels else (hi, lo)
     (a, la, rest_a), (b, lb, rest_b) = lhs, rhs
     dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
