@@ -49,10 +49,13 @@ def _compare(xmodel, fmodel, x, steps=2, jit=False, tol=1e-6):
         np.testing.assert_allclose(np.asarray(xl), np.asarray(fl), rtol=tol)
         assert_trees(xg, fg, rtol=tol, atol=tol)
     # the scale/history updates really happened (the test could otherwise pass on zeros)
-    for op in jax.tree_util.tree_leaves(to_np(xs[-1][1][OWG]), is_leaf=lambda d: (
-            isinstance(d, dict) and "input_scale" in d)):
+    ops = jax.tree_util.tree_leaves(to_np(xs[-1][1][OWG]), is_leaf=lambda d: (
+        isinstance(d, dict) and "input_scale" in d))
+    assert ops
+    for op in ops:
         assert op["input_amax_history"][0] > 0 and op["output_grad_amax_history"][0] > 0
         assert (op["input_amax_history"][-1] > 0) == (steps > 1)  # rolled to the back
+        assert (op["kernel_scale"][0] != 1) == (steps > 1)  # from step 1's amax
 
 
 def _model(lib_nn):
