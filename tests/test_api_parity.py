@@ -22,9 +22,6 @@ from nn_oracle import keys, same_leaves
 
 # What xform leaves out on purpose (each with its reason); everything else must match.
 KNOWN = {
-    # fp8 training ops (amax histories, fp8 dtypes in custom VJPs): not implemented
-    "linen.Fp8DirectDotGeneralOp", "linen.Fp8DotGeneral", "linen.Fp8DotGeneralOp",
-    "linen.Fp8Einsum", "linen.NANOOFp8DotGeneralOp",
     # the NNX bridge: xform has no NNX
     "linen.Partitioned.to_nnx_metadata", "linen.Partitioned.from_nnx_metadata",
     "linen.LogicallyPartitioned.to_nnx_metadata",
