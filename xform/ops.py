@@ -6,8 +6,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core import dtypes
-from xform.core.errors import ConcretizationTypeError
-from xform.core.trace import Tracer
+from xform.core.trace import concrete_or_raise
 from xform.lax.slicing import GatherScatterMode
 from xform.numpy import _util
 from xform.numpy._indexing import _scatter_update
@@ -33,14 +32,9 @@ def _identity(scatter_op, dtype):
 def _num_segments(name, num_segments, segment_ids):
     if num_segments is None:
         num_segments = jnp.max(segment_ids) + 1
-    if isinstance(num_segments, Tracer):
-        value = num_segments.to_concrete_value()
-        if value is None:
-            raise ConcretizationTypeError(
-                num_segments, f"{name}() `num_segments` argument.\nIt decides the output "
-                "shape: pass it as a static value (e.g. with `static_argnums`) under jit.\n")
-        num_segments = value
-    num_segments = int(np.asarray(num_segments))
+    num_segments = int(np.asarray(concrete_or_raise(
+        num_segments, f"{name}() `num_segments` argument.\nIt decides the output shape: "
+        "pass it as a static value (e.g. with `static_argnums`) under jit.\n")))
     if num_segments < 0:
         raise ValueError("num_segments must be non-negative.")
     return num_segments

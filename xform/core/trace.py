@@ -276,3 +276,14 @@ def to_concrete_value(x):
     if isinstance(x, Tracer):
         return x.to_concrete_value()
     return x
+
+
+def concrete_or_raise(x, context):
+    """The concrete value of ``x`` (itself unless a tracer); ConcretizationTypeError with
+    ``context`` (what needed the value and what to do instead) where it is traced."""
+    if isinstance(x, Tracer):
+        value = x.to_concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(x, context)
+        return value
+    return x

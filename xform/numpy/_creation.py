@@ -8,9 +8,8 @@ import numpy as np
 from xform import lax
 from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
-from xform.core.errors import ConcretizationTypeError
 from xform.core.sharding_types import abstract_sharding
-from xform.core.trace import Tracer
+from xform.core.trace import concrete_or_raise
 from xform.core.transfer import device_put_value
 from xform.interpreters.composite import composite
 from xform.lax.sharding_constraint import reshard
@@ -192,12 +191,7 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
 
 
 def _concrete(x, what):
-    if isinstance(x, Tracer):
-        value = x.to_concrete_value()
-        if value is None:
-            raise ConcretizationTypeError(x, f"It arose in the jnp.arange argument "
-                                             f"'{what}'.\n")
-        x = value
+    x = concrete_or_raise(x, f"It arose in the jnp.arange argument '{what}'.\n")
     if x is not None and np.ndim(x) != 0:
         raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {what}={x}")
     return x

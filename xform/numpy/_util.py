@@ -16,9 +16,8 @@ from xform import lax
 from xform.core import dtypes, shape_poly
 from xform.core.array import Array
 from xform.core.config import config
-from xform.core.trace import Tracer
+from xform.core.trace import Tracer, concrete_or_raise
 from xform.core.transfer import device_put_value, scalar_array
-from xform.core.errors import ConcretizationTypeError
 
 PY_SCALARS = (bool, int, float, complex)
 _PY_SCALAR_SET = frozenset(PY_SCALARS)
@@ -238,12 +237,7 @@ def filled_like(x, value):
 def concrete_or_error(x, what, name):
     """``x`` as a NumPy value if it is concrete; ConcretizationTypeError naming the
     argument ``what`` of ``jnp.name`` if it is traced."""
-    if isinstance(x, Tracer):
-        value = x.to_concrete_value()
-        if value is None:
-            raise ConcretizationTypeError(
-                x, f"The argument '{what}' of jnp.{name} must be concrete here: its value "
-                f"decides the output shape. Pass it as a static value, or use the "
-                f"`size=` argument where jnp.{name} has one.\n")
-        x = value
-    return np.asarray(x)
+    return np.asarray(concrete_or_raise(
+        x, f"The argument '{what}' of jnp.{name} must be concrete here: its value decides "
+        f"the output shape. Pass it as a static value, or use the `size=` argument where "
+        f"jnp.{name} has one.\n"))

@@ -7,8 +7,7 @@ import numpy as np
 from xform import lax
 from xform.core.avals import ShapedArray
 from xform.core.dtypes import issubdtype
-from xform.core.errors import ConcretizationTypeError
-from xform.core.trace import Tracer
+from xform.core.trace import concrete_or_raise
 from xform.transforms.vmap import vmap
 
 
@@ -56,14 +55,9 @@ def validate_bcoo(data, indices, shape) -> BCOOProperties:
 
 def concrete_int(x, what):
     """``x`` as a Python int, or ConcretizationTypeError naming ``what`` if traced."""
-    if isinstance(x, Tracer):
-        value = x.to_concrete_value()
-        if value is None:
-            raise ConcretizationTypeError(
-                x, f"The {what} must be concrete here: it decides the size of the sparse "
-                "representation. Pass nse= explicitly to use it under jit/vmap/grad.\n")
-        x = value
-    return int(np.asarray(x))
+    return int(np.asarray(concrete_or_raise(
+        x, f"The {what} must be concrete here: it decides the size of the sparse "
+        "representation. Pass nse= explicitly to use it under jit/vmap/grad.\n")))
 
 
 def remaining(original, *removed_lists):
