@@ -58,13 +58,18 @@ def key(seed, *, impl=None, dtype=None):
     >>> random.key(1, impl="rbg").dtype
     key<rbg>
     """
+    impl = _impl_or_dtype(impl, dtype, "key")
+    return _keys.random_wrap(_prng.seed(impl, seed, "key"), impl)
+
+
+def _impl_or_dtype(impl, dtype, fn):
+    """The implementation an ``impl=`` or (its other name) ``dtype=`` argument picks."""
     if dtype is not None:
         if impl is not None:
             raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                             "jax.random.key")
+                             f"jax.random.{fn}")
         impl = dtype
-    impl = _keys.resolve_impl(impl)
-    return _keys.random_wrap(_prng.seed(impl, seed, "key"), impl)
+    return _keys.resolve_impl(impl)
 
 
 def key_data(keys):
@@ -85,12 +90,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     >>> random.wrap_key_data(np.zeros((3, 2), np.uint32)).shape
     (3,)
     """
-    if dtype is not None:
-        if impl is not None:
-            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                             "jax.random.wrap_key_data")
-        impl = dtype
-    impl = _keys.resolve_impl(impl)
+    impl = _impl_or_dtype(impl, dtype, "wrap_key_data")
     if _keys.is_typed_key(key_bits_array):
         raise TypeError("wrap_key_data accepts raw uint32 key data, but was given a PRNG "
                         "key array.")
