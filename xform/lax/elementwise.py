@@ -361,7 +361,7 @@ def _abs_jvp(t, ans, x):
     return real(mul(t, div(conj(x), convert_element_type(safe, get_aval(x).dtype))))
 
 
-abs_p = unop("abs", numeric,   # |complex| is real
+abs_p = unop("abs", numeric - dtypes.unsigned_int_dtypes,   # |complex| is real
              result_dtype=lambda d: np.finfo(d).dtype if dtypes.is_complex(d) else d)
 ad.defjvp2(abs_p, _abs_jvp)
 mlir.register_lowering(abs_p, mlir.elementwise(hlo.abs))
@@ -372,9 +372,19 @@ def sign(x):
     return sign_p.bind(x)
 
 
+def _sign_lowering(ctx, x):
+    aval = ctx.avals_out[0]
+    if not dtypes.is_unsigned(aval.dtype):
+        return hlo.sign(x)
+    # stablehlo.sign takes no unsigned operand; JAX lowers it as select(x == 0, 0, 1).
+    zero = mlir.full_like_aval(0, aval)
+    return hlo.select(hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("EQ")), zero,
+                      mlir.full_like_aval(1, aval))
+
+
 sign_p = unop("sign", numeric)
 ad.defnondiff(sign_p)
-mlir.register_lowering(sign_p, mlir.elementwise(hlo.sign))
+mlir.register_lowering(sign_p, _sign_lowering)
 
 
 # ---- comparisons ----
@@ -515,7 +525,8 @@ def convert_element_type(x, new_dtype, weak_type=False):
     if isinstance(x, (bool, int, float, complex)):
         return scalar_array(x, new_dtype, weak_type)
     aval = get_aval(x)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+    if (aval.dtype == new_dtype and aval.weak_type == weak_type
+            and not isinstance(x, (np.ndarray, np.generic))):  # as JAX, numpy in -> Array out
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
 

@@ -281,7 +281,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
       An array of the operand's dtype with one element per window.
 
     Raises:
-      NotImplementedError: for other computations, or an init that is not the identity.
+      NotImplementedError: for other computations, or add with a non-zero init.
       TypeError: for parameters of the wrong length or non-positive sizes.
 
     >>> x = jnp.arange(16.).reshape(4, 4)
@@ -299,7 +299,12 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             f"{getattr(computation, '__name__', computation)!r}")
     prim, identity = table[computation]
     init = to_concrete_value(init_value)
-    if (init is None or np.shape(init) != ()
+    # XLA pads with init and folds it in once: for max/min that is op(result, init), so
+    # any scalar init works; a non-zero init for add would count the padding.
+    extra_init = (computation is not _ew.add and np.ndim(init_value) == 0
+                  and (init is None or np.asarray(init) != np.asarray(
+                      identity(aval.dtype), aval.dtype)))
+    if not extra_init and (init is None or np.shape(init) != ()
             or np.asarray(init) != np.asarray(identity(aval.dtype), aval.dtype)):
         raise NotImplementedError(
             f"reduce_window with {computation.__name__} needs init_value equal to its "
@@ -313,4 +318,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     params = _window_params(f"reduce_window ({computation.__name__})", ndim,
                             window_dimensions, window_strides, padding, base_dilation,
                             window_dilation)
-    return prim.bind(operand, **params)
+    out = prim.bind(operand, **params)
+    if extra_init:
+        out = computation(out, _ew.convert_element_type(init_value, aval.dtype))
+    return out
