@@ -351,6 +351,9 @@ def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
+    if dtypes.is_bool(dtype):   # (XLA has no bool iota)
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota dimension {dimension} out of range for shape {shape}")
     return _typed_result(shape, dtype, sharding=sharding)
