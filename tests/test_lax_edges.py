@@ -96,3 +96,15 @@ def test_softplus_of_bool_is_weak_like_jax():
         want, got = getattr(jax.nn, name)(x), getattr(xform.nn, name)(x)
         assert_tree_same(got, want, 1e-6, name)
         assert got.weak_type == want.weak_type, name
+
+
+def test_dtype_errors_match_jax():
+    # argmax/argmin of complex and random_gamma_grad of ints raise, as in JAX.
+    c, i = np.ones(3, np.complex64), np.int32(2)
+    for L in (jlax, xlax):
+        with pytest.raises(TypeError):
+            L.argmax(c, 0, np.int32)
+        with pytest.raises(TypeError):
+            L.argmin(c, 0, np.int32)
+        with pytest.raises(TypeError):
+            L.random_gamma_grad(i, i)
