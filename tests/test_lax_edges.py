@@ -108,3 +108,12 @@ def test_dtype_errors_match_jax():
             L.argmin(c, 0, np.int32)
         with pytest.raises(TypeError):
             L.random_gamma_grad(i, i)
+
+
+def test_sort_complex_keys_lexicographic():
+    c = np.array([1 + 2j, 1 - 1j, np.nan, -0.0 + 1j, 1j, 2 + np.nan * 1j, -3], np.complex64)
+    i = np.arange(7, dtype=np.int32)
+    for fn in (lambda L: L.sort(c), lambda L: L.sort_key_val(c, i),
+               lambda L: L.sort((c, i[::-1]), num_keys=2)):
+        assert_tree_same(fn(xlax), fn(jlax), 0, "sort complex")
+    assert_tree_same(xform.numpy.argsort(c), jax.numpy.argsort(c), 0, "argsort complex")
