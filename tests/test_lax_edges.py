@@ -117,3 +117,20 @@ def test_sort_complex_keys_lexicographic():
                lambda L: L.sort((c, i[::-1]), num_keys=2)):
         assert_tree_same(fn(xlax), fn(jlax), 0, "sort complex")
     assert_tree_same(xform.numpy.argsort(c), jax.numpy.argsort(c), 0, "argsort complex")
+
+
+def test_abs_derivative_at_zero_and_nan():
+    # JAX's rule selects on x >= 0: slope 1 at +-0, -1 at NaN (t * sign(x) gave 0, NaN).
+    x = np.array([0.0, -0.0, np.nan, -2.0, 3.0], np.float32)
+    g = lambda L, f: L.vmap(L.grad(f))(x)
+    assert_tree_same(g(xform, xlax.abs), g(jax, jlax.abs), 0, "abs'")
+    assert_tree_same(g(xform, xform.grad(xform.nn.soft_sign)),
+                     g(jax, jax.grad(jax.nn.soft_sign)), 1e-6, "soft_sign''")
+
+
+def test_spence_gradient_at_special_points():
+    # The constant branches (x <= 0, x == 1) get a zero gradient, not NaN.
+    x = np.array([-3.0, 0.0, 0.5, 1.0, 5.0], np.float32)
+    g = lambda L, f: L.vmap(L.grad(f))(x)
+    assert_tree_same(g(xform, xform.scipy.special.spence), g(jax, jax.scipy.special.spence),
+                     1e-5, "spence'")

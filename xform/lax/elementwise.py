@@ -354,7 +354,8 @@ def abs(x):
 
 def _abs_jvp(t, ans, x):
     if not dtypes.is_complex(get_aval(x).dtype):
-        return mul(t, sign(x))
+        # select, not t * sign(x): slope 1 at x = 0 and -1 at NaN, as JAX's rule.
+        return select_n(ge(x, _const(x, 0)), neg(t), t)
     # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0 (as JAX does).
     from xform.lax.complex import conj, real  # (a cycle: complex builds on elementwise)
     safe = select_n(eq(ans, _const(ans, 0)), ans, _shapes.full_like(ans, _const(ans, 1)))
