@@ -60,7 +60,8 @@ def test_dtype_objects_and_groups():
     assert dtypes.float0 == np.dtype([("float0", np.void, 0)])
     assert dtypes.float0 == jax_dtypes.float0
     assert all(isinstance(d, np.dtype) for d in DTYPES)
-    assert dtypes.all_dtypes == frozenset(DTYPES)
+    narrow = dtypes.narrow_float_dtypes | dtypes.narrow_int_dtypes  # (test_low_dtypes.py)
+    assert dtypes.all_dtypes == frozenset(DTYPES) | narrow
     assert dtypes.int_dtypes == dtypes.signed_int_dtypes | dtypes.unsigned_int_dtypes
     assert dtypes.bfloat16 in dtypes.float_dtypes
     assert dtypes.inexact_dtypes == dtypes.float_dtypes | dtypes.complex_dtypes

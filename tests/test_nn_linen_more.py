@@ -281,9 +281,8 @@ def test_module_aliases_cover_flax():
     assert top == LEFT_OUT, top - LEFT_OUT
 
 
-# Not provided (see docs/architecture.md, Modules): fp8 ops.
-LEFT_OUT = {"Fp8DirectDotGeneralOp", "Fp8DotGeneral",
-            "Fp8DotGeneralOp", "Fp8Einsum", "NANOOFp8DotGeneralOp", "fp8_ops"}
+# flax.linen names xform.nn does not provide (none left)
+LEFT_OUT = set()
 
 
 def test_tabulate_text_matches_flax(monkeypatch):

@@ -7,16 +7,13 @@ from xform.core import dtypes
 from xform.core.mesh import get_abstract_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec
 
-_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
-          "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-          "complex64": "c64", "complex128": "c128", "bool": "bool"}
-
 
 def short_dtype_name(dtype) -> str:
     if dtypes.is_extended(dtype):
         return str(dtype)
-    return _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
+    # As JAX: float8_e4m3fn -> f8_e4m3fn, uint4 -> u4, bfloat16 -> bf16, complex64 -> c64.
+    return (np.dtype(dtype).name.replace("float", "f").replace("uint", "u")
+            .replace("int", "i").replace("complex", "c"))
 
 
 _KEEP = object()  # (``update``'s default: the sharding as it is)

@@ -6,13 +6,18 @@ import numpy as np
 from xform.core.config import config
 from xform.core.dtype_table import (all_dtypes, _ARG_KEYS, _as_dtype, _CANONICAL,
                                     _DEFAULT_OF_KIND, _DTYPE_CLASSES, _extended_result_type,
-                                    float0, is_extended, _KIND, numeric_dtypes,
-                                    _PY_SCALAR_KEYS, _raw_dtype, _unsupported, _weak_attr)
+                                    float0, float4_dtypes, float6_dtypes, float8_dtypes,
+                                    is_extended, _KIND, narrow_float_dtypes,
+                                    narrow_int_dtypes, numeric_dtypes, _PY_SCALAR_KEYS,
+                                    _raw_dtype, _unsupported, _weak_attr)
 
 
 # --------------------------------------------------------------- promotion lattice
 # Nodes are dtype names plus the weak nodes "i*", "f*", "c*" (Python int, float,
-# complex). Edges point to the immediately higher nodes, as in JAX's lattice.
+# complex). Edges point to the immediately higher nodes, as in JAX's lattice. The
+# narrow types (float8/6/4, int1/2/4 and unsigned) sit just above the weak node of
+# their kind and below nothing: they join only with themselves, bool and the weaker
+# nodes (float8 x int8 is float8), so no implicit promotion ever widens them.
 
 _WEAK_NODES = frozenset({"i*", "f*", "c*"})
 _WEAK_TYPE_NODES = {int: "i*", float: "f*", complex: "c*"}
@@ -23,10 +28,14 @@ _WEAK_NODE_OF = {d: {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}[_KIND[d]]
 _KIND_OF_WEAK_NODE = {"i*": "i", "f*": "f", "c*": "c"}
 
 
+_NARROW_INTS = sorted(d.name for d in narrow_int_dtypes)
+_NARROW_FLOATS = sorted(d.name for d in narrow_float_dtypes)
+
+
 def _lattice_edges(x64):
     edges = {
         "bool": ["i*"],
-        "i*": ["uint8", "int8"],
+        "i*": ["uint8", "int8", *_NARROW_INTS],
         "uint8": ["int16", "uint16"],
         "uint16": ["int32", "uint32"],
         "uint32": ["int64", "uint64"],
@@ -35,7 +44,7 @@ def _lattice_edges(x64):
         "int16": ["int32"],
         "int32": ["int64"],
         "int64": ["f*"],
-        "f*": ["bfloat16", "float16", "c*"],
+        "f*": ["bfloat16", "float16", "c*", *_NARROW_FLOATS],
         "bfloat16": ["float32"],
         "float16": ["float32"],
         "float32": ["float64", "complex64"],
@@ -43,6 +52,7 @@ def _lattice_edges(x64):
         "c*": ["complex64"],
         "complex64": ["complex128"],
         "complex128": [],
+        **{n: [] for n in _NARROW_INTS + _NARROW_FLOATS},
     }
     if not x64:
         # Without x64, uint32 x int32 must not form int64: join them at int32.
@@ -97,12 +107,28 @@ def _join_table(x64):
     return _STRICT_JOIN if _strict[0] else _JOIN[x64]
 
 
+# Why a standard-lattice join fails, by the narrow type met first (JAX's wording).
+_NO_JOIN_WHY = [(float8_dtypes, "8-bit floats", "float32"),
+                (float6_dtypes, "6-bit floats", "float32"),
+                (float4_dtypes, "4-bit floats", "float32"),
+                (narrow_int_dtypes, "1-bit, 2-bit and 4-bit integers", "int32")]
+
+
 def _no_join(nodes):
     names = tuple(_WEAK_NAMES.get(n, n) for n in nodes)
-    return TypePromotionError(
-        f"Input dtypes {names} have no available implicit dtype promotion path when "
-        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
-        "output type, or set jax_numpy_dtype_promotion=standard.")
+    head = f"Input dtypes {names} have no available implicit dtype promotion path"
+    if _strict[0]:
+        return TypePromotionError(
+            f"{head} when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs "
+            "to the desired output type, or set jax_numpy_dtype_promotion=standard.")
+    for group, what, to in _NO_JOIN_WHY:
+        if any(_DTYPE_OF_NODE.get(n) in group for n in nodes):
+            return TypePromotionError(
+                f"{head}. To avoid unintended promotion, {what} do not support implicit "
+                "promotion. If you'd like your inputs to be promoted to another type, you "
+                f"can do so explicitly using e.g. x.astype('{to}')")
+    return TypePromotionError(f"{head}. Try explicitly casting inputs to the desired "
+                              "output type.")
 
 
 _WEAK_NAMES = {"i*": str(int), "f*": str(float), "c*": str(complex)}

@@ -24,14 +24,40 @@ float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
+# Narrow types (ml_dtypes', as in JAX): no implicit promotion widens them (see
+# dtype_promotion.py); which ones XLA computes with: mlir._NO_XLA_TYPE.
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+float6_e2m3fn = np.dtype(ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = np.dtype(ml_dtypes.float6_e3m2fn)
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
+int1 = np.dtype(ml_dtypes.int1)
+int2 = np.dtype(ml_dtypes.int2)
+int4 = np.dtype(ml_dtypes.int4)
+uint1 = np.dtype(ml_dtypes.uint1)
+uint2 = np.dtype(ml_dtypes.uint2)
+uint4 = np.dtype(ml_dtypes.uint4)
 # Dtype of tangents of integer/bool primals: a zero-size vector space.
 float0 = np.dtype([("float0", np.void, 0)])
 
+float8_dtypes = frozenset({float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn,
+                           float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu})
+float6_dtypes = frozenset({float6_e2m3fn, float6_e3m2fn})
+float4_dtypes = frozenset({float4_e2m1fn})
+narrow_float_dtypes = float8_dtypes | float6_dtypes | float4_dtypes
+narrow_int_dtypes = frozenset({int1, int2, int4, uint1, uint2, uint4})
+
 bool_dtypes = frozenset({bool_})
-signed_int_dtypes = frozenset({int8, int16, int32, int64})
-unsigned_int_dtypes = frozenset({uint8, uint16, uint32, uint64})
+signed_int_dtypes = frozenset({int1, int2, int4, int8, int16, int32, int64})
+unsigned_int_dtypes = frozenset({uint1, uint2, uint4, uint8, uint16, uint32, uint64})
 int_dtypes = signed_int_dtypes | unsigned_int_dtypes
-float_dtypes = frozenset({float16, bfloat16, float32, float64})
+float_dtypes = frozenset({float16, bfloat16, float32, float64}) | narrow_float_dtypes
 complex_dtypes = frozenset({complex64, complex128})
 inexact_dtypes = float_dtypes | complex_dtypes
 numeric_dtypes = int_dtypes | inexact_dtypes
@@ -41,9 +67,9 @@ _VALID_DTYPES = all_dtypes | {float0}
 # Exact classes of the valid np.dtype instances: `type(x) in _DTYPE_CLASSES` is a
 # much cheaper "is this an np.dtype" test than isinstance on the hot path.
 _DTYPE_CLASSES = frozenset(type(d) for d in _VALID_DTYPES)
-_SUPPORTED_MSG = ("xform supports only bool, int8/16/32/64, uint8/16/32/64, float16, "
-                  "bfloat16, float32, float64, complex64, complex128 (and float0 for "
-                  "tangents).")
+_SUPPORTED_MSG = ("xform supports only bool, int1/2/4/8/16/32/64, uint1/2/4/8/16/32/64, "
+                  "float16, bfloat16, float32, float64, complex64, complex128, ml_dtypes' "
+                  "float8_*/float6_*/float4_e2m1fn (and float0 for tangents).")
 
 _TO_32BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 # Indexed by the x64 flag: _CANONICAL[x64][dtype] is the canonical dtype; a missing
@@ -51,8 +77,10 @@ _TO_32BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex
 _CANONICAL = ({d: _TO_32BIT.get(d, d) for d in _VALID_DTYPES},
               {d: d for d in _VALID_DTYPES})
 
-# Kind letters, with bfloat16 as 'f' (numpy reports 'V' for it).
-_KIND = {d: ("f" if d == bfloat16 else d.kind) for d in all_dtypes}
+# Kind letters; numpy reports 'V' for ml_dtypes' types (but 'f' for float8_e5m2).
+_KIND = {**{d: d.kind for d in all_dtypes}, bfloat16: "f",
+         **{d: "f" for d in narrow_float_dtypes},
+         **{d: "i" for d in signed_int_dtypes}, **{d: "u" for d in unsigned_int_dtypes}}
 _DEFAULT_OF_KIND = ({"b": bool_, "i": int32, "u": uint32, "f": float32, "c": complex64},
                     {"b": bool_, "i": int64, "u": uint64, "f": float64, "c": complex128})
 
@@ -272,7 +300,11 @@ def scalar_type_of(x):
 
 # ------------------------------------------------------------------ dtype queries
 
-_BF16_SUPERTYPES = frozenset({bfloat16.type, np.floating, np.inexact, np.number, np.generic})
+# ml_dtypes' scalar types derive from np.generic only: their place in numpy's hierarchy.
+_ABSTRACT_OF_KIND = {"f": np.floating, "i": np.signedinteger, "u": np.unsignedinteger}
+_SUPERTYPES = {d.type: frozenset({d.type, _ABSTRACT_OF_KIND[_KIND[d]], np.number, np.generic,
+                                  np.inexact if _KIND[d] == "f" else np.integer})
+               for d in narrow_float_dtypes | narrow_int_dtypes | {bfloat16}}
 
 
 def _scalar_type(x):
@@ -322,7 +354,8 @@ def _extended_result_type(args):
 def issubdtype(a, b):
     """Whether dtype-like ``a`` is ``b`` or below it in numpy's type hierarchy.
 
-    Like ``jnp.issubdtype``: bfloat16 counts as ``np.floating``; extended dtypes (PRNG
+    Like ``jnp.issubdtype``: bfloat16 and float8 etc. count as ``np.floating``, int4
+    etc. as ``np.signedinteger`` or ``np.unsignedinteger``; extended dtypes (PRNG
     key dtypes) sit under ``extended`` and ``prng_key`` only.
 
     >>> issubdtype(bfloat16, np.floating), issubdtype("int8", np.unsignedinteger)
@@ -335,8 +368,9 @@ def issubdtype(a, b):
         # NB: JAX also answers True for any other void dtype here.
         return isinstance(a, np.dtype) and a == float0
     a_type, b_type = _scalar_type(a), _scalar_type(b)
-    if a_type is bfloat16.type:
-        return b_type in _BF16_SUPERTYPES
+    sup = _SUPERTYPES.get(a_type)
+    if sup is not None:
+        return b_type in sup
     return bool(np.issubdtype(a_type, b_type))
 
 
@@ -411,6 +445,21 @@ def finfo(dt):
     return ml_dtypes.finfo(d)
 
 
+# As JAX's list: float6/float4 (which saturate) and float8_e8m0fnu (whose inf reads
+# back as nan) are left out.
+_NO_INF = frozenset({float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz})
+
+
+def supports_inf(dt):
+    """Whether dtype-like ``dt`` has infinities (JAX's ``dtypes.supports_inf``): the
+    inexact dtypes but the float8 ones whose inf reads back as nan.
+
+    >>> supports_inf("float8_e5m2"), supports_inf("float8_e4m3fn")
+    (True, False)
+    """
+    return is_inexact(dt) and _as_dtype(dt) not in _NO_INF
+
+
 def iinfo(dt):
     """Machine limits of an integer dtype-like.
 
@@ -423,7 +472,28 @@ def iinfo(dt):
     return ml_dtypes.iinfo(d)
 
 
-_TO_INEXACT = {**{d: float32 for d in (bool_, int8, int16, int32, uint8, uint16, uint32)},
+def itemsize_bits(dtype):
+    """Bits per element of ``dtype`` (8 for bool, its physical layout; the narrow types
+    their width, which ``itemsize`` cannot say).
+
+    >>> itemsize_bits("int4"), itemsize_bits("complex64")
+    (4, 64)
+    """
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    d = _as_dtype(dtype)
+    if d == bool_:
+        return 8
+    if is_integer(d):
+        return iinfo(d).bits
+    if is_inexact(d):
+        return finfo(d).bits * (2 if is_complex(d) else 1)
+    raise ValueError(f"unexpected input: dtype={d!r}")
+
+
+# (As JAX: int4/uint4 give float32, the other sub-byte ints are kept.)
+_TO_INEXACT = {**{d: float32 for d in (bool_, int4, int8, int16, int32, uint4, uint8,
+                                       uint16, uint32)},
                int64: float64, uint64: float64}
 
 

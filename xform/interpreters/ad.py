@@ -237,6 +237,12 @@ def linearize_flat(fun, primals):
         pe_trace.invalidate()
 
 
+# Primitives transposed even when all their output cotangents are zero, as JAX does: a
+# custom_vjp's bwd (custom_lin) may give non-zero cotangents for zero ones (Flax's fp8
+# ops hand back updated scales that way). Filled by the layer that owns each.
+transpose_on_zero = set()
+
+
 def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
     """Transpose ``jaxpr`` (linear in its invars; constvars bound to ``consts``).
 
@@ -267,7 +273,7 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
         add_ct(v, ct)
     for eqn in reversed(lin_eqns):
         cts = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(ct is None for ct in cts):
+        if all(ct is None for ct in cts) and eqn.primitive not in transpose_on_zero:
             continue
         rule = primitive_transposes.get(eqn.primitive)
         if rule is None:

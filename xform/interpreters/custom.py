@@ -352,6 +352,7 @@ custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp, lazy_kind="inline")
 custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
 ad.primitive_jvps[custom_lin_p] = _raise_custom_vjp_error_on_jvp
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+ad.transpose_on_zero.add(custom_lin_p)
 batching.primitive_batchers[custom_lin_p] = _raise_custom_vjp_error_on_jvp
 mlir.register_lowering(custom_lin_p, _raise_custom_vjp_error_on_jvp)
 

@@ -45,30 +45,49 @@ def has_lowering(prim):
 
 # ---- types and constants ----
 
+# dtype -> its StableHLO element type (a factory: MLIR types need a live context). float0
+# (the tangent dtype of int/bool values, always zero) is i1 in a program, as in JAX; at
+# the program's edges dispatch passes bool zeros in and hands host float0 zeros out, so
+# no buffer of it ever exists.
+_IR_TYPE = {
+    dtypes.float0: lambda: ir.IntegerType.get_signless(1),
+    dtypes.bool_: lambda: ir.IntegerType.get_signless(1),
+    **{d: lambda b=dtypes.iinfo(d).bits: ir.IntegerType.get_signless(b)
+       for d in dtypes.signed_int_dtypes - {dtypes.int1}},
+    **{d: lambda b=dtypes.iinfo(d).bits: ir.IntegerType.get_unsigned(b)
+       for d in dtypes.unsigned_int_dtypes - {dtypes.uint1}},
+    dtypes.bfloat16: ir.BF16Type.get, dtypes.float16: ir.F16Type.get,
+    dtypes.float32: ir.F32Type.get, dtypes.float64: ir.F64Type.get,
+    dtypes.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
+    dtypes.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
+    dtypes.float8_e3m4: ir.Float8E3M4Type.get, dtypes.float8_e4m3: ir.Float8E4M3Type.get,
+    dtypes.float8_e4m3b11fnuz: ir.Float8E4M3B11FNUZType.get,
+    dtypes.float8_e4m3fn: ir.Float8E4M3FNType.get,
+    dtypes.float8_e4m3fnuz: ir.Float8E4M3FNUZType.get,
+    dtypes.float8_e5m2: ir.Float8E5M2Type.get, dtypes.float8_e5m2fnuz: ir.Float8E5M2FNUZType.get,
+    dtypes.float8_e8m0fnu: ir.Float8E8M0FNUType.get,
+    dtypes.float4_e2m1fn: ir.Float4E2M1FNType.get,
+}
+# Dtypes this jaxlib holds in buffers (float6: not even that) but cannot compute on; JAX
+# lowers them and then fails in XLA or silently miscomputes (int1 as i1 is read as bool).
+_NO_XLA_TYPE = {
+    dtypes.int1: "XLA reads i1 as bool, and a program taking int1 buffers fails",
+    dtypes.uint1: "StableHLO has no ui1 element type",
+    dtypes.float6_e2m3fn: "this jaxlib has no XLA element type for it",
+    dtypes.float6_e3m2fn: "this jaxlib has no XLA element type for it",
+}
+
+
 def dtype_to_ir_type(dtype):
     dtype = np.dtype(dtype)
-    # float0 (the tangent dtype of int/bool values, always zero) is i1 in a program,
-    # as in JAX; at the program's edges dispatch passes bool zeros in and hands
-    # host float0 zeros out, so no buffer of it ever exists.
-    if dtype == np.bool_ or dtype == dtypes.float0:
-        return ir.IntegerType.get_signless(1)
-    if dtype.kind == "i":
-        return ir.IntegerType.get_signless(dtype.itemsize * 8)
-    if dtype.kind == "u":
-        return ir.IntegerType.get_unsigned(dtype.itemsize * 8)
-    if dtype == dtypes.bfloat16:
-        return ir.BF16Type.get()
-    if dtype == np.float16:
-        return ir.F16Type.get()
-    if dtype == np.float32:
-        return ir.F32Type.get()
-    if dtype == np.float64:
-        return ir.F64Type.get()
-    if dtype == np.complex64:
-        return ir.ComplexType.get(ir.F32Type.get())
-    if dtype == np.complex128:
-        return ir.ComplexType.get(ir.F64Type.get())
-    raise TypeError(f"No StableHLO type for dtype {dtype}")
+    make = _IR_TYPE.get(dtype)
+    if make is None:
+        if dtype in _NO_XLA_TYPE:
+            raise TypeError(f"xform cannot compute with dtype {dtype.name}: "
+                            f"{_NO_XLA_TYPE[dtype]}. Cast on the host with ml_dtypes, or "
+                            "use a wider type (int2/int4, float8_*).")
+        raise TypeError(f"No StableHLO type for dtype {dtype}")
+    return make()
 
 
 def _ir_shape(shape):

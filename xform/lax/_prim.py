@@ -47,6 +47,11 @@ def _dtype_names(allowed):
 
 def check_dtype(name, dtype, allowed):
     if allowed is not None and np.dtype(dtype) not in allowed:
+        if dtype in dtypes.narrow_int_dtypes:  # JAX's wording
+            raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name}. Support "
+                            "for narrow-width integers is platform-dependent and limited "
+                            "to a few specific operations, e.g. basic arithmetic and type "
+                            "casting.")
         raise TypeError(f"{name} does not accept dtype {np.dtype(dtype).name}. "
                         f"Accepted dtypes are: {_dtype_names(allowed)}.")
 
@@ -149,6 +154,6 @@ def _scalar_fits(x, dt):
     if isinstance(x, float):
         return dtypes.is_inexact(dt)
     if dtypes.is_integer(dt):   # a Python int
-        info = np.iinfo(dt)
+        info = dtypes.iinfo(dt)
         return info.min <= x <= info.max
     return not dtypes.is_bool(dt)

@@ -106,11 +106,11 @@ def preferred_dtype(preferred_element_type):
         preferred_element_type)
 
 
-def accumulate_lowering(ctx, emit):
+def accumulate_lowering(ctx, emit, in_dtype=None):
     """Emit ``emit(result ir type)`` accumulating directly in the preferred element type
     (int8 -> int32, bf16 -> f32, int8 -> f32), except float -> int, which computes in
-    the input dtype and converts (as JAX)."""
-    out_aval, in_dtype = ctx.avals_out[0], ctx.avals_in[0].dtype
+    the input dtype (default: the lhs's) and converts (as JAX)."""
+    out_aval, in_dtype = ctx.avals_out[0], in_dtype or ctx.avals_in[0].dtype
     if not (dtypes.is_inexact(in_dtype) and not dtypes.is_inexact(out_aval.dtype)):
         return emit(mlir.aval_to_ir_type(out_aval))
     result = emit(mlir.aval_to_ir_type(out_aval.update(dtype=in_dtype)))
@@ -122,7 +122,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     """General tensor contraction.
 
     Args:
-      lhs, rhs: arrays of the same dtype.
+      lhs, rhs: arrays; of different dtypes (float8_e4m3fn x float8_e5m2), the product
+        is in the more precise one (see ``dot_result_dtype``).
       dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
       precision: ``None``, a ``lax.Precision`` (or its string name), or a pair of them.
       preferred_element_type: the result (accumulation) dtype, e.g. ``jnp.int32`` for
@@ -181,13 +182,35 @@ def _free(ndim, contract, batch):
     return [i for i in range(ndim) if i not in contract and i not in batch]
 
 
+def _precision_rank(dt):
+    # XLA's HigherPrecisionType order (as JAX): complex, then exponent, then mantissa,
+    # then bits, then signed over unsigned.
+    real = dtypes.finfo(dt).dtype if dtypes.is_complex(dt) else dt
+    fl = dtypes.is_floating(real)
+    return (dtypes.is_complex(dt), dtypes.finfo(real).maxexp if fl else -1,
+            dtypes.finfo(real).nmant if fl else -1,
+            1 if dt == dtypes.bool_ else dtypes.itemsize_bits(real), not dtypes.is_unsigned(dt))
+
+
+def dot_result_dtype(lhs_dtype, rhs_dtype):
+    """The dtype a dot of mixed operand dtypes computes in (float8_e4m3fn x float8_e5m2
+    is float8_e5m2; int8 x float32 is float32): the more precise one, as XLA and JAX.
+    Different dtypes that rank equal are an error."""
+    if lhs_dtype == rhs_dtype:
+        return lhs_dtype
+    lr, rr = _precision_rank(lhs_dtype), _precision_rank(rhs_dtype)
+    if lr == rr:
+        raise TypeError(f"dot_general argument type error: {lhs_dtype.name}, "
+                        f"{rhs_dtype.name}")
+    return lhs_dtype if lr > rr else rhs_dtype
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
     check_dtype("dot_general", lhs.dtype, numeric)
-    if lhs.dtype != rhs.dtype:
-        raise TypeError(f"dot_general requires operands of the same dtype, got "
-                        f"{lhs.dtype.name} and {rhs.dtype.name}")
+    check_dtype("dot_general", rhs.dtype, numeric)
+    result_dtype = dot_result_dtype(lhs.dtype, rhs.dtype)
     for dims, x, what in ((lc, lhs, "lhs contracting"), (rc, rhs, "rhs contracting"),
                           (lb, lhs, "lhs batch"), (rb, rhs, "rhs batch")):
         if any(not 0 <= d < x.ndim for d in dims) or len(set(dims)) != len(dims):
@@ -207,7 +230,13 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                         f"dimensions to have the same shape, got {lb_shape} and {rb_shape}.")
     shape = (tuple(lb_shape) + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
              + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
-    dt = lhs.dtype if preferred_element_type is None else preferred_element_type
+    dt = result_dtype if preferred_element_type is None else preferred_element_type
+    if (dt != result_dtype and not dtypes.is_floating(result_dtype) and not
+            is_algorithm(precision)  # (as JAX: an algorithm says its own types)
+            and dtypes.itemsize_bits(dt) < dtypes.itemsize_bits(result_dtype)):
+        raise TypeError("`preferred_element_type` must not be narrower than the original "
+                        f"type, got preferred_element_type of {dt} for result type of "
+                        f"{result_dtype}.")
     return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type, sharding=None if
                        out_sharding is None else
                        sharding_types.type_sharding(out_sharding, len(shape)))
@@ -286,7 +315,8 @@ def _dot_general_lowering(ctx, x, y, *, dimension_numbers, precision, preferred_
         return lower_dot(ctx, x, y, precision, lambda ty, x, y, algorithm: hlo.dot_general(
             ty, x, y, dn, precision_config=precision_attr(precision), algorithm=algorithm))
     return accumulate_lowering(ctx, lambda ty: hlo.dot_general(
-        ty, x, y, dn, precision_config=precision_attr(precision)))
+        ty, x, y, dn, precision_config=precision_attr(precision)),
+        dot_result_dtype(*(a.dtype for a in ctx.avals_in)))
 
 
 dot_general_p = standard_primitive("dot_general", _dot_general_abstract_eval)

@@ -362,7 +362,8 @@ def _abs_jvp(t, ans, x):
     return real(mul(t, div(conj(x), convert_element_type(safe, get_aval(x).dtype))))
 
 
-abs_p = unop("abs", numeric - dtypes.unsigned_int_dtypes,   # |complex| is real
+# (as JAX, not the 2- and 4-bit ints: XLA supports them only in a few ops; nor unsigned)
+abs_p = unop("abs", numeric - dtypes.narrow_int_dtypes - dtypes.unsigned_int_dtypes,
              result_dtype=lambda d: np.finfo(d).dtype if dtypes.is_complex(d) else d)
 ad.defjvp2(abs_p, _abs_jvp)
 mlir.register_lowering(abs_p, mlir.elementwise(hlo.abs))

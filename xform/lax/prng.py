@@ -13,6 +13,7 @@ import operator
 
 import numpy as np
 
+from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -190,7 +191,7 @@ def bitcast_convert_type(operand, new_dtype):
 
 
 def _bitcast_abstract_eval(x, *, new_dtype):
-    old_bits, new_bits = x.dtype.itemsize * 8, new_dtype.itemsize * 8
+    old_bits, new_bits = dtypes.itemsize_bits(x.dtype), dtypes.itemsize_bits(new_dtype)
     if x.dtype != new_dtype and {np.dtype(x.dtype).kind, new_dtype.kind} & {"b", "c"}:
         raise TypeError(f"bitcast_convert_type does not support bool or complex types "
                         f"unless the operand and destination types match, got "

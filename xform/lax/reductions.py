@@ -154,13 +154,15 @@ ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
 # ---- reduce_max / reduce_min ----
 
 def _lowest(dt):
-    return -np.inf if dtypes.is_inexact(dt) else (
-        False if dt == np.bool_ else np.iinfo(dt).min)
+    if dtypes.is_inexact(dt):  # (float8_e4m3fn etc. have no inf: their finite min)
+        return -np.inf if dtypes.supports_inf(dt) else dtypes.finfo(dt).min
+    return False if dt == np.bool_ else dtypes.iinfo(dt).min
 
 
 def _highest(dt):
-    return np.inf if dtypes.is_inexact(dt) else (
-        True if dt == np.bool_ else np.iinfo(dt).max)
+    if dtypes.is_inexact(dt):
+        return np.inf if dtypes.supports_inf(dt) else dtypes.finfo(dt).max
+    return True if dt == np.bool_ else dtypes.iinfo(dt).max
 
 
 def _reduce_chooser_jvp(prim):

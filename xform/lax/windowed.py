@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from xform.core import shape_poly
+from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval, to_concrete_value
 from xform.interpreters import ad, batching, mlir
@@ -299,13 +299,16 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             f"{getattr(computation, '__name__', computation)!r}")
     prim, identity = table[computation]
     init = to_concrete_value(init_value)
+    # (the identity of the operand's dtype or, as JAX, of the init's own: -inf is max's
+    # also for float8_e4m3fn, whose own identity is -448)
+    is_identity = init is not None and np.shape(init) == () and any(
+        np.asarray(init) == np.asarray(identity(d), d)
+        for d in (aval.dtype, dtypes.dtype(init)))
     # XLA pads with init and folds it in once: for max/min that is op(result, init), so
     # any scalar init works; a non-zero init for add would count the padding.
-    extra_init = (computation is not _ew.add and np.ndim(init_value) == 0
-                  and (init is None or np.asarray(init) != np.asarray(
-                      identity(aval.dtype), aval.dtype)))
-    if not extra_init and (init is None or np.shape(init) != ()
-            or np.asarray(init) != np.asarray(identity(aval.dtype), aval.dtype)):
+    extra_init = (not is_identity and computation is not _ew.add
+                  and np.ndim(init_value) == 0)
+    if not is_identity and not extra_init:
         raise NotImplementedError(
             f"reduce_window with {computation.__name__} needs init_value equal to its "
             f"identity {identity(aval.dtype)!r} for dtype {aval.dtype.name}, got "

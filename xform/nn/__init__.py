@@ -100,6 +100,18 @@ __all__ += [
     "remat_scan", "BatchApply", "FrozenDict", "ones", "ones_init", "zeros", "zeros_init",
     "normalize", "add_metadata_axis", "compact_name_scope", "fold_rngs"]
 
+# FP8 training (flax.linen's fp8_ops) and jax.nn's block-scaled matmul
+from xform.nn import fp8_ops  # noqa: E402
+from xform.nn.fp8_ops import (  # noqa: E402
+    Fp8DirectDotGeneralOp, Fp8DotGeneral, Fp8DotGeneralOp, Fp8Einsum, NANOOFp8DotGeneralOp)
+
+from xform.nn._scaled_matmul import (  # noqa: E402
+    get_scaled_dot_general_config, scaled_dot_general, scaled_matmul)
+
+__all__ += ["get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul",
+            "fp8_ops", "Fp8DirectDotGeneralOp", "Fp8DotGeneral", "Fp8DotGeneralOp",
+            "Fp8Einsum", "NANOOFp8DotGeneralOp"]
+
 # flax.linen's submodules, under the same names (``from xform.nn.linear import Dense``)
 from xform.nn import (  # noqa: E402
     activation, attention, batch_apply, combinators, dtypes, kw_only_dataclasses,

@@ -13,6 +13,7 @@ from xform import numpy as jnp
 from xform.nn import initializers
 from xform.nn._linear import promote_dtype
 from xform.nn._module import Module, compact
+from xform.transforms.jit import ShapeDtypeStruct, eval_shape
 
 default_kernel_init = initializers.lecun_normal()
 
@@ -109,8 +110,18 @@ class _Conv(Module):
     kernel_init: object = default_kernel_init
     bias_init: object = initializers.zeros
     promote_dtype: object = promote_dtype
+    conv_general_dilated: object = None
+    conv_general_dilated_cls: object = None
 
     shared_weights = True
+
+    def _conv_fn(self):
+        """The convolution to run (Flax's order: ``conv_general_dilated_cls()``, then
+        ``conv_general_dilated``, then lax's); ConvLocal uses it only for the output
+        shape, as Flax."""
+        if self.conv_general_dilated_cls is not None:
+            return self.conv_general_dilated_cls()
+        return self.conv_general_dilated or lax.conv_general_dilated
 
     @compact
     def __call__(self, inputs):
@@ -155,7 +166,8 @@ class _Conv(Module):
                     f"{name}: `lax.conv_general_dilated_local` does not support "
                     f"`feature_group_count != 1`, got `{self.feature_group_count}`.")
             out_spatial = self._local_out_spatial(inputs, kernel_size, strides, padding,
-                                                  input_dilation, kernel_dilation, dn)
+                                                  input_dilation, kernel_dilation, dn,
+                                                  in_features)
             kernel_shape = out_spatial + (math.prod(kernel_size) * in_features,
                                           self.features)
         if self.mask is not None and tuple(jnp.shape(self.mask)) != kernel_shape:
@@ -171,7 +183,7 @@ class _Conv(Module):
             bias = self.param("bias", self.bias_init, bias_shape, self.param_dtype)
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
         if self.shared_weights:
-            y = lax.conv_general_dilated(
+            y = self._conv_fn()(
                 inputs, kernel, strides, padding, lhs_dilation=input_dilation,
                 rhs_dilation=kernel_dilation, dimension_numbers=dn,
                 feature_group_count=self.feature_group_count, precision=self.precision)
@@ -184,7 +196,14 @@ class _Conv(Module):
         return _unflatten_batch(y, batch_shape)
 
     def _local_out_spatial(self, inputs, kernel_size, strides, padding, input_dilation,
-                           kernel_dilation, dn):
+                           kernel_dilation, dn, in_features):
+        if self.conv_general_dilated is not None or self.conv_general_dilated_cls is not None:
+            conv = self._conv_fn()
+            rhs = ShapeDtypeStruct(kernel_size + (in_features, self.features), inputs.dtype)
+            return tuple(eval_shape(lambda lhs, rhs: conv(
+                lhs=lhs, rhs=rhs, window_strides=strides, padding=padding,
+                dimension_numbers=dn, lhs_dilation=input_dilation,
+                rhs_dilation=kernel_dilation), inputs, rhs).shape[1:-1])
         shape = jnp.shape(inputs)
         dilated_in = [(s - 1) * d + 1 for s, d in zip(shape[1:-1], input_dilation)]
         window = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
@@ -227,6 +246,8 @@ class Conv(_Conv):
       precision: ``lax.Precision`` of the convolution.
       kernel_init, bias_init: initializers (default lecun_normal, zeros).
       promote_dtype: ``promote_dtype(inputs, kernel, bias, dtype=)`` replacement.
+      conv_general_dilated, conv_general_dilated_cls: a replacement for
+        ``lax.conv_general_dilated`` (e.g. quantized), or a class built per call.
 
     Parameters: ``kernel`` ``(*kernel_size, in_features // feature_group_count,
     features)``, ``bias`` ``(features,)``.

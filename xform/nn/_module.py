@@ -553,12 +553,26 @@ class Module:
                  table_kwargs={}, column_kwargs={}, compute_flops=False,  # noqa: B006
                  compute_vjp_flops=False, **kwargs):
         """Flax's summary table of ``init(rngs, *args, **kwargs)``: see ``nn.tabulate``."""
-        from xform.nn._summary import tabulate   # cycle: _summary records _module calls
-        return tabulate(self, rngs, depth=depth, show_repeated=show_repeated,
-                        mutable=mutable, console_kwargs=console_kwargs,
-                        table_kwargs=table_kwargs, column_kwargs=column_kwargs,
-                        compute_flops=compute_flops,
-                        compute_vjp_flops=compute_vjp_flops)(*args, **kwargs)
+        return _summary().tabulate(
+            self, rngs, depth=depth, show_repeated=show_repeated, mutable=mutable,
+            console_kwargs=console_kwargs, table_kwargs=table_kwargs,
+            column_kwargs=column_kwargs, compute_flops=compute_flops,
+            compute_vjp_flops=compute_vjp_flops)(*args, **kwargs)
+
+    def module_paths(self, rngs, *args, show_repeated=False,
+                     mutable=DenyList("intermediates"), **kwargs):
+        """``{'/'-joined path: module copy}`` of every submodule that
+        ``init(rngs, *args, **kwargs)`` calls (under ``eval_shape``: no compute)."""
+        if mutable != DenyList("intermediates"):
+            kwargs["mutable"] = mutable
+        _, rows = _summary()._table(self, rngs, args, kwargs, None, show_repeated,
+                                    False, False)
+        return {"/".join(row[0].path): row[0].module for row in rows}
+
+
+def _summary():
+    from xform.nn import _summary as summary   # cycle: _summary records _module calls
+    return summary
 
 
 def apply(fn, module, mutable=False, capture_intermediates=False):

@@ -2,7 +2,6 @@
 MGUCell, SimpleCell, ConvLSTMCell), each a step ``(carry, x) -> (carry, y)`` with
 ``initialize_carry``, and RNN / Bidirectional, which run a cell over a sequence with the
 lifted ``nn.scan`` (parameters broadcast over time: the cell's tree is the RNN's)."""
-import dataclasses
 import functools
 
 import numpy as np
@@ -16,6 +15,7 @@ from xform.nn._conv import Conv
 from xform.nn._linear import Dense, default_kernel_init, promote_dtype
 from xform.nn._module import Module, compact, nowrap
 from xform.nn._transforms import scan as lifted_scan
+from xform.nn.core.frozen_dict import FrozenDict
 
 tanh = jnp.tanh
 
@@ -447,10 +447,10 @@ class RNN(Module):
     reverse: bool = False
     keep_order: bool = False
     unroll: int = 1
-    variable_axes: object = dataclasses.field(default_factory=dict)
+    variable_axes: object = FrozenDict()
     variable_broadcast: object = "params"
     variable_carry: object = False
-    split_rngs: object = dataclasses.field(default_factory=lambda: {"params": False})
+    split_rngs: object = FrozenDict({"params": False})
 
     def __call__(self, inputs, *, initial_carry=None, init_key=None, seq_lengths=None,
                  return_carry=None, time_major=None, reverse=None, keep_order=None):

@@ -145,7 +145,7 @@ class Variable:
     (``unbox``: read/write through ``Partitioned``-style metadata boxes)."""
     __slots__ = ("scope", "collection", "name", "unbox")
 
-    def __init__(self, scope, collection, name, unbox=True):
+    def __init__(self, scope, collection, name, unbox):
         self.scope, self.collection, self.name = scope, collection, name
         self.unbox = unbox
 

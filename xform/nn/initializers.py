@@ -1,16 +1,20 @@
 """``xform.nn.initializers``: ``jax.nn.initializers``, same values for the same key.
 
-An initializer is ``init(key, shape, dtype=float32) -> Array``: JAX's formula over
+An initializer is ``init(key, shape, dtype=float32, out_sharding=None) -> Array``
+(``out_sharding``: a NamedSharding, or a PartitionSpec under a mesh context, that the
+result is resharded to, as JAX's): JAX's formula over
 ``xform.random``'s samplers (each one compiled call, as JAX's), so values match JAX's
 bit for bit eagerly and under jit.
 """
 import functools
 import math
+import typing
 
 import numpy as np
 
 import xform.numpy as jnp
 from xform import random
+from xform.lax.sharding_constraint import reshard
 from xform.transforms.jit import jit
 
 __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal",
@@ -19,30 +23,44 @@ __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal",
            "orthogonal", "truncated_normal", "uniform", "variance_scaling",
            "xavier_normal", "xavier_uniform", "zeros", "zeros_init"]
 
-Initializer = object   # the protocol: ``(key, shape, dtype=None) -> Array``
+class Initializer(typing.Protocol):
+    """What an initializer is (for annotations), as ``jax.nn.initializers.Initializer``."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None): ...
 
 
 def _dtype(dtype):
     return np.dtype(np.float32 if dtype is None else dtype)
 
 
+def _placed(x, out_sharding):
+    return x if out_sharding is None else reshard(x, out_sharding)
+
+
+def _no_sharding(name, out_sharding):
+    # JAX's QR-based initializers take no out_sharding either (NotImplementedError)
+    if out_sharding is not None:
+        raise NotImplementedError(f"nn.initializers.{name}: out_sharding is not "
+                                  f"supported (as in JAX); got {out_sharding!r}")
+
+
 def _shape(shape):
     return tuple(int(d) for d in shape) if np.ndim(shape) else (int(shape),)
 
 
-def zeros(key, shape, dtype=None):
+def zeros(key, shape, dtype=None, out_sharding=None):
     """Zeros of ``shape``.
 
     >>> import xform.nn as nn
     >>> nn.initializers.zeros(None, (2,)).tolist()
     [0.0, 0.0]
     """
-    return jnp.zeros(_shape(shape), _dtype(dtype))
+    return jnp.zeros(_shape(shape), _dtype(dtype), out_sharding=out_sharding)
 
 
-def ones(key, shape, dtype=None):
+def ones(key, shape, dtype=None, out_sharding=None):
     """Ones of ``shape``."""
-    return jnp.ones(_shape(shape), _dtype(dtype))
+    return jnp.ones(_shape(shape), _dtype(dtype), out_sharding=out_sharding)
 
 
 def zeros_init():
@@ -57,33 +75,35 @@ def ones_init():
 
 def constant(value, dtype=None):
     """An initializer filling with ``value``."""
-    def init(key, shape, dtype=dtype):
-        return jnp.full(_shape(shape), value, dtype=_dtype(dtype))
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        return _placed(jnp.full(_shape(shape), value, dtype=_dtype(dtype)), out_sharding)
     return init
 
 
 def uniform(scale=1e-2, dtype=None):
     """Uniform on ``[0, scale)``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         dt = _dtype(dtype)
-        return random.uniform(key, _shape(shape), dt, 0.0, 1.0) * jnp.array(scale, dt)
+        x = random.uniform(key, _shape(shape), dt, 0.0, 1.0) * jnp.array(scale, dt)
+        return _placed(x, out_sharding)
     return init
 
 
 def normal(stddev=1e-2, dtype=None):
     """Normal with mean 0 and standard deviation ``stddev``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         dt = _dtype(dtype)
-        return random.normal(key, _shape(shape), dt) * jnp.array(stddev, dt)
+        return _placed(random.normal(key, _shape(shape), dt) * jnp.array(stddev, dt),
+                       out_sharding)
     return init
 
 
 def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
     """Normal truncated to ``[lower, upper]`` (in standard deviations), times ``stddev``."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
         dt = _dtype(dtype)
-        return (random.truncated_normal(key, lower, upper, _shape(shape), dt)
-                * jnp.array(stddev, dt))
+        return _placed(random.truncated_normal(key, lower, upper, _shape(shape), dt)
+                       * jnp.array(stddev, dt), out_sharding)
     return init
 
 
@@ -110,8 +130,10 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     >>> w.shape
     (3, 4)
     """
-    def init(key, shape, dtype=dtype):
-        shape, dt = _shape(shape), _dtype(dtype)
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        return _placed(_variance_scaled(key, _shape(shape), _dtype(dtype)), out_sharding)
+
+    def _variance_scaled(key, shape, dt):
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
         denominator = {"fan_in": fan_in, "fan_out": fan_out,
                        "fan_avg": (fan_in + fan_out) / 2,
@@ -162,7 +184,8 @@ def _orthogonal(key, n, m, dtype):
 
 def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     """A (semi-)orthogonal matrix over ``column_axis`` vs the other axes flattened."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding("orthogonal", out_sharding)
         shape, dt = _shape(shape), _dtype(dtype)
         if len(shape) < 2:
             raise ValueError("orthogonal initializer requires at least a 2D shape")
@@ -177,7 +200,8 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
 
 def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
     """Delta-orthogonal for 3-5D conv kernels: orthogonal at the spatial centre."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _no_sharding("delta_orthogonal", out_sharding)
         shape, dt = _shape(shape), _dtype(dtype)
         if len(shape) not in (3, 4, 5):
             raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D "

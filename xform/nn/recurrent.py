@@ -2,7 +2,7 @@
 re-exported from ``xform.nn``."""
 from xform.nn._activations import sigmoid  # noqa: F401
 from xform.nn._conv import Conv  # noqa: F401
-from xform.nn._linear import Dense  # noqa: F401
+from xform.nn._linear import Dense, promote_dtype  # noqa: F401
 from xform.nn._module import compact, Module, nowrap  # noqa: F401
 from xform.nn._recurrent import (  # noqa: F401
     Bidirectional, ConvLSTMCell, GRUCell, LSTMCell, MGUCell, OptimizedLSTMCell, RNN,
@@ -12,4 +12,4 @@ from xform.numpy import tanh  # noqa: F401
 
 __all__ = ["Bidirectional", "Conv", "ConvLSTMCell", "Dense", "FrozenDict", "GRUCell",
     "LSTMCell", "MGUCell", "Module", "OptimizedLSTMCell", "RNN", "RNNCellBase",
-    "SimpleCell", "compact", "nowrap", "sigmoid", "tanh"]
+    "SimpleCell", "compact", "nowrap", "promote_dtype", "sigmoid", "tanh"]

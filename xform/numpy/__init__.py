@@ -18,6 +18,10 @@ from xform.core.trace import Tracer as _Tracer
 from xform.numpy._scalar_types import (
     bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
     int32, int64, uint8, uint16, uint32, uint64)
+from xform.numpy._scalar_types import (  # ml_dtypes' narrow types
+    float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3,
+    float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+    float8_e8m0fnu, int1, int2, int4, uint1, uint2, uint4)
 from xform.numpy._creation import (
     arange, array, asarray, empty, empty_like, eye, full, full_like, identity, linspace,
     ones, ones_like, zeros, zeros_like)

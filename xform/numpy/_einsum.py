@@ -182,24 +182,35 @@ def _sum_unneeded(x, lab, needed):
     return lax.reduce_sum(x, axes), "".join(c for c in lab if c in needed)
 
 
-def _prepare(subscripts, operands):
+def _prepare(subscripts, operands, promote=True):
+    # (promote=False: with a preferred_element_type, JAX contracts mixed dtypes as they
+    # are, e.g. float8_e4m3fn x float8_e5m2 -> float32)
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved((subscripts,) + tuple(operands))
     _util.check_arraylike("einsum", *operands)
-    ops = _util.promote_dtypes("einsum", *operands)
+    ops = (_util.promote_dtypes("einsum", *operands) if promote else
+           [_util.asarray(x, "einsum", i) for i, x in enumerate(operands)])
     labels, out = _parse(subscripts, [x.aval.shape for x in ops])
     ops, labels, sizes = _sizes(ops, labels)
     return ops, labels, out, sizes
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, out_sharding=None):
+           preferred_element_type=None, out_sharding=None, _dot_general=None):
     """Like numpy.einsum (see :func:`_einsum`); ``out_sharding`` (a NamedSharding, or a
     PartitionSpec under a mesh) lays the result out so (its type, in explicit mode).
+    ``_dot_general`` (JAX's private hook; Flax's ``Fp8Einsum`` passes its fp8 one)
+    replaces ``lax.dot_general`` for the pairwise contractions.
 
     >>> jnp.einsum("ij,j->i", jnp.ones((2, 3)), jnp.arange(3.0))
     Array([3., 3.], dtype=float32)
     """
+    if _dot_general is not None:  # (a traced-through call: the hook may close over arrays)
+        if out_sharding is not None:
+            raise NotImplementedError("einsum: out_sharding with a _dot_general hook")
+        return _einsum.__wrapped__(subscripts, *operands, out=out, optimize=optimize,
+                                   precision=precision, _dot_general=_dot_general,
+                                   preferred_element_type=preferred_element_type)
     if out_sharding is None:
         return _einsum(subscripts, *operands, out=out, optimize=optimize,
                        precision=precision, preferred_element_type=preferred_element_type)
@@ -212,7 +223,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
 
 @composite(static=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
 def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-            preferred_element_type=None):
+            preferred_element_type=None, _dot_general=None):
     """Einstein summation over the operands' labelled axes.
 
     Args:
@@ -233,7 +244,8 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
-    ops, labels, out_labels, sizes = _prepare(subscripts, operands)
+    ops, labels, out_labels, sizes = _prepare(subscripts, operands,
+                                              promote=preferred_element_type is None)
     path = _path(optimize, labels, out_labels, sizes)
     ops, labels = list(ops), list(labels)
     for k in range(len(ops)):
@@ -249,9 +261,16 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         contract = [c for c in la if c in lb and c not in others]
         dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
                 (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
-        r = _general(a, b, *dims, **kw)
-        lr = "".join(batch + [c for c in la if c not in batch and c not in contract]
-                     + [c for c in lb if c not in batch and c not in contract])
+        rest_a = [c for c in la if c not in batch and c not in contract]
+        rest_b = [c for c in lb if c not in batch and c not in contract]
+        lr = "".join(batch + rest_a + rest_b)
+        if _dot_general is None:
+            r = _general(a, b, *dims, **kw)
+        else:
+            lo, hi = ((a, la, rest_a), (b, lb, rest_b)) if i < j else (
+                (b, lb, rest_b), (a, la, rest_a))
+            r, lr = _hooked_general(_dot_general, lo, hi, batch, contract, out_labels,
+                                    precision, preferred_element_type)
         ops = [x for k, x in enumerate(ops) if k not in (i, j)] + [r]
         labels = [t for k, t in enumerate(labels) if k not in (i, j)] + [lr]
     x, lab = _sum_unneeded(ops[0], labels[0], set(out_labels))
@@ -259,6 +278,23 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     if preferred_element_type is not None:
         x = lax.convert_element_type(x, _util.user_dtype(preferred_element_type))
     return x
+
+
+def _hooked_general(dot_general, lo, hi, batch, contract, out_labels, precision,
+                    preferred_element_type):
+    """A contraction by a user's ``dot_general`` (operands ``(x, labels, free labels)``,
+    ``lo`` the earlier one), in JAX's operand order, which the hook may see (fp8 scales
+    follow the lhs): the later operand first, unless the earlier first gives the
+    output's label order; the operands' dtype as the default result type."""
+    if preferred_element_type is None:
+        preferred_element_type = lo[0].aval.dtype
+    batch, contract = sorted(batch, key=out_labels.find), sorted(contract)
+    lhs, rhs = (lo, hi) if "".join(batch + lo[2] + hi[2]) == out_labels else (hi, lo)
+    (a, la, rest_a), (b, lb, rest_b) = lhs, rhs
+    dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+            (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
+    r = dot_general(a, b, dims, precision, preferred_element_type=preferred_element_type)
+    return r, "".join(batch + rest_a + rest_b)
 
 
 def einsum_path(subscripts, /, *operands, optimize="greedy"):

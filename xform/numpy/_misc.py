@@ -130,9 +130,9 @@ def iterable(y):
 
 _KINDS = {
     "bool": lambda d: d == dtypes.bool_,
-    "signed integer": lambda d: d.kind == "i",
-    "unsigned integer": lambda d: d.kind == "u",
-    "integral": lambda d: d.kind in "iu",
+    "signed integer": lambda d: dtypes.is_integer(d) and not dtypes.is_unsigned(d),
+    "unsigned integer": dtypes.is_unsigned,
+    "integral": dtypes.is_integer,
     "real floating": dtypes.is_floating,
     "complex floating": dtypes.is_complex,
     "numeric": lambda d: d != dtypes.bool_,

@@ -14,9 +14,19 @@ from xform.core.sharding_types import abstract_sharding, result_resharded
 from xform.lax.sharding_constraint import reshard
 
 
+def _operands(name, a, b, preferred_element_type):
+    """The operands as dot_general takes them: promoted to one dtype, except with a
+    ``preferred_element_type``, where JAX passes mixed dtypes on as they are (a
+    float8_e4m3fn x float8_e5m2 product, which promotion refuses)."""
+    if preferred_element_type is None:
+        return _util.promote_dtypes(name, a, b)
+    _util.check_arraylike(name, a, b)
+    return _util.asarray(a, name), _util.asarray(b, name, 1)
+
+
 def _general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
     """dot_general that also takes bool operands (an OR of ANDs, as in XLA)."""
-    if a.aval.dtype == dtypes.bool_:
+    if a.aval.dtype == b.aval.dtype == dtypes.bool_:
         i32 = dtypes.int32
         out = lax.dot_general(lax.convert_element_type(a, i32),
                               lax.convert_element_type(b, i32), (contract, batch), precision)
@@ -44,7 +54,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         with result_resharded():
             out = dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
         return reshard(out, out_sharding)
-    a, b = _util.promote_dtypes("dot", a, b)
+    a, b = _operands("dot", a, b, preferred_element_type)
     if not a.aval.ndim or not b.aval.ndim:
         out = multiply(a, b)
     else:
@@ -71,7 +81,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
 
 def _matmul(a, b, precision, preferred_element_type):
     """:func:`matmul` without its sharding constraint."""
-    a, b = _util.promote_dtypes("matmul", a, b)
+    a, b = _operands("matmul", a, b, preferred_element_type)
     sa, sb = a.aval.shape, b.aval.shape
     for i, s in enumerate((sa, sb)):
         if not s:
@@ -130,7 +140,7 @@ def outer(a, b):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Like numpy.tensordot: ``axes`` is an int N (last N of ``a`` with first N of
     ``b``) or a pair of axis sequences."""
-    a, b = _util.promote_dtypes("tensordot", a, b)
+    a, b = _operands("tensordot", a, b, preferred_element_type)
     na, nb = a.aval.ndim, b.aval.ndim
     if isinstance(axes, (int, np.integer)):
         n = operator.index(axes)

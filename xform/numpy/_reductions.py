@@ -164,8 +164,10 @@ def _identity_of(dt, is_max):
     if dt == dtypes.bool_:
         return not is_max
     if dtypes.is_integer(dt):
-        info = np.iinfo(dt)
+        info = dtypes.iinfo(dt)
         return int(info.min if is_max else info.max)
+    if not dtypes.supports_inf(dt):  # (float8_e4m3fn etc.: -inf would be nan)
+        return float(dtypes.finfo(dt).min if is_max else dtypes.finfo(dt).max)
     return -np.inf if is_max else np.inf
 
 
@@ -190,7 +192,7 @@ def _max_or_min(name, a, axis, out, keepdims, initial, where):
         r = (lax.reduce_max if is_max else lax.reduce_min)(x, axes)
     if initial is not None:
         if isinstance(initial, (float, np.floating)) and dtypes.issubdtype(dt, np.integer):
-            info = np.iinfo(dt)     # saturate like XLA's convert (e.g. initial=-inf)
+            info = dtypes.iinfo(dt)     # saturate like XLA's convert (e.g. initial=-inf)
             initial = 0 if np.isnan(initial) else int(np.clip(initial, info.min, info.max))
         init = _util.convert(initial, dt)
         r = (logical_or if is_max else logical_and)(r, init) if dt == dtypes.bool_ \
@@ -368,7 +370,7 @@ def argmin(a, axis=None, out=None, keepdims=None):
     if dt == dtypes.bool_:
         a = lax.eq(a, _util.scalar_array(False, dtypes.bool_, False))
     elif dtypes.is_unsigned(dt):
-        a = lax.sub(_const(a, np.iinfo(dt).max), a)
+        a = lax.sub(_const(a, dtypes.iinfo(dt).max), a)
     elif dtypes.is_integer(dt):
         a = lax.sub(lax.neg(a), _const(a, 1))
     else:

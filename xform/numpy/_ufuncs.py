@@ -20,13 +20,12 @@ from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._util import asarray, promote_args
 
-_INT_KINDS = frozenset(d for d in dtypes.all_dtypes if d.kind in "iu")
 # Python scalar type -> array dtypes it joins without changing them (weakly).
 _WEAK_OK = {
     int: frozenset(dtypes.numeric_dtypes),
     float: frozenset(dtypes.inexact_dtypes),
 }
-_INT_BOUNDS = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in _INT_KINDS}
+_INT_BOUNDS = {d: (int(dtypes.iinfo(d).min), int(dtypes.iinfo(d).max)) for d in dtypes.int_dtypes}
 
 
 def _fast_pair(x, y, allowed=None):
@@ -501,7 +500,7 @@ def invert(x, /):
     if dt == dtypes.bool_:
         return _not(x)
     if dtypes.is_unsigned(dt):
-        return lax.sub(_const(x, np.iinfo(dt).max), x)
+        return lax.sub(_const(x, dtypes.iinfo(dt).max), x)
     if dtypes.is_integer(dt):
         return lax.sub(lax.neg(x), _const(x, 1))
     raise TypeError(f"invert requires a bool or integer array, got {dt.name}.")

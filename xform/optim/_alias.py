@@ -2,6 +2,7 @@
 ending in ``scale_by_learning_rate``, so its state and numerics are Optax's."""
 import functools
 
+import xform.numpy as jnp
 from xform.optim import _basic as B
 from xform.optim import _scaling as S
 from xform.optim._base import chain, identity
@@ -134,7 +135,7 @@ def adadelta(learning_rate=None, rho=0.9, eps=1e-6, weight_decay=0.0, weight_dec
 
 def adafactor(learning_rate=None, min_dim_size_to_factor=128, decay_rate=0.8, decay_offset=0,
               multiply_by_parameter_scale=True, clipping_threshold=1.0, momentum=None,
-              dtype_momentum="float32", weight_decay_rate=None, eps=1e-30, factored=True,
+              dtype_momentum=jnp.float32, weight_decay_rate=None, eps=1e-30, factored=True,
               weight_decay_mask=None):
     """Adafactor (Shazeer & Stern, 2018): factored second moments, update clipping,
     relative step sizes.

@@ -95,5 +95,9 @@ class PyTreeNode:
         super().__init_subclass__()
         dataclass(cls, **kwargs)
 
+    def __init__(self, *args, **kwargs):   # each subclass gets its dataclass __init__
+        raise NotImplementedError(f"{type(self).__name__}: construct a PyTreeNode "
+                                  f"subclass, not PyTreeNode itself")
+
     def replace(self, **overrides):   # replaced per subclass; here for type checkers
         return dataclasses.replace(self, **overrides)

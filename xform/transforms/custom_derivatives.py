@@ -35,7 +35,7 @@ def forward_attr(self, name):
 
 
 def _resolve_kwargs(fun, args, kwargs, kind):
-    if not kwargs:
+    if not kwargs and not getattr(fun, "__defaults__", None):  # (else: fill in defaults)
         return tuple(args)
     try:
         bound = inspect.signature(fun).bind(*args, **kwargs)

@@ -1,0 +1,294 @@
+"""``sparsify``: run a function written for dense arrays on BCOO arguments.
+
+JAX's interpreter design: trace ``f`` to a jaxpr with each BCOO standing in as a dense
+aval of its shape, then evaluate that jaxpr with an environment holding dense arrays or
+BCOOs. An equation with only dense inputs binds its primitive as is (under whatever trace
+is current, so jit/grad/vmap around sparsify still work); one with a BCOO input goes to
+the primitive's sparse rule, which computes with the BCOO's buffers. The road not taken,
+a SparseTrace with ``process_primitive``, needs the same rule table plus tracer plumbing
+through every higher-order primitive; the jaxpr interpreter gets calls (jit) by
+recursing into the inner jaxpr. The BCOO operator methods (``@``, ``*``, ``+``, ``sum``,
+``astype``, ...) are sparsify of the jnp function, as in JAX.
+"""
+import functools
+
+from xform import lax
+from xform import numpy as jnp
+from xform.core.jaxpr import ClosedJaxpr, Literal
+from xform.core.tree_util import tree_flatten, tree_unflatten
+from xform.core.trace import get_aval
+from xform.experimental.sparse._bcoo import BCOO, bcoo_todense
+from xform.experimental.sparse._dot import bcoo_dot_general
+from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
+                                            bcoo_multiply_sparse, bcoo_reduce_sum,
+                                            bcoo_sort_indices, bcoo_sum_duplicates,
+                                            bcoo_transpose)
+from xform.experimental.sparse._ops2 import (TODENSE_NAME, bcoo_broadcast_in_dim,
+                                             bcoo_concatenate, bcoo_reshape)
+from xform.experimental.sparse._util import dense_aval
+from xform.interpreters import partial_eval as pe
+from xform.interpreters.custom import custom_jvp_call_p
+from xform.interpreters.pjit import pjit_p
+
+sparse_rules_bcoo = {}
+
+_zero_preserving_linear_unary = [lax.conj_p, lax.imag_p, lax.neg_p, lax.real_p]
+_zero_preserving_unary = [
+    lax.abs_p, lax.asin_p, lax.asinh_p, lax.atan_p, lax.atanh_p, lax.bessel_i1e_p,
+    lax.expm1_p, lax.log1p_p, lax.sign_p, lax.sin_p, lax.sinh_p, lax.sqrt_p, lax.square_p,
+    lax.tan_p, lax.tanh_p, lax.convert_element_type_p]
+_densifying = [lax.acos_p, lax.acosh_p, lax.bessel_i0e_p, lax.cos_p, lax.cosh_p, lax.eq_p,
+               lax.exp_p, lax.ge_p, lax.gt_p, lax.le_p, lax.lt_p, lax.log_p, lax.ne_p,
+               lax.xor_p]
+
+
+def _raise_unimplemented_primitive(prim):
+    if prim in _densifying:
+        raise NotImplementedError(
+            f"sparse rule for {prim} is not implemented because it would result in dense "
+            "output. If this is your intent, use sparse.todense() to convert your arguments "
+            "to dense matrices.")
+    raise NotImplementedError(f"sparse rule for {prim} is not implemented.")
+
+
+def _eval_sparse(jaxpr, consts, args):
+    env = {}
+    read = lambda a: a.val if type(a) is Literal else env[a]
+    env.update(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, args, strict=True))
+    for eqn in jaxpr.eqns:
+        invals = [read(a) for a in eqn.invars]
+        if any(isinstance(v, BCOO) for v in invals):
+            rule = sparse_rules_bcoo.get(eqn.primitive)
+            if rule is None:
+                _raise_unimplemented_primitive(eqn.primitive)
+            outs = rule(*invals, **eqn.params)
+        else:
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        env.update(zip(eqn.outvars, outs, strict=True))
+    return [read(a) for a in jaxpr.outvars]
+
+
+def _aval(x):
+    return dense_aval(x.shape, x.dtype) if isinstance(x, BCOO) else get_aval(x)
+
+
+def sparsify(f, use_tracer=False):
+    """Make ``f``, written for dense arrays, accept :class:`BCOO` arguments.
+
+    Args:
+      f: a function of arrays (pytrees allowed); BCOO arguments are used sparsely.
+      use_tracer: JAX's tracer variant; xform has only the interpreter, so this must be
+        False.
+
+    Returns:
+      The sparsified function: outputs are BCOO where the computation stayed sparse.
+
+    Raises:
+      NotImplementedError: for a primitive with no sparse rule (JAX's message), e.g.
+        ``cos`` of a BCOO, which would be dense.
+
+    >>> import xform.numpy as jnp
+    >>> from xform.experimental import sparse
+    >>> M = sparse.BCOO.fromdense(jnp.arange(12).reshape(3, 4))
+    >>> sparse.sparsify(lambda M, v: 2 * M.T @ v)(M, jnp.array([3, 4, 2])).tolist()
+    [64, 82, 100, 118]
+    """
+    if use_tracer:
+        raise NotImplementedError("sparsify(use_tracer=True): xform implements sparsify "
+                                  "with the jaxpr interpreter only")
+
+    @functools.wraps(f)
+    def wrapped(*args, **params):
+        leaves, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, BCOO))
+        leaves = [x if isinstance(x, BCOO) else jnp.asarray(x) for x in leaves]
+        closed, consts, out_tree = pe.trace_to_subjaxpr(
+            lambda *a: f(*a, **params), in_tree, [_aval(x) for x in leaves])
+        outs = _eval_sparse(closed.jaxpr, closed.consts, [*consts, *leaves])
+        return tree_unflatten(out_tree, outs)
+    return wrapped
+
+
+# ---- rules ----
+
+def _ensure_unique(x):
+    return x if x.unique_indices else bcoo_sum_duplicates(x, nse=x.nse)
+
+
+def _like(x, data):
+    """A BCOO with ``x``'s indices (the same array object) and new data."""
+    return BCOO((data, x.indices), shape=x.shape, indices_sorted=x.indices_sorted,
+                unique_indices=x.unique_indices)
+
+
+def _unary_rule(prim, linear):
+    def rule(x, **params):
+        if not linear:   # f(a) + f(b) != f(a + b): merge duplicates first
+            x = _ensure_unique(x)
+        return _like(x, prim.bind(x.data, **params))
+    return rule
+
+
+for _p in _zero_preserving_unary:
+    sparse_rules_bcoo[_p] = _unary_rule(_p, linear=False)
+for _p in _zero_preserving_linear_unary:
+    sparse_rules_bcoo[_p] = _unary_rule(_p, linear=True)
+
+
+def _integer_pow_rule(x, *, y):
+    if y <= 0:
+        raise NotImplementedError(
+            f"sparse rule for {lax.integer_pow_p} with non-positive exponent {y} is not "
+            "implemented because it would result in dense output. If this is your intent, "
+            "use sparse.todense() to convert your argument to a dense array.")
+    return _unary_rule(lax.integer_pow_p, False)(x, y=y)
+
+
+sparse_rules_bcoo[lax.integer_pow_p] = _integer_pow_rule
+
+
+def _add_rule(x, y):
+    if isinstance(x, BCOO) and isinstance(y, BCOO):
+        if x.shape != y.shape:
+            raise NotImplementedError("Addition between sparse matrices of different shapes.")
+        if x.indices is y.indices:
+            return _like(x, lax.add(x.data, y.data))
+        if x.indices.ndim != y.indices.ndim or x.data.ndim != y.data.ndim:
+            raise NotImplementedError("Addition between sparse matrices with different "
+                                      "batch/dense dimensions.")
+        axis = x.indices.ndim - 2
+        return BCOO((lax.concatenate([x.data, y.data], axis),
+                     lax.concatenate([x.indices, y.indices], axis)), shape=x.shape)
+    if isinstance(y, BCOO):
+        x, y = y, x
+    out_shape = jnp.broadcast_shapes(x.shape, y.shape)
+    if y.shape != out_shape:
+        raise NotImplementedError(
+            "Addition between a sparse array X and a dense array Y is not implemented when "
+            "the output shape is larger than Y.shape. This is to prevent silent densification "
+            "of a large sparse array. If this is your intent, you can explicitly cast the "
+            "sparse array to a dense matrix.")
+    return bcoo_todense(x) + y
+
+
+def _sub_rule(x, y):
+    if isinstance(x, BCOO) and isinstance(y, BCOO):
+        return _add_rule(x, _like(y, lax.neg(y.data)))
+    raise NotImplementedError("Subtraction between sparse and dense array.")
+
+
+def _mul_rule(x, y, **params):
+    if isinstance(x, BCOO) and isinstance(y, BCOO):
+        if x.indices is y.indices and x.unique_indices:
+            return _like(x, lax.mul(x.data, y.data))
+        return bcoo_multiply_sparse(x, y)
+    if isinstance(y, BCOO):
+        x, y = y, x
+    return _like(x, bcoo_multiply_dense(x, y))
+
+
+def _div_rule(x, y):
+    if isinstance(y, BCOO):
+        raise NotImplementedError(
+            "Division by a sparse array is not implemented because it would result in dense "
+            "output. If this is your intent, use sparse.todense() to convert your arguments "
+            "to a dense array.")
+    return _like(x, bcoo_multiply_dense(x, 1. / jnp.asarray(y)))
+
+
+def _reduce_sum_rule(x, *, axes, **_):
+    mat = bcoo_reduce_sum(x, axes=axes)
+    return mat.data.sum() if mat.shape == () else mat
+
+
+def _transpose_rule(x, *, permutation, **_):
+    return bcoo_transpose(x, permutation=permutation)
+
+
+def _dot_general_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None, **_):
+    return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                            preferred_element_type=preferred_element_type)
+
+
+def _broadcast_in_dim_rule(x, *dyn, shape, broadcast_dimensions, **_):
+    return bcoo_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+
+
+def _reshape_rule(x, *dyn, new_sizes, dimensions=None, **_):
+    return bcoo_reshape(x, new_sizes=new_sizes, dimensions=dimensions)
+
+
+def _concatenate_rule(*xs, dimension, **_):
+    if not all(isinstance(x, BCOO) for x in xs):
+        raise NotImplementedError("sparse concatenate of sparse and dense arrays; convert "
+                                  "with sparse.todense() or BCOO.fromdense()")
+    return bcoo_concatenate(xs, dimension=dimension)
+
+
+def _call_rule(param):
+    """Calls (jit, custom_jvp functions) are inlined: their jaxpr is evaluated sparsely;
+    the identity call ``sparse.todense`` stages for a traced argument densifies."""
+    def rule(*args, **params):
+        if params.get("name") == TODENSE_NAME:
+            return [bcoo_todense(x) if isinstance(x, BCOO) else x for x in args]
+        closed = params[param]
+        if not isinstance(closed, ClosedJaxpr):
+            raise NotImplementedError(f"sparse rule for a call with {param}={type(closed)}")
+        return _eval_sparse(closed.jaxpr, closed.consts, list(args))
+    return rule
+
+
+sparse_rules_bcoo.update({
+    lax.add_p: _add_rule, lax.sub_p: _sub_rule, lax.mul_p: _mul_rule, lax.div_p: _div_rule,
+    lax.reduce_sum_p: _reduce_sum_rule, lax.transpose_p: _transpose_rule,
+    lax.dot_general_p: _dot_general_rule, lax.broadcast_in_dim_p: _broadcast_in_dim_rule,
+    lax.concatenate_p: _concatenate_rule, lax.reshape_p: _reshape_rule, pjit_p: _call_rule("jaxpr"),
+    custom_jvp_call_p: _call_rule("call_jaxpr"),
+})
+
+
+# ---- BCOO methods derived from sparsify (here, as in JAX, to avoid an import cycle) ----
+
+def _swap(f):
+    return lambda a, b: f(b, a)
+
+
+def _transpose_method(self, axes=None):
+    """The array with axes permuted (reversed if ``axes`` is None)."""
+    perm = tuple(range(self.ndim))[::-1] if axes is None else axes
+    return bcoo_transpose(self, permutation=perm)
+
+
+def _sum_duplicates_method(self, nse=None, remove_zeros=True):
+    """Duplicates summed and indices sorted; explicit zeros dropped if ``remove_zeros``
+    (not differentiable then). ``nse`` fixes the output size (needed under jit)."""
+    if remove_zeros:
+        return bcoo_eliminate_zeros(self, nse=nse)
+    return bcoo_sum_duplicates(self, nse=nse)
+
+
+_bcoo_methods = {
+    "transpose": _transpose_method,
+    "sum_duplicates": _sum_duplicates_method,
+    "sort_indices": bcoo_sort_indices,
+    "astype": lambda self, *a, **k: sparsify(lambda x: x.astype(*a, **k))(self),
+    "reshape": lambda self, *a, **k: sparsify(lambda x: x.reshape(*a, **k))(self),
+    "sum": lambda self, *a, **k: sparsify(lambda x: x.sum(*a, **k))(self),
+    "__abs__": sparsify(jnp.abs),
+    "__neg__": sparsify(jnp.negative),
+    "__pos__": sparsify(jnp.positive),
+    "__matmul__": sparsify(jnp.matmul),
+    "__rmatmul__": sparsify(_swap(jnp.matmul)),
+    "__mul__": sparsify(jnp.multiply),
+    "__rmul__": sparsify(_swap(jnp.multiply)),
+    "__truediv__": sparsify(jnp.divide),
+    "__add__": sparsify(jnp.add),
+    "__radd__": sparsify(_swap(jnp.add)),
+    "__sub__": sparsify(jnp.subtract),
+    "__rsub__": sparsify(_swap(jnp.subtract)),
+    "__pow__": lambda x, y: sparsify(lambda x: jnp.power(x, y))(x),
+}
+for _name, _impl in _bcoo_methods.items():
+    setattr(BCOO, _name, _impl)
