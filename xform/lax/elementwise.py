@@ -354,15 +354,16 @@ def abs(x):
 
 def _abs_jvp(t, ans, x):
     if not dtypes.is_complex(get_aval(x).dtype):
-        return mul(t, sign(x))
+        # select, not t * sign(x): slope 1 at x = 0 and -1 at NaN, as JAX's rule.
+        return select_n(ge(x, _const(x, 0)), neg(t), t)
     # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0 (as JAX does).
     from xform.lax.complex import conj, real  # (a cycle: complex builds on elementwise)
     safe = select_n(eq(ans, _const(ans, 0)), ans, _shapes.full_like(ans, _const(ans, 1)))
     return real(mul(t, div(conj(x), convert_element_type(safe, get_aval(x).dtype))))
 
 
-# (as JAX, not the 2- and 4-bit ints: XLA supports them only in a few ops)
-abs_p = unop("abs", numeric - dtypes.narrow_int_dtypes,   # |complex| is real
+# (as JAX, not the 2- and 4-bit ints: XLA supports them only in a few ops; nor unsigned)
+abs_p = unop("abs", numeric - dtypes.narrow_int_dtypes - dtypes.unsigned_int_dtypes,
              result_dtype=lambda d: np.finfo(d).dtype if dtypes.is_complex(d) else d)
 ad.defjvp2(abs_p, _abs_jvp)
 mlir.register_lowering(abs_p, mlir.elementwise(hlo.abs))
@@ -373,9 +374,19 @@ def sign(x):
     return sign_p.bind(x)
 
 
+def _sign_lowering(ctx, x):
+    aval = ctx.avals_out[0]
+    if not dtypes.is_unsigned(aval.dtype):
+        return hlo.sign(x)
+    # stablehlo.sign takes no unsigned operand; JAX lowers it as select(x == 0, 0, 1).
+    zero = mlir.full_like_aval(0, aval)
+    return hlo.select(hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("EQ")), zero,
+                      mlir.full_like_aval(1, aval))
+
+
 sign_p = unop("sign", numeric)
 ad.defnondiff(sign_p)
-mlir.register_lowering(sign_p, mlir.elementwise(hlo.sign))
+mlir.register_lowering(sign_p, _sign_lowering)
 
 
 # ---- comparisons ----
@@ -516,7 +527,8 @@ def convert_element_type(x, new_dtype, weak_type=False):
     if isinstance(x, (bool, int, float, complex)):
         return scalar_array(x, new_dtype, weak_type)
     aval = get_aval(x)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+    if (aval.dtype == new_dtype and aval.weak_type == weak_type
+            and not isinstance(x, (np.ndarray, np.generic))):  # as JAX, numpy in -> Array out
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
 

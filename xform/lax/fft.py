@@ -18,7 +18,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, standard_primitive
 from xform.lax.complex import conj, real
-from xform.lax.elementwise import mul
+from xform.lax.elementwise import convert_element_type, mul
 from xform.lax.shapes import broadcast_in_dim, pad
 
 hlo = mlir.hlo
@@ -65,6 +65,18 @@ def fft(x, fft_type, fft_lengths):
             raise ValueError(f"fft_type must be one of FFT, IFFT, RFFT, IRFFT; got "
                              f"{fft_type!r}") from None
     fft_lengths = tuple(int(n) for n in fft_lengths)
+    # As JAX, the wrapper casts: RFFT to the inexact dtype, the others to complex.
+    dt = dtypes.dtype(x)
+    if fft_type == FftType.RFFT:
+        if dtypes.is_complex(dt):
+            raise ValueError("only real valued inputs supported for rfft")
+        x = convert_element_type(x, dtypes.to_inexact_dtype(dt))
+    elif not dtypes.is_complex(dt):
+        inexact = dtypes.to_inexact_dtype(dt)
+        x = convert_element_type(x, dtypes.complex128 if inexact == dtypes.float64
+                                 else dtypes.complex64)
+    if not fft_lengths:
+        return x   # XLA has no rank-0 FFT
     return fft_p.bind(x, fft_type=FftType(fft_type), fft_lengths=fft_lengths)
 
 

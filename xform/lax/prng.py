@@ -192,8 +192,9 @@ def bitcast_convert_type(operand, new_dtype):
 
 def _bitcast_abstract_eval(x, *, new_dtype):
     old_bits, new_bits = dtypes.itemsize_bits(x.dtype), dtypes.itemsize_bits(new_dtype)
-    if np.dtype(x.dtype).kind == "c" or new_dtype.kind == "c":
-        raise TypeError(f"bitcast_convert_type does not support complex types, got "
+    if x.dtype != new_dtype and {np.dtype(x.dtype).kind, new_dtype.kind} & {"b", "c"}:
+        raise TypeError(f"bitcast_convert_type does not support bool or complex types "
+                        f"unless the operand and destination types match, got "
                         f"{x.dtype.name} -> {new_dtype.name}.")
     if old_bits == new_bits:
         return ShapedArray(x.shape, new_dtype)

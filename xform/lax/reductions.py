@@ -288,7 +288,7 @@ def _arg_bind(prim, operand, axis, index_dtype):
 
 def _arg_abstract_eval(name):
     def rule(x, *, axes, index_dtype):
-        check_dtype(name, x.dtype, numeric | {np.dtype(np.bool_)})
+        check_dtype(name, x.dtype, (numeric - dtypes.complex_dtypes) | {np.dtype(np.bool_)})
         (axis,) = axes
         if x.shape[axis] == 0:
             raise ValueError(f"{name} of an empty axis (axis {axis} of shape {x.shape}) "

@@ -337,8 +337,7 @@ def iota(dtype, size):
 
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
-    """An array of ``shape`` whose values count along ``dimension`` (``out_sharding``:
-    its sharding, as ``broadcast_in_dim``'s)."""
+    """An array of ``shape`` counting along ``dimension``; ``out_sharding`` as in broadcasts."""
     shape, dtype, dimension = _ints(shape, "iota shape"), dtypes.canonicalize_dtype(dtype), \
         int(dimension)
     if out_sharding is None:
@@ -351,6 +350,8 @@ def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
+    if dtypes.is_bool(dtype):   # (XLA has no bool iota)
+        raise TypeError("iota does not accept dtype bool; use an integer dtype")
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota dimension {dimension} out of range for shape {shape}")
     return _typed_result(shape, dtype, sharding=sharding)

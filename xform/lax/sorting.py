@@ -114,9 +114,6 @@ def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
     if not 0 <= dimension < max(avals[0].ndim, 1) or avals[0].ndim == 0:
         raise TypeError(f"sort dimension {dimension} is out of range for shape "
                         f"{avals[0].shape}")
-    for a in avals[:num_keys]:
-        if dtypes.is_complex(a.dtype):
-            raise TypeError("sort keys of complex dtype are not supported")
     return list(avals)
 
 
@@ -156,11 +153,19 @@ def _canonical_float(x, dtype):
 
 
 def _lt_region(block_args, avals, num_keys):
-    """Lexicographic ``x < y`` over the first ``num_keys`` (x, y) argument pairs."""
-    result = None
-    for k in reversed(range(num_keys)):
+    """Lexicographic ``x < y`` over the first ``num_keys`` (x, y) argument pairs; a
+    complex key compares as (real, imag), as in JAX."""
+    keys = []
+    for k in range(num_keys):
         dt = avals[k].dtype
         x, y = block_args[2 * k], block_args[2 * k + 1]
+        if dtypes.is_complex(dt):
+            part = np.finfo(dt).dtype
+            keys += [(hlo.real(x), hlo.real(y), part), (hlo.imag(x), hlo.imag(y), part)]
+        else:
+            keys.append((x, y, dt))
+    result = None
+    for x, y, dt in reversed(keys):
         if dtypes.is_inexact(dt):
             x, y = _canonical_float(x, dt), _canonical_float(y, dt)
         less = _compare(x, y, "LT", dt)

@@ -19,7 +19,7 @@ from xform.core import dtypes
 from xform.core.trace import get_aval
 from xform.interpreters import ad, mlir
 from xform.lax import reductions
-from xform.lax._prim import _scalar_args, float_dtypes, naryop
+from xform.lax._prim import _scalar_args, check_dtype, float_dtypes, naryop
 from xform.lax.bitwise import bitwise_and, bitwise_not, bitwise_or
 from xform.lax.control_flow.loops import while_loop
 from xform.lax.rounding import floor
@@ -53,7 +53,10 @@ def igamma_grad_a(a, x):
 def random_gamma_grad(a, x):
     r"""The derivative of a ``Gamma(a, 1)`` sample ``x`` with respect to ``a`` at fixed
     CDF value (implicit reparameterization): :math:`-(\partial P / \partial a) / p(x)`."""
-    return _random_gamma_grad(*_scalar_args("random_gamma_grad", a, x))
+    a, x = _scalar_args("random_gamma_grad", a, x)
+    for v in (a, x):   # (a composite: no primitive's dtype rule checks it)
+        check_dtype("random_gamma_grad", get_aval(v).dtype, float_dtypes)
+    return _random_gamma_grad(a, x)
 
 
 def betainc(a, b, x):

@@ -281,7 +281,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
       An array of the operand's dtype with one element per window.
 
     Raises:
-      NotImplementedError: for other computations, or an init that is not the identity.
+      NotImplementedError: for other computations, or add with a non-zero init.
       TypeError: for parameters of the wrong length or non-positive sizes.
 
     >>> x = jnp.arange(16.).reshape(4, 4)
@@ -301,9 +301,14 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     init = to_concrete_value(init_value)
     # (the identity of the operand's dtype or, as JAX, of the init's own: -inf is max's
     # also for float8_e4m3fn, whose own identity is -448)
-    if init is None or np.shape(init) != () or not any(
-            np.asarray(init) == np.asarray(identity(d), d)
-            for d in (aval.dtype, dtypes.dtype(init))):
+    is_identity = init is not None and np.shape(init) == () and any(
+        np.asarray(init) == np.asarray(identity(d), d)
+        for d in (aval.dtype, dtypes.dtype(init)))
+    # XLA pads with init and folds it in once: for max/min that is op(result, init), so
+    # any scalar init works; a non-zero init for add would count the padding.
+    extra_init = (not is_identity and computation is not _ew.add
+                  and np.ndim(init_value) == 0)
+    if not is_identity and not extra_init:
         raise NotImplementedError(
             f"reduce_window with {computation.__name__} needs init_value equal to its "
             f"identity {identity(aval.dtype)!r} for dtype {aval.dtype.name}, got "
@@ -316,4 +321,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     params = _window_params(f"reduce_window ({computation.__name__})", ndim,
                             window_dimensions, window_strides, padding, base_dilation,
                             window_dilation)
-    return prim.bind(operand, **params)
+    out = prim.bind(operand, **params)
+    if extra_init:
+        out = computation(out, _ew.convert_element_type(init_value, aval.dtype))
+    return out

@@ -111,7 +111,8 @@ def softplus(x):
     >>> xform.nn.softplus(xform.numpy.array([-1000., 0., 1000.]))
     Array([0.000000e+00, 6.931472e-01, 1.000000e+03], dtype=float32)
     """
-    x, = _util.promote_dtypes("softplus", x, to="inexact")
+    # Promoted together with logaddexp's 0, as JAX's: bool input gives a weak float.
+    x, _ = _util.promote_dtypes("softplus", x, 0, to="inexact")
     return _softplus(x)
 
 

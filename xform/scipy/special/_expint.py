@@ -233,6 +233,8 @@ def spence(x):
     if x.aval.dtype not in (np.float32, np.float64):
         raise TypeError(f"x.dtype={x.aval.dtype} is not supported, see docstring for "
                         "supported types.")
+    special = (x <= 0.0) | (x == 1.0)   # NaN / constant there: keep the series (and
+    x_in, x = x, jnp.where(special, 0.75, x)  # its NaN/inf gradient) off those points
     big = x > 2.0
     y = jnp.where(big, 1.0 / x, x)
     high, low = y > 1.5, y < 0.5
@@ -241,8 +243,8 @@ def spence(x):
     out = -w * jnp.polyval(np.array(_SPENCE_A, dt), w) / jnp.polyval(np.array(_SPENCE_B, dt), w)
     out = jnp.where(low, np.pi ** 2 / 6.0 - jnp.log(y) * jnp.log(1.0 - y) - out, out)
     out = jnp.where(big | high, -0.5 * jnp.log(y) ** 2 - out, out)
-    out = jnp.where(x == 0.0, np.pi ** 2 / 6, jnp.where(x == 1.0, 0, out))
-    return jnp.where(x < 0.0, np.nan, out)
+    out = jnp.where(x_in == 0.0, np.pi ** 2 / 6, jnp.where(x_in == 1.0, 0, out))
+    return jnp.where(x_in < 0.0, np.nan, out)
 
 
 # ---- sici: a rational series up to 4, auxiliary functions f, g up to 1e9, then 1/x ----

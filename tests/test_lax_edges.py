@@ -1,0 +1,136 @@
+"""Regressions from a differential sweep of ``xform.lax`` / ``xform.nn`` activations /
+``xform.scipy.special`` against JAX over dtypes, special values and parameter
+variants: one small case per bug class, compared with jax at run time.
+"""
+import jax
+import numpy as np
+import pytest
+from jax import lax as jlax
+
+import xform
+from xform import lax as xlax
+from optable import assert_tree_same
+
+U8 = np.array([0, 1, 128, 255], np.uint8)
+U32 = np.array([0, 7, 2**32 - 1], np.uint32)
+
+
+@pytest.mark.parametrize("x", [U8, U32], ids=["uint8", "uint32"])
+def test_sign_and_abs_of_unsigned(x):
+    # sign lowers through a select (stablehlo.sign takes no unsigned operand); abs of
+    # unsigned is a TypeError at trace time, as JAX's, not an XLA verifier error.
+    want = jlax.sign(x)
+    assert_tree_same(xlax.sign(x), want, 0, "sign")
+    assert_tree_same(xform.jit(xlax.sign)(x), want, 0, "jit sign")
+    with pytest.raises(TypeError):
+        jlax.abs(x)
+    with pytest.raises(TypeError, match="abs does not accept dtype"):
+        xlax.abs(x)
+
+
+def test_bool_iota_and_bitcast_are_type_errors():
+    for L in (jlax, xlax):
+        with pytest.raises(TypeError):
+            L.iota(np.bool_, 3)
+        with pytest.raises(TypeError):
+            L.bitcast_convert_type(np.array([True]), np.int8)
+        with pytest.raises(TypeError):
+            L.bitcast_convert_type(np.array([1], np.int8), np.bool_)
+    c = np.array([1 + 2j], np.complex64)   # same type: allowed
+    assert_tree_same(xlax.bitcast_convert_type(c, np.complex64),
+                     jlax.bitcast_convert_type(c, np.complex64), 0, "bitcast c64")
+
+
+def test_convert_element_type_of_numpy_returns_an_array():
+    x = np.arange(3, dtype=np.float32)
+    out = xlax.convert_element_type(x, np.float32)
+    assert isinstance(out, xform.Array)
+    assert_tree_same(out, jlax.convert_element_type(x, np.float32), 0, "convert")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.bool_])
+@pytest.mark.parametrize("kind", ["FFT", "IFFT", "RFFT"])
+def test_fft_casts_real_input(kind, dtype):
+    x = (np.arange(4) % 3).astype(dtype)
+    assert_tree_same(xlax.fft(x, kind, (4,)), jlax.fft(x, kind, (4,)), 1e-5, kind)
+
+
+def test_fft_rank0_lengths_and_complex_rfft():
+    x = np.array([1 + 1j, 2], np.complex64)
+    assert_tree_same(xlax.fft(x, "FFT", ()), jlax.fft(x, "FFT", ()), 0, "fft ()")
+    for L in (jlax, xlax):
+        with pytest.raises(ValueError, match="real valued"):
+            L.fft(x, "RFFT", (2,))
+
+
+@pytest.mark.parametrize("padding", ["VALID", "SAME", ((1, 0), (0, 1))])
+def test_reduce_window_max_min_any_init(padding):
+    x = np.array([[3, -1, 7], [0, 5, -2]], np.int32)
+    for name, init in (("max", 0), ("min", 4), ("max", np.int32(-100))):
+        args = (x, init, getattr(jlax, name), (2, 2), (1, 2), padding)
+        want = jlax.reduce_window(*args, base_dilation=(1, 2))
+        got = xlax.reduce_window(x, init, getattr(xlax, name), *args[3:], base_dilation=(1, 2))
+        assert_tree_same(got, want, 0, f"{name} init={init}")
+        jitted = xform.jit(lambda x, i: xlax.reduce_window(
+            x, i, getattr(xlax, name), *args[3:], base_dilation=(1, 2)))(x, init)
+        assert_tree_same(jitted, want, 0, f"jit {name} init={init}")
+
+
+def test_betaln_beta_large_arguments():
+    # lgamma(a) + lgamma(b) - lgamma(a + b) cancels to 0 (float32) or NaN (float16).
+    a = np.array([0.5, 3, 8, 1e4, 1e7, 2.5, 30, 2**31 - 1], np.float32)
+    b = np.array([1e7, 9, 8, 2, 3e6, 100, 31, 5], np.float32)
+    for dtype in (np.float32, np.float16):
+        for name in ("betaln", "beta"):
+            jf, xf = getattr(jax.scipy.special, name), getattr(xform.scipy.special, name)
+            aa, bb = (np.minimum(v, 6e4).astype(dtype) for v in (a, b))
+            assert_tree_same(xf(aa, bb), jf(aa, bb), 2e-3 if dtype == np.float16 else 2e-5,
+                             f"{name} {np.dtype(dtype).name}")
+    assert_tree_same(xform.grad(xform.scipy.special.betaln)(3., 20.),
+                     jax.grad(jax.scipy.special.betaln)(3., 20.), 1e-5, "grad betaln")
+
+
+def test_softplus_of_bool_is_weak_like_jax():
+    x = np.array([True, False])
+    for name in ("softplus", "mish"):
+        want, got = getattr(jax.nn, name)(x), getattr(xform.nn, name)(x)
+        assert_tree_same(got, want, 1e-6, name)
+        assert got.weak_type == want.weak_type, name
+
+
+def test_dtype_errors_match_jax():
+    # argmax/argmin of complex and random_gamma_grad of ints raise, as in JAX.
+    c, i = np.ones(3, np.complex64), np.int32(2)
+    for L in (jlax, xlax):
+        with pytest.raises(TypeError):
+            L.argmax(c, 0, np.int32)
+        with pytest.raises(TypeError):
+            L.argmin(c, 0, np.int32)
+        with pytest.raises(TypeError):
+            L.random_gamma_grad(i, i)
+
+
+def test_sort_complex_keys_lexicographic():
+    c = np.array([1 + 2j, 1 - 1j, np.nan, -0.0 + 1j, 1j, 2 + np.nan * 1j, -3], np.complex64)
+    i = np.arange(7, dtype=np.int32)
+    for fn in (lambda L: L.sort(c), lambda L: L.sort_key_val(c, i),
+               lambda L: L.sort((c, i[::-1]), num_keys=2)):
+        assert_tree_same(fn(xlax), fn(jlax), 0, "sort complex")
+    assert_tree_same(xform.numpy.argsort(c), jax.numpy.argsort(c), 0, "argsort complex")
+
+
+def test_abs_derivative_at_zero_and_nan():
+    # JAX's rule selects on x >= 0: slope 1 at +-0, -1 at NaN (t * sign(x) gave 0, NaN).
+    x = np.array([0.0, -0.0, np.nan, -2.0, 3.0], np.float32)
+    g = lambda L, f: L.vmap(L.grad(f))(x)
+    assert_tree_same(g(xform, xlax.abs), g(jax, jlax.abs), 0, "abs'")
+    assert_tree_same(g(xform, xform.grad(xform.nn.soft_sign)),
+                     g(jax, jax.grad(jax.nn.soft_sign)), 1e-6, "soft_sign''")
+
+
+def test_spence_gradient_at_special_points():
+    # The constant branches (x <= 0, x == 1) get a zero gradient, not NaN.
+    x = np.array([-3.0, 0.0, 0.5, 1.0, 5.0], np.float32)
+    g = lambda L, f: L.vmap(L.grad(f))(x)
+    assert_tree_same(g(xform, xform.scipy.special.spence), g(jax, jax.scipy.special.spence),
+                     1e-5, "spence'")
