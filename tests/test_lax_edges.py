@@ -134,3 +134,13 @@ def test_spence_gradient_at_special_points():
     g = lambda L, f: L.vmap(L.grad(f))(x)
     assert_tree_same(g(xform, xform.scipy.special.spence), g(jax, jax.scipy.special.spence),
                      1e-5, "spence'")
+
+
+def test_bool_dot_general_and_conv_as_jax():
+    a = np.array([[True, False], [True, True]])
+    for f in (lambda L: L.lax.dot(a, a), lambda L: L.lax.dot(a, a.astype(np.int8)),
+              lambda L: L.lax.conv(np.ones((1, 1, 3, 3), bool), np.ones((1, 1, 2, 2), bool),
+                                   (1, 1), "VALID")):
+        got, want = f(xform), f(jax)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -105,6 +105,7 @@ def naryop(name, allowed_dtypes, nargs=2, result_dtype=None):
 float_dtypes = dtypes.float_dtypes
 inexact = dtypes.inexact_dtypes
 numeric = dtypes.numeric_dtypes
+numeric_or_bool = frozenset(numeric) | {dtypes.bool_}  # (dot_general, conv: JAX's set)
 integer = dtypes.int_dtypes
 any_dtype = None
 

@@ -13,7 +13,7 @@ import numpy as np
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import check_dtype, numeric, standard_primitive
+from xform.lax._prim import check_dtype, numeric_or_bool, standard_primitive
 from xform.lax import shapes
 from xform.lax.dot import (accumulate_lowering, canonicalize_precision, precision_attr,
                            preferred_dtype)
@@ -244,7 +244,7 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
                         dimension_numbers, feature_group_count, batch_group_count,
                         precision, preferred_element_type):
     name = "conv_general_dilated"
-    check_dtype(name, lhs.dtype, numeric)
+    check_dtype(name, lhs.dtype, numeric_or_bool)
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"{name} requires lhs and rhs of the same dtype, got "
                         f"{lhs.dtype.name} and {rhs.dtype.name}")

@@ -11,7 +11,7 @@ from xform.core.sharding import PartitionSpec as P
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import check_dtype, numeric, standard_primitive
+from xform.lax._prim import check_dtype, numeric_or_bool, standard_primitive
 from xform.lax import shapes
 from xform.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, is_algorithm, lower_dot
 from xform.lax.elementwise import convert_element_type
@@ -208,8 +208,8 @@ def dot_result_dtype(lhs_dtype, rhs_dtype):
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    check_dtype("dot_general", lhs.dtype, numeric)
-    check_dtype("dot_general", rhs.dtype, numeric)
+    check_dtype("dot_general", lhs.dtype, numeric_or_bool)
+    check_dtype("dot_general", rhs.dtype, numeric_or_bool)
     result_dtype = dot_result_dtype(lhs.dtype, rhs.dtype)
     for dims, x, what in ((lc, lhs, "lhs contracting"), (rc, rhs, "rhs contracting"),
                           (lb, lhs, "lhs batch"), (rb, rhs, "rhs batch")):
