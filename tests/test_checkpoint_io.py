@@ -56,12 +56,12 @@ def test_round_trip_numpy_only_dtypes(tmp_path):
                                       y.astype(np.float64) if y.dtype.kind == "V" else y)
 
 
-def test_64bit_and_float8_leaves_are_never_narrowed(tmp_path):
-    """Issue 22 #2: without x64, restoring 64-bit (and float8) data with no target gives
-    NumPy arrays of the saved dtype; a 32-bit target leaf for it, or a Python number the
-    target dtype cannot hold, is a CheckpointError naming the leaf (never a silent
-    narrowing); with x64 the leaves come back as Arrays of the saved dtype, as JAX holds
-    them."""
+def test_64bit_leaves_are_never_narrowed_and_float8_kept(tmp_path):
+    """Issue 22 #2: without x64, restoring 64-bit data with no target gives NumPy arrays
+    of the saved dtype; a 32-bit target leaf for it, or a Python number the target dtype
+    cannot hold, is a CheckpointError naming the leaf (never a silent narrowing); with
+    x64 the leaves come back as Arrays of the saved dtype, as JAX holds them. float8
+    data, which xform holds on the device as JAX does, comes back as a float8 Array."""
     import jax
     import jax.numpy as jjnp
     from xform.experimental import enable_x64
@@ -76,7 +76,9 @@ def test_64bit_and_float8_leaves_are_never_narrowed(tmp_path):
     for out in (checkpoint.restore(path), mgr.restore()):
         _same(out, saved)
         assert isinstance(out["w"], xform.Array)
-        assert all(type(out[k]) is np.ndarray for k in ("u", "i", "f", "c", "s", "f8"))
+        assert all(type(out[k]) is np.ndarray for k in ("u", "i", "f", "c", "s"))
+        assert isinstance(out["f8"], xform.Array) and out["f8"].dtype == saved["f8"].dtype
+        assert out["f8"].dtype == jjnp.asarray(saved["f8"]).dtype  # (as JAX holds it)
     bad = [("f", jnp.zeros(1), r"\['f'\] has shape \(1,\) dtype float64 in the checkpoint "
             r"but shape \(1,\) dtype float32 in the target \(.*jax_enable_x64"),
            ("u", jnp.zeros(1, np.uint32), r"\['u'\].*uint64.*uint32.*jax_enable_x64"),
