@@ -10,7 +10,7 @@ from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import concrete_or_raise
-from xform.core.transfer import device_put_value
+from xform.core.transfer import device_put_value, on_default_device
 from xform.interpreters.composite import composite
 from xform.lax.sharding_constraint import reshard
 from xform.lax.shapes import like_sharding
@@ -33,12 +33,14 @@ def _leaves(obj, out):
     return out
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+          out_sharding=None):
     """Like numpy.array, with JAX's dtypes.
 
     A Python scalar gives a weakly typed array; in a (nested) list the dtype is the
     JAX promotion of the elements (Python ints give the default int). Lists that hold
-    arrays or tracers are stacked, so this works under transformations too.
+    arrays or tracers are stacked, so this works under transformations too. ``device``
+    commits the result there (as ``device_put``); ``out_sharding``: as ``full``'s.
 
     >>> jnp.array([1, 2.5])
     Array([1. , 2.5], dtype=float32)
@@ -49,8 +51,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported.")
     dt = user_dtype(dtype)
     t = type(object)
-    if _util.is_array(object):
+    if _util.is_array(object):  # (an Array is immutable: a copy only moves it as one)
         out = object if dt is None else lax.convert_element_type(object, dt)
+        out = on_default_device(out) if copy else out
     elif t in _PY_SCALAR_TYPES:
         # NB: no wrap-around here (JAX raises OverflowError too), unlike ``x + 300``.
         out = _util.scalar_array(object, dt or dtypes.dtype(object),
@@ -83,12 +86,15 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     nd = out.aval.ndim
     if ndmin > nd:
         out = lax.reshape(out, (1,) * (ndmin - nd) + out.aval.shape)
-    return out
+    if device is None and out_sharding is None:
+        return out
+    return _placed(out, out_sharding, "array", device)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """Like numpy.asarray (see :func:`array` for the dtype rules)."""
-    return array(a, dtype, copy=False, order=order or "K")
+    return array(a, dtype, copy=False, order=order or "K", device=device,
+                 out_sharding=out_sharding)
 
 
 def _filled(shape, fill, dt, weak, sharding=None):

@@ -183,7 +183,8 @@ def _same_buffer(prim):
     # Eagerly the buffer already holds the other form: rewrap it, no program runs.
     def impl(x, **params):
         if type(x) is Array:
-            return Array(x._buf, canonical_aval(prim.abstract_eval(x.aval, **params)))
+            return Array(x._buf, canonical_aval(prim.abstract_eval(x.aval, **params)),
+                         x._committed)
         return dispatch.apply_primitive(prim, x, **params)
     return impl
 

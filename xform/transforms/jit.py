@@ -249,7 +249,7 @@ class JitWrapped:
         # Arrays qualify (a ShardedArray's ``_buf`` would assemble it on the host), and
         # Python scalars and NumPy arrays, as the slow path would transfer them.
         if self._plain and not kwargs and _context.trace is eval_trace:
-            bufs, avals = [], []
+            bufs, avals, c = [], [], False
             for a in args:  # (a loop beats map(attrgetter) for a few arguments)
                 if type(a) is not Array:
                     leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok \
@@ -261,6 +261,7 @@ class JitWrapped:
                     continue
                 bufs.append(a._buf)
                 avals.append(a.aval)
+                c = c or a._committed
             else:
                 avals = tuple(avals)
                 entry = self._fast.get(avals)
@@ -273,9 +274,9 @@ class JitWrapped:
                         outs = run_elsewhere(entry.compiled, bufs, args, f"jit({self._name})",
                                              e, lambda i: explain.leaf_name(self, args, {}, i))
                     if entry.out_aval is not None:
-                        return Array(outs[0], entry.out_aval)
-                    return tree_util.tree_unflatten(entry.out_tree,
-                                                    list(map(Array, outs, entry.out_avals)))
+                        return Array(outs[0], entry.out_aval, c)
+                    return tree_util.tree_unflatten(entry.out_tree, [
+                        Array(b, v, c) for b, v in zip(outs, entry.out_avals)])
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
@@ -286,6 +287,7 @@ class JitWrapped:
                     return self._call(args, kwargs)
                 bufs.append(a._buf)
                 avals.append(a.aval)
+                c = c or a._committed
             entry = self._tree_fast.get((c_tree, tuple(avals)))
             if entry is not None and entry.c_out_tree is not None:
                 if entry.consts:
@@ -295,7 +297,8 @@ class JitWrapped:
                 except Exception as e:
                     outs = run_elsewhere(entry.compiled, bufs, leaves, f"jit({self._name})",
                                          e, lambda i: explain.leaf_name(self, args, {}, i))
-                return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
+                return entry.c_out_tree.unflatten([Array(b, v, c)
+                                                   for b, v in zip(outs, entry.out_avals)])
         return self._call(args, kwargs)
 
     @api_boundary
