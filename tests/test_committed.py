@@ -1,7 +1,8 @@
 """Committed and uncommitted Arrays, against JAX at run time: where results live and
 whether they are committed (``x.committed``), for creation functions, ``device_put``,
 ``default_device``, eager ops, composites, jit, lazy mode, ``.at[]``, indexing and
-random keys, and which mixes of committed arrays on two devices raise."""
+random keys, jit's one-device in/out_shardings and ``device=``, and which mixes of
+committed arrays on two devices raise."""
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -24,6 +25,9 @@ def _cases(L, np_):
     def under(k, f):
         with L.default_device(d[k]):
             return f()
+
+    def one(k):
+        return L.sharding.SingleDeviceSharding(d[k])
 
     def z2():  # made under default_device: uncommitted, on device 2
         return under(2, lambda: np_.ones(3))
@@ -68,6 +72,13 @@ def _cases(L, np_):
         "jit_mixed": lambda: L.jit(lambda a, b: a + b)(z2(), put(3)),
         "jit_two_committed": lambda: L.jit(lambda a, b: a + b)(put(0), put(3)),
         "jit_pytree": lambda: L.jit(lambda t: t[0] + t[1])((put(0), np_.ones(3))),
+        "jit_in_sharding": lambda: L.jit(lambda a, b: a + b, in_shardings=(
+            L.sharding.SingleDeviceSharding(d[4]), None))(put(3), X),
+        "jit_out_sharding": lambda: L.jit(lambda a: a + 1, out_shardings=one(4))(z2()),
+        "jit_out_sharding_vs_committed": lambda: L.jit(lambda a: a + 1,
+                                                       out_shardings=one(4))(put(3)),
+        "jit_out_sharding_no_args": lambda: L.jit(lambda: np_.ones(3), out_shardings=one(4))(),
+        "jit_device": lambda: L.jit(lambda a: a + 1, device=d[4])(put(3)),
         "grad": lambda: L.grad(lambda a: (a * a).sum())(put(3)),
         "scan": lambda: L.lax.scan(lambda c, x: (c + x, x), 0.0, put(3))[1],
         "key": lambda: L.random.key(0),
@@ -88,6 +99,7 @@ def _where(f):
 CASES = sorted(_cases(xform, jnp))
 
 
+@pytest.mark.filterwarnings("ignore:backend and device argument on jit is deprecated")
 @pytest.mark.parametrize("case", CASES)
 def test_placement_and_committed_match_jax(case):
     assert _where(_cases(xform, jnp)[case]) == _where(_cases(jax, jjnp)[case])

@@ -9,6 +9,7 @@ that transformation sees through the call.
 import functools
 import inspect
 import time
+import warnings
 import weakref
 
 from xform import backend
@@ -18,6 +19,7 @@ from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.profiling import span
+from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
@@ -317,6 +319,11 @@ class JitWrapped:
         cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
+            one_device = self._shardings is not None and self._shardings.one_device
+            if one_device:  # (SingleDeviceShardings: placed here, so no fast paths)
+                leaves = jit_sharding.put_one_device(
+                    self._shardings, leaves, lambda: self._split_static(args, kwargs)[0],
+                    out_tree, describe, self._name)
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
                                            lambda: self._split_static(args, kwargs)[0],
@@ -333,13 +340,15 @@ class JitWrapped:
                             mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
-                if self._plain and not kwargs and compiled is None and \
-                        not config.jax_debug_key_reuse:   # (fast paths check no keys)
+                if self._plain and not kwargs and compiled is None and not one_device \
+                        and not config.jax_debug_key_reuse:   # (fast paths check no keys)
                     self._add_fast_paths(entry, args, leaves)
                 with span("xform.jit.execute", name=f"jit({self._name})"):  # first call
                     outs = entry.compiled(leaves, describe)
             else:
                 outs = entry.compiled(leaves, describe)
+            if one_device:
+                outs = jit_sharding.put_outputs(self._shardings, outs, out_tree)
             out = tree_util.tree_unflatten(out_tree, outs)
             if entry.c_out_tree is None and self._plain and not kwargs:
                 c_leaves, c_out = backend.flatten_builtin(out)
@@ -572,7 +581,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         the call compiles as ONE program XLA partitions over the mesh (as do calls
         with arguments already sharded); outputs left unspecified get the sharding
         XLA chose.
-      device, backend, inline, keep_unused: accepted for JAX compatibility.
+      device: deprecated, as in JAX: the arguments are put on it (committed, wherever
+        they were) and the call runs there.
+      backend, inline, keep_unused: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
@@ -587,9 +598,23 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames,
-                                 in_shardings=in_shardings, out_shardings=out_shardings)
+                                 in_shardings=in_shardings, out_shardings=out_shardings,
+                                 device=device, backend=backend)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    if device is not None:  # (JAX's checks and warning)
+        warnings.warn("backend and device argument on jit is deprecated. You can use "
+                      "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the "
+                      "inputs to the jitted function to get the same behavior.",
+                      DeprecationWarning, stacklevel=2)
+        if backend is not None:
+            raise ValueError("can't specify both a device and a backend for jit, "
+                             f"got {device=} and {backend=}")
+        for given, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
+            if given is not None:
+                raise ValueError("If backend or device is specified on jit, then "
+                                 f"{what} should not be specified.")
+        in_shardings = out_shardings = SingleDeviceSharding(device)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                       in_shardings=in_shardings, out_shardings=out_shardings)
 
