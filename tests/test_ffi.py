@@ -1,11 +1,12 @@
-"""xform.ffi against jax.ffi: jaxlib's registered LAPACK targets and a tiny C++ kernel
-compiled here, called eagerly, under jit and under vmap (every vmap_method), compared
-with JAX and NumPy; the lowered custom calls compared attribute by attribute with
-JAX's; and JAX's errors."""
+"""xform.ffi against jax.ffi: jaxlib's registered LAPACK targets and docs/ffi.md's C++
+kernel (compiled here; the doc's example runs too), called eagerly, under jit and under
+vmap (every vmap_method), compared with JAX and NumPy; the lowered custom calls compared
+attribute by attribute with JAX's; and JAX's errors."""
 import ctypes
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -133,6 +134,22 @@ def test_lapack_potrf_eager_and_jit_match_jax_and_numpy():
                lambda x: _potrf(jax, input_output_aliases={0: 0})(x, uplo=L), x)
 
 
+def test_lapack_getrf_list_results_match_jax():
+    """Three results from a list (a list back, as JAX's); a wide matrix; no attributes."""
+    a = np.random.RandomState(2).randn(3, 4).astype(np.float32)
+
+    def getrf(api):
+        return api.ffi.ffi_call("lapack_sgetrf_ffi", [
+            api.ShapeDtypeStruct(a.shape, a.dtype), api.ShapeDtypeStruct((3,), np.int32),
+            api.ShapeDtypeStruct((), np.int32)], input_layouts=[(1, 0)],
+            output_layouts=[(1, 0), None, None])
+    lapack.prepare_lapack_call("getrf_ffi", np.dtype(np.float32))
+    got, want = getrf(xform)(a), getrf(jax)(a)
+    assert type(got) is list and len(got) == 3
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_lapack_potrf_vmap_methods(method):
     xs = _spd(2, seed=1)
@@ -164,25 +181,11 @@ def test_ffi_lowering_for_a_users_primitive():
 
 # ---- a C++ kernel compiled against include_dir() ----
 
-KERNEL = r"""
-#include <cstdint>
-#include "xla/ffi/api/ffi.h"
-namespace ffi = xla::ffi;
+DOC = Path(__file__).resolve().parents[1] / "docs" / "ffi.md"
 
-// y = x * scale + offsets[i % n] + shift: a scalar float (f64), int (i64) and an array
-static ffi::Error AffineImpl(ffi::Buffer<ffi::F32> x, double scale, int64_t shift,
-                             ffi::Span<const float> offsets, ffi::ResultBuffer<ffi::F32> y) {
-  size_t n = offsets.size();
-  if (n == 0) return ffi::Error::InvalidArgument("offsets must not be empty");
-  for (size_t i = 0; i < x.element_count(); ++i)
-    y->typed_data()[i] = x.typed_data()[i] * scale + offsets[i % n] + shift;
-  return ffi::Error::Success();
-}
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(Affine, AffineImpl, ffi::Ffi::Bind()
-    .Arg<ffi::Buffer<ffi::F32>>().Attr<double>("scale").Attr<int64_t>("shift")
-    .Attr<ffi::Span<const float>>("offsets").Ret<ffi::Buffer<ffi::F32>>());
-"""
+def _doc_blocks(lang):
+    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(), re.S)
 
 
 @pytest.fixture(scope="session")
@@ -191,13 +194,13 @@ def affine_target(tmp_path_factory):
     if cxx is None:
         pytest.skip("no C++ compiler (g++/c++) on PATH: the FFI kernel test compiles one")
     d = tmp_path_factory.mktemp("ffi_kernel")
-    (d / "affine.cc").write_text(KERNEL)
+    (d / "affine.cc").write_text(_doc_blocks("cpp")[0])  # docs/ffi.md's kernel
     subprocess.run([cxx, "-O0", "-w", "-std=c++17", "-shared", "-fPIC",
                     f"-I{xform.ffi.include_dir()}", "affine.cc", "-o", "libaffine.so"],
                    cwd=d, check=True, capture_output=True, timeout=120)
     lib = ctypes.cdll.LoadLibrary(str(d / "libaffine.so"))
     xform.ffi.register_ffi_target("xform_test_affine", xform.ffi.pycapsule(lib.Affine))
-    return "xform_test_affine"
+    return "xform_test_affine", d / "libaffine.so"
 
 
 def _affine(api, target, shape, method=None):
@@ -207,6 +210,7 @@ def _affine(api, target, shape, method=None):
 
 
 def test_cpp_kernel_eager_jit_vmap(affine_target):
+    affine_target, _ = affine_target
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     want = x * 2.5 + np.resize(np.array([0.5, -1.0], np.float32), 6).reshape(2, 3) + 3
     for api in (xform, jax):  # registered once (by xform), called from both
@@ -218,6 +222,11 @@ def test_cpp_kernel_eager_jit_vmap(affine_target):
         _affine(jax, affine_target, (3,), "sequential"))(x))
     np.testing.assert_array_equal(xform.vmap(row)(x)[1], want[0] + 3 * 2.5)
     _same_call(_affine(xform, affine_target, (2, 3)), _affine(jax, affine_target, (2, 3)), x)
+
+
+def test_doc_example_runs(affine_target):
+    code, = _doc_blocks("python")
+    exec(code.replace("./libaffine.so", str(affine_target[1])), {})  # noqa: S102
 
 
 # ---- errors, as JAX's ----
@@ -253,3 +262,9 @@ def test_include_dir_and_pycapsule():
     assert xform.ffi.include_dir() == jax.ffi.include_dir()
     fn = ctypes.CFUNCTYPE(None)(lambda: None)
     assert type(xform.ffi.pycapsule(fn)).__name__ == "PyCapsule"
+
+
+def test_doctests():
+    import doctest
+    r = doctest.testmod(xform.ffi, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert r.attempted > 0 and r.failed == 0
