@@ -59,11 +59,10 @@ def _custom_call(text):
     m = re.search(r"custom_call @(\w+)\(.*?\) \{(.*)\} : (\(.*)$", line)
     target, attrs, signature = m.groups()
     attrs = _split_top(attrs)
-    if "mhlo.backend_config" in attrs:  # JAX's
-        assert attrs.pop("backend_config") == '""'
+    if "mhlo.backend_config" in attrs:  # JAX's typed-FFI call
+        assert attrs.pop("backend_config") == '""' and "api_version" not in attrs
         attrs["backend_config"] = attrs.pop("mhlo.backend_config")
-    else:
-        assert attrs.pop("api_version") == "4 : i32", line
+        attrs["api_version"] = "4 : i32"
     attrs.setdefault("has_side_effect", "false")
     if attrs.get("output_operand_aliases") == "[]":
         del attrs["output_operand_aliases"]
@@ -93,6 +92,15 @@ def test_lowered_attributes_layouts_aliases_match_jax():
     # (Python int/float are i64/f64 even with x64 off: an FFI kernel decodes by type)
     assert "i = 1 : i64" in got["backend_config"] and ": f64" in got["backend_config"]
     assert got["has_side_effect"] == "true"
+
+
+def test_legacy_call_lowers_as_jax():
+    """custom_call_api_version < 4: the attributes are an opaque string."""
+    def legacy(api):
+        return api.ffi.ffi_call("old_target", api.ShapeDtypeStruct((2,), np.float32),
+                                custom_call_api_version=2, legacy_backend_config="opaque")
+    _, got, _ = _same_call(legacy(xform), legacy(jax), np.ones(2, np.float32))
+    assert got["api_version"] == "2 : i32" and got["backend_config"] == '"opaque"'
 
 
 @pytest.mark.parametrize("method", METHODS)

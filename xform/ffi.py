@@ -106,7 +106,7 @@ def build_ffi_lowering_function(call_target_name, *, operand_layouts=None,
       skip_ffi_layout_processing: emit no layouts (XLA picks them).
       **lowering_args: ``api_version`` (default 4), ``has_side_effect``,
         ``operand_output_aliases`` ({operand: result}), ``result_types``,
-        ``called_computations``.
+        ``called_computations``, ``extra_attributes``.
 
     Raises:
       ValueError: for attributes with ``api_version`` < 4, or a string

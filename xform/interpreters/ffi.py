@@ -90,13 +90,19 @@ def ir_attribute(value):
     raise TypeError(f"No attribute handler defined for type: {type(value)}")
 
 
+def _layouts(orders):
+    return None if orders is None else ir.ArrayAttr.get([_layout(o) for o in orders])
+
+
 def emit_custom_call(target, operands, result_types, *, backend_config=None, api_version=4,
                      has_side_effect=False, operand_layouts=None, result_layouts=None,
-                     operand_output_aliases=None, called_computations=()):
+                     operand_output_aliases=None, called_computations=(),
+                     extra_attributes=None):
     """``stablehlo.custom_call @target`` as JAX's ``mlir.custom_call`` builds it; returns
     the op. Layouts are minor-to-major sequences (None: XLA picks); aliases map operand
     index -> result index. ``backend_config``: a dict of attributes (the typed FFI,
-    ``api_version`` 4) or an opaque string (older APIs).
+    ``api_version`` 4) or an opaque string (older APIs); ``extra_attributes``: more
+    attributes of the op (name -> attribute).
 
     NB: JAX puts a dict in an ``mhlo.backend_config`` attribute with ``api_version`` 1;
     xform writes it as the op's own ``backend_config`` with ``api_version = 4``, which
@@ -107,17 +113,17 @@ def emit_custom_call(target, operands, result_types, *, backend_config=None, api
     aliases = [hlo.OutputOperandAlias.get(output_tuple_indices=[] if single else [o],
                                           operand_index=i, operand_tuple_indices=[])
                for i, o in (operand_output_aliases or {}).items()]
-    kwargs = {"operand_layouts": None if operand_layouts is None else ir.ArrayAttr.get(
-                  [_layout(o) for o in operand_layouts]),
-              "result_layouts": None if result_layouts is None else ir.ArrayAttr.get(
-                  [_layout(o) for o in result_layouts])}
-    return hlo.CustomCallOp(
+    op = hlo.CustomCallOp(
         list(result_types), list(operands), target, has_side_effect=has_side_effect,
         backend_config=config,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), api_version),
         called_computations=ir.ArrayAttr.get(
             [ir.FlatSymbolRefAttr.get(c) for c in called_computations]),
-        output_operand_aliases=ir.ArrayAttr.get(aliases), **kwargs)
+        output_operand_aliases=ir.ArrayAttr.get(aliases),
+        operand_layouts=_layouts(operand_layouts), result_layouts=_layouts(result_layouts))
+    for name, attribute in (extra_attributes or {}).items():
+        op.attributes[name] = attribute
+    return op
 
 
 def custom_call(target, operands, avals_in, avals_out, *, attributes=None, aliases=(),
