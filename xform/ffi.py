@@ -20,11 +20,10 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters import ffi as ffi_lowerings
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.callback import VMAP_METHODS  # (pure_callback's: the same)
 from xform.lax._prim import standard_primitive
 from xform.lax.control_flow.scan import scan
 
-VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
-                "legacy_vectorized", None)
 
 
 # ---- registration ----
@@ -193,6 +192,8 @@ def ffi_call(target_name, result_shape_dtypes, *, has_side_effect=False, vmap_me
     Raises:
       ValueError: for an unknown ``vmap_method``, results without ``shape``/``dtype``,
         layouts or aliases that do not fit, and under differentiation.
+      TypeError: for an attribute that cannot be hashed (not an array or a dict).
+      NotImplementedError: under ``vmap`` without a ``vmap_method``.
 
     >>> import numpy as np, xform, xform.ffi
     >>> x = np.array([[4., 2.], [2., 5.]], np.float32)
