@@ -148,44 +148,54 @@ class JitWrapped:
                     outs = run_elsewhere(entry.compiled, bufs, leaves, f"jit({self._name})",
                                          e, lambda i: explain.leaf_name(self, args, {}, i))
                 return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
-        elif not kwargs and _context.trace is eval_trace:
-            # Static arguments given positionally: the key holds each one's type and
-            # value where the plain path's holds an aval (JAX's C++ fast path does too).
+        elif _context.trace is eval_trace:
+            # Static or keyword arguments: the key also holds each static's type and
+            # value and the keywords' names (JAX's C++ fast path keys them too).
             statics = self._cache.static_at.get(len(args))
             if statics is not None:
-                key, bufs = [len(args)], []
-                for i, a in enumerate(args):
-                    if i in statics:
-                        key.append(type(a))
-                        key.append(a)
-                    elif type(a) is Array:
-                        bufs.append(a._buf)
-                        key.append(a.aval)
-                    else:
-                        leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok \
-                            else None
-                        if leaf is None:
-                            break
-                        bufs.append(leaf[0])
-                        key.append(leaf[1])
-                else:
+                hit = self._keyed(args, kwargs, statics, False)
+                if hit is not None:
                     try:
-                        entry = self._fast.get(tuple(key))
+                        entry = self._fast.get(hit[0])
                     except Exception:  # noqa: BLE001  (unhashable: the slow path's error)
                         entry = None
                     if entry is not None:
-                        return self._run_fast(entry, bufs, args, statics)
+                        return self._run_fast(entry, hit[1], args, kwargs, hit[2])
         return self._call(args, kwargs)
 
-    def _run_fast(self, entry, bufs, args, statics):
+    def _keyed(self, args, kwargs, statics, canonical):
+        """A call with static or keyword arguments: its fast-path key, its buffers in the
+        slow path's leaf order (positional, then keywords by name) and those leaves;
+        None where an argument is not a leaf the fast path takes (a pytree)."""
+        names = tuple(sorted(kwargs)) if kwargs else ()
+        key, bufs, dyn = [len(args), names], [], []
+        items = [(i in statics, a) for i, a in enumerate(args)]
+        if kwargs:
+            items += [(k in self._static_argnames, kwargs[k]) for k in names]
+        for static, a in items:
+            if static:
+                key += (type(a), a)
+                continue
+            if type(a) is Array:
+                bufs.append(a._buf)
+                key.append(canonical_aval(a.aval) if canonical else a.aval)
+            else:
+                leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok else None
+                if leaf is None:
+                    return None
+                bufs.append(leaf[0])
+                key.append(leaf[1])
+            dyn.append(a)
+        return tuple(key), bufs, dyn
+
+    def _run_fast(self, entry, bufs, args, kwargs, dyn):
         if entry.consts:
             bufs = entry.consts + bufs
         try:
             outs = entry.run(bufs).consume_with_handlers(entry.handlers)
         except Exception as e:
-            dyn = [a for i, a in enumerate(args) if i not in statics]
             outs = run_elsewhere(entry.compiled, bufs, dyn, f"jit({self._name})", e,
-                                 lambda i: explain.leaf_name(self, args, {}, i))
+                                 lambda i: explain.leaf_name(self, args, kwargs, i))
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval)
         return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
@@ -222,9 +232,8 @@ class JitWrapped:
                             mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
-                if not kwargs and compiled is None and \
-                        not config.jax_debug_key_reuse:   # (fast paths check no keys)
-                    self._add_fast_paths(entry, args, leaves)
+                if compiled is None and not config.jax_debug_key_reuse:
+                    self._add_fast_paths(entry, args, kwargs, leaves)  # (they check no keys)
                 with span("xform.jit.execute", name=f"jit({self._name})"):  # first call
                     outs = entry.compiled(leaves, describe)
             else:
@@ -273,12 +282,17 @@ class JitWrapped:
             r._write(v)
         return tree_util.tree_unflatten(out_tree, outs[:n])
 
-    def _add_fast_paths(self, entry, args, leaves):
+    def _add_fast_paths(self, entry, args, kwargs, leaves):
         # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
         if transfer.has_float0(entry.out_avals):  # (outputs that are host zeros)
             return
-        if not self._plain:
-            self._add_static_fast_path(entry, args)
+        if not self._plain or kwargs:
+            n = len(args)
+            statics = self._cache.static_at.setdefault(
+                n, frozenset(i % n for i in self._static_argnums if -n <= i < n))
+            hit = self._keyed(args, kwargs, statics, True)
+            if hit is not None:
+                self._fast[hit[0]] = entry
             return
         if all(type(a) is Array or type(a) in _HOST_TYPES and self._host_ok for a in args):
             avals = []
@@ -294,24 +308,6 @@ class JitWrapped:
         if len(c_leaves) == len(leaves) and all(
                 type(a) is Array and a is b for a, b in zip(c_leaves, leaves)):
             self._tree_fast[(c_tree, tuple(canonical_aval(a.aval) for a in leaves))] = entry
-
-    def _add_static_fast_path(self, entry, args):
-        # Only where the dynamic arguments are exactly the flat leaves (no pytrees).
-        n = len(args)
-        statics = self._cache.static_at.setdefault(
-            n, frozenset(i % n for i in self._static_argnums if -n <= i < n))
-        key = [n]
-        for i, a in enumerate(args):
-            if i in statics:
-                key += [type(a), a]
-            elif type(a) is Array:
-                key.append(canonical_aval(a.aval))
-            else:
-                leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok else None
-                if leaf is None:
-                    return
-                key.append(leaf[1])
-        self._fast[tuple(key)] = entry
 
     def _donated(self, args, kwargs, n_leaves):
         """Per flat argument leaf: is it donated (``donate_argnums``/``argnames``)?"""
