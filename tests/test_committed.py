@@ -72,6 +72,8 @@ def _cases(L, np_):
         "jit_mixed": lambda: L.jit(lambda a, b: a + b)(z2(), put(3)),
         "jit_two_committed": lambda: L.jit(lambda a, b: a + b)(put(0), put(3)),
         "jit_pytree": lambda: L.jit(lambda t: t[0] + t[1])((put(0), np_.ones(3))),
+        "jit_static_second_call": lambda: [f := L.jit(lambda a, k: a * k, static_argnames="k"),
+                                           f(put(3), k=2), f(put(3), k=2)][-1],
         "jit_in_sharding": lambda: L.jit(lambda a, b: a + b, in_shardings=(
             L.sharding.SingleDeviceSharding(d[4]), None))(put(3), X),
         "jit_out_sharding": lambda: L.jit(lambda a: a + 1, out_shardings=one(4))(z2()),
