@@ -145,9 +145,10 @@ class Array(ArrayOps):
             raise TypeError("iteration over a 0-d array")
         if not isinstance(self.aval.dtype, np.dtype):
             return (self[i] for i in range(self.aval.shape[0]))
-        weak = self.aval.weak_type  # (rows of a committed array stay there, as JAX's)
+        weak, value = self.aval.weak_type, self._value()
+        # (rows of a committed array stay there, as JAX's)
         device = self.device if type(self) is Array and self._committed else None
-        return (_from_host(row, weak, device) for row in self._value())
+        return (_from_host(row, weak, device) for row in value)
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'")

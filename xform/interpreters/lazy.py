@@ -114,8 +114,8 @@ class _Pending:
     def block_until_ready(self):
         return self._get("block_until_ready").block_until_ready()
 
-    def devices(self):
-        return {backend.default_device()} if self.real is None else self.real.devices()
+    def devices(self):  # (computed: a committed value's device is its inputs')
+        return self._get("devices").devices()
 
     def __dlpack__(self, **kwargs):
         return self._get("device_buffer").__dlpack__(**kwargs)

@@ -251,15 +251,22 @@ def _floor_to_int(x, dt):
     return lax.select(lax.gt(back, x), lax.sub(t, _util.scalar_array(1, dt, False)), t)
 
 
-@composite(static=("num", "endpoint", "retstep", "dtype", "axis"))
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """Like numpy.linspace, computed as JAX does:
     ``start * (1 - i/d) + stop * (i/d)``, so both endpoints are exact. One compiled
     call, so XLA fuses it as it does JAX's jitted one (values agree to the last bit).
+    ``device`` commits the result there (as ``device_put``).
 
     >>> jnp.linspace(0, 1, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
+    out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    return out if device is None else device_put(out, device)
+
+
+@composite(static=("num", "endpoint", "retstep", "dtype", "axis"))
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -302,8 +309,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (out, delta) if retstep else out
 
 
-def eye(N, M=None, k=0, dtype=None):
-    """Like numpy.eye."""
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    """Like numpy.eye; ``device`` commits the result there (as ``device_put``)."""
     N = operator.index(N)
     M = N if M is None else operator.index(M)
     k = operator.index(k)
@@ -314,7 +321,7 @@ def eye(N, M=None, k=0, dtype=None):
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     if k:
         rows = lax.add(rows, _util.scalar_array(k, dtypes.int32, False))
-    return lax.convert_element_type(lax.eq(rows, cols), dt)
+    return _placed(lax.convert_element_type(lax.eq(rows, cols), dt), None, "eye", device)
 
 
 def identity(n, dtype=None):
