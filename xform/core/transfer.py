@@ -55,8 +55,8 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
 def on_default_device(x):
     """Uncommitted Array ``x`` where an op on it runs, the default device (as a copy of
     it would be: ``jnp.array(x)``, ``x.copy()``); other values as they are."""
-    if type(x) is not Array or x._committed:
-        return x
+    if type(x) is not Array or x._committed or getattr(x._buf, "real", 0) is None:
+        return x  # (the last: a lazy value not computed yet, which will be, there)
     default = backend.default_device()
     if backend.buffer_device(x._buf) == default:
         return x
