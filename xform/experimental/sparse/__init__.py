@@ -1,13 +1,18 @@
-"""``xform.experimental.sparse``: batched-COO sparse arrays (:class:`BCOO`), their
-operations, ``sparsify``, and sparsity-aware ``grad``, as ``jax.experimental.sparse``.
+"""``xform.experimental.sparse``: batched-COO and -CSR sparse arrays (:class:`BCOO`,
+:class:`BCSR`), their operations, ``sparsify``, and sparsity-aware ``grad``/``jacfwd``/
+``jacrev``, as ``jax.experimental.sparse``.
 
 Every operation is a composition of xform's lax/numpy (gather, scatter-add, sort,
 dot_general), so jit, vmap and grad apply to it like to any code (see
 docs/architecture.md, "Sparse arrays").
 """
-from xform.experimental.sparse._ad import grad, value_and_grad
+from xform.experimental.sparse._ad import grad, jacfwd, jacobian, jacrev, value_and_grad
 from xform.experimental.sparse._bcoo import (BCOO, bcoo_extract, bcoo_fromdense,
-                                             bcoo_todense, empty, eye)
+                                             bcoo_todense, eye)
+from xform.experimental.sparse._bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
+                                             bcsr_dot_general, bcsr_eliminate_zeros,
+                                             bcsr_extract, bcsr_fromdense,
+                                             bcsr_sum_duplicates, bcsr_todense, empty)
 from xform.experimental.sparse._dot import bcoo_dot_general, bcoo_spdot_general
 from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
@@ -18,9 +23,11 @@ from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim, bcoo_concate
 from xform.experimental.sparse._transform import sparsify
 
 __all__ = [
-    "BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
+    "BCOO", "BCSR", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
     "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
     "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape", "bcoo_sort_indices", "bcoo_spdot_general",
-    "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty", "eye", "fromdense",
-    "grad", "random_bcoo", "sparsify", "todense", "value_and_grad",
+    "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "bcsr_broadcast_in_dim",
+    "bcsr_concatenate", "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract",
+    "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense", "empty", "eye", "fromdense",
+    "grad", "jacfwd", "jacobian", "jacrev", "random_bcoo", "sparsify", "todense", "value_and_grad",
 ]

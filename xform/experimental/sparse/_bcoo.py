@@ -1,6 +1,6 @@
 """The BCOO class (a pytree of ``data`` and ``indices`` with a static ``shape``) and the
 conversions between dense and sparse: todense (a scatter-add), extract (a gather),
-fromdense (nonzero + extract), empty and eye. The kernels are jitted functions of the
+fromdense (nonzero + extract), the empty BCOO and eye. The kernels are jitted functions of the
 buffers (static layout), so eager use compiles one program per op as JAX's primitives
 do, and under an outer trace they inline as a call.
 
@@ -64,6 +64,7 @@ class BCOO:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
     T = property(lambda self: self.transpose())
+    _bufs = property(lambda self: (self.data, self.indices))
     _info = property(lambda self: dict(shape=self.shape, indices_sorted=self.indices_sorted,
                                        unique_indices=self.unique_indices))
 
@@ -289,14 +290,9 @@ def _fromdense(mat, nse, n_batch, n_dense, index_dtype):
 
 # ---- constructors ----
 
-def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """An all-zero BCOO of ``shape`` (``nse``, ``n_batch``, ``n_dense`` as keywords):
-    zero data and out-of-bounds indices."""
-    if sparse_format != "bcoo":
-        raise NotImplementedError(f"sparse_format={sparse_format!r}: xform has only 'bcoo'")
-    nse, n_batch, n_dense = kwds.pop("nse", 0), kwds.pop("n_batch", 0), kwds.pop("n_dense", 0)
-    if kwds:
-        raise TypeError(f"empty() got unexpected keyword arguments {sorted(kwds)}")
+def _bcoo_empty(shape, *, dtype=None, index_dtype="int32", nse=0, n_batch=0, n_dense=0):
+    """An all-zero BCOO (``sparse.empty``'s 'bcoo' format): zero data, out-of-bounds
+    indices."""
     shape = tuple(shape)
     n_sparse = len(shape) - n_dense - n_batch
     if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
@@ -321,8 +317,8 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
     dtype = dtype if dtype is not None else jnp.float32
     diag_size = min(N, M - k) if k > 0 else min(N + k, M)
     if diag_size <= 0:
-        return empty((N, M), dtype=dtype, index_dtype=index_dtype, n_batch=n_batch,
-                     n_dense=n_dense)
+        return _bcoo_empty((N, M), dtype=dtype, index_dtype=index_dtype, n_batch=n_batch,
+                           n_dense=n_dense)
     if n_dense > 0 or n_batch > 1:   # these layouts store the zeros explicitly
         return bcoo_fromdense(jnp.eye(N, M, k, dtype=dtype), n_batch=n_batch,
                               n_dense=n_dense, index_dtype=index_dtype)

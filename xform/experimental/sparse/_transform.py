@@ -18,6 +18,8 @@ from xform.core.jaxpr import ClosedJaxpr, Literal
 from xform.core.tree_util import tree_flatten, tree_unflatten
 from xform.core.trace import get_aval
 from xform.experimental.sparse._bcoo import BCOO, bcoo_todense
+from xform.experimental.sparse._bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
+                                             bcsr_dot_general)
 from xform.experimental.sparse._dot import bcoo_dot_general
 from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
@@ -31,6 +33,8 @@ from xform.interpreters.custom import custom_jvp_call_p
 from xform.interpreters.pjit import pjit_p
 
 sparse_rules_bcoo = {}
+sparse_rules_bcsr = {}
+SPARSE = (BCOO, BCSR)
 
 _zero_preserving_linear_unary = [lax.conj_p, lax.imag_p, lax.neg_p, lax.real_p]
 _zero_preserving_unary = [
@@ -58,8 +62,10 @@ def _eval_sparse(jaxpr, consts, args):
     env.update(zip(jaxpr.invars, args, strict=True))
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
-        if any(isinstance(v, BCOO) for v in invals):
-            rule = sparse_rules_bcoo.get(eqn.primitive)
+        if any(isinstance(v, SPARSE) for v in invals):
+            rules = (sparse_rules_bcsr if any(isinstance(v, BCSR) for v in invals)
+                     else sparse_rules_bcoo)
+            rule = rules.get(eqn.primitive)
             if rule is None:
                 _raise_unimplemented_primitive(eqn.primitive)
             outs = rule(*invals, **eqn.params)
@@ -72,7 +78,7 @@ def _eval_sparse(jaxpr, consts, args):
 
 
 def _aval(x):
-    return dense_aval(x.shape, x.dtype) if isinstance(x, BCOO) else get_aval(x)
+    return dense_aval(x.shape, x.dtype) if isinstance(x, SPARSE) else get_aval(x)
 
 
 def sparsify(f, use_tracer=False):
@@ -102,8 +108,8 @@ def sparsify(f, use_tracer=False):
 
     @functools.wraps(f)
     def wrapped(*args, **params):
-        leaves, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, BCOO))
-        leaves = [x if isinstance(x, BCOO) else jnp.asarray(x) for x in leaves]
+        leaves, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, SPARSE))
+        leaves = [x if isinstance(x, SPARSE) else jnp.asarray(x) for x in leaves]
         closed, consts, out_tree = pe.trace_to_subjaxpr(
             lambda *a: f(*a, **params), in_tree, [_aval(x) for x in leaves])
         outs = _eval_sparse(closed.jaxpr, closed.consts, [*consts, *leaves])
@@ -114,13 +120,12 @@ def sparsify(f, use_tracer=False):
 # ---- rules ----
 
 def _ensure_unique(x):
-    return x if x.unique_indices else bcoo_sum_duplicates(x, nse=x.nse)
+    return x if x.unique_indices else x.sum_duplicates(nse=x.nse, remove_zeros=False)
 
 
 def _like(x, data):
-    """A BCOO with ``x``'s indices (the same array object) and new data."""
-    return BCOO((data, x.indices), shape=x.shape, indices_sorted=x.indices_sorted,
-                unique_indices=x.unique_indices)
+    """A sparse array with ``x``'s indices (the same array objects) and new data."""
+    return type(x)((data, *x._bufs[1:]), **x._info)
 
 
 def _unary_rule(prim, linear):
@@ -132,9 +137,9 @@ def _unary_rule(prim, linear):
 
 
 for _p in _zero_preserving_unary:
-    sparse_rules_bcoo[_p] = _unary_rule(_p, linear=False)
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _unary_rule(_p, linear=False)
 for _p in _zero_preserving_linear_unary:
-    sparse_rules_bcoo[_p] = _unary_rule(_p, linear=True)
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _unary_rule(_p, linear=True)
 
 
 def _integer_pow_rule(x, *, y):
@@ -146,7 +151,7 @@ def _integer_pow_rule(x, *, y):
     return _unary_rule(lax.integer_pow_p, False)(x, y=y)
 
 
-sparse_rules_bcoo[lax.integer_pow_p] = _integer_pow_rule
+sparse_rules_bcoo[lax.integer_pow_p] = sparse_rules_bcsr[lax.integer_pow_p] = _integer_pow_rule
 
 
 def _add_rule(x, y):
@@ -207,9 +212,13 @@ def _transpose_rule(x, *, permutation, **_):
     return bcoo_transpose(x, permutation=permutation)
 
 
-def _dot_general_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None, **_):
-    return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
-                            preferred_element_type=preferred_element_type)
+def _dot_params(params):
+    return dict(dimension_numbers=params["dimension_numbers"],
+                preferred_element_type=params.get("preferred_element_type"))
+
+
+def _dot_general_rule(lhs, rhs, **params):
+    return bcoo_dot_general(lhs, rhs, **_dot_params(params))
 
 
 def _broadcast_in_dim_rule(x, *dyn, shape, broadcast_dimensions, **_):
@@ -232,7 +241,7 @@ def _call_rule(param):
     the identity call ``sparse.todense`` stages for a traced argument densifies."""
     def rule(*args, **params):
         if params.get("name") == TODENSE_NAME:
-            return [bcoo_todense(x) if isinstance(x, BCOO) else x for x in args]
+            return [x.todense() if isinstance(x, SPARSE) else x for x in args]
         closed = params[param]
         if not isinstance(closed, ClosedJaxpr):
             raise NotImplementedError(f"sparse rule for a call with {param}={type(closed)}")
@@ -246,6 +255,14 @@ sparse_rules_bcoo.update({
     lax.dot_general_p: _dot_general_rule, lax.broadcast_in_dim_p: _broadcast_in_dim_rule,
     lax.concatenate_p: _concatenate_rule, lax.reshape_p: _reshape_rule, pjit_p: _call_rule("jaxpr"),
     custom_jvp_call_p: _call_rule("call_jaxpr"),
+})
+# JAX's BCSR table; its jit rule is added as xform's todense is a jit call (JAX: todense_p).
+sparse_rules_bcsr.update({
+    lax.dot_general_p: lambda *a, **k: bcsr_dot_general(*a, **_dot_params(k)),
+    lax.broadcast_in_dim_p: lambda x, *_, shape, broadcast_dimensions, **__:
+        bcsr_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions),
+    lax.concatenate_p: lambda *xs, dimension, **_: bcsr_concatenate(xs, dimension=dimension),
+    pjit_p: _call_rule("jaxpr"), custom_jvp_call_p: _call_rule("call_jaxpr"),
 })
 
 
@@ -292,3 +309,5 @@ _bcoo_methods = {
 }
 for _name, _impl in _bcoo_methods.items():
     setattr(BCOO, _name, _impl)
+for _name in ("__matmul__", "__rmatmul__"):   # JAX's BCSR operators
+    setattr(BCSR, _name, _bcoo_methods[_name])
