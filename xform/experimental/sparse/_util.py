@@ -11,6 +11,20 @@ from xform.core.trace import concrete_or_raise
 from xform.transforms.vmap import vmap
 
 
+class SparseEfficiencyError(ValueError):
+    """A sparse operation would store many zeros explicitly (e.g. ``bcoo_update_layout``
+    turning a long sparse axis into a batch axis); pass ``on_inefficient=None`` or
+    'warn' to allow it."""
+
+
+class SparseEfficiencyWarning(UserWarning):
+    """The warning form of :class:`SparseEfficiencyError`."""
+
+
+class CuSparseEfficiencyWarning(SparseEfficiencyWarning):
+    """JAX's cuSPARSE-specific warning; xform has no cuSPARSE lowering, so never raised."""
+
+
 class BCOOProperties(NamedTuple):
     n_batch: int
     n_sparse: int
