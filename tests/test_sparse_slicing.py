@@ -1,0 +1,123 @@
+"""BCOO slicing/indexing/layout and sparsify of control flow against
+jax.experimental.sparse: buffers (where JAX defines them) and dense values must match,
+jitted once per library; where JAX's own implementation fails, against NumPy."""
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jjnp
+from jax.experimental import sparse as jsp
+
+import xform
+import xform.numpy as jnp
+from xform.experimental import sparse as xsp
+
+from test_sparse_bcsr import assert_trees_close, dense
+
+X3 = dense((2, 4, 3))
+
+
+def parts(x, n_batch, n_dense):
+    M = xsp.BCOO.fromdense(x, n_batch=n_batch, n_dense=n_dense)
+    return np.asarray(M.data), np.asarray(M.indices)
+
+
+def flat(M):
+    return [M.data, M.indices, M.todense()]
+
+
+@pytest.mark.parametrize("n_batch,n_dense", [(0, 0), (1, 1)])
+def test_slicing_and_layout_match_jax(n_batch, n_dense):
+    d, i = parts(X3, n_batch, n_dense)
+
+    def f(lib, sp, d, i, k):
+        M = sp.BCOO((d, i), shape=X3.shape)
+        outs = [*flat(sp.bcoo_slice(M, start_indices=(0, 1, 0), limit_indices=(2, 4, 3),
+                                    strides=(1, 2, 1))),
+                *flat(sp.bcoo_slice(M, start_indices=(1, 1, 1), limit_indices=(2, 2, 3))),
+                *flat(sp.bcoo_dynamic_slice(M, (k, k + 1, 1), (1, 2, 2))),   # traced start
+                *flat(sp.bcoo_rev(M, (0, 1, 2))), *flat(M[1]), *flat(M[:, 1:3]),
+                *flat(M[1, 2]), *flat(M[..., ::-1]), *flat(M[k]),
+                *flat(sp.bcoo_squeeze(M[:1], dimensions=(0,)))]
+        if not n_dense:   # JAX's bcoo_gather fails with dense dims (a reshape error)
+            outs += [*flat(M[:, lib.array([0, 3])]), *flat(M[lib.array([1, 0])])]
+        for layout in [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1)]:
+            L = sp.bcoo_update_layout(M, n_batch=layout[0], n_dense=layout[1],
+                                      on_inefficient=None)
+            outs += flat(L)
+        return outs
+    xo = xform.jit(lambda *a: f(jnp, xsp, *a))(d, i, 1)
+    jo = jax.jit(lambda *a: f(jjnp, jsp, *a))(d, i, 1)
+    assert_trees_close(xo, jo)
+
+
+def test_gather_with_dense_dims_and_eager_indexing():
+    """JAX's bcoo_gather fails for n_dense > 0; xform's must agree with NumPy."""
+    M = xsp.BCOO.fromdense(X3, n_batch=1, n_dense=1)
+    np.testing.assert_array_equal(M[:, jnp.array([0, 3])].todense(), X3[:, [0, 3]])
+    np.testing.assert_array_equal(M[jnp.array([1, 0])].todense(), X3[[1, 0]])
+    rows = list(xsp.BCOO.fromdense(X3[0]))   # __iter__
+    assert len(rows) == 4 and isinstance(rows[0], xsp.BCOO)
+    np.testing.assert_array_equal(rows[2].todense(), X3[0, 2])
+
+
+def test_slicing_errors_match_jax():
+    x = X3[0]
+    X, J = xsp.BCOO.fromdense(x), jsp.BCOO.fromdense(x)
+    for sp, M in [(xsp, X), (jsp, J)]:
+        with pytest.raises(ValueError, match="invalid indices"):
+            sp.bcoo_slice(M, start_indices=(0, 0), limit_indices=(5, 3))
+        with pytest.raises(ValueError, match="strides must be a sequence of positive"):
+            sp.bcoo_slice(M, start_indices=(0, 0), limit_indices=(2, 3), strides=(0, 1))
+        with pytest.raises(ValueError, match="size not equal to one"):
+            sp.bcoo_squeeze(M, dimensions=(0,))
+        with pytest.raises(sp.SparseEfficiencyError, match="increasing n_batch from 0 to 1"):
+            sp.bcoo_update_layout(M, n_batch=1)
+        with pytest.warns(sp.SparseEfficiencyWarning):
+            sp.bcoo_update_layout(M, n_dense=1, on_inefficient="warn")
+        with pytest.raises(TypeError):   # lax.dynamic_slice's own check (size > shape)
+            sp.bcoo_dynamic_slice(M, (0, 0), (5, 1))
+
+
+def _control_flow(lib, lax, sp, M, v):
+    def body(c):
+        i, A = c
+        return i + 1, A * 2.0
+    _, A = lax.while_loop(lambda c: c[0] < 3, body, (0, M))
+    return sp.todense(A), _cond_scan(lib, lax, A, v)
+
+
+def _cond_scan(lib, lax, M, v):   # differentiable: no while_loop
+    B = lax.cond(v.sum() > 0, lambda A: lib.sin(A) * 3.0, lambda A: -A, M)
+    C, _ = lax.scan(lambda c, _: (c * c, None), B, None, length=2)   # JAX: no xs, no ys
+    return (C @ v).sum()
+
+
+def test_sparsify_control_flow_matches_jax():
+    d, i = parts(X3[0], 0, 0)
+    v = np.array([1., -2., .5], np.float32)
+
+    def f(lib, lax, sp, d, i, v):
+        M = sp.BCOO((d, i), shape=(4, 3), indices_sorted=True, unique_indices=True)
+        outs = sp.sparsify(lambda M, v: _control_flow(lib, lax, sp, M, v))(M, v)
+        g = sp.grad(sp.sparsify(lambda M, v: _cond_scan(lib, lax, M, v)))(M, v)
+        return outs, g.data
+    xo = xform.jit(lambda *a: f(jnp, xform.lax, xsp, *a))(d, i, v)
+    jo = jax.jit(lambda *a: f(jjnp, jax.lax, jsp, *a))(d, i, v)
+    assert_trees_close(xo, jo, tol=1e-4)
+
+
+def test_sparsify_scan_with_xs_and_carry_errors():
+    """Dense xs/ys in a sparse scan (JAX's rule refuses any xs): against the dense scan."""
+    M = xsp.BCOO.fromdense(X3[0])
+    xs = np.arange(1., 4., dtype=np.float32)
+    step = lambda c, x: (c * x, (c @ jnp.ones(3)).sum())
+    carry, ys = xsp.sparsify(lambda M, xs: xform.lax.scan(step, M, xs))(M, xs)
+    jstep = lambda c, x: (c * x, c.sum())
+    jc, jy = jax.lax.scan(jstep, X3[0], xs)
+    assert_trees_close((carry.todense(), ys), (jc, jy))
+    D = xsp.BCOO((jnp.ones(2), jnp.array([[0, 1], [1, 0]])), shape=(2, 2))   # not unique
+    with pytest.raises(TypeError, match="same structure, nse and layout"):
+        xsp.sparsify(lambda M: xform.lax.while_loop(lambda c: c.sum() < 3, lambda c: c * c, M))(D)
+    with pytest.raises(TypeError, match="same structure, nse and layout"):
+        xsp.sparsify(lambda M: xform.lax.cond(True, lambda c: c * c, lambda c: c, M))(D)
