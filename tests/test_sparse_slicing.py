@@ -22,43 +22,57 @@ def parts(x, n_batch, n_dense):
     return np.asarray(M.data), np.asarray(M.indices)
 
 
-def flat(M):
-    return [M.data, M.indices, M.todense()]
+def bufs(M):
+    return [M.data, M.indices]   # todense of equal buffers is tested in test_sparse.py
 
 
-@pytest.mark.parametrize("n_batch,n_dense", [(0, 0), (1, 1)])
-def test_slicing_and_layout_match_jax(n_batch, n_dense):
-    d, i = parts(X3, n_batch, n_dense)
+# Per layout (n_batch, n_dense) of X3, the indexing cases: each a function of the
+# library, its sparse module, the BCOO and a traced index. gather only where n_dense == 0
+# (JAX's bcoo_gather fails with dense dims: a reshape error).
+SLICE_CASES = {
+    (1, 1): [
+        lambda lib, sp, M, k: sp.bcoo_slice(M, start_indices=(0, 1, 0),
+                                            limit_indices=(2, 4, 3), strides=(1, 2, 1)),
+        lambda lib, sp, M, k: sp.bcoo_dynamic_slice(M, (k, k + 1, 1), (1, 2, 2)),
+        lambda lib, sp, M, k: sp.bcoo_rev(M, (0, 1, 2)),
+        lambda lib, sp, M, k: M[k],
+        lambda lib, sp, M, k: sp.bcoo_squeeze(M[:1], dimensions=(0,)),
+        lambda lib, sp, M, k: sp.bcoo_update_layout(M, n_batch=0, n_dense=0),
+        lambda lib, sp, M, k: sp.bcoo_update_layout(M, n_batch=2, n_dense=0,
+                                                    on_inefficient=None),
+    ],
+    (0, 0): [
+        lambda lib, sp, M, k: M[1, 1:3],
+        lambda lib, sp, M, k: M[..., ::-1],
+        lambda lib, sp, M, k: M[:, lib.array([0, 3])],
+        lambda lib, sp, M, k: sp.bcoo_update_layout(M, n_batch=1, n_dense=1,
+                                                    on_inefficient=None),
+    ],
+}
+
+
+@pytest.mark.parametrize("layout", list(SLICE_CASES))
+def test_slicing_and_layout_match_jax(layout):
+    d, i = parts(X3, *layout)
 
     def f(lib, sp, d, i, k):
         M = sp.BCOO((d, i), shape=X3.shape)
-        outs = [*flat(sp.bcoo_slice(M, start_indices=(0, 1, 0), limit_indices=(2, 4, 3),
-                                    strides=(1, 2, 1))),
-                *flat(sp.bcoo_slice(M, start_indices=(1, 1, 1), limit_indices=(2, 2, 3))),
-                *flat(sp.bcoo_dynamic_slice(M, (k, k + 1, 1), (1, 2, 2))),   # traced start
-                *flat(sp.bcoo_rev(M, (0, 1, 2))), *flat(M[1]), *flat(M[:, 1:3]),
-                *flat(M[1, 2]), *flat(M[..., ::-1]), *flat(M[k]),
-                *flat(sp.bcoo_squeeze(M[:1], dimensions=(0,)))]
-        if not n_dense:   # JAX's bcoo_gather fails with dense dims (a reshape error)
-            outs += [*flat(M[:, lib.array([0, 3])]), *flat(M[lib.array([1, 0])])]
-        for layout in [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1)]:
-            L = sp.bcoo_update_layout(M, n_batch=layout[0], n_dense=layout[1],
-                                      on_inefficient=None)
-            outs += flat(L)
-        return outs
+        return [b for case in SLICE_CASES[layout] for b in bufs(case(lib, sp, M, k))]
     xo = xform.jit(lambda *a: f(jnp, xsp, *a))(d, i, 1)
     jo = jax.jit(lambda *a: f(jjnp, jsp, *a))(d, i, 1)
     assert_trees_close(xo, jo)
 
 
-def test_gather_with_dense_dims_and_eager_indexing():
+def test_gather_with_dense_dims_and_iteration():
     """JAX's bcoo_gather fails for n_dense > 0; xform's must agree with NumPy."""
-    M = xsp.BCOO.fromdense(X3, n_batch=1, n_dense=1)
-    np.testing.assert_array_equal(M[:, jnp.array([0, 3])].todense(), X3[:, [0, 3]])
-    np.testing.assert_array_equal(M[jnp.array([1, 0])].todense(), X3[[1, 0]])
-    rows = list(xsp.BCOO.fromdense(X3[0]))   # __iter__
-    assert len(rows) == 4 and isinstance(rows[0], xsp.BCOO)
-    np.testing.assert_array_equal(rows[2].todense(), X3[0, 2])
+    d, i = parts(X3, 1, 1)
+
+    def f(d, i):
+        M = xsp.BCOO((d, i), shape=X3.shape)
+        return [M[:, jnp.array([0, 3])].todense(), *(r.todense() for r in M[1, 1:3])]
+    gathered, *rows = xform.jit(f)(d, i)   # BCOO.__iter__ yields BCOO rows
+    np.testing.assert_array_equal(gathered, X3[:, [0, 3]])
+    np.testing.assert_array_equal(np.stack(rows), X3[1, 1:3])
 
 
 def test_slicing_errors_match_jax():
