@@ -112,3 +112,33 @@ def test_sparse_jacobians_match_jax():
     for ((xm, xv), xaux), ((jm, jv), jaux) in zip(xo, jo):
         assert repr(xm) == repr(jm)   # format, shape, nse, n_batch (output axes)
         assert_trees_close((xm._bufs, xv, xaux), (jm._bufs, jv, jaux))
+
+
+def test_coo_csr_csc_match_jax():
+    x, v, B = X3[0], np.arange(4, dtype=np.float32), np.ones((3, 2), np.float32)
+
+    def f(lib, sp, x, v, B):
+        outs = []
+        for cls in (sp.COO, sp.CSR, sp.CSC):
+            M = cls.fromdense(x, nse=NSE0 + 1)   # padded (JAX's padding differs per class)
+            outs += [M.data, M.row if cls is sp.COO else M.indptr, M.todense(), M @ v,
+                     M.T @ B]
+        C = sp.CSR.fromdense(x, nse=NSE0)
+        outs += [sp.csr_matvec(C, B[:, 0], transpose=True), sp.coo_matmat(sp.COO.fromdense(
+            x, nse=NSE0), lib.ones((4, 2)))]
+        return outs
+    xo = xform.jit(lambda *a: f(jnp, xsp, *a))(x, v, B)
+    jo = jax.jit(lambda *a: f(jjnp, jsp, *a))(x, v, B)
+    assert_trees_close(xo, jo)
+    made = lambda sp: (sp.eye(3, 4, -1, sparse_format="coo"),
+                       sp.eye(3, 4, 1, sparse_format="csc"), sp.empty((3, 4), sparse_format="csr"))
+    for xm, jm in zip(made(xsp), jax.jit(lambda: made(jsp))()):   # csc's eye: csr's, .T
+        assert repr(xm) == repr(jm)
+        assert_trees_close(xm._bufs, jm._bufs if hasattr(jm, "_bufs") else
+                           (jm.data, jm.indices, jm.indptr))
+    X = xsp.COO((xo[0], xo[1], xo[1]), shape=x.shape)   # any in-bounds columns
+    J = jsp.COO(tuple(map(jjnp.asarray, X._bufs)), shape=x.shape)
+    g, jg = (w(sp.grad(lambda M: (M @ v).sum()))(M)
+             for sp, M, w in [(xsp, X, lambda f: f), (jsp, J, jax.jit)])
+    assert isinstance(g, xsp.COO)
+    np.testing.assert_allclose(g.data, jg.data)

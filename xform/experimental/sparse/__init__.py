@@ -1,18 +1,22 @@
 """``xform.experimental.sparse``: batched-COO and -CSR sparse arrays (:class:`BCOO`,
-:class:`BCSR`), their operations, ``sparsify``, and sparsity-aware ``grad``/``jacfwd``/
-``jacrev``, as ``jax.experimental.sparse``.
+:class:`BCSR`; the older 2-D :class:`COO`/:class:`CSR`/:class:`CSC`), their operations,
+``sparsify``, and sparsity-aware ``grad``/``jacfwd``/``jacrev``, as
+``jax.experimental.sparse``.
 
 Every operation is a composition of xform's lax/numpy (gather, scatter-add, sort,
 dot_general), so jit, vmap and grad apply to it like to any code (see
 docs/architecture.md, "Sparse arrays").
 """
 from xform.experimental.sparse._ad import grad, jacfwd, jacobian, jacrev, value_and_grad
-from xform.experimental.sparse._bcoo import (BCOO, bcoo_extract, bcoo_fromdense,
-                                             bcoo_todense, eye)
+from xform.experimental.sparse._api import empty, eye
+from xform.experimental.sparse._bcoo import BCOO, bcoo_extract, bcoo_fromdense, bcoo_todense
 from xform.experimental.sparse._bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
                                              bcsr_dot_general, bcsr_eliminate_zeros,
                                              bcsr_extract, bcsr_fromdense,
-                                             bcsr_sum_duplicates, bcsr_todense, empty)
+                                             bcsr_sum_duplicates, bcsr_todense)
+from xform.experimental.sparse._coo import (COO, CSC, CSR, coo_fromdense, coo_matmat,
+                                            coo_matvec, coo_todense, csr_fromdense, csr_matmat,
+                                            csr_matvec, csr_todense)
 from xform.experimental.sparse._dot import bcoo_dot_general, bcoo_spdot_general
 from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
@@ -27,7 +31,7 @@ from xform.experimental.sparse._util import (CuSparseEfficiencyWarning, SparseEf
                                              SparseEfficiencyWarning)
 
 __all__ = [
-    "BCOO", "BCSR", "CuSparseEfficiencyWarning", "SparseEfficiencyError",
+    "BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "SparseEfficiencyError",
     "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate",
     "bcoo_dot_general", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract",
     "bcoo_fromdense", "bcoo_gather", "bcoo_multiply_dense", "bcoo_multiply_sparse",
@@ -35,6 +39,7 @@ __all__ = [
     "bcoo_spdot_general", "bcoo_squeeze", "bcoo_sum_duplicates", "bcoo_todense",
     "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate",
     "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_fromdense",
-    "bcsr_sum_duplicates", "bcsr_todense", "empty", "eye", "fromdense", "grad", "jacfwd",
+    "bcsr_sum_duplicates", "bcsr_todense", "coo_fromdense", "coo_matmat", "coo_matvec",
+    "coo_todense", "csr_fromdense", "csr_matmat", "csr_matvec", "csr_todense", "empty", "eye", "fromdense", "grad", "jacfwd",
     "jacobian", "jacrev", "random_bcoo", "sparsify", "todense", "value_and_grad",
 ]

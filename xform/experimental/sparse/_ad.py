@@ -8,10 +8,11 @@ import functools
 from xform.core.tree_util import tree_flatten, tree_leaves, tree_unflatten
 from xform.experimental.sparse._bcoo import BCOO
 from xform.experimental.sparse._bcsr import BCSR
+from xform.experimental.sparse._coo import COO, CSC, CSR
 from xform.transforms import ad as _ad
 from xform.transforms.vmap import vmap
 
-_is_sparse = lambda x: isinstance(x, (BCOO, BCSR))
+_is_sparse = lambda x: isinstance(x, (BCOO, BCSR, COO, CSR, CSC))
 
 
 def _with_data(like, data):

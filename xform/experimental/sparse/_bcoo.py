@@ -304,14 +304,9 @@ def _bcoo_empty(shape, *, dtype=None, index_dtype="int32", nse=0, n_batch=0, n_d
     return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
 
-def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """A sparse identity-like ``N x M`` matrix with ones on diagonal ``k``."""
-    if sparse_format != "bcoo":
-        raise NotImplementedError(f"sparse_format={sparse_format!r}: xform has only 'bcoo'")
-    M = N if M is None else M
-    n_batch, n_dense = kwds.pop("n_batch", 0), kwds.pop("n_dense", 0)
-    if kwds:
-        raise TypeError(f"eye() got unexpected keyword arguments {sorted(kwds)}")
+def _bcoo_eye(N, M, k, *, dtype=None, index_dtype="int32", n_batch=0, n_dense=0):
+    """A sparse identity-like ``N x M`` BCOO with ones on diagonal ``k``
+    (``sparse.eye``'s 'bcoo' format)."""
     if 2 - n_batch - n_dense < 0 or n_batch < 0 or n_dense < 0:
         raise ValueError(f"Invalid inputs: shape={(N, M)}, n_dense={n_dense}, n_batch={n_batch}")
     dtype = dtype if dtype is not None else jnp.float32

@@ -324,17 +324,3 @@ def bcsr_empty(shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, 
     indices = jnp.full((*batch, nse), cols, index_dtype)
     return BCSR((data, indices, jnp.zeros((*batch, rows + 1), index_dtype)), shape=shape)
 
-
-def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """An all-zero sparse array of ``shape`` in ``sparse_format`` ('bcoo' or 'bcsr');
-    ``nse``, ``n_batch``, ``n_dense`` as keywords.
-
-    >>> from xform.experimental import sparse
-    >>> sparse.empty((2, 3), sparse_format="bcsr", nse=1)
-    BCSR(float32[2, 3], nse=1)
-    """
-    formats = {"bcoo": _bcoo_empty, "bcsr": bcsr_empty}
-    if sparse_format not in formats:
-        raise ValueError(f"sparse_format={sparse_format!r} not recognized; must be one of "
-                         f"{list(formats)} (xform has no COO/CSR/CSC classes)")
-    return formats[sparse_format](tuple(shape), dtype=dtype, index_dtype=index_dtype, **kwds)
