@@ -305,11 +305,8 @@ def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
     if not isinstance(lhs, BCSR) or isinstance(rhs, sparse):
         raise NotImplementedError("bcsr_dot_general currently implemented for BCSR lhs and "
                                   "ndarray rhs.")
-    rhs = jnp.asarray(rhs)
-    try:
-        return _dot_general(lhs.to_bcoo(), rhs, dimension_numbers, preferred_element_type)
-    except NotImplementedError as e:   # JAX's messages name bcsr_dot_general
-        raise NotImplementedError(str(e).replace("bcoo_", "bcsr_")) from None
+    return _dot_general(lhs.to_bcoo(), jnp.asarray(rhs), dimension_numbers,
+                        preferred_element_type, name="bcsr_dot_general")
 
 
 def bcsr_empty(shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0):

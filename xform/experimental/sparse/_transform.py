@@ -1,10 +1,12 @@
-"""``sparsify``: run a function written for dense arrays on BCOO arguments.
+"""``sparsify``: run a function written for dense arrays on BCOO (or BCSR) arguments.
 
 JAX's interpreter design: trace ``f`` to a jaxpr with each BCOO standing in as a dense
 aval of its shape, then evaluate that jaxpr with an environment holding dense arrays or
 BCOOs. An equation with only dense inputs binds its primitive as is (under whatever trace
 is current, so jit/grad/vmap around sparsify still work); one with a BCOO input goes to
-the primitive's sparse rule, which computes with the BCOO's buffers. The road not taken,
+the primitive's sparse rule (a table per format), which computes with the buffers.
+Control flow (while/cond/scan) re-traces its sub-jaxprs over the flattened sparse
+buffers, as JAX's interpreter does. The road not taken,
 a SparseTrace with ``process_primitive``, needs the same rule table plus tracer plumbing
 through every higher-order primitive; the jaxpr interpreter gets calls (jit) by
 recursing into the inner jaxpr. The BCOO operator methods (``@``, ``*``, ``+``, ``sum``,
