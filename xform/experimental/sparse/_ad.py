@@ -6,13 +6,11 @@ become batch dimensions of that array."""
 import functools
 
 from xform.core.tree_util import tree_flatten, tree_leaves, tree_unflatten
-from xform.experimental.sparse._bcoo import BCOO
-from xform.experimental.sparse._bcsr import BCSR
-from xform.experimental.sparse._coo import COO, CSC, CSR
+from xform.experimental.sparse._util import JAXSparse
 from xform.transforms import ad as _ad
 from xform.transforms.vmap import vmap
 
-_is_sparse = lambda x: isinstance(x, (BCOO, BCSR, COO, CSR, CSC))
+_is_sparse = lambda x: isinstance(x, JAXSparse)
 
 
 def _with_data(like, data):

@@ -1,11 +1,40 @@
-"""``sparse.empty`` and ``sparse.eye``: dispatch on ``sparse_format`` to each format's
-constructor, as JAX's ``api`` module (which calls the classes' ``_empty``/``_eye``)."""
+"""The format-generic functions, as JAX's ``api`` module: ``todense``, and ``empty``/
+``eye``, which dispatch on ``sparse_format`` to each format's constructor."""
 from functools import partial
 
 from xform.core.trace import concrete_or_raise
 from xform.experimental.sparse._bcoo import _bcoo_empty, _bcoo_eye
 from xform.experimental.sparse._bcsr import bcsr_empty
 from xform.experimental.sparse._coo import coo_empty, coo_eye
+from xform.experimental.sparse._util import JAXSparse
+from xform.transforms.jit import jit
+
+# The name of the identity call ``todense`` stages for a traced dense argument: sparsify's
+# call rule densifies a sparse array reaching it (JAX has a todense primitive for this).
+TODENSE_NAME = "_sparse_todense"
+
+
+def _sparse_todense(x):
+    return x
+
+
+_dense_identity = jit(_sparse_todense)
+
+
+def todense(arr):
+    """The dense array of a sparse array (any format); a dense array is returned as is.
+    Inside ``sparsify`` this densifies the argument it is given (so dense-only ops can
+    follow).
+
+    >>> import xform.numpy as jnp
+    >>> from xform.experimental import sparse
+    >>> sparse.todense(sparse.BCOO.fromdense(jnp.array([0., 3.]))).tolist()
+    [0.0, 3.0]
+    """
+    if isinstance(arr, JAXSparse):
+        return arr.todense()
+    return _dense_identity(arr)
+
 
 _EMPTY = {"bcsr": bcsr_empty, "bcoo": _bcoo_empty, "coo": partial(coo_empty, sparse_format="coo"),
           "csr": partial(coo_empty, sparse_format="csr"),

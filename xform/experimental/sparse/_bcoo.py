@@ -17,13 +17,13 @@ from xform import lax
 from xform import numpy as jnp
 from xform.core.pytree_registry import register_pytree_node_class
 from xform.core.trace import Tracer
-from xform.experimental.sparse._util import (concrete_int, nfold_vmap, validate_bcoo,
-                                             validate_indices)
+from xform.experimental.sparse._util import (JAXSparse, concrete_int, nfold_vmap,
+                                             validate_bcoo, validate_indices)
 from xform.transforms.jit import jit
 
 
 @register_pytree_node_class
-class BCOO:
+class BCOO(JAXSparse):
     """Batched coordinate (BCOO) sparse array, as ``jax.experimental.sparse.BCOO``.
 
     Args:
@@ -46,8 +46,6 @@ class BCOO:
     >>> M.indices.tolist()
     [[0, 1], [1, 0], [1, 2]]
     """
-    __hash__ = None
-    __array_priority__ = 100   # `ndarray @ BCOO` defers to BCOO.__rmatmul__
 
     def __init__(self, args, *, shape, indices_sorted=False, unique_indices=False):
         self.data, self.indices = map(jnp.asarray, args)
@@ -57,19 +55,12 @@ class BCOO:
         validate_bcoo(self.data, self.indices, self.shape)
 
     nse = property(lambda self: self.indices.shape[-2])
-    dtype = property(lambda self: self.data.dtype)
     n_batch = property(lambda self: self.indices.ndim - 2)
     n_sparse = property(lambda self: self.indices.shape[-1])
     n_dense = property(lambda self: self.data.ndim - 1 - self.n_batch)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape)))
-    T = property(lambda self: self.transpose())
     _bufs = property(lambda self: (self.data, self.indices))
     _info = property(lambda self: dict(shape=self.shape, indices_sorted=self.indices_sorted,
                                        unique_indices=self.unique_indices))
-
-    def __len__(self):
-        return self.shape[0]
 
     def __repr__(self):
         try:
@@ -94,11 +85,6 @@ class BCOO:
     def todense(self):
         """The dense array (duplicates summed, out-of-bounds entries dropped)."""
         return bcoo_todense(self)
-
-    def block_until_ready(self):
-        self.data.block_until_ready()
-        self.indices.block_until_ready()
-        return self
 
     def tree_flatten(self):
         return (self.data, self.indices), (self.shape, self.indices_sorted,

@@ -15,12 +15,12 @@ from xform import numpy as jnp
 from xform.core.dtypes import issubdtype
 from xform.core.pytree_registry import register_pytree_node_class
 from xform.core.trace import Tracer
-from xform.experimental.sparse._bcoo import (BCOO, _bcoo_empty, _count_stored_elements,
+from xform.experimental.sparse._bcoo import (BCOO, _count_stored_elements,
                                              _extract, _todense, bcoo_fromdense)
 from xform.experimental.sparse._ops import (_dot_general, bcoo_eliminate_zeros,
                                             bcoo_sort_indices, bcoo_sum_duplicates)
 from xform.experimental.sparse._ops2 import bcoo_broadcast_in_dim, bcoo_concatenate
-from xform.experimental.sparse._util import concrete_int, nfold_vmap
+from xform.experimental.sparse._util import JAXSparse, concrete_int, nfold_vmap
 from xform.transforms.jit import jit
 
 
@@ -87,7 +87,7 @@ def bcoo_to_bcsr_indices(indices, shape, index_dtype):
 
 
 @register_pytree_node_class
-class BCSR:
+class BCSR(JAXSparse):
     """Batched compressed sparse row (BCSR) matrix, as ``jax.experimental.sparse.BCSR``.
 
     Args:
@@ -107,8 +107,6 @@ class BCSR:
     >>> M.indices.tolist(), M.indptr.tolist()
     ([1, 0, 2], [0, 1, 3])
     """
-    __hash__ = None
-    __array_priority__ = 100
 
     def __init__(self, args, *, shape, indices_sorted=False, unique_indices=False):
         self.data, self.indices, self.indptr = map(jnp.asarray, args)
@@ -118,19 +116,12 @@ class BCSR:
         validate_bcsr(self.data, self.indices, self.indptr, self.shape)
 
     nse = property(lambda self: self.indices.shape[-1])
-    dtype = property(lambda self: self.data.dtype)
     n_batch = property(lambda self: self.indices.ndim - 1)
     n_sparse = property(lambda self: 2)
     n_dense = property(lambda self: self.data.ndim - self.indices.ndim)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape)))
-    T = property(lambda self: self.transpose())
     _bufs = property(lambda self: (self.data, self.indices, self.indptr))
     _info = property(lambda self: dict(shape=self.shape, indices_sorted=self.indices_sorted,
                                        unique_indices=self.unique_indices))
-
-    def __len__(self):
-        return self.shape[0]
 
     def __repr__(self):
         try:
@@ -180,11 +171,6 @@ class BCSR:
         if remove_zeros:
             return BCSR.from_bcoo(bcoo_eliminate_zeros(self.to_bcoo(), nse=nse))
         return bcsr_sum_duplicates(self, nse=nse)
-
-    def block_until_ready(self):
-        for b in self._bufs:
-            b.block_until_ready()
-        return self
 
     def tree_flatten(self):
         return self._bufs, (self.shape, self.indices_sorted, self.unique_indices)

@@ -11,24 +11,13 @@ import numpy as np
 from xform import numpy as jnp
 from xform.core.pytree_registry import register_pytree_node_class
 from xform.core.trace import Tracer
-from xform.experimental.sparse._bcoo import BCOO
-from xform.experimental.sparse._bcsr import BCSR
-from xform.experimental.sparse._util import concrete_int
+from xform.experimental.sparse._util import JAXSparse, concrete_int
 from xform.transforms.jit import jit
 
 
-class _Sparse2D:
-    """What JAX's ``JAXSparse`` base gives the 2-D classes: sizes, repr, T, flattening."""
-    __hash__ = None
-    __array_priority__ = 100
-    dtype = property(lambda self: self.data.dtype)
+class _Sparse2D(JAXSparse):
+    """The 2-D classes' nse, repr, flattening and matmul (JAX's ``JAXSparse`` defaults)."""
     nse = property(lambda self: self.data.size)
-    size = property(lambda self: int(np.prod(self.shape)))
-    ndim = property(lambda self: len(self.shape))
-    T = property(lambda self: self.transpose())
-
-    def __len__(self):
-        return self.shape[0]
 
     def __repr__(self):
         try:
@@ -38,11 +27,6 @@ class _Sparse2D:
         if isinstance(self.data, Tracer):
             r = f"{type(self.data).__name__}[{r}]"
         return r
-
-    def block_until_ready(self):
-        for b in self._bufs:
-            b.block_until_ready()
-        return self
 
     def tree_flatten(self):
         return self._bufs, tuple(sorted(self._info.items()))
@@ -57,7 +41,7 @@ class _Sparse2D:
         self._set(tuple(map(jnp.asarray, args)), **info)
 
     def __matmul__(self, other):
-        if isinstance(other, (_Sparse2D, BCOO, BCSR)):
+        if isinstance(other, JAXSparse):
             raise NotImplementedError("matmul between two sparse objects.")
         other = jnp.asarray(other)
         dtype = jnp.result_type(self.data, other)
@@ -308,7 +292,8 @@ def coo_eye(N, M, k, *, dtype=None, index_dtype="int32", sparse_format="coo"):
         return coo_empty((N, M), dtype=dtype, index_dtype=index_dtype,
                          sparse_format=sparse_format)
     idx = np.arange(size)
-    row, col = (jnp.asarray(idx - min(k, 0), index_dtype), jnp.asarray(idx + max(k, 0), index_dtype))
+    row = jnp.asarray(idx - min(k, 0), index_dtype)
+    col = jnp.asarray(idx + max(k, 0), index_dtype)
     data = jnp.ones(size, dtype if dtype is not None else jnp.float32)
     if sparse_format == "coo":
         return COO((data, row, col), shape=(N, M), rows_sorted=True, cols_sorted=True)

@@ -279,7 +279,8 @@ def _update_layout_impl(data, indices, shape, n_batch, n_dense):
             return new_d, jnp.column_stack([jnp.broadcast_to(i, (new_d.shape[0], i.size)),
                                             *grid(d.shape[:n], i.dtype)])
         data, indices = nfold_vmap(dense_to_sparse, cur_batch + 1)(data, indices)
-        merge = lambda x: x.reshape(*x.shape[:cur_batch], x.shape[cur_batch] * x.shape[cur_batch + 1],
+        merge = lambda x: x.reshape(*x.shape[:cur_batch],
+                                    math.prod(x.shape[cur_batch:cur_batch + 2]),
                                     *x.shape[cur_batch + 2:])
         data, indices, cur_dense = merge(data), merge(indices), n_dense
     if n_batch < cur_batch:   # trailing batch axes become leading index columns

@@ -28,7 +28,8 @@ from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
                                             bcoo_sort_indices, bcoo_sum_duplicates,
                                             bcoo_transpose)
-from xform.experimental.sparse._ops2 import (TODENSE_NAME, bcoo_broadcast_in_dim,
+from xform.experimental.sparse._api import TODENSE_NAME
+from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim,
                                              bcoo_concatenate, bcoo_reshape)
 from xform.experimental.sparse._slicing import (bcoo_dynamic_slice, bcoo_gather, bcoo_rev,
                                                 bcoo_slice, bcoo_squeeze)
