@@ -298,7 +298,7 @@ def test_structural_ops_match_jax():
 def test_constructors_match_jax():
     same(xsp.eye(4, 3, -1, n_batch=1).todense(), np.eye(4, 3, -1))
     same(xsp.eye(3, 4, 1).todense(), np.eye(3, 4, 1))
-    xi, ji = xsp.eye(3, 4, 1), jsp.eye(3, 4, 1)
+    xi, ji = xsp.eye(3, 4, 1), jax.jit(lambda: jsp.eye(3, 4, 1))()
     same(xi.indices, ji.indices)
     e = xsp.empty((2, 3), nse=2, n_batch=1)
     je = jax.jit(lambda: jsp.empty((2, 3), nse=2, n_batch=1))()
