@@ -322,7 +322,7 @@ def test_bad_input_errors():
                              dimension_numbers=(((1,), (1,)), ((0,), (0,))))
 
 
-@pytest.mark.parametrize("name", ["_bcoo", "_ops", "_transform", "_ad", "_api", "_bcsr",
+@pytest.mark.parametrize("name", ["_bcoo", "_ops", "_dot", "_transform", "_ad", "_api", "_bcsr",
                                   "_coo", "_slicing"])
 def test_docstring_examples_run(name):
     import doctest

@@ -49,7 +49,9 @@ def test_bcsr_matches_jax():
                 sp.bcsr_extract(M.indices, M.indptr, 2 * x),
                 sp.bcsr_dot_general(M, lib.ones((4, 2)),
                                     dimension_numbers=(((2,), (0,)), ((), ()))),
-                B.indptr, K.indices, K.indptr, sp.sparsify(lambda M, v: lib.sin(M) @ v)(M0, v)]
+                B.indptr, K.indices, K.indptr, sp.sparsify(lambda M, v: lib.sin(M) @ v)(M0, v),
+                sp.bcoo_dot_general_sampled(x, lib.ones((2, 4, 4)), M.to_bcoo().indices,
+                                            dimension_numbers=(((2,), (1,)), ((0,), (0,))))]
     xo = xform.jit(lambda *a: f(jnp, xsp, *a))(X3, v)
     jo = jax.jit(lambda *a: f(jjnp, jsp, *a))(X3, v)
     assert_trees_close(xo, jo)

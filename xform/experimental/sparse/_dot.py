@@ -8,7 +8,7 @@ import numpy as np
 
 from xform import lax
 from xform import numpy as jnp
-from xform.experimental.sparse._bcoo import BCOO
+from xform.experimental.sparse._bcoo import BCOO, _extract
 from xform.experimental.sparse._ops import (_as_tuple, _dot_general, _rdot_general,
                                             bcoo_sum_duplicates)
 from xform.experimental.sparse._util import remaining
@@ -41,6 +41,28 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
         return _rdot_general(jnp.asarray(lhs), rhs, dimension_numbers, preferred_element_type)
     return lax.dot_general(lhs, rhs, dimension_numbers,
                            preferred_element_type=preferred_element_type)
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+    """``lax.dot_general(A, B)`` of dense operands evaluated at BCOO ``indices`` only: the
+    ``data`` of a BCOO with those indices. NB: computed as the dense product, then a
+    gather (JAX's general path; its matvec special case is an optimisation).
+
+    >>> import xform.numpy as jnp
+    >>> from xform.experimental import sparse
+    >>> sparse.bcoo_dot_general_sampled(jnp.ones((2, 3)), jnp.ones((3, 2)),
+    ...     jnp.array([[0, 1]]), dimension_numbers=(((1,), (0,)), ((), ())))
+    Array([3.], dtype=float32)
+    """
+    A, B, indices = map(jnp.asarray, (A, B, indices))
+    dn = tuple(tuple(map(_as_tuple, d)) for d in dimension_numbers)
+    return _sampled(A, B, indices, dn)
+
+
+@partial(jit, static_argnums=(3,))
+def _sampled(A, B, indices, dimension_numbers):
+    prod = lax.dot_general(A, B, dimension_numbers, precision=lax.Precision.HIGHEST)
+    return _extract(indices, prod)
 
 
 def bcoo_spdot_general(lhs, rhs, *, dimension_numbers, preferred_element_type=None):

@@ -403,6 +403,8 @@ _bcoo_methods = {
     "__mul__": sparsify(jnp.multiply),
     "__rmul__": sparsify(_swap(jnp.multiply)),
     "__truediv__": sparsify(jnp.divide),
+    "__rtruediv__": sparsify(_swap(jnp.divide)),
+    "__rpow__": sparsify(_swap(jnp.power)),
     "__add__": sparsify(jnp.add),
     "__radd__": sparsify(_swap(jnp.add)),
     "__sub__": sparsify(jnp.subtract),
