@@ -132,3 +132,26 @@ def test_sparsify_scan_with_xs_and_carry_errors():
         xsp.sparsify(lambda M: xform.lax.while_loop(lambda c: c.sum() < 3, lambda c: c * c, M))(D)
     with pytest.raises(TypeError, match="same structure, nse and layout"):
         xsp.sparsify(lambda M: xform.lax.cond(True, lambda c: c * c, lambda c: c, M))(D)
+
+
+def test_conv_matches_jax():
+    """bcoo_conv_general_dilated (JAX's 1-D case), direct and through sparsify."""
+    x = np.array([[[0, 1., 0, 2, 3, 0, 0]]], np.float32)
+    k = np.array([[[1., 0, -2]]], np.float32)
+
+    def f(lib, lax, sp, x, k):
+        X, K = sp.BCOO.fromdense(x, nse=3), sp.BCOO.fromdense(k, nse=2)
+        outs = []
+        for a, b in [(X, K), (x, K)]:
+            o = sp.bcoo_conv_general_dilated(a, b, window_strides=(1,), padding=[(1, 2)])
+            outs += [o.data, o.indices, o.todense()]
+        same = sp.sparsify(lambda a, b: lax.conv_general_dilated(a, b, (1,), "SAME"))(X, k)
+        return outs + [sp.todense(same), lax.conv_general_dilated(x, k, (1,), [(1, 2)])]
+    xo = xform.jit(lambda *a: f(jnp, xform.lax, xsp, *a))(x, k)
+    jo = jax.jit(lambda *a: f(jjnp, jax.lax, jsp, *a))(x, k)
+    assert_trees_close(xo, jo)
+    assert_trees_close(xo[2], jo[-1])   # the sparse convolution is the dense one
+    with pytest.raises(NotImplementedError, match="non-unit window_strides"):
+        xsp.bcoo_conv_general_dilated(xsp.BCOO((x[0, 0, :1], np.zeros((1, 3), np.int32)),
+                                               shape=x.shape), k, window_strides=(2,),
+                                      padding="VALID")

@@ -23,7 +23,7 @@ from xform.core.trace import get_aval
 from xform.experimental.sparse._bcoo import BCOO, bcoo_fromdense, bcoo_todense
 from xform.experimental.sparse._bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
                                              bcsr_dot_general)
-from xform.experimental.sparse._dot import bcoo_dot_general
+from xform.experimental.sparse._dot import bcoo_conv_general_dilated, bcoo_dot_general
 from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
                                             bcoo_sort_indices, bcoo_sum_duplicates,
@@ -32,7 +32,7 @@ from xform.experimental.sparse._api import TODENSE_NAME
 from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim,
                                              bcoo_concatenate, bcoo_reshape)
 from xform.experimental.sparse._slicing import (bcoo_dynamic_slice, bcoo_gather, bcoo_rev,
-                                                bcoo_slice, bcoo_squeeze)
+                                                bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 from xform.experimental.sparse._util import dense_aval
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.custom import custom_jvp_call_p
@@ -273,6 +273,7 @@ sparse_rules_bcoo.update({
     lax.squeeze_p: lambda x, *, dimensions: bcoo_squeeze(x, dimensions=dimensions),
     lax.rev_p: lambda x, *, dimensions: bcoo_rev(x, dimensions),
     lax.gather_p: _gather_rule,
+    lax.conv_general_dilated_p: lambda l, r, **k: bcoo_conv_general_dilated(l, r, **k),
 })
 # ---- control flow: each sub-jaxpr is re-traced over the flattened sparse buffers ----
 
@@ -392,6 +393,7 @@ _bcoo_methods = {
     "transpose": _transpose_method,
     "sum_duplicates": _sum_duplicates_method,
     "sort_indices": bcoo_sort_indices,
+    "update_layout": bcoo_update_layout,
     "astype": lambda self, *a, **k: sparsify(lambda x: x.astype(*a, **k))(self),
     "reshape": lambda self, *a, **k: sparsify(lambda x: x.reshape(*a, **k))(self),
     "sum": lambda self, *a, **k: sparsify(lambda x: x.sum(*a, **k))(self),
