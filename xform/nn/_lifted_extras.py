@@ -121,7 +121,7 @@ def fold_rngs(target, variables=True, rngs=True):
 def _core_fold_rngs(fn, variables, rngs):
     """``fn`` on rng streams whose path suffix is dropped (the forked keys carry it)."""
     def inner(p, variable_groups, rng_groups, *args, **kwargs):
-        rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
+        rng_groups = tree_map(LazyRng.clear_suffix, rng_groups,
                               is_leaf=lambda r: isinstance(r, LazyRng))
         scopes = p.scope_fn(variable_groups, rng_groups)
         return fn(scopes, *args, **kwargs), p.repack(scopes)

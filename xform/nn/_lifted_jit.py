@@ -103,7 +103,7 @@ def _core_jit(fn, variables, rngs, compiled, keyed=False):
     caller's hashable key of everything ``fn`` closes over (Flax's module hash key);
     ``fn`` gets it too. Otherwise the key is the fingerprint of ``fn.module``."""
     def core(p, variable_groups, rng_groups, *args, **kwargs):
-        rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
+        rng_groups = tree_map(LazyRng.clear_suffix, rng_groups,
                               is_leaf=lambda r: isinstance(r, LazyRng))
         mutable = tuple(_fingerprint(s.mutable, {}) for s in p.scopes)
         call = fn

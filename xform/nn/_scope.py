@@ -29,7 +29,6 @@ from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
 from xform.transforms.runtime import named_scope
 
 _CHILD = "__child__"   # key prefix for child counters in ``rng_counters``
-_NO_FLAG = object()     # ``get_flag``: no default given
 
 
 class DenyList:
@@ -156,6 +155,13 @@ def group_collections(xs, col_filters):
     return tuple(groups)
 
 
+class _DefaultSentinel:
+    """``Scope.get_flag``'s default: no default given."""
+
+
+_NO_FLAG = _DefaultSentinel()
+
+
 class _Broadcast:
     def __repr__(self):
         return "nn.broadcast"
@@ -186,7 +192,7 @@ class LazyRng:
     """A base key plus the static suffix still to be folded into it."""
     __slots__ = ("rng", "suffix")
 
-    def __init__(self, rng, suffix=()):
+    def __init__(self, rng, suffix):
         self.rng, self.suffix = rng, tuple(suffix)
 
     @staticmethod
@@ -197,6 +203,12 @@ class LazyRng:
 
     def as_jax_rng(self):
         return fold_in_static(self.rng, self.suffix)
+
+    def clear_suffix(self):
+        return LazyRng(self.rng, ())
+
+    def replace(self, **updates):
+        return LazyRng(updates.get("rng", self.rng), updates.get("suffix", self.suffix))
 
 
 def is_valid_rng(rng):

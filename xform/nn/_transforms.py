@@ -440,7 +440,7 @@ class _fork_rngs:
         if self.enabled and self.module.scope is not None:
             scope = self.module.scope
             self.saved = scope.rngs
-            scope.rngs = {k: LazyRng(scope.make_rng(k)) for k in list(scope.rngs)}
+            scope.rngs = {k: LazyRng(scope.make_rng(k), ()) for k in list(scope.rngs)}
 
     def __exit__(self, *exc):
         if self.enabled and self.module.scope is not None:
