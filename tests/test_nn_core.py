@@ -3,9 +3,11 @@ written once over a namespace of library functions and run on both, then the
 variables (bit for bit), outputs, mutated collections, rng keys and errors compared.
 The lifted models run under jit on both sides (one compile instead of many eager ops:
 keeps the file fast); their variables still match bit for bit."""
+import doctest
 import types
 
 import flax.core as fcore
+import flax.core.nn as fcnn
 import flax.errors as ferrors
 import jax
 import jax.numpy as jjnp
@@ -17,14 +19,16 @@ import xform
 import xform.numpy as jnp
 from nn_oracle import assert_trees, same_leaves
 from xform.nn import core as xcore, errors as xerrors, initializers as xinit
+from xform.nn.core import nn as xcnn
 
 FLAX = types.SimpleNamespace(core=fcore, lift=fcore.lift, np=jjnp, init=finit,
                              random=jax.random, errors=ferrors, sds=jax.ShapeDtypeStruct,
-                             tree=jax.tree_util, jit=jax.jit, grad=jax.grad)
+                             tree=jax.tree_util, jit=jax.jit, grad=jax.grad,
+                             layers=fcnn)
 XF = types.SimpleNamespace(core=xcore, lift=xcore.lift, np=jnp, init=xinit,
                            random=xform.random, errors=xerrors,
                            sds=xform.ShapeDtypeStruct, tree=xform.tree_util,
-                           jit=xform.jit, grad=xform.grad)
+                           jit=xform.jit, grad=xform.grad, layers=xcnn)
 
 
 def both(run):
@@ -287,6 +291,34 @@ def test_pack_over_scope_tree_and_lazy_init():
     assert_trees(ours, theirs, rtol=1e-6, atol=1e-6)   # Flax's lazy_init runs eagerly
 
 
+def test_functional_layers_match_flax_core_nn():
+    def run(ns):
+        nn = ns.layers
+
+        def model(scope, x, ids):
+            y = scope.child(nn.dense)(x.reshape(2, -1), 3)
+            g = scope.child(nn.dense_general)(x, (2, 3), axis=(-2, -1), batch_dims=0)
+            c = scope.child(nn.conv)(x[..., None], 2, (3, 3))
+            t = scope.child(nn.conv_transpose)(x[..., None], 2, (2, 2), strides=(2, 2))
+            e = scope.child(nn.embedding)(5, 3)
+            return (y, g, c, t, e.lookup(ids), e.attend(y), scope.child(nn.batch_norm)(c),
+                    scope.child(nn.layer_norm)(c),
+                    scope.child(nn.group_norm)(c, num_groups=1),
+                    nn.dropout(scope, c, 0.5), nn.relu(y))
+
+        def run_all(rngs, x, ids):
+            y, v = ns.core.init(model)(rngs, x, ids)
+            return (dict(v), y, *ns.core.apply(model, mutable="batch_stats")(
+                v, x, ids, rngs=rngs))
+        x = ns.np.linspace(-1.0, 1.0, 32).reshape(2, 4, 4)
+        return ns.jit(run_all)(_rngs(ns, 0, 1), x, ns.np.array([0, 4, 2]))
+    (fv, fy, fy2, fu), (xv, xy, xy2, xu) = both(run)
+    assert_trees(xv, fv)
+    same_leaves(xy, fy)
+    same_leaves(xy2, fy2)
+    same_leaves(xu, fu)
+
+
 def _message(e):
     return str(e).split(" (https://")[0].rstrip(".")
 
@@ -327,3 +359,9 @@ def test_errors_match_flax(case):
     assert type(ours).__name__ == type(theirs).__name__, (ours, theirs)
     if case not in ("no_rng", "bad_variables"):   # xform names the path / adds a hint
         assert str(ours).startswith(_message(theirs)), (str(ours), str(theirs))
+
+
+def test_doctests():
+    for mod in (xcore.scope, xcore.lift):
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.attempted and not result.failed, mod.__name__
