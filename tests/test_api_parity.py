@@ -42,7 +42,7 @@ _REFERENCE = [("flax.linen", "xform.nn", "linen"),
               ".assignment", ".microbatching", ".experimental")] + [
     # Flax beyond linen: these modules have no __all__, so only Flax's own names count
     ("flax." + r, "xform." + o, "flax." + r)
-    for r, o in (("struct", "training.struct"), ("traverse_util", "nn.traverse_util"),
+    for r, o in (("struct", "nn.struct"), ("traverse_util", "nn.traverse_util"),
                  ("serialization", "nn.serialization"), ("jax_utils", "nn.jax_utils"),
                  ("training.train_state", "training.train_state"),
                  ("training.common_utils", "training.common_utils"),
