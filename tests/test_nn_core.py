@@ -9,6 +9,7 @@ import types
 import flax.core as fcore
 import flax.core.nn as fcnn
 import flax.errors as ferrors
+import flax.typing as ftyping
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -24,11 +25,11 @@ from xform.nn.core import nn as xcnn
 FLAX = types.SimpleNamespace(core=fcore, lift=fcore.lift, np=jjnp, init=finit,
                              random=jax.random, errors=ferrors, sds=jax.ShapeDtypeStruct,
                              tree=jax.tree_util, jit=jax.jit, grad=jax.grad,
-                             layers=fcnn)
+                             layers=fcnn, In=ftyping.In)
 XF = types.SimpleNamespace(core=xcore, lift=xcore.lift, np=jnp, init=xinit,
                            random=xform.random, errors=xerrors,
                            sds=xform.ShapeDtypeStruct, tree=xform.tree_util,
-                           jit=xform.jit, grad=xform.grad, layers=xcnn)
+                           jit=xform.jit, grad=xform.grad, layers=xcnn, In=xcore.lift.In)
 
 
 def both(run):
@@ -153,6 +154,9 @@ def test_lifted_vmap_and_scan_match_flax():
         x = ns.np.linspace(-1.0, 1.0, 12).reshape(3, 4)
         ens = lift.vmap(d, variable_axes={"params": 0}, split_rngs={"params": True},
                         in_axes=(None, None), axis_size=3)
+        read_only = lift.vmap(d, variable_axes={"params": ns.In(0)},   # mapped in only
+                              split_rngs={"params": True}, in_axes=(None, None),
+                              axis_size=3)
         shared = lift.vmap(d, variable_axes={"params": None},
                            split_rngs={"params": False}, in_axes=(0, None))
 
@@ -172,7 +176,8 @@ def test_lifted_vmap_and_scan_match_flax():
                           in_axes=0, length=2)
 
         def model(scope, x):
-            return (scope.child(ens, "ens")(x, 2), scope.child(shared, "shared")(x, 2),
+            mapped = ens if scope.is_mutable_collection("params") else read_only
+            return (scope.child(mapped, "ens")(x, 2), scope.child(shared, "shared")(x, 2),
                     scope.child(rnn, "rnn")(ns.np.zeros(4), x),
                     scope.child(stack, "stack")(x[0], x[:2]))
         def run_all(key, x):
@@ -306,10 +311,12 @@ def test_functional_layers_match_flax_core_nn():
                     scope.child(nn.group_norm)(c, num_groups=1),
                     nn.dropout(scope, c, 0.5), nn.relu(y))
 
+        def norm(scope, c):   # applied alone: the running averages update
+            return scope.child(nn.batch_norm, "batch_norm_0")(c)
+
         def run_all(rngs, x, ids):
             y, v = ns.core.init(model)(rngs, x, ids)
-            return (dict(v), y, *ns.core.apply(model, mutable="batch_stats")(
-                v, x, ids, rngs=rngs))
+            return (dict(v), y, *ns.core.apply(norm, mutable="batch_stats")(v, y[2]))
         x = ns.np.linspace(-1.0, 1.0, 32).reshape(2, 4, 4)
         return ns.jit(run_all)(_rngs(ns, 0, 1), x, ns.np.array([0, 4, 2]))
     (fv, fy, fy2, fu), (xv, xy, xy2, xu) = both(run)

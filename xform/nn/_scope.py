@@ -16,6 +16,7 @@ stored in the parent, keyed by child name) so a module called twice draws new ke
 import contextlib
 import functools
 import hashlib
+import typing
 from collections.abc import Collection, Mapping
 
 import numpy as np
@@ -59,7 +60,9 @@ class DenyList:
             else NotImplemented
 
 
-CollectionFilter = PRNGSequenceFilter = Filter = object   # bool | str | Collection | DenyList
+# a collection / rng stream filter: True, False, a name, a collection of names, DenyList
+Filter = typing.Union[bool, str, Collection, DenyList]
+CollectionFilter = PRNGSequenceFilter = Filter
 
 
 def in_filter(filter_like, col):
