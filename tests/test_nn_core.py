@@ -6,6 +6,7 @@ keeps the file fast); their variables still match bit for bit."""
 import doctest
 import types
 
+import flax
 import flax.core as fcore
 import flax.core.nn as fcnn
 import flax.errors as ferrors
@@ -17,6 +18,7 @@ import pytest
 from flax.linen import initializers as finit
 
 import xform
+import xform.nn
 import xform.numpy as jnp
 from nn_oracle import assert_trees, same_leaves
 from xform.nn import core as xcore, errors as xerrors, initializers as xinit
@@ -25,11 +27,12 @@ from xform.nn.core import nn as xcnn
 FLAX = types.SimpleNamespace(core=fcore, lift=fcore.lift, np=jjnp, init=finit,
                              random=jax.random, errors=ferrors, sds=jax.ShapeDtypeStruct,
                              tree=jax.tree_util, jit=jax.jit, grad=jax.grad,
-                             layers=fcnn, In=ftyping.In)
+                             layers=fcnn, In=ftyping.In, config=flax.config)
 XF = types.SimpleNamespace(core=xcore, lift=xcore.lift, np=jnp, init=xinit,
                            random=xform.random, errors=xerrors,
                            sds=xform.ShapeDtypeStruct, tree=xform.tree_util,
-                           jit=xform.jit, grad=xform.grad, layers=xcnn, In=xcore.lift.In)
+                           jit=xform.jit, grad=xform.grad, layers=xcnn, In=xcore.lift.In,
+                           config=xform.nn.config)
 
 
 def both(run):
@@ -78,8 +81,13 @@ def test_init_apply_mutable_match_flax():
     assert_trees(xupd, fupd)
 
 
-def test_rng_streams_fold_like_flax():
+@pytest.mark.parametrize("separator", [False, True])
+def test_rng_streams_fold_like_flax(separator):
     def run(ns):
+        with ns.config.temp_flip_flag("fix_rng_separator", separator):
+            return streams(ns)
+
+    def streams(ns):
         def f(scope):
             a = scope.push("a")
             keys = [scope.make_rng("params"), scope.make_rng("params"),
