@@ -66,3 +66,51 @@ def test_errors_match_jax():
         bad = lax_mod.composite(lambda x, *, k: x * k, name="my.bad")
         with pytest.raises(lib.errors.UnexpectedTracerError, match="as an attribute"):
             lib.jit(lambda x: bad(x, k=x))(x)
+
+
+def _mx_operands(seed=0):
+    rng = np.random.default_rng(seed)
+    f8, e8 = jnp_ref.float8_e4m3fn, jnp_ref.float8_e8m0fnu
+    return (np.asarray(rng.standard_normal((2, 4, 64)), f8),
+            np.asarray(rng.standard_normal((2, 64, 3)), f8),
+            np.asarray(2.0 ** rng.integers(-3, 3, (2, 4, 2)), e8),
+            np.asarray(2.0 ** rng.integers(-3, 3, (2, 2, 3)), e8))
+
+
+def _scaled(lax_mod, pet=np.float32):
+    return lambda l, r, ls, rs: lax_mod.scaled_dot(l, r, lhs_scale=ls, rhs_scale=rs,
+                                                   preferred_element_type=pet)
+
+
+def test_scaled_dot_matches_jax_eagerly_jitted_vmapped_and_lowered():
+    ops = _mx_operands()
+    for pet in (None, np.float32):
+        got, want = _scaled(lax, pet)(*ops), _scaled(jax.lax, pet)(*ops)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+    np.testing.assert_array_equal(xform.jit(_scaled(lax))(*ops), jax.jit(_scaled(jax.lax))(*ops))
+    np.testing.assert_array_equal(xform.vmap(_scaled(lax))(*ops),
+                                  jax.vmap(_scaled(jax.lax))(*ops))
+    np.testing.assert_array_equal(np.asarray(lax.scaled_dot(ops[0][0], ops[1][0]), np.float32),
+                                  np.asarray(jax.lax.scaled_dot(ops[0][0], ops[1][0]), np.float32))
+    ours = _composite_ops(xform.jit(_scaled(lax)).lower(*ops).as_text())
+    theirs = _composite_ops(jax.jit(_scaled(jax.lax)).lower(*ops).as_text())
+    assert ours == theirs and '"xla.scaled_dot"' in ours[0]
+
+
+def test_scaled_dot_errors_match_jax():
+    lhs, rhs, ls, rs = _mx_operands()
+    bad = [dict(lhs_scale=ls[..., :1].repeat(64, -1)),      # subchannel of 1
+           dict(lhs_scale=ls[:, :2]),                        # a kept dim differs
+           dict(lhs_scale=ls[0])]                            # rank
+    for kw in bad:
+        with pytest.raises(TypeError) as want:
+            jax.lax.scaled_dot(lhs, rhs, **kw)
+        with pytest.raises(TypeError) as got:
+            lax.scaled_dot(lhs, rhs, **kw)
+        assert str(got.value) == str(want.value)
+    with pytest.raises(TypeError, match="0-rank and 1-rank"):
+        lax.scaled_dot(lhs[0, 0], rhs[0, :, 0])
+    f = lambda x: lax.scaled_dot(x, rhs[0], preferred_element_type=np.float32).sum()  # noqa: E731
+    with pytest.raises(NotImplementedError, match="Differentiation rule for 'scaled_dot'"):
+        xform.grad(f)(np.ones((4, 64), np.float32))
