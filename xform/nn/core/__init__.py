@@ -33,3 +33,7 @@ def __getattr__(name):
         lift = importlib.import_module("xform.nn.core.lift")
         return lift if name == "lift" else getattr(lift, name)
     raise AttributeError(f"module 'xform.nn.core' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"lift", *_LIFTED})
