@@ -18,6 +18,7 @@ from xform.core import dtypes, sharding_types, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.mesh import AxisType, Mesh, current_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
@@ -25,9 +26,13 @@ from xform.interpreters import partial_eval as pe
 
 
 def named_sharding_of(x):
-    """The NamedSharding of an Array tiled over a mesh, else None."""
+    """The NamedSharding of an Array tiled over a mesh (or of a ShapeDtypeStruct that
+    names one: AOT lowering partitions as for such an Array), else None."""
     if type(x) is ShardedArray and type(x.layout) is TiledLayout:
         return x.sharding
+    if type(x) is ShapeDtypeStruct and x._sharding is not None:
+        s = x.sharding
+        return s if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) else None
     return None
 
 
@@ -139,6 +144,8 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
     ins = []
     for i, (x, want, have) in enumerate(zip(leaves, in_shardings, arg_shardings)):
         aval = closed.in_avals[i]
+        if have is not None and type(x) is ShapeDtypeStruct:
+            have.check_shape(aval.shape)  # (as device_put of such an argument would)
         if want is not None:
             if have is not None and have is not want and have.layout() != want.layout():
                 raise ValueError(

@@ -6,6 +6,7 @@ SPMD program over a mesh."""
 from xform.core import transfer, tree_util
 from xform.core.array import Array, ShardedArray
 from xform.core.mesh import current_mesh
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding
 from xform.interpreters import mesh_jit, spmd
 
@@ -71,11 +72,16 @@ class JitShardings:
         flat = [_named(s, "in_shardings") for s in flat] if named else flat
         return flat + [None] * (n_leaves - len(flat))
 
-    def flat_out(self, out_tree, named=True):
+    def flat_out(self, out_tree, named=True, concrete=False):
+        """Per flat output its NamedSharding or None (``named=False``: the sharding
+        as given; ``concrete``: each a Sharding, PartitionSpecs over the context mesh)."""
         if self.out_shardings is None:
             return None
         full = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         flat = tree_util.broadcast_prefix(self.out_shardings, full, is_leaf=_leaf)
+        if concrete:
+            return [_named(s, "out_shardings") if isinstance(s, PartitionSpec) else s
+                    for s in flat]
         return [_named(s, "out_shardings") for s in flat] if named else flat
 
 
@@ -145,8 +151,11 @@ def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, mem
     return place
 
 
+_PLACED = (ShardedArray, ShapeDtypeStruct)  # (what may name a sharding)
+
+
 def _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
-    if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
+    if shardings is None and not any(type(x) in _PLACED for x in leaves) and \
             not spmd.has_sharding_constraints(closed):
         return None
     def make_place():

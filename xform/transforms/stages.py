@@ -5,19 +5,41 @@ StableHLO text and cost queries; ``compile()`` builds the executable through the
 dispatch module's program cache, the same path a jitted call uses.
 """
 from xform.core import tree_util
+from xform.core.mesh import AxisType
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.trace import get_aval
 from xform.interpreters import dispatch, mlir, spmd
 
 
-class Traced:
-    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
+def out_info(closed, out_tree, out_shardings=None):
+    """The outputs as ``ShapeDtypeStruct``s (``eval_shape``'s answer), with JAX's
+    shardings: an output's ``out_shardings`` entry, else its type's where that type's
+    mesh axes are all Explicit or Manual (else None: the compiler would choose)."""
+    outs = []
+    for a, s in zip(closed.out_avals[:out_tree.num_leaves],
+                    out_shardings or [None] * out_tree.num_leaves):
+        t = getattr(a, "_sharding", None)
+        if s is None and t is not None and AxisType.Auto not in t.mesh.axis_types:
+            s = t
+        outs.append(ShapeDtypeStruct(a.shape, a.dtype, sharding=s, weak_type=a.weak_type))
+    return tree_util.tree_unflatten(out_tree, outs)
 
-    def __init__(self, closed, out_tree, name, donated=None, place=None):
+
+class Traced:
+    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next;
+    ``out_info``: the outputs as ShapeDtypeStructs."""
+
+    def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None):
         self.jaxpr = closed
         self.out_tree = out_tree
         self.name = name
         self._donated = donated
         self._place = place  # an ``spmd.Placement``: one program over a mesh
+        self._out_shardings = out_shardings  # per output: the jit's Sharding or None
+
+    @property
+    def out_info(self):
+        return out_info(self.jaxpr, self.out_tree, self._out_shardings)
 
     def lower(self):
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place)
