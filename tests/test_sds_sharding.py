@@ -2,7 +2,8 @@
 (repr, eq/hash, update, PartitionSpec over the context mesh, like), AOT lowering and
 compiling partitioned as for arrays of that sharding (Shardy annotations, compiled
 in/out shardings, a run on real sharded arrays), ``eval_shape``'s output shardings,
-export's recorded shardings, and JAX's errors for shardings that do not fit."""
+export's recorded shardings, and JAX's errors for shardings that do not fit. Also
+shardings' memory kinds on CPU (device / pinned_host / unpinned_host)."""
 import re
 
 import jax
@@ -118,7 +119,8 @@ def test_export_records_shardings_as_jax():
     got = []
     for lib, mesh, NS, P in _libs("Auto"):
         sds = lib.ShapeDtypeStruct((8, 4), F32, sharding=NS(mesh, P("x")))
-        e = lib.export.export(lib.jit(lambda a, b: a * 2 + b))(sds, lib.ShapeDtypeStruct((8, 4), F32))
+        e = lib.export.export(lib.jit(lambda a, b: a * 2 + b))(
+            sds, lib.ShapeDtypeStruct((8, 4), F32))
         got.append((e.nr_devices, e.in_shardings_hlo, e.out_shardings_hlo,
                     [_spec(s) for s in e.in_shardings_jax(mesh)],
                     [_spec(s) for s in e.out_shardings_jax(mesh)]))
@@ -169,3 +171,46 @@ def test_sharded_struct_jit_runs_xform():
     c = f.lower(xform.ShapeDtypeStruct(X.shape, F32, sharding=s)).compile()
     x = xform.device_put(X, s)
     np.testing.assert_allclose(c(x), f(x), rtol=1e-6)
+
+
+def test_single_device_struct_pins_program_as_jax():
+    got = []
+    for lib in (xform, jax):
+        d = lib.devices()
+        sds = lib.ShapeDtypeStruct((8, 4), F32, sharding=lib.sharding.SingleDeviceSharding(d[1]))
+        c = lib.jit(lambda a, b: a * 2 + b).lower(sds, lib.ShapeDtypeStruct((), F32)).compile()
+        out = c(X, np.float32(1))
+        err = _error(lambda: c(lib.device_put(X, d[0]), np.float32(1)))
+        got.append(([_spec(s) for s in jax.tree_util.tree_leaves(c.input_shardings)],
+                    _spec(c.output_shardings), _spec(out.sharding), out.committed,
+                    np.asarray(out).tolist(), err[0], err[1].split("\n")[-2:],
+                    _spec(lib.eval_shape(lambda a: a, sds).sharding)))
+    assert got[0] == got[1]
+
+
+def test_memory_kinds_as_jax():
+    got = []
+    for lib in (xform, jax):
+        NS, P, SDS = (lib.sharding.NamedSharding, lib.sharding.PartitionSpec,
+                      lib.sharding.SingleDeviceSharding)
+        d = lib.devices()[0]
+        mesh = lib.make_mesh((4, 2), ("x", "y"))
+        s = NS(mesh, P("x"))
+        pinned = s.with_memory_kind("pinned_host")
+        one = SDS(d, memory_kind="pinned_host")
+        x = lib.device_put(X, pinned)
+        u = lib.device_put(X, one)
+        back = lib.device_put(u, SDS(d))
+        got.append((
+            [m.kind for m in d.addressable_memories()], d.default_memory().kind,
+            s.memory_kind, pinned.memory_kind, repr(pinned), repr(one),
+            s == s.with_memory_kind("device"), s == pinned, hash(s) == hash(NS(mesh, P("x"))),
+            one == SDS(d), one.with_memory_kind("unpinned_host").memory_kind,
+            NS(mesh.abstract_mesh, P("x")).memory_kind, SDS(d).memory_kind,
+            repr(x.sharding), [sh.data.sharding.memory_kind for sh in x.addressable_shards],
+            lib.device_put(x, s).sharding.memory_kind, repr(u.sharding), u.committed,
+            repr(back.sharding), lib.numpy.ones(3).sharding.memory_kind,
+            np.asarray(u).tolist(), np.asarray(x).tolist(),
+            _error(lambda: NS(mesh, P("x"), memory_kind="hbm")),
+            _error(lambda: SDS(d, memory_kind="hbm"))))
+    assert got[0] == got[1]

@@ -457,7 +457,9 @@ class JitWrapped:
             self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
             out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
         out_shardings = self._shardings and self._shardings.flat_out(out_tree, concrete=True)
-        return Traced(closed, out_tree, self._name, donated, place, out_shardings)
+        device = None if place is not None else jit_sharding.struct_device(
+            leaves, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
+        return Traced(closed, out_tree, self._name, donated, place, out_shardings, device)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""

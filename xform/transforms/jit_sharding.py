@@ -118,6 +118,20 @@ def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
     return placed
 
 
+def struct_device(leaves, describe, name):
+    """The one device the ``ShapeDtypeStruct`` leaves' SingleDeviceShardings name (an
+    AOT program runs there, as JAX's), or None; two devices raise JAX's error."""
+    found = {}
+    for i, x in enumerate(leaves):
+        if type(x) is ShapeDtypeStruct and _one_device(x._sharding):
+            found.setdefault(x._sharding._device_assignment[0], i)
+    if len(found) > 1:
+        raise ValueError("Received incompatible devices for jitted computation. Got " +
+                         " and ".join(f"argument {describe(i)} of {name} with device ids "
+                                      f"[{d.id}]" for d, i in found.items()))
+    return next(iter(found), None)
+
+
 def put_outputs(shardings, outs, out_tree):
     """Flat results ``outs`` on the devices one-device out_shardings name, committed."""
     flat = shardings.flat_out(out_tree, named=False)
