@@ -8,7 +8,6 @@ that transformation sees through the call.
 """
 import functools
 import time
-import warnings
 
 from xform import backend
 from xform.core import errors, monitoring, transfer, tree_util
@@ -18,7 +17,6 @@ from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
-from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, _context, eval_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
@@ -211,7 +209,7 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
-        if kwargs and self._shardings is not None and \
+        if kwargs and self._shardings is not None and self._shardings.device is None and \
                 self._shardings.in_shardings is not None:  # (JAX's rule)
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
@@ -513,19 +511,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  device=device, backend=backend)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    if device is not None:  # (JAX's checks and warning)
-        warnings.warn("backend and device argument on jit is deprecated. You can use "
-                      "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the "
-                      "inputs to the jitted function to get the same behavior.",
-                      DeprecationWarning, stacklevel=2)
-        if backend is not None:
-            raise ValueError("can't specify both a device and a backend for jit, "
-                             f"got {device=} and {backend=}")
-        for given, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
-            if given is not None:
-                raise ValueError("If backend or device is specified on jit, then "
-                                 f"{what} should not be specified.")
-        in_shardings = out_shardings = SingleDeviceSharding(device)
+    if device is not None:
+        in_shardings = out_shardings = jit_sharding.for_device(
+            device, backend, in_shardings, out_shardings)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                       in_shardings=in_shardings, out_shardings=out_shardings)
 
