@@ -20,7 +20,7 @@ from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.trace import Tracer, _context, eval_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
-from xform.interpreters.placement import committed, run_elsewhere
+from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
@@ -163,25 +163,31 @@ class JitWrapped:
                     except Exception:  # noqa: BLE001  (unhashable: the slow path's error)
                         entry = None
                     if entry is not None:
-                        return self._run_fast(entry, hit[1], args, kwargs, hit[2])
+                        return self._run_fast(entry, hit, args, kwargs)
         return self._call(args, kwargs)
 
     def _keyed(self, args, kwargs, statics, canonical):
         """A call with static or keyword arguments: its fast-path key, its buffers in the
-        slow path's leaf order (positional, then keywords by name) and those leaves;
-        None where an argument is not a leaf the fast path takes (a pytree)."""
-        names = tuple(sorted(kwargs)) if kwargs else ()
-        key, bufs, dyn = [len(args), names], [], []
-        items = [(i in statics, a) for i, a in enumerate(args)]
+        slow path's leaf order (positional, then keywords by name), those leaves and
+        whether one is committed; None where an argument is not a leaf the fast path
+        takes (a pytree)."""
+        key, bufs, dyn, c = [len(args)], [], [], False
         if kwargs:
-            items += [(k in self._static_argnames, kwargs[k]) for k in names]
-        for static, a in items:
-            if static:
+            names = sorted(kwargs)
+            key.append(tuple(names))
+            items = [*args, *[kwargs[k] for k in names]]
+            static = [i in statics for i in range(len(args))] + [
+                k in self._static_argnames for k in names]
+        else:
+            items, static = args, None
+        for i, a in enumerate(items):
+            if static[i] if static is not None else i in statics:
                 key += (type(a), a)
                 continue
             if type(a) is Array:
                 bufs.append(a._buf)
                 key.append(canonical_aval(a.aval) if canonical else a.aval)
+                c = c or a._committed
             else:
                 leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok else None
                 if leaf is None:
@@ -189,9 +195,10 @@ class JitWrapped:
                 bufs.append(leaf[0])
                 key.append(leaf[1])
             dyn.append(a)
-        return tuple(key), bufs, dyn
+        return tuple(key), bufs, dyn, c
 
-    def _run_fast(self, entry, bufs, args, kwargs, dyn):
+    def _run_fast(self, entry, hit, args, kwargs):
+        _, bufs, dyn, c = hit
         if entry.consts:
             bufs = entry.consts + bufs
         try:
@@ -199,7 +206,6 @@ class JitWrapped:
         except Exception as e:
             outs = run_elsewhere(entry.compiled, bufs, dyn, f"jit({self._name})", e,
                                  lambda i: explain.leaf_name(self, args, kwargs, i))
-        c = committed(dyn)
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval, c)
         return tree_util.tree_unflatten(entry.out_tree, [Array(b, v, c)
