@@ -85,6 +85,7 @@ def _cases(L, np_):
                                                        out_shardings=one(4))(put(3)),
         "jit_out_sharding_no_args": lambda: L.jit(lambda: np_.ones(3), out_shardings=one(4))(),
         "jit_device": lambda: L.jit(lambda a: a + 1, device=d[4])(put(3)),
+        "jit_device_keyword": lambda: L.jit(lambda a: a + 1, device=d[4])(a=put(3)),
         "grad": lambda: L.grad(lambda a: (a * a).sum())(put(3)),
         "pure_callback": lambda: L.pure_callback(lambda a: np.asarray(a) + 1,
                                                  L.ShapeDtypeStruct((3,), np.float32), put(3)),

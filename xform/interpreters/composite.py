@@ -69,10 +69,10 @@ def _dynamic(a, bufs, key, avals):
     if a is None:
         key.append(None)
         return None
-    if t is list or t is tuple:
+    if t is list or t is tuple:  # (``avals`` None: whether it holds a committed Array)
         key.append((t, len(a)))
         slots = [_leaf(x, bufs, key, avals) for x in a]
-        return t(slots) if avals is not None else None
+        return t(slots) if avals is not None else committed(a)
     if t is np.ndarray and a.dtype.kind in "biufc":
         aval = canonical_aval(aval_of_value(a))
         key.append(aval)
@@ -331,10 +331,8 @@ def composite(fun=None, *, static=(), as_is=()):
                         key.append(a.aval)
                         bufs.append(a._buf)
                         c = c or a._committed
-                    else:
-                        _dynamic(a, bufs, key, None)
-                        if type(a) is list or type(a) is tuple:  # (Arrays: _leaf's)
-                            c = c or committed(a)
+                    elif _dynamic(a, bufs, key, None):  # (a committed one in a list)
+                        c = True
                 for k, v in kwargs.items():
                     if k in as_is and v is not None:
                         return fun(*args, **kwargs)
@@ -346,10 +344,8 @@ def composite(fun=None, *, static=(), as_is=()):
                         key.append(v.aval)
                         bufs.append(v._buf)
                         c = c or v._committed
-                    else:
-                        _dynamic(v, bufs, key, None)
-                        if type(v) is list or type(v) is tuple:  # (Arrays: _leaf's)
-                            c = c or committed(v)
+                    elif _dynamic(v, bufs, key, None):  # (a committed one in a list)
+                        c = True
                 key = tuple(key)
                 entry = cache.get(key)
             except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)

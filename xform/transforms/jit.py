@@ -8,7 +8,6 @@ that transformation sees through the call.
 """
 import functools
 import time
-import warnings
 
 from xform import backend
 from xform.core import errors, monitoring, transfer, tree_util
@@ -18,11 +17,10 @@ from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
-from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, _context, eval_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
-from xform.interpreters.placement import committed, run_elsewhere
+from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
@@ -165,25 +163,31 @@ class JitWrapped:
                     except Exception:  # noqa: BLE001  (unhashable: the slow path's error)
                         entry = None
                     if entry is not None:
-                        return self._run_fast(entry, hit[1], args, kwargs, hit[2])
+                        return self._run_fast(entry, hit, args, kwargs)
         return self._call(args, kwargs)
 
     def _keyed(self, args, kwargs, statics, canonical):
         """A call with static or keyword arguments: its fast-path key, its buffers in the
-        slow path's leaf order (positional, then keywords by name) and those leaves;
-        None where an argument is not a leaf the fast path takes (a pytree)."""
-        names = tuple(sorted(kwargs)) if kwargs else ()
-        key, bufs, dyn = [len(args), names], [], []
-        items = [(i in statics, a) for i, a in enumerate(args)]
+        slow path's leaf order (positional, then keywords by name), those leaves and
+        whether one is committed; None where an argument is not a leaf the fast path
+        takes (a pytree)."""
+        key, bufs, dyn, c = [len(args)], [], [], False
         if kwargs:
-            items += [(k in self._static_argnames, kwargs[k]) for k in names]
-        for static, a in items:
-            if static:
+            names = sorted(kwargs)
+            key.append(tuple(names))
+            items = [*args, *[kwargs[k] for k in names]]
+            static = [i in statics for i in range(len(args))] + [
+                k in self._static_argnames for k in names]
+        else:
+            items, static = args, None
+        for i, a in enumerate(items):
+            if static[i] if static is not None else i in statics:
                 key += (type(a), a)
                 continue
             if type(a) is Array:
                 bufs.append(a._buf)
                 key.append(canonical_aval(a.aval) if canonical else a.aval)
+                c = c or a._committed
             else:
                 leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok else None
                 if leaf is None:
@@ -191,9 +195,10 @@ class JitWrapped:
                 bufs.append(leaf[0])
                 key.append(leaf[1])
             dyn.append(a)
-        return tuple(key), bufs, dyn
+        return tuple(key), bufs, dyn, c
 
-    def _run_fast(self, entry, bufs, args, kwargs, dyn):
+    def _run_fast(self, entry, hit, args, kwargs):
+        _, bufs, dyn, c = hit
         if entry.consts:
             bufs = entry.consts + bufs
         try:
@@ -201,7 +206,6 @@ class JitWrapped:
         except Exception as e:
             outs = run_elsewhere(entry.compiled, bufs, dyn, f"jit({self._name})", e,
                                  lambda i: explain.leaf_name(self, args, kwargs, i))
-        c = committed(dyn)
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval, c)
         return tree_util.tree_unflatten(entry.out_tree, [Array(b, v, c)
@@ -211,7 +215,7 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
-        if kwargs and self._shardings is not None and \
+        if kwargs and self._shardings is not None and self._shardings.device is None and \
                 self._shardings.in_shardings is not None:  # (JAX's rule)
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
@@ -517,19 +521,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  device=device, backend=backend)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    if device is not None:  # (JAX's checks and warning)
-        warnings.warn("backend and device argument on jit is deprecated. You can use "
-                      "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the "
-                      "inputs to the jitted function to get the same behavior.",
-                      DeprecationWarning, stacklevel=2)
-        if backend is not None:
-            raise ValueError("can't specify both a device and a backend for jit, "
-                             f"got {device=} and {backend=}")
-        for given, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
-            if given is not None:
-                raise ValueError("If backend or device is specified on jit, then "
-                                 f"{what} should not be specified.")
-        in_shardings = out_shardings = SingleDeviceSharding(device)
+    if device is not None:
+        in_shardings = out_shardings = jit_sharding.for_device(
+            device, backend, in_shardings, out_shardings)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                       in_shardings=in_shardings, out_shardings=out_shardings)
 

@@ -2,12 +2,14 @@
 one NamedSharding (or None: unspecified) per flat argument and output, and the
 placement of a call (``interpreters.spmd``) that decides whether it compiles as one
 SPMD program over a mesh."""
+import warnings
 
 from xform.core import transfer, tree_util
 from xform.core.array import Array, ShardedArray
 from xform.core.mesh import current_mesh
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
-from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding
+from xform.core.sharding import (UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding,
+                                  SingleDeviceSharding)
 from xform.interpreters import mesh_jit, spmd
 
 
@@ -35,14 +37,36 @@ def _one_device(s):
     return isinstance(s, Sharding) and not isinstance(s, NamedSharding)
 
 
+class _JitDevice(SingleDeviceSharding):
+    """A jit's (deprecated) ``device=``: every argument, keywords too, goes there."""
+
+
+def for_device(device, backend, in_shardings, out_shardings):
+    """The in/out_shardings ``jit(device=device)`` means, after JAX's checks and warning."""
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the "
+                  "inputs to the jitted function to get the same behavior.",
+                  DeprecationWarning, stacklevel=3)
+    if backend is not None:
+        raise ValueError("can't specify both a device and a backend for jit, "
+                         f"got {device=} and {backend=}")
+    for given, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
+        if given is not None:
+            raise ValueError("If backend or device is specified on jit, then "
+                             f"{what} should not be specified.")
+    return _JitDevice(device)
+
+
 class JitShardings:
     """The ``in_shardings`` and ``out_shardings`` one jit was given; ``key`` is
     hashable (part of the function cache's options) or None if it is not;
-    ``one_device``: some are one-device shardings (see ``put_one_device``)."""
-    __slots__ = ("in_shardings", "out_shardings", "key", "one_device")
+    ``one_device``: some are one-device shardings (see ``put_one_device``); ``device``:
+    jit's ``device=`` (else None)."""
+    __slots__ = ("in_shardings", "out_shardings", "key", "one_device", "device")
 
     def __init__(self, in_shardings, out_shardings):
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
+        self.device = in_shardings._device if type(in_shardings) is _JitDevice else None
         parts = []
         self.one_device = False
         for tree, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
@@ -95,7 +119,7 @@ def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
     flat_in = shardings.flat_in(dyn_args(), len(leaves), named=False) or [None] * len(leaves)
     outs = {s._device_assignment[0] for s in shardings.flat_out(out_tree, named=False) or ()
             if _one_device(s)}
-    ins = [s._device_assignment[0] if _one_device(s) else None for s in flat_in]
+    ins = [s._device_assignment[0] if _one_device(s) else shardings.device for s in flat_in]
     out = next(iter(outs), None)
 
     def incompatible(what, d):
