@@ -75,8 +75,6 @@ class ShapeDtypeStruct:
             return NamedSharding(mesh, self._sharding)
         return self._sharding
 
-    format = sharding  # (xform has no device-local layouts: the format is the sharding)
-
     @classmethod
     def like(cls, x):
         """The shape, dtype, weak type and, for a committed array, sharding of ``x``."""

@@ -35,7 +35,7 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
     committed to it (JAX's rule); with no ``device``, host values go to the default
     device uncommitted and an Array stays as it is. A float0 array stays on the host,
     as in JAX: it is all zeros by definition. ``memory_kind``: which of the device's
-    memories (None: the default, ``device``)."""
+    memories (None: any, an Array keeps its own; else a buffer elsewhere is copied)."""
     if memory_kind is not None and not isinstance(x, Tracer) and (
             memory_kind != "device" or type(x) is Array and device is not None and
             backend.buffer_memory_kind(x._buf) != "device"):  # (to or from another memory)
@@ -47,11 +47,9 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
         aval = aval if weak_type is None else aval.update(weak_type=weak_type)
         return Array(backend.device_put(value, device, memory_kind), aval, True)
     if isinstance(x, Array):
-        if device is None or (x._committed and x.devices() == {device} and
-                              x.sharding.memory_kind == "device"):
+        if device is None or (x._committed and x.devices() == {device}):
             return x
-        if type(x) is Array and backend.buffer_device(x._buf) == device and \
-                x.sharding.memory_kind == "device":
+        if type(x) is Array and backend.buffer_device(x._buf) == device:
             return Array(x._buf, x.aval, True)  # (the same buffer, now committed)
         buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
         return Array(backend.copy_to_device(buf, device), x.aval, True)
