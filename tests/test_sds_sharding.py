@@ -4,6 +4,7 @@ compiling partitioned as for arrays of that sharding (Shardy annotations, compil
 in/out shardings, a run on real sharded arrays), ``eval_shape``'s output shardings,
 export's recorded shardings, and JAX's errors for shardings that do not fit. Also
 shardings' memory kinds on CPU (device / pinned_host / unpinned_host)."""
+import doctest
 import re
 
 import jax
@@ -145,6 +146,8 @@ def test_bad_shardings_raise_as_jax(axis_type):
             _error(lambda: lib.ShapeDtypeStruct((), F32, sharding=P("x"))),
             _error(lambda: lib.ShapeDtypeStruct((8,), F32, sharding="x")),
             _error(lambda: lib.ShapeDtypeStruct((8,), F32, sharding=P("x")).sharding),
+            _error(lambda: lib.ShapeDtypeStruct((8,), None)),
+            _error(lambda: lib.ShapeDtypeStruct((8,), F32, manual_axis_type="x")),
             _error(lambda: f.lower(lib.ShapeDtypeStruct((3, 4), F32,
                                                         sharding=NS(mesh, P("x"))))),
         ]
@@ -214,3 +217,9 @@ def test_memory_kinds_as_jax():
             _error(lambda: NS(mesh, P("x"), memory_kind="hbm")),
             _error(lambda: SDS(d, memory_kind="hbm"))))
     assert got[0] == got[1]
+
+
+def test_docstring_example():
+    from xform.core import shape_dtype_struct
+    result = doctest.testmod(shape_dtype_struct)
+    assert result.attempted > 0 and result.failed == 0

@@ -9,7 +9,7 @@ mesh in context when read. Over a mesh with Explicit axes it is part of the ``av
 
 from xform.core import dtypes, sharding_types
 from xform.core.array import Array
-from xform.core.avals import ShapedArray
+from xform.core.avals import ManualAxisType, ShapedArray
 from xform.core.mesh import Mesh, current_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
 from xform.core.trace import get_aval
@@ -53,6 +53,10 @@ class ShapeDtypeStruct:
         _check_sharding(sharding, self.shape)
         self._sharding = sharding
         self.weak_type = weak_type
+        if manual_axis_type is not None and not isinstance(manual_axis_type, ManualAxisType):
+            raise TypeError("`manual_axis_type` argument passed to ShapeDtypeStruct should be "
+                            "of type `jax.sharding.ManualAxisType`. Got type "
+                            f"{type(manual_axis_type)}")
         self.manual_axis_type, self.is_ref = manual_axis_type, is_ref
 
     ndim = property(lambda self: len(self.shape))
