@@ -163,7 +163,7 @@ def shard_buffers(x, layout, memory_kind=None):
     getting only its block."""
     kind = None if memory_kind == "device" else memory_kind
     if type(x) is ShardedArray and x.layout == layout and \
-            x.sharding.memory_kind == (memory_kind or "device"):
+            getattr(x.layout.named, "memory_kind", "device") == (memory_kind or "device"):
         return x._shards
     # (a mesh spanning processes: this process's devices only)
     devices = [layout.devices[k] for k in layout.local()]
