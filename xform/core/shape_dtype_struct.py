@@ -10,7 +10,7 @@ mesh in context when read. Over a mesh with Explicit axes it is part of the ``av
 from xform.core import dtypes, sharding_types
 from xform.core.array import Array
 from xform.core.avals import ManualAxisType, ShapedArray
-from xform.core.mesh import Mesh, current_mesh
+from xform.core.mesh import current_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
 from xform.core.trace import get_aval
 
@@ -99,12 +99,8 @@ class ShapeDtypeStruct:
     @property
     def aval(self):
         aval = ShapedArray(self.shape, self.dtype, self.weak_type)
-        s = self.sharding
-        if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
-            return sharding_types.typed(aval, s)  # (explicit axes: part of the type)
-        if isinstance(s, NamedSharding) and sharding_types.is_explicit(s.mesh):
-            return aval.update(sharding=s)  # (already over an AbstractMesh)
-        return aval
+        s = self.sharding  # (over Explicit axes, part of the type)
+        return sharding_types.typed(aval, s) if isinstance(s, NamedSharding) else aval
 
     def _key(self):
         return (self.shape, self.dtype, self.sharding, self.weak_type,
