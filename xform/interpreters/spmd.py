@@ -18,8 +18,8 @@ from xform.core import dtypes, sharding_types, transfer
 from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
-from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.mesh import AxisType, Mesh, current_mesh
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe

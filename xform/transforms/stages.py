@@ -7,9 +7,9 @@ dispatch module's program cache, the same path a jitted call uses.
 from xform import backend
 from xform.core import transfer, tree_util
 from xform.core.array import Array
-from xform.core.sharding import SingleDeviceSharding
 from xform.core.mesh import AxisType
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
+from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, get_aval
 from xform.interpreters import dispatch, mlir, spmd
 
