@@ -35,3 +35,15 @@ def test_ndtr_family_dtypes_and_series_order():
                 with pytest.raises(TypeError, match=f"{bad.dtype} is not supported"):
                     getattr(m, name)(bad)
     assert_tree_same(XS.ndtri(0.25), JS.ndtri(0.25), 1e-6, "weak ndtri")
+
+
+def test_hyp2f1_unchosen_loops_stop():
+    # Every branch runs; JAX's polynomial / digamma-sum loops count to |a| or c - a - b
+    # even where unused, so a = inf or 1e30 never returns there. xform loops zero times
+    # where a branch is not chosen: finite rows match JAX, 2F1(a, b; c; 0) is 1.
+    a = np.array([-3., 2.5, -1.5, 50., 0.], np.float32)
+    x = np.array([-2., 0.5, 0.95, 0.3, 0.9], np.float32)
+    b, c = np.full_like(a, 1.5), np.full_like(a, 0.5)
+    assert_tree_same(XS.hyp2f1(a, b, c, x), JS.hyp2f1(a, b, c, x), 1e-5, "hyp2f1")
+    big = np.array([np.inf, 1e30], np.float32)
+    np.testing.assert_array_equal(XS.hyp2f1(big, 1.5, 0.5, np.zeros(2, np.float32)), 1.)
