@@ -254,7 +254,7 @@ def _chooser_jvp(prim, better, identity):
     def jvp(primals, tangents, **params):
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, **params)
-        init = np.array(identity(get_aval(x).dtype), get_aval(x).dtype)
+        init = identity(get_aval(x).dtype)
         best_x = best_t = None
         for xs, ts in zip(_window_slices(x, init, **params),
                           _window_slices(ad.instantiate_zeros(t), 0, **params)):
