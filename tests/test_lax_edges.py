@@ -144,3 +144,95 @@ def test_bool_dot_general_and_conv_as_jax():
         got, want = f(xform), f(jax)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def _rw_cases(L):
+    x = np.array([[3, -1, 7], [0, 5, -2]], np.int32)
+    f, b = x.astype(np.float32), x > 0
+    return [(f, 1., L.add), (x, 8, L.bitwise_or), (b, True, L.max), (b, False, L.max),
+            (b, True, L.min), (f, 2., L.mul), (f, 0., lambda a, c: a + 2 * c),
+            ((f, x), (0., 1), lambda a, c: (L.max(a[0], c[0]), a[1] * c[1]))]
+
+
+def test_generic_reduce_window(padding="SAME"):
+    # Other computations or inits than add/max/min from their identities bind the
+    # generic reduce_window primitive (JAX's), not an error or a folded-in init.
+    for k, ((x, init, fn), (_, _, xfn)) in enumerate(zip(_rw_cases(jlax), _rw_cases(xlax))):
+        want = jlax.reduce_window(x, init, fn, (2, 2), (1, 1), padding)
+        got = xlax.reduce_window(x, init, xfn, (2, 2), (1, 1), padding)
+        assert_tree_same(got, want, 1e-6, f"case {k}")
+        if k < 3:
+            jitted = xform.jit(lambda x: xlax.reduce_window(x, init, xfn, (2,), (1,), padding))
+            assert_tree_same(xform.vmap(jitted)(x), jax.vmap(lambda x: jlax.reduce_window(
+                x, init, fn, (2,), (1,), padding))(x), 1e-6, f"jit vmap case {k}")
+    f = np.array([[1., -2., 3.], [0.5, 4., -1.]], np.float32)
+    g = lambda L, J: J.jvp(lambda v: L.reduce_window(v, 2., L.mul, (2, 2), (1, 1), padding),
+                           (f,), (f + 1,))
+    assert_tree_same(g(xlax, xform), g(jlax, jax), 1e-5, "jvp mul")
+    with pytest.raises(TypeError, match="inconsistent dtypes"):
+        xlax.reduce_window(f, 1, xlax.add, (2, 2))   # a Python int init for floats
+
+
+def test_complex_cumlogsumexp():
+    # JAX's complex logaddexp: lexicographic max, imaginary part wrapped into [-pi, pi].
+    c = np.array([1 + 2j, -3 + 0.5j, 2 - 1j, 0.1j, -3 + 0.5j], np.complex64)
+    for reverse in (False, True):
+        want = jlax.cumlogsumexp(c, reverse=reverse)
+        assert_tree_same(xlax.cumlogsumexp(c, reverse=reverse), want, 1e-5, "cumlogsumexp")
+    got = xform.jit(lambda c: xlax.cummax(c, reverse=True))(c)
+    assert_tree_same(got, jlax.cummax(c, reverse=True), 0, "jit cummax")
+
+
+def test_complex_conv_nan_pattern_as_jax():
+    # JAX lowers complex convolutions on CPU/GPU as three real ones (Gauss's product),
+    # which spreads NaN/inf differently from a direct complex convolution.
+    x = np.array([[[[1 + 1j, np.nan, 2], [3, 4j, np.inf], [1, 2, 3]]]], np.complex64)
+    k = np.array([[[[1, 1j], [2, -1]]]], np.complex64)
+    for pad, dil in ((((1, 1), (2, 0)), (2, 1)),):
+        want = np.asarray(jlax.conv_general_dilated(x, k, (1, 1), pad, lhs_dilation=dil))
+        for got in (xlax.conv_general_dilated(x, k, (1, 1), pad, lhs_dilation=dil),
+                    xform.jit(lambda a, b: xlax.conv_general_dilated(
+                        a, b, (1, 1), pad, lhs_dilation=dil))(x, k)):
+            got = np.asarray(got)
+            for part in (np.real, np.imag):
+                np.testing.assert_array_equal(np.isnan(part(got)), np.isnan(part(want)))
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+F32, I8 = np.array([1.5, -2.], np.float32), np.array([3, -1], np.int8)
+SCALAR_OPS = [("add", F32, 1), ("add", 1, F32), ("add", F32, 1.), ("mul", I8, 2),
+              ("sub", np.array([1, 2], np.int32), 1), ("add", F32.astype(np.complex64), 1.),
+              ("pow", F32, 2), ("pow", F32, np.int8(3)), ("pow", F32, 2.),
+              ("shift_left", I8, 1), ("max", np.array([True]), True), ("eq", F32, 1),
+              ("add", np.array([1], np.int32), 2**40)]
+
+
+@pytest.mark.parametrize("name,x,y", SCALAR_OPS, ids=[f"{n}-{i}" for i, (n, _, _) in
+                                                     enumerate(SCALAR_OPS)])
+def test_binary_ops_take_python_scalars_as_jax(name, x, y):
+    # A Python scalar is a weak array of its default dtype and lax ops need equal dtypes
+    # (pow: an integer exponent), eagerly and under jit; jnp is what promotes.
+    def run(L, J, jit):
+        f = getattr(L, name)
+        try:
+            out = J.jit(f)(x, y) if jit else f(x, y)
+            return np.asarray(out).dtype, np.asarray(out)
+        except (TypeError, OverflowError) as e:
+            return type(e), None
+    for jit in (False, True):
+        (gd, gv), (wd, wv) = run(xlax, xform, jit), run(jlax, jax, jit)
+        assert gd == wd, (jit, gd, wd)
+        if wv is not None:
+            np.testing.assert_array_equal(gv, wv)
+
+
+def test_pad_clamp_python_scalars_as_jax():
+    for f in (lambda L: L.pad(F32, 0, [(1, 0, 0)]), lambda L: L.clamp(0, F32, 1.),
+              lambda L: L.clamp(0., F32, 1.), lambda L: L.pad(F32, 0., [(1, 0, 0)])):
+        try:
+            want = f(jlax)
+        except TypeError:
+            with pytest.raises(TypeError):
+                f(xlax)
+            continue
+        assert_tree_same(f(xlax), want, 0, "pad/clamp")

@@ -1,13 +1,14 @@
 """Family registrars for lax primitives: declare a primitive with its abstract
 evaluation, eager impl and (for elementwise families) batching in one call; and the
-conversion of Python scalar operands of binary ops (``_scalar_args``)."""
+same-dtype rule of binary ops: a Python scalar operand is a weak array of its default
+dtype, so ``lax.add(float32_array, 1)`` is a TypeError, as in JAX (jnp promotes)."""
 from functools import partial
 
 import numpy as np
 
-from xform.core import dtypes, transfer
+from xform.core import dtypes
 from xform.core.avals import ShapedArray
-from xform.core.trace import Primitive, get_aval
+from xform.core.trace import Primitive
 from xform.interpreters import batching, dispatch
 
 
@@ -77,21 +78,32 @@ def broadcasting_shape(name, *avals):
     return shapes.pop() if shapes else ()
 
 
+_JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "max": "maximum",
+              "min": "minimum", "pow": "power", "lt": "less", "le": "less_equal",
+              "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal",
+              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+              "rem": "remainder", "atan2": "arctan2"}
+
+
 def check_same_dtypes(name, *avals):
     if len({a.dtype for a in avals}) > 1:
         shown = ", ".join(a.dtype.name for a in avals)
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
-                        f"{shown}. (Tip: jnp.{name} is a similar function that does "
-                        "automatic type promotion on inputs.)")
+                        f"{shown}. (Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar "
+                        "function that does automatic type promotion on inputs.)")
 
 
-def naryop(name, allowed_dtypes, nargs=2, result_dtype=None):
-    """Elementwise n-ary primitive with rank-0 broadcasting and weak-type propagation."""
+def naryop(name, allowed_dtypes, nargs=2, result_dtype=None, check_dtypes=None):
+    """Elementwise n-ary primitive with rank-0 broadcasting and weak-type propagation.
+    ``check_dtypes(*avals)`` replaces the default check (each dtype allowed, all equal)."""
     def abstract_eval(*avals):
         assert len(avals) == nargs
-        for a in avals:
-            check_dtype(name, a.dtype, allowed_dtypes)
-        check_same_dtypes(name, *avals)
+        if check_dtypes is not None:
+            check_dtypes(*avals)
+        else:
+            for a in avals:
+                check_dtype(name, a.dtype, allowed_dtypes)
+            check_same_dtypes(name, *avals)
         shape = broadcasting_shape(name, *avals)
         weak = all(a.weak_type for a in avals)   # also for comparisons, as JAX
         dt = avals[0].dtype if result_dtype is None else result_dtype
@@ -108,53 +120,3 @@ numeric = dtypes.numeric_dtypes
 numeric_or_bool = frozenset(numeric) | {dtypes.bool_}  # (dot_general, conv: JAX's set)
 integer = dtypes.int_dtypes
 any_dtype = None
-
-
-# ---- Python scalar operands of binary ops ----
-
-def _scalar_arg(x, other, name=None):
-    """Python scalars in lax binary ops take the other operand's dtype (weakly).
-
-    A scalar that the other dtype cannot hold (a float with an integer array, a complex
-    with a real one, an int out of range) raises JAX's dtype ``TypeError`` rather than
-    being truncated. NB: JAX also rejects a Python int with a float array; xform accepts
-    it, since the conversion is exact.
-    """
-    if isinstance(x, (int, float, complex)) and not isinstance(x, bool) and not isinstance(
-            other, (int, float, complex)):
-        dt = get_aval(other).dtype
-        if not _scalar_fits(x, dt):
-            scalar_dt = (dtypes.default_complex_dtype() if isinstance(x, complex) else
-                         dtypes.default_float_dtype() if isinstance(x, float) else
-                         dtypes.default_int_dtype())
-            kind = "integer" if isinstance(x, int) else type(x).__name__
-            raise TypeError(
-                f"lax.{name or 'op'} requires arguments to have the same dtypes, got "
-                f"{np.dtype(dt).name}, {np.dtype(scalar_dt).name} (the Python {kind} "
-                f"{x!r} cannot be represented as {np.dtype(dt).name} without truncation). "
-                f"(Tip: jnp.{_JNP_NAMES.get(name, name)} is a similar function that does "
-                "automatic type promotion on inputs).")
-        return transfer.scalar_array(x, dt, True)
-    return x
-
-
-def _scalar_args(name, x, y):
-    return _scalar_arg(x, y, name), _scalar_arg(y, x, name)
-
-
-_JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "max": "maximum",
-              "min": "minimum", "pow": "power", "lt": "less", "le": "less_equal",
-              "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal",
-              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-              "rem": "remainder", "atan2": "arctan2"}
-
-
-def _scalar_fits(x, dt):
-    if isinstance(x, complex):
-        return dtypes.is_complex(dt)
-    if isinstance(x, float):
-        return dtypes.is_inexact(dt)
-    if dtypes.is_integer(dt):   # a Python int
-        info = dtypes.iinfo(dt)
-        return info.min <= x <= info.max
-    return not dtypes.is_bool(dt)

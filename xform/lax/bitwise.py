@@ -8,7 +8,6 @@ import numpy as np
 
 from xform.interpreters import ad, mlir
 from xform.lax._prim import integer, naryop, unop
-from xform.lax.elementwise import _scalar_args
 
 hlo = mlir.hlo
 
@@ -49,7 +48,7 @@ def bitwise_and(x, y):
     >>> print(lax.bitwise_and(12, 10))
     8
     """
-    return and_p.bind(*_scalar_args("and", x, y))
+    return and_p.bind(x, y)
 
 
 and_p = _binary("and", _bool_or_int, hlo.and_)
@@ -62,7 +61,7 @@ def bitwise_or(x, y):
     >>> print(lax.bitwise_or(12, 10))
     14
     """
-    return or_p.bind(*_scalar_args("or", x, y))
+    return or_p.bind(x, y)
 
 
 or_p = _binary("or", _bool_or_int, hlo.or_)
@@ -75,7 +74,7 @@ def bitwise_xor(x, y):
     >>> print(lax.bitwise_xor(12, 10))
     6
     """
-    return xor_p.bind(*_scalar_args("xor", x, y))
+    return xor_p.bind(x, y)
 
 
 xor_p = _binary("xor", _bool_or_int, hlo.xor)
@@ -95,7 +94,7 @@ def shift_left(x, y):
     >>> print(lax.shift_left(3, 2))
     12
     """
-    return shift_left_p.bind(*_scalar_args("shift_left", x, y))
+    return shift_left_p.bind(x, y)
 
 
 shift_left_p = _binary("shift_left", integer, hlo.shift_left)
@@ -108,7 +107,7 @@ def shift_right_logical(x, y):
     >>> print(lax.shift_right_logical(-8, 28))
     15
     """
-    return shift_right_logical_p.bind(*_scalar_args("shift_right_logical", x, y))
+    return shift_right_logical_p.bind(x, y)
 
 
 shift_right_logical_p = _binary("shift_right_logical", integer, hlo.shift_right_logical)
@@ -121,7 +120,7 @@ def shift_right_arithmetic(x, y):
     >>> print(lax.shift_right_arithmetic(-8, 1))
     -4
     """
-    return shift_right_arithmetic_p.bind(*_scalar_args("shift_right_arithmetic", x, y))
+    return shift_right_arithmetic_p.bind(x, y)
 
 
 shift_right_arithmetic_p = _binary("shift_right_arithmetic", integer,
@@ -170,7 +169,7 @@ def mulhi(x, y):
     >>> print(lax.mulhi(np.uint32(2**31), np.uint32(6)))
     3
     """
-    return mulhi_p.bind(*_scalar_args("mulhi", x, y))
+    return mulhi_p.bind(x, y)
 
 
 mulhi_p = _binary("mulhi", integer, mlir.chlo.mulhi)

@@ -13,7 +13,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import (broadcasting_shape, check_dtype, check_same_dtypes,
                              standard_primitive, unop)
-from xform.lax.elementwise import _scalar_args, _unbroadcast, neg
+from xform.lax.elementwise import _unbroadcast, neg
 
 hlo = mlir.hlo
 
@@ -39,7 +39,7 @@ def complex(x, y):
     >>> print(lax.complex(np.float32(1), np.float32(2)))
     (1+2j)
     """
-    return complex_p.bind(*_scalar_args("complex", x, y))
+    return complex_p.bind(x, y)
 
 
 def _complex_abstract_eval(x, y):

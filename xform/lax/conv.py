@@ -10,14 +10,16 @@ from typing import NamedTuple, Union
 
 import numpy as np
 
+from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
-from xform.interpreters import ad, batching, mlir
+from xform.interpreters import ad, batching, ffi, mlir
 from xform.lax._prim import check_dtype, numeric_or_bool, standard_primitive
 from xform.lax import shapes
 from xform.lax.dot import (accumulate_lowering, canonicalize_precision, precision_attr,
                            preferred_dtype)
-from xform.lax.elementwise import convert_element_type
+from xform.lax.complex import complex as make_complex, imag, real
+from xform.lax.elementwise import add, convert_element_type, sub
 from xform.lax.windowed import conv_vjp_lhs_padding, dilate_shape, padtype_to_pads
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -402,9 +404,32 @@ def _conv_batch(vals, dims, **params):
 
 # ---- lowering ----
 
+def _gauss_complex_conv(x, y, **params):
+    """A complex convolution as three real ones (Gauss's product), as JAX lowers it on
+    CPU and GPU (XLA's complex convolution is slow there); its NaN and inf pattern
+    differs from the direct complex product's, so xform computes the same."""
+    pet = params["preferred_element_type"]
+    real_pet = None if pet is None else dtypes.finfo(pet).dtype
+    params = dict(params, preferred_element_type=real_pet)
+    conv = lambda a, b: conv_general_dilated_p.bind(a, b, **params)   # noqa: E731
+    xr, xi, yr, yi = real(x), imag(x), real(y), imag(y)
+    k1 = conv(add(xr, xi), yr)
+    k2 = conv(xr, sub(yi, yr))
+    k3 = conv(xi, add(yr, yi))
+    return make_complex(sub(k1, k3), add(k1, k2))
+
+
 def _conv_lowering(ctx, x, y, *, window_strides, padding, lhs_dilation, rhs_dilation,
                    dimension_numbers, feature_group_count, batch_group_count, precision,
                    preferred_element_type):
+    if (dtypes.is_complex(ctx.avals_in[0].dtype)
+            and ctx.module_ctx.platform in ("cpu", *ffi.GPU_PLATFORMS)):
+        return mlir.lower_fun(_gauss_complex_conv, multiple_results=False)(
+            ctx, x, y, window_strides=window_strides, padding=padding,
+            lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+            dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+            batch_group_count=batch_group_count, precision=precision,
+            preferred_element_type=preferred_element_type)
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     dn = hlo.ConvDimensionNumbers.get(
         input_batch_dimension=lhs_spec[0], input_feature_dimension=lhs_spec[1],

@@ -8,17 +8,18 @@ the tangent the way ``lax.max``/``lax.min`` do.
 """
 import numpy as np
 
+from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import check_dtype, float_dtypes, numeric, standard_primitive
+from xform.lax._prim import check_dtype, inexact, numeric, standard_primitive
 from xform.lax import elementwise as _ew
-from xform.lax import shapes
+from xform.lax import rounding as _rounding, shapes
+from xform.lax.complex import complex as _make_complex, imag as _imag, real as _real
 from xform.lax import special as _special
 from xform.lax.reductions import _canonical_axes, _highest, _lowest
-from xform.lax.windowed import lower_reduce_window
+from xform.lax.windowed import lax_body, lower_reduce_window
 
-hlo = mlir.hlo
 
 
 # ---- the parallel prefix scan (for the JVPs) ----
@@ -37,7 +38,7 @@ def _interleave(a, b, axis):
     cfg_a = [(0, 0, 0)] * get_aval(a).ndim
     cfg_b = list(cfg_a)
     cfg_a[axis], cfg_b[axis] = (0, n - 2 * na + 1, 1), (1, n - 2 * nb, 1)
-    return _ew.add(shapes.pad(a, 0, cfg_a), shapes.pad(b, 0, cfg_b))
+    return _ew.add(shapes.pad(a, _ew._const(a, 0), cfg_a), shapes.pad(b, _ew._const(b, 0), cfg_b))
 
 
 def associative_scan(fn, x, axis, reverse=False):
@@ -92,8 +93,9 @@ def _cumulative_lowering(combine, identity):
         window, padding = list(ones), [(0, 0)] * len(shape)
         window[axis] = shape[axis]
         padding[axis] = (0, shape[axis] - 1) if reverse else (shape[axis] - 1, 0)
-        return lower_reduce_window(ctx, x, identity(ctx.avals_in[0].dtype), combine, window,
-                                   ones, padding, ones, ones)
+        dt = ctx.avals_in[0].dtype
+        return lower_reduce_window(ctx, [x], [identity(dt)], lax_body(ctx, combine, dt),
+                                   window, ones, padding, ones, ones)[0]
     return rule
 
 
@@ -120,7 +122,7 @@ def _cumulative(name, combine, identity, doc, allowed=numeric):
     return prim, wrapper
 
 
-cumsum_p, cumsum = _cumulative("cumsum", hlo.add, lambda dt: 0, """\
+cumsum_p, cumsum = _cumulative("cumsum", _ew.add, lambda dt: 0, """\
 Cumulative sum along ``axis`` (from the end if ``reverse``).
 
     >>> cumsum(jnp.array([1., 2., 3.]), reverse=True)
@@ -129,7 +131,7 @@ Cumulative sum along ``axis`` (from the end if ``reverse``).
 ad.deflinear(cumsum_p, lambda ct, x, *, axis, reverse: [
     cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
 
-cumprod_p, cumprod = _cumulative("cumprod", hlo.multiply, lambda dt: 1, """\
+cumprod_p, cumprod = _cumulative("cumprod", _ew.mul, lambda dt: 1, """\
 Cumulative product along ``axis`` (from the end if ``reverse``).
 
     >>> cumprod(jnp.array([1., 2., 3.]))
@@ -137,7 +139,7 @@ Cumulative product along ``axis`` (from the end if ``reverse``).
     """)
 ad.primitive_jvps[cumprod_p] = _scan_jvp(cumprod_p, _ew.mul)
 
-cummax_p, cummax = _cumulative("cummax", hlo.maximum, _lowest, """\
+cummax_p, cummax = _cumulative("cummax", _ew.max, _lowest, """\
 Cumulative maximum along ``axis`` (from the end if ``reverse``).
 
     >>> cummax(jnp.array([1., 3., 2.]))
@@ -145,7 +147,7 @@ Cumulative maximum along ``axis`` (from the end if ``reverse``).
     """)
 ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, _ew.max)
 
-cummin_p, cummin = _cumulative("cummin", hlo.minimum, _highest, """\
+cummin_p, cummin = _cumulative("cummin", _ew.min, _highest, """\
 Cumulative minimum along ``axis`` (from the end if ``reverse``).
 
     >>> cummin(jnp.array([2., 3., 1.]))
@@ -155,25 +157,29 @@ ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, _ew.min)
 
 
 def _logaddexp(x, y):
-    # max + log1p(exp(-|x - y|)); x + y where x - y is NaN (NaNs, or like-signed infinities)
-    delta = _ew.sub(x, y)
-    return _ew.select(_ew.ne(delta, delta), _ew.add(x, y), _ew.add(
-        _ew.max(x, y), _special.log1p(_ew.exp(_ew.neg(_ew.abs(delta))))))
+    """JAX's ``logaddexp`` formula (its cumlogsumexp combiner): for reals max +
+    log1p(exp(-|x - y|)), x + y where x - y is NaN (NaNs, or like-signed infinities); for
+    complex (ordered lexicographically by max) max + log1p(exp(x + y - 2 max)) with the
+    imaginary part wrapped into [-pi, pi]."""
+    amax = _ew.max(x, y)
+    if not dtypes.is_complex(get_aval(x).dtype):
+        delta = _ew.sub(x, y)
+        return _ew.select(_ew.ne(delta, delta), _ew.add(x, y), _ew.add(
+            amax, _special.log1p(_ew.exp(_ew.neg(_ew.abs(delta))))))
+    out = _ew.add(amax, _special.log1p(_ew.exp(_ew.sub(_ew.add(x, y), _ew.add(amax, amax)))))
+    im = _imag(out)
+    pi, two_pi = _ew._const(im, np.pi), _ew._const(im, 2 * np.pi)
+    r = _rounding.rem(_ew.add(im, pi), two_pi)
+    r = _ew.select(_ew.lt(r, _ew._const(im, 0)), _ew.add(r, two_pi), r)
+    return _make_complex(_real(out), _ew.sub(r, pi))
 
 
-def _logaddexp_hlo(x, y):
-    delta = hlo.subtract(x, y)
-    isnan = hlo.compare(delta, delta, hlo.ComparisonDirectionAttr.get("NE"))
-    soft = hlo.add(hlo.maximum(x, y), hlo.log_plus_one(hlo.exponential(hlo.negate(hlo.abs(delta)))))
-    return hlo.select(isnan, hlo.add(x, y), soft)
-
-
-cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", _logaddexp_hlo,
+cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", _logaddexp,
                                            lambda dt: -np.inf, """\
 Cumulative ``log(sum(exp(x)))`` along ``axis`` (from the end if ``reverse``), computed
     stably (``logaddexp`` as the window's combiner).
 
     >>> cumlogsumexp(jnp.array([0., 0., 0.]))
     Array([0.       , 0.6931472, 1.0986123], dtype=float32)
-    """, allowed=float_dtypes)
+    """, allowed=inexact)
 ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, _logaddexp)

@@ -13,7 +13,7 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.core.transfer import scalar_array
-from xform.lax._prim import (_scalar_arg, _scalar_args, any_dtype, check_dtype,  # noqa: F401
+from xform.lax._prim import (any_dtype, check_dtype,  # noqa: F401
                              inexact, naryop, numeric, standard_primitive, unop)
 from xform.lax import accuracy as _accuracy, shapes as _shapes
 from xform.core import tree_util
@@ -64,7 +64,7 @@ def _aval(x):
 
 def add(x, y):
     r"""Elementwise addition: :math:`x + y`."""
-    return add_p.bind(*_scalar_args("add", x, y))
+    return add_p.bind(x, y)
 
 
 add_p = naryop("add", numeric)
@@ -78,7 +78,7 @@ mlir.register_lowering(add_p, mlir.elementwise(hlo.add))
 
 def sub(x, y):
     r"""Elementwise subtraction: :math:`x - y`."""
-    return sub_p.bind(*_scalar_args("sub", x, y))
+    return sub_p.bind(x, y)
 
 
 def _sub_jvp(primals, tangents):
@@ -102,7 +102,7 @@ mlir.register_lowering(sub_p, mlir.elementwise(hlo.subtract))
 
 def mul(x, y):
     r"""Elementwise multiplication: :math:`x \times y`."""
-    return mul_p.bind(*_scalar_args("mul", x, y))
+    return mul_p.bind(x, y)
 
 
 mul_p = naryop("mul", numeric)
@@ -116,7 +116,7 @@ mlir.register_lowering(mul_p, mlir.elementwise(hlo.multiply))
 
 def div(x, y):
     r"""Elementwise division: :math:`x / y` (integer division rounds toward zero)."""
-    return div_p.bind(*_scalar_args("div", x, y))
+    return div_p.bind(x, y)
 
 
 div_p = naryop("div", numeric)
@@ -168,7 +168,7 @@ max_hlo, min_hlo = _minmax_hlo(hlo.maximum, "GT"), _minmax_hlo(hlo.minimum, "LT"
 
 def max(x, y):
     r"""Elementwise maximum (NaN-propagating)."""
-    return max_p.bind(*_scalar_args("max", x, y))
+    return max_p.bind(x, y)
 
 
 max_p = naryop("max", dtypes.all_dtypes)   # bool too, as JAX (logical or)
@@ -179,7 +179,7 @@ mlir.register_lowering(max_p, mlir.elementwise(max_hlo))
 
 def min(x, y):
     r"""Elementwise minimum (NaN-propagating)."""
-    return min_p.bind(*_scalar_args("min", x, y))
+    return min_p.bind(x, y)
 
 
 min_p = naryop("min", dtypes.all_dtypes)   # bool too, as JAX (logical and)
@@ -189,12 +189,23 @@ mlir.register_lowering(min_p, mlir.elementwise(min_hlo))
 
 
 def pow(x, y):
-    r"""Elementwise power :math:`x^y` (floating or complex operands)."""
-    return pow_p.bind(*_scalar_args("pow", x, y))
+    r"""Elementwise power :math:`x^y`: ``x`` floating or complex, ``y`` of its dtype or
+    any integer dtype (converted to ``x``'s, as JAX's)."""
+    return pow_p.bind(x, y)
+
+
+def _pow_dtypes(x, y):
+    check_dtype("pow", x.dtype, inexact)
+    if not (x.dtype == y.dtype or dtypes.is_integer(y.dtype)):
+        raise TypeError(f"the first argument to pow must have an inexact dtype (float or "
+                        f"complex), and the second argument must have an inexact or integer "
+                        f"dtype, and two inexact dtypes must match, but got {x.dtype} and "
+                        f"{y.dtype} respectively.")
 
 
 def _pow_jvp_lhs(t, ans, x, y):
     # d x^y / dx = y x^(y-1), defined as 0 where y == 0 (so 0^0 has zero derivative).
+    y = convert_element_type(y, get_aval(x).dtype)
     y_b = _bcast(y, _out_shape(x, y))
     jac = select_n(eq(y_b, _const(y, 0)), mul(y_b, pow(x, sub(y_b, _const(y, 1)))),
                    _shapes.full_like(ans, _const(ans, 0)))
@@ -207,9 +218,17 @@ def _pow_jvp_rhs(t, ans, x, y):
     return mul(_bcast(t, _out_shape(x, y)), mul(log(safe_x), ans))
 
 
-pow_p = naryop("pow", inexact)
+def _pow_lowering(ctx, x, y):
+    out = ctx.avals_out[0]
+    x, y = (mlir.broadcast_to(v, a, out) for v, a in zip((x, y), ctx.avals_in))
+    if ctx.avals_in[1].dtype != out.dtype:   # an integer exponent
+        y = hlo.convert(mlir.aval_to_ir_type(out), y)
+    return hlo.power(x, y)
+
+
+pow_p = naryop("pow", inexact, check_dtypes=_pow_dtypes)
 ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
-mlir.register_lowering(pow_p, mlir.elementwise(hlo.power))
+mlir.register_lowering(pow_p, _pow_lowering)
 
 
 def integer_pow(x, y: int):
@@ -414,7 +433,7 @@ def _comparison(name, direction, doc, allowed=any_dtype):
     mlir.register_lowering(prim, _compare_lowering(direction))
 
     def fn(x, y):
-        return prim.bind(*_scalar_args(prim.name, x, y))
+        return prim.bind(x, y)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise comparison ``{doc}`` (boolean result)."
     return prim, fn

@@ -55,20 +55,27 @@ def reduce(operands, init_values, computation, dimensions):
         monoid = _monoid_reducer(computation, flat_inits[0])
         if monoid is not None:
             return tree_util.tree_unflatten(tree, [monoid(flat_ops[0], dims)])
-    scalars = [ShapedArray((), get_aval(x).dtype) for x in flat_inits]
-    pair_tree = tree_util.tree_structure((init_values, init_values))
-    closed, consts, out_tree = pe.trace_to_subjaxpr(computation, pair_tree, scalars + scalars)
+    closed, out_tree = reduction_jaxpr(computation, init_values)
     if out_tree != tree:
         raise TypeError(f"reduce: computation returned structure {out_tree}, expected "
                         f"{tree} (the structure of init_values)")
+    outs = reduce_p.bind(*flat_ops, *flat_inits, computation=closed, dimensions=dims)
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def reduction_jaxpr(computation, init_values):
+    """``computation(accumulators, values)`` traced on scalars of ``init_values``' dtypes
+    to a ClosedJaxpr of the flat scalars (for reduce's and reduce_window's bodies);
+    returns it with the structure of its result."""
+    scalars = [ShapedArray((), get_aval(x).dtype) for x in tree_util.tree_leaves(init_values)]
+    pair_tree = tree_util.tree_structure((init_values, init_values))
+    closed, consts, out_tree = pe.trace_to_subjaxpr(computation, pair_tree, scalars + scalars)
     if any(isinstance(c, Tracer) for c in consts):
         raise TypeError("Reduction computations can't close over Tracers. Please open an "
                         "issue at https://github.com/jax-ml/jax.")
     j = closed.jaxpr
     n_c = len(consts)
-    closed = ClosedJaxpr(Jaxpr(j.invars[:n_c], j.invars[n_c:], j.outvars, j.eqns), consts)
-    outs = reduce_p.bind(*flat_ops, *flat_inits, computation=closed, dimensions=dims)
-    return tree_util.tree_unflatten(tree, outs)
+    return ClosedJaxpr(Jaxpr(j.invars[:n_c], j.invars[n_c:], j.outvars, j.eqns), consts), out_tree
 
 
 def _monoid_reducer(op, init):

@@ -303,7 +303,7 @@ mlir.register_lowering(rng_bit_generator_p, _rng_bit_generator_lowering)
 def rng_uniform(a, b, shape):
     """Uniform numbers in ``[a, b)`` of ``shape`` from XLA's stateful RNG (experimental,
     as in JAX: prefer ``xform.random``; ``b <= a`` is undefined)."""
-    return rng_uniform_p.bind(*elementwise._scalar_args("rng_uniform", a, b),
+    return rng_uniform_p.bind(a, b,
                               shape=tuple(operator.index(d) for d in shape))
 
 

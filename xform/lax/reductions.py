@@ -10,7 +10,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax import shapes
-from xform.lax.elementwise import add, convert_element_type, div, eq, max_hlo, min_hlo, mul
+from xform.lax.elementwise import _const, add, convert_element_type, div, eq, max_hlo, min_hlo, mul
 
 hlo, ir = mlir.hlo, mlir.ir
 
@@ -132,7 +132,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
         (x1, x2), (t1, t2) = halves
         if n % 2:   # odd: the second half gets a neutral row (x = 1, t = 0)
             cfg = [(0, 1, 0)] + [(0, 0, 0)] * len(kept)
-            x2, t2 = shapes.pad(x2, 1, cfg), shapes.pad(t2, 0, cfg)
+            x2, t2 = shapes.pad(x2, _const(x2, 1), cfg), shapes.pad(t2, _const(t2, 0), cfg)
         x, t, n = mul(x1, x2), add(mul(t1, x2), mul(x1, t2)), h
     return ans, shapes.reshape(t, get_aval(ans).shape)
 

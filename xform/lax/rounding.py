@@ -12,7 +12,7 @@ from xform.lax import shapes as _shapes
 from xform.lax._prim import (any_dtype, check_dtype, check_same_dtypes, float_dtypes,
                              integer, naryop, standard_primitive, unop)
 from xform.lax.bitwise import bitwise_and
-from xform.lax.elementwise import (_bcast, _const, _out_shape, _scalar_arg, _scalar_args,
+from xform.lax.elementwise import (_bcast, _const, _out_shape,
                                    abs, div, gt, lt, mul, neg, select, sign)
 
 hlo = mlir.hlo
@@ -126,7 +126,7 @@ def nextafter(x1, x2):
     >>> bool(lax.nextafter(np.float32(1), np.float32(2)) == 1 + np.finfo(np.float32).eps)
     True
     """
-    return nextafter_p.bind(*_scalar_args("nextafter", x1, x2))
+    return nextafter_p.bind(x1, x2)
 
 
 # NB: JAX registers no JVP for nextafter; xform treats it as piecewise constant.
@@ -148,7 +148,7 @@ def rem(x, y):
     >>> print(lax.rem(-7, 3), lax.rem(7.5, 2.0))
     -1 1.5
     """
-    return rem_p.bind(*_scalar_args("rem", x, y))
+    return rem_p.bind(x, y)
 
 
 def _rem_jvp_rhs(t, x, y):
@@ -180,7 +180,7 @@ def clamp(min, x, max):
     >>> print(lax.clamp(0.0, 1.5, 1.0))
     1.0
     """
-    return clamp_p.bind(_scalar_arg(min, x, "clamp"), x, _scalar_arg(max, x, "clamp"))
+    return clamp_p.bind(min, x, max)
 
 
 def _clamp_abstract_eval(min, x, max):

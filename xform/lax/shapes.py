@@ -448,8 +448,6 @@ mlir.register_lowering(slice_p, _slice_lowering)
 def pad(operand, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
     config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
-    from xform.lax.elementwise import _scalar_arg  # (a cycle: elementwise builds on shapes)
-    padding_value = _scalar_arg(padding_value, operand, "pad")
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 

@@ -12,7 +12,7 @@ from xform.core import dtypes
 from xform.interpreters import ad, mlir
 from xform.lax import accuracy as _accuracy
 from xform.lax._prim import float_dtypes, inexact, naryop, numeric, unop
-from xform.lax.elementwise import (_bcast, _const, _out_shape, _scalar_args,
+from xform.lax.elementwise import (_bcast, _const, _out_shape,
                                    add, div, exp, integer_pow, mul, neg, rsqrt, sub)
 
 hlo, chlo = mlir.hlo, mlir.chlo
@@ -104,7 +104,7 @@ def atan2(x, y):
     >>> print(lax.atan2(0.0, -1.0))
     3.1415927
     """
-    return atan2_p.bind(*_scalar_args("atan2", x, y))
+    return atan2_p.bind(x, y)
 
 
 def _atan2_denominator(x, y):
@@ -397,7 +397,7 @@ def polygamma(m, x):
     >>> print(round(float(lax.polygamma(1.0, 1.0)), 4))   # pi^2 / 6
     1.6449
     """
-    return polygamma_p.bind(*_scalar_args("polygamma", m, x))
+    return polygamma_p.bind(m, x)
 
 
 def _polygamma_jvp_m(t, m, x):

@@ -19,7 +19,7 @@ from xform.core import dtypes
 from xform.core.trace import get_aval
 from xform.interpreters import ad, mlir
 from xform.lax import reductions
-from xform.lax._prim import _scalar_args, check_dtype, float_dtypes, naryop
+from xform.lax._prim import check_dtype, float_dtypes, naryop
 from xform.lax.bitwise import bitwise_and, bitwise_not, bitwise_or
 from xform.lax.control_flow.loops import while_loop
 from xform.lax.rounding import floor
@@ -37,23 +37,22 @@ def igamma(a, x):
     >>> print(round(float(lax.igamma(2.0, 1.0)), 5))
     0.26424
     """
-    return igamma_p.bind(*_scalar_args("igamma", a, x))
+    return igamma_p.bind(a, x)
 
 
 def igammac(a, x):
     r"""Elementwise regularized upper incomplete gamma function :math:`Q(a, x) = 1 - P`."""
-    return igammac_p.bind(*_scalar_args("igammac", a, x))
+    return igammac_p.bind(a, x)
 
 
 def igamma_grad_a(a, x):
     r"""Elementwise :math:`\partial P(a, x) / \partial a`."""
-    return igamma_grad_a_p.bind(*_scalar_args("igamma_grad_a", a, x))
+    return igamma_grad_a_p.bind(a, x)
 
 
 def random_gamma_grad(a, x):
     r"""The derivative of a ``Gamma(a, 1)`` sample ``x`` with respect to ``a`` at fixed
     CDF value (implicit reparameterization): :math:`-(\partial P / \partial a) / p(x)`."""
-    a, x = _scalar_args("random_gamma_grad", a, x)
     for v in (a, x):   # (a composite: no primitive's dtype rule checks it)
         check_dtype("random_gamma_grad", get_aval(v).dtype, float_dtypes)
     return _random_gamma_grad(a, x)
@@ -68,9 +67,6 @@ def betainc(a, b, x):
     >>> print(round(float(lax.betainc(2.0, 3.0, 0.5)), 4))
     0.6875
     """
-    a, b = _scalar_args("betainc", a, b)
-    b, x = _scalar_args("betainc", b, x)
-    a, x = _scalar_args("betainc", a, x)
     return regularized_incomplete_beta_p.bind(a, b, x)
 
 

@@ -16,7 +16,7 @@ from xform.core import dtypes
 from xform.core.trace import get_aval
 from xform.interpreters import ad, mlir
 from xform.lax.shapes import full_like
-from xform.lax._prim import _scalar_args, float_dtypes, naryop, unop
+from xform.lax._prim import float_dtypes, naryop, unop
 from xform.lax.elementwise import (_const, abs, add, convert_element_type, div, gt, le,
                                    min, mul, pow, select, sign, sqrt, sub)
 
@@ -49,7 +49,7 @@ def zeta(x, q):
     >>> print(round(float(lax.zeta(2.0, 1.0)), 4))   # pi^2 / 6
     1.6449
     """
-    return zeta_p.bind(*_scalar_args("zeta", x, q))
+    return zeta_p.bind(x, q)
 
 
 def _zeta_series(s, a):

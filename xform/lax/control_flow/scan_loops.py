@@ -13,7 +13,7 @@ from xform.core.traceback_util import api_boundary
 from xform.lax.control_flow.common import check_same_types
 from xform.lax.control_flow.loops import while_loop
 from xform.lax.control_flow.scan import _infer_length, scan
-from xform.lax.elementwise import add, convert_element_type, select
+from xform.lax.elementwise import _const, add, convert_element_type, select
 from xform.lax.shapes import concatenate, dimension_as_value, reshape, slice as lax_slice
 from xform.transforms.vmap import vmap
 
@@ -57,7 +57,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
         def step(carry, _):
             i, val = carry
-            return (add(i, 1), body_fun(i, val)), None
+            return (add(i, _const(i, 1)), body_fun(i, val)), None
         start = (convert_element_type(dimension_as_value(lo), dtype)
                  if shape_poly.is_symbolic_dim(lo) else lo)
         (_, result), _ = scan(step, (start, init_val), None,
@@ -71,7 +71,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def body(carry):
         i, hi_, val = carry
-        return add(i, 1), hi_, body_fun(i, val)
+        return add(i, _const(i, 1)), hi_, body_fun(i, val)
     return while_loop(lambda c: c[0] < c[1], body, (lower, upper, init_val))[2]
 
 

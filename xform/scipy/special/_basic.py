@@ -11,7 +11,8 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
-from xform.nn._functions import log_softmax, logsumexp, softmax
+from xform.nn import _functions as _nn
+from xform.nn._functions import logsumexp
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
 
@@ -223,14 +224,32 @@ def _algdiv(a, b):
     return jnp.where(u <= v, (w - v) - u, (w - u) - v)
 
 
+def softmax(x, /, *, axis=None):
+    """``scipy.special.softmax``: ``xform.nn.softmax`` over all axes by default."""
+    return _nn.softmax(x, axis=axis)
+
+
+def log_softmax(x, /, *, axis=None):
+    """``scipy.special.log_softmax``: ``xform.nn.log_softmax`` over all axes by default."""
+    return _nn.log_softmax(x, axis=axis)
+
+
+def _f32_or_f64(x, extra=", see docstring for supported types"):
+    # (JAX's ndtr family refuses float16/bfloat16: their series cut-offs are per dtype)
+    if x.aval.dtype not in (np.float32, np.float64):
+        raise TypeError(f"x.dtype={x.aval.dtype.name} is not supported{extra}.")
+    return x
+
+
 def ndtr(x):
-    """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2`` (accurate in both tails).
+    """The standard normal CDF, ``erfc(-x / sqrt(2)) / 2`` (accurate in both tails);
+    float32 or float64 only, as JAX's.
 
     >>> import xform.scipy.special as sp
     >>> sp.ndtr(0.)
     Array(0.5, dtype=float32)
     """
-    x, = _inexact("ndtr", x)
+    x = _f32_or_f64(jnp.asarray(x))
     half = lax.convert_element_type(0.5, x.aval.dtype, x.aval.weak_type)
     return lax.mul(half, lax.erfc(lax.mul(x, -np.sqrt(0.5).astype(x.aval.dtype))))
 
@@ -244,8 +263,7 @@ def ndtri(p):
     >>> sp.ndtri(0.5)
     Array(0., dtype=float32)
     """
-    p, = _inexact("ndtri", p)
-    return _ndtri(p)
+    return _ndtri(_f32_or_f64(jnp.asarray(p)))
 
 
 def _ndtri_lower(q):
@@ -273,22 +291,29 @@ def _ndtri(p):
 _ndtri.defjvps(lambda t, x, p: t * jnp.exp(0.5 * x * x + 0.5 * np.log(2 * np.pi)))
 
 
-def log_ndtr(x):
-    """``log(ndtr(x))``, accurate far into both tails (an asymptotic series below
-    -10 (float32) / -20 (float64), ``log1p(-ndtr(-x))`` above 5 / 8).
+def log_ndtr(x, series_order=3):
+    """``log(ndtr(x))``, accurate far into both tails (below -10 (float32) / -20
+    (float64) the asymptotic series to ``series_order`` terms, ``log1p(-ndtr(-x))`` above
+    5 / 8).
 
     >>> import xform.scipy.special as sp
     >>> sp.log_ndtr(-30.)
     Array(-454.32123, dtype=float32)
     """
-    x, = _inexact("log_ndtr", x)
+    if not isinstance(series_order, int):
+        raise TypeError("series_order must be a Python integer.")
+    if not 0 <= series_order <= 30:
+        raise ValueError(f"series_order must be in [0, 30], got {series_order}.")
+    x = _f32_or_f64(jnp.asarray(x), extra="")
     lower, upper = (-10.0, 5.0) if x.aval.dtype.itemsize <= 4 else (-20.0, 8.0)
     lo = jnp.minimum(x, lower)
     mid = jnp.clip(x, lower, upper)
     hi = jnp.maximum(x, upper)
     # log ndtr(x) ~ -x^2/2 - log(-x) - log(2 pi)/2 + log(sum_n (-1)^n (2n-1)!! / x^(2n))
     inv = 1 / (lo * lo)
-    series = 1 + inv * (-1 + inv * (3 + inv * (-15 + inv * 105)))
+    series = jnp.ones_like(lo)
+    for n in range(series_order, 0, -1):   # Horner, innermost term first
+        series = 1 + series * inv * -(2 * n - 1)
     tail = -0.5 * lo * lo - jnp.log(-lo) - 0.5 * np.log(2 * np.pi) + jnp.log(series)
     return jnp.where(x <= lower, tail,
                      jnp.where(x >= upper, jnp.log1p(-ndtr(-hi)), jnp.log(ndtr(mid))))

@@ -85,12 +85,18 @@ _hyp1f1.defjvps(lambda t, ans, a, b, x: _d_a(a, b, x) * t,
 
 # ---- hyp2f1 ----
 
-def _hyp2f1_terminal(a, b, c, x):
+# Every branch runs (select_n): a branch not chosen loops zero times, and a chosen one
+# at most _MAX_LOOP times, where JAX's loops to |a| or c - a - b (a = inf or 1e30 hang).
+_MAX_LOOP = 2 ** 20
+
+
+def _hyp2f1_terminal(a, b, c, x, chosen):
     # the polynomial when a or b is a non-positive integer: loop to the one of larger
     # magnitude that is still below |c| when c is a non-positive integer
     eps = dtypes.finfo(x.dtype).eps * 50
     swap = (b < a) & (jnp.abs(b - jnp.round(b)) < eps) & ~((c % 1 == 0) & (c <= 0) & (c > b))
     a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    n = jnp.where(chosen, jnp.minimum(-a, _MAX_LOOP), 0)
     a = jnp.abs(a)
 
     def body(state):
@@ -98,7 +104,7 @@ def _hyp2f1_terminal(a, b, c, x):
         term = term * -(a - i + 1) / (c + i - 1) * (b + i - 1) / i * x
         return i + 1, total + term, term
     one = jnp.ones_like(x)
-    return lax.while_loop(lambda st: st[0] < a + 1, body, (one, one, one))[1]
+    return lax.while_loop(lambda st: st[0] < n + 1, body, (one, one, one))[1]
 
 
 def _hyp2f1_series(a, b, c, x):
@@ -123,11 +129,11 @@ def _hyp2f1_terminal_or_series(a, b, c, x):
     index = jnp.where((x > 0.9) & ~neg_int, jnp.where(jnp.abs(d - jnp.round(d)) >= eps, 0, 1),
                       jnp.where(neg_int, 2, 0))
     return lax.select_n(index, _hyp2f1_series(a, b, c, x),
-                        _hyp2f1_digamma_transform(a, b, c, x),
-                        _hyp2f1_terminal(a, b, c, x))
+                        _hyp2f1_digamma_transform(a, b, c, x, index == 1),
+                        _hyp2f1_terminal(a, b, c, x, index == 2))
 
 
-def _hyp2f1_digamma_transform(a, b, c, x):
+def _hyp2f1_digamma_transform(a, b, c, x, chosen):
     # near x = 1 with c - a - b an integer: the logarithmic case (Abramowitz & Stegun 15.3.10-12)
     eps = dtypes.finfo(x.dtype).eps
     d = c - a - b
@@ -137,7 +143,7 @@ def _hyp2f1_digamma_transform(a, b, c, x):
     e = jnp.where(up, d, -d)
     d1 = jnp.where(up, d, jnp.zeros_like(d))
     d2 = jnp.where(up, jnp.zeros_like(d), d)
-    ard = jnp.where(up, rd, -rd).astype(np.int32)
+    ard = jnp.where(chosen, jnp.minimum(jnp.abs(rd), _MAX_LOOP), 0).astype(np.int32)
     ax = jnp.log(s)
     y = (digamma(1.0) + digamma(1.0 + e) - digamma(a + d1) - digamma(b + d1) - ax) / gamma(
         e + 1.0)
