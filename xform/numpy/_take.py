@@ -106,6 +106,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """
     arr, idx, axis, other = _along_axis_prep("take_along_axis", arr, indices, axis)
     idx, gmode = _prepare_indices("take_along_axis", idx, arr.aval.shape[axis], mode)
+    if not idx.aval.size:  # (a gather's unit slice cannot span a zero-size batch dim)
+        return lax.full(idx.aval.shape, 0, arr.aval.dtype)
     dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                 start_index_map=(axis,), operand_batching_dims=other,
                                 start_indices_batching_dims=other)
