@@ -8,6 +8,7 @@ import jax.numpy as jjnp
 import numpy as np
 import pytest
 
+import xform
 import xform.numpy as xjnp
 from optable import assert_tree_same
 
@@ -56,3 +57,31 @@ def test_quantile_interpolates_in_q_dtype():
     same("quantile", a, np.array([0.3, 0.7], np.float32), axis=-1, tol=1e-2)
     with pytest.raises(ValueError, match="rank"):
         xjnp.nanpercentile(F32, np.array([[10.0, 90.0]]))
+
+
+def test_take_and_put_along_axis_modes():
+    a = np.array([[3, 1, 0], [2, 7, 5]], np.uint8)
+    idx = np.array([[0, 2, -1], [5, -4, 1]])
+    same("take_along_axis", a, idx, axis=1, mode="clip")  # negatives wrap, then clip
+    same("take_along_axis", a, np.array([[1, 5, 1]]), axis=0, fill_value=-1)  # wraps to 255
+    same("take_along_axis", a, np.array([[2, 0, 1]]))  # axis defaults to -1
+    for mode in (None, "clip", "drop"):
+        same("put_along_axis", a, np.array([[5], [-1]]), 9, axis=1, inplace=False, mode=mode)
+    same("put_along_axis", a, np.array([0, 4]), 9, axis=None, inplace=False)
+
+
+def test_insert_clips_and_delete_takes_a_mask():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    same("insert", a, 5, 9.0, axis=1)
+    same("insert", a, np.array([-7, 1]), 9.0, axis=1)
+    same("delete", a, np.array([True, False, True]), axis=1)
+    for jnp_ in (jjnp, xjnp):
+        with pytest.raises(ValueError):
+            jnp_.insert(a, np.array([True, False, True]), 9.0, axis=1)
+    same("reshape", a, (3, 2), order="A")
+
+
+def test_convert_python_int_out_of_range_wraps():
+    for v, dt in ((-1, np.uint8), (300, np.uint8), (2**40, np.int32)):
+        assert_tree_same(xform.lax.convert_element_type(v, dt),
+                         jax.lax.convert_element_type(v, dt), 0, f"{v}->{dt}")
