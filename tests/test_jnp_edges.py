@@ -85,3 +85,35 @@ def test_convert_python_int_out_of_range_wraps():
     for v, dt in ((-1, np.uint8), (300, np.uint8), (2**40, np.int32)):
         assert_tree_same(xform.lax.convert_element_type(v, dt),
                          jax.lax.convert_element_type(v, dt), 0, f"{v}->{dt}")
+
+
+def test_interp_period_and_extrapolate():
+    xp, fp = np.array([0.0, 1.0, 2.0, 4.0], np.float32), np.array([0.0, 10.0, 5.0, 7.0], np.float32)
+    x = np.array([-1.0, 0.5, 3.9, 9.0], np.float32)
+    same("interp", x, xp, fp, period=-3.0)          # |period|
+    same("interp", x, xp, fp, -1.0, 99.0, period=3.0)  # left/right ignored with a period
+    same("interp", x, xp, fp, "extrapolate", "extrapolate")
+    same("interp", x, np.array([0.0, 1e-9, 1.0, 2.0], np.float32), fp)  # JAX's dx bound
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 2, 2), (0, 3)])
+def test_linalg_of_zero_size(shape):
+    z = np.zeros(shape, np.float32)
+    for f in ("inv", "det", "slogdet", "svd") if shape[-1] == shape[-2] else ("svd",):
+        assert_tree_same(getattr(xjnp.linalg, f)(z), getattr(jjnp.linalg, f)(z), 1e-6, f)
+    if shape == (0, 0):
+        assert_tree_same(xjnp.linalg.solve(z, np.zeros(0, np.float32)),
+                         jjnp.linalg.solve(z, np.zeros(0, np.float32)), 0, "solve")
+        for o in (1, 2, np.inf):
+            assert_tree_same(xjnp.linalg.norm(z, o), jjnp.linalg.norm(z, o), 0, f"norm {o}")
+
+
+def test_scipy_qr_modes_and_small_fixes():
+    import jax.scipy.linalg as jsl
+    import xform.scipy.linalg as xsl
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for mode in ("r", "economic"):  # mode="r" is the 1-tuple (r,)
+        assert_tree_same(xsl.qr(a, mode=mode), jsl.qr(a, mode=mode), 1e-5, mode)
+    same("poly", np.zeros(0, np.float32))   # no roots: 0-d 1
+    assert_tree_same(xjnp.linalg.matrix_rank(a, hermitian=False),
+                     jjnp.linalg.matrix_rank(a, hermitian=False), 0, "rank")

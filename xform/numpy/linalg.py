@@ -53,6 +53,8 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
 def _permute_rows(b, perm):
     """``b[..., perm, :]``: one gather of rows, as JAX's lu_solve (a one-hot permutation
     matmul made jit(solve) of a 16x16 system 2x JAX's)."""
+    if not b.size:  # (no rows to move; a unit gather slice cannot span a zero-size dim)
+        return b
     nb, batch = b.ndim - 2, tuple(range(b.ndim - 2))
     dn = lax.GatherDimensionNumbers(offset_dims=(nb + 1,), collapsed_slice_dims=(nb,),
                                     start_index_map=(nb,), operand_batching_dims=batch,
@@ -197,20 +199,24 @@ def svdvals(x):
     return svd(x, compute_uv=False)
 
 
+def _max0(x, axis, keepdims=False):
+    return jnp.max(x, axis=axis, keepdims=keepdims, initial=0)
+
+
 def _matrix_norm(x, ord, axes, keepdims):
     r, c = axes
     if ord in (None, "fro", "f"):
         out = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axes, keepdims=keepdims))
     elif ord in (1, -1):
-        red = jnp.max if ord == 1 else jnp.min
+        red = _max0 if ord == 1 else jnp.min  # (max from 0: an empty matrix's norm is 0)
         out = red(jnp.sum(jnp.abs(x), axis=r, keepdims=True), axis=c, keepdims=True)
     elif ord in (np.inf, -np.inf):
-        red = jnp.max if ord > 0 else jnp.min
+        red = _max0 if ord > 0 else jnp.min
         out = red(jnp.sum(jnp.abs(x), axis=c, keepdims=True), axis=r, keepdims=True)
     elif ord in (2, -2, "nuc"):
         moved = jnp.moveaxis(x, (r, c), (-2, -1))
         s = svd(moved, compute_uv=False)
-        out = jnp.sum(s, -1) if ord == "nuc" else (s[..., 0] if ord == 2 else s[..., -1])
+        out = jnp.sum(s, -1) if ord == "nuc" else (_max0(s, -1) if ord == 2 else s[..., -1])
         if keepdims:
             out = jnp.expand_dims(out, axes)
         return out
@@ -226,7 +232,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
         return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims))
     if ord == np.inf:
-        return jnp.max(ax, axis=axis, keepdims=keepdims)
+        return _max0(ax, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
         return jnp.min(ax, axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -337,9 +343,9 @@ def matrix_power(a, n):
     return result
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
+def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
     (M,) = _inexact("matrix_rank", M)
-    s = svd(M, compute_uv=False)
+    s = svd(M, compute_uv=False)  # (hermitian: the same singular values)
     if tol is None:
         rtol = _default_rtol(M) if rtol is None else rtol
         tol = s[..., :1] * jnp.asarray(rtol, s.dtype)

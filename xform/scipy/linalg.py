@@ -122,5 +122,12 @@ eigh = lambda a, lower=True, eigvals_only=False, **kw: (  # noqa: E731
     tuple(np_linalg.eigh(a, "L" if lower else "U")))
 svd = lambda a, full_matrices=True, compute_uv=True, **kw: np_linalg.svd(  # noqa: E731
     a, full_matrices, compute_uv)
-qr = lambda a, mode="full", pivoting=False, **kw: tuple(np_linalg.qr(  # noqa: E731
-    a, "complete" if mode == "full" else "reduced" if mode == "economic" else mode))
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """scipy.linalg.qr: ``(q, r)``, or ``(r,)`` for ``mode="r"`` (full-size ``r``)."""
+    if mode not in ("full", "r", "economic"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    (a,) = np_linalg._inexact("qr", a)
+    q, r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r,) if mode == "r" else (q, r)
