@@ -117,3 +117,12 @@ def test_scipy_qr_modes_and_small_fixes():
     same("poly", np.zeros(0, np.float32))   # no roots: 0-d 1
     assert_tree_same(xjnp.linalg.matrix_rank(a, hermitian=False),
                      jjnp.linalg.matrix_rank(a, hermitian=False), 0, "rank")
+
+
+def test_det_gradient_at_singular_matrices():
+    # d det = tr(adj(a) da) through a cofactor solve (JAX's), not lu's JVP (NaN there).
+    f = lambda n: lambda a: n.linalg.det(a).sum()
+    for a in (np.full((2, 2), 2.0, np.float32),
+              np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32),
+              np.array([[1.0, 2], [3, 4]], np.float32)):
+        assert_tree_same(xform.grad(f(xjnp))(a), jax.grad(f(jjnp))(a), 1e-5, "grad det")

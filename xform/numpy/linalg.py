@@ -13,6 +13,7 @@ from xform.interpreters.composite import composite
 from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
+from xform.transforms.custom_derivatives import custom_jvp
 
 EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -124,8 +125,49 @@ def det(a):
     """Determinant of a (batch of) square matrices (via LU)."""
     (a,) = _inexact("det", a)
     _square("det", a)
+    return _det(a)
+
+
+@custom_jvp
+def _det(a):
     parity, diag = _lu_sign_and_diag(a)
     return parity * jnp.prod(diag, axis=-1)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    # d det = tr(adj(a) da), with the adjugate from _cofactor_solve: finite where a is
+    # singular (differentiating through lu divides by its zero pivot), as JAX's.
+    (a,), (t,) = primals, tangents
+    y, z = _cofactor_solve(a, t)
+    return y, jnp.trace(z, axis1=-2, axis2=-1)
+
+
+def _cofactor_solve(a, b):
+    """``(det a, adj(a) @ b)`` from one LU (JAX's algorithm): the last pivot is
+    replaced by ``1 / det(u[:-1, :-1])``, so the solve never divides by a zero there; a
+    rank below n - 1 (another zero pivot) gives an adjugate of zeros."""
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu_, pivots, perm = lax_linalg.lu(a)
+    batch = tuple(np.broadcast_shapes(lu_.shape[:-2], b.shape[:-2]))
+    x = jnp.broadcast_to(b, batch + b.shape[-2:])
+    lu_ = jnp.broadcast_to(lu_, batch + (n, n))
+    perm = jnp.broadcast_to(perm, batch + (n,))
+    sign = jnp.where(jnp.sum(pivots != jnp.arange(n, dtype=pivots.dtype), axis=-1) % 2 == 1,
+                     -1, 1).astype(a.dtype)
+    partial = jnp.cumprod(jnp.diagonal(lu_, axis1=-2, axis2=-1), axis=-1) * sign[..., None]
+    lu_ = lu_.at[..., -1, -1].set(1 / partial[..., -2])
+    probe = lax_linalg.triangular_solve(lu_, jnp.ones(batch + (n, 1), a.dtype),
+                                        left_side=True, lower=False)
+    low_rank = jnp.any(~jnp.isfinite(probe), axis=(-2, -1))[..., None, None]
+    x = jnp.where(low_rank, 0, x)
+    x = jnp.take_along_axis(x, perm[..., None], axis=-2)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    x = jnp.concatenate([x[..., :-1, :] * partial[..., -1, None, None], x[..., -1:, :]], -2)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
+    return partial[..., -1], jnp.where(low_rank, 0, x)
 
 
 def slogdet(a, *, method=None):
