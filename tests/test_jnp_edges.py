@@ -126,3 +126,14 @@ def test_det_gradient_at_singular_matrices():
               np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32),
               np.array([[1.0, 2], [3, 4]], np.float32)):
         assert_tree_same(xform.grad(f(xjnp))(a), jax.grad(f(jjnp))(a), 1e-5, "grad det")
+
+
+def test_scipy_cholesky_reads_one_triangle_and_lu_p_is_real():
+    import jax.scipy.linalg as jsl
+    import xform.scipy.linalg as xsl
+    a = np.array([[4.0, 1.0], [3.0, 5.0]], np.float32)  # not symmetric: one triangle counts
+    for lower in (False, True):
+        assert_tree_same(xsl.cholesky(a, lower=lower), jsl.cholesky(a, lower=lower), 1e-5,
+                         f"cholesky lower={lower}")
+    c = np.array([[2 + 1j, 1], [1j, 3]], np.complex64)
+    assert_tree_same(xsl.lu(c), jsl.lu(c), 1e-5, "lu complex")
