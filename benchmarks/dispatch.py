@@ -1,7 +1,8 @@
 """Dispatch latency: (a) jitted f(x)=x+1 on float32[8], (b) eager xnp.sin, x+1 and a+b
 on float32[8], (c) eager/jit ratio, (d) a jitted function of a dict of 10 float32[8]
 arrays returning a dict (the pytree path), (e) jitted f(x, s) with a Python float ``s``
-and f(n) with a NumPy float32[8] ``n`` (host arguments, transferred per call).  Each call is blocked on (latency, not
+and f(n) with a NumPy float32[8] ``n`` (host arguments, transferred per call), (f) jitted
+f(x, 3, "mul") with two static arguments.  Each call is blocked on (latency, not
 throughput); jit_async_us additionally shows the cost per call when only the last of a
 batch is blocked on."""
 import numpy as np
@@ -44,5 +45,8 @@ if L.compiled:
     n = np.arange(8, dtype=np.float32)
     jit_numpy = time_calls(lambda: block(f(n)), REPS, INNER, warmup=200)
     res.update(jit_scalar_arg_us=med(jit_scalar, US), jit_numpy_arg_us=med(jit_numpy, US))
+    fst = L.jit(lambda x, n, op: x * n if op == "mul" else x + n, static_argnums=(1, 2))
+    jit_static = time_calls(lambda: block(fst(x, 3, "mul")), REPS, INNER, warmup=200)
+    res.update(jit_static_args_us=med(jit_static, US))
 
 emit("dispatch", L, res)

@@ -1,5 +1,6 @@
 """PRNG throughput, jax or xform: jit(normal(k, (1000, 1000))), split(key, 10_000),
-jit(gamma(k, 2.5, (10_000,))); and the compile time of jit(gamma(k, 0.7, (1000,))).
+jit(gamma(k, 2.5, (10_000,))), eager split(key) and uniform(key, (8,)) (dispatch); and
+the compile time of jit(gamma(k, 0.7, (1000,))).
 
 usage: python benchmarks/random.py --lib jax|xform [--quick]
 Prints one JSON line: median microseconds per call of each (compiled, warm), and the
@@ -52,6 +53,8 @@ def main():
            "split_1e4_us": round(timeit(split, key), 1),
            "split_1e4_eager_us": round(timeit(lambda k: random.split(k, 10_000), key), 1),
            "gamma_1e4_us": round(timeit(gamma, key), 1),
+           "eager_split_us": round(timeit(random.split, key), 1),
+           "eager_uniform8_us": round(timeit(lambda k: random.uniform(k, (8,)), key), 1),
            "gamma_compile_ms": round(compile_ms(), 1)}
     print(json.dumps(out))
 

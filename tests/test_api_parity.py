@@ -26,6 +26,12 @@ KNOWN = {
     "linen.Partitioned.to_nnx_metadata", "linen.Partitioned.from_nnx_metadata",
     "linen.LogicallyPartitioned.to_nnx_metadata",
     "linen.LogicallyPartitioned.from_nnx_metadata",
+    # Flax's Variable ids and its lift.jit cache helpers: xform's Variable has no id and
+    # its jit cache is xform.nn._lifted_jit's
+    "flax.core.scope.uuid", "flax.core.lift.CountsHolder",
+    "flax.core.lift.TransformContext", "flax.core.lift.set_from_dict",
+    # flax.core.nn's attention layers are not built (linen's are: nn.MultiHeadAttention)
+    "flax.core.nn.dot_product_attention", "flax.core.nn.multi_head_dot_product_attention",
 }
 
 _REFERENCE = [("flax.linen", "xform.nn", "linen"),
@@ -36,13 +42,16 @@ _REFERENCE = [("flax.linen", "xform.nn", "linen"),
               ".assignment", ".microbatching", ".experimental")] + [
     # Flax beyond linen: these modules have no __all__, so only Flax's own names count
     ("flax." + r, "xform." + o, "flax." + r)
-    for r, o in (("struct", "training.struct"), ("traverse_util", "nn.traverse_util"),
+    for r, o in (("struct", "nn.struct"), ("traverse_util", "nn.traverse_util"),
                  ("serialization", "nn.serialization"), ("jax_utils", "nn.jax_utils"),
                  ("training.train_state", "training.train_state"),
                  ("training.common_utils", "training.common_utils"),
                  ("training.dynamic_scale", "training.dynamic_scale"),
                  ("training.early_stopping", "training.early_stopping"),
-                 ("training.lr_schedule", "training.lr_schedule"))]
+                 ("training.lr_schedule", "training.lr_schedule"),
+                 ("core", "nn.core"), ("core.scope", "nn.core.scope"),
+                 ("core.lift", "nn.core.lift"), ("core.frozen_dict", "nn.core.frozen_dict"),
+                 ("core.tracers", "nn.core.tracers"), ("core.nn", "nn.core.nn"))]
 
 
 def _same_default(a, b):

@@ -115,7 +115,61 @@ def test_static_arguments_and_kwargs_take_the_slow_path_correctly():
     for n in (2, 3, 2):
         out = f(d, n, scale=2.0)
         np.testing.assert_array_equal(out["a"], np.arange(3.0) * n * 2.0)
-    assert not f._fast and not f._tree_fast
+    assert not f._fast and not f._tree_fast   # (a dict argument: not the static fast path)
+
+
+def test_positional_static_arguments_take_the_fast_path_keyed_on_type_and_value():
+    from functools import partial
+
+    def body(x, n, mode, s):
+        return x * n + s if mode == "mul" else x + n + s
+
+    g = xform.jit(body, static_argnums=(1, -2))
+    gj = jax.jit(body, static_argnums=(1, -2))
+    calls = _counting(g)
+    x = jnp.arange(3.0)
+    cases = [(2, "mul", 1.0), (2, "mul", 1.0), (2.0, "mul", 0.5), (True, "add", 1),
+             (1, "add", 1), (2, "mul", np.float32(3))]
+    for n, mode, s in cases:
+        got, want = g(x, n, mode, s), gj(jnp_ref.arange(3.0), n, mode, s)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.aval.weak_type == want.weak_type
+    # 1 == 1.0 == True hash equal but trace apart; the repeated case and nothing else hits
+    assert len(calls) == len(cases) - 1
+    g(x, 1, "add", 1)
+    assert len(calls) == len(cases) - 1
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        g(x, [2], "mul", 1.0)
+    np.testing.assert_array_equal(partial(g, x)(3, "mul", 0.0), np.arange(3.0) * 3)
+    assert len(calls) == len(cases) + 1
+
+
+def test_keyword_arguments_take_the_fast_path_keyed_on_their_names():
+    def body(x, y=None, *, train=False, scale=1.0):
+        return x * scale + train + (0 if y is None else y)
+
+    for static in ((), ("train",)):
+        g = xform.jit(body, static_argnames=static)
+        gj = jax.jit(body, static_argnames=static)
+        calls = _counting(g)
+        x, y = jnp.arange(3.0), jnp.ones(3)
+        cases = [dict(train=True), dict(scale=2.0, train=True), dict(train=True, scale=2.0),
+                 dict(y=y, train=True), dict(train=True, y=y), dict(scale=2, train=True)]
+        if static:
+            cases += [dict(train=False), dict(train=0), dict(train=False)]
+        for kw in cases:
+            want = gj(jnp_ref.arange(3.0), **{k: (jnp_ref.ones(3) if k == "y" else v)
+                                               for k, v in kw.items()})
+            got = g(x, **kw)
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype and got.aval.weak_type == want.weak_type
+        # hits: the same names in another order; each static value once per type
+        assert len(calls) == len(cases) - 2 - bool(static)
+        for kw in cases:
+            g(x, **kw)
+        assert len(calls) == len(cases) - 2 - bool(static)
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        g(x, train=[1])
 
 
 def test_x64_flip_clears_fast_paths(x64):

@@ -129,7 +129,7 @@ _PREFIX_LAYER = {
     "xform.lax.scatter_apply": 5,  # vmaps the function, loops over repeated indices
     "xform.transforms": 4, "xform.ref": 4,
     "xform.numpy": 5, "xform.random": 5, "xform.scipy": 5, "xform.flatten_util": 5,
-    "xform.image": 5,
+    "xform.image": 5, "xform.ffi": 5,  # ffi_call's sequential vmap is a scan
     "xform.nn._functions": 5, "xform.nn._activations": 5,  # jax.nn: numpy compositions
     "xform.nn": 6, "xform.optim": 6, "xform.training": 6, "xform.checkpoint": 6,
     "xform.lazy": 6, "xform.debug": 6, "xform.debugger": 6, "xform.profiler": 6,

@@ -69,4 +69,5 @@ from xform import stages, typing  # noqa: E402,F401  (attributes after `import j
 from xform import profiler  # noqa: E402,F401  (jax.profiler: traces, annotations)
 from xform import monitoring  # noqa: E402,F401  (jax.monitoring: event listeners)
 from xform import export  # noqa: E402,F401  (jax.export: an attribute after `import jax`)
+from xform import ffi  # noqa: E402,F401  (jax.ffi: foreign function calls)
 from xform import custom_batching, custom_derivatives  # noqa: E402,F401  (jax.custom_*)

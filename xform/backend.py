@@ -3,6 +3,7 @@
 A jaxlib upgrade touches this file only. Buffers are jaxlib's single-device arrays,
 opaque to the rest of xform (which wraps them in :class:`xform.Array`)."""
 import functools
+import os
 
 import numpy as np
 
@@ -10,11 +11,9 @@ from jax._src import config as _jax_config
 from jax._src import core as _jcore
 from jax._src import xla_bridge as _xb
 from jax._src.sharding_impls import SingleDeviceSharding as _SingleDeviceSharding
-from jaxlib import _hlo, _jax
+from jaxlib import _hlo, _jax, xla_client as _xc
 from jaxlib.mlir import ir  # noqa: F401  (re-exported for xform.interpreters.mlir)
-from jaxlib.mlir.dialects import chlo  # noqa: F401  (special functions; XLA legalizes)
-from jaxlib.mlir.dialects import func as func_dialect  # noqa: F401
-from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
+from jaxlib.mlir.dialects import chlo, func as func_dialect, stablehlo as hlo  # noqa: F401
 
 Device, Buffer = _jax.Device, _jax.ArrayImpl
 
@@ -105,8 +104,7 @@ class _Distributed:
     service = None      # the coordination service (process 0 only)
     client = None       # this process's DistributedRuntimeClient
     cpu_client = None   # the CPU PJRT client joined to the other processes
-    process_id = 0
-    num_processes = 1
+    process_id, num_processes = 0, 1
     errors = []         # coordination errors reported to the callback
 
 
@@ -195,6 +193,17 @@ def gpu_solver_target(name):
     """``name`` (e.g. ``cusolver_getrf_ffi``), once jaxlib's GPU solvers are registered."""
     from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
     return name
+
+
+register_custom_call_target = _xc.register_custom_call_target  # XLA's FFI registries, by name
+register_custom_type = _xc.register_custom_type
+FFI_INCLUDE_DIR = os.path.join(os.path.dirname(_xc.__file__), "include")  # xla/ffi/api/ffi.h
+
+
+def register_batch_partitionable(name):  # SPMD may split its calls' leading (batch) axis
+    _xc.register_custom_call_as_batch_partitionable(name)
+    _xb.register_plugin_callbacks(functools.partial(
+        _xc.register_custom_call_as_batch_partitionable, name))
 
 
 class _IrContext(ir.Context):
@@ -398,11 +407,9 @@ def compile(module, devices=None, host_callbacks=(), skip_passes="") -> Executab
 def compile_cache_context(devices=None, skip_passes="") -> bytes:
     """What besides the module decides ``compile``'s result (jaxlib version, platform,
     devices, options, XLA_FLAGS): the compilation cache hashes it into every key."""
-    import os
-    import jaxlib
     devices, _ = _device_list(devices)
     c = client()
-    parts = [jaxlib.__version__, c.platform, c.platform_version,
+    parts = [_jaxlib_version.__version__, c.platform, c.platform_version,
              ",".join(f"{d.id}:{d.device_kind}" for d in devices),
              os.environ.get("XLA_FLAGS", ""), skip_passes]
     return "\0".join(parts).encode() + b"\0" + _jax.CompileOptions().SerializeAsString()
@@ -582,14 +589,11 @@ def process_count():
 
 # ---- the profiler: jaxlib's TensorBoard/Perfetto traces, TraceMe spans, pprof heap ----
 
-from jaxlib import _profile_data, _profiler  # noqa: E402
-from jaxlib import version as _jaxlib_version  # noqa: E402
-TraceMe = _profiler.TraceMe                # a span; ``TraceMe(name, **metadata)``
-ProfileOptions = _profiler.ProfileOptions
+from jaxlib import _profile_data, _profiler, version as _jaxlib_version  # noqa: E402
+TraceMe, ProfileOptions = _profiler.TraceMe, _profiler.ProfileOptions  # a span: TraceMe(name)
 trace_me_enabled = _profiler.TraceMe.is_enabled  # is a profiler session recording now?
 ProfileData = _profile_data.ProfileData    # a written xspace, read back (planes, events)
-ProfileEvent = _profile_data.ProfileEvent
-ProfilePlane = _profile_data.ProfilePlane
+ProfileEvent, ProfilePlane = _profile_data.ProfileEvent, _profile_data.ProfilePlane
 register_subprocess = _profiler.register_subprocess
 
 
@@ -603,8 +607,7 @@ def profiler_session(options=None):
 
 
 def profiler_export(session, log_dir):
-    """Stop ``session``; write ``log_dir/plugins/profile/<run>/<host>.xplane.pb`` and
-    ``.trace.json.gz``."""
+    """Stop ``session``; write ``log_dir/plugins/profile/<run>/<host>.xplane.pb`` (+ json)."""
     try:
         session.stop_and_export(str(log_dir))
     except _jax.JaxRuntimeError as e:
@@ -614,8 +617,7 @@ def profiler_export(session, log_dir):
 
 
 def profiler_server(port):
-    """jaxlib's profiler server on ``port`` (TensorBoard captures from it); it stops
-    when the returned object is dropped."""
+    """jaxlib's profiler server on ``port`` for TensorBoard (stops when the result is dropped)."""
     client()
     return _profiler.start_server(port)
 
@@ -635,8 +637,7 @@ def serialize_portable_artifact(module) -> bytes:
     """``module`` as a StableHLO portable artifact 4 weeks old (JAX's: old consumers load it)."""
     target = hlo.get_version_from_compatibility_requirement(
         hlo.StablehloCompatibilityRequirement.WEEK_4)
-    return _jax.mlir.serialize_portable_artifact(module, target,
-                                                 client().serialize_with_sdy)
+    return _jax.mlir.serialize_portable_artifact(module, target, client().serialize_with_sdy)
 
 
 def deserialize_portable_artifact(data: bytes, context):

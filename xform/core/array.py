@@ -19,13 +19,14 @@ class Array(ArrayOps):
     >>> jnp.array([1.0, 2.0])
     Array([1., 2.], dtype=float32)
     """
-    __slots__ = ("_buf", "aval", "_npy", "__weakref__")
+    __slots__ = ("_buf", "aval", "_npy", "_committed", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, buf, aval: ShapedArray):
+    def __init__(self, buf, aval: ShapedArray, committed=False):
         self._buf = buf
         self.aval = aval
         self._npy = None
+        self._committed = committed  # placed explicitly (see interpreters/placement.py)
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -84,6 +85,14 @@ class Array(ArrayOps):
         return {backend.buffer_device(self._buf)}
 
     @property
+    def committed(self):
+        """Whether the array was placed explicitly (``device_put`` to a device or
+        sharding, or computed from such arrays): ops then run where it is, and two
+        committed to different devices raise. Uncommitted ones follow committed ones,
+        else the default device."""
+        return self._committed
+
+    @property
     def sharding(self):
         """Where the array lives: a ``SingleDeviceSharding`` for an ordinary Array."""
         return SingleDeviceSharding(self.device)
@@ -136,8 +145,10 @@ class Array(ArrayOps):
             raise TypeError("iteration over a 0-d array")
         if not isinstance(self.aval.dtype, np.dtype):
             return (self[i] for i in range(self.aval.shape[0]))
-        weak = self.aval.weak_type
-        return (_from_host(row, weak) for row in self._value())
+        weak, value = self.aval.weak_type, self._value()
+        # (rows of a committed array stay there, as JAX's)
+        device = self.device if type(self) is Array and self._committed else None
+        return (_from_host(row, weak, device) for row in value)
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Array'")
@@ -186,12 +197,13 @@ def _no_numpy_value(dtype):
                     "integer array.")
 
 
-def _from_host(value, weak_type):
-    """A one-device Array of a host NumPy value of a canonical dtype (``core.transfer``
-    has the general conversion; this is what Array's own methods need)."""
+def _from_host(value, weak_type, device=None):
+    """A one-device Array of a host NumPy value of a canonical dtype, committed to
+    ``device`` if given (``core.transfer`` has the general conversion; this is what
+    Array's own methods need)."""
     value = np.asarray(value)
     aval = canonical_aval(aval_of_value(value).update(weak_type=weak_type))
-    return Array(backend.device_put(value), aval)
+    return Array(backend.device_put(value, device), aval, device is not None)
 
 
 _reconstruct = _from_host  # (the name pickles refer to)
@@ -218,6 +230,7 @@ class ShardedArray(Array):
         self.layout = layout
         self._npy = None
         self._one = None
+        self._committed = True
 
     def __getattr__(self, name):
         # pmap's arrays: one-device ops see the assembled array. A NamedSharding's have
@@ -274,7 +287,7 @@ class ShardedArray(Array):
         for k, buf in zip(self.layout.local(), self._shards, strict=True):
             dev = self.layout.devices[k]
             index, replica = self.layout.shard_index(k, self.aval.shape)
-            out.append(Shard(dev, index, Array(buf, aval), replica))
+            out.append(Shard(dev, index, Array(buf, aval, True), replica))
         return out
 
     def __repr__(self):

@@ -25,23 +25,22 @@ def canonical_numpy(x, dtype=None):
 
 
 def committed_device(x):
-    """The device of ``x`` if it is a one-device Array off the default device: what JAX
-    calls committed (xform has no flag; default-device Arrays count as uncommitted, as
-    in interpreters/placement.py); else None."""
-    if type(x) is not Array:
-        return None
-    d = backend.buffer_device(x._buf)
-    return None if d == backend.default_device() else d
+    """The device of ``x`` if it is a one-device Array committed to it, else None."""
+    return backend.buffer_device(x._buf) if type(x) is Array and x._committed else None
 
 
 def device_put_value(x, device=None, weak_type=None) -> Array:
-    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``.
-    A float0 array stays on the host, as in JAX: it is all zeros by definition."""
+    """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``,
+    committed to it (JAX's rule); with no ``device``, host values go to the default
+    device uncommitted and an Array stays as it is. A float0 array stays on the host,
+    as in JAX: it is all zeros by definition."""
     if isinstance(x, Array):
-        if device is None or x.devices() == {device}:
+        if device is None or (x._committed and x.devices() == {device}):
             return x
+        if type(x) is Array and backend.buffer_device(x._buf) == device:
+            return Array(x._buf, x.aval, True)  # (the same buffer, now committed)
         buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
-        return Array(backend.copy_to_device(buf, device), x.aval)
+        return Array(backend.copy_to_device(buf, device), x.aval, True)
     if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
         return x
     aval = aval_of_value(x)
@@ -50,7 +49,18 @@ def device_put_value(x, device=None, weak_type=None) -> Array:
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
     value = canonical_numpy(x, aval.dtype)
-    return Array(backend.device_put(value, device), canonical_aval(aval))
+    return Array(backend.device_put(value, device), canonical_aval(aval), device is not None)
+
+
+def on_default_device(x):
+    """Uncommitted Array ``x`` where an op on it runs, the default device (as a copy of
+    it would be: ``jnp.array(x)``, ``x.copy()``); other values as they are."""
+    if type(x) is not Array or x._committed or getattr(x._buf, "real", 0) is None:
+        return x  # (the last: a lazy value not computed yet, which will be, there)
+    default = backend.default_device()
+    if backend.buffer_device(x._buf) == default:
+        return x
+    return Array(backend.copy_to_device(x._buf, default), x.aval)
 
 
 _scalar_cache = {}

@@ -254,7 +254,14 @@ def _result_aval(r):
 
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
     outs = _checked_results(callback(*args), result_avals)
-    return [transfer.device_put_value(x) for x in outs]
+    return _placed_results(outs, args)
+
+
+def _placed_results(outs, args):
+    """Eager callback results where a computation on ``args`` puts its results: on
+    their committed device, committed, else the default device (placement.py)."""
+    device = next(filter(None, map(transfer.committed_device, args)), None)
+    return [transfer.device_put_value(x, device) for x in outs]
 
 
 def _pure_callback_jvp(primals, tangents, **params):
@@ -354,7 +361,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
 
 def _io_callback_impl(*args, callback, result_avals, ordered):
     outs = _checked_results(callback(*args), result_avals)
-    return [transfer.device_put_value(x) for x in outs]
+    return _placed_results(outs, args)
 
 
 def _io_callback_jvp(primals, tangents, **params):

@@ -29,7 +29,7 @@ from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
 from xform.interpreters.dispatch import CompiledJaxpr
-from xform.interpreters.placement import run_elsewhere
+from xform.interpreters.placement import committed, run_elsewhere
 from xform.interpreters.lazy import LazyTrace
 from xform.interpreters.lazy_recipes import entries, operand_key, recipe, record
 from xform.interpreters.partial_eval import trace_to_jaxpr
@@ -69,10 +69,10 @@ def _dynamic(a, bufs, key, avals):
     if a is None:
         key.append(None)
         return None
-    if t is list or t is tuple:
+    if t is list or t is tuple:  # (``avals`` None: whether it holds a committed Array)
         key.append((t, len(a)))
         slots = [_leaf(x, bufs, key, avals) for x in a]
-        return t(slots) if avals is not None else None
+        return t(slots) if avals is not None else committed(a)
     if t is np.ndarray and a.dtype.kind in "biufc":
         aval = canonical_aval(aval_of_value(a))
         key.append(aval)
@@ -293,32 +293,35 @@ def composite(fun=None, *, static=(), as_is=()):
             if entry is not None:
                 try:
                     return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
-                                 entry.out_aval)
+                                 entry.out_aval, x._committed)
                 except Exception as e:
-                    return Array(_failed(e, entry, [x._buf], (x,), name)[0], entry.out_aval)
+                    return Array(_failed(e, entry, [x._buf], (x,), name)[0], entry.out_aval,
+                                 x._committed)
         elif not rest and type(y) is Array and two_ok:  # f(x, y)
             entry = fast.get((id(x.aval), id(y.aval)))
             if entry is not None:
                 try:
                     return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                        entry.handlers)[0], entry.out_aval)
+                        entry.handlers)[0], entry.out_aval, x._committed or y._committed)
                 except Exception as e:
                     return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                 entry.out_aval)
+                                 entry.out_aval, x._committed or y._committed)
         args = (() if x is _MISSING else (x,)) if y is _MISSING else (x, y, *rest)
         if not kwargs and len(args) == 1 and type(x) is Array and one_ok:
             key = x.aval
             fast_key = id(key)
             entry = cache.get(key)
             bufs = [x._buf]
+            c = x._committed
         elif not kwargs and len(args) == 2 and type(x) is Array and type(y) is Array \
                 and two_ok:
             fast_key = (id(x.aval), id(y.aval))
             key = (x.aval, y.aval)  # (the same key as the general path's)
             entry = cache.get(key)
             bufs = [x._buf, y._buf]
+            c = x._committed or y._committed
         else:
-            bufs, key, fast_key = [], [], None
+            bufs, key, fast_key, c = [], [], None, False
             try:
                 for i, a in enumerate(args):
                     if i in static_pos:  # (typed: 1 == True == 1.0 hash equal)
@@ -327,8 +330,9 @@ def composite(fun=None, *, static=(), as_is=()):
                     elif type(a) is Array:
                         key.append(a.aval)
                         bufs.append(a._buf)
-                    else:
-                        _dynamic(a, bufs, key, None)
+                        c = c or a._committed
+                    elif _dynamic(a, bufs, key, None):  # (a committed one in a list)
+                        c = True
                 for k, v in kwargs.items():
                     if k in as_is and v is not None:
                         return fun(*args, **kwargs)
@@ -339,8 +343,9 @@ def composite(fun=None, *, static=(), as_is=()):
                     elif type(v) is Array:
                         key.append(v.aval)
                         bufs.append(v._buf)
-                    else:
-                        _dynamic(v, bufs, key, None)
+                        c = c or v._committed
+                    elif _dynamic(v, bufs, key, None):  # (a committed one in a list)
+                        c = True
                 key = tuple(key)
                 entry = cache.get(key)
             except (_Fallback, TypeError, OverflowError):  # (TypeError: unhashable static)
@@ -357,10 +362,11 @@ def composite(fun=None, *, static=(), as_is=()):
         try:
             outs = entry.run(bufs).consume_with_handlers(entry.handlers)
         except Exception as e:
-            outs = _failed(e, entry, bufs, [*args, *kwargs.values()], name)
+            outs = _failed(e, entry, bufs, tree_util.tree_leaves([args, kwargs]), name)
         if entry.out_aval is not None:
-            return Array(outs[0], entry.out_aval)
-        return tree_util.tree_unflatten(entry.out_tree, list(map(Array, outs, entry.out_avals)))
+            return Array(outs[0], entry.out_aval, c)
+        return tree_util.tree_unflatten(entry.out_tree,
+                                        [Array(b, a, c) for b, a in zip(outs, entry.out_avals)])
 
     wrapper.__wrapped__ = fun
     kinds = [p.kind for p in params]
@@ -374,10 +380,10 @@ def composite(fun=None, *, static=(), as_is=()):
                     if entry is not None:
                         try:
                             return Array(entry.run([x._buf]).consume_with_handlers(
-                                entry.handlers)[0], entry.out_aval)
+                                entry.handlers)[0], entry.out_aval, x._committed)
                         except Exception as e:
                             return Array(_failed(e, entry, [x._buf], (x,), name)[0],
-                                         entry.out_aval)
+                                         entry.out_aval, x._committed)
                 return wrapper(x)
             return lazy_one(x)
         unary.__wrapped__ = fun
@@ -395,10 +401,10 @@ def composite(fun=None, *, static=(), as_is=()):
             if entry is not None:
                 try:
                     return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                        entry.handlers)[0], entry.out_aval)
+                        entry.handlers)[0], entry.out_aval, x._committed or y._committed)
                 except Exception as e:
                     return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                 entry.out_aval)
+                                 entry.out_aval, x._committed or y._committed)
         return wrapper(x, y)
 
     if len(params) == 2 and kinds[0] == params[0].POSITIONAL_ONLY:
@@ -410,10 +416,10 @@ def composite(fun=None, *, static=(), as_is=()):
                     if entry is not None:
                         try:
                             return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                                entry.handlers)[0], entry.out_aval)
+                                entry.handlers)[0], entry.out_aval, x._committed or y._committed)
                         except Exception as e:
                             return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                         entry.out_aval)
+                                         entry.out_aval, x._committed or y._committed)
                 return wrapper(x, y)
             return lazy_two(x, y)
     else:
@@ -425,10 +431,10 @@ def composite(fun=None, *, static=(), as_is=()):
                     if entry is not None:
                         try:
                             return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                                entry.handlers)[0], entry.out_aval)
+                                entry.handlers)[0], entry.out_aval, x._committed or y._committed)
                         except Exception as e:
                             return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                         entry.out_aval)
+                                         entry.out_aval, x._committed or y._committed)
                 return wrapper(x, y, **kwargs)
             if y is _MISSING:  # (keyword operands: the wrapper sorts them out)
                 return wrapper(x, y, **kwargs)

@@ -21,7 +21,7 @@ from xform.core.trace import check_not_tracer
 from xform.core.transfer import (clear_scalar_cache, has_float0, private_buffer, results,
                                  to_buffer)
 from xform.interpreters import compiler, mlir
-from xform.interpreters.placement import run_elsewhere
+from xform.interpreters.placement import committed, run_elsewhere
 from xform.interpreters.compiler import LRUCache
 from xform.core.jaxpr import eval_jaxpr
 
@@ -58,6 +58,7 @@ sharded_apply = None  # ``spmd.apply_primitive`` (set by that module, which impo
 _prim_cache = LRUCache(4096)
 _aval_of = operator.attrgetter("aval")
 _buf_of = operator.attrgetter("_buf")
+_committed_of = operator.attrgetter("_committed")
 
 
 def apply_primitive(prim, *args, **params):
@@ -73,13 +74,16 @@ def apply_primitive(prim, *args, **params):
             x, = args
             bufs = [x._buf]
             key = (prim, x.aval)
+            committed = x._committed
         elif len(args) == 2:
             x, y = args
             bufs = [x._buf, y._buf]
             key = (prim, x.aval, y.aval)
+            committed = x._committed or y._committed
         else:
             bufs = list(map(_buf_of, args))
             key = (prim, *map(_aval_of, args))
+            committed = any(map(_committed_of, args))
     except AttributeError:
         return _apply_slow(prim, args, params)
     if params:
@@ -98,8 +102,8 @@ def apply_primitive(prim, *args, **params):
     except Exception as e:
         outs = run_elsewhere(entry, bufs, args, prim.name, e)
     if entry.out_aval is not None:
-        return Array(outs[0], entry.out_aval)
-    return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+        return Array(outs[0], entry.out_aval, committed)
+    return [Array(b, a, committed) for b, a in zip(outs, entry.out_avals)]
 
 
 def _run_float0(entry, prim, args):
@@ -138,9 +142,10 @@ def _apply_slow(prim, args, params):
         outs = entry.execute(bufs)
     except Exception as e:
         outs = run_elsewhere(entry, bufs, args, prim.name, e)
+    c = committed(args)
     if entry.out_aval is not None:
-        return Array(outs[0], entry.out_aval)
-    return [Array(b, a) for b, a in zip(outs, entry.out_avals)]
+        return Array(outs[0], entry.out_aval, c)
+    return [Array(b, a, c) for b, a in zip(outs, entry.out_avals)]
 
 
 # ---- eager higher-order primitives: compiled once per body *structure* ----
@@ -334,7 +339,8 @@ class CompiledJaxpr:
             outs = run_elsewhere(self, bufs, args, self.name, e, describe)
         if self.float0:
             return results(outs, self.out_avals)
-        return [Array(b, a) for b, a in zip(outs, self.out_avals)]
+        c = committed(args)
+        return [Array(b, a, c) for b, a in zip(outs, self.out_avals)]
 
 
 def _clear_caches(name, value):

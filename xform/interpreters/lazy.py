@@ -114,8 +114,8 @@ class _Pending:
     def block_until_ready(self):
         return self._get("block_until_ready").block_until_ready()
 
-    def devices(self):
-        return {backend.default_device()} if self.real is None else self.real.devices()
+    def devices(self):  # (computed: a committed value's device is its inputs')
+        return self._get("devices").devices()
 
     def __dlpack__(self, **kwargs):
         return self._get("device_buffer").__dlpack__(**kwargs)
@@ -263,11 +263,13 @@ class LazyTrace(Trace):
                 refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),
                         c.var if type(c) is _Pending and c.graph is g else _ref(g, y))
                 hit = _evals_by_id.get((prim, id(x.aval), id(y.aval)))
+                committed = x._committed or y._committed
             elif len(args) == 1:
                 x, = args
                 b = x._buf
                 refs = (b.var if type(b) is _Pending and b.graph is g else _ref(g, x),)
                 hit = _evals_by_id.get((prim, id(x.aval)))
+                committed = x._committed
             else:
                 hit = None
         except AttributeError:
@@ -285,6 +287,7 @@ class LazyTrace(Trace):
         result._buf = p
         result.aval = hit[0]
         result._npy = None
+        result._committed = committed
         arrays.append(result)
         keys = g.keys
         keys.append((prim, (), refs))
@@ -350,11 +353,13 @@ def _id_key(prim, pkey, avals):
 def _record(g, prim, args, params):
     refs = []
     avals = []
+    committed = False
     for x in args:
         if type(x) is Array:
             b = x._buf
             refs.append(b.var if type(b) is _Pending and b.graph is g else _ref(g, x))
             avals.append(x.aval)
+            committed = committed or x._committed
         elif getattr(x, "dtype", None) == dtypes.float0:
             return _float0_eager(prim, args, params)
         else:
@@ -371,12 +376,12 @@ def _record(g, prim, args, params):
         return _float0_eager(prim, args, params)
     var = len(g.arrays)
     if prim.multiple_results:
-        result = [Array(_Pending(g, var + i), a) for i, a in enumerate(out)]
+        result = [Array(_Pending(g, var + i), a, committed) for i, a in enumerate(out)]
         g.arrays.extend(result)
         if len(result) != 1:
             g.multi[len(g.keys)] = len(result)
     else:
-        result = Array(_Pending(g, var), out)
+        result = Array(_Pending(g, var), out, committed)
         g.arrays.append(result)
     g.keys.append((prim, pkey, tuple(refs)))
     if effects or len(g.keys) >= g.limit:

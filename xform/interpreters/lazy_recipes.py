@@ -107,8 +107,9 @@ def _scalar_ref(g, r, k, y):
     return -i if i is not None else _input(g, a)
 
 
-def _splice(g, r, refs):
-    """Append recipe ``r``'s equations on operand ``refs`` to ``g``; its lazy output."""
+def _splice(g, r, refs, committed):
+    """Append recipe ``r``'s equations on operand ``refs`` to ``g``; its lazy output
+    (``committed`` if an operand is: see interpreters/placement.py)."""
     arrays, keys = g.arrays, g.keys
     one = r.one
     if one is not None:  # (the objects built as LazyTrace's hot path builds them,
@@ -120,12 +121,13 @@ def _splice(g, r, refs):
         out._buf = p
         out.aval = r.avals[0]
         out._npy = None
+        out._committed = committed
         arrays.append(out)
         keys.append((one[0], one[1], refs))
     else:
         base = len(arrays)
         for a in r.avals:
-            arrays.append(Array(_Pending(g, len(arrays)), a))
+            arrays.append(Array(_Pending(g, len(arrays)), a, committed))
         for prim, pkey, local, n in r.eqns:
             if n != 1:
                 g.multi[len(keys)] = n
@@ -158,14 +160,15 @@ def record(r, operands):
     g = _tls.graph
     if g is None or g.closed:
         g = _tls.graph = _Graph()
-    refs = []
+    refs, committed = [], False
     for k, a in enumerate(operands):
         if type(a) is Array:
             b = a._buf
             refs.append(b.var if type(b) is _Pending and b.graph is g else _ref(g, a))
+            committed = committed or a._committed
         else:
             refs.append(_scalar_ref(g, r, k, a))
-    return _splice(g, r, tuple(refs))
+    return _splice(g, r, tuple(refs), committed)
 
 
 def entries(fun, trace, recipes, keep):
@@ -207,7 +210,7 @@ def entries(fun, trace, recipes, keep):
                     g = _tls.graph = _Graph()
                 b = x._buf
                 return _splice(g, r, (b.var if type(b) is _Pending and b.graph is g
-                                      else _ref(g, x),))
+                                      else _ref(g, x),), x._committed)
         return fun(x)
 
     def two(x, y):
@@ -235,7 +238,8 @@ def entries(fun, trace, recipes, keep):
                     else:
                         ry = g.in_index.get(id(a))
                         ry = -ry if ry is not None else _input(g, a)
-                return _splice(g, r, (rx, ry))
+                return _splice(g, r, (rx, ry), (tx is Array and x._committed) or
+                               (ty is Array and y._committed))
         return fun(x, y)
 
     return one, two

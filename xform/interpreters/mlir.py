@@ -280,6 +280,7 @@ class ModuleContext:
         self.dim_vars = {}
         self.funcs = {}  # id(jaxpr) -> (jaxpr, func name) to reuse lowered calls
         self._count = 0
+        self._exact_names = set()
         self.host_callbacks = [] if host_callbacks is None else host_callbacks
 
     def add_host_callback(self, fn):
@@ -310,7 +311,12 @@ class ModuleContext:
                 op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
         return op
 
-    def unique_name(self, base):
+    def unique_name(self, base, exact=False):
+        """``base`` suffixed with a counter; ``exact``: ``base`` itself while unused
+        (a composite's decomposition is named as JAX names it)."""
+        if exact and base not in self._exact_names and base != "main":
+            self._exact_names.add(base)
+            return base
         self._count += 1
         return f"{base}_{self._count}"
 
@@ -556,11 +562,20 @@ def call_lowering(ctx, args, closed: ClosedJaxpr, name, in_specs=None, out_specs
         args = _constrained(args, closed.in_avals, in_specs)
         outs = jaxpr_subcomp(mctx, closed.jaxpr, closed.consts, args)
         return _constrained(outs, closed.out_avals, out_specs)
+    out_types = [aval_to_ir_type(a) for a in closed.out_avals]
+    fname = private_func(mctx, closed, name, in_specs, out_specs)
+    call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(fname), list(args))
+    return list(call.results)
+
+
+def private_func(mctx, closed: ClosedJaxpr, name, in_specs=None, out_specs=None,
+                 exact_name=False):
+    """The symbol of a private func computing ``closed`` (one per jaxpr and specs)."""
     key = id(closed.jaxpr) if in_specs is None and out_specs is None else (
         id(closed.jaxpr), tuple(in_specs or ()), tuple(out_specs or ()))
     entry = mctx.funcs.get(key)
     if entry is None:
-        fname = mctx.unique_name(name)
+        fname = mctx.unique_name(name, exact_name)
         fn = _make_func(mctx, fname, closed.in_avals, closed.out_avals, public=False)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
@@ -568,9 +583,7 @@ def call_lowering(ctx, args, closed: ClosedJaxpr, name, in_specs=None, out_specs
                                  _constrained(block.arguments, closed.in_avals, in_specs))
             func_dialect.ReturnOp(_constrained(outs, closed.out_avals, out_specs))
         entry = mctx.funcs[key] = (closed, fname)  # keep `closed` alive so id() stays unique
-    out_types = [aval_to_ir_type(a) for a in closed.out_avals]
-    call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[1]), list(args))
-    return list(call.results)
+    return entry[1]
 
 
 def lower_fun(fun, multiple_results=True):

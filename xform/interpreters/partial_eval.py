@@ -210,6 +210,7 @@ class JaxprTrace(Trace):
 # equation (jit, cond, ...) whose jaxpr params contain one. Effects are unordered; JAX's
 # per-effect types, tokens and ordering are not modeled.
 effectful_primitives = set()
+effectful_params = {}  # primitive -> predicate of its params (ffi_call's has_side_effect)
 
 
 def _param_jaxprs(value):
@@ -223,6 +224,8 @@ def _param_jaxprs(value):
 
 
 def has_effects(eqn: JaxprEqn) -> bool:
+    if eqn.primitive in effectful_params:
+        return effectful_params[eqn.primitive](eqn.params)
     return eqn.primitive in effectful_primitives or any(
         has_effects(e) for p in eqn.params.values() for j in _param_jaxprs(p)
         for e in j.eqns)

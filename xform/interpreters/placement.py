@@ -1,14 +1,14 @@
-"""Where a one-device program runs: where its Array arguments live.
+"""Where a one-device program runs: JAX's committed/uncommitted rule.
 
-Eager ops, composites and jit compile each program once, for the default device, and
-their hot paths hand the buffers straight to that executable. An Array on another device
-(``device_put(x, devices()[k])``, a result computed there, or arrays made under another
-``default_device``) fails that run inside PJRT; ``run_elsewhere`` is the rare path that
-follows: the same module compiled for the arguments' device (once: the program cache
-keeps it), other buffers (Python scalars, default-device Arrays: uncommitted, as in
-JAX) copied there, and the program run again. Results stay on that device, so the
-next op follows them. Arrays on two different non-default devices raise JAX's
-"incompatible devices" error. See docs/architecture.md, "Placement".
+An Array is *committed* (``Array._committed``) when placed explicitly: ``device_put``
+to a device or sharding, or computed from committed Arrays. A program runs on the one
+device its committed Array arguments live on (two such devices raise JAX's
+"incompatible devices" error); with none, on the default device, where uncommitted
+arguments (Python scalars, NumPy values, uncommitted Arrays) are copied; its results
+are committed iff one argument was. Eager ops, composites and jit compile each program
+for the default device and their hot paths hand the buffers straight to it, only
+passing the committed flag on; an argument elsewhere fails that run inside PJRT, and
+``run_elsewhere`` is the rare path that follows. See docs/architecture.md, "Placement".
 """
 from xform import backend
 from xform.core.array import Array
@@ -30,10 +30,10 @@ def check_deleted(args, name, describe=None):
 
 def run_elsewhere(compiled, bufs, args, name, error, describe=None):
     """The output buffers of ``compiled`` (a CompiledJaxpr or an eager op: its
-    ``executable`` and ``out_avals``) run on the device its Array ``args`` live on,
-    after its run on ``bufs`` (consts first, then the arguments' buffers) failed with
-    ``error``; ``error`` itself is raised when the arguments are where the program
-    runs (another cause). ``describe(i)`` names argument ``i`` in errors."""
+    ``executable``, ``execute`` and ``out_avals``) run where its Array ``args`` say
+    (module docstring), after its run on ``bufs`` (consts first, then the arguments'
+    buffers) failed with ``error``; ``error`` itself is raised when the arguments were
+    already there (another cause). ``describe(i)`` names argument ``i`` in errors."""
     check_deleted(args, name, describe)
     error = backend.xform_error(error)
     exe = getattr(compiled, "executable", None)
@@ -41,10 +41,12 @@ def run_elsewhere(compiled, bufs, args, name, error, describe=None):
             len(exe.devices) != 1 or exe.host_callbacks:
         raise error from None
     device = _target(args, name, describe)
-    if exe.devices[0] == device:
-        raise error from None
     moved = [b if backend.buffer_device(b) == device else backend.copy_to_device(b, device)
              for b in bufs]
+    if exe.devices[0] == device:
+        if all(m is b for m, b in zip(moved, bufs)):
+            raise error from None
+        return compiled.execute(moved)
     run = _elsewhere.get((exe, device))
     if run is None:
         if len(_elsewhere) >= 256:
@@ -58,20 +60,22 @@ _elsewhere = {}  # (executable, device) -> the same program's execute there
 
 
 def _target(args, name, describe):
-    """The device a program on ``args`` runs on: the one non-default device among the
-    Array arguments' (the default device's are uncommitted), else the default device."""
-    default = backend.default_device()
+    """The device a program on ``args`` runs on: its committed Array arguments' one
+    device, else the default device."""
     found = {}
     for i, x in enumerate(args):
-        if type(x) is Array:
-            d = backend.buffer_device(x._buf)
-            if d != default:
-                found.setdefault(d, (i, x))
+        if type(x) is Array and x._committed:
+            found.setdefault(backend.buffer_device(x._buf), (i, x))
     if len(found) > 1:
         raise ValueError("Received incompatible devices for jitted computation. Got " +
                          " and ".join(_describe(name, describe, i, x, d)
                                       for d, (i, x) in found.items()))
-    return next(iter(found), default)
+    return next(iter(found), None) or backend.default_device()
+
+
+def committed(args):
+    """Whether a program on ``args`` gives committed results: one is a committed Array."""
+    return any(isinstance(x, Array) and x._committed for x in args)
 
 
 def _describe(name, describe, i, x, d):

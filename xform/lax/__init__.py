@@ -100,3 +100,5 @@ from xform.lax import sharding_rules as _sharding_rules  # noqa: E402,F401
 from xform.lax.barriers import optimization_barrier, optimization_barrier_p  # noqa: E402
 from xform.lax.control_flow.platform import platform_dependent  # noqa: E402
 from xform.lax.tokens import after_all, after_all_p, create_token, create_token_p  # noqa: E402
+from xform.lax.composite_op import composite, composite_p  # noqa: E402
+from xform.lax.scaled_dot import scaled_dot, scaled_dot_p  # noqa: E402

@@ -170,8 +170,8 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     weak = dtype is None and aval.weak_type
     if sharding is None and shape is None and isinstance(x, _trace.Tracer):
         sharding = aval._sharding
-    elif sharding is None and not weak and (d := committed_device(x)) is not None:
-        sharding = SingleDeviceSharding(d)
+    elif sharding is None and not weak and _trace._context.trace is _trace.eval_trace:
+        sharding = (d := committed_device(x)) and SingleDeviceSharding(d)  # (lazy: ignored)
     out = full(aval.shape if shape is None else shape, fill_value,
                aval.dtype if dtype is None else dtype, _weak_type=weak, sharding=sharding)
     vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
@@ -185,7 +185,7 @@ def like_sharding(x, shape, weak):
     else None (the default device)."""
     if shape is None and isinstance(x, _trace.Tracer):
         return x.aval._sharding
-    if weak:
+    if weak or _trace._context.trace is not _trace.eval_trace:  # (full ignores it then)
         return None
     if (d := committed_device(x)) is not None:
         return SingleDeviceSharding(d)

@@ -78,6 +78,8 @@ __all__ += [
 from xform.nn import core, jax_utils, serialization, traverse_util  # noqa: E402
 from xform.nn.configurations import config  # noqa: E402
 from xform.training import struct  # noqa: E402
+import sys as _sys  # noqa: E402
+_sys.modules[__name__ + ".struct"] = struct   # ``import flax.struct`` works as well
 
 # Lifted map_variables and differentiation (issue 25's remaining linen names)
 from xform.nn._lifted_ad import (  # noqa: E402

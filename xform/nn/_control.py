@@ -30,13 +30,56 @@ def _direct(make_core, fns, mdl, *args):
     return make_core([make(f) for f in fns])(scopes, *args)
 
 
-def _branches(p, variable_groups, rng_groups, fns):
-    def wrap(fn):
-        def branch(*operands):
-            scopes = p.scope_fn(variable_groups, rng_groups)
-            return fn(scopes, *operands), p.repack(scopes)
-        return branch
-    return [wrap(f) for f in fns]
+def _core_branches(select, fns, variables, rngs, name):
+    """``select(branch_fns, *operands)`` (a ``lax.cond``/``switch``) over pure
+    branches that each run one of ``fns(scopes, *operands)`` on fresh inner scopes."""
+    def core(p, variable_groups, rng_groups, *operands):
+        def wrap(fn):
+            def branch(*operands):
+                scopes = p.scope_fn(variable_groups, rng_groups)
+                return fn(scopes, *operands), p.repack(scopes)
+            return branch
+        return select([wrap(f) for f in fns], *operands)
+    return _pack(core, (variables,), (variables,), (rngs,), name)
+
+
+def _core_switch(index, fns, variables, rngs):
+    return _core_branches(lambda bs, *ops: lax.switch(index, bs, *ops), fns, variables,
+                          rngs, "switch")
+
+
+def _core_cond(pred, fns, variables, rngs):
+    return _core_branches(lambda bs, *ops: lax.cond(pred, *bs, *ops), fns, variables,
+                          rngs, "cond")
+
+
+def _core_while_loop(cond_fn, body_fn, carry_variables, broadcast_variables, split_rngs):
+    """``(scope_tree, init) -> carry``: ``lax.while_loop`` over the scope functions."""
+    splits = tuple(split_rngs.values())
+
+    def core(p, variable_groups, rng_groups, init):
+        carry_vars, bcast_vars = variable_groups
+
+        def loop_rngs(i):
+            return tuple(tree_map(lambda k: random.fold_in(k, i), g) if s else g
+                         for g, s in zip(rng_groups, splits))
+
+        def cond_wrapper(c):
+            i, cv, carry = c
+            scopes = p.scope_fn((cv, bcast_vars), loop_rngs(-i), mutable_filter=False)
+            return cond_fn(scopes, carry)
+
+        def body_wrapper(c):
+            i, cv, carry = c
+            scopes = p.scope_fn((cv, bcast_vars), loop_rngs(i))
+            carry = body_fn(scopes, carry)
+            (cv,) = p.repack(scopes)
+            return i + 1, cv, carry
+        _, carry_vars, carry = lax.while_loop(cond_wrapper, body_wrapper,
+                                              (0, carry_vars, init))
+        return carry, (carry_vars,)
+    return _pack(core, (carry_variables, broadcast_variables), (carry_variables,),
+                 tuple(split_rngs), "while_loop")
 
 
 def switch(index, branches, mdl, *operands, variables=True, rngs=True):
@@ -54,21 +97,14 @@ def switch(index, branches, mdl, *operands, variables=True, rngs=True):
     >>> M().apply(v, jnp.ones((1, 3)), 1).shape
     (1, 2)
     """
-    def make_core(fns):
-        def core(p, variable_groups, rng_groups, *ops):
-            return lax.switch(index, _branches(p, variable_groups, rng_groups, fns), *ops)
-        return _pack(core, (variables,), (variables,), (rngs,))
+    make_core = lambda fns: _core_switch(index, fns, variables, rngs)
     return _direct(make_core, tuple(branches), mdl, *operands)
 
 
 def cond(pred, true_fun, false_fun, mdl, *operands, variables=True, rngs=True):
     """``true_fun(mdl, *operands) if pred else false_fun(mdl, *operands)`` as one
     ``lax.cond`` (both branches traced; they must create the same variables)."""
-    def make_core(fns):
-        def core(p, variable_groups, rng_groups, *ops):
-            t, f = _branches(p, variable_groups, rng_groups, fns)
-            return lax.cond(pred, t, f, *ops)
-        return _pack(core, (variables,), (variables,), (rngs,))
+    make_core = lambda fns: _core_cond(pred, fns, variables, rngs)
     return _direct(make_core, (true_fun, false_fun), mdl, *operands)
 
 
@@ -80,34 +116,6 @@ def while_loop(cond_fn, body_fn, mdl, init, carry_variables=False,
     others are read-only. ``split_rngs`` streams get ``fold_in(key, i)`` at step
     ``i`` (``-i`` in ``cond_fn``), as Flax.
     """
-    splits = tuple(split_rngs.values())
-
-    def make_core(fns):
-        c_fn, b_fn = fns
-
-        def core(p, variable_groups, rng_groups):
-            carry_vars, bcast_vars = variable_groups
-
-            def loop_rngs(i):
-                return tuple(tree_map(lambda k: random.fold_in(k, i), g) if s else g
-                             for g, s in zip(rng_groups, splits))
-
-            def cond_wrapper(c):
-                i, cv, carry = c
-                scopes = p.scope_fn((cv, bcast_vars), loop_rngs(-i))
-                for s in scopes:
-                    s.mutable = False
-                return c_fn(scopes, carry)
-
-            def body_wrapper(c):
-                i, cv, carry = c
-                scopes = p.scope_fn((cv, bcast_vars), loop_rngs(i))
-                carry = b_fn(scopes, carry)
-                (cv,) = p.repack(scopes)
-                return i + 1, cv, carry
-            _, carry_vars, carry = lax.while_loop(cond_wrapper, body_wrapper,
-                                                  (0, carry_vars, init))
-            return carry, (carry_vars,)
-        return _pack(core, (carry_variables, broadcast_variables), (carry_variables,),
-                     tuple(split_rngs))
-    return _direct(make_core, (cond_fn, body_fn), mdl)
+    make_core = lambda fns: _core_while_loop(*fns, carry_variables, broadcast_variables,
+                                             split_rngs)
+    return _direct(make_core, (cond_fn, body_fn), mdl, init)

@@ -2,13 +2,14 @@
 ``nn.jvp`` and ``nn.custom_vjp`` (Flax's ``core/lift.py`` semantics on the packed
 scopes of ``_transforms``): the module's variables enter the xform transformation as
 pytrees, so e.g. ``nn.vjp`` also returns the cotangent of the ``params``."""
+import functools
 import inspect
 
 import xform.numpy as jnp
-from xform.core.tree_util import Partial
+from xform.core.tree_util import Partial, tree_leaves, tree_structure
 from xform.nn._module import Module, _wrap_method
-from xform.nn._scope import DenyList, in_filter, union_filters
-from xform.nn._transforms import _intersect, _lift, _lift_method, _named, _pack
+from xform.nn._scope import _copy_dicts, is_filter_empty, subtract_filters
+from xform.nn._transforms import _lift, _lift_method, _named, _pack
 from xform.transforms.ad import jvp as _jvp, vjp as _vjp
 from xform.transforms.custom_derivatives import custom_vjp as _custom_vjp
 
@@ -17,27 +18,6 @@ __all__ = ["custom_vjp", "grad", "jvp", "map_variables", "value_and_grad", "vjp"
 
 def _id(x):
     return x
-
-
-def _subtract(a, b):
-    """The filter matching what ``a`` matches and ``b`` does not (Flax's
-    ``subtract_filters``)."""
-    if b is True:
-        return False
-    if b is False:
-        return a
-    if isinstance(b, DenyList):
-        return _intersect(a, b.deny)
-    if a is True:
-        return DenyList(b)
-    if isinstance(a, DenyList):
-        return DenyList(union_filters(a.deny, b))
-    a = {a} if isinstance(a, str) else set(a or ())
-    return sorted(c for c in a if not in_filter(b, c))
-
-
-def _copy(x):
-    return {k: _copy(v) for k, v in x.items()} if hasattr(x, "items") else x
 
 
 # ---- map_variables ----
@@ -50,11 +30,11 @@ def _core_map_variables(fn, mapped, map_in_fn, map_out_fn, init, mutable, rngs,
         target, other = variable_groups
         if init:   # run once to create the variables, then map them in
             scopes = p.scope_fn((target, other), rng_groups)
-            if any(s.mutable not in (False, (), []) for s in scopes):
+            if any(not is_filter_empty(s.mutable) for s in tree_leaves(scopes)):
                 fn(scopes, *args, **kwargs)
                 target = tuple(map_out_fn(x) for x in p.repack(scopes)[0])
-        target = tuple(map_in_fn(_copy(x)) for x in target)
-        mfilter = True if is_target_out else _subtract(True, mapped)
+        target = tuple(map_in_fn(_copy_dicts(x)) for x in target)
+        mfilter = True if is_target_out else subtract_filters(True, mapped)
         scopes = p.scope_fn((target, other), rng_groups, mutable_filter=mfilter)
         y = fn(scopes, *args, **kwargs)
         out_target, out_vars = p.repack(scopes)
@@ -62,8 +42,8 @@ def _core_map_variables(fn, mapped, map_in_fn, map_out_fn, init, mutable, rngs,
             out_target = tuple(map_out_fn(x) for x in out_target)
         return y, (out_target, out_vars)
     in_vars = (mapped, variables)
-    out_vars = in_vars if is_target_out else (False, _subtract(variables, mapped))
-    return _pack(core, in_vars, out_vars, (rngs,))
+    out_vars = in_vars if is_target_out else (False, subtract_filters(variables, mapped))
+    return _pack(core, in_vars, out_vars, (rngs,), "map_variables")
 
 
 def map_variables(target, mapped_collections=True, trans_in_fn=_id, trans_out_fn=_id,
@@ -94,6 +74,91 @@ def map_variables(target, mapped_collections=True, trans_in_fn=_id, trans_out_fn
     return _lift(_named("Map_variables", core), target, methods)
 
 
+# ---- the core transformations on packed scopes (shared with ``nn.core.lift``) ----
+
+def _call(fn, scopes, args, has_aux):
+    out = fn(scopes, *args)
+    return out if has_aux else (out, ())
+
+
+def _bwd_wrapper(treedef, bwd, ct):
+    vars_ct, *args_ct = bwd(ct)
+    return (treedef.unflatten(vars_ct), *args_ct)
+
+
+def _core_vjp(fn, has_aux, vjp_variables, variables, rngs):
+    def inner(p, variable_groups, rng_groups, *args):
+        vjp_vars, other = variable_groups
+
+        def wrapper(vjp_vars, *args):
+            scopes = p.scope_fn((vjp_vars, other), rng_groups)
+            y, aux = _call(fn, scopes, args, has_aux)
+            return y, (aux, p.repack(scopes))
+        y, bwd, (aux, out_vars) = _vjp(wrapper, vjp_vars, *args, has_aux=True)
+        vjp_fn = Partial(functools.partial(_bwd_wrapper, p.treedef), bwd)  # a pytree
+        return ((y, vjp_fn, aux) if has_aux else (y, vjp_fn)), out_vars
+    return _pack(inner, (vjp_variables, variables), (variables,), (rngs,), "vjp")
+
+
+def _core_value_and_grad(fn, has_aux, variables, rngs):
+    def inner(p, variable_groups, rng_groups, *args):
+        def wrapper(*args):
+            scopes = p.scope_fn(variable_groups, rng_groups)
+            y, aux = _call(fn, scopes, args, has_aux)
+            return y, (aux, p.repack(scopes))
+        y, bwd, (aux, out_vars) = _vjp(wrapper, *args, has_aux=True)
+        grads = bwd(jnp.ones_like(y))
+        return ((y, aux, grads) if has_aux else (y, grads)), out_vars
+    return _pack(inner, (variables,), (variables,), (rngs,), "value_and_grad")
+
+
+def _core_jvp(fn, tangents, variable_tangents, variables, rngs):
+    """``variable_tangents``: shaped as the scope tree the result is called on (one
+    ``{collection: tangents}`` per scope; a single dict for a single scope)."""
+    def wrapper(scope_tree, *primals):
+        per_scope = tree_structure(scope_tree).flatten_up_to(variable_tangents)
+        var_t = tuple({k: v for k, v in vt.items() if v} for vt in per_scope)
+
+        def inner(p, variable_groups, rng_groups, *args):
+            jvp_vars, other = variable_groups
+
+            def f(vars_primals, args):
+                scopes = p.scope_fn((vars_primals, other), rng_groups)
+                return fn(scopes, *args), p.repack(scopes)
+            (y, out_vars), (y_t, _) = _jvp(f, (jvp_vars, args), (var_t, tuple(tangents)))
+            return (y, y_t), out_vars
+        return _pack(inner, (tuple(var_t[0]), variables), (variables,), (rngs,), "jvp")(
+            scope_tree, *primals)
+    return wrapper
+
+
+def _core_custom_vjp(primal_fn, forward_fn, backward_fn, grad_vars, nondiff_argnums):
+    """``primal_fn``/``forward_fn``: ``(scopes, *args)`` -> ``y`` / ``(y, residuals)``;
+    ``backward_fn(*nondiff_args, residuals, y_ct) -> (variables_ct, *args_ct)`` with
+    ``variables_ct`` shaped as the scope tree."""
+
+    def inner(p, variable_groups, rng_groups, *args):
+        grad_variables, other = variable_groups
+
+        def primal(grad_variables, *args):
+            scopes = p.scope_fn((grad_variables, other), rng_groups)
+            return primal_fn(scopes, *args), p.repack(scopes)
+
+        def fwd(grad_variables, *args):
+            scopes = p.scope_fn((grad_variables, other), rng_groups)
+            y, res = forward_fn(scopes, *args)
+            return (y, p.repack(scopes)), res
+
+        def bwd(*args):
+            res, (y_t, _) = args[-2:]
+            var_t, *inputs_t = backward_fn(*args[:-2], res, y_t)
+            return (tuple(p.treedef.flatten_up_to(var_t)), *inputs_t)
+        wrapped = _custom_vjp(primal, nondiff_argnums=nondiff_argnums)
+        wrapped.defvjp(fwd, bwd)
+        return wrapped(grad_variables, *args)
+    return _pack(inner, (grad_vars, True), (grad_vars, True), (True,), "custom_vjp")
+
+
 # ---- differentiation of a module method ----
 
 def _direct(core_transform, fn, mdl, *args, multi_scope=True, name="transform"):
@@ -111,16 +176,6 @@ def _direct(core_transform, fn, mdl, *args, multi_scope=True, name="transform"):
                         f"{type(mdl).__name__}.")
     return _lift_method(core_transform, _wrap_method(fn), None, False,
                         multi_scope)(mdl, *args)
-
-
-def _call(fn, scopes, args, has_aux):
-    out = fn(scopes, *args)
-    return out if has_aux else (out, ())
-
-
-def _bwd_wrapper(bwd, ct):
-    vars_ct, *args_ct = bwd(ct)
-    return (vars_ct[0] if len(vars_ct) == 1 else list(vars_ct), *args_ct)
 
 
 def vjp(fn, mdl, *primals, has_aux=False, reduce_axes=(), vjp_variables="params",
@@ -146,19 +201,7 @@ def vjp(fn, mdl, *primals, has_aux=False, reduce_axes=(), vjp_variables="params"
     """
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to vjp is deprecated")
-
-    def core(f):
-        def inner(p, variable_groups, rng_groups, *args):
-            vjp_vars, other = variable_groups
-
-            def wrapper(vjp_vars, *args):
-                scopes = p.scope_fn((vjp_vars, other), rng_groups)
-                y, aux = _call(f, scopes, args, has_aux)
-                return y, (aux, p.repack(scopes))
-            y, bwd, (aux, out_vars) = _vjp(wrapper, vjp_vars, *args, has_aux=True)
-            vjp_fn = Partial(_bwd_wrapper, bwd)   # a pytree: usable as a residual
-            return ((y, vjp_fn, aux) if has_aux else (y, vjp_fn)), out_vars
-        return _pack(inner, (vjp_variables, variables), (variables,), (rngs,))
+    core = lambda f: _core_vjp(f, has_aux, vjp_variables, variables, rngs)
     return _direct(core, fn, mdl, *primals, multi_scope=multi_scope, name="vjp")
 
 
@@ -186,17 +229,7 @@ def value_and_grad(fn, mdl, *primals, has_aux=False, reduce_axes=(), variables=T
     """
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to value_and_grad is deprecated")
-
-    def core(f):
-        def inner(p, variable_groups, rng_groups, *args):
-            def wrapper(*args):
-                scopes = p.scope_fn(variable_groups, rng_groups)
-                y, aux = _call(f, scopes, args, has_aux)
-                return y, (aux, p.repack(scopes))
-            y, bwd, (aux, out_vars) = _vjp(wrapper, *args, has_aux=True)
-            grads = bwd(jnp.ones_like(y))
-            return ((y, aux, grads) if has_aux else (y, grads)), out_vars
-        return _pack(inner, (variables,), (variables,), (rngs,))
+    core = lambda f: _core_value_and_grad(f, has_aux, variables, rngs)
     out = _direct(core, fn, mdl, *primals, name="value_and_grad")
     y = out[0]
     if jnp.shape(y) != ():
@@ -248,20 +281,7 @@ def jvp(fn, mdl, primals, tangents, variable_tangents, variables=True, rngs=True
     >>> [t.tolist() for t in Foo().apply(v, x)]
     [[[2.0]], [[2.0]]]
     """
-    variable_tangents = {k: v for k, v in variable_tangents.items() if v}
-    target = tuple(variable_tangents)
-
-    def core(f):
-        def inner(p, variable_groups, rng_groups, *args):
-            jvp_vars, other = variable_groups
-
-            def wrapper(vars_primals, args):
-                scopes = p.scope_fn((vars_primals, other), rng_groups)
-                return f(scopes, *args), p.repack(scopes)
-            (y, out_vars), (y_t, _) = _jvp(wrapper, (jvp_vars, args),
-                                           ((variable_tangents,), tuple(tangents)))
-            return (y, y_t), out_vars
-        return _pack(inner, (target, variables), (variables,), (rngs,))
+    core = lambda f: _core_jvp(f, tangents, variable_tangents, variables, rngs)
     return _direct(core, fn, mdl, *primals, multi_scope=False, name="jvp")
 
 
@@ -301,28 +321,10 @@ def custom_vjp(fn, forward_fn, backward_fn, grad_vars="params", nondiff_argnums=
     def shared(mdl, *args, needs_residual):
         return forward_fn(mdl, *args) if needs_residual else fn(mdl, *args)
 
-    def core(f):
-        def inner(p, variable_groups, rng_groups, *args):
-            grad_variables, other = variable_groups
-
-            def primal(grad_variables, *args):
-                scopes = p.scope_fn((grad_variables, other), rng_groups)
-                y = f(scopes, *args, needs_residual=False)
-                return y, p.repack(scopes)
-
-            def fwd(grad_variables, *args):
-                scopes = p.scope_fn((grad_variables, other), rng_groups)
-                y, res = f(scopes, *args, needs_residual=True)
-                return (y, p.repack(scopes)), res
-
-            def bwd(*args):
-                res, (y_t, _) = args[-2:]
-                var_t, *inputs_t = backward_fn(*args[:-2], res, y_t)
-                return ((var_t,), *inputs_t)
-            wrapped = _custom_vjp(primal, nondiff_argnums=nondiff_argnums)
-            wrapped.defvjp(fwd, bwd)
-            return wrapped(grad_variables, *args)
-        return _pack(inner, (grad_vars, True), (grad_vars, True), (True,))
+    core = lambda f: _core_custom_vjp(
+        functools.partial(f, needs_residual=False),
+        functools.partial(f, needs_residual=True), backward_fn, grad_vars,
+        nondiff_argnums)
 
     def lifted(mdl, *args):
         return _direct(core, shared, mdl, *args, multi_scope=False, name="custom_vjp")

@@ -114,14 +114,18 @@ def fold_rngs(target, variables=True, rngs=True):
     >>> v['params']['kernel'].shape
     (3, 2)
     """
-    def core(fn):
-        def inner(p, variable_groups, rng_groups, *args, **kwargs):
-            rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
-                                  is_leaf=lambda r: isinstance(r, LazyRng))
-            scopes = p.scope_fn(variable_groups, rng_groups)
-            return fn(scopes, *args, **kwargs), p.repack(scopes)
-        return _pack(inner, (variables,), (variables,), (rngs,))
+    core = lambda fn: _core_fold_rngs(fn, variables, rngs)
     return _lift(_named("Fold_rngs", core), target, fork=True)
+
+
+def _core_fold_rngs(fn, variables, rngs):
+    """``fn`` on rng streams whose path suffix is dropped (the forked keys carry it)."""
+    def inner(p, variable_groups, rng_groups, *args, **kwargs):
+        rng_groups = tree_map(LazyRng.clear_suffix, rng_groups,
+                              is_leaf=lambda r: isinstance(r, LazyRng))
+        scopes = p.scope_fn(variable_groups, rng_groups)
+        return fn(scopes, *args, **kwargs), p.repack(scopes)
+    return _pack(inner, (variables,), (variables,), (rngs,), "fold_rngs")
 
 
 def add_metadata_axis(target, variable_axes={}, metadata_params={}):  # noqa: B006

@@ -98,13 +98,21 @@ def _traced(fingerprint, variable_groups, rng_groups, *args, **kwargs):
     return fn(scopes, *args, **kwargs), p.repack(scopes)
 
 
-def _core_jit(fn, variables, rngs, compiled):
+def _core_jit(fn, variables, rngs, compiled, keyed=False):
+    """``keyed`` (``nn.core.lift.jit``): the first argument after the scopes is the
+    caller's hashable key of everything ``fn`` closes over (Flax's module hash key);
+    ``fn`` gets it too. Otherwise the key is the fingerprint of ``fn.module``."""
     def core(p, variable_groups, rng_groups, *args, **kwargs):
-        rng_groups = tree_map(lambda r: LazyRng(r.rng, ()), rng_groups,
+        rng_groups = tree_map(LazyRng.clear_suffix, rng_groups,
                               is_leaf=lambda r: isinstance(r, LazyRng))
-        module = getattr(fn, "module", None)
-        key = (_fingerprint(module, {}), tuple(_fingerprint(s.mutable, {})
-                                               for s in p.scopes))
+        mutable = tuple(_fingerprint(s.mutable, {}) for s in p.scopes)
+        call = fn
+        if keyed:
+            hash_key, *args = args
+            key = (mutable, hash_key)
+            call = lambda scopes, *a, **k: fn(scopes, hash_key, *a, **k)
+        else:
+            key = (_fingerprint(getattr(fn, "module", None), {}), mutable)
         try:
             hash(key)
         except TypeError:   # an unhashable field: no caching for this call
@@ -112,7 +120,7 @@ def _core_jit(fn, variables, rngs, compiled):
         fingerprint = (id(getattr(fn, "__wrapped__", fn)), key)
         scopes = p.scopes
         old = [_copy_counts(s.rng_counters) for s in scopes]
-        _context.stack.append((fn, p))
+        _context.stack.append((call, p))
         try:
             out = compiled(fingerprint, variable_groups, rng_groups, *args, **kwargs)
         finally:
@@ -125,7 +133,7 @@ def _core_jit(fn, variables, rngs, compiled):
                 if s.rng_counters == o:   # not traced: replay the counter side effect
                     _advance(s.rng_counters, d)
         return out
-    return _pack(core, (variables,), (variables,), (rngs,))
+    return _pack(core, (variables,), (variables,), (rngs,), "jit")
 
 
 def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=(),

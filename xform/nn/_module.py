@@ -18,11 +18,10 @@ import uuid
 
 import xform.numpy as jnp
 from xform.core.tree_util import tree_map
-from xform.transforms.jit import ShapeDtypeStruct, jit
 from xform.nn import _intercept, errors
 from xform.nn.configurations import config
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
-                             is_valid_rng, union_filters)
+                             is_valid_rng, lazy_eval, union_filters)
 from xform.nn.core.frozen_dict import freeze
 
 __all__ = ["Module", "apply", "compact", "init", "init_with_output", "merge_param",
@@ -528,11 +527,8 @@ class Module:
         >>> v['params']['kernel'].shape
         (3, 2)
         """
-        concrete = lambda x: (jnp.zeros(x.shape, x.dtype)
-                              if isinstance(x, ShapeDtypeStruct) else x)
-        args, kwargs = tree_map(concrete, (args, kwargs))
-        return jit(lambda rngs, args, kwargs: self.init(
-            rngs, *args, method=method, mutable=mutable, **kwargs))(rngs, args, kwargs)
+        return lazy_eval(lambda rngs, *args, **kwargs: self.init(
+            rngs, *args, method=method, mutable=mutable, **kwargs))(rngs, *args, **kwargs)
 
     def bind(self, variables, *args, rngs=None, mutable=False):
         """An interactive copy of this module with ``variables`` bound."""

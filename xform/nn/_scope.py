@@ -13,16 +13,21 @@ and appends ``c``. The key is then ``fold_in(base, h)`` with ``h`` the first 4 b
 minimal big-endian bytes). Counters persist across calls of the same child (they are
 stored in the parent, keyed by child name) so a module called twice draws new keys.
 """
+import contextlib
+import functools
 import hashlib
-from collections.abc import Mapping
+import typing
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
+import xform.numpy as jnp
 from xform import random
-from xform.core.tree_util import tree_leaves, tree_structure
+from xform.core.tree_util import tree_leaves, tree_map, tree_structure
 from xform.nn import _meta as meta, errors
 from xform.nn.configurations import config
-from xform.transforms.jit import eval_shape
+from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
+from xform.transforms.runtime import named_scope
 
 _CHILD = "__child__"   # key prefix for child counters in ``rng_counters``
 
@@ -42,42 +47,122 @@ class DenyList:
     def __hash__(self):
         return hash(("DenyList", str(self.deny)))
 
+    def __lt__(self, other):   # sorts after strings, as Flax's
+        if isinstance(other, str):
+            return False
+        return str(self.deny) < str(other.deny) if isinstance(other, DenyList) \
+            else NotImplemented
+
+    def __gt__(self, other):
+        if isinstance(other, str):
+            return True
+        return str(self.deny) > str(other.deny) if isinstance(other, DenyList) \
+            else NotImplemented
+
+
+# a collection / rng stream filter: True, False, a name, a collection of names, DenyList
+Filter = typing.Union[bool, str, Collection, DenyList]
+CollectionFilter = PRNGSequenceFilter = Filter
+
 
 def in_filter(filter_like, col):
-    """Whether collection ``col`` matches a filter (bool, str, list of str, DenyList)."""
+    """Whether collection ``col`` matches a filter (bool, str, collection, DenyList)."""
     if isinstance(filter_like, str):
         return col == filter_like
+    if isinstance(filter_like, Collection):
+        return col in filter_like
     if isinstance(filter_like, bool):
         return filter_like
     if isinstance(filter_like, DenyList):
         return not in_filter(filter_like.deny, col)
-    if isinstance(filter_like, (list, tuple, set, frozenset)):
-        return col in filter_like
-    raise TypeError(f"Invalid collection filter: {filter_like!r}")
+    raise errors.InvalidFilterError(filter_like)
+
+
+def is_filter_empty(filter_like):
+    """Whether the filter matches nothing (``False``, an empty collection, or a
+    ``DenyList`` matching everything)."""
+    if isinstance(filter_like, str):
+        return False
+    if isinstance(filter_like, Collection):
+        return not filter_like
+    if isinstance(filter_like, bool):
+        return not filter_like
+    if isinstance(filter_like, DenyList):   # a stub name is denied only by "deny all"
+        return in_filter(filter_like.deny, "__flax_internal_stub__")
+    raise errors.InvalidFilterError(filter_like)
+
+
+def filter_to_set(x):
+    """The collections a finite filter matches (not ``True`` nor a ``DenyList``)."""
+    if x is True or isinstance(x, DenyList):
+        raise AssertionError("Infinite set")
+    if x is False:
+        return set()
+    if isinstance(x, str):
+        return {x}
+    if isinstance(x, Collection):
+        return set(x)
+    raise errors.InvalidFilterError(x)
 
 
 def union_filters(a, b):
     """The filter matching what ``a`` or ``b`` matches."""
     if a is True or b is True:
         return True
-    if a is False:
+    if isinstance(a, DenyList) and isinstance(b, DenyList):
+        return DenyList(intersect_filters(a.deny, b.deny))
+    if isinstance(b, DenyList):
+        a, b = b, a
+    if isinstance(a, DenyList):
+        return DenyList(subtract_filters(a.deny, b))
+    return filter_to_set(a) | filter_to_set(b)
+
+
+def subtract_filters(a, b):
+    """The filter matching what ``a`` matches and ``b`` does not."""
+    if b is True:
+        return False
+    if a is True:
+        return DenyList(b)
+    if isinstance(a, DenyList) and isinstance(b, DenyList):
+        return subtract_filters(b.deny, a.deny)
+    if isinstance(a, DenyList):
+        return DenyList(union_filters(a.deny, b))
+    if isinstance(b, DenyList):
+        return intersect_filters(a, b.deny)
+    return filter_to_set(a) - filter_to_set(b)
+
+
+def intersect_filters(a, b):
+    """The filter matching what both ``a`` and ``b`` match."""
+    if a is True:
         return b
-    if b is False:
+    if b is True:
         return a
-    if isinstance(a, DenyList) or isinstance(b, DenyList):
-        if isinstance(a, DenyList) and isinstance(b, DenyList):
-            return DenyList([c for c in _as_set(a.deny) if c in _as_set(b.deny)])
-        deny, other = (a, b) if isinstance(a, DenyList) else (b, a)
-        return DenyList([c for c in _as_set(deny.deny) if c not in _as_set(other)])
-    return sorted(_as_set(a) | _as_set(b))
+    if isinstance(a, DenyList) and isinstance(b, DenyList):
+        return DenyList(union_filters(b.deny, a.deny))
+    if isinstance(b, DenyList):
+        a, b = b, a
+    if isinstance(a, DenyList):
+        return subtract_filters(b, a.deny)
+    return filter_to_set(a) & filter_to_set(b)
 
 
-def _as_set(f):
-    if isinstance(f, str):
-        return {f}
-    if isinstance(f, bool):
-        return set()
-    return set(f)
+def group_collections(xs, col_filters):
+    """Splits dict ``xs`` by filters, each key into the first group whose filter
+    matches it (nested dicts copied, arrays shared)."""
+    cols, groups = list(xs), []
+    for f in col_filters:
+        groups.append({c: _copy_plain(xs[c]) for c in cols if in_filter(f, c)})
+        cols = [c for c in cols if not in_filter(f, c)]
+    return tuple(groups)
+
+
+class _DefaultSentinel:
+    """``Scope.get_flag``'s default: no default given."""
+
+
+_NO_FLAG = _DefaultSentinel()
 
 
 class _Broadcast:
@@ -110,7 +195,7 @@ class LazyRng:
     """A base key plus the static suffix still to be folded into it."""
     __slots__ = ("rng", "suffix")
 
-    def __init__(self, rng, suffix=()):
+    def __init__(self, rng, suffix):
         self.rng, self.suffix = rng, tuple(suffix)
 
     @staticmethod
@@ -121,6 +206,12 @@ class LazyRng:
 
     def as_jax_rng(self):
         return fold_in_static(self.rng, self.suffix)
+
+    def clear_suffix(self):
+        return LazyRng(self.rng, ())
+
+    def replace(self, **updates):
+        return LazyRng(updates.get("rng", self.rng), updates.get("suffix", self.suffix))
 
 
 def is_valid_rng(rng):
@@ -171,35 +262,81 @@ class Variable:
         return f"Variable({self.collection}/{self.name}={self.value!r})"
 
 
+def _put_variable(target, key, val):
+    """``target[key] = val``, merging a mapping into an existing dict (as Flax)."""
+    if key in target and isinstance(target[key], dict) and isinstance(val, Mapping):
+        for k, v in val.items():
+            _put_variable(target[key], k, v)
+    else:
+        target[key] = val
+
+
 class Scope:
-    """One node of the module tree: its variables, rng streams and reserved names."""
+    """One node of the variable tree (Flax's ``flax.core.Scope``): its variables, rng
+    streams and reserved names. ``debug_path`` is ``path`` with the lifted
+    transformations a scope went through (``vmap(Dense_0)``), for error messages."""
 
     def __init__(self, variables, rngs=None, name=None, mutable=False, parent=None,
-                 path=(), flags=None):
+                 path=(), debug_path=(), flags=None):
         self._variables = variables
         self.rngs = {k: LazyRng.create(v) for k, v in (rngs or {}).items()}
         self.name, self.mutable, self.parent = name, mutable, parent
         self.path = tuple(path)
+        self.debug_path = tuple(debug_path) or self.path
         self.flags = dict(flags or {})
+        self._root = parent.root if parent is not None else None
         self.rng_counters = {k: 0 for k in self.rngs}
         self.reservations = {}
+        self._invalid = False
+
+    def __eq__(self, other):
+        """Scopes are equal when they view the same variables at the same path with
+        the same rng counters (e.g. a scope and its ``rewound()`` copy)."""
+        if not isinstance(other, Scope):
+            return False
+        return self is other or (self.root._variables is other.root._variables
+                                 and self.path == other.path
+                                 and self.rng_counters is other.rng_counters)
+
+    def __hash__(self):
+        return hash((id(self.root._variables), self.path, id(self.rng_counters)))
 
     @property
     def root(self):
-        s = self
-        while s.parent is not None:
-            s = s.parent
-        return s
+        return self._root or self
 
     @property
     def path_text(self):
-        return "/" + "/".join(self.path)
+        return "/" + "/".join(self.debug_path)
 
-    def rewound(self):
-        """The same node with its name reservations cleared (counters kept)."""
+    # ---- validity (``apply`` invalidates its root scope on return) ----
+    @property
+    def invalid(self):
+        return self._invalid
+
+    def invalidate(self):
+        self._invalid = True
+
+    @contextlib.contextmanager
+    def temporary(self):
+        """A context in which this scope is valid; invalidated on leaving it."""
+        try:
+            yield self
+        finally:
+            self.invalidate()
+
+    def _check_valid(self):
+        if self._invalid:
+            raise errors.InvalidScopeError(self.name)
+
+    def rewound(self, rewind_rngs=False):
+        """The same node with its name reservations cleared (rng counters kept unless
+        ``rewind_rngs``)."""
+        self._check_valid()
         s = Scope(self._variables, None, self.name, self.mutable, self.parent,
-                  self.path, self.flags)
-        s.rngs, s.rng_counters = self.rngs, self.rng_counters
+                  self.path, self.debug_path, self.flags)
+        s.rngs = self.rngs
+        s.rng_counters = {k: 0 for k in self.rngs} if rewind_rngs else self.rng_counters
         return s
 
     # ---- names ----
@@ -222,15 +359,39 @@ class Scope:
             i += 1
         return f"{prefix}{i}"
 
-    def push(self, name, reuse=False):
-        """The child scope ``name``; its rng streams get ``name`` appended."""
+    def push(self, name=None, prefix="", reuse=False):
+        """The child scope ``name`` (``prefix`` + a free number when None); its rng
+        streams get ``name`` appended. ``reuse``: an existing child name is fine."""
+        self._check_valid()
+        if name is None:
+            name = self.default_name(prefix)
         if not reuse or name not in self.reservations:
             self.reserve(name)
         rngs = {k: LazyRng.create(r, name) for k, r in self.rngs.items()}
         counters = self.rng_counters.setdefault((_CHILD, name), {k: 0 for k in rngs})
-        child = Scope({}, None, name, self.mutable, self, self.path + (name,), self.flags)
+        child = Scope({}, None, name, self.mutable, self, self.path + (name,),
+                      self.debug_path + (name,), self.flags)
         child.rngs, child.rng_counters = rngs, counters
         return child
+
+    def child(self, fn, name=None, prefix=None, named_call=True, **partial_kwargs):
+        """``fn`` with a child scope bound as its first argument (each call sees the
+        same variables, rewound names). The name defaults to ``fn.__name__ + '_'``
+        plus a free number; ``named_call`` labels its ops with it."""
+        if name is None:
+            if prefix is None:
+                prefix = fn.__name__ + "_" if hasattr(fn, "__name__") else ""
+            name = self.default_name(prefix)
+        scope = self.push(name)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            kwargs = dict(partial_kwargs, **kwargs)
+            if named_call:
+                with named_scope(name):
+                    return fn(scope.rewound(), *args, **kwargs)
+            return fn(scope.rewound(), *args, **kwargs)
+        return wrapper
 
     # ---- collections ----
     def is_mutable_collection(self, col):
@@ -260,14 +421,26 @@ class Scope:
                 self._variables[col] = parent_col[self.name]
         return self._variables[col]
 
-    def variables(self):
+    def _populate_collections(self):
         for col in list(self.root._variables):
             self._collection(col)
+
+    def variables(self):
+        self._populate_collections()
         return self._variables
 
     def mutable_variables(self):
         return {k: v for k, v in self.variables().items()
                 if self.is_mutable_collection(k)}
+
+    # ---- flags ----
+    def has_flag(self, key):
+        return key in self.flags
+
+    def get_flag(self, key, default=_NO_FLAG):
+        if key not in self.flags and default is _NO_FLAG:
+            raise ValueError(f"Flag {key} not present on scope.")
+        return self.flags.get(key, default)
 
     # ---- rngs ----
     def has_rng(self, name):
@@ -281,6 +454,7 @@ class Scope:
                     f'{self.path_text} needs PRNG for "{name}": pass it to init/apply, '
                     f'e.g. rngs={{"{name}": key}}.')
             name = "params"
+        self._check_valid()
         self.rng_counters[name] += 1
         return LazyRng.create(self.rngs[name], self.rng_counters[name]).as_jax_rng()
 
@@ -292,9 +466,10 @@ class Scope:
         return name in self._collection(col)
 
     def put_variable(self, col, name, value):
+        self._check_valid()
         if not self.is_mutable_collection(col):
             raise errors.ModifyScopeVariableError(col, name, self.path_text)
-        self._mutable_collection(col)[name] = value
+        _put_variable(self._mutable_collection(col), name, value)
 
     def variable(self, col, name, init_fn=None, *init_args, unbox=True, **init_kwargs):
         self.reserve(name, col)
@@ -346,6 +521,25 @@ def bind(variables, rngs=None, mutable=False, flags=None):
     return Scope(new, rngs=rngs, mutable=mutable, flags=flags)
 
 
+def _copy_plain(x):
+    """Nested plain dicts copied (FrozenDicts and arrays shared)."""
+    return {k: _copy_plain(v) for k, v in x.items()} if isinstance(x, dict) else x
+
+
 def _copy_dicts(x):
     """Nested dicts (FrozenDicts thawed) copied; the arrays are shared."""
     return {k: _copy_dicts(v) for k, v in x.items()} if isinstance(x, Mapping) else x
+
+
+def lazy_eval(fn):
+    """``fn`` callable with ``ShapeDtypeStruct`` leaves among its arguments (Flax's
+    ``partial_eval.lazy_init``): it runs compiled on zeros of those shapes with only
+    its outputs kept, so XLA drops the computation they do not need. NB: Flax raises
+    ``LazyInitError`` when an output depends on such an argument; here it sees zeros."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        concrete = lambda x: (jnp.zeros(x.shape, x.dtype)
+                              if isinstance(x, ShapeDtypeStruct) else x)
+        args, kwargs = tree_map(concrete, (args, kwargs))
+        return jit(lambda args, kwargs: fn(*args, **kwargs))(args, kwargs)
+    return wrapper

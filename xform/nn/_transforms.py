@@ -24,10 +24,12 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax, random
-from xform.core.tree_util import register_pytree_node, tree_leaves, tree_map
+from xform.core.tree_util import (register_pytree_node, tree_flatten, tree_leaves,
+                                  tree_map)
 from xform.nn import _meta as meta
 from xform.nn._module import Module, _State, _wrap_method
-from xform.nn._scope import (DenyList, LazyRng, Scope, broadcast, in_filter,
+from xform.nn._scope import (LazyRng, Scope, _copy_plain, broadcast,
+                             group_collections, in_filter, intersect_filters,
                              union_filters)
 from xform.transforms.checkpoint import checkpoint as _checkpoint
 from xform.transforms.vmap import vmap as _vmap
@@ -41,68 +43,41 @@ register_pytree_node(LazyRng, lambda r: ((r.rng,), r.suffix),
 
 # ---- packing scopes into pytrees (Flax's lift.pack) ----
 
-def _group(xs, filters):
-    """Splits dict ``xs`` by filters; each key goes to the first filter matching it."""
-    groups, keys = [], list(xs)
-    for f in filters:
-        groups.append({k: _copy(xs[k]) for k in keys if in_filter(f, k)})
-        keys = [k for k in keys if not in_filter(f, k)]
-    return tuple(groups)
-
-
-def _copy(x):
-    return {k: _copy(v) for k, v in x.items()} if isinstance(x, dict) else x
-
-
-def _intersect(a, b):
-    if a is True:
-        return b
-    if b is True:
-        return a
-    if a is False or b is False:
-        return False
-    cols = lambda f: None if not isinstance(f, (str, list, tuple, set)) else (
-        {f} if isinstance(f, str) else set(f))
-    ca, cb = cols(a), cols(b)
-    if ca is None and cb is None:     # two DenyLists: deny either's
-        return DenyList(sorted(set(_deny(a)) | set(_deny(b))))
-    if ca is not None and cb is not None:
-        return sorted(ca & cb)
-    keep = ca if ca is not None else cb
-    other = b if ca is not None else a
-    return sorted(c for c in keep if in_filter(other, c))
-
-
-def _deny(f):
-    return [f.deny] if isinstance(f.deny, str) else list(f.deny)
-
-
 class _Pack:
-    """The scopes of one lifted call, their variables and rngs as pytrees."""
+    """The scopes of one lifted call (a pytree of them: a list for Modules), their
+    variables and rngs as pytrees. ``name`` (e.g. ``'vmap'``) marks the inner scopes'
+    ``debug_path`` as Flax's does: ``/vmap(Dense_0)``."""
 
-    def __init__(self, scopes, in_filters, out_filters, rng_filters):
-        self.all_scopes = scopes
-        self.scopes, self.paths = _dedup(scopes)
-        self.out_filters = out_filters
-        vs = [_group(s.variables(), in_filters) for s in self.scopes]
+    def __init__(self, scope_tree, in_filters, out_filters, rng_filters, name=None):
+        leaves, self.treedef = tree_flatten(scope_tree)
+        self.scopes, self.paths = _dedup(leaves)
+        self.out_filters, self.name = out_filters, name
+        vs = [group_collections(s.variables(), in_filters) for s in self.scopes]
         self.variable_groups = tuple(zip(*vs)) or ((),) * len(in_filters)
-        rs = [_group(s.rngs, rng_filters) for s in self.scopes]
+        rs = [group_collections(s.rngs, rng_filters) for s in self.scopes]
         self.rng_groups = tuple(zip(*rs)) or ((),) * len(rng_filters)
+
+    def _debug_path(self, s):
+        if not self.name:
+            return s.debug_path
+        if s.debug_path:
+            return s.debug_path[:-1] + (f"{self.name}({s.debug_path[-1]})",)
+        return (f"{self.name}()",)
 
     def scope_fn(self, variable_groups, rng_groups, mutable_filter=True):
         mutable = False
         for f in self.out_filters:
             mutable = union_filters(mutable, f)
-        mutable = _intersect(mutable, mutable_filter)
+        mutable = intersect_filters(mutable, mutable_filter)
         inner = {}
         for i, s in enumerate(self.scopes):
             variables, rngs = {}, {}
             for g in variable_groups:
-                variables.update(_copy(g[i]))
+                variables.update(_copy_plain(g[i]))
             for g in rng_groups:
                 rngs.update(g[i])
-            new = Scope(variables, None, s.name, _intersect(s.mutable, mutable), None,
-                        s.path, s.flags)
+            new = Scope(variables, None, s.name, intersect_filters(s.mutable, mutable),
+                        None, s.path, self._debug_path(s), s.flags)
             new.rngs = dict(rngs)
             new.rng_counters = s.rng_counters
             inner[id(s)] = new
@@ -112,15 +87,17 @@ class _Pack:
             for name in path:
                 scope = scope.push(name, reuse=True)
             out.append(scope)
-        return out
+        return self.treedef.unflatten(out)
 
-    def repack(self, inner_scopes):
+    def repack(self, inner_tree):
+        inner_scopes = self.treedef.flatten_up_to(inner_tree)
         minimal = [s for s, (_, p) in zip(inner_scopes, self.paths) if not p]
         groups = []
         for s in minimal:
+            s.invalidate()
             mutable = {k: v for k, v in s._variables.items()
                        if in_filter(s.mutable, k)}
-            g = _group(mutable, tuple(self.out_filters) + (True,))
+            g = group_collections(mutable, tuple(self.out_filters) + (True,))
             if g[-1]:
                 raise ValueError(f"unmapped output variables: {tuple(g[-1])}")
             groups.append(g[:-1])
@@ -153,9 +130,11 @@ def _dedup(scopes):
     return minimal, paths
 
 
-def _pack(core, in_filters, out_filters, rng_filters):
-    def wrapper(scopes, *args, **kwargs):
-        p = _Pack(scopes, in_filters, out_filters, rng_filters)
+def _pack(core, in_filters, out_filters, rng_filters, name=None):
+    """``core(pack, variable_groups, rng_groups, *args, **kwargs) -> (y, out_groups)``
+    as a function of ``(scope_tree, *args, **kwargs)`` that writes ``out_groups`` back."""
+    def wrapper(scope_tree, *args, **kwargs):
+        p = _Pack(scope_tree, in_filters, out_filters, rng_filters, name)
         y, out_groups = core(p, p.variable_groups, p.rng_groups, *args, **kwargs)
         p.publish(out_groups)
         return y
@@ -180,9 +159,23 @@ def _axis_sizes(axes, tree, out):
             _axis_sizes(a, tree[k], out)
 
 
+@dataclasses.dataclass(frozen=True)
+class In:
+    """``variable_axes`` value: the collection is mapped on the way in only."""
+    axis: object
+
+
+@dataclasses.dataclass(frozen=True)
+class Out:
+    """``variable_axes`` value: the collection is mapped on the way out only."""
+    axis: object
+
+
 def _split_in_out(variable_axes):
-    ins = {k: (v[0] if isinstance(v, tuple) else v) for k, v in variable_axes.items()}
-    outs = {k: (v[1] if isinstance(v, tuple) else v) for k, v in variable_axes.items()}
+    """``{filter: axis | In(axis) | Out(axis)}`` -> ``(in_axes, out_axes)`` dicts."""
+    unpack = lambda v: v.axis if isinstance(v, (In, Out)) else v
+    ins = {k: unpack(v) for k, v in variable_axes.items() if not isinstance(v, Out)}
+    outs = {k: unpack(v) for k, v in variable_axes.items() if not isinstance(v, In)}
     return ins, outs
 
 
@@ -212,7 +205,7 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
                        axis_size=axis_size)(variable_groups, rng_groups, args)
         return y, tuple(g if ax is None else meta.add_axis(g, ax, metadata_params)
                         for g, ax in zip(out, v_out_axes))
-    return _pack(core, v_groups, tuple(v_out), r_groups)
+    return _pack(core, v_groups, tuple(v_out), r_groups, "vmap")
 
 
 def _mapped_size(sizes, given, what, arg):
@@ -312,18 +305,18 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
                          for g, ax in zip(scan_out, v_out_axes))
         return (c, ys), (bcast_out, carry_vars) + scan_out
     filters = (variable_broadcast, variable_carry)
-    return _pack(core, filters + v_groups, filters + tuple(v_out), r_groups)
+    return _pack(core, filters + v_groups, filters + tuple(v_out), r_groups, "scan")
 
 
 def _core_remat(fn, variables, rngs, prevent_cse, static_argnums, policy):
-    def core(p, variable_groups, rng_groups, *args):
-        def rematted(variable_groups, rng_groups, *args):
+    def core(p, variable_groups, rng_groups, *args, **kwargs):
+        def rematted(variable_groups, rng_groups, *args, **kwargs):
             scopes = p.scope_fn(variable_groups, rng_groups)
-            return fn(scopes, *args), p.repack(scopes)
+            return fn(scopes, *args, **kwargs), p.repack(scopes)
         return _checkpoint(rematted, prevent_cse=prevent_cse, policy=policy,
                            static_argnums=tuple(i + 2 for i in static_argnums))(
-            variable_groups, rng_groups, *args)
-    return _pack(core, (variables,), (variables,), (rngs,))
+            variable_groups, rng_groups, *args, **kwargs)
+    return _pack(core, (variables,), (variables,), (rngs,), "remat")
 
 
 # ---- module-level lifting (Flax's linen/transforms.py) ----
@@ -447,7 +440,7 @@ class _fork_rngs:
         if self.enabled and self.module.scope is not None:
             scope = self.module.scope
             self.saved = scope.rngs
-            scope.rngs = {k: LazyRng(scope.make_rng(k)) for k in list(scope.rngs)}
+            scope.rngs = {k: LazyRng(scope.make_rng(k), ()) for k in list(scope.rngs)}
 
     def __exit__(self, *exc):
         if self.enabled and self.module.scope is not None:
@@ -486,7 +479,7 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
             if multi_scope:
                 cloned, args, kwargs = _set_module_scopes(base, args, kwargs, scopes)
             else:   # lifted over the module's own scope only (Flax's multi_scope=False)
-                cloned = base.clone(parent=scopes[0])
+                cloned = base.clone(parent=scopes)
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *args, **kwargs)
             _reimport(self._state, cloned._state)
@@ -497,7 +490,7 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
             if multi_scope:
                 scopes, args, kwargs = _module_scopes(self, args, kwargs)
             else:
-                scopes = [self.scope]
+                scopes = self.scope
             return trafo(scopes, *args, **kwargs)
     return wrapped
 

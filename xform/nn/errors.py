@@ -8,7 +8,8 @@ __all__ = [
     "FlaxError", "ApplyModuleInvalidMethodError", "ApplyScopeInvalidVariablesStructureError",
     "ApplyScopeInvalidVariablesTypeError", "AssignSubModuleError",
     "CallCompactUnboundModuleError", "CallSetupUnboundModuleError",
-    "CallUnbindOnUnboundModuleError", "InvalidRngError", "ModifyScopeVariableError",
+    "CallUnbindOnUnboundModuleError", "InvalidFilterError", "InvalidRngError",
+    "InvalidScopeError", "ModifyScopeVariableError",
     "NameInUseError", "PartitioningUnspecifiedError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
     "ScopeParamShapeError", "ScopeVariableNotFoundError", "SetAttributeFrozenModuleError",
     "SetAttributeInModuleSetupError", "InvalidInstanceModuleError",
@@ -183,7 +184,7 @@ class ApplyScopeInvalidVariablesStructureError(FlaxError):
         super().__init__(
             'Expect the `variables` (first argument) passed to apply() to be a dict '
             'with the structure {"params": ...}, but got a dict with an extra params '
-            'layer, i.e.  {"params": {"params": ... }}. You should instead pass in '
+            'layer, i.e.  {"params": {"params": ... } }. You should instead pass in '
             'your dict\'s ["params"].')
 
 
@@ -204,3 +205,20 @@ class PartitioningUnspecifiedError(FlaxError):
         super().__init__(f"Trying to transform a Partitioned variable but no axis name was "
                          f"given: pass metadata_params={{nn.PARTITION_NAME: ...}} to the "
                          f"lifted transform (names={target.names}).")
+
+
+class InvalidFilterError(FlaxError):
+    """A collection or rng filter is not a bool, a string, a collection of strings or a
+    ``DenyList``."""
+
+    def __init__(self, filter_like):
+        super().__init__(f'Invalid Filter: "{filter_like}" (use True/False, a collection '
+                         f'name, a list of names or DenyList(...))')
+
+
+class InvalidScopeError(FlaxError):
+    """A scope was used after the ``apply``/``init`` that made it returned."""
+
+    def __init__(self, scope_name):
+        super().__init__(f'The scope "{scope_name}" is no longer valid: a scope lives only '
+                         f'inside the apply()/init() call that created it.')

@@ -10,7 +10,7 @@ from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import concrete_or_raise
-from xform.core.transfer import device_put_value
+from xform.core.transfer import device_put_value, on_default_device
 from xform.interpreters.composite import composite
 from xform.lax.sharding_constraint import reshard
 from xform.lax.shapes import like_sharding
@@ -33,12 +33,14 @@ def _leaves(obj, out):
     return out
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+          out_sharding=None):
     """Like numpy.array, with JAX's dtypes.
 
     A Python scalar gives a weakly typed array; in a (nested) list the dtype is the
     JAX promotion of the elements (Python ints give the default int). Lists that hold
-    arrays or tracers are stacked, so this works under transformations too.
+    arrays or tracers are stacked, so this works under transformations too. ``device``
+    commits the result there (as ``device_put``); ``out_sharding``: as ``full``'s.
 
     >>> jnp.array([1, 2.5])
     Array([1. , 2.5], dtype=float32)
@@ -49,8 +51,9 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported.")
     dt = user_dtype(dtype)
     t = type(object)
-    if _util.is_array(object):
+    if _util.is_array(object):  # (an Array is immutable: a copy only moves it as one)
         out = object if dt is None else lax.convert_element_type(object, dt)
+        out = on_default_device(out) if copy else out
     elif t in _PY_SCALAR_TYPES:
         # NB: no wrap-around here (JAX raises OverflowError too), unlike ``x + 300``.
         out = _util.scalar_array(object, dt or dtypes.dtype(object),
@@ -83,12 +86,15 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     nd = out.aval.ndim
     if ndmin > nd:
         out = lax.reshape(out, (1,) * (ndmin - nd) + out.aval.shape)
-    return out
+    if device is None and out_sharding is None:
+        return out
+    return _placed(out, out_sharding, "array", device)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """Like numpy.asarray (see :func:`array` for the dtype rules)."""
-    return array(a, dtype, copy=False, order=order or "K")
+    return array(a, dtype, copy=False, order=order or "K", device=device,
+                 out_sharding=out_sharding)
 
 
 def _filled(shape, fill, dt, weak, sharding=None):
@@ -245,15 +251,22 @@ def _floor_to_int(x, dt):
     return lax.select(lax.gt(back, x), lax.sub(t, _util.scalar_array(1, dt, False)), t)
 
 
-@composite(static=("num", "endpoint", "retstep", "dtype", "axis"))
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """Like numpy.linspace, computed as JAX does:
     ``start * (1 - i/d) + stop * (i/d)``, so both endpoints are exact. One compiled
     call, so XLA fuses it as it does JAX's jitted one (values agree to the last bit).
+    ``device`` commits the result there (as ``device_put``).
 
     >>> jnp.linspace(0, 1, 5)
     Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
+    out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    return out if device is None else device_put(out, device)
+
+
+@composite(static=("num", "endpoint", "retstep", "dtype", "axis"))
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -296,8 +309,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (out, delta) if retstep else out
 
 
-def eye(N, M=None, k=0, dtype=None):
-    """Like numpy.eye."""
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    """Like numpy.eye; ``device`` commits the result there (as ``device_put``)."""
     N = operator.index(N)
     M = N if M is None else operator.index(M)
     k = operator.index(k)
@@ -308,7 +321,7 @@ def eye(N, M=None, k=0, dtype=None):
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     if k:
         rows = lax.add(rows, _util.scalar_array(k, dtypes.int32, False))
-    return lax.convert_element_type(lax.eq(rows, cols), dt)
+    return _placed(lax.convert_element_type(lax.eq(rows, cols), dt), None, "eye", device)
 
 
 def identity(n, dtype=None):

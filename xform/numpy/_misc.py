@@ -8,12 +8,15 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.core.sharding import Sharding
+from xform.core.transfer import committed_device
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._creation import array, linspace, ones
 from xform.numpy._shape import moveaxis, ravel, swapaxes
 from xform.numpy._util import asarray
 from xform.numpy._ufuncs import log10
+from xform.transforms.devices import device_put
 from xform.transforms.vmap import vmap
 
 
@@ -105,8 +108,21 @@ def copy(a, order=None):
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
-    """Like numpy.astype: ``x`` converted to ``dtype`` (strongly typed)."""
-    return lax.convert_element_type(asarray(x, "astype"), dtypes.canonicalize_dtype(dtype))
+    """Like numpy.astype: ``x`` converted to ``dtype`` (strongly typed); ``device``
+    commits the result there (as ``device_put``)."""
+    x = asarray(x, "astype")
+    out = lax.convert_element_type(x, dtypes.canonicalize_dtype(dtype))
+    if device is None:
+        return out
+    d = device._device_assignment[0] if isinstance(device, Sharding) else device
+    if committed_device(x) not in (None, d):
+        raise ValueError(  # (JAX's, its conversion being a computation placed on ``d``)
+            "Received incompatible devices for jitted computation. Got argument args[0] "
+            f"of convert_element_type with shape {x.aval.str_short()} and with device ids "
+            f"[{committed_device(x).id}] on platform {d.platform.upper()} and "
+            f"sharding_constraint inside jit with device ids [{d.id}] on platform "
+            f"{d.platform.upper()}")
+    return device_put(out, d)
 
 
 # ---- predicates ----

@@ -18,7 +18,7 @@ from xform.core.avals import ShapedArray, canonical_aval
 from xform.core.config import config
 from xform.core.dtypes import prng_key
 from xform.core.errors import KeyReuseError, consume_key  # noqa: F401  (KeyReuseError: re-exported)
-from xform.core.trace import get_aval
+from xform.core.trace import _context, eval_trace, get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.lax._prim import allow_extended, standard_primitive
 from xform.lax.shapes import full
@@ -183,7 +183,7 @@ def _same_buffer(prim):
     # Eagerly the buffer already holds the other form: rewrap it, no program runs.
     def impl(x, **params):
         if type(x) is Array:
-            return Array(x._buf, canonical_aval(prim.abstract_eval(x.aval, **params)))
+            return _rewrap_eagerly(x, prim, **params)
         return dispatch.apply_primitive(prim, x, **params)
     return impl
 
@@ -211,6 +211,19 @@ for _p, _batch in ((random_wrap_p, _wrap_batch), (random_unwrap_p, _unwrap_batch
     mlir.register_extended_lowering(_p, lambda ctx, x, **_: x)
 
 
+# Eager wraps and unwraps of Arrays: the other form's aval over the same buffer, from
+# a memo of checked avals (every eager sampler call with a raw key wraps and unwraps).
+_rewrapped = {}
+
+
+def _rewrap_eagerly(x, prim, **params):
+    key = (x.aval, prim) + tuple(params.values())
+    aval = _rewrapped.get(key)
+    if aval is None:
+        aval = _rewrapped[key] = canonical_aval(prim.abstract_eval(x.aval, **params))
+    return Array(x._buf, aval, x._committed)
+
+
 def random_wrap(data, impl=IMPLS["threefry2x32"]):
     """Typed keys of ``impl`` over checked ``uint32[..., *key_shape]`` key data.
 
@@ -218,6 +231,9 @@ def random_wrap(data, impl=IMPLS["threefry2x32"]):
     >>> random_wrap(np.array([[0, 1], [2, 3]], np.uint32)).shape
     (2,)
     """
+    if type(data) is Array and _context.trace is eval_trace and \
+            (data.aval, random_wrap_p, impl.name) in _rewrapped:
+        return _rewrap_eagerly(data, random_wrap_p, impl=impl.name)
     return random_wrap_p.bind(check_key_data(data, impl), impl=impl.name)
 
 
@@ -228,6 +244,8 @@ def random_unwrap(keys):
     >>> random_unwrap(random.key(3))
     Array([0, 3], dtype=uint32)
     """
+    if type(keys) is Array and _context.trace is eval_trace:
+        return _rewrap_eagerly(keys, random_unwrap_p)
     return random_unwrap_p.bind(keys)
 
 

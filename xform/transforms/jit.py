@@ -7,18 +7,17 @@ on avals alone. Under another transformation, ``jit`` binds ``pjit`` instead so
 that transformation sees through the call.
 """
 import functools
-import inspect
 import time
-import weakref
 
 from xform import backend
 from xform.core import errors, monitoring, transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
-from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.profiling import span
-from xform.core.trace import Tracer, _context, eval_trace, get_aval
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
+from xform.core.trace import Tracer, _context, eval_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
 from xform.interpreters.placement import run_elsewhere
@@ -26,51 +25,12 @@ from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
+from xform.transforms.jit_cache import Entry, fun_cache
 from xform.transforms import jit_sharding
 from xform.transforms.stages import Traced
 from xform import ref as refs
-from xform.core import dtypes
 
 _flatten_builtin = backend.flatten_builtin
-
-
-class ShapeDtypeStruct:
-    """Shape and dtype of an array, without data (``eval_shape``'s currency)."""
-    __slots__ = ("shape", "dtype", "weak_type")
-
-    def __init__(self, shape, dtype, weak_type=False):
-        self.shape = tuple(shape)
-        self.dtype = dtypes.canonicalize_dtype(dtype)
-        self.weak_type = weak_type
-
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: ShapedArray(self.shape, self.dtype).size)
-
-    @classmethod
-    def like(cls, x):
-        """The shape, dtype and weak type of ``x`` (an array, tracer or scalar)."""
-        aval = get_aval(x)
-        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
-
-    def update(self, **kwargs):
-        """A copy with ``shape``, ``dtype`` or ``weak_type`` replaced."""
-        fields = dict(shape=self.shape, dtype=self.dtype, weak_type=self.weak_type)
-        return ShapeDtypeStruct(**{**fields, **kwargs})
-
-    @property
-    def aval(self):
-        return ShapedArray(self.shape, self.dtype, self.weak_type)
-
-    def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
-
-    def __repr__(self):
-        weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def _abstractify(x, path_fn):
@@ -109,114 +69,6 @@ def _flat_avals(fun_name, leaves, in_tree):
     return tuple(avals)
 
 
-def _resolve_static(fun, static_argnums, static_argnames):
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    if isinstance(static_argnames, str):
-        static_argnames = (static_argnames,)
-    static_argnums = tuple(static_argnums or ())
-    static_argnames = tuple(static_argnames or ())
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return static_argnums, static_argnames
-    positional = [p.name for p in params
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    nums = set(static_argnums)
-    names = set(static_argnames)
-    for i in static_argnums:
-        if -len(positional) <= i < len(positional):
-            names.add(positional[i])
-    for n in static_argnames:
-        if n in positional:
-            nums.add(positional.index(n))
-    return tuple(sorted(nums)), tuple(sorted(names))
-
-
-class _Entry:
-    """A compiled specialization: executable, consts and how to rebuild outputs.
-
-    ``c_out_tree`` is the output structure as a jaxlib C++ treedef (None when the
-    output holds nodes only xform's registry knows): the pytree fast path uses it."""
-    __slots__ = ("compiled", "out_tree", "single", "c_out_tree", "run", "handlers",
-                 "consts", "out_avals", "out_aval")
-
-    def __init__(self, compiled, out_tree):
-        self.compiled = compiled
-        self.out_tree = out_tree
-        self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
-        self.c_out_tree = None
-        # What the hit paths use, copied here (one attribute load each, not two). A
-        # mesh_jit.ReplicatedJaxpr has no run/handlers: it never enters a fast path.
-        self.run = getattr(compiled, "run", None)
-        self.handlers = getattr(compiled, "handlers", None)
-        self.consts, self.out_avals = compiled.const_bufs, compiled.out_avals
-        self.out_aval = self.out_avals[0] if self.single else None
-
-
-class _FunCache:
-    """The traces and executables of one function under one set of jit options.
-
-    Every ``jit`` wrapper of the same function object (with the same options) shares
-    it, as JAX keys its cache on the function, weakly referenced: ``jit(f)(x)`` written
-    inline re-traces nothing, and a global read by ``f`` keeps its traced value until
-    the argument types change (JAX's "Common Gotchas")."""
-    __slots__ = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
-                 "plain", "jaxprs", "entries", "fast", "tree_fast", "hoisted", "sig",
-                 "consumed", "placements", "__weakref__")
-
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
-                 donate_argnames):
-        self.static_argnums, self.static_argnames = _resolve_static(
-            fun, static_argnums, static_argnames)
-        self.donate_argnums, self.donate_argnames = _resolve_static(
-            fun, donate_argnums, donate_argnames)
-        self.plain = not self.static_argnums and not self.static_argnames
-        self.jaxprs = {}    # key -> (ClosedJaxpr, out_tree)
-        self.entries = {}   # key -> _Entry
-        self.fast = {}      # tuple of avals (positional Arrays, no statics) -> _Entry
-        self.tree_fast = {}  # (C++ treedef of args, avals) -> _Entry
-        self.hoisted = {}   # key -> (closed, jaxpr with consts as inputs, consts)
-        self.sig = None     # parameter names, for cache-miss explanations
-        self.consumed = {}  # key -> argument leaves whose typed keys the function consumes
-        self.placements = {}  # sharded calls: jit_sharding.placement's memo
-        _all_caches.add(self)
-
-    def clear(self):
-        for d in (self.jaxprs, self.entries, self.fast, self.tree_fast, self.hoisted,
-                  self.consumed, self.placements):
-            d.clear()
-
-
-_fun_caches = weakref.WeakKeyDictionary()  # fun -> {options: _FunCache}
-_all_caches = weakref.WeakSet()
-_seen_code = {}  # (file, line) of functions jit has traced -> count (for explanations)
-
-
-def _as_tuple(x):
-    if x is None:
-        return ()
-    return (x,) if isinstance(x, (int, str)) else tuple(x)
-
-
-def _fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
-               donate_argnames, shardings_key=None):
-    opts = tuple(map(_as_tuple, (static_argnums, static_argnames, donate_argnums,
-                                 donate_argnames)))
-    try:
-        if not shared:
-            raise TypeError
-        per_fun = _fun_caches.get(fun)
-        if per_fun is None:
-            per_fun = _fun_caches[fun] = {}
-    except Exception:  # noqa: BLE001  (not weakly referenceable, not hashable, or an
-        per_fun = {}   # __eq__ that raises, e.g. on array fields): a private cache
-    cache = per_fun.get(opts + (shardings_key,))
-    if cache is None:
-        cache = per_fun[opts + (shardings_key,)] = _FunCache(fun, *opts)
-    return cache
-
-
 class JitWrapped:
     """The callable ``jit`` returns. Also offers ``lower`` (AOT) and ``trace``."""
 
@@ -229,7 +81,7 @@ class JitWrapped:
         if in_shardings is not None or out_shardings is not None:
             self._shardings = jit_sharding.JitShardings(in_shardings, out_shardings)
             _shared = _shared and self._shardings.key is not None
-        cache = self._cache = _fun_cache(fun, _shared, static_argnums, static_argnames,
+        cache = self._cache = fun_cache(fun, _shared, static_argnums, static_argnames,
                                          donate_argnums, donate_argnames,
                                          self._shardings and self._shardings.key)
         self._static_argnums = cache.static_argnums
@@ -249,7 +101,7 @@ class JitWrapped:
         # Arrays qualify (a ShardedArray's ``_buf`` would assemble it on the host), and
         # Python scalars and NumPy arrays, as the slow path would transfer them.
         if self._plain and not kwargs and _context.trace is eval_trace:
-            bufs, avals = [], []
+            bufs, avals, c = [], [], False
             for a in args:  # (a loop beats map(attrgetter) for a few arguments)
                 if type(a) is not Array:
                     leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok \
@@ -261,6 +113,7 @@ class JitWrapped:
                     continue
                 bufs.append(a._buf)
                 avals.append(a.aval)
+                c = c or a._committed
             else:
                 avals = tuple(avals)
                 entry = self._fast.get(avals)
@@ -273,19 +126,20 @@ class JitWrapped:
                         outs = run_elsewhere(entry.compiled, bufs, args, f"jit({self._name})",
                                              e, lambda i: explain.leaf_name(self, args, {}, i))
                     if entry.out_aval is not None:
-                        return Array(outs[0], entry.out_aval)
-                    return tree_util.tree_unflatten(entry.out_tree,
-                                                    list(map(Array, outs, entry.out_avals)))
+                        return Array(outs[0], entry.out_aval, c)
+                    return tree_util.tree_unflatten(entry.out_tree, [
+                        Array(b, v, c) for b, v in zip(outs, entry.out_avals)])
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
             leaves, c_tree = _flatten_builtin(args)
-            bufs, avals = [], []
+            bufs, avals, c = [], [], False
             for a in leaves:
                 if type(a) is not Array:
                     return self._call(args, kwargs)
                 bufs.append(a._buf)
                 avals.append(a.aval)
+                c = c or a._committed
             entry = self._tree_fast.get((c_tree, tuple(avals)))
             if entry is not None and entry.c_out_tree is not None:
                 if entry.consts:
@@ -295,14 +149,73 @@ class JitWrapped:
                 except Exception as e:
                     outs = run_elsewhere(entry.compiled, bufs, leaves, f"jit({self._name})",
                                          e, lambda i: explain.leaf_name(self, args, {}, i))
-                return entry.c_out_tree.unflatten(list(map(Array, outs, entry.out_avals)))
+                return entry.c_out_tree.unflatten([Array(b, v, c)
+                                                   for b, v in zip(outs, entry.out_avals)])
+        elif _context.trace is eval_trace:
+            # Static or keyword arguments: the key also holds each static's type and
+            # value and the keywords' names (JAX's C++ fast path keys them too).
+            statics = self._cache.static_at.get(len(args))
+            if statics is not None:
+                hit = self._keyed(args, kwargs, statics, False)
+                if hit is not None:
+                    try:
+                        entry = self._fast.get(hit[0])
+                    except Exception:  # noqa: BLE001  (unhashable: the slow path's error)
+                        entry = None
+                    if entry is not None:
+                        return self._run_fast(entry, hit, args, kwargs)
         return self._call(args, kwargs)
+
+    def _keyed(self, args, kwargs, statics, canonical):
+        """A call with static or keyword arguments: its fast-path key, its buffers in the
+        slow path's leaf order (positional, then keywords by name), those leaves and
+        whether one is committed; None where an argument is not a leaf the fast path
+        takes (a pytree)."""
+        key, bufs, dyn, c = [len(args)], [], [], False
+        if kwargs:
+            names = sorted(kwargs)
+            key.append(tuple(names))
+            items = [*args, *[kwargs[k] for k in names]]
+            static = [i in statics for i in range(len(args))] + [
+                k in self._static_argnames for k in names]
+        else:
+            items, static = args, None
+        for i, a in enumerate(items):
+            if static[i] if static is not None else i in statics:
+                key += (type(a), a)
+                continue
+            if type(a) is Array:
+                bufs.append(a._buf)
+                key.append(canonical_aval(a.aval) if canonical else a.aval)
+                c = c or a._committed
+            else:
+                leaf = host_leaf(a) if type(a) in _HOST_TYPES and self._host_ok else None
+                if leaf is None:
+                    return None
+                bufs.append(leaf[0])
+                key.append(leaf[1])
+            dyn.append(a)
+        return tuple(key), bufs, dyn, c
+
+    def _run_fast(self, entry, hit, args, kwargs):
+        _, bufs, dyn, c = hit
+        if entry.consts:
+            bufs = entry.consts + bufs
+        try:
+            outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+        except Exception as e:
+            outs = run_elsewhere(entry.compiled, bufs, dyn, f"jit({self._name})", e,
+                                 lambda i: explain.leaf_name(self, args, kwargs, i))
+        if entry.out_aval is not None:
+            return Array(outs[0], entry.out_aval, c)
+        return tree_util.tree_unflatten(entry.out_tree, [Array(b, v, c)
+                                                         for b, v in zip(outs, entry.out_avals)])
 
     @api_boundary
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
-        if kwargs and self._shardings is not None and \
+        if kwargs and self._shardings is not None and self._shardings.device is None and \
                 self._shardings.in_shardings is not None:  # (JAX's rule)
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
@@ -314,6 +227,11 @@ class JitWrapped:
         cache = self._cache
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             describe = lambda i: explain.leaf_name(self, args, kwargs, i)  # noqa: E731
+            one_device = self._shardings is not None and self._shardings.one_device
+            if one_device:  # (SingleDeviceShardings: placed here, so no fast paths)
+                leaves = jit_sharding.put_one_device(
+                    self._shardings, leaves, lambda: self._split_static(args, kwargs)[0],
+                    out_tree, describe, self._name)
             # sharded arguments, in/out_shardings or constraints: one SPMD program
             place = jit_sharding.placement(self._shardings, closed, leaves,
                                            lambda: self._split_static(args, kwargs)[0],
@@ -328,15 +246,16 @@ class JitWrapped:
                 compiled = (spmd.PartitionedJaxpr(closed, place, f"jit({self._name})",
                                                   donated) if place is not None else
                             mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
-                entry = cache.entries[key] = _Entry(compiled or dispatch.CompiledJaxpr(
+                entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated), out_tree)
-                if self._plain and not kwargs and compiled is None and \
-                        not config.jax_debug_key_reuse:   # (fast paths check no keys)
-                    self._add_fast_paths(entry, args, leaves)
+                if compiled is None and not one_device and not config.jax_debug_key_reuse:
+                    self._add_fast_paths(entry, args, kwargs, leaves)  # (they check no keys)
                 with span("xform.jit.execute", name=f"jit({self._name})"):  # first call
                     outs = entry.compiled(leaves, describe)
             else:
                 outs = entry.compiled(leaves, describe)
+            if one_device:
+                outs = jit_sharding.put_outputs(self._shardings, outs, out_tree)
             out = tree_util.tree_unflatten(out_tree, outs)
             if entry.c_out_tree is None and self._plain and not kwargs:
                 c_leaves, c_out = backend.flatten_builtin(out)
@@ -370,7 +289,7 @@ class JitWrapped:
         if _context.trace is eval_trace and not any(isinstance(x, Tracer) for x in vals):
             entry = self._cache.entries.get(key)
             if entry is None:
-                entry = self._cache.entries[key] = _Entry(
+                entry = self._cache.entries[key] = Entry(
                     dispatch.CompiledJaxpr(closed, name=f"jit({self._name})"), out_tree)
             outs = entry.compiled(vals)
         else:
@@ -381,9 +300,17 @@ class JitWrapped:
             r._write(v)
         return tree_util.tree_unflatten(out_tree, outs[:n])
 
-    def _add_fast_paths(self, entry, args, leaves):
+    def _add_fast_paths(self, entry, args, kwargs, leaves):
         # Keys hold canonical avals: hits from dispatch-made Arrays compare by identity.
         if transfer.has_float0(entry.out_avals):  # (outputs that are host zeros)
+            return
+        if not self._plain or kwargs:
+            n = len(args)
+            statics = self._cache.static_at.setdefault(
+                n, frozenset(i % n for i in self._static_argnums if -n <= i < n))
+            hit = self._keyed(args, kwargs, statics, True)
+            if hit is not None:
+                self._fast[hit[0]] = entry
             return
         if all(type(a) is Array or type(a) in _HOST_TYPES and self._host_ok for a in args):
             avals = []
@@ -569,7 +496,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         the call compiles as ONE program XLA partitions over the mesh (as do calls
         with arguments already sharded); outputs left unspecified get the sharding
         XLA chose.
-      device, backend, inline, keep_unused: accepted for JAX compatibility.
+      device: deprecated, as in JAX: the arguments are put on it (committed, wherever
+        they were) and the call runs there.
+      backend, inline, keep_unused: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
@@ -584,33 +513,17 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames,
-                                 in_shardings=in_shardings, out_shardings=out_shardings)
+                                 in_shardings=in_shardings, out_shardings=out_shardings,
+                                 device=device, backend=backend)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    if device is not None:
+        in_shardings = out_shardings = jit_sharding.for_device(
+            device, backend, in_shardings, out_shardings)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                       in_shardings=in_shardings, out_shardings=out_shardings)
 
 
-def _clear_all(name, value):
-    # x64 (and the PRNG's counter layout) change what tracing produces; disable_jit must
-    # bypass the fast paths, which check no flags (they stay empty while jit is
-    # disabled: _call returns early).
-    for c in list(_all_caches):
-        if name in ("jax_enable_x64", "jax_threefry_partitionable"):
-            c.clear()
-        elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
-            c.clear()
-        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
-                      "jax_default_matmul_precision", "jax_default_device",
-                      "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion",
-                      "user_context"):
-            if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
-                c.entries.clear()  # (executables bake them in)
-            c.fast.clear()
-            c.tree_fast.clear()
-
-
-config._add_listener(_clear_all)
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):

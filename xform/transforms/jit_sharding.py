@@ -2,11 +2,13 @@
 one NamedSharding (or None: unspecified) per flat argument and output, and the
 placement of a call (``interpreters.spmd``) that decides whether it compiles as one
 SPMD program over a mesh."""
+import warnings
 
-from xform.core import tree_util
-from xform.core.array import ShardedArray
+from xform.core import transfer, tree_util
+from xform.core.array import Array, ShardedArray
 from xform.core.mesh import current_mesh
-from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding
+from xform.core.sharding import (UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding,
+                                  SingleDeviceSharding)
 from xform.interpreters import mesh_jit, spmd
 
 
@@ -30,17 +32,46 @@ def _named(s, what):
                     f"of the arguments), got {s!r}")
 
 
+def _one_device(s):
+    return isinstance(s, Sharding) and not isinstance(s, NamedSharding)
+
+
+class _JitDevice(SingleDeviceSharding):
+    """A jit's (deprecated) ``device=``: every argument, keywords too, goes there."""
+
+
+def for_device(device, backend, in_shardings, out_shardings):
+    """The in/out_shardings ``jit(device=device)`` means, after JAX's checks and warning."""
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the "
+                  "inputs to the jitted function to get the same behavior.",
+                  DeprecationWarning, stacklevel=3)
+    if backend is not None:
+        raise ValueError("can't specify both a device and a backend for jit, "
+                         f"got {device=} and {backend=}")
+    for given, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
+        if given is not None:
+            raise ValueError("If backend or device is specified on jit, then "
+                             f"{what} should not be specified.")
+    return _JitDevice(device)
+
+
 class JitShardings:
     """The ``in_shardings`` and ``out_shardings`` one jit was given; ``key`` is
-    hashable (part of the function cache's options) or None if it is not."""
-    __slots__ = ("in_shardings", "out_shardings", "key")
+    hashable (part of the function cache's options) or None if it is not;
+    ``one_device``: some are one-device shardings (see ``put_one_device``); ``device``:
+    jit's ``device=`` (else None)."""
+    __slots__ = ("in_shardings", "out_shardings", "key", "one_device", "device")
 
     def __init__(self, in_shardings, out_shardings):
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
+        self.device = in_shardings._device if type(in_shardings) is _JitDevice else None
         parts = []
+        self.one_device = False
         for tree, what in ((in_shardings, "in_shardings"), (out_shardings, "out_shardings")):
             leaves, treedef = tree_util.tree_flatten(tree, is_leaf=_leaf)
             parts.append((tuple(leaves), treedef))
+            self.one_device = self.one_device or any(map(_one_device, leaves))
             for s in leaves:  # (JAX's check: a jit's shardings pin every dimension)
                 if UNCONSTRAINED in getattr(s, "spec", s if isinstance(s, PartitionSpec)
                                             else ()):
@@ -52,22 +83,66 @@ class JitShardings:
         except TypeError:
             self.key = None
 
-    def flat_in(self, dyn_args, n_leaves):
+    def flat_in(self, dyn_args, n_leaves, named=True):
+        """Per flat argument its NamedSharding or None (``named=False``: the sharding
+        as given)."""
         if self.in_shardings is None:
             return None
         spec = self.in_shardings
         if isinstance(spec, list):
             spec = tuple(spec)
         flat = tree_util.broadcast_prefix(spec, tuple(dyn_args), is_leaf=_leaf)
-        flat = [_named(s, "in_shardings") for s in flat]
+        flat = [_named(s, "in_shardings") for s in flat] if named else flat
         return flat + [None] * (n_leaves - len(flat))
 
-    def flat_out(self, out_tree):
+    def flat_out(self, out_tree, named=True):
         if self.out_shardings is None:
             return None
         full = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         flat = tree_util.broadcast_prefix(self.out_shardings, full, is_leaf=_leaf)
-        return [_named(s, "out_shardings") for s in flat]
+        return [_named(s, "out_shardings") for s in flat] if named else flat
+
+
+def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
+    """``leaves`` placed as one-device in/out_shardings say, as JAX's: an argument
+    given one goes to its device, committed (wherever it was); with an output given
+    one, the other arguments, uncommitted, go to that device too (a committed one
+    elsewhere raises JAX's error), so the call runs and its results are committed
+    there (interpreters/placement.py); ``put_outputs`` commits results that took
+    no argument there."""
+    flat_in = shardings.flat_in(dyn_args(), len(leaves), named=False) or [None] * len(leaves)
+    outs = {s._device_assignment[0] for s in shardings.flat_out(out_tree, named=False) or ()
+            if _one_device(s)}
+    ins = [s._device_assignment[0] if _one_device(s) else shardings.device for s in flat_in]
+    out = next(iter(outs), None)
+
+    def incompatible(what, d):
+        return ValueError(
+            f"Received incompatible devices for jitted computation. Got {what} with device "
+            f"ids [{d.id}] on platform {d.platform.upper()} and explicit output sharding "
+            f"with device ids [{out.id}] on platform {out.platform.upper()}")
+    placed = []
+    for i, (x, d) in enumerate(zip(leaves, ins)):
+        if d is None and out is not None:
+            where = transfer.committed_device(x)
+            if where is not None and where != out:
+                raise incompatible(f"argument {describe(i)} of {name} with shape "
+                                   f"{x.aval.str_short()} and", where)
+            d = out
+        elif d is not None and out is not None and d != out:
+            raise incompatible(f"in_shardings of argument {describe(i)} of {name}", d)
+        placed.append(x if d is None or isinstance(x, ShardedArray) else
+                      transfer.device_put_value(x, d))
+    return placed
+
+
+def put_outputs(shardings, outs, out_tree):
+    """Flat results ``outs`` on the devices one-device out_shardings name, committed."""
+    flat = shardings.flat_out(out_tree, named=False)
+    if flat is None:
+        return outs
+    return [transfer.device_put_value(o, s._device_assignment[0])
+            if _one_device(s) and type(o) is Array else o for o, s in zip(outs, flat)]
 
 
 def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, memo=None):

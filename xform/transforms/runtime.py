@@ -8,7 +8,7 @@ import gc
 from xform.core.array import Array
 from xform.core.trace import eval_trace, get_aval, set_current_trace
 from xform.interpreters import compiler, dispatch, lazy_run, pjit, pxla
-from xform.transforms import jit
+from xform.transforms import jit_cache
 
 
 def typeof(x):
@@ -29,7 +29,7 @@ def clear_caches():
     >>> import xform
     >>> xform.clear_caches()
     """
-    for c in list(jit._all_caches):
+    for c in list(jit_cache.all_caches):
         c.clear()
     dispatch._prim_cache.clear()
     dispatch._canonical_jaxprs.clear()

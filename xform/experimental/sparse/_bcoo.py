@@ -1,6 +1,6 @@
 """The BCOO class (a pytree of ``data`` and ``indices`` with a static ``shape``) and the
 conversions between dense and sparse: todense (a scatter-add), extract (a gather),
-fromdense (nonzero + extract), empty and eye. The kernels are jitted functions of the
+fromdense (nonzero + extract), the empty BCOO and eye. The kernels are jitted functions of the
 buffers (static layout), so eager use compiles one program per op as JAX's primitives
 do, and under an outer trace they inline as a call.
 
@@ -17,13 +17,13 @@ from xform import lax
 from xform import numpy as jnp
 from xform.core.pytree_registry import register_pytree_node_class
 from xform.core.trace import Tracer
-from xform.experimental.sparse._util import (concrete_int, nfold_vmap, validate_bcoo,
-                                             validate_indices)
+from xform.experimental.sparse._util import (JAXSparse, concrete_int, nfold_vmap,
+                                             validate_bcoo, validate_indices)
 from xform.transforms.jit import jit
 
 
 @register_pytree_node_class
-class BCOO:
+class BCOO(JAXSparse):
     """Batched coordinate (BCOO) sparse array, as ``jax.experimental.sparse.BCOO``.
 
     Args:
@@ -46,8 +46,6 @@ class BCOO:
     >>> M.indices.tolist()
     [[0, 1], [1, 0], [1, 2]]
     """
-    __hash__ = None
-    __array_priority__ = 100   # `ndarray @ BCOO` defers to BCOO.__rmatmul__
 
     def __init__(self, args, *, shape, indices_sorted=False, unique_indices=False):
         self.data, self.indices = map(jnp.asarray, args)
@@ -57,18 +55,12 @@ class BCOO:
         validate_bcoo(self.data, self.indices, self.shape)
 
     nse = property(lambda self: self.indices.shape[-2])
-    dtype = property(lambda self: self.data.dtype)
     n_batch = property(lambda self: self.indices.ndim - 2)
     n_sparse = property(lambda self: self.indices.shape[-1])
     n_dense = property(lambda self: self.data.ndim - 1 - self.n_batch)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape)))
-    T = property(lambda self: self.transpose())
+    _bufs = property(lambda self: (self.data, self.indices))
     _info = property(lambda self: dict(shape=self.shape, indices_sorted=self.indices_sorted,
                                        unique_indices=self.unique_indices))
-
-    def __len__(self):
-        return self.shape[0]
 
     def __repr__(self):
         try:
@@ -93,11 +85,6 @@ class BCOO:
     def todense(self):
         """The dense array (duplicates summed, out-of-bounds entries dropped)."""
         return bcoo_todense(self)
-
-    def block_until_ready(self):
-        self.data.block_until_ready()
-        self.indices.block_until_ready()
-        return self
 
     def tree_flatten(self):
         return (self.data, self.indices), (self.shape, self.indices_sorted,
@@ -289,14 +276,9 @@ def _fromdense(mat, nse, n_batch, n_dense, index_dtype):
 
 # ---- constructors ----
 
-def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """An all-zero BCOO of ``shape`` (``nse``, ``n_batch``, ``n_dense`` as keywords):
-    zero data and out-of-bounds indices."""
-    if sparse_format != "bcoo":
-        raise NotImplementedError(f"sparse_format={sparse_format!r}: xform has only 'bcoo'")
-    nse, n_batch, n_dense = kwds.pop("nse", 0), kwds.pop("n_batch", 0), kwds.pop("n_dense", 0)
-    if kwds:
-        raise TypeError(f"empty() got unexpected keyword arguments {sorted(kwds)}")
+def _bcoo_empty(shape, *, dtype=None, index_dtype="int32", nse=0, n_batch=0, n_dense=0):
+    """An all-zero BCOO (``sparse.empty``'s 'bcoo' format): zero data, out-of-bounds
+    indices."""
     shape = tuple(shape)
     n_sparse = len(shape) - n_dense - n_batch
     if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
@@ -308,21 +290,16 @@ def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
     return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
 
-def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
-    """A sparse identity-like ``N x M`` matrix with ones on diagonal ``k``."""
-    if sparse_format != "bcoo":
-        raise NotImplementedError(f"sparse_format={sparse_format!r}: xform has only 'bcoo'")
-    M = N if M is None else M
-    n_batch, n_dense = kwds.pop("n_batch", 0), kwds.pop("n_dense", 0)
-    if kwds:
-        raise TypeError(f"eye() got unexpected keyword arguments {sorted(kwds)}")
+def _bcoo_eye(N, M, k, *, dtype=None, index_dtype="int32", n_batch=0, n_dense=0):
+    """A sparse identity-like ``N x M`` BCOO with ones on diagonal ``k``
+    (``sparse.eye``'s 'bcoo' format)."""
     if 2 - n_batch - n_dense < 0 or n_batch < 0 or n_dense < 0:
         raise ValueError(f"Invalid inputs: shape={(N, M)}, n_dense={n_dense}, n_batch={n_batch}")
     dtype = dtype if dtype is not None else jnp.float32
     diag_size = min(N, M - k) if k > 0 else min(N + k, M)
     if diag_size <= 0:
-        return empty((N, M), dtype=dtype, index_dtype=index_dtype, n_batch=n_batch,
-                     n_dense=n_dense)
+        return _bcoo_empty((N, M), dtype=dtype, index_dtype=index_dtype, n_batch=n_batch,
+                           n_dense=n_dense)
     if n_dense > 0 or n_batch > 1:   # these layouts store the zeros explicitly
         return bcoo_fromdense(jnp.eye(N, M, k, dtype=dtype), n_batch=n_batch,
                               n_dense=n_dense, index_dtype=index_dtype)

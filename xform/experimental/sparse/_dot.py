@@ -8,11 +8,12 @@ import numpy as np
 
 from xform import lax
 from xform import numpy as jnp
-from xform.experimental.sparse._bcoo import BCOO
+from xform.experimental.sparse._bcoo import BCOO, _extract
 from xform.experimental.sparse._ops import (_as_tuple, _dot_general, _rdot_general,
                                             bcoo_sum_duplicates)
 from xform.experimental.sparse._util import remaining
-from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
+from xform.experimental.sparse._slicing import bcoo_update_layout
+from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit, make_jaxpr
 from xform.transforms.vmap import vmap
 
 
@@ -41,6 +42,28 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
         return _rdot_general(jnp.asarray(lhs), rhs, dimension_numbers, preferred_element_type)
     return lax.dot_general(lhs, rhs, dimension_numbers,
                            preferred_element_type=preferred_element_type)
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+    """``lax.dot_general(A, B)`` of dense operands evaluated at BCOO ``indices`` only: the
+    ``data`` of a BCOO with those indices. NB: computed as the dense product, then a
+    gather (JAX's general path; its matvec special case is an optimisation).
+
+    >>> import xform.numpy as jnp
+    >>> from xform.experimental import sparse
+    >>> sparse.bcoo_dot_general_sampled(jnp.ones((2, 3)), jnp.ones((3, 2)),
+    ...     jnp.array([[0, 1]]), dimension_numbers=(((1,), (0,)), ((), ())))
+    Array([3.], dtype=float32)
+    """
+    A, B, indices = map(jnp.asarray, (A, B, indices))
+    dn = tuple(tuple(map(_as_tuple, d)) for d in dimension_numbers)
+    return _sampled(A, B, indices, dn)
+
+
+@partial(jit, static_argnums=(3,))
+def _sampled(A, B, indices, dimension_numbers):
+    prod = lax.dot_general(A, B, dimension_numbers, precision=lax.Precision.HIGHEST)
+    return _extract(indices, prod)
 
 
 def bcoo_spdot_general(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
@@ -123,3 +146,61 @@ def _spdot_unbatched(ldata, lindices, rdata, rindices, *, lshape, rshape, lc, rc
     # Zeros are kept (not eliminated): eliminating them breaks autodiff (JAX issue 10163).
     out = bcoo_sum_duplicates(BCOO((data, indices), shape=out_shape), nse=out_nse)
     return out.data, out.indices
+
+
+# ---- conv_general_dilated ----
+
+def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation=None,
+                              rhs_dilation=None, dimension_numbers=None,
+                              feature_group_count=1, batch_group_count=1, precision=None,
+                              preferred_element_type=None, out_sharding=None):
+    """Sparse ``lax.conv_general_dilated``, JAX's case only: 1-D, unit strides and
+    dilations, no groups, leading dimensions (1, 1). Every pair of stored elements
+    contributes at ``i_lhs + pad_lo - i_rhs`` (a BCOO with nse = lhs.nse * rhs.nse)."""
+    del precision, preferred_element_type, out_sharding
+    params = make_jaxpr(lambda a, b: lax.conv_general_dilated(
+        a, b, window_strides, padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+        batch_group_count=batch_group_count))(
+        ShapeDtypeStruct(lhs.shape, lhs.dtype), ShapeDtypeStruct(rhs.shape, rhs.dtype)
+    ).jaxpr.eqns[0].params
+    if params["lhs_dilation"] != (1,) * (lhs.ndim - 2):
+        raise NotImplementedError("bcoo convolution with lhs_dilation.")
+    if params["rhs_dilation"] != (1,) * (rhs.ndim - 2):
+        raise NotImplementedError("bcoo convolution with rhs_dilation.")
+    if params["window_strides"] != (1,) * (lhs.ndim - 2):
+        raise NotImplementedError("bcoo convolution with non-unit window_strides.")
+    if (params["batch_group_count"], params["feature_group_count"]) != (1, 1):
+        raise NotImplementedError("bcoo convolution with non-unit group counts.")
+    if tuple(lhs.shape[:2]) != (1, 1) or tuple(rhs.shape[:2]) != (1, 1):
+        raise NotImplementedError("bcoo convolution with leading dimensions other than (1, 1)")
+    if lhs.ndim != 3:
+        raise NotImplementedError("bcoo convolution with more than one spatial dimension.")
+    index_dtype = next((m.indices.dtype for m in (lhs, rhs) if isinstance(m, BCOO)), np.int32)
+    (lo, hi), = params["padding"]
+    (ld, li), (rd, ri) = (_as_1d(m, np.dtype(index_dtype)) for m in (lhs, rhs))
+    size = max(0, lhs.shape[-1] + lo + hi - rhs.shape[-1] + 1)
+    data, indices = _conv_1d(ld, li, rd, ri, int(lo))
+    return BCOO((data, indices), shape=(1, 1, size))
+
+
+def _as_1d(mat, index_dtype):
+    """(data, indices) of a (1, 1, n) operand as an unbatched 1-D BCOO's buffers."""
+    if isinstance(mat, BCOO):
+        mat = bcoo_update_layout(mat, n_batch=2, n_dense=0)
+        data, indices = mat.data[0, 0], mat.indices[0, 0]
+        return jnp.where(indices[:, 0] < mat.shape[-1], data, 0).astype(data.dtype), indices
+    mat = jnp.asarray(mat)
+    return mat[0, 0], lax.broadcasted_iota(index_dtype, (mat.shape[-1], 1), 0)
+
+
+@partial(jit, static_argnums=(4,))
+def _conv_1d(ldata, lindices, rdata, rindices, pad_lo):
+    if ldata.dtype != rdata.dtype:
+        raise TypeError(f"bcoo_conv_general_dilated: operand dtypes {ldata.dtype} and "
+                        f"{rdata.dtype} differ")
+    data = (ldata[:, None] * rdata[None, :]).ravel()
+    indices = (lindices[:, None, 0] + (pad_lo - rindices[None, :, 0])).ravel()
+    data = jnp.where(indices < 0, jnp.zeros((), data.dtype), data)
+    indices = jnp.where(indices < 0, 0, indices)
+    return data[None, None], indices[None, None, :, None]

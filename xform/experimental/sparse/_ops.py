@@ -70,7 +70,8 @@ def _rdot_general(lhs, rhs, dimension_numbers, preferred_element_type):
                                   *range(n_batch, n_swap)))
 
 
-def _dot_general(lhs, rhs, dimension_numbers, preferred_element_type):
+def _dot_general(lhs, rhs, dimension_numbers, preferred_element_type,
+                 name="bcoo_dot_general"):
     (lc, rc), (lb, rb) = dimension_numbers
     lc, rc, lb, rb = map(_as_tuple, (lc, rc, lb, rb))
     out = eval_shape(lambda a, b: lax.dot_general(
@@ -80,10 +81,10 @@ def _dot_general(lhs, rhs, dimension_numbers, preferred_element_type):
     n_batch, n_sparse, _, _ = validate_bcoo(data, indices, lhs.shape)
     if lb and max(lb) >= n_batch:
         raise NotImplementedError(
-            "bcoo_dot_general batch dimensions must be among the batch dimensions in the "
+            f"{name} batch dimensions must be among the batch dimensions in the "
             f"sparse representation.\ngot lhs_batch={lb}, n_batch={n_batch}")
     if any(d >= n_batch + n_sparse for d in lc):
-        raise NotImplementedError("bcoo_dot_general: contracting over dense dimensions.")
+        raise NotImplementedError(f"{name}: contracting over dense dimensions.")
     pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
     return _dot_general_impl(data, indices, rhs, ((lc, rc), (lb, rb)), pet, out.shape,
                              np.dtype(out.dtype))

@@ -1,5 +1,5 @@
-"""Structural BCOO operations (concatenate, broadcast_in_dim), the format-generic
-``todense``/``fromdense``, and ``random_bcoo``."""
+"""Structural BCOO operations (concatenate, broadcast_in_dim, reshape), ``fromdense``
+(an xform alias of ``bcoo_fromdense``), and ``random_bcoo``."""
 import math
 from functools import partial
 
@@ -8,36 +8,10 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform import random
-from xform.experimental.sparse._bcoo import BCOO, bcoo_fromdense, bcoo_todense
+from xform.experimental.sparse._bcoo import BCOO, bcoo_fromdense
 from xform.experimental.sparse._util import validate_bcoo
 from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
 from xform.transforms.vmap import vmap
-
-# The name of the identity call ``todense`` stages for a traced dense argument: sparsify's
-# call rule densifies a BCOO reaching it (JAX has a todense primitive for this).
-TODENSE_NAME = "_sparse_todense"
-
-
-def _sparse_todense(x):
-    return x
-
-
-_dense_identity = jit(_sparse_todense)
-
-
-def todense(arr):
-    """The dense array of a BCOO; a dense array is returned as is. Inside ``sparsify``
-    this densifies the argument it is given (so dense-only ops can follow).
-
-    >>> import xform.numpy as jnp
-    >>> from xform.experimental import sparse
-    >>> sparse.todense(sparse.BCOO.fromdense(jnp.array([0., 3.]))).tolist()
-    [0.0, 3.0]
-    """
-    if isinstance(arr, BCOO):
-        return bcoo_todense(arr)
-    return _dense_identity(arr)
-
 
 def fromdense(mat, *, nse=None, index_dtype=np.int32, n_dense=0, n_batch=0):
     """A BCOO of ``mat`` (see :func:`bcoo_fromdense`)."""

@@ -1,10 +1,12 @@
-"""``sparsify``: run a function written for dense arrays on BCOO arguments.
+"""``sparsify``: run a function written for dense arrays on BCOO (or BCSR) arguments.
 
 JAX's interpreter design: trace ``f`` to a jaxpr with each BCOO standing in as a dense
 aval of its shape, then evaluate that jaxpr with an environment holding dense arrays or
 BCOOs. An equation with only dense inputs binds its primitive as is (under whatever trace
 is current, so jit/grad/vmap around sparsify still work); one with a BCOO input goes to
-the primitive's sparse rule, which computes with the BCOO's buffers. The road not taken,
+the primitive's sparse rule (a table per format), which computes with the buffers.
+Control flow (while/cond/scan) re-traces its sub-jaxprs over the flattened sparse
+buffers, as JAX's interpreter does. The road not taken,
 a SparseTrace with ``process_primitive``, needs the same rule table plus tracer plumbing
 through every higher-order primitive; the jaxpr interpreter gets calls (jit) by
 recursing into the inner jaxpr. The BCOO operator methods (``@``, ``*``, ``+``, ``sum``,
@@ -14,23 +16,32 @@ import functools
 
 from xform import lax
 from xform import numpy as jnp
+from xform.core.avals import ShapedArray
 from xform.core.jaxpr import ClosedJaxpr, Literal
 from xform.core.tree_util import tree_flatten, tree_unflatten
 from xform.core.trace import get_aval
-from xform.experimental.sparse._bcoo import BCOO, bcoo_todense
-from xform.experimental.sparse._dot import bcoo_dot_general
+from xform.experimental.sparse._bcoo import BCOO, bcoo_fromdense, bcoo_todense
+from xform.experimental.sparse._bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
+                                             bcsr_dot_general)
+from xform.experimental.sparse._dot import bcoo_conv_general_dilated, bcoo_dot_general
 from xform.experimental.sparse._ops import (bcoo_eliminate_zeros, bcoo_multiply_dense,
                                             bcoo_multiply_sparse, bcoo_reduce_sum,
                                             bcoo_sort_indices, bcoo_sum_duplicates,
                                             bcoo_transpose)
-from xform.experimental.sparse._ops2 import (TODENSE_NAME, bcoo_broadcast_in_dim,
+from xform.experimental.sparse._api import TODENSE_NAME
+from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim,
                                              bcoo_concatenate, bcoo_reshape)
+from xform.experimental.sparse._slicing import (bcoo_dynamic_slice, bcoo_gather, bcoo_rev,
+                                                bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 from xform.experimental.sparse._util import dense_aval
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.custom import custom_jvp_call_p
 from xform.interpreters.pjit import pjit_p
+from xform.lax.control_flow.conditionals import _merge_consts
 
 sparse_rules_bcoo = {}
+sparse_rules_bcsr = {}
+SPARSE = (BCOO, BCSR)
 
 _zero_preserving_linear_unary = [lax.conj_p, lax.imag_p, lax.neg_p, lax.real_p]
 _zero_preserving_unary = [
@@ -58,8 +69,10 @@ def _eval_sparse(jaxpr, consts, args):
     env.update(zip(jaxpr.invars, args, strict=True))
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
-        if any(isinstance(v, BCOO) for v in invals):
-            rule = sparse_rules_bcoo.get(eqn.primitive)
+        if any(isinstance(v, SPARSE) for v in invals):
+            rules = (sparse_rules_bcsr if any(isinstance(v, BCSR) for v in invals)
+                     else sparse_rules_bcoo)
+            rule = rules.get(eqn.primitive)
             if rule is None:
                 _raise_unimplemented_primitive(eqn.primitive)
             outs = rule(*invals, **eqn.params)
@@ -72,7 +85,7 @@ def _eval_sparse(jaxpr, consts, args):
 
 
 def _aval(x):
-    return dense_aval(x.shape, x.dtype) if isinstance(x, BCOO) else get_aval(x)
+    return dense_aval(x.shape, x.dtype) if isinstance(x, SPARSE) else get_aval(x)
 
 
 def sparsify(f, use_tracer=False):
@@ -102,8 +115,8 @@ def sparsify(f, use_tracer=False):
 
     @functools.wraps(f)
     def wrapped(*args, **params):
-        leaves, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, BCOO))
-        leaves = [x if isinstance(x, BCOO) else jnp.asarray(x) for x in leaves]
+        leaves, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, SPARSE))
+        leaves = [x if isinstance(x, SPARSE) else jnp.asarray(x) for x in leaves]
         closed, consts, out_tree = pe.trace_to_subjaxpr(
             lambda *a: f(*a, **params), in_tree, [_aval(x) for x in leaves])
         outs = _eval_sparse(closed.jaxpr, closed.consts, [*consts, *leaves])
@@ -114,13 +127,12 @@ def sparsify(f, use_tracer=False):
 # ---- rules ----
 
 def _ensure_unique(x):
-    return x if x.unique_indices else bcoo_sum_duplicates(x, nse=x.nse)
+    return x if x.unique_indices else x.sum_duplicates(nse=x.nse, remove_zeros=False)
 
 
 def _like(x, data):
-    """A BCOO with ``x``'s indices (the same array object) and new data."""
-    return BCOO((data, x.indices), shape=x.shape, indices_sorted=x.indices_sorted,
-                unique_indices=x.unique_indices)
+    """A sparse array with ``x``'s indices (the same array objects) and new data."""
+    return type(x)((data, *x._bufs[1:]), **x._info)
 
 
 def _unary_rule(prim, linear):
@@ -132,9 +144,9 @@ def _unary_rule(prim, linear):
 
 
 for _p in _zero_preserving_unary:
-    sparse_rules_bcoo[_p] = _unary_rule(_p, linear=False)
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _unary_rule(_p, linear=False)
 for _p in _zero_preserving_linear_unary:
-    sparse_rules_bcoo[_p] = _unary_rule(_p, linear=True)
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _unary_rule(_p, linear=True)
 
 
 def _integer_pow_rule(x, *, y):
@@ -146,7 +158,7 @@ def _integer_pow_rule(x, *, y):
     return _unary_rule(lax.integer_pow_p, False)(x, y=y)
 
 
-sparse_rules_bcoo[lax.integer_pow_p] = _integer_pow_rule
+sparse_rules_bcoo[lax.integer_pow_p] = sparse_rules_bcsr[lax.integer_pow_p] = _integer_pow_rule
 
 
 def _add_rule(x, y):
@@ -207,9 +219,13 @@ def _transpose_rule(x, *, permutation, **_):
     return bcoo_transpose(x, permutation=permutation)
 
 
-def _dot_general_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None, **_):
-    return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
-                            preferred_element_type=preferred_element_type)
+def _dot_params(params):
+    return dict(dimension_numbers=params["dimension_numbers"],
+                preferred_element_type=params.get("preferred_element_type"))
+
+
+def _dot_general_rule(lhs, rhs, **params):
+    return bcoo_dot_general(lhs, rhs, **_dot_params(params))
 
 
 def _broadcast_in_dim_rule(x, *dyn, shape, broadcast_dimensions, **_):
@@ -227,12 +243,18 @@ def _concatenate_rule(*xs, dimension, **_):
     return bcoo_concatenate(xs, dimension=dimension)
 
 
+def _gather_rule(operand, indices, **params):
+    if isinstance(indices, SPARSE):
+        raise NotImplementedError("sparse rule for gather with sparse indices")
+    return bcoo_gather(operand, indices, **params)
+
+
 def _call_rule(param):
     """Calls (jit, custom_jvp functions) are inlined: their jaxpr is evaluated sparsely;
     the identity call ``sparse.todense`` stages for a traced argument densifies."""
     def rule(*args, **params):
         if params.get("name") == TODENSE_NAME:
-            return [bcoo_todense(x) if isinstance(x, BCOO) else x for x in args]
+            return [x.todense() if isinstance(x, SPARSE) else x for x in args]
         closed = params[param]
         if not isinstance(closed, ClosedJaxpr):
             raise NotImplementedError(f"sparse rule for a call with {param}={type(closed)}")
@@ -246,6 +268,95 @@ sparse_rules_bcoo.update({
     lax.dot_general_p: _dot_general_rule, lax.broadcast_in_dim_p: _broadcast_in_dim_rule,
     lax.concatenate_p: _concatenate_rule, lax.reshape_p: _reshape_rule, pjit_p: _call_rule("jaxpr"),
     custom_jvp_call_p: _call_rule("call_jaxpr"),
+    lax.slice_p: lambda x, **k: bcoo_slice(x, **k),
+    lax.dynamic_slice_p: lambda x, *i, slice_sizes: bcoo_dynamic_slice(x, i, slice_sizes),
+    lax.squeeze_p: lambda x, *, dimensions: bcoo_squeeze(x, dimensions=dimensions),
+    lax.rev_p: lambda x, *, dimensions: bcoo_rev(x, dimensions),
+    lax.gather_p: _gather_rule,
+    lax.conv_general_dilated_p: lambda l, r, **k: bcoo_conv_general_dilated(l, r, **k),
+})
+# ---- control flow: each sub-jaxpr is re-traced over the flattened sparse buffers ----
+
+def _sparsify_jaxpr(closed, args):
+    """``closed`` evaluated sparsely on ``args`` (arrays, sparse arrays, or ShapedArray
+    placeholders), traced to a jaxpr over their flattened buffers. Returns the jaxpr,
+    the values it closed over (its leading inputs), the flat buffers and the output
+    tree. NB: unlike JAX, sharing of indices between values is not tracked across it."""
+    flat, in_tree = tree_flatten(tuple(args))
+    avals = [a if isinstance(a, ShapedArray) else get_aval(a) for a in flat]
+    sp, consts, out_tree = pe.trace_to_subjaxpr(
+        lambda *a: _eval_sparse(closed.jaxpr, closed.consts, list(a)), in_tree, avals)
+    return sp, consts, flat, out_tree
+
+
+def _sig(avals):
+    return [(a.shape, a.dtype) for a in avals]
+
+
+def _check_carry(name, init, out_avals):
+    """Sparse carries must keep their buffers' shapes (nse, layout): the loop's type."""
+    want = [get_aval(x) for x in tree_flatten(list(init))[0]]
+    if _sig(out_avals) != _sig(want):
+        raise TypeError(f"sparsify of {name}: the body must return its carry with the same "
+                        "structure, nse and layout as the initial carry; got buffers "
+                        f"{[a.str_short() for a in out_avals]} for a carry of "
+                        f"{[a.str_short() for a in want]}.")
+
+
+def _while_rule(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, init = (args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts],
+                    args[cond_nconsts + body_nconsts:])
+    cond, cconsts, cflat, _ = _sparsify_jaxpr(cond_jaxpr, (*cc, *init))
+    body, bconsts, bflat, out_tree = _sparsify_jaxpr(body_jaxpr, (*bc, *init))
+    n_init = len(tree_flatten(list(init))[0])
+    _check_carry("while_loop", init, body.out_avals)
+    cflat, bflat = cflat[:len(cflat) - n_init], bflat[:len(bflat) - n_init]
+    outs = lax.while_p.bind(*cconsts, *cflat, *bconsts, *bflat, *tree_flatten(list(init))[0],
+                            cond_jaxpr=cond, body_jaxpr=body,
+                            cond_nconsts=len(cconsts) + len(cflat),
+                            body_nconsts=len(bconsts) + len(bflat))
+    return tree_unflatten(out_tree, outs)
+
+
+def _cond_rule(index, *ops, branches):
+    if isinstance(index, SPARSE):
+        raise NotImplementedError("sparse rule for cond with a sparse predicate")
+    traced = [_sparsify_jaxpr(b, ops) for b in branches]
+    if any(_sig(t[0].out_avals) != _sig(traced[0][0].out_avals) for t in traced):
+        raise TypeError("sparsify of cond: the branches must return sparse outputs of the "
+                        "same structure, nse and layout; got buffers "
+                        f"{[[a.str_short() for a in t[0].out_avals] for t in traced]}.")
+    jaxprs, consts = _merge_consts([(t[0], t[1]) for t in traced])
+    outs = lax.cond_p.bind(index, *consts, *traced[0][2], branches=tuple(jaxprs))
+    return tree_unflatten(traced[0][3], outs)
+
+
+def _scan_rule(*args, jaxpr, num_consts, num_carry, length, linear, **params):
+    consts, init, xs = args[:num_consts], args[num_consts:num_consts + num_carry], \
+        args[num_consts + num_carry:]
+    if any(isinstance(x, SPARSE) for x in xs):   # JAX: none of `xs` at all
+        raise NotImplementedError("sparse rule for scan with sparse x values.")
+    x_avals = jaxpr.in_avals[num_consts + num_carry:]
+    body, bconsts, flat, out_tree = _sparsify_jaxpr(jaxpr, (*consts, *init, *x_avals))
+    n_consts, n_carry = len(tree_flatten(list(consts))[0]), len(tree_flatten(list(init))[0])
+    _check_carry("scan", init, body.out_avals[:n_carry])
+    operands = [*bconsts, *flat[:n_consts + n_carry], *xs]
+    outs = lax.scan_p.bind(*operands, jaxpr=body, length=length,
+                           linear=(False,) * len(operands),
+                           num_carry=n_carry, num_consts=len(bconsts) + n_consts, **params)
+    return tree_unflatten(out_tree, outs)
+
+
+sparse_rules_bcoo.update({lax.while_p: _while_rule, lax.cond_p: _cond_rule,
+                          lax.scan_p: _scan_rule})
+
+# JAX's BCSR table; its jit rule is added as xform's todense is a jit call (JAX: todense_p).
+sparse_rules_bcsr.update({
+    lax.dot_general_p: lambda *a, **k: bcsr_dot_general(*a, **_dot_params(k)),
+    lax.broadcast_in_dim_p: lambda x, *_, shape, broadcast_dimensions, **__:
+        bcsr_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions),
+    lax.concatenate_p: lambda *xs, dimension, **_: bcsr_concatenate(xs, dimension=dimension),
+    pjit_p: _call_rule("jaxpr"), custom_jvp_call_p: _call_rule("call_jaxpr"),
 })
 
 
@@ -269,10 +380,20 @@ def _sum_duplicates_method(self, nse=None, remove_zeros=True):
     return bcoo_sum_duplicates(self, nse=nse)
 
 
+def _getitem(self, idx):
+    """NumPy indexing (ints, slices, None, integer arrays) of the sparse array: sparsify
+    of dense indexing, so the result is sparse."""
+    out = sparsify(lambda x: x[idx])(self)
+    if not isinstance(out, SPARSE) and out.size == 0:   # JAX's corner case: empty result
+        out = bcoo_fromdense(out)
+    return out
+
+
 _bcoo_methods = {
     "transpose": _transpose_method,
     "sum_duplicates": _sum_duplicates_method,
     "sort_indices": bcoo_sort_indices,
+    "update_layout": bcoo_update_layout,
     "astype": lambda self, *a, **k: sparsify(lambda x: x.astype(*a, **k))(self),
     "reshape": lambda self, *a, **k: sparsify(lambda x: x.reshape(*a, **k))(self),
     "sum": lambda self, *a, **k: sparsify(lambda x: x.sum(*a, **k))(self),
@@ -284,11 +405,17 @@ _bcoo_methods = {
     "__mul__": sparsify(jnp.multiply),
     "__rmul__": sparsify(_swap(jnp.multiply)),
     "__truediv__": sparsify(jnp.divide),
+    "__rtruediv__": sparsify(_swap(jnp.divide)),
+    "__rpow__": sparsify(_swap(jnp.power)),
     "__add__": sparsify(jnp.add),
     "__radd__": sparsify(_swap(jnp.add)),
     "__sub__": sparsify(jnp.subtract),
     "__rsub__": sparsify(_swap(jnp.subtract)),
     "__pow__": lambda x, y: sparsify(lambda x: jnp.power(x, y))(x),
+    "__getitem__": _getitem,
+    "__iter__": lambda self: (self[i] for i in range(self.shape[0])),
 }
 for _name, _impl in _bcoo_methods.items():
     setattr(BCOO, _name, _impl)
+for _name in ("__matmul__", "__rmatmul__", "__getitem__"):   # JAX's BCSR operators
+    setattr(BCSR, _name, _bcoo_methods[_name])

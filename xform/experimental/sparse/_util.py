@@ -11,6 +11,40 @@ from xform.core.trace import concrete_or_raise
 from xform.transforms.vmap import vmap
 
 
+class JAXSparse:
+    """Base of the sparse formats (BCOO, BCSR, COO, CSR, CSC), as JAX's: what they share,
+    and ``isinstance(x, sparse.JAXSparse)``. Subclasses define ``shape``, ``data``,
+    ``_bufs`` (data first), ``_info``, ``todense`` and ``transpose``."""
+    __hash__ = None
+    __array_priority__ = 100   # `ndarray @ M` defers to M.__rmatmul__
+    dtype = property(lambda self: self.data.dtype)
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape)))
+    T = property(lambda self: self.transpose())
+
+    def __len__(self):
+        return self.shape[0]
+
+    def block_until_ready(self):
+        for b in self._bufs:
+            b.block_until_ready()
+        return self
+
+
+class SparseEfficiencyError(ValueError):
+    """A sparse operation would store many zeros explicitly (e.g. ``bcoo_update_layout``
+    turning a long sparse axis into a batch axis); pass ``on_inefficient=None`` or
+    'warn' to allow it."""
+
+
+class SparseEfficiencyWarning(UserWarning):
+    """The warning form of :class:`SparseEfficiencyError`."""
+
+
+class CuSparseEfficiencyWarning(SparseEfficiencyWarning):
+    """JAX's cuSPARSE-specific warning; xform has no cuSPARSE lowering, so never raised."""
+
+
 class BCOOProperties(NamedTuple):
     n_batch: int
     n_sparse: int

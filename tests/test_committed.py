@@ -1,0 +1,137 @@
+"""Committed and uncommitted Arrays, against JAX at run time: where results live and
+whether they are committed (``x.committed``), for creation functions, ``device_put``,
+``default_device``, eager ops, composites, jit, lazy mode, ``.at[]``, indexing and
+random keys, jit's one-device in/out_shardings and ``device=``, and which mixes of
+committed arrays on two devices raise."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as jnp
+
+X = np.arange(3, dtype=np.float32)
+pytestmark = pytest.mark.skipif(len(jax.devices()) < 6, reason="needs 6 devices (conftest "
+                                "gives the CPU 8; a one-GPU machine has 1)")
+
+
+def _cases(L, np_):
+    d = L.devices()
+
+    def put(k, v=X):
+        return L.device_put(v, d[k])
+
+    def under(k, f):
+        with L.default_device(d[k]):
+            return f()
+
+    def one(k):
+        return L.sharding.SingleDeviceSharding(d[k])
+
+    def z2():  # made under default_device: uncommitted, on device 2
+        return under(2, lambda: np_.ones(3))
+
+    return {
+        "ones": lambda: np_.ones(3),
+        "ones_device": lambda: np_.ones(3, device=d[5]),
+        "array_device": lambda: np_.array(X, device=d[5]),
+        "eye_device": lambda: np_.eye(2, device=d[5]),
+        "linspace_device": lambda: np_.linspace(0.0, 1.0, 3, device=d[5]),
+        "astype_device": lambda: np_.astype(np_.ones(3), np.int32, device=d[5]),
+        "astype_device_vs_committed": lambda: np_.astype(put(3), np.int32, device=d[5]),
+        "put_host": lambda: L.device_put(X),
+        "put_dev0": lambda: put(0),
+        "put_sharding": lambda: L.device_put(X, L.sharding.SingleDeviceSharding(d[3])),
+        "put_keeps_committed": lambda: L.device_put(put(3)),
+        "put_keeps_uncommitted": lambda: L.device_put(z2()),
+        "put_commits_in_place": lambda: L.device_put(np_.ones(3), d[0]),
+        "ctx_put": lambda: under(2, lambda: L.device_put(X)),
+        "ctx_op": lambda: under(2, lambda: np_.ones(3) + 1),
+        "z2_alone_moves_back": lambda: np_.sin(z2()),
+        "z2_follows_committed": lambda: z2() + put(3),
+        "committed_follows_z2": lambda: put(3) * z2(),
+        "z2_follows_committed_dev0": lambda: z2() + put(0),
+        "two_uncommitted_devices": lambda: z2() + under(5, lambda: np_.ones(3)),
+        "z2_under_other_ctx": lambda: under(5, lambda: z2() + 1),
+        "committed_dev0_under_ctx": lambda: under(2, lambda: put(0) + np_.ones(3)),
+        "committed_dev0_result": lambda: put(0) + 1,
+        "two_committed": lambda: put(0) + put(3),
+        "committed_result_vs_other": lambda: np_.sum(put(0)) + put(3),
+        "where_mixed": lambda: np_.where(put(0) > 0, put(3), 0.0),
+        "concat_list": lambda: np_.concatenate([put(3), np_.ones(3)]),
+        "concat_list_two": lambda: np_.concatenate([put(3), put(4)]),
+        "std": lambda: np_.std(put(3)),
+        "index": lambda: put(3)[1],
+        "index_z2": lambda: z2()[1],
+        "fancy_index_committed": lambda: put(3)[put(0, np.array([0, 2]))],
+        "at_set": lambda: put(3).at[0].set(5.0),
+        "at_set_value_elsewhere": lambda: put(3).at[0].set(put(0)[0]),
+        "array_copy_z2": lambda: np_.array(z2()),
+        "asarray_z2": lambda: np_.asarray(z2()),
+        "iterate": lambda: list(put(3, np.ones((2, 2), np.float32)))[0],
+        "host_round_trip": lambda: np_.asarray(np.asarray(put(3))),
+        "jit": lambda: L.jit(lambda a: a * 2)(put(3)),
+        "jit_z2": lambda: L.jit(lambda a: a * 2)(z2()),
+        "jit_mixed": lambda: L.jit(lambda a, b: a + b)(z2(), put(3)),
+        "jit_two_committed": lambda: L.jit(lambda a, b: a + b)(put(0), put(3)),
+        "jit_pytree": lambda: L.jit(lambda t: t[0] + t[1])((put(0), np_.ones(3))),
+        "jit_static_second_call": lambda: [f := L.jit(lambda a, k: a * k, static_argnames="k"),
+                                           f(put(3), k=2), f(put(3), k=2)][-1],
+        "jit_in_sharding": lambda: L.jit(lambda a, b: a + b, in_shardings=(
+            L.sharding.SingleDeviceSharding(d[4]), None))(put(3), X),
+        "jit_out_sharding": lambda: L.jit(lambda a: a + 1, out_shardings=one(4))(z2()),
+        "jit_out_sharding_vs_committed": lambda: L.jit(lambda a: a + 1,
+                                                       out_shardings=one(4))(put(3)),
+        "jit_out_sharding_no_args": lambda: L.jit(lambda: np_.ones(3), out_shardings=one(4))(),
+        "jit_device": lambda: L.jit(lambda a: a + 1, device=d[4])(put(3)),
+        "jit_device_keyword": lambda: L.jit(lambda a: a + 1, device=d[4])(a=put(3)),
+        "grad": lambda: L.grad(lambda a: (a * a).sum())(put(3)),
+        "pure_callback": lambda: L.pure_callback(lambda a: np.asarray(a) + 1,
+                                                 L.ShapeDtypeStruct((3,), np.float32), put(3)),
+        "scan": lambda: L.lax.scan(lambda c, x: (c + x, x), 0.0, put(3))[1],
+        "key": lambda: L.random.key(0),
+        "normal_committed_key": lambda: L.random.normal(put(3, L.random.key(0)), (2,)),
+        "key_data": lambda: L.random.key_data(put(3, L.random.key(0))),
+    }
+
+
+def _where(f):
+    try:
+        a = f()
+    except ValueError as e:
+        assert "Received incompatible devices" in str(e)
+        return "incompatible devices"
+    return sorted(v.id for v in a.devices()), a.committed
+
+
+CASES = sorted(_cases(xform, jnp))
+
+
+@pytest.mark.filterwarnings("ignore:backend and device argument on jit is deprecated")
+@pytest.mark.parametrize("case", CASES)
+def test_placement_and_committed_match_jax(case):
+    assert _where(_cases(xform, jnp)[case]) == _where(_cases(jax, jjnp)[case])
+
+
+def test_lazy_mode_keeps_committed():
+    for case in ("committed_dev0_result", "z2_follows_committed", "index", "at_set",
+                 "two_committed", "z2_alone_moves_back", "ones"):
+        def lazily(f=_cases(xform, jnp)[case]):
+            with xform.lazy():
+                return f()
+        assert _where(lazily) == _where(_cases(jax, jjnp)[case]), case
+
+
+def test_lazy_grad_of_committed_computes_nothing_early():
+    """AD's seeds follow a committed value without computing it (no extra barrier)."""
+    def run(L):
+        w = L.device_put(X, L.devices()[0]) * 2
+        return L.grad(lambda a: (a * a).sum())(w)
+    xform.lazy.reset_metrics()
+    with xform.lazy():
+        got = run(xform)
+        assert xform.lazy.metrics()["barriers"] == {}
+    want = run(jax)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+    assert _where(lambda: got) == _where(lambda: want)

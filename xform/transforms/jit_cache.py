@@ -1,0 +1,140 @@
+"""jit's caches: per function (weakly keyed, shared by every ``jit`` wrapper of it with
+the same options) its traces, executables and the keys of its cache-hit fast paths;
+cleared where a config change alters what tracing or compiling produces."""
+
+import inspect
+import weakref
+
+from xform.core import tree_util
+from xform.core.config import config
+
+
+def resolve_static(fun, static_argnums, static_argnames):
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    static_argnums = tuple(static_argnums or ())
+    static_argnames = tuple(static_argnames or ())
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return static_argnums, static_argnames
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums = set(static_argnums)
+    names = set(static_argnames)
+    for i in static_argnums:
+        if -len(positional) <= i < len(positional):
+            names.add(positional[i])
+    for n in static_argnames:
+        if n in positional:
+            nums.add(positional.index(n))
+    return tuple(sorted(nums)), tuple(sorted(names))
+
+
+class Entry:
+    """A compiled specialization: executable, consts and how to rebuild outputs.
+
+    ``c_out_tree`` is the output structure as a jaxlib C++ treedef (None when the
+    output holds nodes only xform's registry knows): the pytree fast path uses it."""
+    __slots__ = ("compiled", "out_tree", "single", "c_out_tree", "run", "handlers",
+                 "consts", "out_avals", "out_aval")
+
+    def __init__(self, compiled, out_tree):
+        self.compiled = compiled
+        self.out_tree = out_tree
+        self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
+        self.c_out_tree = None
+        # What the hit paths use, copied here (one attribute load each, not two). A
+        # mesh_jit.ReplicatedJaxpr has no run/handlers: it never enters a fast path.
+        self.run = getattr(compiled, "run", None)
+        self.handlers = getattr(compiled, "handlers", None)
+        self.consts, self.out_avals = compiled.const_bufs, compiled.out_avals
+        self.out_aval = self.out_avals[0] if self.single else None
+
+
+class FunCache:
+    """The traces and executables of one function under one set of jit options.
+
+    Every ``jit`` wrapper of the same function object (with the same options) shares
+    it, as JAX keys its cache on the function, weakly referenced: ``jit(f)(x)`` written
+    inline re-traces nothing, and a global read by ``f`` keeps its traced value until
+    the argument types change (JAX's "Common Gotchas")."""
+    __slots__ = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
+                 "plain", "jaxprs", "entries", "fast", "tree_fast", "hoisted", "sig",
+                 "static_at",
+                 "consumed", "placements", "__weakref__")
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
+                 donate_argnames):
+        self.static_argnums, self.static_argnames = resolve_static(
+            fun, static_argnums, static_argnames)
+        self.donate_argnums, self.donate_argnames = resolve_static(
+            fun, donate_argnums, donate_argnames)
+        self.plain = not self.static_argnums and not self.static_argnames
+        self.jaxprs = {}    # key -> (ClosedJaxpr, out_tree)
+        self.entries = {}   # key -> Entry
+        self.fast = {}      # avals of positional Arrays (and statics' types, values) -> Entry
+        self.static_at = {}  # number of positional arguments -> positions that are static
+        self.tree_fast = {}  # (C++ treedef of args, avals) -> Entry
+        self.hoisted = {}   # key -> (closed, jaxpr with consts as inputs, consts)
+        self.sig = None     # parameter names, for cache-miss explanations
+        self.consumed = {}  # key -> argument leaves whose typed keys the function consumes
+        self.placements = {}  # sharded calls: jit_sharding.placement's memo
+        all_caches.add(self)
+
+    def clear(self):
+        for d in (self.jaxprs, self.entries, self.fast, self.tree_fast, self.hoisted,
+                  self.consumed, self.placements):
+            d.clear()
+
+
+fun_caches = weakref.WeakKeyDictionary()  # fun -> {options: FunCache}
+all_caches = weakref.WeakSet()
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
+               donate_argnames, shardings_key=None):
+    opts = tuple(map(_as_tuple, (static_argnums, static_argnames, donate_argnums,
+                                 donate_argnames)))
+    try:
+        if not shared:
+            raise TypeError
+        per_fun = fun_caches.get(fun)
+        if per_fun is None:
+            per_fun = fun_caches[fun] = {}
+    except Exception:  # noqa: BLE001  (not weakly referenceable, not hashable, or an
+        per_fun = {}   # __eq__ that raises, e.g. on array fields): a private cache
+    cache = per_fun.get(opts + (shardings_key,))
+    if cache is None:
+        cache = per_fun[opts + (shardings_key,)] = FunCache(fun, *opts)
+    return cache
+
+
+def _clear_all(name, value):
+    # x64 (and the PRNG's counter layout) change what tracing produces; disable_jit must
+    # bypass the fast paths, which check no flags (they stay empty while jit is
+    # disabled: _call returns early).
+    for c in list(all_caches):
+        if name in ("jax_enable_x64", "jax_threefry_partitionable"):
+            c.clear()
+        elif name == "jax_debug_key_reuse":   # traces record consumed keys only with it
+            c.clear()
+        elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
+                      "jax_default_matmul_precision", "jax_default_device",
+                      "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion",
+                      "user_context"):
+            if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
+                c.entries.clear()  # (executables bake them in)
+            c.fast.clear()
+            c.tree_fast.clear()
+
+
+config._add_listener(_clear_all)
