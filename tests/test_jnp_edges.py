@@ -84,7 +84,8 @@ def test_convert_python_int_out_of_range_wraps():
 
 
 def test_interp_period_and_extrapolate():
-    xp, fp = np.array([0.0, 1.0, 2.0, 4.0], np.float32), np.array([0.0, 10.0, 5.0, 7.0], np.float32)
+    xp = np.array([0.0, 1.0, 2.0, 4.0], np.float32)
+    fp = np.array([0.0, 10.0, 5.0, 7.0], np.float32)
     x = np.array([-1.0, 0.5, 3.9, 9.0], np.float32)
     same("interp", x, xp, fp, period=-3.0)          # |period|
     same("interp", x, xp, fp, -1.0, 99.0, period=3.0)  # left/right ignored with a period
@@ -131,3 +132,8 @@ def test_scipy_cholesky_reads_one_triangle_and_lu_p_is_real():
                          f"cholesky lower={lower}")
     c = np.array([[2 + 1j, 1], [1j, 3]], np.complex64)
     assert_tree_same(xsl.lu(c), jsl.lu(c), 1e-5, "lu complex")
+
+
+def test_pad_mean_of_bool_is_not_rounded():
+    a = np.array([[True, False, True], [False, False, True]])
+    same("pad", a, 1, mode="mean")
