@@ -137,3 +137,11 @@ def test_scipy_cholesky_reads_one_triangle_and_lu_p_is_real():
 def test_pad_mean_of_bool_is_not_rounded():
     a = np.array([[True, False, True], [False, False, True]])
     same("pad", a, 1, mode="mean")
+
+
+def test_fft_of_empty_input_and_zero_length():
+    z = np.zeros((0,), np.float32)
+    for f, kw in (("fft", {"norm": "forward"}), ("irfft", {}), ("hfft", {})):
+        assert_tree_same(getattr(xjnp.fft, f)(z, **kw), getattr(jjnp.fft, f)(z, **kw), 0, f)
+    with pytest.raises(ValueError, match="positive"):
+        xjnp.fft.fft(np.ones(3, np.float32), 0)
