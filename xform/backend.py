@@ -230,8 +230,8 @@ def make_ir_context():
 
 
 @functools.cache
-def _sharding(device):
-    return _SingleDeviceSharding(device)
+def _sharding(device, memory_kind=None):
+    return _SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -240,11 +240,12 @@ def _jax_aval(shape, dtype):
 
 
 @_xform_errors
-def device_put(x: np.ndarray, device=None):
-    """Copy a host NumPy array of a canonical dtype to ``device`` (jaxlib is told
-    x64 is on: xform canonicalizes, so jaxlib must not narrow 64-bit data)."""
+def device_put(x: np.ndarray, device=None, memory_kind=None):
+    """Copy a host NumPy array of a canonical dtype to ``device`` (in its memory of
+    ``memory_kind``; jaxlib is told x64 is on: xform canonicalizes, so jaxlib must not
+    narrow 64-bit data)."""
     device = device or default_device()
-    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device),
+    return _jax.batched_device_put(_jax_aval(x.shape, x.dtype), _sharding(device, memory_kind),
                                    [x], [device], True, False,
                                    _jax.HostBufferSemantics.ZERO_COPY, True)
 
@@ -257,6 +258,10 @@ def to_numpy(buf) -> np.ndarray:
 
 def buffer_device(buf):
     return next(iter(buf.devices()))
+
+
+def buffer_memory_kind(buf):
+    return buf.sharding.memory_kind
 
 
 @_xform_errors
@@ -440,14 +445,8 @@ _builtin_pytrees = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=Tru
 flatten_builtin = _builtin_pytrees.flatten
 
 
-def is_deleted(buf) -> bool:
-    """Whether ``buf`` was deleted (e.g. donated to a computation)."""
-    return buf.is_deleted()
-
-
-def delete(buf):
-    """Free ``buf``'s device memory now (later use raises)."""
-    buf.delete()
+# whether a buffer was deleted (e.g. donated); free its memory now (later use raises)
+is_deleted, delete = Buffer.is_deleted, Buffer.delete
 
 
 # ---- host callbacks ----

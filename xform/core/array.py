@@ -94,8 +94,10 @@ class Array(ArrayOps):
 
     @property
     def sharding(self):
-        """Where the array lives: a ``SingleDeviceSharding`` for an ordinary Array."""
-        return SingleDeviceSharding(self.device)
+        """Where the array lives: a ``SingleDeviceSharding`` for an ordinary Array (with
+        its buffer's memory kind)."""
+        return SingleDeviceSharding(self.device,
+                                    memory_kind=backend.buffer_memory_kind(self._buf))
 
     @property
     def addressable_shards(self):

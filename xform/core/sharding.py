@@ -114,10 +114,26 @@ class IndivisibleError(ValueError):
     """A dimension is not divisible by the number of devices its spec splits it over."""
 
 
-class Sharding:
-    """Base class of shardings: where each piece of an array lives.
+def _memory_kind(device, kind):
+    """JAX's check of a sharding's ``memory_kind``: one ``device`` addresses (on CPU
+    ``device``, ``pinned_host``, ``unpinned_host``); None: the default, ``device``."""
+    if kind is None or kind == "device":
+        return "device"
+    kinds = [m.kind for m in device.addressable_memories()]
+    if kind not in kinds:
+        raise ValueError(
+            f"Could not find memory addressable by device {device.device_kind}. Device "
+            f"{device.device_kind} can address the following memory kinds: "
+            f"{', '.join(kinds)}. Got memory kind: {kind}")
+    return kind
 
-    Subclasses give ``_device_assignment`` and ``devices_indices_map``; the rest derives."""
+
+class Sharding:
+    """Base class of shardings: where each piece of an array lives (and in which of its
+    devices' memories: ``memory_kind``).
+
+    Subclasses give ``_device_assignment``, ``devices_indices_map`` and
+    ``with_memory_kind``; the rest derives."""
     memory_kind = "device"
 
     @property
@@ -160,6 +176,10 @@ class SingleDeviceSharding(Sharding):
     """The whole array on one device."""
     def __init__(self, device, *, memory_kind=None):
         self._device = device
+        self.memory_kind = _memory_kind(device, memory_kind)
+
+    def with_memory_kind(self, kind):
+        return SingleDeviceSharding(self._device, memory_kind=kind)
 
     _device_assignment = property(lambda self: (self._device,))
     is_fully_replicated = True
@@ -168,13 +188,14 @@ class SingleDeviceSharding(Sharding):
         return {self._device: tuple(slice(None) for _ in global_shape)}
 
     def __eq__(self, other):
-        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+        return (isinstance(other, SingleDeviceSharding) and other._device == self._device
+                and other.memory_kind == self.memory_kind)
 
     def __hash__(self):
-        return hash(self._device)
+        return hash((self._device, self.memory_kind))
 
     def __repr__(self):
-        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
 
 class NamedSharding(Sharding):
@@ -212,6 +233,8 @@ class NamedSharding(Sharding):
                              f"axis_types are `Auto`. Got mesh axis_types: {mesh.axis_types}")
         self.mesh, self.spec = mesh, spec
         self._layout = None
+        self.memory_kind = None if isinstance(mesh, AbstractMesh) else \
+            _memory_kind(mesh._flat_devices[0], memory_kind)
 
     @property
     def _device_assignment(self):
@@ -265,17 +288,20 @@ class NamedSharding(Sharding):
         return self.layout().shard_shape(global_shape)
 
     def with_spec(self, spec):
-        return NamedSharding(self.mesh, spec)
+        return NamedSharding(self.mesh, spec, memory_kind=self.memory_kind)
+
+    def with_memory_kind(self, kind):
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
     def __eq__(self, other):
         return (isinstance(other, NamedSharding) and self.mesh == other.mesh and
-                self.spec == other.spec)
+                self.spec == other.spec and self.memory_kind == other.memory_kind)
 
     def __hash__(self):
-        return hash((self.mesh, self.spec))
+        return hash((self.mesh, self.spec, self.memory_kind))
 
     def __repr__(self):
-        kind = "" if isinstance(self.mesh, AbstractMesh) else ", memory_kind=device"
+        kind = "" if self.memory_kind is None else f", memory_kind={self.memory_kind}"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}{kind})"
 
 

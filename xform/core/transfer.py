@@ -12,6 +12,7 @@ from xform.core import dtypes
 from xform.core.array import Array, ShardedArray
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config
+from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, check_not_tracer
 
 
@@ -29,11 +30,22 @@ def committed_device(x):
     return backend.buffer_device(x._buf) if type(x) is Array and x._committed else None
 
 
-def device_put_value(x, device=None, weak_type=None) -> Array:
+def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
     """An Array holding ``x`` (NumPy array/scalar, Python scalar or Array) on ``device``,
     committed to it (JAX's rule); with no ``device``, host values go to the default
     device uncommitted and an Array stays as it is. A float0 array stays on the host,
-    as in JAX: it is all zeros by definition."""
+    as in JAX: it is all zeros by definition. ``memory_kind``: which of the device's
+    memories (None: any, an Array keeps its own; else a buffer elsewhere is copied)."""
+    if memory_kind is not None and not isinstance(x, Tracer) and (
+            memory_kind != "device" or type(x) is Array and device is not None and
+            backend.buffer_memory_kind(x._buf) != "device"):  # (to or from another memory)
+        if isinstance(x, Array) and x._committed and x.sharding == \
+                SingleDeviceSharding(device, memory_kind=memory_kind):
+            return x
+        value = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
+        aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
+        aval = aval if weak_type is None else aval.update(weak_type=weak_type)
+        return Array(backend.device_put(value, device, memory_kind), aval, True)
     if isinstance(x, Array):
         if device is None or (x._committed and x.devices() == {device}):
             return x
@@ -144,18 +156,21 @@ def to_buffer(x):
     return device_put_value(x)._buf
 
 
-def shard_buffers(x, layout):
+def shard_buffers(x, layout, memory_kind=None):
     """One buffer per device of ``layout`` (in its device order) holding that device's
-    block of ``x``: an array already laid out so gives its buffers (no transfer);
-    anything else goes through the host, each device getting only its block."""
-    if type(x) is ShardedArray and x.layout == layout:
+    block of ``x`` (in its memory of ``memory_kind``): an array already laid out so
+    gives its buffers (no transfer); anything else goes through the host, each device
+    getting only its block."""
+    kind = None if memory_kind == "device" else memory_kind
+    if type(x) is ShardedArray and x.layout == layout and \
+            getattr(x.layout.named, "memory_kind", "device") == (memory_kind or "device"):
         return x._shards
     # (a mesh spanning processes: this process's devices only)
     devices = [layout.devices[k] for k in layout.local()]
-    if type(x) is Array and not any(layout.spec):  # replicated: copies of its buffer
+    if type(x) is Array and not any(layout.spec) and kind is None:  # (replicated)
         return [backend.copy_to_device(x._buf, d) for d in devices]
     host = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
-    return [backend.device_put(np.ascontiguousarray(block), d)
+    return [backend.device_put(np.ascontiguousarray(block), d, kind)
             for block, d in zip(layout.split(host), devices, strict=True)]
 
 
@@ -167,7 +182,7 @@ def put_sharded(x, sharding, what="One of device_put args"):
     layout = sharding.layout()
     if aval._sharding is not None:  # (retyped by the new layout)
         aval = aval.update(sharding=None)
-    return ShardedArray(shard_buffers(x, layout), aval, layout)
+    return ShardedArray(shard_buffers(x, layout, sharding.memory_kind), aval, layout)
 
 
 def results(bufs, avals):

@@ -232,8 +232,9 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
 def _named(place, field, n):
     if place is None:
         return (None,) * n
-    return tuple(None if s is None else (s.mesh.abstract_mesh, s.spec)
-                 for s in getattr(place, field))
+    free = place.free if field == "in_shardings" else ()
+    return tuple(None if s is None or i in free else (s.mesh.abstract_mesh, s.spec)
+                 for i, s in enumerate(getattr(place, field)))
 
 
 def _tangent_aval(a):

@@ -19,15 +19,20 @@ from xform.core.array import Array, ShardedArray
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
 from xform.core.profiling import span
 from xform.core.mesh import AxisType, Mesh, current_mesh
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
 from xform.interpreters import dispatch, mlir
 from xform.interpreters import partial_eval as pe
 
 
 def named_sharding_of(x):
-    """The NamedSharding of an Array tiled over a mesh, else None."""
+    """The NamedSharding of an Array tiled over a mesh (or of a ShapeDtypeStruct that
+    names one: AOT lowering partitions as for such an Array), else None."""
     if type(x) is ShardedArray and type(x.layout) is TiledLayout:
         return x.sharding
+    if type(x) is ShapeDtypeStruct and x._sharding is not None:
+        s = x.sharding
+        return s if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) else None
     return None
 
 
@@ -85,11 +90,12 @@ def _ids(mesh):
 
 class Placement:
     """Where a partitioned program runs: ``mesh``, a spec per flat input and a spec
-    (or None: XLA chooses) per output. Hashable: part of jit's cache key."""
-    __slots__ = ("mesh", "in_shardings", "out_shardings", "key")
+    (or None: XLA chooses) per output. Hashable: part of jit's cache key. ``free``:
+    the inputs nothing placed (replicated; an export records them unspecified, as JAX's)."""
+    __slots__ = ("mesh", "in_shardings", "out_shardings", "key", "free")
 
-    def __init__(self, mesh, in_shardings, out_shardings):
-        self.mesh = mesh
+    def __init__(self, mesh, in_shardings, out_shardings, free=()):
+        self.mesh, self.free = mesh, frozenset(free)
         self.in_shardings, self.out_shardings = tuple(in_shardings), tuple(out_shardings)
         self.key = (_mesh_key(mesh), tuple(s.spec for s in in_shardings),
                     tuple(None if s is None else s.spec for s in out_shardings))
@@ -136,22 +142,27 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
                 f"{what(where[0][1])} with device ids {_ids(mesh)} on platform "
                 f"{backend.platform().upper()} and {what(source)} with device ids "
                 f"{_ids(s.mesh)} on platform {backend.platform().upper()}")
-    ins = []
+    ins, free = [], []
     for i, (x, want, have) in enumerate(zip(leaves, in_shardings, arg_shardings)):
         aval = closed.in_avals[i]
+        if have is not None and type(x) is ShapeDtypeStruct:
+            have.check_shape(aval.shape)  # (as device_put of such an argument would)
         if want is not None:
             if have is not None and have is not want and have.layout() != want.layout():
                 raise ValueError(
                     "Sharding passed to jit does not match the sharding on the respective "
                     f"arg. Got jit sharding: {want},\narg sharding: {have} for arg type: "
-                    f"{aval.str_short()} ({describe(i)})")
+                    f"{aval} ({describe(i)})")
             try:
                 want.check_shape(aval.shape)
             except ValueError:  # (again, to name the argument)
                 want.check_shape(aval.shape, f"One of pjit arguments ({describe(i)})")
             ins.append(want)
+        elif have is not None:
+            ins.append(have)
         else:
-            ins.append(have if have is not None else NamedSharding(mesh, PartitionSpec()))
+            ins.append(NamedSharding(mesh, PartitionSpec()))
+            free.append(i)
     for i, (s, aval) in enumerate(zip(out_shardings, closed.out_avals)):
         if s is not None:
             s.check_shape(aval.shape, "One of pjit outputs")
@@ -159,7 +170,7 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
                 aval._sharding.mesh.axis_names == mesh.axis_names and \
                 AxisType.Auto not in mesh.axis_types:  # explicit mode: the type says
             out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)  # (Auto: XLA's)
-    return Placement(mesh, ins, out_shardings)
+    return Placement(mesh, ins, out_shardings, free)
 
 
 class PartitionedJaxpr:

@@ -70,7 +70,8 @@ def _put(v, device):
             return lax_sharding.with_sharding_constraint(v, device)
         return transfer.put_sharded(v, device)
     if isinstance(device, Sharding):
-        device = device._device_assignment[0]
+        return transfer.device_put_value(v, device._device_assignment[0],
+                                         memory_kind=device.memory_kind)
     return transfer.device_put_value(v, device)
 
 

@@ -27,7 +27,7 @@ from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
 from xform.transforms.jit_cache import Entry, fun_cache
 from xform.transforms import jit_sharding
-from xform.transforms.stages import Traced
+from xform.transforms.stages import Traced, out_info
 from xform import ref as refs
 
 _flatten_builtin = backend.flatten_builtin
@@ -460,14 +460,18 @@ class JitWrapped:
         place = jit_sharding.placement(
             self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
             out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
-        return Traced(closed, out_tree, self._name, donated, place)
+        out_shardings = self._shardings and self._shardings.flat_out(out_tree, concrete=True)
+        device = None if place is not None else jit_sharding.struct_device(
+            leaves, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
+        return Traced(closed, out_tree, self._name, donated, place, out_shardings, device)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""
         return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
-        return eval_shape(self._fun, *args, **kwargs)
+        """``trace(...).out_info``: the outputs' ShapeDtypeStructs (see ``eval_shape``)."""
+        return self.trace(*args, **kwargs).out_info
 
     def clear_cache(self):
         """Forget this function's traces and executables (every wrapper of it)."""
@@ -540,18 +544,18 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     def make(*args, **kwargs):
         _, _, closed, out_tree, _ = wrapped._specialize(args, kwargs)
         if return_shape:
-            shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
-            return closed, tree_util.tree_unflatten(out_tree, shapes)
+            return closed, out_info(closed, out_tree)
         return closed
     return make
 
 
 def eval_shape(fun, *args, **kwargs):
     """Shapes and dtypes of ``fun``'s outputs, without running it (arguments may be
-    ShapeDtypeStructs)."""
+    ShapeDtypeStructs); their shardings as JAX's (``stages.out_info``)."""
+    if isinstance(fun, JitWrapped):
+        return fun.eval_shape(*args, **kwargs)
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     avals = _flat_avals(getattr(fun, "__name__", "fun"), leaves, in_tree)
     flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)
     closed = pe.trace_to_jaxpr(flat_fun, avals)
-    return tree_util.tree_unflatten(store.out_tree, [
-        ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+    return out_info(closed, store.out_tree)

@@ -7,6 +7,7 @@ import warnings
 from xform.core import transfer, tree_util
 from xform.core.array import Array, ShardedArray
 from xform.core.mesh import current_mesh
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import (UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding,
                                   SingleDeviceSharding)
 from xform.interpreters import mesh_jit, spmd
@@ -95,11 +96,16 @@ class JitShardings:
         flat = [_named(s, "in_shardings") for s in flat] if named else flat
         return flat + [None] * (n_leaves - len(flat))
 
-    def flat_out(self, out_tree, named=True):
+    def flat_out(self, out_tree, named=True, concrete=False):
+        """Per flat output its NamedSharding or None (``named=False``: the sharding
+        as given; ``concrete``: each a Sharding, PartitionSpecs over the context mesh)."""
         if self.out_shardings is None:
             return None
         full = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         flat = tree_util.broadcast_prefix(self.out_shardings, full, is_leaf=_leaf)
+        if concrete:
+            return [_named(s, "out_shardings") if isinstance(s, PartitionSpec) else s
+                    for s in flat]
         return [_named(s, "out_shardings") for s in flat] if named else flat
 
 
@@ -136,6 +142,20 @@ def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
     return placed
 
 
+def struct_device(leaves, describe, name):
+    """The one device the ``ShapeDtypeStruct`` leaves' SingleDeviceShardings name (an
+    AOT program runs there, as JAX's), or None; two devices raise JAX's error."""
+    found = {}
+    for i, x in enumerate(leaves):
+        if type(x) is ShapeDtypeStruct and _one_device(x._sharding):
+            found.setdefault(x._sharding._device_assignment[0], i)
+    if len(found) > 1:
+        raise ValueError("Received incompatible devices for jitted computation. Got " +
+                         " and ".join(f"argument {describe(i)} of {name} with device ids "
+                                      f"[{d.id}]" for d, i in found.items()))
+    return next(iter(found), None)
+
+
 def put_outputs(shardings, outs, out_tree):
     """Flat results ``outs`` on the devices one-device out_shardings name, committed."""
     flat = shardings.flat_out(out_tree, named=False)
@@ -169,8 +189,11 @@ def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, mem
     return place
 
 
+_PLACED = (ShardedArray, ShapeDtypeStruct)  # (what may name a sharding)
+
+
 def _placement(shardings, closed, leaves, dyn_args, out_tree, describe, name):
-    if shardings is None and not any(type(x) is ShardedArray for x in leaves) and \
+    if shardings is None and not any(type(x) in _PLACED for x in leaves) and \
             not spmd.has_sharding_constraints(closed):
         return None
     def make_place():

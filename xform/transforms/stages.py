@@ -4,23 +4,51 @@
 StableHLO text and cost queries; ``compile()`` builds the executable through the
 dispatch module's program cache, the same path a jitted call uses.
 """
-from xform.core import tree_util
-from xform.core.trace import get_aval
+from xform import backend
+from xform.core import transfer, tree_util
+from xform.core.array import Array
+from xform.core.mesh import AxisType
+from xform.core.shape_dtype_struct import ShapeDtypeStruct
+from xform.core.sharding import SingleDeviceSharding
+from xform.core.trace import Tracer, get_aval
 from xform.interpreters import dispatch, mlir, spmd
 
 
-class Traced:
-    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next."""
+def out_info(closed, out_tree, out_shardings=None):
+    """The outputs as ``ShapeDtypeStruct``s (``eval_shape``'s answer), with JAX's
+    shardings: an output's ``out_shardings`` entry, else its type's where that type's
+    mesh axes are all Explicit or Manual (else None: the compiler would choose)."""
+    outs = []
+    for a, s in zip(closed.out_avals[:out_tree.num_leaves],
+                    out_shardings or [None] * out_tree.num_leaves):
+        t = getattr(a, "_sharding", None)
+        if s is None and t is not None and AxisType.Auto not in t.mesh.axis_types:
+            s = t
+        outs.append(ShapeDtypeStruct(a.shape, a.dtype, sharding=s, weak_type=a.weak_type))
+    return tree_util.tree_unflatten(out_tree, outs)
 
-    def __init__(self, closed, out_tree, name, donated=None, place=None):
+
+class Traced:
+    """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next;
+    ``out_info``: the outputs as ShapeDtypeStructs."""
+
+    def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None,
+                 device=None):
         self.jaxpr = closed
         self.out_tree = out_tree
         self.name = name
         self._donated = donated
         self._place = place  # an ``spmd.Placement``: one program over a mesh
+        self._out_shardings = out_shardings  # per output: the jit's Sharding or None
+        self._device = device  # (one-device structs' SingleDeviceSharding: runs there)
+
+    @property
+    def out_info(self):
+        return out_info(self.jaxpr, self.out_tree, self._out_shardings)
 
     def lower(self):
-        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place)
+        return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
+                       self._device)
 
 
 class Lowered:
@@ -32,12 +60,13 @@ class Lowered:
     3.0
     """
 
-    def __init__(self, closed, out_tree, name, donated=None, place=None):
+    def __init__(self, closed, out_tree, name, donated=None, place=None, device=None):
         self._closed = closed
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
         self._place = place
+        self._device = device
 
     def as_text(self, dialect="stablehlo"):
         """The StableHLO module as text."""
@@ -53,9 +82,9 @@ class Lowered:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
         else:
-            compiled = dispatch.CompiledJaxpr(self._closed, name=f"jit({self._name})",
-                                              donated=self._donated)
-        return Compiled(compiled, self._closed, self._out_tree)
+            compiled = dispatch.CompiledJaxpr(self._closed, self._device,
+                                              name=f"jit({self._name})", donated=self._donated)
+        return Compiled(compiled, self._closed, self._out_tree, self._device)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -65,13 +94,26 @@ class Lowered:
         return self.compile().cost_analysis()
 
 
+def _put_on(device, x, i):
+    """Argument ``i`` of a program pinned to ``device``, there (JAX's error for one
+    committed elsewhere)."""
+    if isinstance(x, Array) and x._committed and x.devices() != {device}:
+        raise ValueError(
+            "Computation was compiled for input shardings that disagree with the shardings "
+            f"of arguments passed to it. Here are the 1 mismatches:\nArgument {i} with "
+            f"shape {x.aval}:\n  Passed sharding: {x.sharding}\n  Required sharding: "
+            f"{SingleDeviceSharding(device)}")
+    return transfer.device_put_value(x, device) if not isinstance(x, Tracer) else x
+
+
 class Compiled:
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
-    def __init__(self, compiled, closed, out_tree):
+    def __init__(self, compiled, closed, out_tree, device=None):
         self._compiled = compiled
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
+        self._device = device  # where a one-device program was pinned (None: default)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_util.tree_flatten((args, kwargs))
@@ -81,18 +123,25 @@ class Compiled:
                 "Argument types differ from the types for which this computation was "
                 f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
                 f"{[a.str_short() for a in avals]}")
+        if self._device is not None:
+            leaves = [_put_on(self._device, x, i) for i, x in enumerate(leaves)]
         return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
 
     @property
     def input_shardings(self):
-        """The flat arguments' shardings (None for a one-device program)."""
-        return getattr(self._compiled, "in_shardings", None)
+        """The flat arguments' shardings."""
+        return getattr(self._compiled, "in_shardings", None) or \
+            (self._one_device(),) * len(self._in_avals)
 
     @property
     def output_shardings(self):
-        """The outputs' shardings, as XLA partitioned them (None: one device)."""
-        outs = getattr(self._compiled, "out_shardings", None)
-        return None if outs is None else tree_util.tree_unflatten(self._out_tree, outs)
+        """The outputs' shardings, as XLA partitioned them."""
+        outs = getattr(self._compiled, "out_shardings", None) or \
+            [self._one_device()] * self._out_tree.num_leaves
+        return tree_util.tree_unflatten(self._out_tree, outs)
+
+    def _one_device(self):
+        return SingleDeviceSharding(self._device or backend.default_device())
 
     def as_text(self):
         """The optimized HLO that XLA compiled."""
