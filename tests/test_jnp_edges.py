@@ -145,3 +145,11 @@ def test_fft_of_empty_input_and_zero_length():
         assert_tree_same(getattr(xjnp.fft, f)(z, **kw), getattr(jjnp.fft, f)(z, **kw), 0, f)
     with pytest.raises(ValueError, match="positive"):
         xjnp.fft.fft(np.ones(3, np.float32), 0)
+
+
+def test_bool_products_with_preferred_type_count_and_small_fixes():
+    v = np.array([False, True, True])
+    same("einsum", "i,i", v, v, preferred_element_type=np.float32)  # a count: 2, not any()
+    same("dot", v, v)
+    same("diff", v.reshape(1, 3), 0, prepend=1)  # n=0: the input as it is
+    same("ix_", np.array([1, 2]), np.zeros(0, np.float32))  # an empty index is an int
