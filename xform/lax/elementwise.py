@@ -544,6 +544,10 @@ def convert_element_type(x, new_dtype, weak_type=False):
     """Cast ``x`` to ``new_dtype`` (canonicalized: float64 means float32 without x64)."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if isinstance(x, (bool, int, float, complex)):
+        if type(x) is int and dtypes.is_integer(new_dtype) and not (
+                np.iinfo(new_dtype).min <= x <= np.iinfo(new_dtype).max):
+            # Out of range: wraps around as JAX's (numpy's int64 cast) does.
+            x = np.array(x, np.uint64 if x > 0 else np.int64).astype(new_dtype).item()
         return scalar_array(x, new_dtype, weak_type)
     aval = get_aval(x)
     if (aval.dtype == new_dtype and aval.weak_type == weak_type

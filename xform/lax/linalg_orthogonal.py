@@ -193,6 +193,15 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
 
 def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
     aval = ctx.avals_in[0]
+    if not np.prod(aval.shape):  # as JAX's: no values, identity factors (LAPACK rejects it)
+        def empty():
+            s_aval, *uv = ctx.avals_out
+            eyes = [shapes.broadcast_in_dim(
+                ew.convert_element_type(ew.eq(shapes.broadcasted_iota(np.int32, a.shape[-2:], 0),
+                                              shapes.broadcasted_iota(np.int32, a.shape[-2:], 1)),
+                                        a.dtype), a.shape, (a.ndim - 2, a.ndim - 1)) for a in uv]
+            return [shapes.full(s_aval.shape, 0, s_aval.dtype)] + eyes
+        return _in_lowering(ctx, empty, [], [])
     if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
         s, u, vt, info = _svd_gpu(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv)
     else:

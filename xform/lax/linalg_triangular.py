@@ -272,6 +272,10 @@ def _pivots_loop(ctx, pivots, piv_aval, perm_aval):
 
 def _lu_lowering(ctx, x):
     aval, piv_aval, perm_aval = ctx.avals_in[0], ctx.avals_out[1], ctx.avals_out[2]
+    if not np.prod(aval.shape):  # nothing to factor (and no row to swap); as JAX's
+        return [x] + _in_lowering(ctx, lambda: [
+            shapes.full(piv_aval.shape, 0, np.int32),
+            shapes.broadcasted_iota(np.int32, perm_aval.shape, perm_aval.ndim - 1)], [], [])
     lu_, ipiv, _ = ffi.solver_call(ctx, ("getrf_ffi", {}), ("getrf_ffi", {}), [x], [aval],
                                    [aval, piv_aval, _info_aval(aval)], aliases=[(0, 0)])
     (pivots,) = _in_lowering(ctx, lambda p: [ew.sub(p, np.int32(1))], [ipiv], [piv_aval])

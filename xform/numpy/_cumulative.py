@@ -127,6 +127,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     if a.aval.ndim == 0:
         raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
     axis = canonicalize_axis(axis, a.aval.ndim)
+    if n == 0:  # (NumPy's and JAX's: the input, without prepend/append)
+        return a
     parts = []
     for extra, what in ((prepend, "prepend"), (None, None), (append, "append")):
         if what is None:

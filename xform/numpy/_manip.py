@@ -311,7 +311,8 @@ def append(arr, values, axis=None):
 
 
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
-    """Like numpy.delete; ``obj`` (a slice, int or index array) must be concrete."""
+    """Like numpy.delete; ``obj`` (a slice, int, index array or boolean mask) must be
+    concrete."""
     del assume_unique_indices
     _util.check_arraylike("delete", arr)
     a = asarray(arr, "delete")
@@ -324,6 +325,11 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     else:
         _util.check_arraylike("delete", obj)
         drop = _util.concrete_or_error(obj, "obj", "delete")
+        if drop.dtype == np.bool_:  # a mask of the entries to delete
+            if drop.shape != (n,):
+                raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
+                                 "one-dimensional with length matching specified axis.")
+            drop = np.flatnonzero(drop)
         if not np.issubdtype(drop.dtype, np.integer):
             raise ValueError("index array argument obj to delete must be one dimensional "
                              "or a slice, with integer values")
@@ -348,8 +354,11 @@ def insert(arr, obj, values, axis=None):
         idx = np.arange(n + 1)[obj]
     else:
         idx = _util.concrete_or_error(obj, "obj", "insert")
+        if idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"jnp.insert(): index array must be integer typed; got {idx}")
     scalar = idx.ndim == 0
-    idx = np.where(np.atleast_1d(idx) < 0, np.atleast_1d(idx) + n, np.atleast_1d(idx))
+    idx = np.atleast_1d(idx)  # negatives wrap, then out-of-range positions clip (as JAX)
+    idx = np.clip(np.where(idx < 0, idx + n, idx), 0, n)
     values = lax.convert_element_type(asarray(values, "insert", 2), a.aval.dtype,
                                       a.aval.weak_type)
     vshape = list(a.aval.shape)
@@ -374,7 +383,7 @@ def insert(arr, obj, values, axis=None):
         pieces.append(chunks[j])
     if prev < n:
         pieces.append(_slice_axis(a, prev, n, axis))
-    return lax.concatenate(pieces, axis)
+    return lax.concatenate(pieces, axis) if pieces else a
 
 
 def trim_zeros(filt, trim="fb", axis=None):

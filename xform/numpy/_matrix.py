@@ -246,6 +246,8 @@ def ix_(*args):
             raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
         if a.aval.ndim != 1:
             raise ValueError(f"Cross index must be 1 dimensional, got shape {a.aval.shape}")
+        if not a.aval.size:  # (an empty index is an integer index, as NumPy's and JAX's)
+            a = lax.convert_element_type(a, dtypes.default_int_dtype())
         shape = [1] * len(args)
         shape[i] = a.aval.shape[0]
         out.append(lax.reshape(a, tuple(shape)))

@@ -125,7 +125,8 @@ def _stat(x, before, after, axis, fn, lengths):
 
     def stat(lo, hi):
         s = fn(_sl(x, lo, hi, axis), axis=axis, keepdims=True)
-        if not dtypes.is_inexact(dt) and dtypes.is_inexact(s.aval.dtype):
+        if dt != np.bool_ and not dtypes.is_inexact(dt) and dtypes.is_inexact(s.aval.dtype):
+            # (integers round, as JAX's; a bool mean is true when nonzero)
             s = lax.round(s, lax.RoundingMethod.TO_NEAREST_EVEN)
         return lax.convert_element_type(s, dt)
 

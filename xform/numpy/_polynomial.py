@@ -162,6 +162,8 @@ def poly(seq_of_zeros):
     if z.aval.ndim != 1:
         raise NotImplementedError("jnp.poly of a square matrix needs eigvals, which "
                                   "xform.numpy.linalg does not have; pass the roots.")
+    if not z.aval.shape[0]:  # no roots: the constant 1 (0-d, as NumPy's and JAX's)
+        return lax.full((), 1, z.aval.dtype)
     a = lax.full((1,), 1, z.aval.dtype)
     for k in range(z.aval.shape[0]):
         root = lax.slice(z, (k,), (k + 1,))
@@ -217,22 +219,29 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
 # ---- interpolation ----
 
 def interp(x, xp, fp, left=None, right=None, period=None):
-    """Like numpy.interp: piecewise-linear interpolation of ``(xp, fp)`` at ``x``.
+    """Like numpy.interp: piecewise-linear interpolation of ``(xp, fp)`` at ``x``; as
+    JAX's, ``left``/``right`` may be "extrapolate" and are ignored with a ``period``.
 
     >>> jnp.interp(jnp.array([0.5, 2.0]), jnp.array([0.0, 1.0]), jnp.array([0.0, 10.0]))
     Array([ 5., 10.], dtype=float32)
     """
+    for name, side in (("left", left), ("right", right)):
+        if isinstance(side, str) and side != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', "
+                             f"but got: {side!r}")
     x, xp, fp = (asarray(a, "interp", i) for i, a in enumerate((x, xp, fp)))
     if xp.aval.ndim != 1 or fp.aval.ndim != 1:
         raise ValueError("xp and fp must be one-dimensional")
     if xp.aval.shape != fp.aval.shape:
         raise ValueError("xp and fp must have the same length")
     dt = dtypes.to_inexact_dtype(_util.result_type(x, xp, fp)[0])
+    if dtypes.is_complex(_util.result_type(x, xp)[0]):
+        raise ValueError("jnp.interp: complex x values not supported.")
     x, xp, fp = (lax.convert_element_type(a, dt) for a in (x, xp, fp))
     if period is not None:
-        if left is not None or right is not None:
-            raise ValueError("left and right must be None when period is given")
-        p = lax.convert_element_type(asarray(period, "interp"), dt)
+        if np.ndim(period) != 0:
+            raise ValueError(f"period must be a scalar; got {period}")
+        p = uf.absolute(lax.convert_element_type(asarray(period, "interp"), dt))
         x = uf.remainder(x, p)
         xp = uf.remainder(xp, p)
         order = lax.sort((xp, fp), 0, num_keys=1)
@@ -245,17 +254,20 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     f0, f1 = take(fp, uf.subtract(i, 1)), take(fp, i)
     dx = uf.subtract(x1, x0)
     delta = uf.subtract(x, x0)
-    eps = np.finfo(np.dtype(dtypes.finfo(dt).dtype)).eps
-    small = uf.less_equal(uf.absolute(dx), eps)
+    real = np.dtype(dtypes.finfo(dt).dtype)
+    small = uf.less_equal(uf.absolute(dx), np.spacing(np.finfo(real).eps))  # (JAX's bound)
     safe = uf.where(small, 1, dx)
     f = uf.where(small, f0, uf.add(f0, uf.multiply(uf.true_divide(delta, safe),
                                                    uf.subtract(f1, f0))))
     if period is None:
-        lo = fp[0] if left is None else lax.convert_element_type(asarray(left, "interp"), dt)
-        hi = fp[-1] if right is None else lax.convert_element_type(asarray(right, "interp"),
-                                                                   dt)
-        f = uf.where(uf.less(x, xp[0]), lo, f)
-        f = uf.where(uf.greater(x, xp[-1]), hi, f)
+        if not isinstance(left, str):
+            lo = fp[0] if left is None else lax.convert_element_type(asarray(left, "interp"),
+                                                                     dt)
+            f = uf.where(uf.less(x, xp[0]), lo, f)
+        if not isinstance(right, str):
+            hi = fp[-1] if right is None else lax.convert_element_type(
+                asarray(right, "interp"), dt)
+            f = uf.where(uf.greater(x, xp[-1]), hi, f)
     return f
 
 

@@ -25,14 +25,8 @@ def _operands(name, a, b, preferred_element_type):
 
 
 def _general(a, b, contract, batch=((), ()), precision=None, preferred_element_type=None):
-    """dot_general that also takes bool operands (an OR of ANDs, as in XLA)."""
-    if a.aval.dtype == b.aval.dtype == dtypes.bool_:
-        i32 = dtypes.int32
-        out = lax.dot_general(lax.convert_element_type(a, i32),
-                              lax.convert_element_type(b, i32), (contract, batch), precision)
-        out = lax.ne(out, _util.scalar_array(0, i32, False))
-        return out if preferred_element_type is None else lax.convert_element_type(
-            out, preferred_element_type)
+    """lax.dot_general (which takes bool operands itself: an OR of ANDs, or a count with
+    a numeric ``preferred_element_type``, as JAX's)."""
     return lax.dot_general(a, b, (contract, batch), precision, preferred_element_type)
 
 

@@ -70,7 +70,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
                          "fill_value must be specified")
     x = moveaxis(x, axis, 0)
-    inv_shape = inv_shape or (n,)
+    inv_shape = (n,) if inv_shape is None else inv_shape  # (a 0-d input's is ())
     want = [k for k, f in (("index", return_index), ("inverse", return_inverse),
                            ("counts", return_counts)) if f]
     if not x.aval.size:

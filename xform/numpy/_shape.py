@@ -50,16 +50,16 @@ def _resolve_shape(old_shape, new_shape):
     return new_shape
 
 
-def reshape(a, shape, order="C", *, out_sharding=None):
-    """Like numpy.reshape: one dimension may be -1; ``order`` is "C" or "F";
-    ``out_sharding`` as ``lax.reshape``'s.
+def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
+    """Like numpy.reshape: one dimension may be -1; ``order`` is "C" or "F" ("A" is
+    "C": arrays are C-contiguous); ``out_sharding`` as ``lax.reshape``'s.
 
     >>> jnp.reshape(jnp.arange(6), (2, -1)).shape
     (2, 3)
     """
     a = asarray(a, "reshape")
     new_shape = _resolve_shape(a.aval.shape, shape)
-    if order == "C":
+    if order in ("C", "A"):
         return lax.reshape(a, new_shape, out_sharding=out_sharding)
     if order == "F" and out_sharding is None:
         rev = tuple(range(a.aval.ndim))[::-1]

@@ -85,6 +85,14 @@ def lexsort(keys, axis=-1):
     return lax.sort(tuple(keys[::-1]) + (iota,), axis, num_keys=len(keys))[-1]
 
 
+def _flip_order(a):
+    """An order-reversing bijection for top_k: negation, or ``~a`` for unsigned ints
+    (where negating would map 0 to itself), as JAX's ``-(a + 1)``."""
+    if dtypes.is_unsigned(a.aval.dtype):
+        return lax.bitwise_not(a)
+    return uf.negative(a)
+
+
 def partition(a, kth, axis=-1):
     """Like numpy.partition: the ``kth`` smallest value at position ``kth``, smaller
     ones before it and larger ones after (each group in JAX's order, via top_k)."""
@@ -94,7 +102,7 @@ def partition(a, kth, axis=-1):
     kth = kth + n if kth < 0 else kth
     if not 0 <= kth < n:
         raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
-    bottom = uf.negative(lax.top_k(uf.negative(a), kth + 1)[0])
+    bottom = _flip_order(lax.top_k(_flip_order(a), kth + 1)[0])
     top = lax.top_k(a, n - kth - 1)[0]
     return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
 
@@ -107,7 +115,7 @@ def argpartition(a, kth, axis=-1):
     kth = kth + n if kth < 0 else kth
     if not 0 <= kth < n:
         raise ValueError(f"kth={kth} out of bounds for axis of size {n}")
-    bottom = lax.top_k(uf.negative(a), kth + 1)[1]
+    bottom = lax.top_k(_flip_order(a), kth + 1)[1]
     # The rest: top_k of a proxy that is 0 at the bottom indices (duplicates-safe).
     proxy = put_along_axis(ones(a.aval.shape), bottom, 0.0, -1, inplace=False)
     top = lax.top_k(proxy, n - kth - 1)[1]

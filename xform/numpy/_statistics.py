@@ -15,7 +15,7 @@ from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axes
 from xform.lax import ScatterDimensionNumbers
 from xform.numpy._creation import linspace
-from xform.numpy._cumulative import diff
+from xform.numpy._cumulative import cumsum, diff
 from xform.numpy._math import conjugate, real
 from xform.numpy._matrix import diag, ix_
 from xform.numpy._products import dot
@@ -171,22 +171,44 @@ _METHODS = ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf",
             "hazen", "weibull", "median_unbiased", "normal_unbiased")
 
 
-def _quantile(name, a, q, axis, method, keepdims, squash_nans):
-    if method not in _METHODS[:5]:
+def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
+    if method not in _METHODS[:6]:
         raise ValueError(f"{name}: method={method!r} is not supported; use one of "
-                         f"{_METHODS[:5]}")
-    a, = _util.promote_dtypes(name, a, to="inexact")
-    q = lax.convert_element_type(asarray(q, name, 1), a.aval.dtype)
+                         f"{_METHODS[:6]}")
+    a = asarray(a, name)
+    if weights is not None:
+        weights = asarray(weights, "weights")
+        if dtypes.is_complex(weights.aval.dtype):
+            raise ValueError(f"{name}: weights cannot be complex.")
+        if method != "inverted_cdf":
+            raise NotImplementedError(f"{name}: method={method!r} doesn't support weights; "
+                                      "only 'inverted_cdf' does.")
+        a, weights = _util.promote_dtypes(name, a, weights, to="inexact")
+        weights = _broadcast_weights(name, weights, a.aval.shape, axis)
+    else:
+        a, = _util.promote_dtypes(name, a, to="inexact")
+    q = asarray(q, name, 1)  # positions and weights are computed in q's dtype, as JAX's
+    if not dtypes.is_inexact(q.aval.dtype):
+        q = lax.convert_element_type(q, dtypes.default_float_dtype())
+    if q.aval.ndim > 1:
+        raise ValueError(f"{name}: q must have rank <= 1, got shape {q.aval.shape}")
     nd = a.aval.ndim
     axes = canonicalize_axes(axis, nd)
     keep_shape = tuple(1 if d in axes else s for d, s in enumerate(a.aval.shape))
-    a = moveaxis(a, axes, tuple(range(nd - len(axes), nd)))
-    batch = a.aval.shape[:nd - len(axes)]
-    n = int(np.prod(a.aval.shape[nd - len(axes):], dtype=np.int64))
-    a = lax.reshape(a, batch + (n,))
-    s = lax.sort(a, len(batch))
+    batch = tuple(s for d, s in enumerate(a.aval.shape) if d not in axes)
+    n = int(np.prod([a.aval.shape[d] for d in axes], dtype=np.int64))
+
+    def flat(x):  # the reduced axes last, as one
+        x = moveaxis(x, axes, tuple(range(nd - len(axes), nd)))
+        return lax.reshape(x, batch + (n,))
+
+    a = flat(a)
+    if weights is None:
+        s = lax.sort(a, len(batch))
+    else:
+        s, w = lax.sort((a, flat(weights)), len(batch), num_keys=1)
     nq = q.aval.ndim
-    dt = a.aval.dtype
+    dt = q.aval.dtype
     if squash_nans:
         counts = red.sum(uf.logical_not(uf.isnan(a)), -1, dtype=dt)
     else:
@@ -194,43 +216,92 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     # Positions in the sorted data, shape batch + q.shape.
     qb = lax.broadcast_in_dim(q, batch + q.aval.shape, tuple(range(len(batch), len(batch) + nq)))
     cb = lax.broadcast_in_dim(counts, batch + q.aval.shape, tuple(range(len(batch))))
-    pos = lax.mul(qb, lax.sub(cb, _util.scalar_array(1, dt, False)))
-    low, high = lax.floor(pos), lax.ceil(pos)
-    high_w = lax.sub(pos, low)
-    last = _util.scalar_array(builtins.max(n - 1, 0), dt, False)
+    one = _util.scalar_array(1, dt, False)
     zero = _util.scalar_array(0, dt, False)
-    low_i = lax.convert_element_type(lax.clamp(zero, low, last), dtypes.int32)
-    high_i = lax.convert_element_type(lax.clamp(zero, high, last), dtypes.int32)
     arr = lax.reshape(s, batch + (1,) * nq + (n,))
 
     def at(idx):
         out = take_along_axis(arr, lax.expand_dims(idx, (idx.aval.ndim,)), -1)
         return lax.squeeze(out, (out.aval.ndim - 1,))
 
-    lo_v, hi_v = at(low_i), at(high_i)
-    if method == "linear":
-        out = lax.add(lax.mul(lo_v, lax.sub(_util.scalar_array(1, dt, False), high_w)),
-                      lax.mul(hi_v, high_w))
-    elif method == "lower":
-        out = lo_v
-    elif method == "higher":
-        out = hi_v
-    elif method == "nearest":
-        out = lax.select(lax.le(high_w, _util.scalar_array(0.5, dt, False)), lo_v, hi_v)
+    def clamp_index(pos, hi):
+        return lax.convert_element_type(lax.clamp(zero, pos, hi), dtypes.int32)
+
+    if method == "inverted_cdf":
+        out, bad = _inverted_cdf(s, None if weights is None else w, qb, cb, at)
     else:
-        out = lax.mul(lax.add(lo_v, hi_v), _util.scalar_array(0.5, dt, False))
+        pos = lax.mul(qb, lax.sub(cb, one))
+        low, high = lax.floor(pos), lax.ceil(pos)
+        high_w = lax.sub(pos, low)
+        last = _util.scalar_array(builtins.max(n - 1, 0), dt, False)
+        lo_v, hi_v = at(clamp_index(low, last)), at(clamp_index(high, last))
+        if method == "linear":
+            lo_v, hi_v = (lax.convert_element_type(v, dt) for v in (lo_v, hi_v))
+            out = lax.add(lax.mul(lo_v, lax.sub(one, high_w)), lax.mul(hi_v, high_w))
+        elif method == "lower":
+            out = lo_v
+        elif method == "higher":
+            out = hi_v
+        elif method == "nearest":
+            out = lax.select(lax.le(high_w, _util.scalar_array(0.5, dt, False)), lo_v, hi_v)
+        else:
+            out = lax.mul(lax.add(lo_v, hi_v), _util.scalar_array(0.5, a.aval.dtype, False))
+        bad = None
     if not squash_nans:
         has_nan = lax.broadcast_in_dim(red.any(uf.isnan(a), -1), out.aval.shape,
                                        tuple(range(len(batch))))
-        out = lax.select(has_nan, lax.full_like(out, np.nan), out)
+        bad = has_nan if bad is None else lax.bitwise_or(bad, has_nan)
+    if bad is not None:
+        out = lax.select(bad, lax.full_like(out, np.nan), out)
+    out = lax.convert_element_type(out, a.aval.dtype)
     out = moveaxis(out, tuple(range(len(batch), len(batch) + nq)), tuple(range(nq)))
     if keepdims:
         out = lax.reshape(out, q.aval.shape + keep_shape)
     return out
 
 
+def _broadcast_weights(name, weights, shape, axis):
+    """Weights of ``a``'s shape, or of the reduced axes' shape (broadcast along the rest)."""
+    if weights.aval.shape == shape:
+        return weights
+    if axis is None:
+        raise ValueError(f"{name}: weights shape {weights.aval.shape} must match a's "
+                         f"shape {shape} when axis is None.")
+    axes = canonicalize_axes(axis, len(shape))
+    want = tuple(shape[d] for d in axes)
+    if weights.aval.shape != want:
+        raise ValueError(f"{name}: weights shape {weights.aval.shape} must match the "
+                         f"reduction axes {want}")
+    return lax.broadcast_in_dim(weights, shape, axes)
+
+
+def _inverted_cdf(s, w, qb, counts, at):
+    """JAX's "inverted_cdf": the first sorted value whose cumulative weight reaches
+    ``q * total`` (NaN data weigh 0); NaN where a weight is negative or NaN, or where
+    there is no (non-NaN) data. Returns (values, NaN mask), both batch + q.shape."""
+    dt = qb.aval.dtype
+    nanv = uf.isnan(s)
+    w = lax.full_like(s, 1) if w is None else w
+    bad_w = uf.logical_or(uf.less(w, 0), uf.isnan(w))
+    cw = lax.convert_element_type(cumsum(uf.where(uf.logical_or(bad_w, nanv), 0, w), -1), dt)
+    nbatch = s.aval.ndim - 1
+    nq = qb.aval.ndim - nbatch
+    n = cw.aval.shape[-1]
+    total = (lax.squeeze(lax.slice_in_dim(cw, n - 1, n, axis=-1), (nbatch,)) if n
+             else lax.full(cw.aval.shape[:-1], 0, dt))
+    total = lax.broadcast_in_dim(total, qb.aval.shape, tuple(range(nbatch)))
+    target = lax.expand_dims(lax.mul(qb, total), (qb.aval.ndim,))
+    cwb = lax.reshape(cw, cw.aval.shape[:-1] + (1,) * nq + cw.aval.shape[-1:])
+    idx = red.sum(uf.less(cwb, target), -1, dtype=dtypes.int32)
+    hi = lax.convert_element_type(lax.sub(counts, _util.scalar_array(1, dt, False)),
+                                  dtypes.int32)
+    idx = lax.max(lax.full_like(idx, 0), lax.min(idx, hi))
+    any_bad = lax.broadcast_in_dim(red.any(bad_w, -1), qb.aval.shape, tuple(range(nbatch)))
+    return at(idx), uf.logical_or(any_bad, lax.eq(counts, lax.full_like(counts, 0)))
+
+
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False):
+             keepdims=False, *, weights=None):
     """Like numpy.quantile for ``method`` "linear", "lower", "higher", "nearest" or
     "midpoint"; the ``q`` dimensions come first. NaN if the reduced data has a NaN.
 
@@ -238,14 +309,14 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     Array(2.5, dtype=float32)
     """
     _no_out("quantile", out)
-    return _quantile("quantile", a, q, axis, method, keepdims, False)
+    return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False):
+                keepdims=False, *, weights=None):
     """Like numpy.nanquantile: :func:`quantile` ignoring NaNs."""
     _no_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def _percent(name, q):
@@ -255,19 +326,19 @@ def _percent(name, q):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False):
+               keepdims=False, *, weights=None):
     """Like numpy.percentile: :func:`quantile` of ``q / 100``."""
     _no_out("percentile", out)
     return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims,
-                     False)
+                     False, weights)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False):
+                  keepdims=False, *, weights=None):
     """Like numpy.nanpercentile."""
     _no_out("nanpercentile", out)
     return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method,
-                     keepdims, True)
+                     keepdims, True, weights)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):

@@ -96,16 +96,26 @@ def _along_axis_prep(name, arr, indices, axis):
             axis, tuple(other))
 
 
-@composite(static=("axis", "mode", "fill_value"))
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+@composite(static=("axis", "mode", "fill_value", "wrap_negative_indices"))
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
     """Like numpy.take_along_axis (one gather whose other axes are batching dims).
+    Negative indices wrap first in every mode but "promise_in_bounds", as JAX's.
 
     >>> x = jnp.array([[3, 1, 2]])
     >>> jnp.take_along_axis(x, jnp.argsort(x, axis=1), axis=1)
     Array([[1, 2, 3]], dtype=int32)
     """
     arr, idx, axis, other = _along_axis_prep("take_along_axis", arr, indices, axis)
-    idx, gmode = _prepare_indices("take_along_axis", idx, arr.aval.shape[axis], mode)
+    n = arr.aval.shape[axis]
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if wrap_negative_indices and mode == "clip" and n:
+        size = lax.full_like(idx, n)
+        idx = lax.select(lax.lt(idx, lax.full_like(idx, 0)), lax.add(idx, size), idx)
+    idx, gmode = _prepare_indices("take_along_axis", idx, n, mode)
+    if not idx.aval.size or n == 0:  # (JAX: zeros; a unit gather slice cannot span 0)
+        return lax.full(idx.aval.shape, 0, arr.aval.dtype)
     dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                 start_index_map=(axis,), operand_batching_dims=other,
                                 start_indices_batching_dims=other)
@@ -121,22 +131,30 @@ def _no_inplace(name, inplace):
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
-    """Like numpy.put_along_axis, returning the result (pass ``inplace=False``)."""
+    """Like numpy.put_along_axis, returning the result (pass ``inplace=False``); as
+    JAX's ``arr.at[...].set(values, mode=mode)``: negative indices wrap, then
+    out-of-bounds ones are dropped (default, "drop", "fill") or clipped ("clip")."""
     _no_inplace("put_along_axis", inplace)
+    if mode not in (None, "drop", "fill", "clip", "promise_in_bounds"):
+        raise ValueError(f"Invalid mode {mode!r} for jnp.put_along_axis: expected 'drop', "
+                         "'fill', 'clip' or 'promise_in_bounds'")
     a = asarray(arr, "put_along_axis")
-    arr_b, idx, axis, other = _along_axis_prep("put_along_axis", a, indices, axis)
-    if arr_b.aval.shape != a.aval.shape:
+    flat = ravel(a) if axis is None else a
+    arr_b, idx, axis, other = _along_axis_prep("put_along_axis", flat, indices,
+                                               0 if axis is None else axis)
+    if arr_b.aval.shape != flat.aval.shape:
         raise ValueError(f"put_along_axis: indices of shape {idx.aval.shape} do not fit "
-                         f"arr of shape {a.aval.shape}")
-    idx, _ = _prepare_indices("put_along_axis", idx, a.aval.shape[axis], mode)
+                         f"arr of shape {flat.aval.shape}")
+    idx, _ = _prepare_indices("put_along_axis", idx, flat.aval.shape[axis], "fill")
     vals = lax.convert_element_type(_util.broadcast_to(asarray(values, "put_along_axis"),
                                                        idx.aval.shape), a.aval.dtype)
     dn = ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(axis,),
                                  scatter_dims_to_operand_dims=(axis,),
                                  operand_batching_dims=other,
                                  scatter_indices_batching_dims=other)
-    return lax.scatter(a, lax.expand_dims(idx, (idx.aval.ndim,)), vals, dn,
-                       mode="clip" if mode == "clip" else "drop")
+    out = lax.scatter(flat, lax.expand_dims(idx, (idx.aval.ndim,)), vals, dn,
+                      mode="clip" if mode == "clip" else "drop")
+    return lax.reshape(out, a.aval.shape)
 
 
 def _cycled(v, n):

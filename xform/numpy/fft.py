@@ -62,8 +62,8 @@ def _fft_core(name, fft_type, a, s, axes, norm):
     a = _operand(name, a, fft_type)
     if s is not None:
         s = tuple(operator.index(x) for x in s)
-        if any(x < 0 for x in s):
-            raise ValueError("Shape should be non-negative.")
+        if any(x <= 0 for x in s):  # (as JAX's and NumPy's: no FFT of length 0)
+            raise ValueError("Shape should be positive.")
         if axes is not None and len(s) != len(axes):
             raise ValueError("Shape and axes have different lengths.")
     nd = a.aval.ndim
@@ -93,6 +93,16 @@ def _fft_core(name, fft_type, a, s, axes, norm):
         s = [a.aval.shape[ax] for ax in last[:-1]] + [max(0, 2 * (a.aval.shape[-1] - 1))]
     else:
         s = [a.aval.shape[ax] for ax in last]
+    if not a.aval.size:  # nothing to transform: an empty result of the output type
+        shape = a.aval.shape[:nd - len(s)] + tuple(s)
+        if fft_type == FftType.RFFT:
+            if not shape[-1]:  # (NumPy's error; JAX's lowering fails)
+                raise ValueError(f"jax.numpy.fft.{name}: invalid number of data points (0)")
+            shape = shape[:-1] + (shape[-1] // 2 + 1,)
+        real = np.dtype(dtypes.finfo(a.aval.dtype).dtype)
+        dt = {FftType.RFFT: _complex_dtype(real), FftType.IRFFT: real}.get(fft_type,
+                                                                         a.aval.dtype)
+        return moveaxis(lax.full(shape, 0, dt), last, axes)
     out = _norm(lax.fft(a, fft_type, tuple(s)), s, name, norm)
     return moveaxis(out, last, axes)
 

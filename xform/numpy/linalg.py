@@ -13,6 +13,7 @@ from xform.interpreters.composite import composite
 from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
+from xform.transforms.custom_derivatives import custom_jvp
 
 EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -53,6 +54,8 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
 def _permute_rows(b, perm):
     """``b[..., perm, :]``: one gather of rows, as JAX's lu_solve (a one-hot permutation
     matmul made jit(solve) of a 16x16 system 2x JAX's)."""
+    if not b.size:  # (no rows to move; a unit gather slice cannot span a zero-size dim)
+        return b
     nb, batch = b.ndim - 2, tuple(range(b.ndim - 2))
     dn = lax.GatherDimensionNumbers(offset_dims=(nb + 1,), collapsed_slice_dims=(nb,),
                                     start_index_map=(nb,), operand_batching_dims=batch,
@@ -122,8 +125,49 @@ def det(a):
     """Determinant of a (batch of) square matrices (via LU)."""
     (a,) = _inexact("det", a)
     _square("det", a)
+    return _det(a)
+
+
+@custom_jvp
+def _det(a):
     parity, diag = _lu_sign_and_diag(a)
     return parity * jnp.prod(diag, axis=-1)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    # d det = tr(adj(a) da), with the adjugate from _cofactor_solve: finite where a is
+    # singular (differentiating through lu divides by its zero pivot), as JAX's.
+    (a,), (t,) = primals, tangents
+    y, z = _cofactor_solve(a, t)
+    return y, jnp.trace(z, axis1=-2, axis2=-1)
+
+
+def _cofactor_solve(a, b):
+    """``(det a, adj(a) @ b)`` from one LU (JAX's algorithm): the last pivot is
+    replaced by ``1 / det(u[:-1, :-1])``, so the solve never divides by a zero there; a
+    rank below n - 1 (another zero pivot) gives an adjugate of zeros."""
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu_, pivots, perm = lax_linalg.lu(a)
+    batch = tuple(np.broadcast_shapes(lu_.shape[:-2], b.shape[:-2]))
+    x = jnp.broadcast_to(b, batch + b.shape[-2:])
+    lu_ = jnp.broadcast_to(lu_, batch + (n, n))
+    perm = jnp.broadcast_to(perm, batch + (n,))
+    sign = jnp.where(jnp.sum(pivots != jnp.arange(n, dtype=pivots.dtype), axis=-1) % 2 == 1,
+                     -1, 1).astype(a.dtype)
+    partial = jnp.cumprod(jnp.diagonal(lu_, axis1=-2, axis2=-1), axis=-1) * sign[..., None]
+    lu_ = lu_.at[..., -1, -1].set(1 / partial[..., -2])
+    probe = lax_linalg.triangular_solve(lu_, jnp.ones(batch + (n, 1), a.dtype),
+                                        left_side=True, lower=False)
+    low_rank = jnp.any(~jnp.isfinite(probe), axis=(-2, -1))[..., None, None]
+    x = jnp.where(low_rank, 0, x)
+    x = jnp.take_along_axis(x, perm[..., None], axis=-2)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    x = jnp.concatenate([x[..., :-1, :] * partial[..., -1, None, None], x[..., -1:, :]], -2)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
+    return partial[..., -1], jnp.where(low_rank, 0, x)
 
 
 def slogdet(a, *, method=None):
@@ -197,20 +241,24 @@ def svdvals(x):
     return svd(x, compute_uv=False)
 
 
+def _max0(x, axis, keepdims=False):
+    return jnp.max(x, axis=axis, keepdims=keepdims, initial=0)
+
+
 def _matrix_norm(x, ord, axes, keepdims):
     r, c = axes
     if ord in (None, "fro", "f"):
         out = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axes, keepdims=keepdims))
     elif ord in (1, -1):
-        red = jnp.max if ord == 1 else jnp.min
+        red = _max0 if ord == 1 else jnp.min  # (max from 0: an empty matrix's norm is 0)
         out = red(jnp.sum(jnp.abs(x), axis=r, keepdims=True), axis=c, keepdims=True)
     elif ord in (np.inf, -np.inf):
-        red = jnp.max if ord > 0 else jnp.min
+        red = _max0 if ord > 0 else jnp.min
         out = red(jnp.sum(jnp.abs(x), axis=c, keepdims=True), axis=r, keepdims=True)
     elif ord in (2, -2, "nuc"):
         moved = jnp.moveaxis(x, (r, c), (-2, -1))
         s = svd(moved, compute_uv=False)
-        out = jnp.sum(s, -1) if ord == "nuc" else (s[..., 0] if ord == 2 else s[..., -1])
+        out = jnp.sum(s, -1) if ord == "nuc" else (_max0(s, -1) if ord == 2 else s[..., -1])
         if keepdims:
             out = jnp.expand_dims(out, axes)
         return out
@@ -226,7 +274,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
         return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims))
     if ord == np.inf:
-        return jnp.max(ax, axis=axis, keepdims=keepdims)
+        return _max0(ax, axis=axis, keepdims=keepdims)
     if ord == -np.inf:
         return jnp.min(ax, axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -337,9 +385,9 @@ def matrix_power(a, n):
     return result
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
+def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
     (M,) = _inexact("matrix_rank", M)
-    s = svd(M, compute_uv=False)
+    s = svd(M, compute_uv=False)  # (hermitian: the same singular values)
     if tol is None:
         rtol = _default_rtol(M) if rtol is None else rtol
         tol = s[..., :1] * jnp.asarray(rtol, s.dtype)

@@ -3,6 +3,8 @@ factorizations here, over the ``xform.lax.linalg`` primitives; schur, hessenberg
 qr_multiply and eigh_tridiagonal in ``_linalg_decomp.py``; the special matrices in
 ``_linalg_special.py``; matrix functions (expm, polar, sqrtm, funm) in
 ``_linalg_matfuncs.py``."""
+import numpy as np
+
 import xform.numpy as jnp
 from xform.lax import linalg as lax_linalg
 from xform.numpy import linalg as np_linalg
@@ -46,9 +48,15 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """Cholesky factor; upper triangular unless ``lower``."""
+    """Cholesky factor; upper triangular unless ``lower``. As SciPy's (and JAX's), only
+    that triangle of ``a`` is read (no symmetrization)."""
     del overwrite_a, check_finite
-    return np_linalg.cholesky(a, upper=not lower)
+    (a,) = np_linalg._inexact("cholesky", a)
+    np_linalg._square("cholesky", a)
+    if not lower:
+        a = jnp.conj(jnp.matrix_transpose(a))
+    c = lax_linalg.cholesky(a, symmetrize_input=False)
+    return c if lower else jnp.conj(jnp.matrix_transpose(c))
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -101,7 +109,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     k = min(m, n)
     l_ = jnp.tril(lu_[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
     u = jnp.triu(lu_[..., :k, :])
-    p = jnp.matrix_transpose(lax_linalg._permutation_matrix(perm, a.dtype))
+    p = jnp.matrix_transpose(lax_linalg._permutation_matrix(  # (real, as JAX's)
+        perm, np.finfo(a.dtype).dtype))
     return (jnp.matmul(p, l_), u) if permute_l else (p, l_, u)
 
 
@@ -122,5 +131,12 @@ eigh = lambda a, lower=True, eigvals_only=False, **kw: (  # noqa: E731
     tuple(np_linalg.eigh(a, "L" if lower else "U")))
 svd = lambda a, full_matrices=True, compute_uv=True, **kw: np_linalg.svd(  # noqa: E731
     a, full_matrices, compute_uv)
-qr = lambda a, mode="full", pivoting=False, **kw: tuple(np_linalg.qr(  # noqa: E731
-    a, "complete" if mode == "full" else "reduced" if mode == "economic" else mode))
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """scipy.linalg.qr: ``(q, r)``, or ``(r,)`` for ``mode="r"`` (full-size ``r``)."""
+    if mode not in ("full", "r", "economic"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    (a,) = np_linalg._inexact("qr", a)
+    q, r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r,) if mode == "r" else (q, r)

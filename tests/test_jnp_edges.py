@@ -1,0 +1,155 @@
+"""Regressions from a differential sweep of ``xform.numpy`` shape/indexing/sorting/set/
+statistics functions, linalg, fft, random keys and grad/vmap against JAX on edge
+inputs (zero-size and 0-d arrays, unsigned and low-precision dtypes, NaNs, option
+variants): one small case per bug class, compared with jax at run time.
+"""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import xform
+import xform.numpy as xjnp
+from optable import assert_tree_same
+
+F32 = np.array([[3.0, np.nan, 1.0], [-0.0, 2.0, 0.5]], np.float32)
+
+
+def same(name, *args, tol=1e-6, **kw):
+    want = getattr(jjnp, name)(*args, **kw)
+    assert_tree_same(getattr(xjnp, name)(*args, **kw), want, tol, name)
+
+
+def test_partition_of_unsigned_keeps_zero():
+    # Negating uint8 maps 0 to itself; the order is flipped with ~a, as JAX's -(a + 1).
+    a = np.array([[3, 1, 0, 255], [2, 7, 5, 0]], np.uint8)
+    same("partition", a, 2)
+    same("argpartition", a, 0)
+
+
+def test_unique_inverse_of_0d_keeps_input_shape():
+    same("unique", np.float32(2.5), return_inverse=True)
+    same("unique_all", np.array(3, np.int32))
+
+
+def test_take_along_axis_zero_size_batch():
+    # A unit gather slice cannot span a zero-size batch dim; the result is empty.
+    same("take_along_axis", np.zeros((0, 3), np.float32), np.zeros((0, 1), np.int32), -1)
+    same("median", np.zeros((0, 3), np.float32), axis=-1)
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_quantile_inverted_cdf_and_weights(nan):
+    f = "nanquantile" if nan else "quantile"
+    q = np.array([0.0, 0.3, 1.0], np.float32)
+    w = np.array([[1.0, 0.0, 2.0], [0.5, -1.0, 1.0]], np.float32)  # a negative weight: NaN
+    same(f, F32, q, axis=1, method="inverted_cdf", weights=w, keepdims=True)
+    same(f, F32, 0.5, axis=0, method="inverted_cdf", weights=np.array([1.0, 3.0], np.float32))
+    with pytest.raises(NotImplementedError):
+        getattr(xjnp, f)(F32, 0.5, method="linear", weights=w)
+
+
+def test_quantile_interpolates_in_q_dtype():
+    # JAX computes positions and the linear blend in q's dtype, then casts to a's.
+    a = (np.arange(6) * 0.7 - 1).astype(jjnp.bfloat16).reshape(2, 3)
+    same("quantile", a, np.array([0.3, 0.7], np.float32), axis=-1, tol=1e-2)
+    with pytest.raises(ValueError, match="rank"):
+        xjnp.nanpercentile(F32, np.array([[10.0, 90.0]]))
+
+
+def test_take_and_put_along_axis_modes():
+    a = np.array([[3, 1, 0], [2, 7, 5]], np.uint8)
+    idx = np.array([[0, 2, -1], [5, -4, 1]])
+    same("take_along_axis", a, idx, axis=1, mode="clip")  # negatives wrap, then clip
+    same("take_along_axis", a, np.array([[1, 5, 1]]), axis=0, fill_value=-1)  # wraps to 255
+    same("take_along_axis", a, np.array([[2, 0, 1]]))  # axis defaults to -1
+    for mode in (None, "clip"):
+        same("put_along_axis", a, np.array([[5], [-1]]), 9, axis=1, inplace=False, mode=mode)
+    same("put_along_axis", a, np.array([0, 4]), 9, axis=None, inplace=False)
+
+
+def test_insert_clips_and_delete_takes_a_mask():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    same("insert", a, np.array([-7, 5]), 9.0, axis=1)
+    same("delete", a, np.array([True, False, True]), axis=1)
+    with pytest.raises(ValueError):
+        xjnp.insert(a, np.array([True, False, True]), 9.0, axis=1)
+    same("reshape", a, (3, 2), order="A")
+
+
+def test_convert_python_int_out_of_range_wraps():
+    for v, dt in ((-1, np.uint8), (300, np.uint8), (2**40, np.int32)):
+        assert_tree_same(xform.lax.convert_element_type(v, dt),
+                         jax.lax.convert_element_type(v, dt), 0, f"{v}->{dt}")
+
+
+def test_interp_period_and_extrapolate():
+    xp = np.array([0.0, 1.0, 2.0, 4.0], np.float32)
+    fp = np.array([0.0, 10.0, 5.0, 7.0], np.float32)
+    x = np.array([-1.0, 0.5, 3.9, 9.0], np.float32)
+    same("interp", x, xp, fp, period=-3.0)          # |period|
+    same("interp", x, xp, fp, -1.0, 99.0, period=3.0)  # left/right ignored with a period
+    same("interp", x, xp, fp, "extrapolate", "extrapolate")
+    same("interp", x, np.array([0.0, 1e-9, 1.0, 2.0], np.float32), fp)  # JAX's dx bound
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 2, 2), (0, 3)])
+def test_linalg_of_zero_size(shape):
+    z = np.zeros(shape, np.float32)
+    for f in ("inv", "det", "slogdet", "svd") if shape[-1] == shape[-2] else ("svd",):
+        assert_tree_same(getattr(xjnp.linalg, f)(z), getattr(jjnp.linalg, f)(z), 1e-6, f)
+    if shape == (0, 0):
+        assert_tree_same(xjnp.linalg.solve(z, np.zeros(0, np.float32)),
+                         jjnp.linalg.solve(z, np.zeros(0, np.float32)), 0, "solve")
+        for o in (1, 2, np.inf):
+            assert_tree_same(xjnp.linalg.norm(z, o), jjnp.linalg.norm(z, o), 0, f"norm {o}")
+
+
+def test_scipy_qr_modes_and_small_fixes():
+    import jax.scipy.linalg as jsl
+    import xform.scipy.linalg as xsl
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for mode in ("r", "economic"):  # mode="r" is the 1-tuple (r,)
+        assert_tree_same(xsl.qr(a, mode=mode), jsl.qr(a, mode=mode), 1e-5, mode)
+    same("poly", np.zeros(0, np.float32))   # no roots: 0-d 1
+    assert_tree_same(xjnp.linalg.matrix_rank(a, hermitian=False),
+                     jjnp.linalg.matrix_rank(a, hermitian=False), 0, "rank")
+
+
+def test_det_gradient_at_singular_matrices():
+    # d det = tr(adj(a) da) through a cofactor solve (JAX's), not lu's JVP (NaN there).
+    f = lambda n: lambda a: n.linalg.det(a).sum()
+    for a in (np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32),):
+        assert_tree_same(xform.grad(f(xjnp))(a), jax.grad(f(jjnp))(a), 1e-5, "grad det")
+
+
+def test_scipy_cholesky_reads_one_triangle_and_lu_p_is_real():
+    import jax.scipy.linalg as jsl
+    import xform.scipy.linalg as xsl
+    a = np.array([[4.0, 1.0], [3.0, 5.0]], np.float32)  # not symmetric: one triangle counts
+    for lower in (False, True):
+        assert_tree_same(xsl.cholesky(a, lower=lower), jsl.cholesky(a, lower=lower), 1e-5,
+                         f"cholesky lower={lower}")
+    c = np.array([[2 + 1j, 1], [1j, 3]], np.complex64)
+    assert_tree_same(xsl.lu(c), jsl.lu(c), 1e-5, "lu complex")
+
+
+def test_pad_mean_of_bool_is_not_rounded():
+    a = np.array([[True, False, True], [False, False, True]])
+    same("pad", a, 1, mode="mean")
+
+
+def test_fft_of_empty_input_and_zero_length():
+    z = np.zeros((0,), np.float32)
+    for f, kw in (("fft", {"norm": "forward"}), ("irfft", {}), ("hfft", {})):
+        assert_tree_same(getattr(xjnp.fft, f)(z, **kw), getattr(jjnp.fft, f)(z, **kw), 0, f)
+    with pytest.raises(ValueError, match="positive"):
+        xjnp.fft.fft(np.ones(3, np.float32), 0)
+
+
+def test_bool_products_with_preferred_type_count_and_small_fixes():
+    v = np.array([False, True, True])
+    same("einsum", "i,i", v, v, preferred_element_type=np.float32)  # a count: 2, not any()
+    same("dot", v, v)
+    same("diff", v.reshape(1, 3), 0, prepend=1)  # n=0: the input as it is
+    same("ix_", np.array([1, 2]), np.zeros(0, np.float32))  # an empty index is an int
