@@ -136,6 +136,17 @@ def _core_jit(fn, variables, rngs, compiled, keyed=False):
     return _pack(core, (variables,), (variables,), (rngs,), "jit")
 
 
+def jitted_body(static_argnums, static_argnames, donate_argnums):
+    """``_traced`` under ``xform.jit``, the user's argument numbers (``self`` or the
+    scope is 0) shifted past the fingerprint and variable/rng groups."""
+    def norm(n):
+        return (n,) if isinstance(n, int) else tuple(n)
+    return _jit(_traced,
+                static_argnums=(0,) + tuple(i + 2 for i in norm(static_argnums) if i > 0),
+                static_argnames=static_argnames,
+                donate_argnums=tuple(i + 2 for i in norm(donate_argnums) if i > 0))
+
+
 def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=(),
         donate_argnums=(), device=None, backend=None, methods=None):
     """Compiles a Module class or method with ``xform.jit`` (lifted over its variables
@@ -149,12 +160,7 @@ def jit(target, variables=True, rngs=True, static_argnums=(), static_argnames=()
     (3, 2)
     """
     del device, backend
-    norm = lambda n: (n,) if isinstance(n, int) else tuple(n)
-    compiled = _jit(_traced,
-                    static_argnums=(0,) + tuple(i + 2 for i in norm(static_argnums)
-                                                if i > 0),
-                    static_argnames=static_argnames,
-                    donate_argnums=tuple(i + 2 for i in norm(donate_argnums) if i > 0))
+    compiled = jitted_body(static_argnums, static_argnames, donate_argnums)
 
     def core(fn):
         return _core_jit(fn, variables, rngs, compiled)

@@ -123,20 +123,6 @@ class BCSR(JAXSparse):
     _info = property(lambda self: dict(shape=self.shape, indices_sorted=self.indices_sorted,
                                        unique_indices=self.unique_indices))
 
-    def __repr__(self):
-        try:
-            extra = f", nse={self.nse}"
-            if self.n_batch:
-                extra += f", n_batch={self.n_batch}"
-            if self.n_dense:
-                extra += f", n_dense={self.n_dense}"
-            r = f"BCSR({self.dtype}{list(self.shape)}{extra})"
-        except Exception:   # a repr must not fail, whatever the leaves are
-            r = "BCSR(<invalid>)"
-        if isinstance(self.data, Tracer):
-            r = f"{type(self.data).__name__}[{r}]"
-        return r
-
     def transpose(self, *args, **kwargs):
         raise NotImplementedError("Transpose is not implemented.")
 

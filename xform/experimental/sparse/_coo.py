@@ -10,23 +10,13 @@ import numpy as np
 
 from xform import numpy as jnp
 from xform.core.pytree_registry import register_pytree_node_class
-from xform.core.trace import Tracer
 from xform.experimental.sparse._util import JAXSparse, concrete_int
 from xform.transforms.jit import jit
 
 
 class _Sparse2D(JAXSparse):
-    """The 2-D classes' nse, repr, flattening and matmul (JAX's ``JAXSparse`` defaults)."""
+    """The 2-D classes' nse, flattening and matmul (JAX's ``JAXSparse`` defaults)."""
     nse = property(lambda self: self.data.size)
-
-    def __repr__(self):
-        try:
-            r = f"{type(self).__name__}({self.dtype}{list(self.shape)}, nse={self.nse})"
-        except Exception:   # a repr must not fail, whatever the leaves are
-            r = f"{type(self).__name__}(<invalid>)"
-        if isinstance(self.data, Tracer):
-            r = f"{type(self.data).__name__}[{r}]"
-        return r
 
     def tree_flatten(self):
         return self._bufs, tuple(sorted(self._info.items()))

@@ -7,14 +7,15 @@ import numpy as np
 from xform import lax
 from xform.core.avals import ShapedArray
 from xform.core.dtypes import issubdtype
-from xform.core.trace import concrete_or_raise
+from xform.core.trace import Tracer, concrete_or_raise
 from xform.transforms.vmap import vmap
 
 
 class JAXSparse:
-    """Base of the sparse formats (BCOO, BCSR, COO, CSR, CSC), as JAX's: what they share,
-    and ``isinstance(x, sparse.JAXSparse)``. Subclasses define ``shape``, ``data``,
-    ``_bufs`` (data first), ``_info``, ``todense`` and ``transpose``."""
+    """Base of the sparse formats (BCOO, BCSR, COO, CSR, CSC), as JAX's: what they share
+    (``len``, ``repr``, ``block_until_ready``...) and ``isinstance(x, sparse.JAXSparse)``.
+    Subclasses define ``shape``, ``data``, ``nse``, ``_bufs`` (data first), ``_info``,
+    ``todense`` and ``transpose``."""
     __hash__ = None
     __array_priority__ = 100   # `ndarray @ M` defers to M.__rmatmul__
     dtype = property(lambda self: self.data.dtype)
@@ -24,6 +25,18 @@ class JAXSparse:
 
     def __len__(self):
         return self.shape[0]
+
+    def __repr__(self):
+        name = type(self).__name__
+        try:
+            extra = "".join(f", {k}={getattr(self, k)}" for k in ("n_batch", "n_dense")
+                            if getattr(self, k, 0))
+            r = f"{name}({self.dtype}{list(self.shape)}, nse={self.nse}{extra})"
+        except Exception:   # a repr must not fail, whatever the leaves are
+            r = f"{name}(<invalid>)"
+        if isinstance(self.data, Tracer):
+            r = f"{type(self.data).__name__}[{r}]"
+        return r
 
     def block_until_ready(self):
         for b in self._bufs:

@@ -26,14 +26,13 @@ from xform.nn._control import _core_cond, _core_switch, _core_while_loop
 from xform.nn._lifted_ad import (_core_custom_vjp, _core_jvp, _core_map_variables,
                                  _core_value_and_grad, _core_vjp)
 from xform.nn._lifted_extras import _core_fold_rngs, _core_remat_scan
-from xform.nn._lifted_jit import _core_jit, _traced
+from xform.nn._lifted_jit import _core_jit, jitted_body
 from xform.nn._scope import (  # noqa: F401
     CollectionFilter, DenyList, Filter, LazyRng, PRNGSequenceFilter, Scope,
     group_collections, in_filter, intersect_filters, is_filter_empty, subtract_filters,
     union_filters)
 from xform.nn._transforms import In, Out, _core_remat, _core_scan, _core_vmap, _pack
 from xform.nn.core.frozen_dict import freeze, unfreeze  # noqa: F401
-from xform.transforms.jit import jit as _jit
 
 __all__ = ["In", "Out", "checkpoint", "cond", "custom_vjp", "fold_rngs", "id_fn", "jit",
            "jvp", "map_variables", "pack", "remat", "remat_scan", "scan",
@@ -179,12 +178,7 @@ def jit(fn, variables=True, rngs=True, static_argnums=(), static_argnames=(),
     ``(scope mutability, hash_key)``. ``static_argnums`` count the scope as 0 and the
     ``args`` after ``hash_key`` from 1 (as Flax's)."""
     del device, backend
-    norm = lambda n: (n,) if isinstance(n, int) else tuple(n)
-    compiled = _jit(_traced,
-                    static_argnums=(0,) + tuple(i + 2 for i in norm(static_argnums)
-                                                if i > 0),
-                    static_argnames=static_argnames,
-                    donate_argnums=tuple(i + 2 for i in norm(donate_argnums) if i > 0))
+    compiled = jitted_body(static_argnums, static_argnames, donate_argnums)
     return _core_jit(fn, variables, rngs, compiled, keyed=True)
 
 
