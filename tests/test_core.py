@@ -1,5 +1,6 @@
 """Core invariants: every primitive has every rule; the IR typechecks, prints and
 evaluates; tracers don't leak; eager execution caches compiled primitives."""
+import jax
 import numpy as np
 import pytest
 
@@ -146,10 +147,13 @@ def test_eager_primitive_compiled_once():
 
 def test_python_scalars_are_weakly_typed():
     x = f32([1., 2.])
-    y = lax.mul(x, 2)  # the int takes x's dtype
+    y = lax.mul(x, 2.0)  # the float takes x's dtype
     assert y.dtype == np.float32 and not y.weak_type
     z = xform.jit(lambda a: lax.add(a, 1.0))(3.0)
     assert z.dtype == np.float32 and z.weak_type
+    for lib in (jax.lax, lax):   # an int beside a float array: JAX's same-dtype rule
+        with pytest.raises(TypeError, match="lax.mul requires arguments to have the same"):
+            lib.mul(np.ones(2, np.float32), 2)
 
 
 def test_perturbation_confusion_avoided():
@@ -230,8 +234,6 @@ def test_lax_binary_op_keeps_exact_python_scalars():
     np.testing.assert_array_equal(lax.add(np.arange(3, dtype=np.int32), 2), [2, 3, 4])
     assert lax.add(np.arange(3, dtype=np.int32), 2).dtype == np.int32
     np.testing.assert_allclose(lax.mul(np.ones(2, np.float32), 2.5), [2.5, 2.5])
-    # NB: JAX rejects an int scalar with a float array; xform accepts it (exact).
-    assert lax.add(np.ones(2, np.float32), 1).dtype == np.float32
 
 
 @pytest.mark.parametrize("wrap", ["checkpoint_name", "remat", "custom_jvp", "custom_vjp"])

@@ -49,7 +49,8 @@ def test_table_covers_every_primitive():
              if isinstance(getattr(xlax, n, None), Primitive)}
     # A sharding constraint needs a mesh: tests/test_sharded_jit.py checks it against jax;
     # tokens have no values to compare: tests/test_api_gaps.py checks their lowering.
-    others = {"sharding_constraint", "create_token", "after_all"}
+    # composite and scaled_dot: tests/test_lax_composite.py (values, lowering, errors).
+    others = {"sharding_constraint", "create_token", "after_all", "composite", "scaled_dot"}
     assert prims - called - named - swept - others == set()
 
 

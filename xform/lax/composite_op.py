@@ -14,7 +14,7 @@ from xform.core import tree_util
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Primitive, Tracer, get_aval
-from xform.interpreters import ad, mlir
+from xform.interpreters import ad, batching, mlir
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.ffi import ir_attribute
 
@@ -121,10 +121,15 @@ def _lowering(ctx, *args, name, attributes, version, jaxpr):
     return list(op.results)
 
 
+def _batch(*_, **__):
+    raise NotImplementedError("Batching rule for 'composite' not implemented")
+
+
 composite_p = Primitive("composite")
 composite_p.multiple_results = True
 composite_p.def_impl(_impl, lazy_kind="inline")
 composite_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
 ad.primitive_jvps[composite_p] = _jvp
 ad.primitive_transposes[composite_p] = _transpose
+batching.primitive_batchers[composite_p] = _batch   # (JAX's error, said explicitly)
 mlir.register_lowering(composite_p, _lowering)

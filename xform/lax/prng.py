@@ -106,7 +106,7 @@ def _threefry_composition(k1, k2, x1, x2, rolled=False):
         x, _, _ = fori_loop(0, 5, _rolled_block, (x, ks[1:] + ks[:1], rotations))
         return x
     for i in range(5):
-        x = _rounds(x, _ROTATIONS[i % 2])
+        x = _rounds(x, [_u32.type(r) for r in _ROTATIONS[i % 2]])
         x[0] = elementwise.add(x[0], _bcast(ks[(i + 1) % 3], shape))
         x[1] = elementwise.add(elementwise.add(x[1], _bcast(ks[(i + 2) % 3], shape)),
                                _u32.type(i + 1))

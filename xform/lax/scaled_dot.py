@@ -12,7 +12,7 @@ import numpy as np
 
 from xform.core import dtypes
 from xform.core.avals import ShapedArray
-from xform.interpreters import batching, mlir
+from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.lax.composite_op import composite
 from xform.lax.dot import dot_general
@@ -131,7 +131,12 @@ def _batch(vals, dims, *, dimension_numbers, preferred_element_type):
                              preferred_element_type=preferred_element_type), 0
 
 
+def _jvp(*_, **__):
+    raise NotImplementedError("Differentiation rule for 'scaled_dot' not implemented")
+
+
 scaled_dot_p = standard_primitive("scaled_dot", _abstract_eval)
 batching.primitive_batchers[scaled_dot_p] = _batch
+ad.primitive_jvps[scaled_dot_p] = _jvp   # (JAX's error, said explicitly)
 mlir.register_lowering(scaled_dot_p, mlir.lower_fun(
     composite(_decomposition, name="xla.scaled_dot"), multiple_results=False))
