@@ -97,17 +97,30 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
     >>> triangular_solve(a, xform.numpy.array([[2.], [3.]]), left_side=True, lower=True)
     Array([[1.],
            [2.]], dtype=float32)
+
+    As JAX's, a ``b`` of one dimension fewer than ``a`` is a (batch of) vectors.
     """
-    return triangular_solve_p.bind(
+    singleton = np.ndim(b) == np.ndim(a) - 1
+    axis = np.ndim(b) - (0 if left_side else 1)   # where the unit axis goes
+    if singleton:
+        b = shapes.expand_dims(b, (axis,))
+    out = triangular_solve_p.bind(
         a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
         conjugate_a=bool(conjugate_a), unit_diagonal=bool(unit_diagonal))
+    if singleton:
+        out = shapes.squeeze(out, (axis,))
+    return out
 
 
 def _triangular_solve_abstract_eval(a, b, *, left_side, **_):
     _check_matrix("triangular_solve", a)
     if b.ndim < 2:
-        raise ValueError(f"triangular_solve: b must have at least 2 dimensions, got shape "
-                         f"{b.shape}")
+        raise TypeError(f"Input 1 to triangular_solve must have rank at least 2, but got "
+                        f"shape={b.shape}")
+    if a.ndim != b.ndim:
+        raise TypeError(f"All inputs to triangular_solve must have the same number of batch "
+                        f"dimensions, but got {[a.ndim - 2, b.ndim - 2]} batch dimensions "
+                        "for the inputs.")
     if a.dtype != b.dtype:
         raise TypeError(f"triangular_solve: a and b must have the same dtype, got "
                         f"{a.dtype.name} and {b.dtype.name}")

@@ -95,11 +95,13 @@ def _permute_and_solve(lu_, perm, b):
     return lax_linalg.triangular_solve(lu_, y, left_side=True, lower=False)
 
 
-def _solve_transposed(lu_, perm, b):
-    """``a^T x = b`` from ``a``'s LU factors (JAX's ``lu_solve(trans=1)``)."""
-    y = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True)
+def _solve_transposed(lu_, perm, b, conjugate=False):
+    """``a^T x = b`` (``a^H x = b`` if ``conjugate``) from ``a``'s LU factors (JAX's
+    ``lu_solve(trans=1 or 2)``)."""
+    y = lax_linalg.triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True,
+                                    conjugate_a=conjugate)
     y = lax_linalg.triangular_solve(lu_, y, left_side=True, lower=True, transpose_a=True,
-                                    unit_diagonal=True)
+                                    conjugate_a=conjugate, unit_diagonal=True)
     iota = lax.broadcasted_iota(np.int32, perm.shape, perm.ndim - 1)
     return _permute_rows(y, lax.sort_key_val(perm, iota, dimension=perm.ndim - 1)[1])
 

@@ -3,6 +3,8 @@ factorizations here, over the ``xform.lax.linalg`` primitives; schur, hessenberg
 qr_multiply and eigh_tridiagonal in ``_linalg_decomp.py``; the special matrices in
 ``_linalg_special.py``; matrix functions (expm, polar, sqrtm, funm) in
 ``_linalg_matfuncs.py``."""
+import warnings
+
 import numpy as np
 
 import xform.numpy as jnp
@@ -26,6 +28,30 @@ def _trans_flags(trans):
     return table[trans]
 
 
+def _vector_rhs(name, a, b):
+    """JAX's rule for a solver's ``b``: 1-D is one vector; ``a.ndim == b.ndim + 1`` with
+    matching last axes is a batch of vectors (deprecated in JAX, with its warning); any
+    other ``b`` is a (batch of) matrices, batch axes broadcast against ``a``'s."""
+    if b.ndim == 1:
+        return True
+    if a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1]:
+        warnings.warn(f"xform.scipy.linalg.{name}: batched 1D solves with b.ndim > 1 are "
+                      "deprecated, and in the future will be treated as a batched 2D "
+                      f"solve. Use {name}(..., b[..., None]).squeeze(-1) to avoid this "
+                      "warning.", FutureWarning, stacklevel=3)
+        return True
+    if b.ndim < 2:
+        raise ValueError(f"{name}: b must be a vector or a (batch of) matrices, got shape "
+                         f"{b.shape}")
+    return False
+
+
+def _core_size_check(name, n, b):
+    if b.shape[-2] != n:
+        raise ValueError(f"{name}: b {b.shape[:-1]}'s solve axis has size {b.shape[-2]}, "
+                         f"but the matrix is {n}x{n}")
+
+
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      debug=None, check_finite=True):
     """Solve ``op(a) @ x = b`` for triangular ``a`` (only its ``lower``/upper part is read).
@@ -37,9 +63,11 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     del overwrite_b, debug, check_finite
     a, b = np_linalg._inexact("solve_triangular", a, b)
     transpose_a, conjugate_a = _trans_flags(trans)
-    vector = b.ndim == a.ndim - 1
+    np_linalg._square("solve_triangular", a)
+    vector = _vector_rhs("solve_triangular", a, b)
     if vector:
         b = b[..., None]
+    _core_size_check("solve_triangular", a.shape[-1], b)
     a, b = np_linalg._batch_broadcast(a, b, 2)
     x = lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
                                     transpose_a=transpose_a, conjugate_a=conjugate_a,
@@ -69,9 +97,11 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     del overwrite_b, check_finite
     c, lower = c_and_lower
     c, b = np_linalg._inexact("cho_solve", c, b)
-    vector = b.ndim == c.ndim - 1
+    np_linalg._square("cho_solve", c)
+    vector = _vector_rhs("cho_solve", c, b)
     if vector:
         b = b[..., None]
+    _core_size_check("cho_solve", c.shape[-1], b)
     c, b = np_linalg._batch_broadcast(c, b, 2)
     # a = L L^H: solve L y = b, then L^H x = y (with L = c^H when c is upper).
     y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
@@ -89,16 +119,28 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """Solve ``a @ x = b`` given ``lu_factor(a)`` (``trans=0`` only)."""
-    if trans != 0:
-        raise NotImplementedError("lu_solve: only trans=0 is supported")
+    """Solve ``op(a) @ x = b`` given ``lu_factor(a)``; ``op`` is the identity
+    (``trans=0``), the transpose (1) or the conjugate transpose (2)."""
+    del overwrite_b, check_finite
+    if trans not in (0, 1, 2):
+        raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
     lu_, pivots = lu_and_piv
-    perm = lax_linalg.lu_pivots_to_permutation(jnp.asarray(pivots, "int32"), lu_.shape[-1])
-    b = jnp.asarray(b, dtype=lu_.dtype)
-    vector = b.ndim == 1
-    b2 = b[:, None] if vector else b
-    x = np_linalg._permute_and_solve(lu_, perm, b2)
-    return x[:, 0] if vector else x
+    lu_, b = np_linalg._inexact("lu_solve", lu_, b)
+    np_linalg._square("lu_solve", lu_)
+    perm = lax_linalg.lu_pivots_to_permutation(jnp.asarray(pivots), lu_.shape[-2])
+    vector = _vector_rhs("lu_solve", lu_, b)
+    if vector:
+        b = b[..., None]
+    _core_size_check("lu_solve", lu_.shape[-1], b)
+    batch = np.broadcast_shapes(lu_.shape[:-2], perm.shape[:-1], b.shape[:-2])
+    lu_ = jnp.broadcast_to(lu_, (*batch, *lu_.shape[-2:]))
+    perm = jnp.broadcast_to(perm, (*batch, perm.shape[-1]))
+    b = jnp.broadcast_to(b, (*batch, *b.shape[-2:]))
+    if trans == 0:
+        x = np_linalg._permute_and_solve(lu_, perm, b)
+    else:
+        x = np_linalg._solve_transposed(lu_, perm, b, conjugate=trans == 2)
+    return x[..., 0] if vector else x
 
 
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
