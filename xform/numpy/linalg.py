@@ -127,6 +127,15 @@ def det(a):
     """Determinant of a (batch of) square matrices (via LU)."""
     (a,) = _inexact("det", a)
     _square("det", a)
+    if a.shape[-1] == 2:   # closed forms, as JAX's: exact (and smooth) at singular a
+        return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    if a.shape[-1] == 3:
+        return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2]
+                + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
+                + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1]
+                - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
+                - a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1]
+                - a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
     return _det(a)
 
 
