@@ -14,6 +14,7 @@ from xform.numpy._cumulative import cumsum, diff
 from xform.numpy._manip import trim_zeros
 from xform.numpy._math import conjugate
 from xform.numpy._matrix import vander
+from xform.numpy._products import matmul
 from xform.numpy._shape import concatenate
 from xform.numpy._sorting import searchsorted
 from xform.numpy._take import take
@@ -195,25 +196,58 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
-    """Like numpy.polyfit (least squares on the Vandermonde matrix; ``full`` and
-    ``cov`` are not supported)."""
+    """Like numpy.polyfit: least squares on the (column-scaled) Vandermonde matrix. As
+    JAX's, ``full=True`` gives ``(p, resids, rank, s, rcond)`` and ``cov`` (True or
+    "unscaled") ``(p, C)``; the default ``rcond`` is ``len(x) * eps`` of ``x``'s dtype."""
     from xform.numpy import linalg  # (a cycle: numpy.linalg imports the numpy face)
-    if full or cov:
-        raise NotImplementedError("jnp.polyfit: full=True and cov=True are not supported.")
-    x, y = _util.promote_dtypes("polyfit", x, y, to="inexact")
+    x, y = asarray(x, "polyfit"), asarray(y, "polyfit", 1)
     deg = operator.index(deg)
+    order = deg + 1
     if deg < 0:
         raise ValueError("expected deg >= 0")
-    lhs = vander(x, deg + 1)
-    rhs = y
+    if x.aval.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.aval.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.aval.ndim not in (1, 2):
+        raise TypeError("expected 1D or 2D array for y")
+    if x.aval.shape[0] != y.aval.shape[0]:
+        raise TypeError("expected x and y to have same length")
+    n = x.aval.shape[0]
+    if rcond is None:
+        rcond = n * float(dtypes.finfo(x.aval.dtype).eps)
+    rcond = float(rcond)
+    x, y = _util.promote_dtypes("polyfit", x, y, to="inexact")
+    lhs, rhs = vander(x, order), y
     if w is not None:
-        w = asarray(w, "polyfit")
+        (w,) = _util.promote_dtypes("polyfit", asarray(w, "polyfit", 5), to="inexact")
+        if w.aval.ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if w.aval.shape[0] != n:
+            raise TypeError("expected w and y to have the same length")
         lhs = uf.multiply(lhs, lax.expand_dims(w, (1,)))
         rhs = uf.multiply(rhs, w if rhs.aval.ndim == 1 else lax.expand_dims(w, (1,)))
-    scale = lax.sqrt(lax.reduce_sum(lax.integer_pow(lhs, 2), (0,)))
+    scale = lax.sqrt(lax.reduce_sum(uf.multiply(lhs, lhs), (0,)))
     lhs = uf.true_divide(lhs, scale)
-    c = linalg.lstsq(lhs, rhs, rcond)[0]
-    return uf.true_divide(c, scale if c.aval.ndim == 1 else lax.expand_dims(scale, (1,)))
+    c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
+    c = uf.true_divide(c, scale if c.aval.ndim == 1 else lax.expand_dims(scale, (1,)))
+    if full:
+        return c, resids, rank, s, asarray(rcond, "polyfit")
+    if not cov:
+        return c
+    vbase = uf.true_divide(linalg.inv(matmul(lhs.T, lhs)), uf.multiply(
+        lax.expand_dims(scale, (1,)), lax.expand_dims(scale, (0,))))
+    if cov == "unscaled":
+        fac = asarray(1.0, "polyfit")
+    elif n <= order:
+        raise ValueError("the number of data points must exceed order to scale the "
+                         "covariance matrix")
+    else:
+        fac = uf.true_divide(resids, n - order)
+    fac = lax.reshape(fac, (fac.aval.size,))
+    if y.aval.ndim == 1:
+        return c, uf.multiply(vbase, lax.expand_dims(fac, (0,)))
+    return c, uf.multiply(lax.expand_dims(vbase, (2,)), lax.expand_dims(fac, (0, 1)))
 
 
 # ---- interpolation ----
