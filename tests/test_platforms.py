@@ -66,8 +66,9 @@ def test_host_callbacks_use_the_gpu_target_on_gpu():
     ("cholesky", jnp.linalg.cholesky, ["cusolver_potrf_ffi"])])
 def test_solver_kernels_by_platform(name, f, targets):
     # As JAX: LAPACK on CPU, cuSOLVER on CUDA (hipSOLVER on ROCm); elsewhere a clear
-    # error naming the primitive rather than a custom call XLA cannot find.
-    x = np.eye(3, dtype=np.float32)
+    # error naming the primitive rather than a custom call XLA cannot find. (4x4: det
+    # has closed forms up to 3x3, as JAX's.)
+    x = np.eye(4, dtype=np.float32)
     assert "lapack_" in _lowered(f, x, platform="cpu")
     cuda = _lowered(f, x, platform="cuda")
     assert all(f"@{t}(" in cuda for t in targets) and "lapack" not in cuda

@@ -14,7 +14,8 @@ from xform.lax.linalg_common import symmetrize, tril, triu  # noqa: F401
 from xform.lax.linalg_nonsymmetric import (  # noqa: F401
     eig, eig_p, hessenberg, hessenberg_p, householder_product, householder_product_p, schur,
     schur_p)
-from xform.lax.linalg_orthogonal import eigh, eigh_p, qr, qr_p, svd, svd_p  # noqa: F401
+from xform.lax.linalg_orthogonal import (  # noqa: F401
+    eigh, eigh_p, geqrf, geqrf_p, qr, qr_p, svd, svd_p)
 from xform.lax.linalg_triangular import (  # noqa: F401
     _permutation_matrix, cholesky, cholesky_p, lu, lu_p, lu_pivots_to_permutation,
     triangular_solve, triangular_solve_p)

@@ -27,7 +27,7 @@ from xform.lax.cumulative import cumsum
 from xform.lax.linalg_common import (_H, _T, _batch_to_front, _check_matrix, _diag,
                                      _eye_like, _in_lowering, _info_aval, _is_complex,
                                      _matmul, _nan_on_failure, _real)
-from xform.lax.linalg_triangular import (_permutation_matrix, lu_p, triangular_solve)
+from xform.lax.linalg_triangular import _solve
 from xform.lax.reductions import argmax, reduce_sum
 
 
@@ -57,14 +57,6 @@ def _check_square(name, x, square_msg=None):
         raise ValueError(square_msg or f"The input to {name} must be a square matrix. Got "
                          f"shape {x.shape}.")
     _check_matrix(name, x)
-
-
-def _solve(a, b):
-    """a^-1 b by LU with partial pivoting (a, b batched alike)."""
-    lu_, _, perm = lu_p.bind(a)
-    pb = _matmul(_permutation_matrix(perm, a.dtype), b)
-    y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
-    return triangular_solve(lu_, y, left_side=True, lower=False)
 
 
 # ---- eig ----

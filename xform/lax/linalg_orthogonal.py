@@ -14,42 +14,67 @@ from xform.lax._prim import standard_primitive
 from xform.lax.linalg_common import (_H, _batch_to_front, _check_matrix, _diag, _eye_like,
                                      _in_lowering, _info_aval, _is_complex, _matmul,
                                      _nan_on_failure, _real, symmetrize, tril, triu)
-from xform.lax.linalg_triangular import triangular_solve
+from xform.lax.linalg_triangular import _permutation_matrix, _solve, triangular_solve
 
 
 # ---- qr ----
 
-def qr(x, *, pivoting=False, full_matrices=True):
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """QR decomposition ``x = q @ r``, ``q`` orthonormal columns, ``r`` upper triangular.
 
     With ``full_matrices=False`` (economy), ``q`` is (..., m, k) and ``r`` (..., k, n)
-    where k = min(m, n).
+    where k = min(m, n). ``pivoting=True`` (CPU only: LAPACK's geqp3; JAX's GPU path is
+    its hybrid host/MAGMA kernel, which xform cannot reach) is the rank-revealing
+    ``x[..., p] = q @ r`` and returns ``(q, r, p)``, ``p`` int32 of shape (..., n).
 
     >>> q, r = qr(xform.numpy.array([[3., 0.], [4., 5.]]))
     >>> abs(float(r[0, 0]))
     5.0
     """
-    if pivoting:
-        raise NotImplementedError("qr(pivoting=True) is not supported")
+    del use_magma
     _check_matrix("qr", x, square=False)
-    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+    return tuple(qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices)))
 
 
-def _qr_abstract_eval(x, *, full_matrices):
+def _qr_abstract_eval(x, *, pivoting, full_matrices):
     _check_matrix("qr", x, square=False)
     *batch, m, n = x.shape
     cols = m if full_matrices else min(m, n)
-    return [ShapedArray((*batch, m, cols), x.dtype), ShapedArray((*batch, cols, n), x.dtype)]
+    outs = [ShapedArray((*batch, m, cols), x.dtype), ShapedArray((*batch, cols, n), x.dtype)]
+    return outs + [ShapedArray((*batch, n), np.dtype(np.int32))] * pivoting
 
 
-def _qr_lowering(ctx, x, *, full_matrices):
+def _geqp3(ctx, x, aval):
+    """LAPACK's column-pivoted geqrf (CPU): ``(a, 0-based pivots, taus)``."""
+    if ctx.module_ctx.platform != "cpu":
+        raise NotImplementedError(
+            f"qr(pivoting=True) is only implemented on CPU (xform calls LAPACK's geqp3; "
+            f"JAX's GPU path is its hybrid host/MAGMA kernel), not on "
+            f"{ctx.module_ctx.platform}")
+    *batch, m, n = aval.shape
+    p_aval = ShapedArray((*batch, n), np.dtype(np.int32))
+    tau_aval = ShapedArray((*batch, min(m, n)), aval.dtype)
+    (jpvt,) = _in_lowering(ctx, lambda: [shapes.full(p_aval.shape, 0, np.int32)], [], [])
+    a, jpvt, tau = ffi.solver_call(ctx, ("geqp3_ffi", {}), None, [x, jpvt], [aval, p_aval],
+                                   [aval, p_aval, tau_aval], aliases=[(0, 0), (1, 1)])
+    (p,) = _in_lowering(ctx, lambda j: [ew.sub(j, np.int32(1))], [jpvt], [p_aval])
+    return a, tau, p
+
+
+def _qr_lowering(ctx, x, *, pivoting, full_matrices):
     aval = ctx.avals_in[0]
-    q_aval, r_aval = ctx.avals_out
+    q_aval, r_aval = ctx.avals_out[:2]
     *batch, m, n = aval.shape
     cols = q_aval.shape[-1]
     tau_aval = ShapedArray((*batch, min(m, n)), aval.dtype)
-    a, tau = ffi.solver_call(ctx, ("geqrf_ffi", {}), ("geqrf_ffi", {}), [x], [aval],
-                             [aval, tau_aval], aliases=[(0, 0)])
+    p = []
+    if pivoting and m and n:
+        a, tau, *p = _geqp3(ctx, x, aval)
+    else:
+        if pivoting:   # (as JAX: zeros for an empty matrix)
+            p = _in_lowering(ctx, lambda: [shapes.full((*batch, n), 0, np.int32)], [], [])
+        a, tau = ffi.solver_call(ctx, ("geqrf_ffi", {}), ("geqrf_ffi", {}), [x], [aval],
+                                 [aval, tau_aval], aliases=[(0, 0)])
 
     def householder_input(a):   # the first `cols` columns, zero-padded if cols > n
         if cols <= n:
@@ -62,33 +87,96 @@ def _qr_lowering(ctx, x, *, full_matrices):
                            [q_aval, tau_aval], [q_aval], aliases=[(0, 0)])
     (r,) = _in_lowering(ctx, lambda a: [triu(shapes.slice(a, (0,) * a.ndim, r_aval.shape))],
                         [a], [aval])
-    return [q, r]
+    return [q, r, *p]
 
 
-def _qr_jvp(primals, tangents, *, full_matrices):
-    # See J. Townsend, "Differentiating the QR decomposition" (2018).
-    (x,), (dx,) = primals, tangents
-    q, r = qr_p.bind(x, full_matrices=full_matrices)
-    m, n = x.shape[-2:]
-    if m < n or (full_matrices and m != n):
-        raise NotImplementedError("Unimplemented case of QR decomposition derivative: "
-                                  "needs m >= n and full_matrices=False (or square).")
-    dx_rinv = triangular_solve(r, ad.instantiate_zeros(dx))   # dx @ r^{-1}
+def _thin_qr_jvp(q, r, dx):
+    """dq, dr of ``x = q r`` with m >= n and economy factors. See J. Townsend,
+    "Differentiating the QR decomposition" (2018)."""
+    dx_rinv = triangular_solve(r, dx)                          # dx @ r^{-1}
     qt_dx_rinv = _matmul(_H(q), dx_rinv)
     low = tril(qt_dx_rinv, -1)
     do = ew.sub(low, _H(low))                                  # skew-symmetric
-    if _is_complex(x):
-        imag_diag = ew.sub(qt_dx_rinv, ew.convert_element_type(_real(qt_dx_rinv), x.dtype))
+    if _is_complex(dx):
+        imag_diag = ew.sub(qt_dx_rinv, ew.convert_element_type(_real(qt_dx_rinv), dx.dtype))
         do = ew.add(do, ew.mul(_eye_like(do), imag_diag))
     dq = ew.add(_matmul(q, ew.sub(do, qt_dx_rinv)), dx_rinv)
     dr = _matmul(ew.sub(qt_dx_rinv, do), r)
-    return [q, r], [dq, dr]
+    return dq, dr
+
+
+def _cols(x, start, stop):
+    return shapes.slice(x, (0,) * (x.ndim - 1) + (start,), (*x.shape[:-1], stop))
+
+
+def _rows(x, start, stop):
+    return shapes.slice(x, (0,) * (x.ndim - 2) + (start, 0),
+                        (*x.shape[:-2], stop, x.shape[-1]))
+
+
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
+    # JAX's rule: the thin (m >= n) case, and from it the wide one (x = [x1 x2],
+    # dr2 = dq^H x2 + q^H dx2) and the full-q one for m > n (arXiv:2409.13374, eqs. 32-33).
+    (x,), (dx,) = primals, tangents
+    q, r, *p = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+    dx = ad.instantiate_zeros(dx)
+    m, n = x.shape[-2:]
+    if pivoting:   # dx[..., p] = dx @ P^T
+        dx = _matmul(dx, _H(_permutation_matrix(p[0], dx.dtype)))
+    if m < n:
+        dq, dr1 = _thin_qr_jvp(q, _cols(r, 0, m), _cols(dx, 0, m))
+        x2 = _cols(x, m, n)
+        if pivoting:
+            x2 = _cols(_matmul(x, _H(_permutation_matrix(p[0], x.dtype))), m, n)
+        dr2 = ew.add(_matmul(_H(dq), x2), _matmul(_H(q), _cols(dx, m, n)))
+        dr = shapes.concatenate([dr1, dr2], dr1.ndim - 1)
+    elif not full_matrices or m == n:
+        dq, dr = _thin_qr_jvp(q, r, dx)
+    else:
+        q_mn, q_mp = _cols(q, 0, n), _cols(q, n, m)
+        dq_mn, dr_nn = _thin_qr_jvp(q_mn, _rows(r, 0, n), dx)
+        q_nn, q_pn = _rows(q_mn, 0, n), _rows(q_mn, n, m)
+        dq_nn, dq_pn = _rows(dq_mn, 0, n), _rows(dq_mn, n, m)
+        # z_pn = q_pn (q_nn - I)^{-1}, by solving (q_nn - I)^H z_pn^H = q_pn^H
+        z_pn_h = _solve(_H(ew.sub(q_nn, _eye_like(q_nn))), _H(q_pn))
+        z_pn = _H(z_pn_h)
+        dq_mp = ew.sub(_matmul(dq_mn, z_pn_h),
+                       _matmul(ew.add(q_mn, _matmul(q_mp, z_pn)),
+                               _H(ew.sub(dq_pn, _matmul(z_pn, dq_nn)))))
+        dq = shapes.concatenate([dq_mn, dq_mp], dq_mn.ndim - 1)
+        zeros = shapes.full((*dr_nn.shape[:-2], m - n, n), 0, dr_nn.dtype)
+        dr = shapes.concatenate([dr_nn, zeros], dr_nn.ndim - 2)
+    return [q, r, *p], [dq, dr] + [ad.Zero(v.aval) for v in p]
 
 
 qr_p = standard_primitive("qr", _qr_abstract_eval, multiple_results=True)
 ad.primitive_jvps[qr_p] = _qr_jvp
 _batch_to_front(qr_p)
 mlir.register_lowering(qr_p, _qr_lowering)
+
+
+def geqrf(x):
+    """LAPACK's QR in its raw form: ``(a, taus)``, ``r`` in ``a``'s upper triangle and
+    the Householder reflectors below it (``jnp.linalg.qr(mode="raw")``). Not
+    differentiable, as JAX's."""
+    return tuple(geqrf_p.bind(x))
+
+
+def _geqrf_abstract_eval(x):
+    _check_matrix("geqrf", x, square=False)
+    *batch, m, n = x.shape
+    return [ShapedArray(x.shape, x.dtype), ShapedArray((*batch, min(m, n)), x.dtype)]
+
+
+def _geqrf_lowering(ctx, x):
+    return ffi.solver_call(ctx, ("geqrf_ffi", {}), ("geqrf_ffi", {}), [x], ctx.avals_in,
+                           ctx.avals_out, aliases=[(0, 0)])
+
+
+geqrf_p = standard_primitive("geqrf", _geqrf_abstract_eval, multiple_results=True)
+ad.defnondiff(geqrf_p)
+_batch_to_front(geqrf_p)
+mlir.register_lowering(geqrf_p, _geqrf_lowering)
 
 
 # ---- eigh ----

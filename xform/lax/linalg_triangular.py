@@ -311,6 +311,14 @@ def _permutation_matrix(perm, dtype):
     return ew.convert_element_type(ew.eq(rows, cols), dtype)
 
 
+def _solve(a, b):
+    """a^-1 b by LU with partial pivoting (a, b batched alike)."""
+    lu_, _, perm = lu_p.bind(a)
+    pb = _matmul(_permutation_matrix(perm, a.dtype), b)
+    y = triangular_solve(lu_, pb, left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(lu_, y, left_side=True, lower=False)
+
+
 def _lu_jvp(primals, tangents):
     # With P a = L U: P da = dL U + L dU, so L^{-1} P da U^{-1} = L^{-1} dL + dU U^{-1},
     # a strictly lower plus an upper triangular part.

@@ -196,11 +196,14 @@ def slogdet(a, *, method=None):
 
 
 def qr(a, mode="reduced"):
-    """QR decomposition; ``mode`` is "reduced", "complete", "r" or "raw" (unsupported)."""
+    """QR decomposition; ``mode`` is "reduced" (or "full", as JAX), "complete", "r"
+    (economy ``r``) or "raw" (LAPACK's ``(a^T, taus)``, as NumPy's; not differentiable)."""
     (a,) = _inexact("qr", a)
-    if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"qr: unsupported mode {mode!r}; expected 'reduced', 'complete' "
-                         "or 'r'")
+    if mode == "raw":
+        h, taus = lax_linalg.geqrf(a)
+        return QRResult(jnp.matrix_transpose(h), taus)
+    if mode not in ("reduced", "full", "complete", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     q, r = lax_linalg.qr(a, full_matrices=(mode == "complete"))
     return r if mode == "r" else QRResult(q, r)
 

@@ -176,9 +176,12 @@ svd = lambda a, full_matrices=True, compute_uv=True, **kw: np_linalg.svd(  # noq
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
-    """scipy.linalg.qr: ``(q, r)``, or ``(r,)`` for ``mode="r"`` (full-size ``r``)."""
+    """scipy.linalg.qr: ``(q, r)``, or ``(r,)`` for ``mode="r"`` (full-size ``r``); with
+    ``pivoting`` (CPU only) also the column order ``p``, ``a[:, p] = q @ r``. As JAX's,
+    ``mode="raw"`` is not supported."""
+    del overwrite_a, lwork, check_finite
     if mode not in ("full", "r", "economic"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     (a,) = np_linalg._inexact("qr", a)
-    q, r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r, *p) if mode == "r" else (q, r, *p)
