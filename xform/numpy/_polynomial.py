@@ -156,13 +156,16 @@ def polyint(p, m=1, k=None):
 
 
 def poly(seq_of_zeros):
-    """Like numpy.poly for a 1-D sequence of roots: the monic polynomial with those
-    roots."""
+    """Like numpy.poly: the monic polynomial with the given roots, or (a non-empty square
+    matrix) its characteristic polynomial, complex as its eigenvalues (as JAX's)."""
     z, = _util.promote_dtypes("poly", seq_of_zeros, to="inexact")
     z = lax.reshape(z, (z.aval.size,)) if z.aval.ndim == 0 else z
+    sh = z.aval.shape
+    if len(sh) == 2 and sh[0] == sh[1] and sh[0]:
+        from xform.numpy import linalg  # (a cycle: numpy.linalg imports the numpy face)
+        z = linalg.eigvals(z)
     if z.aval.ndim != 1:
-        raise NotImplementedError("jnp.poly of a square matrix needs eigvals, which "
-                                  "xform.numpy.linalg does not have; pass the roots.")
+        raise ValueError("input must be 1d or non-empty square 2d array.")
     if not z.aval.shape[0]:  # no roots: the constant 1 (0-d, as NumPy's and JAX's)
         return lax.full((), 1, z.aval.dtype)
     a = lax.full((1,), 1, z.aval.dtype)
