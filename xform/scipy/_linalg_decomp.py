@@ -61,7 +61,8 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
 def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
                 overwrite_c=False):
     """QR-decompose ``a`` and multiply by its Q: ``(q @ c, r)`` (``mode='left'``) or
-    ``(c @ q, r)`` (``'right'``); ``conj(q)`` with ``conjugate``.
+    ``(c @ q, r)`` (``'right'``); ``conj(q)`` with ``conjugate``; with ``pivoting``
+    (CPU only) also the column order ``p`` of the pivoted QR.
 
     NB: JAX applies the reflectors with LAPACK's ormqr; xform multiplies by the economy
     Q from ``qr``, which gives the same product (the padding JAX adds is zero).
@@ -70,8 +71,6 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     a, c = _util.promote_dtypes("qr_multiply", jnp.asarray(a), jnp.asarray(c), to="inexact")
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
-    if pivoting:
-        raise NotImplementedError("qr_multiply(pivoting=True) is not supported")
     onedim = c.ndim == 1
     if onedim:
         c = c[:, None] if mode == "left" else c[None, :]
@@ -90,14 +89,14 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     batch = _util.broadcast_shapes(a.shape[:-2], c.shape[:-2], name="qr_multiply")
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     c = jnp.broadcast_to(c, batch + c.shape[-2:])
-    q, r = lax_linalg.qr(a, full_matrices=False)
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=False)
     if conjugate:
         q = jnp.conj(q)
     # (full precision: JAX applies the reflectors with ormqr; a GPU's default f32 matmul
     # is TF32, off by ~5e-4)
     hi = lax.Precision.HIGHEST
     cq = jnp.matmul(q, c, precision=hi) if mode == "left" else jnp.matmul(c, q, precision=hi)
-    return (cq.ravel() if onedim else cq), r
+    return (cq.ravel() if onedim else cq), r, *p
 
 
 # ---- eigh_tridiagonal ----

@@ -1,0 +1,128 @@
+"""Edges of jnp.linalg / jax.scipy.linalg / jnp.poly* vs jax at run time: column-pivoted
+and raw QR (and QR's JVPs for every shape), polyfit's full/cov outputs, det's second
+derivative at singular matrices, and the right-hand-side broadcasting rules of the
+triangular solvers (a batched matrix with an unbatched or vector b)."""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import pytest
+
+import xform
+import xform.experimental
+import xform.numpy as xnp
+import xform.scipy.linalg as xsl
+
+RNG = np.random.default_rng(7)
+
+
+def _mat(*shape, dtype=np.float32):
+    x = RNG.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * RNG.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _same(x, y, tol=1e-4):
+    xs, ys = jax.tree_util.tree_leaves(x), xform.tree_util.tree_leaves(y)
+    assert type(x).__name__ == type(y).__name__ or isinstance(x, tuple) == isinstance(y, tuple)
+    assert len(xs) == len(ys)
+    for a, b in zip(xs, ys):
+        a, b = np.asarray(a), np.asarray(b)
+        assert (a.shape, a.dtype) == (b.shape, b.dtype)
+        np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+def test_pivoted_qr_matches_jax(shape):
+    a = _mat(*shape)
+    for mode in ("full", "economic", "r"):
+        _same(jsl.qr(a, mode=mode, pivoting=True), xsl.qr(a, mode=mode, pivoting=True))
+    q, r, p = xsl.qr(a, pivoting=True, mode="economic")   # the identity it promises
+    np.testing.assert_allclose(np.take_along_axis(a, np.asarray(p)[..., None, :], -1),
+                               np.asarray(q @ r), atol=1e-5)
+
+
+def test_raw_and_full_qr_modes_and_scipy_raw_error():
+    a = _mat(4, 3, dtype=np.complex64)
+    for mode in ("raw", "full"):
+        _same(jnp.linalg.qr(a, mode=mode), xnp.linalg.qr(a, mode=mode))
+    with pytest.raises(ValueError, match="Unsupported QR decomposition mode 'raw'"):
+        xsl.qr(a, mode="raw")
+
+
+@pytest.mark.parametrize("shape,full,piv", [((3, 5), False, False), ((5, 3), True, False),
+                                            ((5, 3), False, True)])
+def test_qr_jvp_all_shapes_matches_jax(shape, full, piv):
+    # wide and full-q-of-tall were NotImplementedError; pivoted dx is permuted first
+    x, t = _mat(*shape), _mat(*shape)
+    out_j = jax.jvp(lambda a: jax.lax.linalg.qr(a, full_matrices=full, pivoting=piv)[:2],
+                    (x,), (t,))
+    out_x = xform.jvp(lambda a: xform.lax.linalg.qr(a, full_matrices=full,
+                                                    pivoting=piv)[:2], (x,), (t,))
+    _same(out_j, out_x, tol=2e-3)
+
+
+def test_wide_pivoted_qr_jvp_matches_finite_differences():
+    # JAX's rule uses the unpermuted trailing columns here; xform permutes them.
+    x, t = _mat(3, 5).astype(np.float64), _mat(3, 5).astype(np.float64)
+    with xform.experimental.enable_x64():
+        f = lambda a: xform.lax.linalg.qr(a, pivoting=True, full_matrices=False)[1]  # noqa
+        _, dr = xform.jvp(f, (x,), (t,))
+        eps = 1e-6
+        fd = (np.asarray(f(x + eps * t)) - np.asarray(f(x - eps * t))) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(dr), fd, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [{"full": True}, {"cov": True}, {"cov": "unscaled"}])
+def test_polyfit_full_and_cov_match_jax(kw):
+    x, y, w = _mat(7), _mat(7, 2), np.abs(_mat(7)) + 0.5
+    _same(jnp.polyfit(x, y, 2, w=w, **kw), xnp.polyfit(x, y, 2, w=w, **kw), tol=1e-3)
+    _same(jnp.polyfit(x, y[:, 0], 1, **kw), xnp.polyfit(x, y[:, 0], 1, **kw), tol=1e-3)
+
+
+def test_poly_of_a_square_matrix_matches_jax():
+    a = _mat(3, 3)
+    _same(jnp.poly(a), xnp.poly(a), tol=1e-4)
+
+
+@pytest.mark.parametrize("n,rank", [(3, 1), (4, 2)])
+def test_det_hessian_at_singular_matrices_matches_jax(n, rank):
+    # 3x3: JAX's closed form (LU's zero pivot gave NaNs); 4x4: the cofactor solve's JVP
+    a = (_mat(n, rank) @ _mat(rank, n)).astype(np.float32)
+    _same(jax.jit(jax.hessian(jnp.linalg.det))(a),
+          xform.jit(xform.hessian(xnp.linalg.det))(a), tol=1e-3)
+
+
+BATCHED = np.tril(_mat(2, 3, 3)) + 3 * np.eye(3, dtype=np.float32)
+
+
+@pytest.mark.parametrize("b_shape", [(3,), (3, 2), (2, 3), (1, 3, 2), (4, 1, 3, 2)])
+def test_triangular_solvers_broadcast_b_as_jax(b_shape):
+    # (3, 2) with a batched a is a matrix, (2, 3) a batch of vectors (JAX's deprecated
+    # rule, with its FutureWarning); lu_solve gave an (n, n) result for the latter.
+    b = _mat(*b_shape)
+    lu, piv = (np.asarray(v) for v in jsl.lu_factor(BATCHED))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        _same(jsl.solve_triangular(BATCHED, b, lower=True),
+              xsl.solve_triangular(BATCHED, b, lower=True))
+        _same(jsl.cho_solve((BATCHED, True), b), xsl.cho_solve((BATCHED, True), b))
+        for trans in (0, 1):
+            _same(jsl.lu_solve((lu, piv), b, trans), xsl.lu_solve((lu, piv), b, trans))
+    if b_shape == (2, 3):
+        with pytest.warns(FutureWarning, match="batched 1D solves"):
+            xsl.solve_triangular(BATCHED, b, lower=True)
+
+
+def test_lax_triangular_solve_vector_b_and_rank_errors():
+    b = _mat(2, 3)
+    for left in (True, False):
+        _same(jax.lax.linalg.triangular_solve(BATCHED, b, left_side=left, lower=True),
+              xform.lax.linalg.triangular_solve(BATCHED, b, left_side=left, lower=True))
+    with pytest.raises(TypeError, match="same number of batch dimensions"):
+        xform.lax.linalg.triangular_solve(BATCHED, _mat(4, 1, 3, 2), left_side=True)
+    with pytest.raises(TypeError, match="must have rank at least 2"):
+        xform.lax.linalg.triangular_solve(BATCHED, _mat(3), left_side=True)
