@@ -353,26 +353,40 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid=False):
-    """Least-squares solution of ``a @ x = b``: ``(x, residuals, rank, s)``."""
+    """Least-squares solution of ``a @ x = b``: ``(x, residuals, rank, s)``. As JAX's,
+    singular values of 0 never count (an all-zero ``a`` gives ``x = 0``), a negative
+    ``rcond`` means eps, and an empty ``a`` gives zeros."""
     a, b = _inexact("lstsq", a, b)
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("Leading dimensions of input arrays must match")
     if a.ndim != 2:
-        raise ValueError(f"lstsq: a must be a matrix, got shape {a.shape}")
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+    if b.ndim not in (1, 2):
+        raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
+                        "two-dimensional")
     vector = b.ndim == 1
     b2 = b[:, None] if vector else b
     m, n = a.shape
-    u, s, vh = lax_linalg.svd(a, full_matrices=False)
-    rcond = np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond
-    mask = s >= jnp.asarray(rcond, s.dtype) * s[0]
-    rank = jnp.sum(mask).astype(np.int32)
-    s_inv = jnp.where(mask, 1 / jnp.where(mask, s, 1), 0).astype(a.dtype)
-    uTb = jnp.matmul(jnp.conj(u.T), b2)
-    x = jnp.matmul(jnp.conj(vh.T), s_inv[:, None] * uTb)
-    r = b2 - jnp.matmul(a, x)
+    eps = float(np.finfo(a.dtype).eps)
+    if a.size == 0:
+        s = jnp.zeros((0,), np.finfo(a.dtype).dtype)
+        rank = jnp.array(0, np.int32)
+        x = jnp.zeros((n, b2.shape[1]), a.dtype)
+    else:
+        rcond = eps * max(m, n) if rcond is None else jnp.where(
+            jnp.asarray(rcond) < 0, eps, rcond)
+        u, s, vh = lax_linalg.svd(a, full_matrices=False)
+        mask = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
+        rank = jnp.sum(mask).astype(np.int32)
+        s_inv = jnp.where(mask, 1 / jnp.where(mask, s, 1), 0).astype(a.dtype)
+        uTb = jnp.matmul(jnp.conj(u.T), b2, precision=lax.Precision.HIGHEST)
+        x = jnp.matmul(jnp.conj(vh.T), s_inv[:, None] * uTb, precision=lax.Precision.HIGHEST)
+    r = b2 - jnp.matmul(a, x, precision=lax.Precision.HIGHEST)
     resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
     if numpy_resid and not (m > n):
         resid = jnp.zeros((0,), resid.dtype)
     if vector:
-        x, resid = x[:, 0], resid
+        x = x[:, 0]
     return x, resid, rank, s
 
 
