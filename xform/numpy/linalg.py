@@ -423,11 +423,27 @@ def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
 
 
 def cond(x, p=None):
-    """Condition number (2-norm by default)."""
-    if p in (None, 2, -2):
+    """Condition number (2-norm by default). As JAX's: NaN (a singular matrix) becomes inf
+    unless ``x`` has NaNs, and empty matrices are an error."""
+    x = _util.asarray(x, "cond")
+    if x.ndim < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                         f"arr.shape={x.shape}")
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
+                         f"arr.shape={x.shape}")
+    if p is None or p == 2:
         s = svd(x, compute_uv=False)
-        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    return norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svd(x, compute_uv=False)
+        r = s[..., -1] / s[..., 0]
+    else:
+        if x.shape[-2] != x.shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
+                             f"arr.shape={x.shape}")
+        r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+    return jnp.where(jnp.isnan(r) & ~jnp.isnan(x).any(axis=(-2, -1)), np.inf, r)
 
 
 def multi_dot(arrays):
