@@ -58,10 +58,11 @@ def test_raw_and_full_qr_modes_and_scipy_raw_error():
 def test_qr_jvp_all_shapes_matches_jax(shape, full, piv):
     # wide and full-q-of-tall were NotImplementedError; pivoted dx is permuted first
     x, t = _mat(*shape), _mat(*shape)
-    out_j = jax.jvp(lambda a: jax.lax.linalg.qr(a, full_matrices=full, pivoting=piv)[:2],
-                    (x,), (t,))
-    out_x = xform.jvp(lambda a: xform.lax.linalg.qr(a, full_matrices=full,
-                                                    pivoting=piv)[:2], (x,), (t,))
+    out_j = jax.jit(lambda x, t: jax.jvp(
+        lambda a: jax.lax.linalg.qr(a, full_matrices=full, pivoting=piv)[:2], (x,), (t,)))(x, t)
+    out_x = xform.jit(lambda x, t: xform.jvp(
+        lambda a: xform.lax.linalg.qr(a, full_matrices=full, pivoting=piv)[:2], (x,),
+        (t,)))(x, t)
     _same(out_j, out_x, tol=2e-3)
 
 
@@ -79,8 +80,11 @@ def test_wide_pivoted_qr_jvp_matches_finite_differences():
 @pytest.mark.parametrize("kw", [{"full": True}, {"cov": True}, {"cov": "unscaled"}])
 def test_polyfit_full_and_cov_match_jax(kw):
     x, y, w = _mat(7), _mat(7, 2), np.abs(_mat(7)) + 0.5
-    _same(jnp.polyfit(x, y, 2, w=w, **kw), xnp.polyfit(x, y, 2, w=w, **kw), tol=1e-3)
-    _same(jnp.polyfit(x, y[:, 0], 1, **kw), xnp.polyfit(x, y[:, 0], 1, **kw), tol=1e-3)
+
+    def fits(lib):
+        return lambda x, y, w: (lib.polyfit(x, y, 2, w=w, **kw),
+                                lib.polyfit(x, y[:, 0], 1, **kw))
+    _same(jax.jit(fits(jnp))(x, y, w), xform.jit(fits(xnp))(x, y, w), tol=1e-3)
 
 
 def test_poly_of_a_square_matrix_matches_jax():
@@ -99,19 +103,21 @@ def test_det_hessian_at_singular_matrices_matches_jax(n, rank):
 BATCHED = np.tril(_mat(2, 3, 3)) + 3 * np.eye(3, dtype=np.float32)
 
 
-@pytest.mark.parametrize("b_shape", [(3,), (3, 2), (2, 3), (1, 3, 2), (4, 1, 3, 2)])
+@pytest.mark.parametrize("b_shape", [(3,), (3, 2), (2, 3), (4, 1, 3, 2)])
 def test_triangular_solvers_broadcast_b_as_jax(b_shape):
     # (3, 2) with a batched a is a matrix, (2, 3) a batch of vectors (JAX's deprecated
     # rule, with its FutureWarning); lu_solve gave an (n, n) result for the latter.
     b = _mat(*b_shape)
     lu, piv = (np.asarray(v) for v in jsl.lu_factor(BATCHED))
+
+    def solves(sl):
+        return lambda a, lu, piv, b: (
+            sl.solve_triangular(a, b, lower=True), sl.cho_solve((a, True), b),
+            sl.lu_solve((lu, piv), b), sl.lu_solve((lu, piv), b, 1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        _same(jsl.solve_triangular(BATCHED, b, lower=True),
-              xsl.solve_triangular(BATCHED, b, lower=True))
-        _same(jsl.cho_solve((BATCHED, True), b), xsl.cho_solve((BATCHED, True), b))
-        for trans in (0, 1):
-            _same(jsl.lu_solve((lu, piv), b, trans), xsl.lu_solve((lu, piv), b, trans))
+        _same(jax.jit(solves(jsl))(BATCHED, lu, piv, b),
+              xform.jit(solves(xsl))(BATCHED, lu, piv, b))
     if b_shape == (2, 3):
         with pytest.warns(FutureWarning, match="batched 1D solves"):
             xsl.solve_triangular(BATCHED, b, lower=True)
