@@ -1,7 +1,7 @@
 """``xform.experimental.sparse``: batched-COO and -CSR sparse arrays (:class:`BCOO`,
 :class:`BCSR`; the older 2-D :class:`COO`/:class:`CSR`/:class:`CSC`), their operations,
-``sparsify``, and sparsity-aware ``grad``/``jacfwd``/``jacrev``, as
-``jax.experimental.sparse``.
+``sparsify``, sparsity-aware ``grad``/``jacfwd``/``jacrev`` and ``linalg`` (``spsolve``,
+``lobpcg_standard``), as ``jax.experimental.sparse``.
 
 Every operation is a composition of xform's lax/numpy (gather, scatter-add, sort,
 dot_general), so jit, vmap and grad apply to it like to any code (see
