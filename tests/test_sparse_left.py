@@ -1,6 +1,8 @@
 """xform.experimental.sparse's elementwise operators, comparisons and ``sparse.linalg``
 (spsolve, lobpcg_standard) against jax.experimental.sparse: values, nse, dtypes and
 JAX's errors, with jit and grad."""
+import inspect
+
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -118,3 +120,18 @@ def test_lobpcg_standard_matches_jax():
     assert int(xi) == int(ji)
     with pytest.raises(ValueError, match=r"search dim \* 5 < matrix dim"):
         xspl.lobpcg_standard(A, rng.randn(12, 3).astype(np.float32))
+
+
+# JAX's names xform leaves out on purpose: its primitives and the sparsify tracer (xform
+# has no sparse primitives nor the tracer variant) and its implementation submodules.
+NOT_PROVIDED = {"SparseTracer", "todense_p", "ad", "api", "bcoo", "bcsr", "coo", "csr",
+                "random", "transform", "util"}
+
+
+def test_public_names_and_signatures_match_jax():
+    missing = {n for n in dir(jsp) if not n.startswith("_") and not hasattr(xsp, n)}
+    assert {n for n in missing if not n.endswith("_p")} <= NOT_PROVIDED
+    for name in ("spsolve", "lobpcg_standard"):
+        xs, js = (inspect.signature(getattr(m, name)) for m in (xspl, jspl))
+        assert [(p.name, p.default) for p in xs.parameters.values()] == \
+            [(p.name, p.default) for p in js.parameters.values()]
