@@ -49,7 +49,8 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
     if isinstance(x, Array):
         if device is None or (x._committed and x.devices() == {device}):
             return x
-        if type(x) is Array and backend.buffer_device(x._buf) == device:
+        if type(x) is Array and backend.buffer_device(x._buf) == device and \
+                getattr(x._buf, "real", 0) is not None:  # (not a lazy value's: see lazy.py)
             return Array(x._buf, x.aval, True)  # (the same buffer, now committed)
         buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
         return Array(backend.copy_to_device(buf, device), x.aval, True)
