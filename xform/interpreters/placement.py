@@ -62,6 +62,12 @@ _elsewhere = {}  # (executable, device) -> the same program's execute there
 def _target(args, name, describe):
     """The device a program on ``args`` runs on: its committed Array arguments' one
     device, else the default device."""
+    return committed_device(args, name, describe) or backend.default_device()
+
+
+def committed_device(args, name, describe=None):
+    """The one device ``args``' committed Arrays are on, or None; two raise JAX's
+    error (``describe(i)``: argument ``i``'s name in it, "argument i" if None)."""
     found = {}
     for i, x in enumerate(args):
         if type(x) is Array and x._committed:
@@ -69,7 +75,7 @@ def _target(args, name, describe):
     if len(found) > 1:
         raise incompatible([(describe(i) if describe is not None else f"argument {i}",
                              name, x.aval, d) for d, (i, x) in found.items()])
-    return next(iter(found), None) or backend.default_device()
+    return next(iter(found), None)
 
 
 def committed(args):
