@@ -262,7 +262,7 @@ def _device(args, name):
     """Where an eager callback on ``args`` puts its results, as a computation on them
     (placement.py): their committed device, else None (the default device); JAX's
     error, before the call, for committed ones on two devices."""
-    return committed_device(args, name, lambda i: f"argument args[{i}]")
+    return committed_device(args, name, lambda i: f"args[{i}]")
 
 
 def _placed(outs, device):

@@ -67,13 +67,13 @@ def _target(args, name, describe):
 
 def committed_device(args, name, describe=None):
     """The one device ``args``' committed Arrays are on, or None; two raise JAX's
-    error (``describe(i)``: argument ``i``'s name in it, "argument i" if None)."""
+    error (``describe(i)``: argument ``i``'s name in it, else ``i``)."""
     found = {}
     for i, x in enumerate(args):
         if type(x) is Array and x._committed:
             found.setdefault(backend.buffer_device(x._buf), (i, x))
     if len(found) > 1:
-        raise incompatible([(describe(i) if describe is not None else f"argument {i}",
+        raise incompatible([(f"argument {describe(i) if describe is not None else i}",
                              name, x.aval, d) for d, (i, x) in found.items()])
     return next(iter(found), None)
 
