@@ -12,7 +12,7 @@ from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.interpreters.lazy import LazyTrace
+from xform.interpreters.lazy import LazyTrace, is_pending
 from xform.core.transfer import committed_device, device_put_value, put_sharded, scalar_array
 from xform.lax._prim import standard_primitive
 from xform.lax.sharding_constraint import reshard
@@ -144,7 +144,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
     if lazy and isinstance(fill_value, (bool, int, float, complex)):
         fill_value = np.asarray(fill_value, dtypes.canonicalize_dtype(
             dtype or dtypes.dtype(fill_value)))
-    if lazy and getattr(getattr(fill_value, "_buf", 0), "real", 0) is not None:
+    if lazy and not is_pending(fill_value):
         # a value at hand is put there first: the lazy broadcast is computed there too
         fill_value = device_put_value(fill_value, sharding._device_assignment[0])
     if dtype is None:
