@@ -83,7 +83,7 @@ class Lowered:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
             return Compiled(compiled, self._closed, self._out_tree)
-        device = self._pin.device or backend.default_device()
+        device = self._pin and self._pin.device or backend.default_device()
         compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
                                           donated=self._donated)
         return Compiled(compiled, self._closed, self._out_tree, self._pin, device)
