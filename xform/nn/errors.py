@@ -13,7 +13,7 @@ __all__ = [
     "NameInUseError", "PartitioningUnspecifiedError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
     "ScopeParamShapeError", "ScopeVariableNotFoundError", "SetAttributeFrozenModuleError",
     "SetAttributeInModuleSetupError", "InvalidInstanceModuleError",
-    "UnboundSubmoduleError"]
+    "UnboundSubmoduleError", "CursorFindError", "TraverseTreeError"]
 
 
 class FlaxError(Exception):
@@ -222,3 +222,24 @@ class InvalidScopeError(FlaxError):
     def __init__(self, scope_name):
         super().__init__(f'The scope "{scope_name}" is no longer valid: a scope lives only '
                          f'inside the apply()/init() call that created it.')
+
+
+class CursorFindError(FlaxError):
+    """``Cursor.find`` matched no object, or more than one (use ``find_all``)."""
+
+    def __init__(self, cursor=None, cursor2=None):
+        if cursor is not None and cursor2 is not None:
+            super().__init__(f"More than one object found given the conditions of the "
+                             f"cond_fn. The first two objects found have the following "
+                             f"paths: {cursor._path} and {cursor2._path}")
+        else:
+            super().__init__("No object found given the conditions of the cond_fn.")
+
+
+class TraverseTreeError(FlaxError):
+    """A cursor tree walk needs exactly one of ``update_fn`` and ``cond_fn``."""
+
+    def __init__(self, update_fn, cond_fn):
+        which = "None" if update_fn is None and cond_fn is None else "not None"
+        super().__init__(f"Both update_fn and cond_fn are {which}. Exactly one of them "
+                         f"must be {'not None' if which == 'None' else 'None'}.")

@@ -1,0 +1,85 @@
+"""flax.cursor and flax.typing as ``xform.nn.cursor`` / ``xform.nn.typing``, against
+Flax at run time: the same edits of nested containers (FrozenDict, dict, list, tuple,
+namedtuple, dataclass) give the same objects, paths, reprs and errors."""
+import collections
+import dataclasses
+
+import flax.core as fcore
+import flax.cursor as fcursor
+import flax.errors as ferrors
+import flax.typing as ftyping
+import pytest
+
+import xform.numpy as jnp
+from xform.nn import core as xcore, cursor as xcursor, errors as xerrors, typing as xtyping
+
+NT = collections.namedtuple("NT", "a b")
+
+
+@dataclasses.dataclass(frozen=True)
+class DC:
+    x: object
+    y: int = 2
+
+
+def _data(core):
+    return {"params": core.freeze({"Dense_0": {"kernel": 1, "bias": 2},
+                                   "Dense_1": {"kernel": 3}}),
+            "opt": [NT(1, (2, 3)), DC([4, 5])], "t": (6, {"u": 7})}
+
+
+def _edits(C, core):
+    d, out = _data(core), []
+    out.append(C.cursor(d)["params"]["Dense_0"]["kernel"].set(10))
+    c = C.cursor(d)
+    c["opt"][0].a = 11
+    c["opt"][0][1] = 12
+    c["opt"][1].x[0] = 13
+    c["t"][1]["u"] = 14
+    out += [c.build(), repr(C.cursor(d)["t"][1])]
+    out.append(C.cursor(d).apply_update(
+        lambda p, v: v * 100 if p.endswith("kernel") else v).build())
+    out.append([x._path for x in C.cursor(d).find_all(
+        lambda p, v: isinstance(v, int) and v > 3)])
+    out.append(C.cursor(d).find(lambda p, v: p.endswith("Dense_1"))._path)
+    c = C.cursor([1, {"a": 2}])
+    c[1]["a"] = 5
+    out += [repr(c), [list(map(str, C.cursor([1, 2]))), C.cursor(3) + 1, 2 - C.cursor(3),
+                      C.cursor(3) == 3, -C.cursor(2), round(C.cursor(2.567), 1)]]
+    out.append(d == _data(core))   # the original is untouched
+    return [str(o).replace("FrozenDict", "") for o in out]
+
+
+def test_cursor_edits_match_flax():
+    assert _edits(xcursor, xcore) == _edits(fcursor, fcore)
+
+
+@pytest.mark.parametrize("case", ["none_found", "two_found", "index", "key", "attr",
+                                  "traverse"])
+def test_cursor_errors_match_flax(case):
+    def run(C, core, E):
+        d = _data(core)
+        calls = {"none_found": lambda: C.cursor(d).find(lambda p, v: False),
+                 "two_found": lambda: C.cursor(d).find(
+                     lambda p, v: p.startswith("params/Dense")),
+                 "index": lambda: C.cursor(3)[0], "key": lambda: C.cursor({"a": 1})["b"],
+                 "attr": lambda: C.cursor(d).nope,
+                 "traverse": lambda: list(C._traverse_tree((), d))}
+        with pytest.raises(Exception) as info:
+            calls[case]()
+        return type(info.value).__name__, str(info.value).split(" (https://")[0]
+    ours, theirs = run(xcursor, xcore, xerrors), run(fcursor, fcore, ferrors)
+    assert ours[0] == theirs[0]
+    if case != "traverse":   # (Flax's message there says "must be None" for "not None")
+        assert ours == theirs
+
+
+def test_typing_helpers_match_flax():
+    tree = {"a": jnp.ones((3, 4)), "b": [jnp.zeros(2, jnp.int8), 1.0]}
+    ref = {"a": ftyping.jnp.ones((3, 4)), "b": [ftyping.jnp.zeros(2, ftyping.jnp.int8), 1.0]}
+    assert repr(xtyping.SizeBytes.from_any(tree)) == repr(ftyping.SizeBytes.from_any(ref))
+    big = xtyping.SizeBytes(10**7, 4 * 10**7)
+    assert repr(big) == repr(ftyping.SizeBytes(10**7, 4 * 10**7)) and bool(big)
+    assert xtyping.In(0) == xcore.lift.In(0) and isinstance(xtyping.MISSING, xtyping.Missing)
+    assert [xtyping.is_key_like(k) for k in ("a", 1, None)] == [
+        ftyping.is_key_like(k) for k in ("a", 1, None)]
