@@ -29,7 +29,7 @@ from xform.core.tree_util import (register_pytree_node, tree_flatten, tree_leave
                                   tree_map)
 from xform.lax.sharding_constraint import reshard
 from xform.nn import _meta as meta
-from xform.nn._module import Module, _State, _wrap_method
+from xform.nn._module import Module, Variable, _State, _wrap_method
 from xform.nn._scope import (LazyRng, Scope, _copy_plain, broadcast,
                              group_collections, in_filter, intersect_filters,
                              union_filters)
@@ -480,8 +480,7 @@ def _lift(core_transform, target, methods=None, fork=False):
     is_class = isinstance(target, type) and issubclass(target, Module)
     if not is_class:
         if not callable(target) or isinstance(target, Module):
-            raise TypeError(f"Can only transform a Module class or a function taking a "
-                            f"module first, got {target!r}.")
+            raise errors.TransformTargetError(target)
         return _lift_method(core_transform, _wrap_method(target), None, fork)
     names = ("__call__",) if methods is None else tuple(methods)
     fns = {n: _lift_method(core_transform, getattr(target, n), target, fork)
@@ -508,6 +507,8 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
                 cloned = base.clone(parent=scopes)
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *args, **kwargs)
+            if any(isinstance(x, (Module, Variable)) for x in tree_leaves(res)):
+                raise errors.TransformedMethodReturnValueError(fn.__name__)
             _reimport(self._state, cloned._state)
             return res
         core_fn.module = self   # nn.jit's cache key: the module's fingerprint

@@ -13,7 +13,10 @@ __all__ = [
     "NameInUseError", "PartitioningUnspecifiedError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
     "ScopeParamShapeError", "ScopeVariableNotFoundError", "SetAttributeFrozenModuleError",
     "SetAttributeInModuleSetupError", "InvalidInstanceModuleError",
-    "UnboundSubmoduleError", "CursorFindError", "TraverseTreeError"]
+    "UnboundSubmoduleError", "CursorFindError", "TraverseTreeError",
+    "ReservedModuleAttributeError", "IncorrectPostInitOverrideError",
+    "CallShareScopeOnUnboundModuleError", "TransformTargetError",
+    "TransformedMethodReturnValueError"]
 
 
 class FlaxError(Exception):
@@ -243,3 +246,46 @@ class TraverseTreeError(FlaxError):
         which = "None" if update_fn is None and cond_fn is None else "not None"
         super().__init__(f"Both update_fn and cond_fn are {which}. Exactly one of them "
                          f"must be {'not None' if which == 'None' else 'None'}.")
+
+
+class ReservedModuleAttributeError(FlaxError):
+    """A Module subclass declared a field ``parent`` (or ``name`` other than ``str``):
+    both are every module's own. Fix: rename the field."""
+
+    def __init__(self, annotations):
+        super().__init__(f"properties `parent` and `name` are reserved: {annotations}")
+
+
+class IncorrectPostInitOverrideError(FlaxError):
+    """A Module's ``__post_init__`` did not call ``super().__post_init__()``, so the
+    module was never registered with its parent."""
+
+    def __init__(self):
+        super().__init__("Overrode `.__post_init__()` without calling "
+                         "`super().__post_init__()`")
+
+
+class CallShareScopeOnUnboundModuleError(FlaxError):
+    """``nn.share_scope`` needs both modules bound (call it in ``setup``)."""
+
+    def __init__(self):
+        super().__init__("Can't call `share_scope` on unbound modules")
+
+
+class TransformTargetError(FlaxError):
+    """A lifted transformation (``nn.vmap``, ``nn.scan``, ...) got something that is
+    neither a Module class nor a function taking a module first."""
+
+    def __init__(self, target):
+        super().__init__(f"Linen transformations must be applied to Modules classes or "
+                         f"functions taking a Module instance as the first argument. The "
+                         f"provided target is not a Module class or callable: {target}")
+
+
+class TransformedMethodReturnValueError(FlaxError):
+    """A transformed method returned a Module or Variable, which cannot leave the
+    transformation (return arrays; build the module outside)."""
+
+    def __init__(self, name):
+        super().__init__(f"Transformed module method {name} cannot return Modules or "
+                         f"Variables.")
