@@ -114,7 +114,18 @@ def _module_error(nn, L, case):
 
     def share_unbound():
         nn.share_scope(nn.Dense(2), nn.Dense(3))
-    calls = {"reserved": reserved, "post_init": post_init, "target": lambda: nn.vmap(3),
+
+    def bad_property():
+        class M(nn.Module):
+            @property
+            def d(self):
+                return self.missing
+
+            @nn.compact
+            def __call__(self, x):
+                return self.d
+        M().init(L.random.PRNGKey(0), 1.0)
+    calls = {"bad_property": bad_property, "reserved": reserved, "post_init": post_init, "target": lambda: nn.vmap(3),
              "returns_module": returns_module, "share_unbound": share_unbound}
     with pytest.raises(Exception) as info:
         calls[case]()
@@ -122,7 +133,7 @@ def _module_error(nn, L, case):
 
 
 @pytest.mark.parametrize("case", ["reserved", "post_init", "target", "returns_module",
-                                  "share_unbound"])
+                                  "share_unbound", "bad_property"])
 def test_module_errors_match_flax(case):
     assert _module_error(xnn, xform, case) == _module_error(fnn, jax, case)
 

@@ -239,6 +239,8 @@ class Module:
         self._try_setup()
         if name in self.__dict__:
             return self.__dict__[name]
+        if hasattr(inspect.getattr_static(type(self), name, None), "__get__"):
+            raise errors.DescriptorAttributeError()   # a property's own AttributeError
         msg = f'"{type(self).__name__}" object has no attribute "{name}".'
         if self.scope is None:
             msg += (f' If "{name}" is defined in \'.setup()\', remember these fields are '

@@ -16,7 +16,7 @@ __all__ = [
     "UnboundSubmoduleError", "CursorFindError", "TraverseTreeError",
     "ReservedModuleAttributeError", "IncorrectPostInitOverrideError",
     "CallShareScopeOnUnboundModuleError", "TransformTargetError",
-    "TransformedMethodReturnValueError"]
+    "TransformedMethodReturnValueError", "DescriptorAttributeError"]
 
 
 class FlaxError(Exception):
@@ -289,3 +289,13 @@ class TransformedMethodReturnValueError(FlaxError):
     def __init__(self, name):
         super().__init__(f"Transformed module method {name} cannot return Modules or "
                          f"Variables.")
+
+
+class DescriptorAttributeError(FlaxError):
+    """A property (or other descriptor) of a Module raised AttributeError, e.g. it reads
+    an attribute that does not exist; reported as this rather than as the property
+    itself missing."""
+
+    def __init__(self):
+        super().__init__("Trying to access a property that is accessing a non-existent "
+                         "attribute.")
