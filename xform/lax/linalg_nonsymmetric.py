@@ -231,7 +231,7 @@ def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable
     del select_callable
     outs = schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
                         sort_eig_vals=bool(sort_eig_vals))
-    return tuple(outs) if compute_schur_vectors else outs[0]
+    return list(outs)   # (a list, [t] without vectors, as JAX's)
 
 
 def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals):
@@ -267,7 +267,7 @@ def hessenberg(a):
     """Reduction to upper Hessenberg form (CPU only), LAPACK's compact ``(a, taus)``:
     the Hessenberg matrix on and above the first subdiagonal, Householder reflectors
     below it with their scale factors ``taus`` (..., n - 1)."""
-    return tuple(hessenberg_p.bind(a))
+    return list(hessenberg_p.bind(a))   # (a list, as JAX's)
 
 
 def _hessenberg_abstract_eval(a):
