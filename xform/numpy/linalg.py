@@ -182,17 +182,84 @@ def _cofactor_solve(a, b):
 
 
 def slogdet(a, *, method=None):
-    """``(sign, log|det|)`` of a (batch of) square matrices, stable for large sizes."""
-    if method not in (None, "lu"):
-        raise ValueError(f"slogdet: unsupported method {method!r}; use 'lu'")
+    """``(sign, log|det|)`` of a (batch of) square matrices, stable for large sizes. As
+    JAX's: closed forms for 1x1 and 2x2, else LU (``method="lu"``) or, real only,
+    Householder QR (``"qr"``); sign 0 and -inf at an exact zero pivot; the JVP is
+    ``trace(a^-1 da)`` (sign's is 0 for real input)."""
     (a,) = _inexact("slogdet", a)
-    _square("slogdet", a)
-    parity, diag = _lu_sign_and_diag(a)
-    absdiag = jnp.abs(diag)
-    sign = parity * jnp.prod(diag / jnp.where(absdiag == 0, 1, absdiag).astype(diag.dtype),
-                             axis=-1)
-    logabs = jnp.sum(jnp.log(absdiag), axis=-1)
-    return SlogdetResult(sign, logabs)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"Argument to slogdet() must have shape [..., n, n], got {a.shape}")
+    if method is None or method == "lu":
+        return SlogdetResult(*(_slogdet_small(a) if a.shape[-1] in (1, 2) else
+                               _slogdet_lu(a)))
+    if method == "qr":
+        return SlogdetResult(*_slogdet_qr(a))
+    raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                     "(`None`), and 'qr'.")
+
+
+@custom_jvp
+def _slogdet_small(a):
+    det = a[..., 0, 0] if a.shape[-1] == 1 else (a[..., 0, 0] * a[..., 1, 1]
+                                                 - a[..., 0, 1] * a[..., 1, 0])
+    return jnp.sign(det), jnp.real(jnp.log(jnp.abs(det)))
+
+
+@custom_jvp
+def _slogdet_lu(a):
+    lu_, pivots, _ = lax_linalg.lu(a)
+    diag = jnp.diagonal(lu_, axis1=-2, axis2=-1)
+    is_zero = jnp.any(diag == 0, axis=-1)
+    parity = jnp.count_nonzero(pivots != jnp.arange(a.shape[-1], dtype=pivots.dtype),
+                               axis=-1)
+    if jnp.iscomplexobj(a):
+        sign = jnp.prod(diag / jnp.abs(diag).astype(diag.dtype), axis=-1)
+    else:
+        sign = jnp.array(1, a.dtype)
+        parity = parity + jnp.count_nonzero(diag < 0, axis=-1)
+    sign = jnp.where(is_zero, jnp.array(0, a.dtype),
+                     sign * jnp.array(-2 * (parity % 2) + 1, a.dtype))
+    logdet = jnp.where(is_zero, jnp.array(-np.inf, a.dtype),
+                       jnp.sum(jnp.log(jnp.abs(diag)).astype(a.dtype), axis=-1))
+    return sign, jnp.real(logdet)
+
+
+@custom_jvp
+def _slogdet_qr(a):
+    if jnp.iscomplexobj(a):
+        raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+    h, taus = lax_linalg.geqrf(a)
+    diag = jnp.diagonal(h, axis1=-2, axis2=-1)
+    flips = jnp.prod(jnp.where(taus[..., :a.shape[-1] - 1] != 0, -1, 1), axis=-1)
+    return (jnp.prod(jnp.sign(diag), axis=-1) * flips.astype(diag.dtype),
+            jnp.sum(jnp.log(jnp.abs(diag)), axis=-1))
+
+
+def _slogdet_jvp(slogdet_fn):
+    def jvp(primals, tangents):
+        (x,), (g,) = primals, tangents
+        # (as JAX's: the primal comes from the default method, LU, for "qr" too)
+        sign, ans = slogdet_fn(x) if slogdet_fn is _slogdet_small else slogdet(x)
+        if slogdet_fn is _slogdet_small and x.shape[-1] == 1:
+            ans_dot = g[..., 0, 0] / x[..., 0, 0]
+        elif slogdet_fn is _slogdet_small:
+            det = x[..., 0, 0] * x[..., 1, 1] - x[..., 0, 1] * x[..., 1, 0]
+            ans_dot = (g[..., 0, 0] * x[..., 1, 1] - g[..., 0, 1] * x[..., 1, 0]
+                       - g[..., 1, 0] * x[..., 0, 1] + g[..., 1, 1] * x[..., 0, 0]) / det
+        else:
+            ans_dot = jnp.trace(solve(x, g), axis1=-1, axis2=-2)
+        if jnp.iscomplexobj(x):
+            sign_dot = (ans_dot - jnp.real(ans_dot).astype(ans_dot.dtype)) * sign
+            ans_dot = jnp.real(ans_dot)
+        else:
+            sign_dot = jnp.zeros_like(sign)
+        return (sign, ans), (sign_dot, ans_dot)
+    return jvp
+
+
+_slogdet_small.defjvp(_slogdet_jvp(_slogdet_small))
+_slogdet_lu.defjvp(_slogdet_jvp(_slogdet_lu))
+_slogdet_qr.defjvp(_slogdet_jvp(_slogdet_qr))
 
 
 def qr(a, mode="reduced"):
