@@ -168,11 +168,29 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
 
 inv = np_linalg.inv
 det = np_linalg.det
-eigh = lambda a, lower=True, eigvals_only=False, **kw: (  # noqa: E731
-    np_linalg.eigvalsh(a, "L" if lower else "U") if eigvals_only else
-    tuple(np_linalg.eigh(a, "L" if lower else "U")))
-svd = lambda a, full_matrices=True, compute_uv=True, **kw: np_linalg.svd(  # noqa: E731
-    a, full_matrices, compute_uv)
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
+         turbo=True, eigvals=None, type=1, check_finite=True):
+    """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` of a Hermitian ``a``:
+    ``(w, v)``, or ``w`` alone. As JAX's, only the standard problem (no ``b``)."""
+    del overwrite_a, overwrite_b, turbo, check_finite
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError("Only the eigvals=None case of eigh is implemented.")
+    (a,) = np_linalg._inexact("eigh", a)
+    v, w = lax_linalg.eigh(a, lower=lower)
+    return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):
+    """``(u, s, vh)`` (a plain tuple, as JAX's), or ``s`` alone."""
+    del overwrite_a, check_finite, lapack_driver
+    (a,) = np_linalg._inexact("svd", a)
+    out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
 
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
