@@ -566,6 +566,12 @@ def vecdot(x1, x2, /, *, axis=-1):
 
 
 def cross(x1, x2, /, *, axis=-1):
+    """Cross product of 3-vectors only (the array API's; ``jnp.cross`` takes 2-vectors)."""
+    x1, x2 = _util.asarray(x1, "cross"), _util.asarray(x2, "cross", 1)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
+                         f"they have x1.shape[axis]={x1.shape[axis]} and "
+                         f"x2.shape[axis]={x2.shape[axis]}")
     return jnp.cross(x1, x2, axis=axis)
 
 
