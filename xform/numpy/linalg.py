@@ -127,7 +127,9 @@ def det(a):
     """Determinant of a (batch of) square matrices (via LU)."""
     (a,) = _inexact("det", a)
     _square("det", a)
-    if a.shape[-1] == 2:   # closed forms, as JAX's: exact (and smooth) at singular a
+    if a.shape[-1] == 1:   # closed forms, as JAX's: exact (and smooth) at singular a
+        return a[..., 0, 0]
+    if a.shape[-1] == 2:
         return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
     if a.shape[-1] == 3:
         return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2]
