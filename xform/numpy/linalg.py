@@ -438,7 +438,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     m, n = a.shape
     eps = float(np.finfo(a.dtype).eps)
     if a.size == 0:
-        s = jnp.zeros((0,), np.finfo(a.dtype).dtype)
+        s = jnp.zeros((0,), a.dtype)   # (a.dtype, complex too, as JAX's)
         rank = jnp.array(0, np.int32)
         x = jnp.zeros((n, b2.shape[1]), a.dtype)
     else:
