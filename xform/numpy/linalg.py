@@ -394,7 +394,10 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    (x,) = _inexact("vector_norm", x)
+    """As JAX's: the inf, -inf and 1 norms of integers stay integers (abs, max/min/sum)."""
+    x = _util.asarray(x, "vector_norm")
+    if not (ord in (np.inf, -np.inf, 1) and dtypes.issubdtype(x.dtype, np.integer)):
+        (x,) = _inexact("vector_norm", x)
     if axis is None:
         out = _vector_norm(jnp.ravel(x), ord, 0, False)
         return jnp.reshape(out, (1,) * x.ndim) if keepdims else out
