@@ -75,8 +75,10 @@ class JitWrapped:
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                  donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None):
-        functools.update_wrapper(self, fun)
-        self._fun = fun
+        functools.update_wrapper(self, fun, updated=())  # (name, doc, __wrapped__)
+        self.__dict__.update((k, v) for k, v in getattr(fun, "__dict__", {}).items()
+                             if not k.startswith("_"))  # (a callable object's private
+        self._fun = fun                                 # state must not shadow ours)
         self._name = getattr(fun, "__name__", "fun")
         self._shardings = None
         if in_shardings is not None or out_shardings is not None:
