@@ -13,7 +13,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, shape_poly
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from xform.core.avals import ShapedArray, physical_aval
+from xform.core.avals import MemorySpace, ShapedArray, physical_aval
 from xform.core.mesh import AxisType
 from xform.core.sharding import UNCONSTRAINED
 from xform.core.tokens import TokenTy
@@ -397,7 +397,8 @@ def _ir_context():
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                           host_callbacks=None, as_bytecode=False, donated=None,
-                          platform=None, platforms=None, dim_vars=(), spmd=None):
+                          platform=None, platforms=None, dim_vars=(), spmd=None,
+                          out_kinds=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -415,6 +416,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     Several ``platforms`` (export) give ``@main`` a leading platform index argument
     (JAX's calling convention); then donation is not supported. ``dim_vars`` (names
     of symbolic dimensions) add i32 arguments after it carrying their values.
+    ``out_kinds`` (per output: a memory kind or None) are a jit's out_shardings' kinds.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
@@ -447,9 +449,13 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                 outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
             finally:
                 _current.mctx = outer
-            func_dialect.ReturnOp(outs)
+            out_kinds = out_kinds or [None] * len(outs)
+            func_dialect.ReturnOp([o if k is None else annotate_placement(o, k)
+                                   for o, k in zip(outs, out_kinds, strict=True)])
         if spmd is not None:
             annotate_spmd(module, fn, len(globals_) + len(const_avals), *spmd)
+        annotate_memory_kinds(fn, len(globals_) + len(const_avals), jaxpr.in_avals,
+                              jaxpr.out_avals, out_kinds)
         if as_bytecode:
             out = io.BytesIO()
             module.operation.write_bytecode(file=out)
@@ -492,16 +498,47 @@ def annotate_spmd(module, fn, n_consts, mesh, in_specs, out_specs):
         "mesh": ir.Attribute.parse(f"#sdy.mesh<[{axes}]>")})
     ir.InsertionPoint.at_block_begin(module.body).insert(mesh_op)
 
-    def annotated(key, types, specs):
-        old = ([{a.name: a.attr for a in ir.DictAttr(d)} for d in fn.attributes[key]]
-               if key in fn.attributes else [{} for _ in types])
-        for d, t, spec in zip(old, types, specs, strict=True):
-            if spec is not None:
-                d["sdy.sharding"] = sdy_sharding(spec, ir.RankedTensorType(t).rank)
-        fn.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in old])
+    for key, types, specs in (("arg_attrs", fn.type.inputs, [()] * n_consts + list(in_specs)),
+                              ("res_attrs", fn.type.results, list(out_specs))):
+        set_attrs(fn, key, [None if s is None else {"sdy.sharding": sdy_sharding(
+            s, ir.RankedTensorType(t).rank)} for t, s in zip(types, specs, strict=True)])
 
-    annotated("arg_attrs", fn.type.inputs, [()] * n_consts + list(in_specs))
-    annotated("res_attrs", fn.type.results, list(out_specs))
+
+def set_attrs(fn, key, updates):
+    """Merge ``updates`` (per argument/result: a dict of attributes, or None) into
+    ``fn``'s ``arg_attrs``/``res_attrs`` (``key``)."""
+    old = ([{a.name: a.attr for a in ir.DictAttr(d)} for d in fn.attributes[key]]
+           if key in fn.attributes else [{} for _ in updates])
+    for d, u in zip(old, updates, strict=True):
+        d.update(u or {})
+    fn.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in old])
+
+
+def annotate_placement(x, kind):
+    """JAX's ``annotate_device_placement`` custom call: XLA puts ``x`` in memory ``kind``
+    (what a jit's out_shardings with a memory kind lowers to)."""
+    op = hlo.CustomCallOp(
+        [x.type], [x], "annotate_device_placement", has_side_effect=True,
+        backend_config=ir.StringAttr.get(""),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1))
+    op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
+        {"_xla_buffer_placement": ir.StringAttr.get(kind)})
+    return op.result
+
+
+def annotate_memory_kinds(fn, n_lead, in_avals, out_avals, out_kinds):
+    """``mhlo.memory_kind`` on ``@main``'s arguments and results outside device memory,
+    as JAX's: host-typed values (``pinned_host``) and outputs ``out_kinds`` places
+    (``n_lead``: leading arguments, never annotated). XLA then takes and leaves those
+    buffers in that memory."""
+    def kinds(avals, given):
+        return [k if k is not None else "pinned_host"
+                if getattr(a, "memory_space", None) is MemorySpace.Host else None
+                for a, k in zip(avals, given, strict=True)]
+    for key, ks in (("arg_attrs", [None] * n_lead + kinds(in_avals, [None] * len(in_avals))),
+                    ("res_attrs", kinds(out_avals, out_kinds))):
+        if any(ks):
+            set_attrs(fn, key, [k and {"mhlo.memory_kind": ir.StringAttr.get(k)} for k in ks])
 
 
 def hoist_mask(closed: ClosedJaxpr, hoist_consts):
