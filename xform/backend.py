@@ -334,9 +334,9 @@ class Executable(_Analyses):
         if self.host_callbacks or len(self.devices) != 1 or not all(
                 _plain_dtype(a.dtype) for a in out_avals):
             return None
-        kinds = self._exe.get_output_memory_kinds()[0]  # (where XLA leaves each output)
-        return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)),
-                                      _sharding(self.devices[0], k)) for a, k in zip(out_avals, kinds)]
+        d, kinds = self.devices[0], self._exe.get_output_memory_kinds()[0]  # (XLA's memories)
+        return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), _sharding(d, k))
+                for a, k in zip(out_avals, kinds)]
 
 
 def _array_result_handler(aval, sharding):

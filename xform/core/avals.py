@@ -43,9 +43,11 @@ def type_memory_spaces(prim, avals, params, out):
     """``out`` (a primitive's output aval or list of them) in the memory space its
     inputs share, JAX's default rule, applied only when some input is not in device
     memory: non-scalar inputs must agree (else JAX's ValueError); scalars follow.
-    Primitives whose outputs a jaxpr types (calls, control flow) keep their own, and a
-    scatter's result is in its operand's space (JAX's rule for scatters)."""
-    if any(hasattr(v, "eqns") or hasattr(v, "jaxpr") for v in params.values()):
+    Primitives whose outputs a jaxpr types (calls, control flow) or that name the
+    space (``device_put``) keep their own, and a scatter's result is in its
+    operand's space (JAX's rule for scatters)."""
+    if "memory_space" in params or any(hasattr(v, "eqns") or hasattr(v, "jaxpr")
+                                       for v in params.values()):
         return out
     if prim.name.startswith("scatter"):
         space = avals[0].memory_space

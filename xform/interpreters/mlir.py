@@ -13,11 +13,12 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, shape_poly
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from xform.core.avals import MemorySpace, ShapedArray, physical_aval
+from xform.core.avals import ShapedArray, physical_aval
 from xform.core.mesh import AxisType
 from xform.core.sharding import UNCONSTRAINED
 from xform.core.tokens import TokenTy
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.mlir_memory import annotate_memory_kinds, annotate_placement, set_attrs
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
 chlo = backend.chlo
@@ -435,7 +436,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                  for g in globals_]
                 + [ir.DictAttr.get({})] * (len(const_avals) + len(jaxpr.in_avals)))
         elif donated is not None and any(donated):
-            _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated)
+            _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated,
+                         out_kinds)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
@@ -504,43 +506,6 @@ def annotate_spmd(module, fn, n_consts, mesh, in_specs, out_specs):
             s, ir.RankedTensorType(t).rank)} for t, s in zip(types, specs, strict=True)])
 
 
-def set_attrs(fn, key, updates):
-    """Merge ``updates`` (per argument/result: a dict of attributes, or None) into
-    ``fn``'s ``arg_attrs``/``res_attrs`` (``key``)."""
-    old = ([{a.name: a.attr for a in ir.DictAttr(d)} for d in fn.attributes[key]]
-           if key in fn.attributes else [{} for _ in updates])
-    for d, u in zip(old, updates, strict=True):
-        d.update(u or {})
-    fn.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in old])
-
-
-def annotate_placement(x, kind):
-    """JAX's ``annotate_device_placement`` custom call: XLA puts ``x`` in memory ``kind``
-    (what a jit's out_shardings with a memory kind lowers to)."""
-    op = hlo.CustomCallOp(
-        [x.type], [x], "annotate_device_placement", has_side_effect=True,
-        backend_config=ir.StringAttr.get(""),
-        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1))
-    op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
-        {"_xla_buffer_placement": ir.StringAttr.get(kind)})
-    return op.result
-
-
-def annotate_memory_kinds(fn, n_lead, in_avals, out_avals, out_kinds):
-    """``mhlo.memory_kind`` on ``@main``'s arguments and results outside device memory,
-    as JAX's: host-typed values (``pinned_host``) and outputs ``out_kinds`` places
-    (``n_lead``: leading arguments, never annotated). XLA then takes and leaves those
-    buffers in that memory."""
-    def kinds(avals, given):
-        return [k if k is not None else "pinned_host"
-                if getattr(a, "memory_space", None) is MemorySpace.Host else None
-                for a, k in zip(avals, given, strict=True)]
-    for key, ks in (("arg_attrs", [None] * n_lead + kinds(in_avals, [None] * len(in_avals))),
-                    ("res_attrs", kinds(out_avals, out_kinds))):
-        if any(ks):
-            set_attrs(fn, key, [k and {"mhlo.memory_kind": ir.StringAttr.get(k)} for k in ks])
-
-
 def hoist_mask(closed: ClosedJaxpr, hoist_consts):
     """Per const of ``closed``: is it a parameter of the module (True) or a constant in
     it? An int ``n`` hoists consts of more than n elements: small closed-over arrays
@@ -552,21 +517,23 @@ def hoist_mask(closed: ClosedJaxpr, hoist_consts):
             for v in closed.jaxpr.constvars]
 
 
-def input_output_aliases(in_avals, out_avals, donated):
+def input_output_aliases(in_avals, out_avals, donated, out_kinds=None):
     """For each input, the output it aliases (the first unclaimed output of the same
-    shape and dtype, if donated) or None."""
+    shape, dtype and memory kind, ``out_kinds`` saying where one is pinned, if
+    donated) or None."""
+    kind = lambda a: a.memory_space.value  # noqa: E731
     free = {}
-    for j, a in enumerate(out_avals):
-        free.setdefault((a.shape, a.dtype), []).append(j)
+    for j, (a, k) in enumerate(zip(out_avals, out_kinds or [None] * len(out_avals))):
+        free.setdefault((a.shape, a.dtype, k or kind(a)), []).append(j)
     aliases = []
     for a, d in zip(in_avals, donated, strict=True):
-        slots = free.get((a.shape, a.dtype)) if d else None
+        slots = free.get((a.shape, a.dtype, kind(a))) if d else None
         aliases.append(slots.pop(0) if slots else None)
     return aliases
 
 
-def _set_aliases(fn, n_consts, in_avals, out_avals, donated):
-    aliases = input_output_aliases(in_avals, out_avals, donated)
+def _set_aliases(fn, n_consts, in_avals, out_avals, donated, out_kinds):
+    aliases = input_output_aliases(in_avals, out_avals, donated, out_kinds)
     i32 = ir.IntegerType.get_signless(32)
     attrs = [ir.DictAttr.get({})] * n_consts + [
         ir.DictAttr.get({} if j is None else {"tf.aliasing_output": ir.IntegerAttr.get(i32, j)})

@@ -11,7 +11,7 @@ from xform.core.mesh import AxisType
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, get_aval
-from xform.interpreters import dispatch, mlir, spmd
+from xform.interpreters import dispatch, mlir, mlir_memory, spmd
 
 
 def out_info(closed, out_tree, out_shardings=None):
@@ -47,8 +47,10 @@ class Traced:
         return out_info(self.jaxpr, self.out_tree, self._out_shardings)
 
     def lower(self):
+        kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
+                                             self.jaxpr.out_avals)
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
-                       self._device)
+                       self._device, kinds)
 
 
 class Lowered:
@@ -60,21 +62,26 @@ class Lowered:
     3.0
     """
 
-    def __init__(self, closed, out_tree, name, donated=None, place=None, device=None):
+    def __init__(self, closed, out_tree, name, donated=None, place=None, device=None,
+                 out_kinds=None):
         self._closed = closed
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
         self._place = place
         self._device = device
+        self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def as_text(self, dialect="stablehlo"):
         """The StableHLO module as text."""
         if dialect not in ("stablehlo", "mhlo"):
             raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
+        kinds = self._out_kinds if self._place is None else mlir_memory.out_memory_kinds(
+            self._place.out_shardings, self._closed.in_avals, self._closed.out_avals)
         return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
                                           hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
-                                          spmd=self._place and self._place.specs())
+                                          spmd=self._place and self._place.specs(),
+                                          out_kinds=kinds)
 
     def compile(self):
         """Compile with XLA (through the program cache): returns ``Compiled``."""
@@ -83,8 +90,9 @@ class Lowered:
                                              f"jit({self._name})", self._donated)
         else:
             compiled = dispatch.CompiledJaxpr(self._closed, self._device,
-                                              name=f"jit({self._name})", donated=self._donated)
-        return Compiled(compiled, self._closed, self._out_tree, self._device)
+                                              name=f"jit({self._name})", donated=self._donated,
+                                              out_kinds=self._out_kinds)
+        return Compiled(compiled, self._closed, self._out_tree, self._device, self._out_kinds)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -109,11 +117,12 @@ def _put_on(device, x, i):
 class Compiled:
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
-    def __init__(self, compiled, closed, out_tree, device=None):
+    def __init__(self, compiled, closed, out_tree, device=None, out_kinds=None):
         self._compiled = compiled
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
         self._device = device  # where a one-device program was pinned (None: default)
+        self._out_kinds = out_kinds or [None] * len(closed.out_avals)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_util.tree_flatten((args, kwargs))
@@ -131,17 +140,18 @@ class Compiled:
     def input_shardings(self):
         """The flat arguments' shardings."""
         return getattr(self._compiled, "in_shardings", None) or \
-            (self._one_device(),) * len(self._in_avals)
+            tuple(self._one_device(a) for a in self._in_avals)
 
     @property
     def output_shardings(self):
         """The outputs' shardings, as XLA partitioned them."""
         outs = getattr(self._compiled, "out_shardings", None) or \
-            [self._one_device()] * self._out_tree.num_leaves
+            [self._one_device(a, k) for a, k in zip(self._compiled.out_avals, self._out_kinds)]
         return tree_util.tree_unflatten(self._out_tree, outs)
 
-    def _one_device(self):
-        return SingleDeviceSharding(self._device or backend.default_device())
+    def _one_device(self, aval, kind=None):
+        return SingleDeviceSharding(self._device or backend.default_device(),
+                                    memory_kind=kind or aval.memory_space.value)
 
     def as_text(self):
         """The optimized HLO that XLA compiled."""
