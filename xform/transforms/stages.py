@@ -122,7 +122,7 @@ class Compiled:
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
         self._device = device  # where a one-device program was pinned (None: default)
-        self._out_kinds = out_kinds or [None] * len(closed.out_avals)
+        self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_util.tree_flatten((args, kwargs))
@@ -145,8 +145,9 @@ class Compiled:
     @property
     def output_shardings(self):
         """The outputs' shardings, as XLA partitioned them."""
+        avals = getattr(self._compiled, "out_avals", ())
         outs = getattr(self._compiled, "out_shardings", None) or \
-            [self._one_device(a, k) for a, k in zip(self._compiled.out_avals, self._out_kinds)]
+            [self._one_device(a, k) for a, k in zip(avals, self._out_kinds or [None] * len(avals))]
         return tree_util.tree_unflatten(self._out_tree, outs)
 
     def _one_device(self, aval, kind=None):
