@@ -66,6 +66,7 @@ def _cases(lib):
         "put inside": lambda: (
             jit(lambda a: lib.device_put(a * 2, one("pinned_host")) + 1)(X),
             jit(lambda a: lib.device_put(a, one()) * 2)(h),
+            jit(lambda a: lib.device_put(a, named("pinned_host")))(M),
             lib.vmap(lambda a: lib.device_put(a, one("pinned_host")))(M)),
         "transforms": lambda: (lib.vmap(double)(h), lib.jvp(double, (h,), (h,)),
                                lib.lax.cond(True, double, lambda a: a, h)),

@@ -10,7 +10,7 @@ import functools
 
 from xform.core import sharding_types, transfer, tree_util
 from xform.core.array import Array, ShardedArray
-from xform.core.avals import MemorySpace
+from xform.core.avals import MemorySpace, memory_space_of
 from xform.core.mesh import AxisType, Mesh, current_mesh, use_mesh
 from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec
 from xform.core.trace import Tracer, get_aval
@@ -249,13 +249,17 @@ batching.primitive_batchers[sharding_constraint_p] = _batch
 mlir.register_lowering(sharding_constraint_p, _lowering)
 
 
-def put_memory(x, memory_space):
-    """Traced ``x`` moved to ``memory_space`` (``device_put`` with a memory kind under a
-    transformation): the type changes; XLA places the buffers (``@main``'s
-    ``mhlo.memory_kind``, see ``mlir.annotate_memory_kinds``)."""
+def traced_put(x, target):
+    """``device_put`` of traced ``x`` to ``target``, as JAX's inside a program: a
+    NamedSharding constrains and types it (as ``reshard``, Explicit axes too); any
+    Sharding or ``MemorySpace`` moves it to that memory (``device_put_p``: the type
+    changes; XLA places the buffers, see ``mlir_memory.annotate_memory_kinds``)."""
+    if isinstance(target, NamedSharding):
+        x = _constrain(x, target, typed=True)
+    space = target if isinstance(target, MemorySpace) else memory_space_of(
+        target.memory_kind)
     src = get_aval(x).memory_space
-    return x if src is memory_space else device_put_p.bind(x, memory_space=memory_space,
-                                                            src=src)
+    return x if src is space else device_put_p.bind(x, memory_space=space, src=src)
 
 
 def _put_impl(x, *, memory_space, src):

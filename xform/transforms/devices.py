@@ -8,7 +8,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer, tree_util
 from xform.core.array import Array, ShardedArray
-from xform.core.avals import MemorySpace, memory_space_of
+from xform.core.avals import MemorySpace
 from xform.core.trace import Tracer
 from xform.core.config import config
 from xform.core.mesh import current_mesh
@@ -69,11 +69,7 @@ def _put(v, device):
                              "passed to device_put")
         device = NamedSharding(mesh, device)
     if isinstance(v, Tracer) and isinstance(device, (Sharding, MemorySpace)):
-        if isinstance(device, NamedSharding):
-            v = lax_sharding.with_sharding_constraint(v, device)
-        space = device if isinstance(device, MemorySpace) else memory_space_of(
-            device.memory_kind)
-        return lax_sharding.put_memory(v, space)
+        return lax_sharding.traced_put(v, device)
     if isinstance(device, MemorySpace):  # (jax.memory.Space: that memory, where v is)
         s = v.sharding if isinstance(v, Array) else SingleDeviceSharding(backend.devices()[0])
         device = s.with_memory_kind(device.value)
