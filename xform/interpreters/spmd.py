@@ -193,6 +193,7 @@ class PartitionedJaxpr:
     def __init__(self, closed, place, name="jit", donated=None):
         self.name, self.mesh = name, place.mesh
         self.in_layouts = [s.layout() for s in place.in_shardings]
+        self.in_kinds = [a.memory_space.value for a in closed.in_avals]  # (their types')
         callbacks = []
         kinds = mlir_memory.out_memory_kinds(place.out_shardings, closed.in_avals,
                                              closed.out_avals)
@@ -230,7 +231,7 @@ class PartitionedJaxpr:
                     f"Array has been deleted with shape={x.aval.str_short()}: {what} of "
                     f"{self.name} was donated to an earlier computation (donate_argnums) "
                     "and its buffers were reused; it cannot be used again.")
-            per_arg.append(transfer.shard_buffers(x, layout))
+            per_arg.append(transfer.shard_buffers(x, layout, self.in_kinds[i]))
         outs = self.exe.execute(per_arg)
         return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0
                 else ShardedArray(bufs, a, layout)

@@ -71,7 +71,7 @@ def _put(v, device):
     if isinstance(v, Tracer) and isinstance(device, (Sharding, MemorySpace)):
         return lax_sharding.traced_put(v, device)
     if isinstance(device, MemorySpace):  # (jax.memory.Space: that memory, where v is)
-        s = v.sharding if isinstance(v, Array) else SingleDeviceSharding(backend.devices()[0])
+        s = v.sharding if isinstance(v, Array) else SingleDeviceSharding(backend.default_device())
         device = s.with_memory_kind(device.value)
     if isinstance(device, NamedSharding):
         return transfer.put_sharded(v, device)
