@@ -63,6 +63,7 @@ def _cases(lib):
         "in_shardings": lambda: (jit(double, in_shardings=one("pinned_host"))(h),
                                  jit(double, in_shardings=named("pinned_host"))(M)),
         "in_shardings kind": lambda: jit(double, in_shardings=one())(h),
+        "pmap kind": lambda: lib.pmap(double)(lib.device_put(M.T, one("pinned_host"))),
         "put inside": lambda: (
             jit(lambda a: lib.device_put(a * 2, one("pinned_host")) + 1)(X),
             jit(lambda a: lib.device_put(a, one()) * 2)(h),
