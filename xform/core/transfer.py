@@ -49,7 +49,8 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
     if isinstance(x, Array):
         if device is None or (x._committed and x.devices() == {device}):
             return x
-        if type(x) is Array and backend.buffer_device(x._buf) == device:
+        if type(x) is Array and type(x._buf) is backend.Buffer and \
+                backend.buffer_device(x._buf) == device:  # (not a lazy value's stand-in)
             return Array(x._buf, x.aval, True)  # (the same buffer, now committed)
         buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
         return Array(backend.copy_to_device(buf, device), x.aval, True)
@@ -67,8 +68,9 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
 def on_default_device(x):
     """Uncommitted Array ``x`` where an op on it runs, the default device (as a copy of
     it would be: ``jnp.array(x)``, ``x.copy()``); other values as they are."""
-    if type(x) is not Array or x._committed or getattr(x._buf, "real", 0) is None:
-        return x  # (the last: a lazy value not computed yet, which will be, there)
+    if type(x) is not Array or x._committed or type(x._buf) is not backend.Buffer:
+        return x  # (the last: a lazy value's stand-in, computed there; not ``.real``,
+        # which a jaxlib buffer answers by computing its real part)
     default = backend.default_device()
     if backend.buffer_device(x._buf) == default:
         return x

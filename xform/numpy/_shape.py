@@ -145,46 +145,10 @@ def squeeze(a, axis=None):
     return lax.squeeze(a, axes)
 
 
-def reverse(x, axis):
-    """``x`` reversed along ``axis``: ``lax.rev`` for a symbolic length, else only
-    pad/slice/reshape/concatenate: the axis is padded at the front to a power of two
-    2**k, reshaped to k axes of size 2 (the index's bits), and each size-2 axis is
-    swapped (slice + concatenate), which maps index i to 2**k - 1 - i. Exact for
-    every dtype, 3k + 4 primitives.
-    """
-    shp = x.aval.shape
-    n = shp[axis]
-    if shape_poly.is_symbolic_dim(n) or x.aval._sharding is not None:
-        return lax.rev(x, (axis,))  # (explicit sharding mode: rev keeps the type)
-    if n <= 1:
-        return x
-    nd = len(shp)
-    k = (n - 1).bit_length()
-    full = 1 << k
-    perm = tuple(i for i in range(nd) if i != axis) + (axis,)
-    y = lax.transpose(x, perm)
-    lead = y.aval.shape[:-1]
-    if full != n:
-        pad_value = _util.scalar_array(0, x.aval.dtype, False)
-        y = lax.pad(y, pad_value, [(0, 0, 0)] * (nd - 1) + [(full - n, 0, 0)])
-    y = lax.reshape(y, lead + (2,) * k)
-    zeros, ends = (0,) * (nd - 1 + k), lead + (2,) * k
-    for j in range(len(lead), len(lead) + k):
-        lo = lax.slice(y, zeros, ends[:j] + (1,) + ends[j + 1:])
-        hi = lax.slice(y, zeros[:j] + (1,) + zeros[j + 1:], ends)
-        y = lax.concatenate([hi, lo], j)
-    y = lax.reshape(y, lead + (full,))
-    if full != n:
-        y = lax.slice(y, (0,) * nd, lead + (n,))
-    return lax.transpose(y, tuple(int(i) for i in np.argsort(perm)))
-
-
 def flip(m, axis=None):
     """Like numpy.flip."""
     m = asarray(m, "flip")
-    for ax in canonicalize_axes(axis, m.aval.ndim):
-        m = reverse(m, ax)
-    return m
+    return lax.rev(m, canonicalize_axes(axis, m.aval.ndim))  # (one primitive, as JAX's)
 
 
 def broadcast_to(array, shape, *, out_sharding=None):

@@ -17,9 +17,10 @@ from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
-from xform.core.trace import Tracer, _context, eval_trace
+from xform.core.trace import Tracer, _context, eval_trace, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
+from xform.interpreters.lazy import LazyTrace, concrete
 from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
@@ -215,6 +216,11 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
+        if self._shardings is not None and self._shardings.one_device and \
+                type(_context.trace) is LazyTrace:  # (placed as eagerly: after a barrier)
+            args, kwargs = tree_util.tree_map(lambda x: concrete(x, "jit"), (args, kwargs))
+            with set_current_trace(eval_trace):
+                return self._call(args, kwargs)
         if kwargs and self._shardings is not None and self._shardings.device is None and \
                 self._shardings.in_shardings is not None:  # (JAX's rule)
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
@@ -463,9 +469,10 @@ class JitWrapped:
             self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
             out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
         out_shardings = self._shardings and self._shardings.flat_out(out_tree, concrete=True)
-        device = None if place is not None else jit_sharding.struct_device(
-            leaves, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
-        return Traced(closed, out_tree, self._name, donated, place, out_shardings, device)
+        pin = None if place is not None else jit_sharding.aot_pin(
+            self._shardings, leaves, lambda: self._split_static(args, kwargs)[0], out_tree,
+            explain.leaf_names(self, args, kwargs), self._name)
+        return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""
