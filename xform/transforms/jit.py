@@ -255,7 +255,9 @@ class JitWrapped:
                                                   donated) if place is not None else
                             mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
-                    closed, name=f"jit({self._name})", donated=donated), out_tree)
+                    closed, name=f"jit({self._name})", donated=donated,
+                    out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree)),
+                    out_tree)
                 if compiled is None and not one_device and not config.jax_debug_key_reuse:
                     self._add_fast_paths(entry, args, kwargs, leaves)  # (they check no keys)
                 with span("xform.jit.execute", name=f"jit({self._name})"):  # first call
