@@ -26,6 +26,7 @@ def _like(x, value):
     return _util.scalar_array(value, x.aval.dtype, True)
 
 
+@composite
 def logaddexp(x1, x2, /):
     """Like numpy.logaddexp: ``log(exp(x1) + exp(x2))`` without overflow.
 
@@ -38,6 +39,7 @@ def logaddexp(x1, x2, /):
     return _logaddexp(*_inexact("logaddexp", x1, x2))
 
 
+@composite
 def logaddexp2(x1, x2, /):
     """Like numpy.logaddexp2: ``log2(2**x1 + 2**x2)`` without overflow (JAX's formula,
     in base 2 throughout; a custom JVP as :func:`logaddexp`'s)."""
