@@ -79,6 +79,15 @@ def test_solver_kernels_by_platform(name, f, targets):
             _lowered(f, x, platform="tpu")
 
 
+def test_pivoted_qr_is_lapack_geqp3_on_cpu_only():
+    # JAX's GPU path is its hybrid host/MAGMA kernel, which xform cannot reach
+    f = lambda a: xform.lax.linalg.qr(a, pivoting=True)   # noqa: E731
+    x = np.eye(3, dtype=np.float32)
+    assert "@lapack_sgeqp3_ffi(" in _lowered(f, x, platform="cpu")
+    with pytest.raises(NotImplementedError, match="pivoting=True.*only implemented on CPU"):
+        _lowered(f, x, platform="cuda")
+
+
 def test_large_svd_uses_gesvd_on_gpu():
     # JAX's choice: Jacobi up to 1024 x 1024, else QR-based gesvd (m < n: transposed)
     x = np.ones((4, 1100), np.float32)
