@@ -239,7 +239,9 @@ NOT_COMPOSITE = {}  # JAX jits it, xform does not: {qualified name: reason}
 JITTED_INSIDE = {   # a composite whose JAX wrapper calls a jitted body
     "jnp.take": "_take", "jnp.where": "_where", "nn.softmax": "_softmax",
     "nn.logsumexp": "special.logsumexp's _logsumexp", "special.logsumexp": "_logsumexp",
-    "nn.one_hot": "_one_hot", "nn.normalize": "flax's alias of standardize (jitted)"}
+    "nn.one_hot": "_one_hot", "nn.normalize": "flax's alias of standardize (jitted)",
+    "jnp.diag": "_diag", "jnp.ptp": "_ptp", "jnp.average": "_average",
+    "jnp.nanargmax": "_nanargmax", "jnp.nanargmin": "_nanargmin", "jnp.roll": "_roll_static"}
 
 
 def test_composites_exactly_where_jax_jits():

@@ -23,6 +23,7 @@ def _slice_axis(a, start, stop, axis):
     return lax.slice(a, start_idx, limit)
 
 
+@composite(static=("shift", "axis"))
 def roll(a, shift, axis=None):
     """Like numpy.roll: elements shifted along ``axis`` (flattened if None), wrapping
     around; ``shift`` and ``axis`` may be tuples.

@@ -100,6 +100,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return _sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype, out=out)
 
 
+@composite(static=("k",))
 def diag(v, k=0):
     """Like numpy.diag: the ``k``-th diagonal of a 2-D array, or a 2-D array with the
     1-D ``v`` on its ``k``-th diagonal."""

@@ -33,11 +33,13 @@ def count_nonzero(a, axis=None, keepdims=False):
                    keepdims=keepdims)
 
 
+@composite(static=("axis", "keepdims"))
 def ptp(a, axis=None, out=None, keepdims=False):
     """Like numpy.ptp: ``max - min`` along ``axis``."""
     return uf.subtract(red.max(a, axis, out, keepdims), red.min(a, axis, None, keepdims))
 
 
+@composite(static=("axis", "returned", "keepdims"))
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """Like numpy.average: the (``weights``-)weighted mean; ``returned`` also gives the
     sum of the weights.
@@ -122,11 +124,13 @@ def _nanarg(name, fn, fill, a, axis, out, keepdims):
     return uf.where(all_nan, _util.scalar_array(-1, res.aval.dtype, False), res)
 
 
+@composite(static=("axis", "keepdims"))
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """Like numpy.nanargmax, but -1 (not an error) where all values are NaN."""
     return _nanarg("nanargmax", red.argmax, -np.inf, a, axis, out, keepdims)
 
 
+@composite(static=("axis", "keepdims"))
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """Like numpy.nanargmin, but -1 (not an error) where all values are NaN."""
     return _nanarg("nanargmin", red.argmin, np.inf, a, axis, out, keepdims)
