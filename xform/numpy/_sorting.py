@@ -71,6 +71,7 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     return lax.sort(keys + (iota,), axis, stable, 2)[2]
 
 
+@composite(static=("axis",))
 def lexsort(keys, axis=-1):
     """Like numpy.lexsort: indices sorting by the last key, then the one before, ..."""
     keys = [asarray(k, "lexsort", i) for i, k in enumerate(keys)]
@@ -93,6 +94,7 @@ def _flip_order(a):
     return uf.negative(a)
 
 
+@composite(static=("kth", "axis"))
 def partition(a, kth, axis=-1):
     """Like numpy.partition: the ``kth`` smallest value at position ``kth``, smaller
     ones before it and larger ones after (each group in JAX's order, via top_k)."""
@@ -107,6 +109,7 @@ def partition(a, kth, axis=-1):
     return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
 
 
+@composite(static=("kth", "axis"))
 def argpartition(a, kth, axis=-1):
     """Like numpy.argpartition: indices that :func:`partition` ``a``."""
     a = moveaxis(asarray(a, "argpartition"), axis, -1)
@@ -122,6 +125,7 @@ def argpartition(a, kth, axis=-1):
     return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
 
 
+@composite
 def sort_complex(a):
     """Like numpy.sort_complex: sorted along the last axis, as a complex array."""
     a = asarray(a, "sort_complex")
@@ -150,6 +154,7 @@ def _total_lt(x, y):
     return lt
 
 
+@composite(static=("side", "method"))
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Like numpy.searchsorted: where ``v``'s elements would go in the sorted 1-D
     ``a`` (NaNs sort last). ``method`` as JAX's: "scan" (default) and "scan_unrolled"
@@ -201,6 +206,7 @@ def _binary_search(a, v, side, *, unrolled):
     return lax.convert_element_type(bounds[1], dtypes.int32)
 
 
+@composite(static=("right", "method"))
 def digitize(x, bins, right=False, *, method=None):
     """Like numpy.digitize: the bin of each ``x`` (bins increasing or decreasing)."""
     x = asarray(x, "digitize")
