@@ -167,7 +167,9 @@ class _VjpPullback:
                 raise ValueError(f"Shape of cotangent input to vjp pullback function "
                                  f"{ca.shape} must be the same as the shape of corresponding "
                                  f"primal input {a.shape}.")
-            if ca.vma != a.vma and a.dtype == ca.dtype:  # inside shard_map(check_vma)
+            want = a.to_tangent_aval().dtype   # any dtype stands for a float0 cotangent, as JAX's
+            if (ca.vma != a.vma and a.dtype == ca.dtype) or (  # vma: inside shard_map(check_vma)
+                    ca.dtype != want and want != dtypes.float0):
                 raise ValueError(
                     "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
                     f"got {ca.str_short()}, but expected {a.to_tangent_aval().str_short()} "
