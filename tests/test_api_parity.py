@@ -30,8 +30,16 @@ KNOWN = {
     # its jit cache is xform.nn._lifted_jit's
     "flax.core.scope.uuid", "flax.core.lift.CountsHolder",
     "flax.core.lift.TransformContext", "flax.core.lift.set_from_dict",
-    # flax.core.nn's attention layers are not built (linen's are: nn.MultiHeadAttention)
-    "flax.core.nn.dot_product_attention", "flax.core.nn.multi_head_dot_product_attention",
+    # flax.errors: checkpoint errors (xform.checkpoint raises its CheckpointError), NNX's,
+    # ones Flax never raises, lazy_init's partial-evaluation check (not built)
+    "flax.errors.AlreadyExistsError", "flax.errors.InvalidCheckpointError",
+    "flax.errors.MPACheckpointingRequiredError", "flax.errors.MPARestoreDataCorruptedError",
+    "flax.errors.MPARestoreTargetRequiredError", "flax.errors.ImmutableVariableError",
+    "flax.errors.JaxTransformError", "flax.errors.MultipleMethodsCompactError",
+    "flax.errors.TraceContextError", "flax.errors.LazyInitError",
+    "flax.errors.ApplyScopeInvalidVariablesStructureError",   # (variables optional)
+    # flax.typing's NNX-only helpers
+    "flax.typing.HashableMapping", "flax.typing.PytreeDeque", "flax.typing.BaseConfigContext",
 }
 
 _REFERENCE = [("flax.linen", "xform.nn", "linen"),
@@ -51,7 +59,8 @@ _REFERENCE = [("flax.linen", "xform.nn", "linen"),
                  ("training.lr_schedule", "training.lr_schedule"),
                  ("core", "nn.core"), ("core.scope", "nn.core.scope"),
                  ("core.lift", "nn.core.lift"), ("core.frozen_dict", "nn.core.frozen_dict"),
-                 ("core.tracers", "nn.core.tracers"), ("core.nn", "nn.core.nn"))]
+                 ("core.tracers", "nn.core.tracers"), ("core.nn", "nn.core.nn"),
+                 ("cursor", "nn.cursor"), ("typing", "nn.typing"), ("errors", "nn.errors"))]
 
 
 def _same_default(a, b):

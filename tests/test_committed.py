@@ -32,6 +32,9 @@ def _cases(L, np_):
     def z2():  # made under default_device: uncommitted, on device 2
         return under(2, lambda: np_.ones(3))
 
+    def aot(f):  # lowered for the shapes of X (a host value: no placement of its own)
+        return lambda *args: f.lower(*[X] * len(args)).compile()(*args)
+
     return {
         "ones": lambda: np_.ones(3),
         "ones_device": lambda: np_.ones(3, device=d[5]),
@@ -93,6 +96,23 @@ def _cases(L, np_):
         "key": lambda: L.random.key(0),
         "normal_committed_key": lambda: L.random.normal(put(3, L.random.key(0)), (2,)),
         "key_data": lambda: L.random.key_data(put(3, L.random.key(0))),
+        "zeros_like_committed": lambda: np_.zeros_like(put(3)),
+        "full_like_int_committed": lambda: np_.full_like(put(3), 7, dtype=np.int32),
+        "zeros_like_of_result": lambda: np_.zeros_like(put(3) * 2),
+        "two_devices_apart": lambda: (put(3) + 1, put(4) + 1)[1],
+        "uncommitted_beside_committed": lambda: (put(3) + 1, np_.ones(3) * 2)[1],
+        "pure_callback_two_devices": lambda: L.pure_callback(
+            lambda a, b: np.asarray(a), L.ShapeDtypeStruct((3,), np.float32), put(3), put(4)),
+        "io_callback_two_devices": lambda: L.experimental.io_callback(
+            lambda a, b: np.asarray(a), L.ShapeDtypeStruct((3,), np.float32), put(0), put(4)),
+        "aot_in_sharding": lambda: aot(L.jit(lambda a: a + 1, in_shardings=one(4)))(X),
+        "aot_out_sharding_vs_committed": lambda: aot(L.jit(lambda a: a + 1,
+                                                           out_shardings=one(4)))(put(3)),
+        "aot_device": lambda: aot(L.jit(lambda a: a + 1, device=d[4]))(put(3)),
+        "aot_lowered_committed": lambda: L.jit(lambda a: a * 2).lower(put(3)).compile()(X),
+        "aot_committed_elsewhere": lambda: aot(L.jit(lambda a, b: a + b))(put(3), put(4)),
+        "aot_committed_default": lambda: aot(L.jit(lambda a: a * 2))(put(0)),
+        "aot_z2": lambda: aot(L.jit(lambda a: a * 2))(z2()),
     }
 
 
@@ -100,6 +120,8 @@ def _where(f):
     try:
         a = f()
     except ValueError as e:
+        if "compiled for input shardings that disagree" in str(e):
+            return "compiled elsewhere"
         assert "Received incompatible devices" in str(e)
         return "incompatible devices"
     return sorted(v.id for v in a.devices()), a.committed
@@ -116,7 +138,10 @@ def test_placement_and_committed_match_jax(case):
 
 def test_lazy_mode_keeps_committed():
     for case in ("committed_dev0_result", "z2_follows_committed", "index", "at_set",
-                 "two_committed", "z2_alone_moves_back", "ones"):
+                 "two_committed", "z2_alone_moves_back", "ones", "ctx_op", "jit_in_sharding",
+                 "zeros_like_committed", "full_like_int_committed", "zeros_like_of_result",
+                 "two_devices_apart", "uncommitted_beside_committed", "aot_in_sharding",
+                 "pure_callback_two_devices", "aot_lowered_committed"):
         def lazily(f=_cases(xform, jnp)[case]):
             with xform.lazy():
                 return f()
@@ -135,3 +160,25 @@ def test_lazy_grad_of_committed_computes_nothing_early():
     want = run(jax)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want))
     assert _where(lambda: got) == _where(lambda: want)
+
+
+def test_placement_errors_read_as_jax():
+    """Callbacks' and Compiled's placement errors: JAX's messages, word for word."""
+    def message(L, np_, case):
+        with pytest.raises(ValueError) as e:
+            _cases(L, np_)[case]()
+        return str(e.value)
+    for case in ("pure_callback_two_devices", "aot_committed_elsewhere"):
+        assert message(xform, jnp, case) == message(jax, jjnp, case), case
+
+
+def test_lazy_zeros_like_of_committed_computes_nothing_early():
+    """A pending value's device is known without computing it, so ``zeros_like`` of a
+    committed pending value places its result with no barrier; it runs on that device."""
+    xform.lazy.reset_metrics()
+    with xform.lazy():
+        w = xform.device_put(X, xform.devices()[3]) * 2
+        z = jnp.zeros_like(w) + w
+        assert z.devices() == {xform.devices()[3]} and z.committed
+        assert xform.lazy.metrics()["barriers"] == {}
+    np.testing.assert_array_equal(np.asarray(z), X * 2)

@@ -380,3 +380,40 @@ def test_doctests():
     for mod in (xcore.scope, xcore.lift):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.attempted and not result.failed, mod.__name__
+
+
+def test_attention_layers_match_flax_core_nn():
+    """Masks (causal, padding, segmentation), dropout, N-d attention axes and two
+    cached decoding steps (on the first model's params), under one jit per side."""
+    def run(ns):
+        mhdpa = ns.layers.multi_head_dot_product_attention
+        cos_init = lambda _, shape, dtype: ns.np.cos(   # noqa: E731 (no rng: compiles fast)
+            ns.np.arange(np.prod(shape), dtype=dtype)).reshape(shape)
+
+        def model(scope, x, x2, pad, seg):
+            return (mhdpa(scope, x, None, 2, causal_mask=True, padding_mask=pad,
+                          segmentation=seg, dropout_rate=0.3, qkv_features=4),
+                    scope.child(mhdpa)(x2, x2, 2, attention_axis=(1,), out_features=3,
+                                       kernel_init=cos_init))
+
+        def decode(scope, x):
+            return mhdpa(scope, x, None, 2, causal_mask=True, cache=True, qkv_features=4)
+
+        def run_all(rngs, x, x2, pad, seg):
+            y, v = ns.core.init(model)(rngs, x, x2, pad, seg)
+            _, dv = ns.core.apply(decode, mutable="cache")({"params": v["params"]}, x)
+            dv = {"params": v["params"], "cache": {"entry": dv["cache"]["entry"]((2, 4))}}
+            ys = []
+            for t in range(2):
+                yt, upd = ns.core.apply(decode, mutable="cache")(dv, x[:, t:t + 1])
+                dv = {"params": v["params"], "cache": upd["cache"]}
+                ys.append(yt)
+            return dict(v), y, ys, dv["cache"]["entry"].key
+        x = ns.np.linspace(-1.0, 1.0, 48).reshape(2, 4, 6)
+        x2 = ns.np.cos(ns.np.arange(48.0)).reshape(2, 3, 2, 4)
+        pad = ns.np.array([[1.0, 1, 0, 1], [1, 1, 1, 0]])
+        seg = ns.np.array([[0, 0, 1, 1], [0, 1, 1, 1]])
+        return ns.jit(run_all)(_rngs(ns, 0, 1), x, x2, pad, seg)
+    (fv, *fy), (xv, *xy) = both(run)
+    assert_trees(xv, fv)
+    same_leaves(xy, fy)

@@ -273,3 +273,32 @@ def test_legacy_partitioning_module_matches_flax():
     assert res["x"][3]["params_axes"][block]["w"] == ("layers", "embed", "mlp")
     with pytest.raises(ValueError, match="inside a Module method"):
         xpart.param_with_axes("w", xnn.initializers.zeros, (2,), axes=("a",))
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_vmap_spmd_axis_name_matches_flax(explicit):
+    """nn.vmap's ``spmd_axis_name`` splits the mapped axis of a sharding constraint
+    inside (auto mesh), and in explicit mode the split dropout keys follow the batch:
+    the same values and output layout as Flax."""
+    res = {}
+    for (lib, (jx, nn, jnp)), key in zip(LIBS.items(), keys(0)):
+        kind = jx.sharding.AxisType.Explicit if explicit else jx.sharding.AxisType.Auto
+        mesh = jx.make_mesh((4, 2), ("x", "y"), axis_types=(kind,) * 2)
+        P = jx.sharding.PartitionSpec
+
+        class Inner(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                y = nn.Dense(4)(x)
+                y = y if explicit else jx.lax.with_sharding_constraint(y, P("x"))
+                return nn.Dropout(0.5, deterministic=False)(y)
+        V = nn.vmap(Inner, variable_axes={"params": 0}, in_axes=0, spmd_axis_name="y",
+                    split_rngs={"params": True, "dropout": True})
+        x = jnp.linspace(-1.0, 1.0, 48).reshape(2, 8, 3)
+        with jx.set_mesh(mesh):
+            x = jx.device_put(x, P("y")) if explicit else x
+            y, v = jx.jit(lambda k, x: V().init_with_output(
+                {"params": k, "dropout": k}, x))(key, x)
+        res[lib] = (_layout(y, jx), y, v)
+    assert res["x"][0] == res["f"][0]
+    same_leaves(res["x"][1:], res["f"][1:], 1e-6)

@@ -1,6 +1,8 @@
 """xform.experimental.sparse against jax.experimental.sparse: the same dense inputs go
 through both; todense results (and data/indices where JAX's are deterministic) must
 match, across n_batch/n_dense layouts, padding, duplicates, jit, vmap, grad, sparsify."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -12,14 +14,12 @@ import xform
 import xform.numpy as jnp
 from xform.experimental import sparse as xsp
 
+import sparse_util
+
 LAYOUTS = [(1, 1), (2, 0)]   # (n_batch, n_dense) of a rank-3 array; (0, 0): test_sparse_bcsr
 
 
-def dense(shape, seed=0, density=0.4):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape).astype(np.float32)
-    x[rng.random(shape) > density] = 0
-    return x
+dense = functools.partial(sparse_util.dense, density=0.4)   # this file's sparser inputs
 
 
 def close(a, b, tol=1e-5):

@@ -12,21 +12,7 @@ import xform
 import xform.numpy as jnp
 from xform.experimental import sparse as xsp
 
-
-def dense(shape, seed=0, density=0.5):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape).astype(np.float32)
-    x[rng.random(shape) > density] = 0
-    return x
-
-
-def assert_trees_close(xo, jo, tol=1e-5):
-    xl, jl = jax.tree.leaves(xo), jax.tree.leaves(jo)
-    assert len(xl) == len(jl)
-    for i, (a, b) in enumerate(zip(xl, jl)):
-        assert np.shape(a) == np.shape(b), (i, np.shape(a), np.shape(b))
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol,
-                                   err_msg=f"output {i}")
+from sparse_util import assert_trees_close, dense
 
 
 X3 = dense((2, 3, 4))

@@ -12,7 +12,7 @@ import xform
 import xform.numpy as jnp
 from xform.experimental import sparse as xsp
 
-from test_sparse_bcsr import assert_trees_close, dense
+from sparse_util import assert_trees_close, dense
 
 X3 = dense((2, 4, 3))
 

@@ -92,7 +92,8 @@ def metrics():
     Keys: ``graphs_compiled`` (cache misses), ``cache_hits``, ``ops_recorded``,
     ``barriers`` (a dict: count per reason, e.g. ``mark_step``, ``exit``, ``asarray``,
     ``float``, ``repr``, ``block_until_ready``, ``host_callback``, ``jit``,
-    ``device_buffer``, ``size_limit``), ``programs_executed``, ``graph_cuts``,
+    ``device_buffer``, ``size_limit``, ``default_device``, ``aot_call``),
+    ``programs_executed``, ``graph_cuts``,
     ``repeated_blocks``, ``donated_buffers``, ``cache_size``, and milliseconds in
     ``trace_ms`` (canonicalizing and building graphs at barriers), ``compile_ms``
     (lowering and XLA) and ``execute_ms``.

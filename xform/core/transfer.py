@@ -10,7 +10,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array, ShardedArray
-from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval, memory_space_of
 from xform.core.config import config
 from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, check_not_tracer
@@ -44,12 +44,13 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
             return x
         value = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
         aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
-        aval = aval if weak_type is None else aval.update(weak_type=weak_type)
-        return Array(backend.device_put(value, device, memory_kind), aval, True)
+        aval = aval.update(weak_type=weak_type, memory_space=memory_space_of(memory_kind))
+        return Array(backend.device_put(value, device, memory_kind), canonical_aval(aval), True)
     if isinstance(x, Array):
         if device is None or (x._committed and x.devices() == {device}):
             return x
-        if type(x) is Array and backend.buffer_device(x._buf) == device:
+        if type(x) is Array and type(x._buf) is backend.Buffer and \
+                backend.buffer_device(x._buf) == device:  # (not a lazy value's stand-in)
             return Array(x._buf, x.aval, True)  # (the same buffer, now committed)
         buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
         return Array(backend.copy_to_device(buf, device), x.aval, True)
@@ -67,8 +68,9 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
 def on_default_device(x):
     """Uncommitted Array ``x`` where an op on it runs, the default device (as a copy of
     it would be: ``jnp.array(x)``, ``x.copy()``); other values as they are."""
-    if type(x) is not Array or x._committed or getattr(x._buf, "real", 0) is None:
-        return x  # (the last: a lazy value not computed yet, which will be, there)
+    if type(x) is not Array or x._committed or type(x._buf) is not backend.Buffer:
+        return x  # (the last: a lazy value's stand-in, computed there; not ``.real``,
+        # which a jaxlib buffer answers by computing its real part)
     default = backend.default_device()
     if backend.buffer_device(x._buf) == default:
         return x
@@ -182,6 +184,7 @@ def put_sharded(x, sharding, what="One of device_put args"):
     layout = sharding.layout()
     if aval._sharding is not None:  # (retyped by the new layout)
         aval = aval.update(sharding=None)
+    aval = aval.update(memory_space=memory_space_of(sharding.memory_kind))
     return ShardedArray(shard_buffers(x, layout, sharding.memory_kind), aval, layout)
 
 

@@ -23,6 +23,7 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import Primitive, Tracer, eval_trace, set_current_trace
 from xform.interpreters import ad, batching, ffi, mlir
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.placement import committed_device
 
 ir, hlo = mlir.ir, mlir.hlo
 
@@ -253,14 +254,18 @@ def _result_aval(r):
 
 
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
-    outs = _checked_results(callback(*args), result_avals)
-    return _placed_results(outs, args)
+    device = _device(args, "pure_callback")
+    return _placed(_checked_results(callback(*args), result_avals), device)
 
 
-def _placed_results(outs, args):
-    """Eager callback results where a computation on ``args`` puts its results: on
-    their committed device, committed, else the default device (placement.py)."""
-    device = next(filter(None, map(transfer.committed_device, args)), None)
+def _device(args, name):
+    """Where an eager callback on ``args`` puts its results, as a computation on them
+    (placement.py): their committed device, else None (the default device); JAX's
+    error, before the call, for committed ones on two devices."""
+    return committed_device(args, name, lambda i: f"args[{i}]")
+
+
+def _placed(outs, device):
     return [transfer.device_put_value(x, device) for x in outs]
 
 
@@ -360,8 +365,8 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=Fal
 
 
 def _io_callback_impl(*args, callback, result_avals, ordered):
-    outs = _checked_results(callback(*args), result_avals)
-    return _placed_results(outs, args)
+    device = _device(args, "io_callback")
+    return _placed(_checked_results(callback(*args), result_avals), device)
 
 
 def _io_callback_jvp(primals, tangents, **params):

@@ -29,7 +29,7 @@ from xform.core.jaxpr import ClosedJaxpr, JaxprEqn
 from xform.core.trace import Trace, _context, check_not_tracer, eval_trace, set_current_trace
 from xform.interpreters import dispatch, lazy_run, partial_eval as pe
 from xform.interpreters.lazy_run import _metrics, count_barrier, options
-from xform.interpreters.lazy_segments import run_segments
+from xform.interpreters.lazy_segments import device_of, run_by_device, run_segments
 
 _getrefcount = sys.getrefcount
 _new = object.__new__
@@ -114,8 +114,9 @@ class _Pending:
     def block_until_ready(self):
         return self._get("block_until_ready").block_until_ready()
 
-    def devices(self):  # (computed: a committed value's device is its inputs')
-        return self._get("devices").devices()
+    def devices(self):  # (known before it is computed: see lazy_segments.device_of)
+        d = device_of(self) if self.real is None else None
+        return {d} if d is not None else self._get("devices").devices()
 
     def __dlpack__(self, **kwargs):
         return self._get("device_buffer").__dlpack__(**kwargs)
@@ -188,7 +189,7 @@ class _Graph:
     order of definition; inputs are -1, -2, ... in order of first use; literals are
     ``(value, aval)`` tuples. ``keys[i]`` is equation i in that canonical numbering."""
     __slots__ = ("keys", "multi", "inputs", "in_avals", "in_index", "arrays", "error",
-                 "effects", "closed", "limit", "counts", "var_avals")
+                 "effects", "closed", "limit", "counts", "var_avals", "devices")
 
     def __init__(self):
         self.keys = []       # (prim, params key, refs) per equation
@@ -202,6 +203,7 @@ class _Graph:
         self.closed = False  # run already (by a barrier, maybe from another thread)
         self.limit = _limit()  # equations after which a barrier runs (_after_record)
         self.counts = self.var_avals = None  # (tables(), when a program is built)
+        self.devices = None  # the devices of committed inputs (a set), if any
 
     def tables(self):
         """Outputs per equation and the aval of each variable, derived once from what
@@ -342,7 +344,11 @@ def _ref(g, x):
     if type(b) is _Pending:  # computed, or recorded by another thread
         x._buf = b._get("other_thread")
     i = g.in_index.get(id(x))
-    return -i if i is not None else _input(g, x)
+    if i is not None:
+        return -i
+    if x._committed:  # (lazy_segments places the graph's values by these)
+        g.devices = (g.devices or set()) | {backend.buffer_device(x._buf)}
+    return _input(g, x)
 
 
 def _id_key(prim, pkey, avals):
@@ -498,6 +504,9 @@ def _run_graph(g, cut=False):
         with set_current_trace(eval_trace):  # anything run inside (NaN reruns) is eager
             if cut and len(g.keys) >= 2 * options["block_size"]:
                 bufs = run_segments(g, out_vars)
+            elif g.devices and (len(g.devices) > 1 or
+                                backend.default_device() not in g.devices):
+                bufs = run_by_device(g, out_vars)
             else:
                 bufs = lazy_run.run_whole(g, out_vars)
     except BaseException as e:
@@ -522,7 +531,17 @@ def _clear_on_flag(name, value):
         lazy_run.clear_cache()
 
 
+def _set_default_device(value):
+    """What was recorded under the old default device runs there first (JAX ran it
+    there); then ``placement``'s validator sets the new one."""
+    if _tls.graph is not None and not _tls.graph.closed and _tls.graph.keys:
+        barrier("default_device")
+    _set_default_device_now(value)
+
+
 config._add_listener(_clear_on_flag)
+_set_default_device_now = config._validators["jax_default_device"]
+config._add_validator("jax_default_device", _set_default_device)
 
 
 if config.xform_lazy:  # XFORM_LAZY=1 in the environment: lazy from the start

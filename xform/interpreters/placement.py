@@ -62,15 +62,20 @@ _elsewhere = {}  # (executable, device) -> the same program's execute there
 def _target(args, name, describe):
     """The device a program on ``args`` runs on: its committed Array arguments' one
     device, else the default device."""
+    return committed_device(args, name, describe) or backend.default_device()
+
+
+def committed_device(args, name, describe=None):
+    """The one device ``args``' committed Arrays are on, or None; two raise JAX's
+    error (``describe(i)``: argument ``i``'s name in it, else ``i``)."""
     found = {}
     for i, x in enumerate(args):
         if type(x) is Array and x._committed:
             found.setdefault(backend.buffer_device(x._buf), (i, x))
     if len(found) > 1:
-        raise ValueError("Received incompatible devices for jitted computation. Got " +
-                         " and ".join(_describe(name, describe, i, x, d)
-                                      for d, (i, x) in found.items()))
-    return next(iter(found), None) or backend.default_device()
+        raise incompatible([(f"argument {describe(i) if describe is not None else i}",
+                             name, x.aval, d) for d, (i, x) in found.items()])
+    return next(iter(found), None)
 
 
 def committed(args):
@@ -78,11 +83,13 @@ def committed(args):
     return any(isinstance(x, Array) and x._committed for x in args)
 
 
-def _describe(name, describe, i, x, d):
-    what = describe(i) if describe is not None else f"argument {i}"
-    return (f"{what} of {name} with shape {x.aval.str_short()} and with device ids "
-            f"[{d.id}] on platform {d.platform.upper()}")
-
+def incompatible(parts):
+    """JAX's error for committed arguments on several devices; ``parts``: per device,
+    ``(what, name, aval, device)``: ``what`` ("argument 0") of ``name`` is there."""
+    return ValueError("Received incompatible devices for jitted computation. Got " + " and ".join(
+        f"{what} of {name} with shape {aval.str_short(short_dtypes=False)} and "
+        f"with device ids [{d.id}] on platform {d.platform.upper()}"
+        for what, name, aval, d in parts))
 
 
 def _set_default_device(value):

@@ -9,10 +9,10 @@ from xform.core import dtypes, shape_poly, sharding_types
 from xform.core.mesh import AbstractMesh
 from xform.core.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
 from xform.core import trace as _trace
-from xform.core.array import ShardedArray
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
+from xform.interpreters.lazy import LazyTrace, is_pending
 from xform.core.transfer import committed_device, device_put_value, put_sharded, scalar_array
 from xform.lax._prim import standard_primitive
 from xform.lax.sharding_constraint import reshard
@@ -137,8 +137,16 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
     if dtype is not None and dtypes.is_extended(dtype):   # typed keys: fill their data
         return dtype._rules.full(shape, fill_value)
     abstract = isinstance(getattr(sharding, "mesh", None), AbstractMesh)
-    placed = sharding is not None and not abstract and \
-        _trace._context.trace is _trace.eval_trace  # (placed values are not weakly typed)
+    trace = _trace._context.trace
+    lazy = type(trace) is LazyTrace and isinstance(sharding, SingleDeviceSharding)
+    placed = sharding is not None and not abstract and (
+        lazy or trace is _trace.eval_trace)  # (placed values are not weakly typed)
+    if lazy and isinstance(fill_value, (bool, int, float, complex)):
+        fill_value = np.asarray(fill_value, dtypes.canonicalize_dtype(
+            dtype or dtypes.dtype(fill_value)))
+    if lazy and not is_pending(fill_value):
+        # a value at hand is put there first: the lazy broadcast is computed there too
+        fill_value = device_put_value(fill_value, sharding._device_assignment[0])
     if dtype is None:
         fill = fill_value if not isinstance(fill_value, (bool, int, float, complex)) \
             else scalar_array(fill_value, dtypes.dtype(fill_value),
@@ -170,30 +178,18 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     weak = dtype is None and aval.weak_type
     if sharding is None and shape is None and isinstance(x, _trace.Tracer):
         sharding = aval._sharding
-    elif sharding is None and not weak and _trace._context.trace is _trace.eval_trace:
-        sharding = (d := committed_device(x)) and SingleDeviceSharding(d)  # (lazy: ignored)
+    elif sharding is None and not weak and eager_placement():
+        sharding = (d := committed_device(x)) and SingleDeviceSharding(d)
     out = full(aval.shape if shape is None else shape, fill_value,
                aval.dtype if dtype is None else dtype, _weak_type=weak, sharding=sharding)
     vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
     return out if vma is None else vma.like(out, x)
 
 
-def like_sharding(x, shape, weak):
-    """The sharding ``jnp.full_like(x)`` gives its result, as JAX's: a traced ``x``'s type;
-    unless the result is weakly typed, a committed one-device Array's device, or an
-    Array's NamedSharding unless reshaped (shards of another shape) from a split ``x``;
-    else None (the default device)."""
-    if shape is None and isinstance(x, _trace.Tracer):
-        return x.aval._sharding
-    if weak or _trace._context.trace is not _trace.eval_trace:  # (full ignores it then)
-        return None
-    if (d := committed_device(x)) is not None:
-        return SingleDeviceSharding(d)
-    s = x.sharding if type(x) is ShardedArray else None
-    if isinstance(s, NamedSharding) and (
-            shape is None or tuple(shape) == get_aval(x).shape or s.is_fully_replicated):
-        return s
-    return None
+def eager_placement():
+    """Whether ops run (or are recorded lazily, to run as if eagerly): placement counts."""
+    trace = _trace._context.trace
+    return trace is _trace.eval_trace or type(trace) is LazyTrace
 
 
 def zeros_like_array(x):

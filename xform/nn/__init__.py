@@ -119,3 +119,4 @@ from xform.nn import (  # noqa: E402
     activation, attention, batch_apply, combinators, dtypes, kw_only_dataclasses,
     linear, module, normalization, pooling, recurrent, spmd, stochastic, summary,
     transforms)
+from xform.nn import cursor, typing  # noqa: E402  (flax.cursor, flax.typing)

@@ -145,6 +145,9 @@ class Module:
     def __init_subclass__(cls, kw_only=False, **kwargs):
         super().__init_subclass__(**kwargs)
         annotations = cls.__dict__.get("__annotations__", {})
+        if "parent" in annotations or annotations.get("name", str) not in (
+                "str", str, typing.Optional[str]):
+            raise errors.ReservedModuleAttributeError(annotations)
         has_base_fields = any(hasattr(b, "__dataclass_fields__") for b in cls.__mro__[1:])
         if not has_base_fields or "parent" in annotations or "name" in annotations:
             _add_parent_and_name(cls)
@@ -236,6 +239,8 @@ class Module:
         self._try_setup()
         if name in self.__dict__:
             return self.__dict__[name]
+        if hasattr(inspect.getattr_static(type(self), name, None), "__get__"):
+            raise errors.DescriptorAttributeError()   # a property's own AttributeError
         msg = f'"{type(self).__name__}" object has no attribute "{name}".'
         if self.scope is None:
             msg += (f' If "{name}" is defined in \'.setup()\', remember these fields are '
@@ -455,6 +460,8 @@ class Module:
     def _run(self, method, variables, args, kwargs, rngs, mutable, capture, flags):
         if not isinstance(self, Module):
             raise errors.InvalidInstanceModuleError()
+        if "_id" not in vars(self):   # only Module.__post_init__ sets it
+            raise errors.IncorrectPostInitOverrideError()
         if rngs is not None and not isinstance(rngs, dict):
             if not is_valid_rng(rngs):
                 raise errors.InvalidRngError(
@@ -611,5 +618,7 @@ def _add_parent_and_name(cls):
 
 def share_scope(module, other):
     """Makes ``other`` use ``module``'s scope (variables appear under ``module``)."""
+    if module.scope is None or other.scope is None:
+        raise errors.CallShareScopeOnUnboundModuleError()
     object.__setattr__(other, "scope", module.scope)
 

@@ -24,14 +24,17 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax, random
+from xform.core.sharding import PartitionSpec
 from xform.core.tree_util import (register_pytree_node, tree_flatten, tree_leaves,
                                   tree_map)
+from xform.lax.sharding_constraint import reshard
 from xform.nn import _meta as meta
-from xform.nn._module import Module, _State, _wrap_method
+from xform.nn._module import Module, Variable, _State, _wrap_method
 from xform.nn._scope import (LazyRng, Scope, _copy_plain, broadcast,
                              group_collections, in_filter, intersect_filters,
                              union_filters)
 from xform.transforms.checkpoint import checkpoint as _checkpoint
+from xform.transforms.runtime import typeof
 from xform.transforms.vmap import vmap as _vmap
 from xform.nn import errors
 
@@ -141,22 +144,43 @@ def _pack(core, in_filters, out_filters, rng_filters, name=None):
     return wrapper
 
 
-def _split_rng_groups(rng_groups, splits, n):
-    return tuple(tree_map(lambda k: random.split(k, n), g) if split else g
-                 for g, split in zip(rng_groups, splits))
+def _split_rng_groups(rng_groups, splits, n, spec=None):
+    """Splits the streams marked in ``splits`` into ``n`` keys each; ``spec`` (a
+    PartitionSpec) reshards the split keys (vmap's ``spmd_axis_name``, as Flax)."""
+    def split(k):
+        keys = random.split(k, n)
+        return keys if spec is None else reshard(keys, spec)
+    return tuple(tree_map(split, g) if s else g for g, s in zip(rng_groups, splits))
 
 
-def _axis_sizes(axes, tree, out):
+def _mapped_leaves(axes, tree):
+    """``(leaf, axis)`` for each leaf of ``tree`` mapped by the prefix tree ``axes``."""
     if axes is None or axes is broadcast:
         return
     if isinstance(axes, int):
-        out.update(np.shape(x)[axes] for x in tree_leaves(tree))
+        yield from ((x, axes) for x in tree_leaves(tree))
     elif isinstance(axes, (tuple, list)):
         for a, t in zip(axes, tree):
-            _axis_sizes(a, t, out)
+            yield from _mapped_leaves(a, t)
     elif isinstance(axes, dict):
         for k, a in axes.items():
-            _axis_sizes(a, tree[k], out)
+            yield from _mapped_leaves(a, tree[k])
+
+
+def _axis_sizes(axes, tree, out):
+    out.update(np.shape(x)[a] for x, a in _mapped_leaves(axes, tree))
+
+
+def _spmd_rng_spec(spmd_axis_name, in_axes, args):
+    """``P(spmd_axis_name)`` when an argument's mapped axis is sharded over it in
+    explicit sharding mode (Flax then reshards the split keys the same way)."""
+    if spmd_axis_name is None:
+        return None
+    for x, a in _mapped_leaves(in_axes, args):
+        spec = typeof(x).sharding.spec
+        if len(spec) > a and spec[a] == spmd_axis_name:
+            return PartitionSpec(spmd_axis_name)
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +206,7 @@ def _split_in_out(variable_axes):
 # ---- core transforms on packed scopes ----
 
 def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis_name,
-               metadata_params):
+               metadata_params, spmd_axis_name=None):
     v_in, v_out = _split_in_out(dict(variable_axes))
     v_groups, v_in_axes = tuple(v_in), tuple(v_in.values())
     v_out_axes = tuple(v_out.values())
@@ -195,14 +219,16 @@ def _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis
         sizes = set()
         _axis_sizes((v_in_axes, in_axes), (variable_groups, args), sizes)
         n = _mapped_size(sizes, axis_size, "batch axis sizes", "axis_size")
-        rng_groups = _split_rng_groups(rng_groups, r_splits, n)
+        rng_groups = _split_rng_groups(rng_groups, r_splits, n,
+                                       _spmd_rng_spec(spmd_axis_name, in_axes, args))
 
         def mapped(variable_groups, rng_groups, args):
             scopes = p.scope_fn(variable_groups, rng_groups)
             return fn(scopes, *args), p.repack(scopes)
         y, out = _vmap(mapped, in_axes=(v_in_axes, r_axes, in_axes),
                        out_axes=(out_axes, v_out_axes), axis_name=axis_name,
-                       axis_size=axis_size)(variable_groups, rng_groups, args)
+                       axis_size=axis_size, spmd_axis_name=spmd_axis_name)(
+                           variable_groups, rng_groups, args)
         return y, tuple(g if ax is None else meta.add_axis(g, ax, metadata_params)
                         for g, ax in zip(out, v_out_axes))
     return _pack(core, v_groups, tuple(v_out), r_groups, "vmap")
@@ -454,8 +480,7 @@ def _lift(core_transform, target, methods=None, fork=False):
     is_class = isinstance(target, type) and issubclass(target, Module)
     if not is_class:
         if not callable(target) or isinstance(target, Module):
-            raise TypeError(f"Can only transform a Module class or a function taking a "
-                            f"module first, got {target!r}.")
+            raise errors.TransformTargetError(target)
         return _lift_method(core_transform, _wrap_method(target), None, fork)
     names = ("__call__",) if methods is None else tuple(methods)
     fns = {n: _lift_method(core_transform, getattr(target, n), target, fork)
@@ -482,6 +507,8 @@ def _lift_method(core_transform, fn, module_class, fork, multi_scope=True):
                 cloned = base.clone(parent=scopes)
             object.__setattr__(cloned, "_state", _export(state))
             res = fn(cloned, *args, **kwargs)
+            if any(isinstance(x, (Module, Variable)) for x in tree_leaves(res)):
+                raise errors.TransformedMethodReturnValueError(fn.__name__)
             _reimport(self._state, cloned._state)
             return res
         core_fn.module = self   # nn.jit's cache key: the module's fingerprint
@@ -510,7 +537,8 @@ def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0,  # noqa
       variable_axes: ``{collection_filter: axis or None}``; e.g. ``{'params': 0}``
         gives every mapped index its own params (stacked on axis 0).
       split_rngs: ``{stream_filter: bool}``: split the stream per mapped index.
-      in_axes, out_axes, axis_size, axis_name: as ``xform.vmap``.
+      in_axes, out_axes, axis_size, axis_name, spmd_axis_name: as ``xform.vmap``
+        (``spmd_axis_name`` splits the mapped axis of sharding constraints inside).
 
     >>> import xform, xform.numpy as jnp, xform.nn as nn
     >>> Ens = nn.vmap(nn.Dense, variable_axes={'params': 0},
@@ -521,7 +549,7 @@ def vmap(target, variable_axes={}, split_rngs={}, in_axes=0, out_axes=0,  # noqa
     """
     def core(fn):
         return _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size,
-                          axis_name, metadata_params)
+                          axis_name, metadata_params, spmd_axis_name)
     return _lift(_named("Vmap", core), target, methods)
 
 

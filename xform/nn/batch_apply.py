@@ -5,11 +5,32 @@ import numpy as np
 import xform.numpy as jnp
 from xform.core.tree_util import tree_leaves, tree_map
 
-__all__ = ["BatchApply"]
+__all__ = ["BatchApply", "arbitrary_mergeable_leaf", "merge_leading_dims",
+           "ndim_at_least", "split_leading_dim"]
 
 
-def _mergeable(x, num_dims):
+def ndim_at_least(x, num_dims):
     return jnp.ndim(x) >= num_dims
+
+
+def arbitrary_mergeable_leaf(min_num_dims, args, kwargs):
+    """The first leaf of ``args`` then ``kwargs`` with ``min_num_dims`` axes, or None."""
+    return next((x for x in tree_leaves((args, kwargs))
+                 if ndim_at_least(x, min_num_dims)), None)
+
+
+def merge_leading_dims(x, num_dims):
+    """``x`` with its leading ``num_dims`` axes merged into one (unchanged when it has
+    fewer axes)."""
+    if not ndim_at_least(x, num_dims):
+        return x
+    shape = jnp.shape(x)
+    return jnp.reshape(x, (int(np.prod(shape[:num_dims])),) + tuple(shape[num_dims:]))
+
+
+def split_leading_dim(x, to_dim):
+    """``x`` with its leading axis split back into the axes ``to_dim``."""
+    return jnp.reshape(x, tuple(to_dim) + tuple(jnp.shape(x)[1:]))
 
 
 class BatchApply:
@@ -29,19 +50,11 @@ class BatchApply:
         self.num_dims = num_dims
 
     def __call__(self, *args, **kwargs):
-        example = next((x for x in tree_leaves((args, kwargs))
-                        if _mergeable(x, self.num_dims)), None)
+        example = arbitrary_mergeable_leaf(self.num_dims, args, kwargs)
         if example is None:
             raise ValueError(f"BatchApply requires at least one input with ndim >= "
                              f"{self.num_dims}.")
         lead = tuple(jnp.shape(example)[:self.num_dims])
-
-        def merge(x):
-            if not _mergeable(x, self.num_dims):
-                return x
-            shape = jnp.shape(x)
-            return jnp.reshape(x, (int(np.prod(shape[:self.num_dims])),)
-                               + tuple(shape[self.num_dims:]))
-        args, kwargs = tree_map(merge, (args, kwargs))
-        return tree_map(lambda y: jnp.reshape(y, lead + tuple(jnp.shape(y)[1:])),
-                        self._f(*args, **kwargs))
+        args, kwargs = tree_map(lambda x: merge_leading_dims(x, self.num_dims),
+                                (args, kwargs))
+        return tree_map(lambda y: split_leading_dim(y, lead), self._f(*args, **kwargs))

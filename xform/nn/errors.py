@@ -13,7 +13,10 @@ __all__ = [
     "NameInUseError", "PartitioningUnspecifiedError", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
     "ScopeParamShapeError", "ScopeVariableNotFoundError", "SetAttributeFrozenModuleError",
     "SetAttributeInModuleSetupError", "InvalidInstanceModuleError",
-    "UnboundSubmoduleError"]
+    "UnboundSubmoduleError", "CursorFindError", "TraverseTreeError",
+    "ReservedModuleAttributeError", "IncorrectPostInitOverrideError",
+    "CallShareScopeOnUnboundModuleError", "TransformTargetError",
+    "TransformedMethodReturnValueError", "DescriptorAttributeError"]
 
 
 class FlaxError(Exception):
@@ -222,3 +225,77 @@ class InvalidScopeError(FlaxError):
     def __init__(self, scope_name):
         super().__init__(f'The scope "{scope_name}" is no longer valid: a scope lives only '
                          f'inside the apply()/init() call that created it.')
+
+
+class CursorFindError(FlaxError):
+    """``Cursor.find`` matched no object, or more than one (use ``find_all``)."""
+
+    def __init__(self, cursor=None, cursor2=None):
+        if cursor is not None and cursor2 is not None:
+            super().__init__(f"More than one object found given the conditions of the "
+                             f"cond_fn. The first two objects found have the following "
+                             f"paths: {cursor._path} and {cursor2._path}")
+        else:
+            super().__init__("No object found given the conditions of the cond_fn.")
+
+
+class TraverseTreeError(FlaxError):
+    """A cursor tree walk needs exactly one of ``update_fn`` and ``cond_fn``."""
+
+    def __init__(self, update_fn, cond_fn):
+        which = "None" if update_fn is None and cond_fn is None else "not None"
+        super().__init__(f"Both update_fn and cond_fn are {which}. Exactly one of them "
+                         f"must be {'not None' if which == 'None' else 'None'}.")
+
+
+class ReservedModuleAttributeError(FlaxError):
+    """A Module subclass declared a field ``parent`` (or ``name`` other than ``str``):
+    both are every module's own. Fix: rename the field."""
+
+    def __init__(self, annotations):
+        super().__init__(f"properties `parent` and `name` are reserved: {annotations}")
+
+
+class IncorrectPostInitOverrideError(FlaxError):
+    """A Module's ``__post_init__`` did not call ``super().__post_init__()``, so the
+    module was never registered with its parent."""
+
+    def __init__(self):
+        super().__init__("Overrode `.__post_init__()` without calling "
+                         "`super().__post_init__()`")
+
+
+class CallShareScopeOnUnboundModuleError(FlaxError):
+    """``nn.share_scope`` needs both modules bound (call it in ``setup``)."""
+
+    def __init__(self):
+        super().__init__("Can't call `share_scope` on unbound modules")
+
+
+class TransformTargetError(FlaxError):
+    """A lifted transformation (``nn.vmap``, ``nn.scan``, ...) got something that is
+    neither a Module class nor a function taking a module first."""
+
+    def __init__(self, target):
+        super().__init__(f"Linen transformations must be applied to Modules classes or "
+                         f"functions taking a Module instance as the first argument. The "
+                         f"provided target is not a Module class or callable: {target}")
+
+
+class TransformedMethodReturnValueError(FlaxError):
+    """A transformed method returned a Module or Variable, which cannot leave the
+    transformation (return arrays; build the module outside)."""
+
+    def __init__(self, name):
+        super().__init__(f"Transformed module method {name} cannot return Modules or "
+                         f"Variables.")
+
+
+class DescriptorAttributeError(FlaxError):
+    """A property (or other descriptor) of a Module raised AttributeError, e.g. it reads
+    an attribute that does not exist; reported as this rather than as the property
+    itself missing."""
+
+    def __init__(self):
+        super().__init__("Trying to access a property that is accessing a non-existent "
+                         "attribute.")

@@ -6,10 +6,10 @@ from xform.nn._linear import Dense, promote_dtype  # noqa: F401
 from xform.nn._module import compact, Module, nowrap  # noqa: F401
 from xform.nn._recurrent import (  # noqa: F401
     Bidirectional, ConvLSTMCell, GRUCell, LSTMCell, MGUCell, OptimizedLSTMCell, RNN,
-    RNNCellBase, SimpleCell)
+    RNNCellBase, SimpleCell, flip_sequences)
 from xform.nn.core import FrozenDict  # noqa: F401
 from xform.numpy import tanh  # noqa: F401
 
 __all__ = ["Bidirectional", "Conv", "ConvLSTMCell", "Dense", "FrozenDict", "GRUCell",
     "LSTMCell", "MGUCell", "Module", "OptimizedLSTMCell", "RNN", "RNNCellBase",
-    "SimpleCell", "compact", "nowrap", "promote_dtype", "sigmoid", "tanh"]
+    "SimpleCell", "compact", "flip_sequences", "nowrap", "promote_dtype", "sigmoid", "tanh"]

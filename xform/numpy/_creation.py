@@ -10,10 +10,13 @@ from xform.core import dtypes, shape_poly
 from xform.core import trace as _trace
 from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import concrete_or_raise
-from xform.core.transfer import device_put_value, on_default_device
+from xform.core.array import ShardedArray
+from xform.core.sharding import NamedSharding, SingleDeviceSharding
+from xform.core.trace import get_aval
+from xform.core.transfer import committed_device, device_put_value, on_default_device
 from xform.interpreters.composite import composite
 from xform.lax.sharding_constraint import reshard
-from xform.lax.shapes import like_sharding
+from xform.lax.shapes import eager_placement
 from xform.transforms.devices import device_put
 from xform.numpy import _util
 from xform.numpy._util import asarray as _asarray
@@ -161,6 +164,24 @@ def ones(shape, dtype=None, *, device=None, out_sharding=None):
 def empty(shape, dtype=None, *, device=None, out_sharding=None):
     """Like numpy.empty, but zero-filled (arrays are immutable)."""
     return _placed(zeros(shape, dtype), out_sharding, "jnp.empty", device)
+
+
+def like_sharding(x, shape, weak):
+    """The sharding ``jnp.full_like(x)`` gives its result, as JAX's: a traced ``x``'s type;
+    unless the result is weakly typed, a committed one-device Array's device, or an
+    Array's NamedSharding unless reshaped (shards of another shape) from a split ``x``;
+    else None (the default device)."""
+    if shape is None and isinstance(x, _trace.Tracer):
+        return x.aval._sharding
+    if weak or not eager_placement():  # (full ignores it then)
+        return None
+    if (d := committed_device(x)) is not None:
+        return SingleDeviceSharding(d)
+    s = x.sharding if type(x) is ShardedArray else None
+    if isinstance(s, NamedSharding) and (
+            shape is None or tuple(shape) == get_aval(x).shape or s.is_fully_replicated):
+        return s
+    return None
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):

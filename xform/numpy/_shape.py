@@ -69,10 +69,11 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
                               "or 'F'; 'C' with out_sharding).")
 
 
-def ravel(a, order="C"):
-    """Like numpy.ravel."""
+@composite(static=("order",), as_is=("out_sharding",))
+def ravel(a, order="C", *, out_sharding=None):
+    """Like numpy.ravel (``out_sharding`` as :func:`reshape`'s)."""
     a = asarray(a, "ravel")
-    return reshape(a, (a.aval.size,), order)
+    return reshape(a, (a.aval.size,), order, out_sharding=out_sharding)
 
 
 def transpose(a, axes=None):
@@ -99,6 +100,7 @@ def matrix_transpose(x, /):
     return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
+@composite(static=("axis1", "axis2"))
 def swapaxes(a, axis1, axis2):
     """Like numpy.swapaxes."""
     a = asarray(a, "swapaxes")
@@ -145,46 +147,10 @@ def squeeze(a, axis=None):
     return lax.squeeze(a, axes)
 
 
-def reverse(x, axis):
-    """``x`` reversed along ``axis``: ``lax.rev`` for a symbolic length, else only
-    pad/slice/reshape/concatenate: the axis is padded at the front to a power of two
-    2**k, reshaped to k axes of size 2 (the index's bits), and each size-2 axis is
-    swapped (slice + concatenate), which maps index i to 2**k - 1 - i. Exact for
-    every dtype, 3k + 4 primitives.
-    """
-    shp = x.aval.shape
-    n = shp[axis]
-    if shape_poly.is_symbolic_dim(n) or x.aval._sharding is not None:
-        return lax.rev(x, (axis,))  # (explicit sharding mode: rev keeps the type)
-    if n <= 1:
-        return x
-    nd = len(shp)
-    k = (n - 1).bit_length()
-    full = 1 << k
-    perm = tuple(i for i in range(nd) if i != axis) + (axis,)
-    y = lax.transpose(x, perm)
-    lead = y.aval.shape[:-1]
-    if full != n:
-        pad_value = _util.scalar_array(0, x.aval.dtype, False)
-        y = lax.pad(y, pad_value, [(0, 0, 0)] * (nd - 1) + [(full - n, 0, 0)])
-    y = lax.reshape(y, lead + (2,) * k)
-    zeros, ends = (0,) * (nd - 1 + k), lead + (2,) * k
-    for j in range(len(lead), len(lead) + k):
-        lo = lax.slice(y, zeros, ends[:j] + (1,) + ends[j + 1:])
-        hi = lax.slice(y, zeros[:j] + (1,) + zeros[j + 1:], ends)
-        y = lax.concatenate([hi, lo], j)
-    y = lax.reshape(y, lead + (full,))
-    if full != n:
-        y = lax.slice(y, (0,) * nd, lead + (n,))
-    return lax.transpose(y, tuple(int(i) for i in np.argsort(perm)))
-
-
 def flip(m, axis=None):
     """Like numpy.flip."""
     m = asarray(m, "flip")
-    for ax in canonicalize_axes(axis, m.aval.ndim):
-        m = reverse(m, ax)
-    return m
+    return lax.rev(m, canonicalize_axes(axis, m.aval.ndim))  # (one primitive, as JAX's)
 
 
 def broadcast_to(array, shape, *, out_sharding=None):
@@ -276,6 +242,7 @@ def stack(arrays, axis=0, out=None, dtype=None):
     return concatenate([lax.expand_dims(x, (axis,)) for x in arrays], axis, dtype)
 
 
+@composite
 def atleast_1d(*arys):
     """Like numpy.atleast_1d."""
     out = [x if x.aval.ndim >= 1 else lax.reshape(x, (1,))
@@ -283,6 +250,7 @@ def atleast_1d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@composite
 def atleast_2d(*arys):
     """Like numpy.atleast_2d."""
     out = [x if x.aval.ndim >= 2 else lax.reshape(x, (1,) * (2 - x.aval.ndim) + x.aval.shape)
@@ -290,6 +258,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@composite
 def atleast_3d(*arys):
     """Like numpy.atleast_3d: (N,) becomes (1, N, 1) and (M, N) becomes (M, N, 1)."""
     def fix(x):

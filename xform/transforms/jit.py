@@ -17,9 +17,10 @@ from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
-from xform.core.trace import Tracer, _context, eval_trace
+from xform.core.trace import Tracer, _context, eval_trace, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
+from xform.interpreters.lazy import LazyTrace, concrete
 from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import partial_eval as pe
@@ -74,8 +75,10 @@ class JitWrapped:
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                  donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None):
-        functools.update_wrapper(self, fun)
-        self._fun = fun
+        functools.update_wrapper(self, fun, updated=())  # (name, doc, __wrapped__)
+        self.__dict__.update((k, v) for k, v in getattr(fun, "__dict__", {}).items()
+                             if not k.startswith("_"))  # (a callable object's private
+        self._fun = fun                                 # state must not shadow ours)
         self._name = getattr(fun, "__name__", "fun")
         self._shardings = None
         if in_shardings is not None or out_shardings is not None:
@@ -215,6 +218,11 @@ class JitWrapped:
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
+        if self._shardings is not None and self._shardings.one_device and \
+                type(_context.trace) is LazyTrace:  # (placed as eagerly: after a barrier)
+            args, kwargs = tree_util.tree_map(lambda x: concrete(x, "jit"), (args, kwargs))
+            with set_current_trace(eval_trace):
+                return self._call(args, kwargs)
         if kwargs and self._shardings is not None and self._shardings.device is None and \
                 self._shardings.in_shardings is not None:  # (JAX's rule)
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
@@ -247,7 +255,9 @@ class JitWrapped:
                                                   donated) if place is not None else
                             mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
-                    closed, name=f"jit({self._name})", donated=donated), out_tree)
+                    closed, name=f"jit({self._name})", donated=donated,
+                    out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree)),
+                    out_tree)
                 if compiled is None and not one_device and not config.jax_debug_key_reuse:
                     self._add_fast_paths(entry, args, kwargs, leaves)  # (they check no keys)
                 with span("xform.jit.execute", name=f"jit({self._name})"):  # first call
@@ -461,9 +471,10 @@ class JitWrapped:
             self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
             out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
         out_shardings = self._shardings and self._shardings.flat_out(out_tree, concrete=True)
-        device = None if place is not None else jit_sharding.struct_device(
-            leaves, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
-        return Traced(closed, out_tree, self._name, donated, place, out_shardings, device)
+        pin = None if place is not None else jit_sharding.aot_pin(
+            self._shardings, leaves, lambda: self._split_static(args, kwargs)[0], out_tree,
+            explain.leaf_names(self, args, kwargs), self._name)
+        return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""

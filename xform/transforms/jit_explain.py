@@ -92,10 +92,15 @@ def _leaf_names(wrapped, in_tree, nargs, static):
 
 def leaf_name(wrapped, args, kwargs, i):
     """The user's name for flat argument leaf ``i`` of a call (``params['w']``)."""
+    names = leaf_names(wrapped, args, kwargs)
+    return names[i] if i < len(names) else f"argument leaf {i}"
+
+
+def leaf_names(wrapped, args, kwargs):
+    """The user's names of a call's flat argument leaves."""
     dyn_args, dyn_kwargs, static, _ = wrapped._split_static(args, kwargs)
     _, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    names = _leaf_names(wrapped, in_tree, len(args), static)
-    return names[i] if i < len(names) else f"argument leaf {i}"
+    return _leaf_names(wrapped, in_tree, len(args), static)
 
 
 def _short(aval):

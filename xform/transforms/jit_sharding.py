@@ -3,6 +3,7 @@ one NamedSharding (or None: unspecified) per flat argument and output, and the
 placement of a call (``interpreters.spmd``) that decides whether it compiles as one
 SPMD program over a mesh."""
 import warnings
+from typing import NamedTuple
 
 from xform.core import transfer, tree_util
 from xform.core.array import Array, ShardedArray
@@ -10,7 +11,8 @@ from xform.core.mesh import current_mesh
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import (UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding,
                                   SingleDeviceSharding)
-from xform.interpreters import mesh_jit, spmd
+from xform.interpreters import mesh_jit, mlir_memory, spmd
+from xform.interpreters.placement import committed_device
 
 
 def _leaf(s):
@@ -129,6 +131,8 @@ def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
             f"with device ids [{out.id}] on platform {out.platform.upper()}")
     placed = []
     for i, (x, d) in enumerate(zip(leaves, ins)):
+        if _one_device(flat_in[i]) and type(x) is Array and type(flat_in[i]) is not _JitDevice:
+            spmd.check_memory_kind(flat_in[i], x.sharding, x.aval)
         if d is None and out is not None:
             where = transfer.committed_device(x)
             if where is not None and where != out:
@@ -140,6 +144,33 @@ def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
         placed.append(x if d is None or isinstance(x, ShardedArray) else
                       transfer.device_put_value(x, d))
     return placed
+
+
+class Pin(NamedTuple):
+    """Where a lowered one-device program runs, fixed at lowering as JAX's: ``device``
+    (None: the default device, results uncommitted), whether every argument is moved
+    there (``device=``) rather than committed ones elsewhere refused, and the flat
+    arguments' names for that error."""
+    device: object
+    move_all: bool
+    names: tuple
+
+
+def aot_pin(shardings, leaves, dyn_args, out_tree, names, name):
+    """The ``Pin`` of ``jit(...).lower(*args)``: the device its one-device in/out
+    shardings or ``device=`` name, else its committed arguments' (or structs') one
+    device, else None; ``names``: the flat arguments' names."""
+    names = tuple(names) + tuple(f"leaf {i}" for i in range(len(names), len(leaves)))
+    describe = names.__getitem__
+    device = None
+    if shardings is not None and shardings.one_device:
+        flat = (shardings.flat_in(dyn_args(), len(leaves), named=False) or []) + \
+            (shardings.flat_out(out_tree, named=False) or [])
+        device = shardings.device or next(s._device_assignment[0] for s in flat
+                                          if _one_device(s))
+    device = device or committed_device(leaves, name, describe) or \
+        struct_device(leaves, describe, name)
+    return Pin(device, shardings is not None and shardings.device is not None, names)
 
 
 def struct_device(leaves, describe, name):
@@ -163,6 +194,13 @@ def put_outputs(shardings, outs, out_tree):
         return outs
     return [transfer.device_put_value(o, s._device_assignment[0])
             if _one_device(s) and type(o) is Array else o for o, s in zip(outs, flat)]
+
+
+def out_kinds(shardings, closed, out_tree):
+    """Per output the memory kind the jit's out_shardings pin it to, or None
+    (``mlir_memory.out_memory_kinds``)."""
+    flat = shardings and shardings.flat_out(out_tree, named=False)
+    return mlir_memory.out_memory_kinds(flat, closed.in_avals, closed.out_avals)
 
 
 def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, memo=None):

@@ -11,7 +11,8 @@ from xform.core.mesh import AxisType
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, get_aval
-from xform.interpreters import dispatch, mlir, spmd
+from xform.interpreters import dispatch, mlir, mlir_memory, spmd
+from xform.interpreters.lazy import concrete
 
 
 def out_info(closed, out_tree, out_shardings=None):
@@ -33,22 +34,24 @@ class Traced:
     ``out_info``: the outputs as ShapeDtypeStructs."""
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None,
-                 device=None):
+                 pin=None):
         self.jaxpr = closed
         self.out_tree = out_tree
         self.name = name
         self._donated = donated
         self._place = place  # an ``spmd.Placement``: one program over a mesh
         self._out_shardings = out_shardings  # per output: the jit's Sharding or None
-        self._device = device  # (one-device structs' SingleDeviceSharding: runs there)
+        self._pin = pin  # a one-device program's ``jit_sharding.Pin``
 
     @property
     def out_info(self):
         return out_info(self.jaxpr, self.out_tree, self._out_shardings)
 
     def lower(self):
+        kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
+                                             self.jaxpr.out_avals)
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
-                       self._device)
+                       self._pin, kinds)
 
 
 class Lowered:
@@ -60,31 +63,38 @@ class Lowered:
     3.0
     """
 
-    def __init__(self, closed, out_tree, name, donated=None, place=None, device=None):
+    def __init__(self, closed, out_tree, name, donated=None, place=None, pin=None,
+                 out_kinds=None):
         self._closed = closed
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
         self._place = place
-        self._device = device
+        self._pin = pin
+        self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def as_text(self, dialect="stablehlo"):
         """The StableHLO module as text."""
         if dialect not in ("stablehlo", "mhlo"):
             raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
+        kinds = self._out_kinds if self._place is None else mlir_memory.out_memory_kinds(
+            self._place.out_shardings, self._closed.in_avals, self._closed.out_avals)
         return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
                                           hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
-                                          spmd=self._place and self._place.specs())
+                                          spmd=self._place and self._place.specs(),
+                                          out_kinds=kinds)
 
     def compile(self):
         """Compile with XLA (through the program cache): returns ``Compiled``."""
         if self._place is not None:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
-        else:
-            compiled = dispatch.CompiledJaxpr(self._closed, self._device,
-                                              name=f"jit({self._name})", donated=self._donated)
-        return Compiled(compiled, self._closed, self._out_tree, self._device)
+            return Compiled(compiled, self._closed, self._out_tree)
+        device = self._pin and self._pin.device or backend.default_device()
+        compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
+                                          donated=self._donated, out_kinds=self._out_kinds)
+        return Compiled(compiled, self._closed, self._out_tree, self._pin, device,
+                        self._out_kinds)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -94,26 +104,16 @@ class Lowered:
         return self.compile().cost_analysis()
 
 
-def _put_on(device, x, i):
-    """Argument ``i`` of a program pinned to ``device``, there (JAX's error for one
-    committed elsewhere)."""
-    if isinstance(x, Array) and x._committed and x.devices() != {device}:
-        raise ValueError(
-            "Computation was compiled for input shardings that disagree with the shardings "
-            f"of arguments passed to it. Here are the 1 mismatches:\nArgument {i} with "
-            f"shape {x.aval}:\n  Passed sharding: {x.sharding}\n  Required sharding: "
-            f"{SingleDeviceSharding(device)}")
-    return transfer.device_put_value(x, device) if not isinstance(x, Tracer) else x
-
-
 class Compiled:
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
-    def __init__(self, compiled, closed, out_tree, device=None):
+    def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None):
         self._compiled = compiled
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
-        self._device = device  # where a one-device program was pinned (None: default)
+        self._pin = pin  # a one-device program's ``jit_sharding.Pin``
+        self._device = device  # (where it runs: the pin's, else the default device)
+        self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_util.tree_flatten((args, kwargs))
@@ -123,25 +123,49 @@ class Compiled:
                 "Argument types differ from the types for which this computation was "
                 f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
                 f"{[a.str_short() for a in avals]}")
-        if self._device is not None:
-            leaves = [_put_on(self._device, x, i) for i, x in enumerate(leaves)]
-        return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
+        if self._pin is None:
+            return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
+        outs = self._compiled(self._placed(leaves))
+        c = self._pin.device is not None
+        return tree_util.tree_unflatten(self._out_tree, [
+            Array(o._buf, o.aval, c) if type(o) is Array else o for o in outs])
+
+    def _placed(self, leaves):
+        """The arguments on the program's device, as JAX's: uncommitted ones (and any,
+        for ``jit(device=)``) moved there; committed ones elsewhere refused."""
+        device, (_, move_all, names) = self._device, self._pin
+        wrong = [] if move_all else [
+            (i, x) for i, x in enumerate(leaves) if isinstance(x, Array) and x._committed
+            and x.devices() != {device}]
+        if wrong:
+            required = SingleDeviceSharding(device)
+            raise ValueError(
+                "Computation was compiled for input shardings that disagree with the "
+                "shardings of arguments passed to it. Here are the "
+                f"{len(wrong)} mismatches:\n" + "\n".join(
+                    f"Argument {names[i]} with shape {x.aval.str_short(short_dtypes=False)}"
+                    f":\n  Passed sharding: {x.sharding}\n  Required sharding: {required}"
+                    for i, x in wrong))
+        return [x if isinstance(x, Tracer) else
+                transfer.device_put_value(concrete(x, "aot_call"), device) for x in leaves]
 
     @property
     def input_shardings(self):
         """The flat arguments' shardings."""
         return getattr(self._compiled, "in_shardings", None) or \
-            (self._one_device(),) * len(self._in_avals)
+            tuple(self._one_device(a) for a in self._in_avals)
 
     @property
     def output_shardings(self):
         """The outputs' shardings, as XLA partitioned them."""
+        avals = getattr(self._compiled, "out_avals", ())
         outs = getattr(self._compiled, "out_shardings", None) or \
-            [self._one_device()] * self._out_tree.num_leaves
+            [self._one_device(a, k) for a, k in zip(avals, self._out_kinds or [None] * len(avals))]
         return tree_util.tree_unflatten(self._out_tree, outs)
 
-    def _one_device(self):
-        return SingleDeviceSharding(self._device or backend.default_device())
+    def _one_device(self, aval, kind=None):
+        return SingleDeviceSharding(self._device or backend.default_device(),
+                                    memory_kind=kind or aval.memory_space.value)
 
     def as_text(self):
         """The optimized HLO that XLA compiled."""

@@ -1,7 +1,7 @@
 """``xform.experimental.sparse``: batched-COO and -CSR sparse arrays (:class:`BCOO`,
 :class:`BCSR`; the older 2-D :class:`COO`/:class:`CSR`/:class:`CSC`), their operations,
-``sparsify``, and sparsity-aware ``grad``/``jacfwd``/``jacrev``, as
-``jax.experimental.sparse``.
+``sparsify``, sparsity-aware ``grad``/``jacfwd``/``jacrev`` and ``linalg`` (``spsolve``,
+``lobpcg_standard``), as ``jax.experimental.sparse``.
 
 Every operation is a composition of xform's lax/numpy (gather, scatter-add, sort,
 dot_general), so jit, vmap and grad apply to it like to any code (see
@@ -28,6 +28,7 @@ from xform.experimental.sparse._ops2 import (bcoo_broadcast_in_dim, bcoo_concate
 from xform.experimental.sparse._slicing import (bcoo_dynamic_slice, bcoo_gather, bcoo_rev,
                                                 bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 from xform.experimental.sparse._transform import sparsify
+from xform.experimental.sparse import linalg
 from xform.experimental.sparse._util import (CuSparseEfficiencyWarning, JAXSparse,
                                              SparseEfficiencyError, SparseEfficiencyWarning)
 
@@ -43,6 +44,6 @@ __all__ = [
     "bcsr_concatenate", "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract",
     "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense", "coo_fromdense", "coo_matmat",
     "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat", "csr_matvec", "csr_todense",
-    "empty", "eye", "fromdense", "grad", "jacfwd", "jacobian", "jacrev", "random_bcoo",
+    "empty", "eye", "fromdense", "grad", "jacfwd", "jacobian", "jacrev", "linalg", "random_bcoo",
     "sparsify", "todense", "value_and_grad",
 ]

@@ -183,8 +183,10 @@ def bcoo_multiply_dense(sp_mat, v):
     the data of the result (the sparsity pattern is ``sp_mat``'s)."""
     v = jnp.asarray(v)
     shape = sp_mat.shape
-    if v.ndim == 0:
-        return lax.mul(sp_mat.data, v.astype(sp_mat.dtype) if v.weak_type else v)
+    if v.ndim == 0:   # a weak scalar takes the data's dtype where promotion would keep it
+        if v.weak_type and jnp.result_type(sp_mat.dtype, v) == sp_mat.dtype:
+            v = v.astype(sp_mat.dtype)
+        return lax.mul(sp_mat.data, v)
     if v.shape == shape:   # distributive: duplicates need no merging
         return lax.mul(sp_mat.data, _extract(sp_mat.indices, v))
     if jnp.broadcast_shapes(v.shape, shape) != shape:

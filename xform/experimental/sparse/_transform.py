@@ -116,7 +116,9 @@ def sparsify(f, use_tracer=False):
     @functools.wraps(f)
     def wrapped(*args, **params):
         leaves, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, SPARSE))
-        leaves = [x if isinstance(x, SPARSE) else jnp.asarray(x) for x in leaves]
+        # a fresh object per sparse argument: its own indices ref (see _ref)
+        leaves = [type(x)(x._bufs, **x._info) if isinstance(x, SPARSE) else jnp.asarray(x)
+                  for x in leaves]
         closed, consts, out_tree = pe.trace_to_subjaxpr(
             lambda *a: f(*a, **params), in_tree, [_aval(x) for x in leaves])
         outs = _eval_sparse(closed.jaxpr, closed.consts, [*consts, *leaves])
@@ -130,9 +132,19 @@ def _ensure_unique(x):
     return x if x.unique_indices else x.sum_duplicates(nse=x.nse, remove_zeros=False)
 
 
+def _ref(x):
+    """The identity of ``x``'s indices for the same-indices fast paths of add/mul: shared
+    by the values `_like` derives from one another, new for every other sparse value, so
+    each sparsify argument has its own even when one BCOO is passed twice (JAX: one
+    spvalue per argument; ``X - X`` concatenates)."""
+    return x.__dict__.setdefault("_indices_ref", object())
+
+
 def _like(x, data):
-    """A sparse array with ``x``'s indices (the same array objects) and new data."""
-    return type(x)((data, *x._bufs[1:]), **x._info)
+    """A sparse array with ``x``'s indices (the same arrays and ref) and new data."""
+    out = type(x)((data, *x._bufs[1:]), **x._info)
+    out._indices_ref = _ref(x)
+    return out
 
 
 def _unary_rule(prim, linear):
@@ -165,7 +177,7 @@ def _add_rule(x, y):
     if isinstance(x, BCOO) and isinstance(y, BCOO):
         if x.shape != y.shape:
             raise NotImplementedError("Addition between sparse matrices of different shapes.")
-        if x.indices is y.indices:
+        if _ref(x) is _ref(y):
             return _like(x, lax.add(x.data, y.data))
         if x.indices.ndim != y.indices.ndim or x.data.ndim != y.data.ndim:
             raise NotImplementedError("Addition between sparse matrices with different "
@@ -193,7 +205,7 @@ def _sub_rule(x, y):
 
 def _mul_rule(x, y, **params):
     if isinstance(x, BCOO) and isinstance(y, BCOO):
-        if x.indices is y.indices and x.unique_indices:
+        if _ref(x) is _ref(y) and x.unique_indices:
             return _like(x, lax.mul(x.data, y.data))
         return bcoo_multiply_sparse(x, y)
     if isinstance(y, BCOO):
@@ -414,6 +426,13 @@ _bcoo_methods = {
     "__pow__": lambda x, y: sparsify(lambda x: jnp.power(x, y))(x),
     "__getitem__": _getitem,
     "__iter__": lambda self: (self[i] for i in range(self.shape[0])),
+    # comparisons are dense (cmp(0, y) need not be False): sparsify raises JAX's error
+    "__gt__": sparsify(jnp.greater),
+    "__ge__": sparsify(jnp.greater_equal),
+    "__lt__": sparsify(jnp.less),
+    "__le__": sparsify(jnp.less_equal),
+    "__eq__": sparsify(jnp.equal),
+    "__ne__": sparsify(jnp.not_equal),
 }
 for _name, _impl in _bcoo_methods.items():
     setattr(BCOO, _name, _impl)

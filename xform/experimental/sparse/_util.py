@@ -44,6 +44,20 @@ class JAXSparse:
         return self
 
 
+def _not_implemented(name):
+    def method(self, *args, **kwargs):
+        raise NotImplementedError(f"{self.__class__}.{name}")
+    method.__name__ = name
+    return method
+
+
+# As JAX's base class: a format without its own operator raises NotImplementedError
+# (not Python's TypeError), naming the class and the method.
+for _name in ("sum", "__neg__", "__pos__", "__matmul__", "__rmatmul__", "__mul__",
+              "__rmul__", "__add__", "__radd__", "__sub__", "__rsub__", "__getitem__"):
+    setattr(JAXSparse, _name, _not_implemented(_name))
+
+
 class SparseEfficiencyError(ValueError):
     """A sparse operation would store many zeros explicitly (e.g. ``bcoo_update_layout``
     turning a long sparse axis into a batch axis); pass ``on_inefficient=None`` or

@@ -111,10 +111,10 @@ def vmap(fn, variable_axes, split_rngs, in_axes=0, out_axes=0, axis_size=None,
          axis_name=None, spmd_axis_name=None, metadata_params={}):  # noqa: B006
     """``xform.vmap`` of ``fn(scope, *args)``: ``variable_axes`` maps collections
     (``{'params': 0}``: one set per index; ``None``: shared), ``split_rngs`` gives the
-    streams one key per index. NB: ``spmd_axis_name`` is accepted and ignored."""
-    del spmd_axis_name
+    streams one key per index; ``spmd_axis_name`` splits the mapped axis of sharding
+    constraints inside over that mesh axis, as ``xform.vmap``'s."""
     return _core_vmap(fn, variable_axes, split_rngs, in_axes, out_axes, axis_size,
-                      axis_name, metadata_params)
+                      axis_name, metadata_params, spmd_axis_name)
 
 
 def scan(fn, variable_axes={}, variable_broadcast=False,  # noqa: B006
