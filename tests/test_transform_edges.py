@@ -76,3 +76,16 @@ def test_vjp_cotangent_dtype_is_checked():
             L.vjp(L.numpy.sin, x)[1](x.astype(np.float16))
         # an integer output takes any cotangent of its shape (it stands for float0)
         L.vjp(lambda a: a.astype(np.int32), x)[1](np.ones((2, 3), np.int32))
+
+
+def test_argsort_index_dtype_and_errors(x64):
+    # JAX's indices are the default int (int64 under x64), or ``dtype``; kind/order are
+    # TypeErrors.
+    x = np.array([[3., 1., 2.], [0., 5., 1.]], np.float32)
+    ours, want = _both(lambda L, J: (J.argsort(x), J.argsort(x + 1j, descending=True),
+                                     J.argsort(x, dtype=np.int16)))
+    assert_tree_same(ours, want, 0, "argsort")
+    for L in (jax, xform):
+        for kw in ({"kind": "quicksort"}, {"order": "a"}):
+            with pytest.raises(TypeError):
+                L.numpy.argsort(x, **kw)
