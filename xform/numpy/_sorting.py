@@ -55,16 +55,23 @@ def _complex_keys(a):
 
 
 @composite(static=("axis", "kind", "order", "stable", "descending"))
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Like numpy.argsort (int32 indices; equal keys keep their order, also when
-    ``descending``)."""
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
+            dtype=None):
+    """Like numpy.argsort (indices of ``dtype``, default the default integer type as
+    JAX's: int64 under x64; equal keys keep their order, also when ``descending``)."""
+    if kind is not None:
+        raise TypeError("'kind' argument to argsort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise ValueError("The 'order' argument to jnp.argsort is not supported.")
+        raise TypeError("'order' argument to argsort is not supported.")
     a, axis = _flat_axis(asarray(a, "argsort"), axis)
+    idx_dtype = dtypes.canonicalize_dtype(dtype if dtype is not None
+                                          else dtypes.default_int_dtype())
     if not dtypes.is_complex(a.aval.dtype):
-        return _lax_argsort(a, axis, is_stable=stable, descending=descending)
+        idx = _lax_argsort(a, axis, is_stable=stable, descending=descending)
+        return idx if idx_dtype == np.int32 else lax.convert_element_type(idx, idx_dtype)
     keys = _complex_keys(lax.rev(a, (axis,)) if descending else a)
-    iota = lax.broadcasted_iota(np.int32, a.aval.shape, axis)
+    iota = lax.broadcasted_iota(idx_dtype, a.aval.shape, axis)
     if descending:  # as lax.argsort: reversed keys ascending, ties in index order
         idx = lax.sort(keys + (lax.rev(iota, (axis,)),), axis, stable, 2)[2]
         return lax.rev(idx, (axis,))
