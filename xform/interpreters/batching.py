@@ -71,8 +71,10 @@ class BatchTracer(Tracer):
         aval = get_aval(self.val)
         if self.batch_dim is not_mapped:
             return aval
-        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
-        return aval.update(shape=shape)
+        d = self.batch_dim
+        s = aval._sharding  # (explicit mode: the per-example type, as JAX's)
+        return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:], sharding=None
+                           if s is None else s.with_spec(type(s.spec)(*s.spec[:d], *s.spec[d + 1:])))
 
 
 class BatchTrace(Trace):
@@ -153,10 +155,17 @@ def moveaxis(x, src, dst):
     return ad_util.transpose(x, perm)
 
 
-def broadcast(x, axis_size, axis, ema=None):
-    """Insert a new axis of ``axis_size`` at ``axis`` (split over the Explicit mesh axes
-    ``ema``, the rest typed as ``x``: JAX's ``explicit_mesh_axis``)."""
+_RULE = object()
+
+
+def broadcast(x, axis_size, axis, ema=_RULE):
+    """Insert a new axis of ``axis_size`` at ``axis``, split over the Explicit mesh axes
+    ``ema`` (default: those of the vmap whose rule runs), the rest typed as ``x``: JAX's
+    ``explicit_mesh_axis``, so a broadcast unbatched operand is typed as the batched.
+    In a rule an untyped ``x`` stays untyped (the sharding rules let it fit any)."""
     aval = get_aval(x)
+    if ema is _RULE:
+        ema = None if aval._sharding is None else _axis_env.rule_ema
     shape = list(aval.shape)
     shape.insert(axis, axis_size)
     dims = [i for i in range(len(shape)) if i != axis]
@@ -164,12 +173,17 @@ def broadcast(x, axis_size, axis, ema=None):
     if ema is None or not set(ema) <= set(s.mesh.axis_names):
         return ad_util.broadcast_in_dim(x, shape, dims)
     spec = list(s.spec) + [None] * (aval.ndim - len(s.spec))
-    spec.insert(axis, ema[0] if len(ema) == 1 else ema)
+    spec.insert(axis, _entry(ema))
     return ad_util.broadcast_in_dim(x, shape, dims,
                                     out_sharding=s.with_spec(type(s.spec)(*spec)))
 
 
-def matchaxis(axis_size, src, dst, x, ema=None):
+def _entry(ema):
+    """A spec entry naming the Explicit mesh axes ``ema`` (a tuple, or None)."""
+    return None if ema is None else ema[0] if len(ema) == 1 else ema
+
+
+def matchaxis(axis_size, src, dst, x, ema=_RULE):
     """Move ``x``'s batch axis from ``src`` to ``dst`` (creating it if unbatched, split
     over ``ema``)."""
     if dst is not_mapped:
@@ -224,10 +238,7 @@ def defbroadcasting(prim):
         args = []
         for v, a, d in zip(vals, avals, dims):
             if d is not_mapped:
-                if a.ndim == 0:
-                    args.append(v)
-                else:
-                    args.append(ad_util.broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
+                args.append(v if a.ndim == 0 else broadcast(v, size, 0))
             else:
                 v = moveaxis(v, d, 0)
                 if a.ndim - 1 < len(example_shape):  # a batched per-example scalar
@@ -257,7 +268,9 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis
         if d is not not_mapped:
             shape = list(a.shape)
             shape.insert(d, axis_size)
-            a = a.update(shape=tuple(shape))
+            s = a._sharding  # (typed: the batch dim split over the batch's Explicit axes)
+            a = a.update(shape=tuple(shape), sharding=None if s is None else s.with_spec(
+                type(s.spec)(*s.spec[:d], _entry(ema), *s.spec[d:])))
         in_avals.append(a)
     result = {}
 
