@@ -424,7 +424,8 @@ def test_vmap_explicit_batch_axes_errors():
                 error(lambda: L.vmap(add, in_axes=(0, None))(a, a)),
                 error(lambda: L.vmap(add)(a, v=b)),
                 error(lambda: L.jit(L.vmap(add))(a, b)),
-                error(lambda: L.vmap(lambda u: u, spmd_axis_name="y")(a))]
+                error(lambda: L.vmap(lambda u: u, spmd_axis_name="y")(a)),
+                error(lambda: L.vmap(lambda u: (u, {"k": u}), out_axes=(0, {"k": None}))(a))]
     xs, js = both(run)
     for x, j in zip(xs, js):
         assert x is not None and x[0] == j[0] and x[1].startswith(j[1]), (x, j)

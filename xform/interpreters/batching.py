@@ -143,7 +143,14 @@ def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None, spmd_
         out_dims = out_dims_fn([o.aval for o in outs])
     finally:
         trace.invalidate()
-    return [matchaxis(axis_size, o.batch_dim, d, o.val, ema) for o, d in zip(outs, out_dims)]
+    out = []
+    for i, (o, d) in enumerate(zip(outs, out_dims)):
+        try:
+            out.append(matchaxis(axis_size, o.batch_dim, d, o.val, ema))
+        except SpecMatchError as e:
+            e.leaf_idx = i
+            raise
+    return out
 
 
 def moveaxis(x, src, dst):
@@ -178,6 +185,14 @@ def broadcast(x, axis_size, axis, ema=_RULE):
                                     out_sharding=s.with_spec(type(s.spec)(*spec)))
 
 
+class SpecMatchError(ValueError):
+    """A mapped output whose out_axes is None (``src``: its batch dim; ``leaf_idx``:
+    which flat output): vmap names its out_axes path, as JAX's."""
+    def __init__(self, src, msg):
+        super().__init__(msg)
+        self.src, self.leaf_idx = src, None
+
+
 def _entry(ema):
     """A spec entry naming the Explicit mesh axes ``ema`` (a tuple, or None)."""
     return None if ema is None else ema[0] if len(ema) == 1 else ema
@@ -188,8 +203,9 @@ def matchaxis(axis_size, src, dst, x, ema=_RULE):
     over ``ema``)."""
     if dst is not_mapped:
         if src is not not_mapped:
-            raise ValueError("vmap has mapped output but out_axes is None (an output that "
-                             "depends on a mapped input must have an integer out_axes)")
+            raise SpecMatchError(src, "vmap has mapped output but out_axes is None (an "
+                                 "output that depends on a mapped input must have an "
+                                 "integer out_axes)")
         return x
     if src is not_mapped:
         return broadcast(x, axis_size, dst, ema)

@@ -163,8 +163,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         if any(isinstance(x, refs.Ref) for x in ref_leaves):  # mutable refs: xform/ref.py
             flat_fun, leaves, out_dims_fn, finish = refs.batch_refs(
                 flat_fun, ref_leaves, dims, out_dims_fn)
-        outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name,
-                                   spmd, ema)
+        try:
+            outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name,
+                                       spmd, ema)
+        except batching.SpecMatchError as e:
+            path = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(
+                store.out_tree, [0] * store.out_tree.num_leaves))[0][e.leaf_idx][0]
+            raise ValueError(f"at vmap out_axes{tree_util.keystr(path)}, got axis spec None "
+                             f"but output was batched on axis {e.src}") from None
         if finish is not None:
             outs = finish(outs)
         return tree_util.tree_unflatten(store.out_tree, outs)
