@@ -38,6 +38,7 @@ LINEAR = {
     "fft",
     "psum", "all_gather", "reduce_scatter", "ppermute", "all_to_all", "xla_pmap",
     "pvary", "psum_invariant", "all_gather_invariant",
+    "device_put",
 }
 NO_OPERANDS = {"iota", "platform_index", "dim_as_value"}  # nothing to batch or differentiate
 

@@ -356,3 +356,16 @@ def test_eager_cache_evicts_in_insertion_order_and_recompiles_from_memory(monkey
     np.testing.assert_allclose(xform.lax.sin(x), np.sin(np.arange(4.0)), rtol=1e-6)
     assert compiler.stats["compile"] == before.get("compile", 0)
     assert compiler.stats["memory_hit"] == before.get("memory_hit", 0) + 1
+
+
+def test_jit_of_a_callable_object_keeps_its_own_methods():
+    """jit(jnp.add): a ufunc object's private attributes (its ``_call``) once replaced
+    jit's own through ``update_wrapper``; its name and doc are still taken."""
+    x = np.arange(3, dtype=np.float32)
+    for name in ("add", "logaddexp", "multiply"):
+        f = jnp.__dict__[name]
+        g = xform.jit(f)
+        np.testing.assert_allclose(g(1.0, x), jax.jit(getattr(jnp_ref, name))(1.0, x),
+                                   rtol=1e-6)
+        assert g.__name__ == name and g.__doc__ == f.__doc__
+        np.testing.assert_allclose(xform.vmap(f)(x, x), getattr(np, name)(x, x), rtol=1e-6)

@@ -49,6 +49,9 @@ from xform.version import __version__, __version_info__  # noqa: E402,F401
 from xform.dtypes import float0  # noqa: E402,F401
 from xform.backend import Device  # noqa: E402,F401
 from xform.core.sharding import Shard  # noqa: E402,F401  (what Array.addressable_shards holds)
+from types import SimpleNamespace as _NS  # noqa: E402
+from xform.core.avals import MemorySpace as _MemorySpace  # noqa: E402
+memory = _NS(Space=_MemorySpace)  # jax.memory.Space: device_put(x, memory.Space.Host)
 from xform.distributed import (  # noqa: E402,F401
     host_count, host_id, host_ids, process_indices)
 from xform.transforms.devices import copy_to_host_async  # noqa: E402,F401

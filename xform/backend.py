@@ -334,9 +334,9 @@ class Executable(_Analyses):
         if self.host_callbacks or len(self.devices) != 1 or not all(
                 _plain_dtype(a.dtype) for a in out_avals):
             return None
-        sharding = _sharding(self.devices[0])
-        return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), sharding)
-                for a in out_avals]
+        d, kinds = self.devices[0], self._exe.get_output_memory_kinds()[0]  # (XLA's memories)
+        return [_array_result_handler(_jax_aval(tuple(a.shape), np.dtype(a.dtype)), _sharding(d, k))
+                for a, k in zip(out_avals, kinds)]
 
 
 def _array_result_handler(aval, sharding):
@@ -497,29 +497,29 @@ def _reraising(exe, errors, callbacks):
 # buffers under a 1-D sharding; ``disassemble_into_single_device_arrays`` gives them back.
 
 @functools.lru_cache(maxsize=256)
-def _replica_sharding(devices):
+def _replica_sharding(devices, memory_kind):  # (the buffers' memory: jaxlib checks it)
     from jax._src.mesh import Mesh
     from jax._src.partition_spec import PartitionSpec
     from jax._src.sharding_impls import NamedSharding
     return NamedSharding(Mesh(np.array(devices, dtype=object), ("_replicas",)),
-                         PartitionSpec("_replicas"))
+                         PartitionSpec("_replicas"), memory_kind=memory_kind)
 
 
 class ReplicatedExecutable(_Analyses):
     """A program for ``len(devices)`` replicas or partitions; ``execute`` maps lists of
     one buffer per local device (``devices`` order) per argument to the same per output."""
-    __slots__ = ("_exe", "devices", "text", "_sharding", "host_callbacks")
+    __slots__ = ("_exe", "devices", "text", "host_callbacks")
 
     def __init__(self, exe, devices, text, host_callbacks=()):
         self._exe, self.devices, self.text = exe, devices, text
-        self._sharding = _replica_sharding(devices)
         self.host_callbacks = host_callbacks
 
     @_xform_errors
     def execute(self, per_arg_buffers):
         n = len(self.devices)
         args = [_jax.ArrayImpl(_jax_aval((n,) + tuple(bufs[0].shape), bufs[0].dtype),
-                               self._sharding, list(bufs), True, True)
+                               _replica_sharding(self.devices, bufs[0].sharding.memory_kind),
+                               list(bufs), True, True)
                 for bufs in per_arg_buffers]
         return self._exe.execute_sharded(args).disassemble_into_single_device_arrays()
 

@@ -280,7 +280,13 @@ class ShardedArray(Array):
 
     @property
     def sharding(self):
-        return self.layout.sharding()
+        """The layout's sharding, in the memory its buffers are in (XLA's choice for a
+        program's results, as JAX reports it)."""
+        s = self.layout.sharding()
+        kind = backend.buffer_memory_kind(self._shards[0]) if self._shards else None
+        if kind is None or getattr(s, "memory_kind", kind) in (kind, None):
+            return s
+        return s.with_memory_kind(kind)
 
     @property
     def addressable_shards(self):

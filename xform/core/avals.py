@@ -1,4 +1,5 @@
 """Abstract values: what a tracer knows about an array (shape, dtype, weak type)."""
+import enum
 import math
 
 import numpy as np
@@ -19,6 +20,56 @@ def short_dtype_name(dtype) -> str:
 _KEEP = object()  # (``update``'s default: the sharding as it is)
 
 
+class MemorySpace(enum.Enum):
+    """Which memory a value lives in, part of its type as in JAX (``jax.memory.Space``):
+    ``Host`` is a ``pinned_host`` buffer (printed ``f32<host>[8]``); every other memory
+    kind (``device``, ``unpinned_host``) types as ``Device``."""
+    Device = "device"
+    Host = "pinned_host"
+    Any = "any"
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"MemorySpace.{self.name}"
+
+
+def memory_space_of(kind):
+    """The MemorySpace a buffer of memory kind ``kind`` types as (JAX's rule)."""
+    return MemorySpace.Host if kind == "pinned_host" else MemorySpace.Device
+
+
+def type_memory_spaces(prim, avals, params, out):
+    """``out`` (a primitive's output aval or list of them) in the memory space its
+    inputs share, JAX's default rule, applied only when some input is not in device
+    memory: non-scalar inputs must agree (else JAX's ValueError); scalars follow.
+    Primitives whose outputs a jaxpr types (calls, control flow) or that name the
+    space (``device_put``) keep their own, and a scatter's result is in its
+    operand's space (JAX's rule for scatters)."""
+    if "memory_space" in params or any(hasattr(v, "eqns") or hasattr(v, "jaxpr")
+                                       for v in params.values()):
+        return out
+    if prim.name.startswith("scatter"):
+        space = avals[0].memory_space
+    else:
+        prev = None
+        for a in avals:
+            if not getattr(a, "shape", ()):
+                continue
+            if prev is not None and prev.memory_space is not a.memory_space:
+                raise ValueError(
+                    f"memory_space of all inputs passed to `{prim.name}` must be the same. "
+                    f"Got one operand with type: {prev.str_short(False)} and another "
+                    f"operand with type: {a.str_short(False)}")
+            prev = a
+        space = MemorySpace.Device if prev is None else prev.memory_space
+    if space is MemorySpace.Device:
+        return out
+    if isinstance(out, (list, tuple)):
+        return [o.update(memory_space=space) for o in out]
+    return out.update(memory_space=space)
+
+
 class ShapedArray:
     """An array of known shape and dtype; ``weak_type`` marks Python-scalar origin.
 
@@ -36,10 +87,14 @@ class ShapedArray:
     (``core/sharding_types.py``). None for every other value, so the avals of the
     non-explicit world hash and compare as before; ``.sharding`` then reads as JAX's
     (replicated over the abstract mesh in context).
-    """
-    __slots__ = ("shape", "dtype", "weak_type", "vma", "_sharding", "_hash")
 
-    def __init__(self, shape, dtype, weak_type=False, vma=frozenset(), sharding=None):
+    ``memory_space``: a :class:`MemorySpace`; only ``Host`` enters the hash, so the
+    avals of ordinary device values hash and compare as before.
+    """
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_sharding", "memory_space", "_hash")
+
+    def __init__(self, shape, dtype, weak_type=False, vma=frozenset(), sharding=None,
+                 memory_space=MemorySpace.Device):
         self.shape = tuple(shape)
         try:
             self.dtype = np.dtype(dtype)
@@ -50,8 +105,10 @@ class ShapedArray:
         self.weak_type = bool(weak_type)
         self.vma = vma if type(vma) is frozenset else frozenset(vma)
         self._sharding = sharding
-        self._hash = hash((self.shape, self.dtype, self.weak_type, self.vma) if sharding is None
-                          else (self.shape, self.dtype, self.weak_type, self.vma, sharding))
+        self.memory_space = memory_space
+        key = (self.shape, self.dtype, self.weak_type, self.vma)
+        key = key if sharding is None else key + (sharding,)
+        self._hash = hash(key if memory_space is MemorySpace.Device else key + (memory_space,))
 
     ndim = property(lambda self: len(self.shape))
     # (math.prod: a symbolic dimension when the shape has one)
@@ -64,9 +121,11 @@ class ShapedArray:
         return (type(other) is ShapedArray and self._hash == other._hash
                 and self.shape == other.shape and self.dtype == other.dtype
                 and self.weak_type == other.weak_type and self.vma == other.vma
-                and self._sharding == other._sharding)
+                and self._sharding == other._sharding
+                and self.memory_space is other.memory_space)
 
-    def update(self, shape=None, dtype=None, weak_type=None, vma=None, sharding=_KEEP):
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None, sharding=_KEEP,
+               memory_space=None):
         """A copy with the given fields replaced. A new ``shape`` drops the sharding
         unless one is given (a reshaped value's placement is its rule's to say)."""
         if sharding is _KEEP:
@@ -74,7 +133,8 @@ class ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           self.vma if vma is None else frozenset(vma), sharding)
+                           self.vma if vma is None else frozenset(vma), sharding,
+                           self.memory_space if memory_space is None else memory_space)
 
     @property
     def sharding(self):
@@ -95,7 +155,8 @@ class ShapedArray:
         """The aval of this value's tangents: float0 for integer/bool values."""
         if dtypes.is_inexact(self.dtype):
             return self.strip_weak_type()
-        return ShapedArray(self.shape, dtypes.float0, vma=self.vma, sharding=self._sharding)
+        return ShapedArray(self.shape, dtypes.float0, vma=self.vma, sharding=self._sharding,
+                           memory_space=self.memory_space)
 
     def str_short(self, short_dtypes=True):
         """``f32[8@x,4]``: dtype, then each dimension with the mesh axes splitting it."""
@@ -106,7 +167,9 @@ class ShapedArray:
         if self._sharding is not None:
             dims = [d if p is None else f"{d}@{p}" if isinstance(p, str) else
                     f"{d}@({','.join(p)})" for d, p in zip(dims, self._sharding.spec)]
-        return f"{dt}[{','.join(dims)}]{vma}"
+        space = "" if self.memory_space is MemorySpace.Device else \
+            f"<{self.memory_space.name.lower()}>"
+        return f"{dt}{space}[{','.join(dims)}]{vma}"
 
     def __str__(self):
         return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
@@ -137,7 +200,8 @@ def physical_aval(aval: ShapedArray) -> ShapedArray:
     elt = dt._rules.physical_element_aval
     s = aval._sharding   # (the key data's trailing dimensions are never split)
     s = s if s is None else s.with_spec(PartitionSpec(*s.spec, *[None] * len(elt.shape)))
-    return ShapedArray(aval.shape + elt.shape, elt.dtype, vma=aval.vma, sharding=s)
+    return ShapedArray(aval.shape + elt.shape, elt.dtype, vma=aval.vma, sharding=s,
+                       memory_space=aval.memory_space)
 
 
 _canonical = {}

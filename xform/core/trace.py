@@ -15,7 +15,7 @@ import numpy as np
 
 from xform.core import sharding_types
 from xform.core.array_ops import ArrayOps
-from xform.core.avals import ShapedArray, aval_of_value
+from xform.core.avals import MemorySpace, ShapedArray, aval_of_value, type_memory_spaces
 from xform.core.errors import (TracerArrayConversionError, TracerBoolConversionError,
                                TracerIntegerConversionError, ConcretizationTypeError,
                                UnexpectedTracerError)
@@ -63,6 +63,10 @@ class Primitive:
         out = self._abstract_eval(*avals, **params)
         if _context.vma is not None:  # the outputs' varying manual axes
             out = _context.vma.type_outputs(self, avals, params, out)
+        for a in avals:
+            if getattr(a, "memory_space", MemorySpace.Device) is not MemorySpace.Device:
+                out = type_memory_spaces(self, avals, params, out)
+                break
         for a in avals:
             if getattr(a, "_sharding", None) is not None:  # explicit sharding mode
                 return sharding_types.type_outputs(self, avals, params, out)

@@ -10,7 +10,7 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes
 from xform.core.array import Array, ShardedArray
-from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval, memory_space_of
 from xform.core.config import config
 from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, check_not_tracer
@@ -44,8 +44,8 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
             return x
         value = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
         aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
-        aval = aval if weak_type is None else aval.update(weak_type=weak_type)
-        return Array(backend.device_put(value, device, memory_kind), aval, True)
+        aval = aval.update(weak_type=weak_type, memory_space=memory_space_of(memory_kind))
+        return Array(backend.device_put(value, device, memory_kind), canonical_aval(aval), True)
     if isinstance(x, Array):
         if device is None or (x._committed and x.devices() == {device}):
             return x
@@ -184,6 +184,7 @@ def put_sharded(x, sharding, what="One of device_put args"):
     layout = sharding.layout()
     if aval._sharding is not None:  # (retyped by the new layout)
         aval = aval.update(sharding=None)
+    aval = aval.update(memory_space=memory_space_of(sharding.memory_kind))
     return ShardedArray(shard_buffers(x, layout, sharding.memory_kind), aval, layout)
 
 

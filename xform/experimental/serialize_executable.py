@@ -16,18 +16,19 @@ import numpy as np
 from xform import backend as _backend
 from xform.core import dtypes, transfer, tree_util
 from xform.core.array import Array
-from xform.core.avals import ShapedArray
+from xform.core.avals import MemorySpace, ShapedArray
 from xform.transforms.stages import Compiled
 
 _MAGIC = b"XFORMEXE1"
 
 
 def _aval_json(a):
-    return [list(a.shape), np.dtype(a.dtype).name, bool(a.weak_type)]
+    return [list(a.shape), np.dtype(a.dtype).name, bool(a.weak_type), a.memory_space.value]
 
 
 def _aval(j):
-    return ShapedArray(tuple(j[0]), dtypes.canonicalize_dtype(np.dtype(j[1])), weak_type=j[2])
+    return ShapedArray(tuple(j[0]), dtypes.canonicalize_dtype(np.dtype(j[1])), weak_type=j[2],
+                       memory_space=MemorySpace(j[3]))
 
 
 def serialize(compiled):

@@ -20,7 +20,7 @@ from xform.core.sharding import TiledLayout
 from xform.core.trace import check_not_tracer
 from xform.core.transfer import (clear_scalar_cache, has_float0, private_buffer, results,
                                  to_buffer)
-from xform.interpreters import compiler, mlir
+from xform.interpreters import compiler, mlir, mlir_memory
 from xform.interpreters.placement import committed, run_elsewhere
 from xform.interpreters.compiler import LRUCache
 from xform.core.jaxpr import eval_jaxpr
@@ -301,13 +301,13 @@ class CompiledJaxpr:
                  "name", "float0", "donated")
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None,
-                 skip_passes=""):
+                 skip_passes="", out_kinds=None):
         callbacks = []
         with span("xform.jit.lower", name=name), monitoring.log_elapsed_time(
                 monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
             module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
                                                 host_callbacks=callbacks, as_bytecode=True,
-                                                donated=donated)
+                                                donated=donated, out_kinds=out_kinds)
         devices = [device] if device is not None else None
         self.name = name
         self.donated = donated if donated and any(donated) else None
@@ -318,7 +318,8 @@ class CompiledJaxpr:
         self.run, self.handlers = self.executable.execute_parts(closed.out_avals)
         self.const_bufs = [to_buffer(c) for c, h in zip(
             closed.consts, mlir.hoist_mask(closed, EMBED_CONSTS_UP_TO)) if h]
-        self.out_avals = [canonical_aval(a) for a in closed.out_avals]
+        self.out_avals = [canonical_aval(a)
+                          for a in mlir_memory.with_memory_kinds(closed.out_avals, out_kinds)]
         self.float0 = has_float0(self.out_avals)
         if config.jax_debug_nans or config.jax_debug_infs:
             self.execute = _nan_checked(

@@ -18,6 +18,7 @@ from xform.core.mesh import AxisType
 from xform.core.sharding import UNCONSTRAINED
 from xform.core.tokens import TokenTy
 from xform.interpreters import partial_eval as pe
+from xform.interpreters.mlir_memory import annotate_memory_kinds, annotate_placement, set_attrs
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
 chlo = backend.chlo
@@ -397,7 +398,8 @@ def _ir_context():
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                           host_callbacks=None, as_bytecode=False, donated=None,
-                          platform=None, platforms=None, dim_vars=(), spmd=None):
+                          platform=None, platforms=None, dim_vars=(), spmd=None,
+                          out_kinds=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -415,6 +417,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     Several ``platforms`` (export) give ``@main`` a leading platform index argument
     (JAX's calling convention); then donation is not supported. ``dim_vars`` (names
     of symbolic dimensions) add i32 arguments after it carrying their values.
+    ``out_kinds`` (per output: a memory kind or None) are a jit's out_shardings' kinds.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
@@ -433,7 +436,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                  for g in globals_]
                 + [ir.DictAttr.get({})] * (len(const_avals) + len(jaxpr.in_avals)))
         elif donated is not None and any(donated):
-            _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated)
+            _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated,
+                         out_kinds)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
@@ -447,9 +451,13 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                 outs = jaxpr_subcomp(module_ctx, jaxpr, consts, params[len(const_avals):])
             finally:
                 _current.mctx = outer
-            func_dialect.ReturnOp(outs)
+            out_kinds = out_kinds or [None] * len(outs)
+            func_dialect.ReturnOp([o if k is None else annotate_placement(o, k)
+                                   for o, k in zip(outs, out_kinds, strict=True)])
         if spmd is not None:
             annotate_spmd(module, fn, len(globals_) + len(const_avals), *spmd)
+        annotate_memory_kinds(fn, len(globals_) + len(const_avals), jaxpr.in_avals,
+                              jaxpr.out_avals, out_kinds)
         if as_bytecode:
             out = io.BytesIO()
             module.operation.write_bytecode(file=out)
@@ -492,16 +500,10 @@ def annotate_spmd(module, fn, n_consts, mesh, in_specs, out_specs):
         "mesh": ir.Attribute.parse(f"#sdy.mesh<[{axes}]>")})
     ir.InsertionPoint.at_block_begin(module.body).insert(mesh_op)
 
-    def annotated(key, types, specs):
-        old = ([{a.name: a.attr for a in ir.DictAttr(d)} for d in fn.attributes[key]]
-               if key in fn.attributes else [{} for _ in types])
-        for d, t, spec in zip(old, types, specs, strict=True):
-            if spec is not None:
-                d["sdy.sharding"] = sdy_sharding(spec, ir.RankedTensorType(t).rank)
-        fn.attributes[key] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in old])
-
-    annotated("arg_attrs", fn.type.inputs, [()] * n_consts + list(in_specs))
-    annotated("res_attrs", fn.type.results, list(out_specs))
+    for key, types, specs in (("arg_attrs", fn.type.inputs, [()] * n_consts + list(in_specs)),
+                              ("res_attrs", fn.type.results, list(out_specs))):
+        set_attrs(fn, key, [None if s is None else {"sdy.sharding": sdy_sharding(
+            s, ir.RankedTensorType(t).rank)} for t, s in zip(types, specs, strict=True)])
 
 
 def hoist_mask(closed: ClosedJaxpr, hoist_consts):
@@ -515,21 +517,23 @@ def hoist_mask(closed: ClosedJaxpr, hoist_consts):
             for v in closed.jaxpr.constvars]
 
 
-def input_output_aliases(in_avals, out_avals, donated):
+def input_output_aliases(in_avals, out_avals, donated, out_kinds=None):
     """For each input, the output it aliases (the first unclaimed output of the same
-    shape and dtype, if donated) or None."""
+    shape, dtype and memory kind, ``out_kinds`` saying where one is pinned, if
+    donated) or None."""
+    kind = lambda a: a.memory_space.value  # noqa: E731
     free = {}
-    for j, a in enumerate(out_avals):
-        free.setdefault((a.shape, a.dtype), []).append(j)
+    for j, (a, k) in enumerate(zip(out_avals, out_kinds or [None] * len(out_avals))):
+        free.setdefault((a.shape, a.dtype, k or kind(a)), []).append(j)
     aliases = []
     for a, d in zip(in_avals, donated, strict=True):
-        slots = free.get((a.shape, a.dtype)) if d else None
+        slots = free.get((a.shape, a.dtype, kind(a))) if d else None
         aliases.append(slots.pop(0) if slots else None)
     return aliases
 
 
-def _set_aliases(fn, n_consts, in_avals, out_avals, donated):
-    aliases = input_output_aliases(in_avals, out_avals, donated)
+def _set_aliases(fn, n_consts, in_avals, out_avals, donated, out_kinds):
+    aliases = input_output_aliases(in_avals, out_avals, donated, out_kinds)
     i32 = ir.IntegerType.get_signless(32)
     attrs = [ir.DictAttr.get({})] * n_consts + [
         ir.DictAttr.get({} if j is None else {"tf.aliasing_output": ir.IntegerAttr.get(i32, j)})

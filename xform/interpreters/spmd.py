@@ -21,7 +21,7 @@ from xform.core.profiling import span
 from xform.core.mesh import AxisType, Mesh, current_mesh
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import NamedSharding, PartitionSpec, TiledLayout
-from xform.interpreters import dispatch, mlir
+from xform.interpreters import dispatch, mlir, mlir_memory
 from xform.interpreters import partial_eval as pe
 
 
@@ -148,6 +148,8 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
         if have is not None and type(x) is ShapeDtypeStruct:
             have.check_shape(aval.shape)  # (as device_put of such an argument would)
         if want is not None:
+            if have is not None and type(x) is not ShapeDtypeStruct:
+                check_memory_kind(want, have, aval)
             if have is not None and have is not want and have.layout() != want.layout():
                 raise ValueError(
                     "Sharding passed to jit does not match the sharding on the respective "
@@ -169,8 +171,19 @@ def placement(closed, leaves, in_shardings=None, out_shardings=None, describe=No
         elif getattr(aval, "_sharding", None) is not None and \
                 aval._sharding.mesh.axis_names == mesh.axis_names and \
                 AxisType.Auto not in mesh.axis_types:  # explicit mode: the type says
-            out_shardings[i] = NamedSharding(mesh, aval._sharding.spec)  # (Auto: XLA's)
+            out_shardings[i] = NamedSharding(  # (Auto: XLA's)
+                mesh, aval._sharding.spec, memory_kind=aval.memory_space.value)
     return Placement(mesh, ins, out_shardings, free)
+
+
+def check_memory_kind(want, have, aval):
+    """JAX's error for an argument in another memory than jit's in_shardings entry
+    ``want`` names (jit moves no argument between memories: device_put does)."""
+    if want.memory_kind != have.memory_kind:
+        raise ValueError(
+            "Memory kinds passed to jax.jit does not match memory kind on the respective "
+            f"arg. Got jit memory kind: {want.memory_kind}, arg memory kind: "
+            f"{have.memory_kind} for arg type: {aval}")
 
 
 class PartitionedJaxpr:
@@ -180,11 +193,14 @@ class PartitionedJaxpr:
     def __init__(self, closed, place, name="jit", donated=None):
         self.name, self.mesh = name, place.mesh
         self.in_layouts = [s.layout() for s in place.in_shardings]
+        self.in_kinds = [a.memory_space.value for a in closed.in_avals]  # (their types')
         callbacks = []
+        kinds = mlir_memory.out_memory_kinds(place.out_shardings, closed.in_avals,
+                                             closed.out_avals)
         with span("xform.jit.lower", name=name):
             self.module = mlir.lower_jaxpr_to_module(
                 closed, hoist_consts=dispatch.EMBED_CONSTS_UP_TO, host_callbacks=callbacks,
-                donated=donated, spmd=place.specs())
+                donated=donated, spmd=place.specs(), out_kinds=kinds)
         devices = place.mesh._flat_devices
         with span("xform.compile", name=name):
             self.exe = backend.compile_replicated(
@@ -195,12 +211,13 @@ class PartitionedJaxpr:
         self.const_bufs = [transfer.shard_buffers(transfer.canonical_numpy(np.asarray(c)),
                                                   replicated)
                            for c, h in zip(closed.consts, mask) if h]
-        self.out_avals = closed.out_avals
+        self.out_avals = mlir_memory.with_memory_kinds(closed.out_avals, kinds)
         tilings = backend.output_tilings(self.exe) or [None] * len(self.out_avals)
         self.in_shardings = place.in_shardings
         self.out_shardings = [
             s if s is not None else _typed_rank(named_from_tiling(
                 t, a.shape, place.mesh, zip(place.in_shardings, closed.in_avals)), a)
+            .with_memory_kind(a.memory_space.value)  # (the memory its type says)
             for s, t, a in zip(place.out_shardings, tilings, self.out_avals)]
         self.out_layouts = [s.layout() for s in self.out_shardings]
         self.executable = self.exe  # (what the stages API asks for its analyses)
@@ -214,7 +231,7 @@ class PartitionedJaxpr:
                     f"Array has been deleted with shape={x.aval.str_short()}: {what} of "
                     f"{self.name} was donated to an earlier computation (donate_argnums) "
                     "and its buffers were reused; it cannot be used again.")
-            per_arg.append(transfer.shard_buffers(x, layout))
+            per_arg.append(transfer.shard_buffers(x, layout, self.in_kinds[i]))
         outs = self.exe.execute(per_arg)
         return [np.zeros(a.shape, dtypes.float0) if a.dtype == dtypes.float0
                 else ShardedArray(bufs, a, layout)

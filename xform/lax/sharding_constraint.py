@@ -3,12 +3,14 @@
 Inside an SPMD program (a jit over a mesh) it lowers to Shardy's
 ``sdy.sharding_constraint``, which XLA's partitioner honours; in a one-device program
 it is the identity. Eagerly it is ``device_put`` to the sharding. Linear: its
-tangent and cotangent carry the same constraint.
+tangent and cotangent carry the same constraint. Also ``device_put_p``: ``device_put``
+inside a transformation to another memory space (pinned host or device).
 """
 import functools
 
 from xform.core import sharding_types, transfer, tree_util
-from xform.core.array import ShardedArray
+from xform.core.array import Array, ShardedArray
+from xform.core.avals import MemorySpace, memory_space_of
 from xform.core.mesh import AxisType, Mesh, current_mesh, use_mesh
 from xform.core.sharding import UNCONSTRAINED, NamedSharding, PartitionSpec
 from xform.core.trace import Tracer, get_aval
@@ -247,3 +249,33 @@ ad.deflinear(sharding_constraint_p,
              lambda ct, x, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
 batching.primitive_batchers[sharding_constraint_p] = _batch
 mlir.register_lowering(sharding_constraint_p, _lowering)
+
+
+def traced_put(x, target):
+    """``device_put`` of traced ``x`` to ``target``, as JAX's inside a program: a
+    NamedSharding constrains and types it (as ``reshard``, Explicit axes too); any
+    Sharding or ``MemorySpace`` moves it to that memory (``device_put_p``: the type
+    changes; XLA places the buffers, see ``mlir_memory.annotate_memory_kinds``)."""
+    if isinstance(target, NamedSharding):
+        x = _constrain(x, target, typed=True)
+    space = target if isinstance(target, MemorySpace) else memory_space_of(
+        target.memory_kind)
+    src = get_aval(x).memory_space
+    return x if src is space else device_put_p.bind(x, memory_space=space, src=src)
+
+
+def _put_impl(x, *, memory_space, src):
+    if isinstance(x, ShardedArray):
+        return transfer.put_sharded(x, x.sharding.with_memory_kind(memory_space.value))
+    device = x.device if isinstance(x, Array) else None
+    return transfer.device_put_value(x, device, memory_kind=memory_space.value)
+
+
+device_put_p = standard_primitive(
+    "device_put", lambda x, *, memory_space, src: x.update(memory_space=memory_space))
+device_put_p.def_impl(_put_impl)
+ad.deflinear(device_put_p, lambda ct, x, *, memory_space, src: [
+    device_put_p.bind(ct, memory_space=src, src=memory_space)])
+batching.primitive_batchers[device_put_p] = lambda vals, dims, **params: (
+    device_put_p.bind(*vals, **params), dims[0])
+mlir.register_lowering(device_put_p, lambda ctx, x, **_: x)  # (the result's type places it)

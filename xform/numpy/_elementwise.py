@@ -44,6 +44,7 @@ asin, acos, atan = arcsin, arccos, arctan
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
 
 
+@composite
 def arctan2(x1, x2, /):
     """Like numpy.arctan2: the angle of the point ``(x2, x1)``.
 
@@ -68,16 +69,19 @@ def _exact_or(name, x, fn):
     return fn(x)
 
 
+@composite
 def floor(x, /):
     """Like numpy.floor (integers are returned unchanged)."""
     return _exact_or("floor", x, lax.floor)
 
 
+@composite
 def ceil(x, /):
     """Like numpy.ceil (integers are returned unchanged)."""
     return _exact_or("ceil", x, lax.ceil)
 
 
+@composite
 def trunc(x, /):
     """Like numpy.trunc: round toward zero."""
     return _exact_or("trunc", x, lambda v: uf.where(
@@ -85,6 +89,7 @@ def trunc(x, /):
 
 
 
+@composite
 def rint(x, /):
     """Like numpy.rint: round to the nearest integer, ties to even (ints become float)."""
     x = asarray(x, "rint")
@@ -95,6 +100,7 @@ def rint(x, /):
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+@composite(static=("decimals",))
 def round(a, decimals=0, out=None):
     """Like numpy.round: ties to even, at ``decimals`` decimal places (scaled by
     ``10**decimals``, so results can be off by one ulp, as in JAX).
@@ -129,6 +135,7 @@ def round(a, decimals=0, out=None):
 around = round
 
 
+@composite
 def modf(x, /, out=None):
     """Like numpy.modf: ``(fractional part, integral part)``, both with ``x``'s sign."""
     if out is not None:
@@ -138,6 +145,7 @@ def modf(x, /, out=None):
     return lax.sub(x, whole), whole
 
 
+@composite
 def fmod(x1, x2, /):
     """Like numpy.fmod: the remainder of truncated division (sign of ``x1``)."""
     was_bool = _util.promote_args("fmod", x1, x2)[0].aval.dtype == dtypes.bool_
@@ -158,6 +166,7 @@ def _ints(name, x1, x2):
     return _util.broadcast_arrays(name, x1, x2, scalars_ok=False)
 
 
+@composite
 def gcd(x1, x2, /):
     """Like numpy.gcd: Euclid's algorithm in a ``while_loop`` (until every lane is done).
 
@@ -179,6 +188,7 @@ def gcd(x1, x2, /):
     return lax.while_loop(cond, body, (x1, x2))[0]
 
 
+@composite
 def lcm(x1, x2, /):
     """Like numpy.lcm: ``|x1 * (x2 // gcd)|``, 0 if both are 0."""
     x1, x2 = _ints("lcm", x1, x2)
@@ -188,12 +198,14 @@ def lcm(x1, x2, /):
     return uf.where(lax.eq(d, zero), zero, uf.absolute(lax.mul(x1, lax.div(x2, safe))))
 
 
+@composite
 def left_shift(x1, x2, /):
     """Like numpy.left_shift."""
     x1, x2 = _util.promote_args("left_shift", x1, x2, to="numeric")
     return lax.shift_left(*_util.broadcast_arrays("left_shift", x1, x2, scalars_ok=False))
 
 
+@composite
 def right_shift(x1, x2, /):
     """Like numpy.right_shift (arithmetic for signed, logical for unsigned integers)."""
     x1, x2 = _util.promote_args("right_shift", x1, x2, to="numeric")
@@ -206,6 +218,7 @@ def right_shift(x1, x2, /):
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
+@composite
 def bitwise_count(x, /):
     """Like numpy.bitwise_count: the number of 1 bits in ``|x|`` (as uint8)."""
     x, = _util.promote_dtypes("bitwise_count", x, to="numeric")  # bool -> int
@@ -243,6 +256,7 @@ def _exp2_int(x, n):
     return x
 
 
+@composite
 def ldexp(x1, x2, /):
     """Like numpy.ldexp: ``x1 * 2**x2`` for an integer ``x2``.
 
@@ -297,11 +311,13 @@ def frexp(x, /):
 
 # ---- floating-point neighbours ----
 
+@composite
 def nextafter(x1, x2, /):
     """Like numpy.nextafter: the next representable value after ``x1`` toward ``x2``."""
     return lax.nextafter(*_util.promote_args("nextafter", x1, x2, to="inexact"))
 
 
+@composite
 def spacing(x, /):
     """Like numpy.spacing: the distance to the next representable value away from 0."""
     x, = _util.promote_dtypes("spacing", x, to="inexact")
@@ -317,6 +333,7 @@ def spacing(x, /):
     return uf.where(lax.eq(out, lax.full_like(out, 0)), copysign(tiny, x), out)
 
 
+@composite(static=("deg",))
 def angle(z, deg=False):
     """Like numpy.angle: ``arctan2(imag(z), real(z))`` (in degrees if ``deg``)."""
     z = asarray(z, "angle")

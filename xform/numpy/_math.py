@@ -5,6 +5,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._reductions import all as _all
@@ -25,6 +26,7 @@ def _like(x, value):
     return _util.scalar_array(value, x.aval.dtype, True)
 
 
+@composite
 def logaddexp(x1, x2, /):
     """Like numpy.logaddexp: ``log(exp(x1) + exp(x2))`` without overflow.
 
@@ -37,6 +39,7 @@ def logaddexp(x1, x2, /):
     return _logaddexp(*_inexact("logaddexp", x1, x2))
 
 
+@composite
 def logaddexp2(x1, x2, /):
     """Like numpy.logaddexp2: ``log2(2**x1 + 2**x2)`` without overflow (JAX's formula,
     in base 2 throughout; a custom JVP as :func:`logaddexp`'s)."""
@@ -96,6 +99,7 @@ _logaddexp.defjvp(_logaddexp_jvp_rule(_logaddexp, lax.exp))
 _logaddexp2.defjvp(_logaddexp_jvp_rule(_logaddexp2, lax.exp2))
 
 
+@composite
 def hypot(x1, x2, /):
     """Like numpy.hypot: ``sqrt(x1**2 + x2**2)``, scaled to avoid overflow.
 
@@ -115,12 +119,14 @@ def hypot(x1, x2, /):
     return uf.where(uf.logical_or(uf.isinf(x1), uf.isinf(x2)), _like(big, np.inf), out)
 
 
+@composite
 def deg2rad(x, /):
     """Like numpy.deg2rad."""
     x = _inexact1("deg2rad", x)
     return lax.mul(x, _like(x, np.pi / 180))
 
 
+@composite
 def rad2deg(x, /):
     """Like numpy.rad2deg."""
     x = _inexact1("rad2deg", x)
@@ -130,6 +136,7 @@ def rad2deg(x, /):
 radians, degrees = deg2rad, rad2deg
 
 
+@composite
 def fabs(x, /):
     """Like numpy.fabs (integers are promoted to float)."""
     x = _inexact1("fabs", x)
@@ -138,16 +145,19 @@ def fabs(x, /):
     return lax.abs(x)
 
 
+@composite
 def fmax(x1, x2):
     """Like numpy.fmax: the maximum, ignoring a NaN operand."""
     return uf.where(uf.logical_or(uf.greater(x1, x2), uf.isnan(x2)), x1, x2)
 
 
+@composite
 def fmin(x1, x2):
     """Like numpy.fmin: the minimum, ignoring a NaN operand."""
     return uf.where(uf.logical_or(uf.less(x1, x2), uf.isnan(x2)), x1, x2)
 
 
+@composite
 def heaviside(x1, x2, /):
     """Like numpy.heaviside: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where
     ``x1 == 0`` (NaN stays NaN)."""
@@ -157,32 +167,33 @@ def heaviside(x1, x2, /):
     return uf.where(lax.lt(x1, zero), zero, uf.where(lax.gt(x1, zero), _like(x1, 1), at_zero))
 
 
+@composite
 def signbit(x, /):
-    """Like numpy.signbit.
-
-    NB: xform.lax has no bitcast, so the sign bit of a float is read as ``x < 0`` or
-    ``x == 0 and 1/x < 0`` (right for -0.0); a NaN's sign bit reads as False.
-    """
+    """Like numpy.signbit: the sign bit, read through a bitcast (so -0.0 and a negative
+    NaN read True, as in JAX)."""
     x = asarray(x, "signbit")
     dt = x.aval.dtype
     if dt == dtypes.bool_ or dtypes.is_unsigned(dt):
         return lax.full(x.aval.shape, False)
-    zero = _util.scalar_array(0, dt, False)
-    neg = lax.lt(x, zero)
     if dtypes.is_integer(dt):
-        return neg
-    one = _util.scalar_array(1, dt, False)
-    neg_zero = uf.logical_and(lax.eq(x, zero), lax.lt(lax.div(one, x), zero))
-    return uf.logical_or(neg, neg_zero)
+        return lax.lt(x, _util.scalar_array(0, dt, False))
+    if not dtypes.is_floating(dt):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {np.dtype(dt).name}")
+    bits = lax.bitcast_convert_type(x, np.dtype(f"int{dtypes.finfo(dt).bits}"))
+    return lax.lt(bits, _util.scalar_array(0, bits.aval.dtype, False))
 
 
+@composite
 def copysign(x1, x2, /):
     """Like numpy.copysign (see :func:`signbit` for NaN signs)."""
     x1, x2 = _inexact("copysign", x1, x2)
+    if x1.aval.weak_type and not x2.aval.weak_type:  # (weak only if both are, as JAX's)
+        x1 = lax.convert_element_type(x1, x1.aval.dtype, False)
     mag = lax.abs(x1)
     return uf.where(signbit(x2), lax.neg(mag), mag)
 
 
+@composite
 def sinc(x, /):
     """Like numpy.sinc: ``sin(pi x) / (pi x)``, 1 at 0.
 
@@ -214,11 +225,13 @@ def _sinc_maclaurin_jvp(k, primals, tangents):
     return _sinc_maclaurin(k, x), lax.mul(_sinc_maclaurin(k + 1, x), t)
 
 
+@composite
 def float_power(x1, x2, /):
     """Like numpy.float_power: :func:`power` after promotion to an inexact dtype."""
     return uf.power(*_inexact("float_power", x1, x2))
 
 
+@composite
 def cbrt(x, /):
     """Like numpy.cbrt: the real cube root."""
     return lax.cbrt(_inexact1("cbrt", x))
@@ -256,6 +269,7 @@ def isrealobj(x):
     return not iscomplexobj(x)
 
 
+@composite
 def real(val, /):
     """Like numpy.real (complex inputs need xform.lax complex support)."""
     val = asarray(val, "real")
@@ -264,6 +278,7 @@ def real(val, /):
     return val
 
 
+@composite
 def imag(val, /):
     """Like numpy.imag (zeros for real inputs)."""
     val = asarray(val, "imag")
@@ -272,6 +287,7 @@ def imag(val, /):
     return lax.full_like(val, 0)
 
 
+@composite
 def conjugate(x, /):
     """Like numpy.conjugate (real inputs are returned unchanged)."""
     x = asarray(x, "conjugate")
@@ -281,6 +297,7 @@ def conjugate(x, /):
 conj = conjugate
 
 
+@composite
 def isreal(x, /):
     """Like numpy.isreal: the imaginary part is zero."""
     x = asarray(x, "isreal")
@@ -289,6 +306,7 @@ def isreal(x, /):
     return uf.equal(imag(x), 0)
 
 
+@composite
 def iscomplex(x, /):
     """Like numpy.iscomplex: the imaginary part is non-zero."""
     x = asarray(x, "iscomplex")
@@ -302,6 +320,7 @@ def _const_bool(x, value):
     return lax.convert_element_type(out, dtypes.bool_, x.aval.weak_type)
 
 
+@composite(static=("equal_nan",))
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Like numpy.isclose: ``|a - b| <= atol + rtol * |b|``, with infinities equal only
     to themselves and NaN equal to NaN only if ``equal_nan``.
@@ -315,8 +334,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         return uf.equal(a, b)
     a, b = _util.broadcast_arrays("isclose", a, b, scalars_ok=False)
     real_dt = np.dtype(dtypes.finfo(dt).dtype)
-    bound = lax.add(_util.scalar_array(atol, real_dt, False),
-                    lax.mul(_util.scalar_array(rtol, real_dt, False), lax.abs(b)))
+    bound = lax.add(_util.convert(atol, real_dt), lax.mul(_util.convert(rtol, real_dt),
+                                                          lax.abs(b)))
     out = lax.le(lax.abs(lax.sub(a, b)), bound)
     a_inf, b_inf = uf.isinf(a), uf.isinf(b)
     out = uf.logical_and(out, uf.logical_not(uf.logical_or(a_inf, b_inf)))
@@ -328,6 +347,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return lax.convert_element_type(out, dtypes.bool_, False)
 
 
+@composite(static=("equal_nan",))
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Like numpy.allclose: ``all(isclose(...))``."""
     return _all(isclose(a, b, rtol, atol, equal_nan))
@@ -356,6 +376,7 @@ def array_equiv(a1, a2):
     return _all(uf.equal(a1, a2))
 
 
+@composite
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """Like numpy.nan_to_num: NaN to ``nan``, infinities to the largest finite values
     (or ``posinf``/``neginf``).
@@ -374,11 +395,12 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     info = dtypes.finfo(dt)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
-    out = uf.where(uf.isnan(x), _util.scalar_array(nan, dt, False), x)
-    out = uf.where(isposinf(out), _util.scalar_array(posinf, dt, False), out)
-    return uf.where(isneginf(out), _util.scalar_array(neginf, dt, False), out)
+    out = uf.where(uf.isnan(x), _util.convert(nan, dt), x)
+    out = uf.where(isposinf(out), _util.convert(posinf, dt), out)
+    return uf.where(isneginf(out), _util.convert(neginf, dt), out)
 
 
+@composite
 def divmod(x1, x2, /):
     """Like numpy.divmod: ``(floor_divide(x1, x2), remainder(x1, x2))``."""
     a, b = _util.promote_args("divmod", x1, x2, to="numeric")

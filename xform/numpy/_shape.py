@@ -69,10 +69,11 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
                               "or 'F'; 'C' with out_sharding).")
 
 
-def ravel(a, order="C"):
-    """Like numpy.ravel."""
+@composite(static=("order",), as_is=("out_sharding",))
+def ravel(a, order="C", *, out_sharding=None):
+    """Like numpy.ravel (``out_sharding`` as :func:`reshape`'s)."""
     a = asarray(a, "ravel")
-    return reshape(a, (a.aval.size,), order)
+    return reshape(a, (a.aval.size,), order, out_sharding=out_sharding)
 
 
 def transpose(a, axes=None):
@@ -99,6 +100,7 @@ def matrix_transpose(x, /):
     return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
+@composite(static=("axis1", "axis2"))
 def swapaxes(a, axis1, axis2):
     """Like numpy.swapaxes."""
     a = asarray(a, "swapaxes")
@@ -240,6 +242,7 @@ def stack(arrays, axis=0, out=None, dtype=None):
     return concatenate([lax.expand_dims(x, (axis,)) for x in arrays], axis, dtype)
 
 
+@composite
 def atleast_1d(*arys):
     """Like numpy.atleast_1d."""
     out = [x if x.aval.ndim >= 1 else lax.reshape(x, (1,))
@@ -247,6 +250,7 @@ def atleast_1d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@composite
 def atleast_2d(*arys):
     """Like numpy.atleast_2d."""
     out = [x if x.aval.ndim >= 2 else lax.reshape(x, (1,) * (2 - x.aval.ndim) + x.aval.shape)
@@ -254,6 +258,7 @@ def atleast_2d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@composite
 def atleast_3d(*arys):
     """Like numpy.atleast_3d: (N,) becomes (1, N, 1) and (M, N) becomes (M, N, 1)."""
     def fix(x):

@@ -242,6 +242,7 @@ def negative(x, /):
     return lax.neg(asarray(x, "negative"))
 
 
+@composite
 def positive(x, /):
     """Like numpy.positive."""
     return asarray(x, "positive")
@@ -490,6 +491,7 @@ bitwise_or = _bitwise("bitwise_or", logical_or, lax.bitwise_or)
 bitwise_xor = _bitwise("bitwise_xor", logical_xor, lax.bitwise_xor)
 
 
+@composite
 def invert(x, /):
     """Like numpy.invert (``~x``) for bool and integer arrays.
 

@@ -168,14 +168,20 @@ class _VjpPullback:
                                  f"{ca.shape} must be the same as the shape of corresponding "
                                  f"primal input {a.shape}.")
             if ca.vma != a.vma and a.dtype == ca.dtype:  # inside shard_map(check_vma)
-                raise ValueError(
-                    "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
-                    f"got {ca.str_short()}, but expected {a.to_tangent_aval().str_short()} "
-                    "because the corresponding output of the differentiated function had "
-                    f"JAX type {a.str_short()}")
+                raise _ct_type_error(ca, a, True)
+            if ca.memory_space is not a.memory_space:  # (a cotangent lives where its primal)
+                raise _ct_type_error(ca, a, False)
             cts.append(c)
         cts_in = ad.backward_pass(self.linear, residuals, self.in_avals, cts)
         return tree_util.tree_unflatten(self.in_tree, [_zeros_or_float0(c) for c in cts_in])
+
+
+def _ct_type_error(ca, a, short):
+    return ValueError(
+        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+        f"{ca.str_short(short)}, but expected {a.to_tangent_aval().str_short(short)} because "
+        f"the corresponding output of the differentiated function had JAX type "
+        f"{a.str_short(short)}")
 
 
 def _zeros_or_float0(c):

@@ -7,11 +7,12 @@ import numpy as np
 
 from xform import backend
 from xform.core import dtypes, transfer, tree_util
-from xform.core.array import ShardedArray
+from xform.core.array import Array, ShardedArray
+from xform.core.avals import MemorySpace
 from xform.core.trace import Tracer
 from xform.core.config import config
 from xform.core.mesh import current_mesh
-from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
+from xform.core.sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
 from xform.lax import sharding_constraint as lax_sharding
 
 
@@ -38,8 +39,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Put every leaf of pytree ``x`` on ``device`` as an Array.
 
     ``device`` is a Device, a Sharding (a ``NamedSharding`` puts on each device only
-    its block), a ``PartitionSpec`` under a mesh context, or a pytree prefix of ``x``
-    of those; default: the first device.
+    its block; its ``memory_kind`` picks the memory), a ``PartitionSpec`` under a mesh
+    context, a ``jax.memory.Space`` (that memory where the value is), or a pytree
+    prefix of ``x`` of those; default: the first device.
 
     Raises:
       ValueError: if a sharding does not fit a leaf (rank, divisibility), or a bare
@@ -50,7 +52,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     Array([1., 1.], dtype=float32)
     """
     del src, donate, may_alias
-    if device is None or isinstance(device, (backend.Device, Sharding, PartitionSpec)):
+    if device is None or isinstance(device, (backend.Device, Sharding, PartitionSpec,
+                                             MemorySpace)):
         return tree_util.tree_map(lambda v: _put(v, device), x)
     leaves, tree = tree_util.tree_flatten(x)
     targets = tree_util.broadcast_prefix(
@@ -65,9 +68,12 @@ def _put(v, device):
             raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is "
                              "passed to device_put")
         device = NamedSharding(mesh, device)
+    if isinstance(v, Tracer) and isinstance(device, (Sharding, MemorySpace)):
+        return lax_sharding.traced_put(v, device)
+    if isinstance(device, MemorySpace):  # (jax.memory.Space: that memory, where v is)
+        s = v.sharding if isinstance(v, Array) else SingleDeviceSharding(backend.default_device())
+        device = s.with_memory_kind(device.value)
     if isinstance(device, NamedSharding):
-        if isinstance(v, Tracer):
-            return lax_sharding.with_sharding_constraint(v, device)
         return transfer.put_sharded(v, device)
     if isinstance(device, Sharding):
         return transfer.device_put_value(v, device._device_assignment[0],

@@ -75,8 +75,10 @@ class JitWrapped:
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                  donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None):
-        functools.update_wrapper(self, fun)
-        self._fun = fun
+        functools.update_wrapper(self, fun, updated=())  # (name, doc, __wrapped__)
+        self.__dict__.update((k, v) for k, v in getattr(fun, "__dict__", {}).items()
+                             if not k.startswith("_"))  # (a callable object's private
+        self._fun = fun                                 # state must not shadow ours)
         self._name = getattr(fun, "__name__", "fun")
         self._shardings = None
         if in_shardings is not None or out_shardings is not None:
@@ -253,7 +255,9 @@ class JitWrapped:
                                                   donated) if place is not None else
                             mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
-                    closed, name=f"jit({self._name})", donated=donated), out_tree)
+                    closed, name=f"jit({self._name})", donated=donated,
+                    out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree)),
+                    out_tree)
                 if compiled is None and not one_device and not config.jax_debug_key_reuse:
                     self._add_fast_paths(entry, args, kwargs, leaves)  # (they check no keys)
                 with span("xform.jit.execute", name=f"jit({self._name})"):  # first call

@@ -11,7 +11,7 @@ from xform.core.mesh import current_mesh
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import (UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding,
                                   SingleDeviceSharding)
-from xform.interpreters import mesh_jit, spmd
+from xform.interpreters import mesh_jit, mlir_memory, spmd
 from xform.interpreters.placement import committed_device
 
 
@@ -131,6 +131,8 @@ def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):
             f"with device ids [{out.id}] on platform {out.platform.upper()}")
     placed = []
     for i, (x, d) in enumerate(zip(leaves, ins)):
+        if _one_device(flat_in[i]) and type(x) is Array and type(flat_in[i]) is not _JitDevice:
+            spmd.check_memory_kind(flat_in[i], x.sharding, x.aval)
         if d is None and out is not None:
             where = transfer.committed_device(x)
             if where is not None and where != out:
@@ -192,6 +194,13 @@ def put_outputs(shardings, outs, out_tree):
         return outs
     return [transfer.device_put_value(o, s._device_assignment[0])
             if _one_device(s) and type(o) is Array else o for o, s in zip(outs, flat)]
+
+
+def out_kinds(shardings, closed, out_tree):
+    """Per output the memory kind the jit's out_shardings pin it to, or None
+    (``mlir_memory.out_memory_kinds``)."""
+    flat = shardings and shardings.flat_out(out_tree, named=False)
+    return mlir_memory.out_memory_kinds(flat, closed.in_avals, closed.out_avals)
 
 
 def placement(shardings, closed, leaves, dyn_args, out_tree, describe, name, memo=None):

@@ -14,7 +14,7 @@ from xform.core import transfer, tree_util
 from xform.core.array import Array, ShardedArray
 from xform.core.sharding import MeshLayout
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
-from xform.interpreters import pxla
+from xform.interpreters import pxla, spmd
 from xform.transforms.jit import _arg_path
 
 
@@ -120,6 +120,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         avals, size = [], None
         for i, (x, d) in enumerate(zip(leaves, dims)):
             aval = get_aval(x)
+            if isinstance(x, Array) and aval.memory_space.value != "device":  # (as JAX's)
+                spmd.check_memory_kind(x.sharding.with_memory_kind("device"), x.sharding, aval)
             if d is not None:
                 if not isinstance(d, int):
                     raise TypeError(f"pmap in_axes must be ints or None, got {d!r}")

@@ -11,7 +11,7 @@ from xform.core.mesh import AxisType
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, get_aval
-from xform.interpreters import dispatch, mlir, spmd
+from xform.interpreters import dispatch, mlir, mlir_memory, spmd
 from xform.interpreters.lazy import concrete
 
 
@@ -48,8 +48,10 @@ class Traced:
         return out_info(self.jaxpr, self.out_tree, self._out_shardings)
 
     def lower(self):
+        kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
+                                             self.jaxpr.out_avals)
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
-                       self._pin)
+                       self._pin, kinds)
 
 
 class Lowered:
@@ -61,21 +63,26 @@ class Lowered:
     3.0
     """
 
-    def __init__(self, closed, out_tree, name, donated=None, place=None, pin=None):
+    def __init__(self, closed, out_tree, name, donated=None, place=None, pin=None,
+                 out_kinds=None):
         self._closed = closed
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
         self._place = place
         self._pin = pin
+        self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def as_text(self, dialect="stablehlo"):
         """The StableHLO module as text."""
         if dialect not in ("stablehlo", "mhlo"):
             raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
+        kinds = self._out_kinds if self._place is None else mlir_memory.out_memory_kinds(
+            self._place.out_shardings, self._closed.in_avals, self._closed.out_avals)
         return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
                                           hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
-                                          spmd=self._place and self._place.specs())
+                                          spmd=self._place and self._place.specs(),
+                                          out_kinds=kinds)
 
     def compile(self):
         """Compile with XLA (through the program cache): returns ``Compiled``."""
@@ -85,8 +92,9 @@ class Lowered:
             return Compiled(compiled, self._closed, self._out_tree)
         device = self._pin and self._pin.device or backend.default_device()
         compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
-                                          donated=self._donated)
-        return Compiled(compiled, self._closed, self._out_tree, self._pin, device)
+                                          donated=self._donated, out_kinds=self._out_kinds)
+        return Compiled(compiled, self._closed, self._out_tree, self._pin, device,
+                        self._out_kinds)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -99,12 +107,13 @@ class Lowered:
 class Compiled:
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
-    def __init__(self, compiled, closed, out_tree, pin=None, device=None):
+    def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None):
         self._compiled = compiled
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
         self._pin = pin  # a one-device program's ``jit_sharding.Pin``
         self._device = device  # (where it runs: the pin's, else the default device)
+        self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_util.tree_flatten((args, kwargs))
@@ -144,17 +153,19 @@ class Compiled:
     def input_shardings(self):
         """The flat arguments' shardings."""
         return getattr(self._compiled, "in_shardings", None) or \
-            (self._one_device(),) * len(self._in_avals)
+            tuple(self._one_device(a) for a in self._in_avals)
 
     @property
     def output_shardings(self):
         """The outputs' shardings, as XLA partitioned them."""
+        avals = getattr(self._compiled, "out_avals", ())
         outs = getattr(self._compiled, "out_shardings", None) or \
-            [self._one_device()] * self._out_tree.num_leaves
+            [self._one_device(a, k) for a, k in zip(avals, self._out_kinds or [None] * len(avals))]
         return tree_util.tree_unflatten(self._out_tree, outs)
 
-    def _one_device(self):
-        return SingleDeviceSharding(self._device or backend.default_device())
+    def _one_device(self, aval, kind=None):
+        return SingleDeviceSharding(self._device or backend.default_device(),
+                                    memory_kind=kind or aval.memory_space.value)
 
     def as_text(self):
         """The optimized HLO that XLA compiled."""
