@@ -391,3 +391,42 @@ def test_control_flow_types_must_agree():
     # (the types named; JAX's texts also name the functions by source line)
     types = lambda e: (e[0], re.findall(r"type (\S+\[\S*\])|Got (P\(.*\))", e[1]))  # noqa: E731
     assert [types(e) for e in xe] == [types(e) for e in je] and len(types(xe[0])[1]) == 2
+
+
+def test_vmap_over_explicit_batch_axes():
+    """The batch's Explicit axes type what vmap creates (reshard's and unbatched outputs'
+    batch dim) and the per-example type seen inside, as JAX's explicit_mesh_axis."""
+    def run(L, np_, P_, put):
+        x, w = put(X, "x", None), put(W, None, "y")
+        seen = []
+
+        def f(r):
+            seen.append(str(L.typeof(r)))
+            return r * 2
+        return [L.vmap(lambda r: L.sharding.reshard(r, P_("y")))(x),
+                L.vmap(L.grad(lambda r: (r @ w).sum()))(x),
+                *L.vmap(lambda r: (r, np_.ones((2, 3))), out_axes=(0, 1))(x),
+                L.vmap(f, in_axes=1)(put(X, "x", "y")), seen[0]]
+    xs, js = both(run)
+    assert xs[-1] == js[-1]
+    for x, j in zip(xs[:-1], js[:-1]):
+        check(x, j)
+
+
+def test_vmap_explicit_batch_axes_errors():
+    """JAX's checks of the mapped inputs' Explicit axes (xform's texts add the argument
+    names after JAX's)."""
+    def run(L, np_, P_, put):
+        a, b = put(X, "x", None), put(X, "y", None)
+        add = lambda u, v: u + v  # noqa: E731
+        return [error(lambda: L.vmap(add)(a, b)),
+                error(lambda: L.vmap(add)(a, put(X, None, None))),
+                error(lambda: L.vmap(add, in_axes=(0, None))(a, a)),
+                error(lambda: L.vmap(add)(a, v=b)),
+                error(lambda: L.jit(L.vmap(add))(a, b)),
+                error(lambda: L.vmap(lambda u: u, spmd_axis_name="y")(a)),
+                error(lambda: L.vmap(lambda u: (u, {"k": u}), out_axes=(0, {"k": None}))(a))]
+    xs, js = both(run)
+    for x, j in zip(xs, js):
+        assert x is not None and x[0] == j[0] and x[1].startswith(j[1]), (x, j)
+    assert "args[0]" in xs[0][1] and "args[1]" in xs[0][1] and "kwargs['v']" in xs[3][1]

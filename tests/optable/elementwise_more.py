@@ -91,7 +91,7 @@ RECORDS = [
     unary("round_to_nearest_even", FLOAT, scaled("ties", 0.5), grad_order=0,
           call=lambda L, x: L.round(x, L.RoundingMethod.TO_NEAREST_EVEN)),
     unary("is_finite", FLOAT, _with_specials, grad_order=0),
-    # NB: jax has no JVP for nextafter (xform: zero), so values and vmap only.
+    # NB: nextafter has no JVP (JAX and xform raise), so values and vmap only.
     binary("nextafter", FLOAT, domains("ties", "ties"), grad_order=None, shapes=SHAPES2),
     # -- remainder and clamp --
     binary("rem", NUM, _rem_args, shapes=[((3, 4), (3, 4)), ((3, 4), ())]),

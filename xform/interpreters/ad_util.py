@@ -63,8 +63,8 @@ def add_tangents(x, y):
     return _op("add_any")(x, y)
 
 
-def broadcast_in_dim(x, shape, broadcast_dimensions):
-    return _op("broadcast_in_dim")(x, shape, broadcast_dimensions)
+def broadcast_in_dim(x, shape, broadcast_dimensions, out_sharding=None):
+    return _op("broadcast_in_dim")(x, shape, broadcast_dimensions, out_sharding=out_sharding)
 
 
 def transpose(x, permutation):

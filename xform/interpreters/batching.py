@@ -30,6 +30,7 @@ class _AxisEnv(threading.local):
         # collectives inside see the vmapped axis
         self.rule_axis_name = None
         self.rule_spmd_name = None  # and its ``spmd_axis_name`` (sharding rules read it)
+        self.rule_ema = None  # and the Explicit mesh axes its inputs' batch is split over
 
 
 _axis_env = _AxisEnv()
@@ -70,18 +71,23 @@ class BatchTracer(Tracer):
         aval = get_aval(self.val)
         if self.batch_dim is not_mapped:
             return aval
-        shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
-        return aval.update(shape=shape)
+        d = self.batch_dim
+        s = aval._sharding  # (explicit mode: the per-example type, as JAX's)
+        return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:], sharding=None
+                           if s is None else s.with_spec(type(s.spec)(*s.spec[:d], *s.spec[d + 1:])))
 
 
 class BatchTrace(Trace):
-    __slots__ = ("axis_size", "axis_name", "spmd_name")
+    __slots__ = ("axis_size", "axis_name", "spmd_name", "ema")
 
-    def __init__(self, parent, axis_size, axis_name=None, spmd_name=None):
+    def __init__(self, parent, axis_size, axis_name=None, spmd_name=None, ema=None):
         super().__init__(parent)
         self.axis_size = axis_size
         self.axis_name = axis_name
         self.spmd_name = spmd_name  # vmap's spmd_axis_name: mesh axes splitting the batch
+        # explicit mode: the Explicit mesh axes (a tuple) the inputs' batch dimension is
+        # split over (JAX's ``explicit_mesh_axis``): what reshard and unbatched outputs give it
+        self.ema = ema
 
     def lift(self, x):
         if type(x) is BatchTracer and x._trace is self:
@@ -108,23 +114,25 @@ class BatchTrace(Trace):
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
         env = _axis_env
-        prev = env.rule_axis_name, env.rule_spmd_name
-        env.rule_axis_name, env.rule_spmd_name = self.axis_name, self.spmd_name
+        prev = env.rule_axis_name, env.rule_spmd_name, env.rule_ema
+        env.rule_axis_name, env.rule_spmd_name, env.rule_ema = \
+            self.axis_name, self.spmd_name, self.ema
         try:
             with set_current_trace(self.parent):
                 out, out_dim = rule(vals, dims, **params)
         finally:
-            env.rule_axis_name, env.rule_spmd_name = prev
+            env.rule_axis_name, env.rule_spmd_name, env.rule_ema = prev
         if prim.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
 
 
-def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None, spmd_name=None):
+def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None, spmd_name=None,
+               ema=None):
     """Apply ``fun`` (flat in/out) to batched ``vals``; move outputs to the dims that
     ``out_dims_fn(per-example out avals)`` gives (``not_mapped`` only for outputs that
     don't depend on the batch)."""
-    trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_name)
+    trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_name, ema)
     args = [BatchTracer(trace, v, d) if d is not not_mapped else v
             for v, d in zip(vals, in_dims)]
     frames = [(axis_name, axis_size)] if axis_name is not None else []
@@ -135,7 +143,14 @@ def batch_flat(fun, axis_size, vals, in_dims, out_dims_fn, axis_name=None, spmd_
         out_dims = out_dims_fn([o.aval for o in outs])
     finally:
         trace.invalidate()
-    return [matchaxis(axis_size, o.batch_dim, d, o.val) for o, d in zip(outs, out_dims)]
+    out = []
+    for i, (o, d) in enumerate(zip(outs, out_dims)):
+        try:
+            out.append(matchaxis(axis_size, o.batch_dim, d, o.val, ema))
+        except SpecMatchError as e:
+            e.leaf_idx = i
+            raise
+    return out
 
 
 def moveaxis(x, src, dst):
@@ -147,24 +162,53 @@ def moveaxis(x, src, dst):
     return ad_util.transpose(x, perm)
 
 
-def broadcast(x, axis_size, axis):
-    """Insert a new axis of ``axis_size`` at ``axis``."""
+_RULE = object()
+
+
+def broadcast(x, axis_size, axis, ema=_RULE):
+    """Insert a new axis of ``axis_size`` at ``axis``, split over the Explicit mesh axes
+    ``ema`` (default: those of the vmap whose rule runs), the rest typed as ``x``: JAX's
+    ``explicit_mesh_axis``, so a broadcast unbatched operand is typed as the batched.
+    In a rule an untyped ``x`` stays untyped (the sharding rules let it fit any)."""
     aval = get_aval(x)
+    if ema is _RULE:
+        ema = None if aval._sharding is None else _axis_env.rule_ema
     shape = list(aval.shape)
     shape.insert(axis, axis_size)
     dims = [i for i in range(len(shape)) if i != axis]
-    return ad_util.broadcast_in_dim(x, shape, dims)
+    s = aval.sharding  # (untyped: over the mesh in context, which may lack ``ema``)
+    if ema is None or not set(ema) <= set(s.mesh.axis_names):
+        return ad_util.broadcast_in_dim(x, shape, dims)
+    spec = list(s.spec) + [None] * (aval.ndim - len(s.spec))
+    spec.insert(axis, _entry(ema))
+    return ad_util.broadcast_in_dim(x, shape, dims,
+                                    out_sharding=s.with_spec(type(s.spec)(*spec)))
 
 
-def matchaxis(axis_size, src, dst, x):
-    """Move ``x``'s batch axis from ``src`` to ``dst`` (creating it if unbatched)."""
+class SpecMatchError(ValueError):
+    """A mapped output whose out_axes is None (``src``: its batch dim; ``leaf_idx``:
+    which flat output): vmap names its out_axes path, as JAX's."""
+    def __init__(self, src, msg):
+        super().__init__(msg)
+        self.src, self.leaf_idx = src, None
+
+
+def _entry(ema):
+    """A spec entry naming the Explicit mesh axes ``ema`` (a tuple, or None)."""
+    return None if ema is None else ema[0] if len(ema) == 1 else ema
+
+
+def matchaxis(axis_size, src, dst, x, ema=_RULE):
+    """Move ``x``'s batch axis from ``src`` to ``dst`` (creating it if unbatched, split
+    over ``ema``)."""
     if dst is not_mapped:
         if src is not not_mapped:
-            raise ValueError("vmap has mapped output but out_axes is None (an output that "
-                             "depends on a mapped input must have an integer out_axes)")
+            raise SpecMatchError(src, "vmap has mapped output but out_axes is None (an "
+                                 "output that depends on a mapped input must have an "
+                                 "integer out_axes)")
         return x
     if src is not_mapped:
-        return broadcast(x, axis_size, dst)
+        return broadcast(x, axis_size, dst, ema)
     return moveaxis(x, src, dst)
 
 
@@ -210,10 +254,7 @@ def defbroadcasting(prim):
         args = []
         for v, a, d in zip(vals, avals, dims):
             if d is not_mapped:
-                if a.ndim == 0:
-                    args.append(v)
-                else:
-                    args.append(ad_util.broadcast_in_dim(v, out_shape, range(1, a.ndim + 1)))
+                args.append(v if a.ndim == 0 else broadcast(v, size, 0))
             else:
                 v = moveaxis(v, d, 0)
                 if a.ndim - 1 < len(example_shape):  # a batched per-example scalar
@@ -237,18 +278,20 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size, in_dims, instantiate=False, axis
         closed.consts, [not_mapped] * len(closed.consts))
     if axis_name is None:
         axis_name = _axis_env.rule_axis_name
-    spmd_name = _axis_env.rule_spmd_name
+    spmd_name, ema = _axis_env.rule_spmd_name, _axis_env.rule_ema
     in_avals = []
     for a, d in zip(closed.in_avals, in_dims):
         if d is not not_mapped:
             shape = list(a.shape)
             shape.insert(d, axis_size)
-            a = a.update(shape=tuple(shape))
+            s = a._sharding  # (typed: the batch dim split over the batch's Explicit axes)
+            a = a.update(shape=tuple(shape), sharding=None if s is None else s.with_spec(
+                type(s.spec)(*s.spec[:d], _entry(ema), *s.spec[d:])))
         in_avals.append(a)
     result = {}
 
     def fun(*args):
-        trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_name)
+        trace = BatchTrace(current_trace(), axis_size, axis_name, spmd_name, ema)
         c_tracers, tracers = ([BatchTracer(trace, v, d) if d is not not_mapped else v
                                for v, d in zip(vals, dims)]
                               for vals, dims in ((c_vals, c_dims), (args, in_dims)))

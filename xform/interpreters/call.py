@@ -168,7 +168,8 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
         # keyed by the vmapped axis name too: collectives in the body resolve against it
         env = batching._axis_env
         b_jaxpr, out_batched = cache.get(jaxpr, ("batch", tuple(dims), size,
-                                                 env.rule_axis_name, env.rule_spmd_name),
+                                                 env.rule_axis_name, env.rule_spmd_name,
+                                                 env.rule_ema),
                                          lambda: batching.batch_jaxpr(jaxpr, size, dims))
         how = lambda: Derivation(  # noqa: E731
             tuple(_where([1] * len(vals), "in")), tuple(_where([1] * len(out_batched), "out")),

@@ -204,11 +204,14 @@ def _pow_dtypes(x, y):
 
 
 def _pow_jvp_lhs(t, ans, x, y):
-    # d x^y / dx = y x^(y-1), defined as 0 where y == 0 (so 0^0 has zero derivative).
+    # d x^y / dx = y x^(y-1); for an integer y defined as 0 where y == 0 (0^0 has zero
+    # derivative), for a float y not (0 * 0^-1 = nan at x = y = 0), both as JAX's.
+    int_y = dtypes.issubdtype(get_aval(y).dtype, np.integer)
     y = convert_element_type(y, get_aval(x).dtype)
     y_b = _bcast(y, _out_shape(x, y))
-    jac = select_n(eq(y_b, _const(y, 0)), mul(y_b, pow(x, sub(y_b, _const(y, 1)))),
-                   _shapes.full_like(ans, _const(ans, 0)))
+    jac = mul(y_b, pow(x, sub(y_b, _const(y, 1))))
+    if int_y:
+        jac = select_n(eq(y_b, _const(y, 0)), jac, _shapes.full_like(ans, _const(ans, 0)))
     return mul(_bcast(t, _out_shape(x, y)), jac)
 
 

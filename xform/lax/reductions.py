@@ -85,7 +85,7 @@ def _monoid_reducer(name, combine, identity, allowed=numeric, strip_weak=False):
     def reduce(operand, axes):
         aval = get_aval(operand)
         axes = _canonical_axes(axes, aval.ndim, name) if aval.ndim else ()
-        return prim.bind(operand, axes=axes) if axes else operand
+        return prim.bind(operand, axes=axes)   # as JAX's, also for axes=(): an Array out
     reduce.__name__ = reduce.__qualname__ = name
     return prim, reduce
 

@@ -129,9 +129,13 @@ def nextafter(x1, x2):
     return nextafter_p.bind(x1, x2)
 
 
-# NB: JAX registers no JVP for nextafter; xform treats it as piecewise constant.
+def _nextafter_jvp(primals, tangents):
+    # JAX has no rule: differentiating nextafter (or jnp.spacing) is its NotImplementedError.
+    raise NotImplementedError("Differentiation rule for 'nextafter' not implemented")
+
+
 nextafter_p = naryop("nextafter", float_dtypes)
-ad.defnondiff(nextafter_p)
+ad.primitive_jvps[nextafter_p] = _nextafter_jvp
 mlir.register_lowering(nextafter_p, mlir.elementwise(mlir.chlo.next_after))
 
 

@@ -220,7 +220,9 @@ def _batch(vals, dims, *, sharding):
     spec = list(sharding.spec)
     if d is not batching.not_mapped:
         spec += [None] * max(0, d - len(spec))
-        spec.insert(d, batching._axis_env.rule_spmd_name)  # (vmap's spmd_axis_name)
+        env = batching._axis_env  # (vmap's spmd_axis_name, or its inputs' Explicit axes)
+        ema = env.rule_ema
+        spec.insert(d, env.rule_spmd_name or (ema and (ema[0] if len(ema) == 1 else ema)))
     return sharding_constraint_p.bind(x, sharding=sharding.with_spec(PartitionSpec(*spec))), d
 
 

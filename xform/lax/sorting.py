@@ -15,7 +15,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import standard_primitive
 from xform.lax.elementwise import _const, add, neg
-from xform.lax.shapes import broadcasted_iota, expand_dims, rev
+from xform.lax.shapes import broadcasted_iota, expand_dims, full, rev
 from xform.lax.slicing import GatherDimensionNumbers, GatherScatterMode, gather
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -31,7 +31,10 @@ def _canonical_axis(axis, ndim, name):
 def _take_along(t, perm, axis):
     """``t`` at the integer positions ``perm`` along ``axis`` (``perm`` has the output
     shape): one gather whose other dimensions are batching dimensions."""
-    rank = get_aval(perm).ndim
+    pa = get_aval(perm)
+    rank = pa.ndim
+    if 0 in get_aval(t).shape or 0 in pa.shape:   # a size-1 slice of an empty axis is invalid
+        return full(pa.shape, 0, get_aval(t).dtype)
     others = tuple(i for i in range(rank) if i != axis)
     dn = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                 start_index_map=(axis,), operand_batching_dims=others,
@@ -210,7 +213,7 @@ def top_k(operand, k, *, axis=-1):
       axis: the axis to search.
 
     Returns:
-      ``(values, indices)``.
+      ``[values, indices]`` (a list, as JAX's: the structure a VJP cotangent must match).
 
     Raises:
       ValueError: bad ``k`` or ``axis``; TypeError: complex or rank-0 operand.
@@ -222,8 +225,8 @@ def top_k(operand, k, *, axis=-1):
     aval = get_aval(operand)
     if aval.ndim == 0:
         raise TypeError(f"top_k operand must have >= 1 dimension, got {aval.shape}")
-    return tuple(top_k_p.bind(operand, k=operator.index(k),
-                              axis=_canonical_axis(axis, aval.ndim, "top_k")))
+    return list(top_k_p.bind(operand, k=operator.index(k),
+                             axis=_canonical_axis(axis, aval.ndim, "top_k")))
 
 
 def _top_k_abstract_eval(x, *, k, axis):

@@ -272,7 +272,7 @@ ad.defjvp(igamma_grad_a_p, _not_differentiable("igamma_grad_a"),
 
 def _lentz(num_iterations, small, numerator, denominator, inputs):
     def cond(vals):
-        return bitwise_and(lt(vals[0], num_iterations), vals[1])
+        return bitwise_and(lt(vals[0], np.int32(num_iterations)), vals[1])   # i is int32 under x64 too
 
     def body(vals):
         i, _, c, d, h = vals

@@ -98,6 +98,7 @@ def squareplus(x, b=4):
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
+@composite
 def softplus(x):
     r"""Softplus: :math:`\log(1 + e^x)`, computed stably as ``logaddexp(x, 0)``.
 
@@ -413,6 +414,7 @@ log1mexp.__doc__ = r"""Numerically stable :math:`\log(1 - e^{-x})` (undefined fo
 log1mexp.defjvps(lambda t, ans, x: t / jnp.expm1(x))
 
 
+@composite(static=("axis",))
 def glu(x, axis=-1):
     r"""Gated linear unit: splits ``x`` in two halves ``a, b`` along ``axis`` and returns
     :math:`a \cdot \mathrm{sigmoid}(b)`.

@@ -89,6 +89,7 @@ def _logsumexp(a, b, where, axis, keepdims, return_sign):
     return out
 
 
+@composite(static=("axis", "keepdims"))
 def logmeanexp(x, axis=None, where=None, keepdims=False):
     r"""Log-mean-exp: :math:`\log \frac{1}{n} \sum_i e^{x_i}` = logsumexp(x) - log(n).
 
@@ -193,6 +194,7 @@ def _softmax_jvp(axis, primals, tangents):
     return y, y * (t - jnp.sum(y * t, axis, where=where, keepdims=True))
 
 
+@composite(static=("axis", "algorithm"))
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
                 algorithm="fast"):
     r"""Standardize to zero mean and unit variance along ``axis``:

@@ -113,6 +113,7 @@ def _slice_axis(a, start, stop, axis):
     return lax.slice(a, lo, hi)
 
 
+@composite(static=("n", "axis"))
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """Like numpy.diff: the ``n``-th discrete difference along ``axis`` (bool inputs
     give ``!=``).
@@ -151,6 +152,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     return a
 
 
+@composite
 def ediff1d(ary, to_end=None, to_begin=None):
     """Like numpy.ediff1d: differences of the flattened array, with optional ends."""
     ary = ravel(asarray(ary, "ediff1d"))
@@ -167,6 +169,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return concatenate(parts) if len(parts) > 1 else out
 
 
+@composite(static=("axis", "edge_order"))
 def gradient(f, *varargs, axis=None, edge_order=None):
     """Like numpy.gradient: central differences inside, one-sided at the edges
     (``edge_order`` 1); spacings are scalars or coordinate arrays.
@@ -223,6 +226,7 @@ def _one_gradient(f, h, n):
     return concatenate([first, inner, last], -1)
 
 
+@composite(static=("axis",))
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Like numpy.trapezoid: the trapezoid-rule integral of ``y`` along ``axis``.
 

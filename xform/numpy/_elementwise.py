@@ -14,6 +14,7 @@ from xform.numpy import _ufuncs as uf
 from xform.numpy._util import asarray
 from xform.numpy._math import copysign, imag, real
 from xform.numpy._reductions import any as _any
+from xform.transforms.custom_derivatives import custom_jvp
 
 _INEXACT = dtypes.inexact_dtypes
 
@@ -288,9 +289,14 @@ def frexp(x, /):
     results agree with JAX's wherever the backend flushes subnormals too.
     """
     x, = _util.promote_dtypes("frexp", x, to="inexact")
-    dt = x.aval.dtype
-    if dtypes.is_complex(dt):
+    if dtypes.is_complex(x.aval.dtype):
         raise TypeError("frexp does not support complex-valued inputs")
+    return _frexp(x)
+
+
+@custom_jvp
+def _frexp(x):
+    dt = x.aval.dtype
     info = dtypes.finfo(dt)
     it = np.dtype(f"int{info.bits}")
     mask, bias, nmant = (1 << info.nexp) - 1, 1 - int(info.minexp), int(info.nmant)
@@ -307,6 +313,15 @@ def frexp(x, /):
     special = uf.logical_or(uf.logical_not(uf.isfinite(x)), lax.eq(x, c(0, dt)))
     m = uf.where(special, x, bitcast_convert_type(bits, dt))
     return m, lax.convert_element_type(uf.where(special, c(0), e), dtypes.int32)
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals, tangents):
+    # The bit manipulation has no derivative; d m = dx * 2**-e (e piecewise constant), as JAX's.
+    (x,), (t,) = primals, tangents
+    m, e = _frexp(x)
+    dm = lax.mul(t, lax.exp2(lax.neg(lax.convert_element_type(e, t.aval.dtype))))
+    return (m, e), (dm, np.zeros(e.aval.shape, dtypes.float0))
 
 
 # ---- floating-point neighbours ----

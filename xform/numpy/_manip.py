@@ -7,6 +7,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes, shape_poly
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy._shape import (atleast_3d, concatenate, flip, moveaxis, ravel, reshape,
                                 transpose)
@@ -22,6 +23,7 @@ def _slice_axis(a, start, stop, axis):
     return lax.slice(a, start_idx, limit)
 
 
+@composite(static=("shift", "axis"))
 def roll(a, shift, axis=None):
     """Like numpy.roll: elements shifted along ``axis`` (flattened if None), wrapping
     around; ``shift`` and ``axis`` may be tuples.
@@ -46,6 +48,7 @@ def roll(a, shift, axis=None):
     return a
 
 
+@composite(static=("k", "axes"))
 def rot90(m, k=1, axes=(0, 1)):
     """Like numpy.rot90: rotate by 90 degrees ``k`` times in the ``axes`` plane."""
     m = asarray(m, "rot90")
@@ -76,6 +79,7 @@ def flipud(m):
     return flip(m, 0)
 
 
+@composite(static=("axis", "start"))
 def rollaxis(a, axis, start=0):
     """Like numpy.rollaxis: move ``axis`` to before position ``start``."""
     a = asarray(a, "rollaxis")
@@ -99,6 +103,7 @@ def concat(arrays, /, *, axis=0):
     return concatenate(arrays, axis)
 
 
+@composite(static=("axis",))
 def unstack(x, /, *, axis=0):
     """Like numpy.unstack: a tuple of the slices along ``axis``."""
     x = asarray(x, "unstack")
@@ -123,6 +128,7 @@ def dstack(tup, dtype=None):
                        2, dtype)
 
 
+@composite
 def block(arrays):
     """Like numpy.block: assemble an array from nested lists of blocks."""
     def depth(x):
@@ -289,6 +295,7 @@ def _repeat_traced(a, repeats, axis, total):
     return take(a, idx, axis=axis)
 
 
+@composite(static=("new_shape",))
 def resize(a, new_shape):
     """Like numpy.resize: the flattened input repeated (cyclically) to ``new_shape``."""
     a = ravel(asarray(a, "resize"))
@@ -302,6 +309,7 @@ def resize(a, new_shape):
 
 # ---- append, delete, insert, trim_zeros ----
 
+@composite(static=("axis",))
 def append(arr, values, axis=None):
     """Like numpy.append (flattens both when ``axis`` is None)."""
     if axis is None:

@@ -7,6 +7,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._products import _general
@@ -51,16 +52,19 @@ def _masked_tri(name, m, k, lower):
     return lax.select(mask, m, _util.filled_like(m, 0))
 
 
+@composite(static=("k",))
 def tril(m, k=0):
     """Like numpy.tril: zero above the ``k``-th diagonal (of the last two axes)."""
     return _masked_tri("tril", m, operator.index(k), True)
 
 
+@composite(static=("k",))
 def triu(m, k=0):
     """Like numpy.triu: zero below the ``k``-th diagonal (of the last two axes)."""
     return _masked_tri("triu", m, operator.index(k), False)
 
 
+@composite(static=("offset", "axis1", "axis2"))
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """Like numpy.diagonal: the ``offset`` diagonal of the ``axis1``/``axis2`` planes,
     as the last axis.
@@ -90,11 +94,13 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return lax.slice(flat, zeros + (0,), lead + (d * d,), (1,) * len(lead) + (d + 1,))
 
 
+@composite(static=("axis1", "axis2", "dtype"))
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Like numpy.trace: the sum of :func:`diagonal` (dtypes as :func:`sum`)."""
     return _sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype, out=out)
 
 
+@composite(static=("k",))
 def diag(v, k=0):
     """Like numpy.diag: the ``k``-th diagonal of a 2-D array, or a 2-D array with the
     1-D ``v`` on its ``k``-th diagonal."""
@@ -284,6 +290,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 
 # ---- products ----
 
+@composite
 def kron(a, b):
     """Like numpy.kron: the Kronecker product.
 
@@ -301,6 +308,7 @@ def kron(a, b):
     return lax.reshape(uf.multiply(a, b), tuple(x * y for x, y in zip(sa, sb)))
 
 
+@composite(static=("N", "increasing"))
 def vander(x, N=None, increasing=False):
     """Like numpy.vander: columns are powers of the 1-D ``x`` (decreasing by default)."""
     x = asarray(x, "vander")
@@ -318,6 +326,7 @@ def vander(x, N=None, increasing=False):
     return uf.power(lax.expand_dims(x, (1,)), lax.expand_dims(powers, (0,)))
 
 
+@composite(static=("axisa", "axisb", "axisc", "axis"))
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Like numpy.cross for vectors of length 2 or 3 (length-2 cross products are
     scalars)."""
@@ -367,6 +376,7 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
                     precision=precision, preferred_element_type=preferred_element_type)
 
 
+@composite
 def matvec(x1, x2, /):
     """Like numpy.matvec: matrix (..., m, n) times vector (..., n), batched."""
     x2 = asarray(x2, "matvec", 1)
@@ -374,6 +384,7 @@ def matvec(x1, x2, /):
     return lax.squeeze(out, (out.aval.ndim - 1,))
 
 
+@composite
 def vecmat(x1, x2, /):
     """Like numpy.vecmat: conj(vector (..., n)) times matrix (..., n, m), batched."""
     x1 = conjugate(asarray(x1, "vecmat"))

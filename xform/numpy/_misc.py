@@ -10,6 +10,7 @@ from xform import lax
 from xform.core import dtypes
 from xform.core.sharding import Sharding
 from xform.core.transfer import committed_device
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._creation import array, linspace, ones
@@ -242,6 +243,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
 
 # ---- special function and windows ----
 
+@composite
 def i0(x, /):
     """Like numpy.i0: the modified Bessel function of order 0, computed as JAX's:
     ``exp(|x|) * bessel_i0e(|x|)`` (so NaN at +-inf, where inf * 0)."""
@@ -310,6 +312,7 @@ def kaiser(M, beta):
 
 # ---- bits ----
 
+@composite(static=("axis", "bitorder"))
 def packbits(a, axis=None, bitorder="big"):
     """Like numpy.packbits: groups of 8 truth values as uint8 bytes."""
     a = asarray(a, "packbits")
@@ -334,6 +337,7 @@ def packbits(a, axis=None, bitorder="big"):
     return swapaxes(packed, axis, -1)
 
 
+@composite(static=("axis", "count", "bitorder"))
 def unpackbits(a, axis=None, count=None, bitorder="big"):
     """Like numpy.unpackbits: each uint8 as 8 bits (``count`` crops or zero-pads)."""
     a = asarray(a, "unpackbits")

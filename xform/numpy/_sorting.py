@@ -55,22 +55,30 @@ def _complex_keys(a):
 
 
 @composite(static=("axis", "kind", "order", "stable", "descending"))
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Like numpy.argsort (int32 indices; equal keys keep their order, also when
-    ``descending``)."""
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
+            dtype=None):
+    """Like numpy.argsort (indices of ``dtype``, default the default integer type as
+    JAX's: int64 under x64; equal keys keep their order, also when ``descending``)."""
+    if kind is not None:
+        raise TypeError("'kind' argument to argsort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise ValueError("The 'order' argument to jnp.argsort is not supported.")
+        raise TypeError("'order' argument to argsort is not supported.")
     a, axis = _flat_axis(asarray(a, "argsort"), axis)
+    idx_dtype = dtypes.canonicalize_dtype(dtype if dtype is not None
+                                          else dtypes.default_int_dtype())
     if not dtypes.is_complex(a.aval.dtype):
-        return _lax_argsort(a, axis, is_stable=stable, descending=descending)
+        idx = _lax_argsort(a, axis, is_stable=stable, descending=descending)
+        return idx if idx_dtype == np.int32 else lax.convert_element_type(idx, idx_dtype)
     keys = _complex_keys(lax.rev(a, (axis,)) if descending else a)
-    iota = lax.broadcasted_iota(np.int32, a.aval.shape, axis)
+    iota = lax.broadcasted_iota(idx_dtype, a.aval.shape, axis)
     if descending:  # as lax.argsort: reversed keys ascending, ties in index order
         idx = lax.sort(keys + (lax.rev(iota, (axis,)),), axis, stable, 2)[2]
         return lax.rev(idx, (axis,))
     return lax.sort(keys + (iota,), axis, stable, 2)[2]
 
 
+@composite(static=("axis",))
 def lexsort(keys, axis=-1):
     """Like numpy.lexsort: indices sorting by the last key, then the one before, ..."""
     keys = [asarray(k, "lexsort", i) for i, k in enumerate(keys)]
@@ -93,6 +101,7 @@ def _flip_order(a):
     return uf.negative(a)
 
 
+@composite(static=("kth", "axis"))
 def partition(a, kth, axis=-1):
     """Like numpy.partition: the ``kth`` smallest value at position ``kth``, smaller
     ones before it and larger ones after (each group in JAX's order, via top_k)."""
@@ -107,6 +116,7 @@ def partition(a, kth, axis=-1):
     return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
 
 
+@composite(static=("kth", "axis"))
 def argpartition(a, kth, axis=-1):
     """Like numpy.argpartition: indices that :func:`partition` ``a``."""
     a = moveaxis(asarray(a, "argpartition"), axis, -1)
@@ -122,6 +132,7 @@ def argpartition(a, kth, axis=-1):
     return moveaxis(lax.concatenate([bottom, top], a.aval.ndim - 1), -1, axis)
 
 
+@composite
 def sort_complex(a):
     """Like numpy.sort_complex: sorted along the last axis, as a complex array."""
     a = asarray(a, "sort_complex")
@@ -150,6 +161,7 @@ def _total_lt(x, y):
     return lt
 
 
+@composite(static=("side", "method"))
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Like numpy.searchsorted: where ``v``'s elements would go in the sorted 1-D
     ``a`` (NaNs sort last). ``method`` as JAX's: "scan" (default) and "scan_unrolled"
@@ -201,6 +213,7 @@ def _binary_search(a, v, side, *, unrolled):
     return lax.convert_element_type(bounds[1], dtypes.int32)
 
 
+@composite(static=("right", "method"))
 def digitize(x, bins, right=False, *, method=None):
     """Like numpy.digitize: the bin of each ``x`` (bins increasing or decreasing)."""
     x = asarray(x, "digitize")

@@ -8,6 +8,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy import _reductions as red
@@ -24,6 +25,7 @@ from xform.numpy._sorting import bincount, searchsorted
 from xform.numpy._take import ravel_multi_index, take_along_axis
 
 
+@composite(static=("axis", "keepdims"))
 def count_nonzero(a, axis=None, keepdims=False):
     """Like numpy.count_nonzero (default int dtype)."""
     a = asarray(a, "count_nonzero")
@@ -31,11 +33,13 @@ def count_nonzero(a, axis=None, keepdims=False):
                    keepdims=keepdims)
 
 
+@composite(static=("axis", "keepdims"))
 def ptp(a, axis=None, out=None, keepdims=False):
     """Like numpy.ptp: ``max - min`` along ``axis``."""
     return uf.subtract(red.max(a, axis, out, keepdims), red.min(a, axis, None, keepdims))
 
 
+@composite(static=("axis", "returned", "keepdims"))
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """Like numpy.average: the (``weights``-)weighted mean; ``returned`` also gives the
     sum of the weights.
@@ -81,24 +85,28 @@ def _nan_reduce(fn, name, a, fill, nan_if_all_nan, axis, keepdims, **kw):
     return out
 
 
+@composite(static=("axis", "dtype", "keepdims"))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.nansum: NaNs count as 0."""
     return _nan_reduce(red.sum, "nansum", a, 0, False, axis, keepdims, dtype=dtype, out=out,
                        initial=initial, where=where)
 
 
+@composite(static=("axis", "dtype", "keepdims"))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.nanprod: NaNs count as 1."""
     return _nan_reduce(red.prod, "nanprod", a, 1, False, axis, keepdims, dtype=dtype,
                        out=out, initial=initial, where=where)
 
 
+@composite(static=("axis", "keepdims"))
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.nanmax: the maximum ignoring NaNs (NaN where all are NaN)."""
     return _nan_reduce(red.max, "nanmax", a, -np.inf, True, axis, keepdims, out=out,
                        initial=initial, where=where)
 
 
+@composite(static=("axis", "keepdims"))
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Like numpy.nanmin: the minimum ignoring NaNs (NaN where all are NaN)."""
     return _nan_reduce(red.min, "nanmin", a, np.inf, True, axis, keepdims, out=out,
@@ -116,16 +124,19 @@ def _nanarg(name, fn, fill, a, axis, out, keepdims):
     return uf.where(all_nan, _util.scalar_array(-1, res.aval.dtype, False), res)
 
 
+@composite(static=("axis", "keepdims"))
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """Like numpy.nanargmax, but -1 (not an error) where all values are NaN."""
     return _nanarg("nanargmax", red.argmax, -np.inf, a, axis, out, keepdims)
 
 
+@composite(static=("axis", "keepdims"))
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """Like numpy.nanargmin, but -1 (not an error) where all values are NaN."""
     return _nanarg("nanargmin", red.argmin, np.inf, a, axis, out, keepdims)
 
 
+@composite(static=("axis", "dtype", "keepdims"))
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Like numpy.nanmean: the mean of the non-NaN values."""
     a = asarray(a, "nanmean")
@@ -138,6 +149,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return lax.div(nansum(a, axis, dt, out, keepdims, where=where), count)
 
 
+@composite(static=("axis", "dtype", "keepdims"))
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """Like numpy.nanvar: the variance of the non-NaN values (NaN where fewer than
     ``ddof + 1`` remain)."""
@@ -159,6 +171,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     return lax.convert_element_type(lax.div(total, divisor), result_dt)
 
 
+@composite(static=("axis", "dtype", "keepdims"))
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """Like numpy.nanstd (square root of :func:`nanvar`)."""
     return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
@@ -300,6 +313,7 @@ def _inverted_cdf(s, w, qb, counts, at):
     return at(idx), uf.logical_or(any_bad, lax.eq(counts, lax.full_like(counts, 0)))
 
 
+@composite(static=("axis", "overwrite_input", "keepdims", "method"))
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None):
     """Like numpy.quantile for ``method`` "linear", "lower", "higher", "nearest" or
@@ -312,6 +326,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
+@composite(static=("axis", "overwrite_input", "keepdims", "method"))
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
     """Like numpy.nanquantile: :func:`quantile` ignoring NaNs."""
@@ -325,6 +340,7 @@ def _percent(name, q):
     return uf.true_divide(q, 100)
 
 
+@composite(static=("axis", "overwrite_input", "keepdims", "method"))
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None):
     """Like numpy.percentile: :func:`quantile` of ``q / 100``."""
@@ -333,6 +349,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
                      False, weights)
 
 
+@composite(static=("axis", "overwrite_input", "keepdims", "method"))
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
     """Like numpy.nanpercentile."""
@@ -341,12 +358,14 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
                      keepdims, True, weights)
 
 
+@composite(static=("axis", "overwrite_input", "keepdims"))
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Like numpy.median (the 0.5 quantile, "midpoint")."""
     _no_out("median", out)
     return _quantile("median", a, 0.5, axis, "midpoint", keepdims, False)
 
 
+@composite(static=("axis", "overwrite_input", "keepdims"))
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """Like numpy.nanmedian."""
     _no_out("nanmedian", out)
@@ -360,6 +379,7 @@ def _no_out(name, out):
 
 # ---- covariance ----
 
+@composite(static=("rowvar", "bias", "ddof"))
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     """Like numpy.cov: the covariance matrix of the rows (variables) of ``m``."""
     if y is None:
@@ -399,6 +419,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(uf.true_divide(dot(X, conjugate(X_T)), f))
 
 
+@composite(static=("rowvar",))
 def corrcoef(x, y=None, rowvar=True):
     """Like numpy.corrcoef: :func:`cov` normalized by the standard deviations, clipped
     to [-1, 1]."""

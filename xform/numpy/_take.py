@@ -130,6 +130,7 @@ def _no_inplace(name, inplace):
                          "updated array.")
 
 
+@composite(static=("axis", "inplace", "mode"))
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     """Like numpy.put_along_axis, returning the result (pass ``inplace=False``); as
     JAX's ``arr.at[...].set(values, mode=mode)``: negative indices wrap, then

@@ -38,7 +38,7 @@ def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None,
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.adam(0.1)
         >>> tx.update(jnp.array([3.]), tx.init(jnp.zeros(1)))[0].round(4)
-        Array([-0.1], dtype=float32)
+        Array([-0.09999999], dtype=float32)
     """
     return chain(S.scale_by_adam(b1=b1, b2=b2, eps=eps, eps_root=eps_root, mu_dtype=mu_dtype,
                                  nesterov=nesterov),
@@ -57,7 +57,7 @@ def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None
         >>> import xform.numpy as jnp, xform.optim as optax
         >>> tx = optax.adamw(0.1, weight_decay=0.0)
         >>> tx.update(jnp.array([3.]), tx.init(jnp.zeros(1)), jnp.zeros(1))[0].round(4)
-        Array([-0.1], dtype=float32)
+        Array([-0.09999999], dtype=float32)
     """
     return chain(S.scale_by_adam(b1=b1, b2=b2, eps=eps, eps_root=eps_root, mu_dtype=mu_dtype,
                                  nesterov=nesterov),

@@ -427,13 +427,16 @@ def scale_by_novograd(b1=0.9, b2=0.25, eps=1e-8, eps_root=0.0, weight_decay=0.0,
         if params is None:
             raise ValueError(NO_PARAMS_MSG)
         count_inc = safe_increment(state.count)
+        # lax.cond as Optax: XLA compiles a branch whole, so a bf16 ``b1 * m`` is not
+        # rounded to bf16 before the f32 add (a where of eager ops would round it).
         first = count_inc == 1
-        nu = tu.tree_map(lambda g, n: jnp.where(first, nu_add(g).astype(n.dtype),
-                                                (1 - b2) * nu_add(g) + b2 * n),
-                         updates, state.nu)
-        mu = tu.tree_map(lambda g, p, m, n: jnp.where(first, mu_add(g, p, n),
-                                                      b1 * m + mu_add(g, p, n)),
-                         updates, params, state.mu, nu)
+        nu = lax.cond(first, lambda u, n: tu.tree_map(lambda g, v: nu_add(g).astype(v.dtype), u, n),
+                      lambda u, n: tu.tree_map(lambda g, v: (1 - b2) * nu_add(g) + b2 * v, u, n),
+                      updates, state.nu)
+        mu = lax.cond(first, lambda u, p, m, n: tu.tree_map(mu_add, u, p, n),
+                      lambda u, p, m, n: tu.tree_map(lambda g, q, a, v: b1 * a + mu_add(g, q, v),
+                                                     u, p, m, n),
+                      updates, params, state.mu, nu)
         mu = tree_cast(mu, mu_dtype)
         return mu, ScaleByNovogradState(count_inc, mu, nu)
     return GradientTransformation(init_fn, update_fn)

@@ -169,6 +169,9 @@ class _VjpPullback:
                                  f"primal input {a.shape}.")
             if ca.vma != a.vma and a.dtype == ca.dtype:  # inside shard_map(check_vma)
                 raise _ct_type_error(ca, a, True)
+            want = a.to_tangent_aval().dtype   # any dtype stands for a float0 cotangent, as JAX's
+            if ca.dtype != want and want != dtypes.float0:
+                raise _ct_type_error(ca, a, False)
             if ca.memory_space is not a.memory_space:  # (a cotangent lives where its primal)
                 raise _ct_type_error(ca, a, False)
             cts.append(c)

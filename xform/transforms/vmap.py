@@ -1,7 +1,7 @@
 """``vmap``: in_axes/out_axes as pytree prefixes, argument checks, then the BatchTrace."""
 import functools
 
-from xform.core import tree_util
+from xform.core import sharding_types, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.traceback_util import api_boundary
 from xform.core.trace import get_aval
@@ -34,6 +34,36 @@ def _normalize_axis(d, ndim, what, aval=None):
         raise ValueError(f"vmap out_axes specification {d} is out of bounds for an output "
                          f"of rank {ndim}")
     return d % ndim
+
+
+def _mapped_mesh_axis(avals, dims, paths):
+    """The Explicit mesh axes the mapped dimensions are split over (a tuple, or None),
+    as JAX's ``_mapped_axis_spec``: every mapped input must agree, and no unmapped input
+    may be split over them (JAX's ValueErrors, naming the arguments)."""
+    spec, first = None, None
+    for a, d, p in zip(avals, dims, paths):
+        if d is not None:
+            s = sharding_types.spec_of(a)[d]
+            if first is not None and s != spec:
+                raise ValueError(
+                    f"Mapped away dimension of inputs passed to vmap should be sharded the "
+                    f"same. Got inconsistent axis specs: {spec} vs {s} (axis {first[1]} of "
+                    f"argument {first[0]} of type {first[2].str_short()} and axis {d} of "
+                    f"argument {p} of type {a.str_short()})")
+            spec, first = s, (p, d, a)
+    if spec is None:
+        return None
+    ema = spec if isinstance(spec, tuple) else (spec,)
+    for a, d, p in zip(avals, dims, paths):
+        if d is None:
+            names = {n for e in sharding_types.spec_of(a) if e is not None
+                     for n in (e if isinstance(e, tuple) else (e,))}
+            if names & set(ema):
+                raise ValueError(
+                    f"Unmapped values passed to vmap cannot be sharded along the mesh axis "
+                    f"you are vmapping over. Got type: {a.str_short()}, in_axes: None and "
+                    f"vmapped mesh axis: {ema} (argument {p})")
+    return ema
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -91,10 +121,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         avals = [get_aval(x) for x in leaves]
         dims = [_normalize_axis(d, a.ndim, "in_axes", a) for d, a in zip(dims, avals)]
         sizes = {a.shape[d] for a, d in zip(avals, dims) if d is not None}
+        paths = lambda: [_arg_path(p) for p, _ in  # noqa: E731  (only for errors)
+                         tree_util.tree_flatten_with_path((args, kwargs))[0]]
         if len(sizes) > 1:
-            paths = [_arg_path(p) for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
             raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                             + _describe_sizes(leaves, dims, paths))
+                             + _describe_sizes(leaves, dims, paths()))
         if not sizes:
             if axis_size is None:
                 raise ValueError("vmap must have at least one non-None value in in_axes "
@@ -105,6 +136,17 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             if axis_size is not None and axis_size != size:
                 raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have "
                                  f"size {size}")
+        ema, spmd = None, spmd_name
+        if any(a._sharding is not None for a in avals):  # (explicit sharding mode)
+            ema = _mapped_mesh_axis(avals, dims, paths())
+            if ema is not None and spmd is not None:
+                if (spmd if isinstance(spmd, tuple) else (spmd,)) != ema:
+                    raise ValueError(
+                        f"Only one of spmd_axis_name or arrays sharded on `Explicit` mesh "
+                        f"axis type is allowed. Got spmd_axis_name="
+                        f"{spmd if isinstance(spmd, tuple) else (spmd,)} and arrays sharded "
+                        f"on explicit_mesh_axis={ema}")
+                spmd = None
         flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)
 
         def out_dims_fn(out_avals):
@@ -121,8 +163,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         if any(isinstance(x, refs.Ref) for x in ref_leaves):  # mutable refs: xform/ref.py
             flat_fun, leaves, out_dims_fn, finish = refs.batch_refs(
                 flat_fun, ref_leaves, dims, out_dims_fn)
-        outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name,
-                                   spmd_name)
+        try:
+            outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name,
+                                       spmd, ema)
+        except batching.SpecMatchError as e:
+            path = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(
+                store.out_tree, [0] * store.out_tree.num_leaves))[0][e.leaf_idx][0]
+            raise ValueError(f"at vmap out_axes{tree_util.keystr(path)}, got axis spec None "
+                             f"but output was batched on axis {e.src}") from None
         if finish is not None:
             outs = finish(outs)
         return tree_util.tree_unflatten(store.out_tree, outs)

@@ -91,7 +91,7 @@ def ademamix(learning_rate, b1=0.9, b2=0.999, b3=0.9999, alpha=5.0, eps=1e-8, ep
         >>> tx = optax.contrib.ademamix(0.1, alpha=0.0)
         >>> p = jnp.ones(1)
         >>> tx.update(jnp.array([3.]), tx.init(p), p)[0].round(4)
-        Array([-0.1], dtype=float32)
+        Array([-0.09999999], dtype=float32)
     """
     return chain(scale_by_ademamix(b1=b1, b2=b2, b3=b3, alpha=alpha, eps=eps,
                                    eps_root=eps_root, mu_dtype=mu_dtype),
@@ -163,7 +163,7 @@ def simplified_ademamix(learning_rate, b1=0.99, b2=0.95, alpha=0.0, eps=1e-8, ep
         >>> tx = optax.contrib.simplified_ademamix(0.1)
         >>> p = jnp.ones(1)
         >>> tx.update(jnp.array([3.]), tx.init(p), p)[0].round(4)
-        Array([-0.1], dtype=float32)
+        Array([-0.09999999], dtype=float32)
     """
     return chain(scale_by_simplified_ademamix(b1=b1, b2=b2, alpha=alpha, eps=eps,
                                               eps_root=eps_root),

@@ -158,8 +158,8 @@ def prodigy(learning_rate=1.0, betas=(0.9, 0.999), beta3=None, eps=1e-8, estim_l
         new_estim_lr = jnp.maximum(estim_lr, lr_estimate)
         p_update = tu.tree_map(
             lambda ea, eas, p: (-weight_decay * dlr * p
-                                - dlr * ea / (jnp.sqrt(eas) + estim_lr * eps)),
-            exp_avg, exp_avg_sq, params)
+                                - dlr * ea / (jnp.sqrt(eas) + new_estim_lr * eps)),
+            exp_avg, exp_avg_sq, params)  # the new estimate, as Optax (it rebinds estim_lr)
         return p_update, ProdigyState(exp_avg, exp_avg_sq, grad_sum, state.params0,
                                       new_estim_lr, numerator_weighted, count_inc)
     return GradientTransformationExtraArgs(init_fn, update_fn)

@@ -76,7 +76,7 @@ def schedule_free(base_optimizer, learning_rate, b1=0.9, weight_lr_power=2.0,
         >>> tx = optax.contrib.schedule_free(optax.sgd(0.1), 0.1)
         >>> p = jnp.ones(1)
         >>> tx.update(jnp.ones(1), tx.init(p), p)[0].round(4)
-        Array([-0.1], dtype=float32)
+        Array([-0.09999999], dtype=float32)
     """
     base_optimizer = with_extra_args_support(base_optimizer)
 

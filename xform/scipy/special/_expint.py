@@ -12,6 +12,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.scipy.special._basic import _inexact
 from xform.transforms.custom_derivatives import custom_jvp
 
@@ -83,6 +84,7 @@ def _expi_pos(x):
     return jnp.where(x == 0, np.nan, out)   # NB: JAX's value; SciPy's is -inf
 
 
+@composite
 def expi(x):
     """The exponential integral ``Ei(x)``, the principal value of
     ``int_-inf^x e^t / t dt``.
@@ -285,6 +287,7 @@ _SICI = {   # Cephes sici.c
 }
 
 
+@composite
 def sici(x):
     """The sine and cosine integrals ``(Si(x), Ci(x))``: ``int_0^x sin(t)/t dt`` and
     ``euler_gamma + log(x) + int_0^x (cos(t) - 1)/t dt``.

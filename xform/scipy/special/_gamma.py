@@ -10,6 +10,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.scipy.special._basic import _inexact, betaln, digamma
 from xform.transforms.custom_derivatives import custom_jvp
 
@@ -20,6 +21,7 @@ def _real(name, x):
     return x
 
 
+@composite
 def gammasgn(x):
     """The sign of the gamma function: NaN at the poles (non-positive integers, -inf)
     and at NaN, ``-1`` at -0."""

@@ -11,6 +11,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.scipy.special._basic import _inexact, digamma
 from xform.scipy.special._gamma import gamma
 from xform.transforms.custom_derivatives import custom_jvp
@@ -48,6 +49,7 @@ def _hyp1f1_scalar(a, b, x):
     return lax.select_n(index, out, jnp.ones_like(x), jnp.exp(x), jnp.full_like(x, np.inf))
 
 
+@composite
 def hyp1f1(a, b, x):
     """The confluent hypergeometric function ``1F1(a; b; x)`` (real arguments).
 
@@ -202,6 +204,7 @@ def _hyp2f1_scalar(a, b, c, x):
                         _hyp2f1_terminal_or_series(a, b, c, x))
 
 
+@composite
 def hyp2f1(a, b, c, x):
     """The Gauss hypergeometric function ``2F1(a, b; c; x)`` (real arguments; ``inf``
     beyond ``x = 1``, as JAX).

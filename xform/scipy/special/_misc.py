@@ -9,6 +9,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.scipy.special._basic import _inexact, _xlogx, xlogy
 from xform.transforms.custom_derivatives import custom_jvp
 
@@ -50,6 +51,7 @@ def i1(x):
     return lax.exp(lax.abs(x)) * lax.bessel_i1e(x)
 
 
+@composite(static=("v", "n_iter"))
 def bessel_jn(z, *, v, n_iter=50):
     """The Bessel functions of the first kind of orders ``0 .. v`` (static), stacked
     along a new leading axis: Miller's backward recurrence from order ``n_iter``,

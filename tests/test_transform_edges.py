@@ -1,0 +1,91 @@
+"""Regressions from a differential sweep of transformation rules (jvp, vjp, vmap, jacobians,
+linearize/linear_transpose, float0 and zero-size inputs) against JAX: one small case per
+bug found, each compared with jax at run time.
+"""
+import jax
+import numpy as np
+import pytest
+
+import xform
+from optable import assert_tree_same
+
+LIBS = ((jax, jax.numpy), (xform, xform.numpy))
+
+
+def _both(fn, *args):
+    """``fn(lib, jnp, *args)`` for xform and for jax."""
+    (jl, jn), (xl, xn) = LIBS
+    return fn(xl, xn, *args), fn(jl, jn, *args)
+
+
+def test_pow_grad_at_zero_follows_exponent_dtype():
+    # d x^y/dx at x = y = 0: nan for a float y (0 * 0^-1), 0 for an integer y.
+    x = np.zeros(3, np.float32)
+    yf, yi = np.array([0., 1., 2.], np.float32), np.array([0, 1, 2], np.int32)
+    ours, want = _both(lambda L, J: (L.grad(lambda a, b: L.lax.pow(a, b).sum(), (0, 1))(x, yf),
+                                     L.grad(lambda a: L.lax.pow(a, yi).sum())(x)))
+    assert_tree_same(ours, want, 1e-6, "grad pow at 0")
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 0)])
+def test_sort_and_top_k_tangents_of_zero_size(shape):
+    x = np.ones(shape, np.float32)
+
+    def f(L, J):
+        out = [L.jvp(lambda a: J.sort(a, 1), (x,), (x,)),
+               L.grad(lambda a: J.sort(a, 0).sum())(x)]
+        if shape[-1] == 0:
+            out.append(L.jvp(lambda a: L.lax.top_k(a, 0)[0], (x,), (x,)))
+        return out
+    assert_tree_same(*_both(f), 0, "zero-size sort/top_k tangents")
+
+
+def test_reduce_with_no_axes_and_top_k_types():
+    # reduce_*(x, ()) gives an Array (not the NumPy input back); top_k a list, the
+    # structure a VJP cotangent for it must have.
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
+        out = getattr(xform.lax, name)(x, ())
+        assert isinstance(out, xform.Array), name
+        assert_tree_same(out, getattr(jax.lax, name)(x, ()), 0, name)
+    assert type(xform.lax.top_k(x, 2)) is type(jax.lax.top_k(x, 2)) is list
+    ct = [np.ones((2, 2), np.float32), np.zeros((2, 2), xform.dtypes.float0)]
+    ours, want = _both(lambda L, J: L.vjp(lambda a: L.lax.top_k(a, 2), x)[1](ct))
+    assert_tree_same(ours, want, 0, "top_k vjp")
+
+
+def test_frexp_mantissa_tangent():
+    # the mantissa comes from bit manipulation: its tangent is dx * 2**-e, not zero
+    x = np.array([3., -0.3, 0., np.inf, 1.], np.float32)
+    ours, want = _both(lambda L, J: (L.jvp(J.frexp, (x,), (np.ones_like(x),)),
+                                     L.grad(lambda a: J.frexp(a)[0].sum())(x)))
+    assert_tree_same(ours, want, 1e-6, "frexp jvp/grad")
+
+
+def test_betainc_under_x64(x64):
+    a, x = np.full(3, 1.5), np.array([0.2, 0.5, 0.9])
+    ours, want = _both(lambda L, J: (L.lax.betainc(a, a + 1, x),
+                                     L.grad(lambda v: L.lax.betainc(a, a + 1, v).sum())(x)))
+    assert_tree_same(ours, want, 1e-9, "betainc x64")
+
+
+def test_vjp_cotangent_dtype_is_checked():
+    x = np.ones((2, 3), np.float32)
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match="unexpected JAX type"):
+            L.vjp(L.numpy.sin, x)[1](x.astype(np.float16))
+        # an integer output takes any cotangent of its shape (it stands for float0)
+        L.vjp(lambda a: a.astype(np.int32), x)[1](np.ones((2, 3), np.int32))
+
+
+def test_argsort_index_dtype_and_errors(x64):
+    # JAX's indices are the default int (int64 under x64), or ``dtype``; kind/order are
+    # TypeErrors.
+    x = np.array([[3., 1., 2.], [0., 5., 1.]], np.float32)
+    ours, want = _both(lambda L, J: (J.argsort(x), J.argsort(x + 1j, descending=True),
+                                     J.argsort(x, dtype=np.int16)))
+    assert_tree_same(ours, want, 0, "argsort")
+    for L in (jax, xform):
+        for kw in ({"kind": "quicksort"}, {"order": "a"}):
+            with pytest.raises(TypeError):
+                L.numpy.argsort(x, **kw)
