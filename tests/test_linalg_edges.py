@@ -132,3 +132,12 @@ def test_lax_triangular_solve_vector_b_and_rank_errors():
         xform.lax.linalg.triangular_solve(BATCHED, _mat(4, 1, 3, 2), left_side=True)
     with pytest.raises(TypeError, match="must have rank at least 2"):
         xform.lax.linalg.triangular_solve(BATCHED, _mat(3), left_side=True)
+
+
+def test_scipy_solve_pos_jvp_sees_the_whole_matrix_as_jax():
+    # JAX's custom_linear_solve over all of a (xform differentiated one triangle)
+    h = _mat(2, 3, 3)
+    h = h @ np.swapaxes(h, -1, -2) + 3 * np.eye(3, dtype=np.float32)
+    args, tans = (h, _mat(2, 3, 2)), (_mat(2, 3, 3), _mat(2, 3, 2))
+    _same(jax.jvp(lambda a, b: jsl.solve(a, b, assume_a="pos"), args, tans),
+          xform.jvp(lambda a, b: xsl.solve(a, b, assume_a="pos"), args, tans))

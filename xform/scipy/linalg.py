@@ -8,12 +8,14 @@ import warnings
 import numpy as np
 
 import xform.numpy as jnp
+from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import linalg as np_linalg
 from xform.scipy._linalg_decomp import (  # noqa: F401
     eigh_tridiagonal, hessenberg, qr_multiply, schur)
 from xform.scipy._linalg_matfuncs import (  # noqa: F401
     expm, expm_frechet, funm, polar, rsf2csf, solve_sylvester, sqrtm)
+from xform.transforms.vmap import vmap
 from xform.scipy._linalg_special import (  # noqa: F401
     block_diag, circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion,
     hadamard, hankel, helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
@@ -158,12 +160,26 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
 
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
           check_finite=True, assume_a="gen"):
-    """Solve ``a @ x = b``; ``assume_a="pos"`` uses Cholesky."""
-    if assume_a == "pos":
-        return cho_solve(cho_factor(a, lower=lower), b)
-    if assume_a not in ("gen", "sym", "her"):
-        raise ValueError(f"solve: unsupported assume_a={assume_a!r}")
-    return np_linalg.solve(a, b)
+    """Solve ``a @ x = b``; ``assume_a="pos"`` uses Cholesky. As JAX's, that is a
+    ``custom_linear_solve`` over the whole of ``a`` (derivatives see both triangles)."""
+    del overwrite_a, overwrite_b, debug, check_finite
+    valid = ["gen", "sym", "her", "pos"]
+    if assume_a not in valid:
+        raise ValueError(f"Expected assume_a to be one of {valid}; got {assume_a!r}")
+    if assume_a != "pos":
+        return np_linalg.solve(a, b)
+    a, b = np_linalg._inexact("solve", a, b)
+    if not (a.ndim >= 2 and b.ndim in (a.ndim, a.ndim - 1)
+            and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]):
+        raise ValueError("The arguments to solve must have shapes a=[..., m, m] and "
+                         f"b=[..., m, k] or b=[..., m]; got a={a.shape} and b={b.shape}")
+    factors = cho_factor(lax.stop_gradient(a), lower=lower)
+    custom_solve = lambda rhs: lax.custom_linear_solve(  # noqa: E731
+        lambda x: jnp.matmul(a, x[..., None])[..., 0], rhs,
+        solve=lambda _, x: cho_solve(factors, x), symmetric=True)
+    if a.ndim == b.ndim + 1:
+        return custom_solve(b)
+    return vmap(custom_solve, b.ndim - 1, max(a.ndim, b.ndim) - 1)(b)
 
 
 inv = np_linalg.inv
