@@ -113,6 +113,8 @@ def circulant(c):
     _util.check_arraylike("circulant", c)
     c = jnp.atleast_1d(jnp.asarray(c))
     n = c.shape[-1]
+    if n == 0:   # (nothing to gather from)
+        return jnp.zeros((*c.shape, 0), c.dtype)
     return _from_diagonals(c, n, n, lambda i, j: (i - j) % n)
 
 
