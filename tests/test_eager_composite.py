@@ -258,7 +258,8 @@ def test_composites_exactly_where_jax_jits():
     import xform.scipy.special as xsp
     from xform.interpreters import composite as comp
     wrong = []
-    for mod, jm, xm in (("jnp", jjnp, xnp), ("nn", jax.nn, xnn), ("special", jsp, xsp)):
+    for mod, jm, xm in (("jnp", jjnp, xnp), ("linalg", jjnp.linalg, xnp.linalg),
+                        ("nn", jax.nn, xnn), ("special", jsp, xsp)):
         for n in dir(xm):
             xf = getattr(xm, n)
             where = getattr(inspect.unwrap(xf), "__module__", None) or ""

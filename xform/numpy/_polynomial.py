@@ -6,6 +6,7 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._shape import flip
@@ -55,6 +56,7 @@ def _conv(name, x, y, mode, precision, preferred_element_type):
     return lax.rev(out, (0,)) if reverse else out
 
 
+@composite(static=("mode", "precision", "preferred_element_type"))
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     """Like numpy.convolve: the discrete linear convolution of 1-D arrays ("full",
     "same" or "valid"); integer inputs are promoted to float, as in JAX.
@@ -65,6 +67,7 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     return _conv("convolve", a, v, mode, precision, preferred_element_type)
 
 
+@composite(static=("mode", "precision", "preferred_element_type"))
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
     """Like numpy.correlate: cross-correlation ``sum_n a[n + k] conj(v[n])``."""
     return _conv("correlate", a, v, mode, precision, preferred_element_type)
@@ -72,6 +75,7 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
 
 # ---- polynomials ----
 
+@composite(static=("unroll",))
 def polyval(p, x, *, unroll=16):
     """Like numpy.polyval: Horner's rule over the (leading-axis) coefficients.
 
@@ -97,11 +101,13 @@ def _align(name, a1, a2):
     return [lax.pad(a, zero, [(n - a.aval.shape[0], 0, 0)]) for a in (a1, a2)]
 
 
+@composite
 def polyadd(a1, a2):
     """Like numpy.polyadd (aligned at the lowest power)."""
     return uf.add(*_align("polyadd", a1, a2))
 
 
+@composite
 def polysub(a1, a2):
     """Like numpy.polysub."""
     return uf.subtract(*_align("polysub", a1, a2))
@@ -119,6 +125,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
     return convolve(a1, a2, mode="full")
 
 
+@composite(static=("m",))
 def polyder(p, m=1):
     """Like numpy.polyder: the ``m``-th derivative's coefficients."""
     p, = _util.promote_dtypes("polyder", p, to="inexact")
@@ -135,6 +142,7 @@ def polyder(p, m=1):
                                                 p.aval.dtype))
 
 
+@composite(static=("m",))
 def polyint(p, m=1, k=None):
     """Like numpy.polyint: the ``m``-th antiderivative, with integration constants
     ``k`` (a scalar or ``m`` values)."""
@@ -155,6 +163,7 @@ def polyint(p, m=1, k=None):
     return p
 
 
+@composite
 def poly(seq_of_zeros):
     """Like numpy.poly: the monic polynomial with the given roots, or (a non-empty square
     matrix) its characteristic polynomial, complex as its eigenvalues (as JAX's)."""
@@ -198,6 +207,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     return quotient, u
 
 
+@composite(static=("deg", "rcond", "full", "cov"))
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Like numpy.polyfit: least squares on the (column-scaled) Vandermonde matrix. As
     JAX's, ``full=True`` gives ``(p, resids, rank, s, rcond)`` and ``cov`` (True or
@@ -308,6 +318,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return f
 
 
+@composite(static=("axis",))
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """Like numpy.unwrap: remove jumps larger than ``discont`` by adding multiples of
     ``period``."""
@@ -316,7 +327,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     if p.aval.shape[axis] == 0:
         return p
     dt = p.aval.dtype
-    period = _util.scalar_array(period, dt, False)
+    period = _util.convert(period, dt)  # (an operand, as in JAX: traced when given)
     half = uf.true_divide(period, 2)
     discont = half if discont is None else lax.convert_element_type(
         asarray(discont, "unwrap"), dt)

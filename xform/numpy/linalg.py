@@ -43,6 +43,7 @@ def _batch_broadcast(a, b, b_core):
     return a, b
 
 
+@composite(static=("upper", "symmetrize_input"))
 def cholesky(a, *, upper=False, symmetrize_input=True):
     """Cholesky factor of a Hermitian positive-definite matrix (lower, or upper)."""
     (a,) = _inexact("cholesky", a)
@@ -64,6 +65,7 @@ def _permute_rows(b, perm):
                       mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
+@composite
 def solve(a, b):
     """Solve ``a @ x = b``; ``b`` is a vector (ndim 1) or a (batch of) matrices.
 
@@ -106,6 +108,7 @@ def _solve_transposed(lu_, perm, b, conjugate=False):
     return _permute_rows(y, lax.sort_key_val(perm, iota, dimension=perm.ndim - 1)[1])
 
 
+@composite
 def inv(a):
     """Inverse of a (batch of) square matrices."""
     (a,) = _inexact("inv", a)
@@ -123,6 +126,7 @@ def _lu_sign_and_diag(a):
     return parity, diag
 
 
+@composite
 def det(a):
     """Determinant of a (batch of) square matrices (via LU)."""
     (a,) = _inexact("det", a)
@@ -183,6 +187,7 @@ def _cofactor_solve(a, b):
     return partial[..., -1], jnp.where(low_rank, 0, x)
 
 
+@composite(static=("method",))
 def slogdet(a, *, method=None):
     """``(sign, log|det|)`` of a (batch of) square matrices, stable for large sizes. As
     JAX's: closed forms for 1x1 and 2x2, else LU (``method="lu"``) or, real only,
@@ -264,6 +269,7 @@ _slogdet_lu.defjvp(_slogdet_jvp(_slogdet_lu))
 _slogdet_qr.defjvp(_slogdet_jvp(_slogdet_qr))
 
 
+@composite(static=("mode",))
 def qr(a, mode="reduced"):
     """QR decomposition; ``mode`` is "reduced" (or "full", as JAX), "complete", "r"
     (economy ``r``) or "raw" (LAPACK's ``(a^T, taus)``, as NumPy's; not differentiable)."""
@@ -289,6 +295,7 @@ def eig(a):
     return EigResult(w, v)
 
 
+@composite
 def eigvals(a):
     """Eigenvalues of a general square matrix (complex whatever ``a``'s dtype)."""
     (a,) = _inexact("eigvals", a)
@@ -296,6 +303,7 @@ def eigvals(a):
                           compute_right_eigenvectors=False)[0]
 
 
+@composite(static=("UPLO", "symmetrize_input"))
 def eigh(a, UPLO=None, symmetrize_input=True):
     """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix."""
     (a,) = _inexact("eigh", a)
@@ -305,11 +313,13 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(w, v)
 
 
+@composite(static=("UPLO",))
 def eigvalsh(a, UPLO="L"):
     """Eigenvalues (ascending) of a Hermitian matrix."""
     return eigh(a, UPLO).eigenvalues
 
 
+@composite(static=("full_matrices", "compute_uv", "hermitian"))
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular value decomposition; ``SVDResult(U, S, Vh)`` or ``S``."""
     (a,) = _inexact("svd", a)
@@ -462,6 +472,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     return x, resid, rank, s
 
 
+@composite(static=("n",))
 def matrix_power(a, n):
     """``a`` to the integer power ``n`` by repeated squaring (inverse for n < 0)."""
     a = _util.asarray(a, "matrix_power")
@@ -485,6 +496,7 @@ def matrix_power(a, n):
     return result
 
 
+@composite(static=("hermitian",))
 def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
     (M,) = _inexact("matrix_rank", M)
     s = svd(M, compute_uv=False)  # (hermitian: the same singular values)
@@ -494,6 +506,7 @@ def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
     return jnp.sum(s > tol, axis=-1)
 
 
+@composite(static=("p",))
 def cond(x, p=None):
     """Condition number (2-norm by default). As JAX's: NaN (a singular matrix) becomes inf
     unless ``x`` has NaNs, and empty matrices are an error."""
