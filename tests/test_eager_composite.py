@@ -125,6 +125,22 @@ def test_one_dispatch_and_no_recompiles(monkeypatch):
     assert stats["composite_trace"] == traces + 1 and len(calls) == prims
 
 
+def test_static_argument_hits_keep_each_value_apart():
+    """f(x, s) and f(x, name=s) hits are keyed by the static's type and value: calls
+    alternating static values (positional and keyword) each get their own program."""
+    x, m, jx, jm = xnp.asarray(V), xnp.asarray(M), jjnp.asarray(V), jjnp.asarray(M)
+    calls = [("sum", (0,), {}), ("sum", (1,), {}), ("sum", (), {"axis": 0}),
+             ("sum", (), {"axis": 1}), ("round", (1,), {}), ("round", (2,), {}),
+             ("round", (), {"decimals": 3}), ("argmax", (), {"axis": 0}),
+             ("argmax", (), {"axis": 1}), ("cumsum", (), {"axis": 0}), ("diff", (2,), {})]
+    for _ in range(2):
+        for fname, args, kw in calls:
+            a, ja = (x, jx) if fname in ("round", "diff") else (m, jm)
+            got, want = getattr(xnp, fname)(a, *args, **kw), getattr(jjnp, fname)(ja, *args, **kw)
+            assert got.shape == want.shape and got.dtype == want.dtype, (fname, args, kw)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
 def test_traced_behaviour_unchanged():
     x = xnp.asarray(V)
     text = str(xform.make_jaxpr(xnp.std)(x))

@@ -245,11 +245,15 @@ def composite(fun=None, *, static=(), as_is=()):
     # No Python __hash__ runs (~0.05 us per aval); ``keep`` holds those avals, so no
     # other object can take their ids while they are keys.
     fast, keep = {}, []
+    # f(x, s) and f(x, name=s) with a static s (``round(x, 1)``, ``sum(x, axis=0)``):
+    # (id of x's canonical aval, [name,] type(s), s) -> a plain _Entry
+    sfast = {}
     recipes, held, general = {}, [], {}  # lazy mode's (interpreters/lazy_recipes.py)
-    _caches.extend((cache, fast, keep, recipes, held, general))
+    _caches.extend((cache, fast, sfast, keep, recipes, held, general))
     name = getattr(fun, "__name__", "composite")
     one_ok = 0 not in static_pos
     two_ok = one_ok and 1 not in static_pos
+    static1 = one_ok and not two_ok  # (the second positional parameter is static)
 
     def trace_leaf(args):
         traced = _trace(fun, args, {}, static_pos, static_names)
@@ -297,6 +301,22 @@ def composite(fun=None, *, static=(), as_is=()):
                     except Exception as e:
                         return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
                                      entry.out_aval, x._committed or y._committed)
+            elif static1 and not rest:  # f(x, s)
+                try:
+                    entry = sfast.get((id(x.aval), type(y), y))
+                except TypeError:  # (unhashable: the general path's fallback)
+                    entry = None
+                if entry is not None:
+                    return _run_one(entry, x, name)
+        elif trace is eval_trace and y is _MISSING and type(x) is Array and \
+                len(kwargs) == 1:  # f(x, name=s)
+            (k, v), = kwargs.items()
+            try:
+                entry = sfast.get((id(x.aval), k, type(v), v))
+            except TypeError:
+                entry = None
+            if entry is not None:
+                return _run_one(entry, x, name)
         if trace is not eval_trace or _off:  # (a miss above comes here too)
             args = (() if x is _MISSING else (x,)) if y is _MISSING else (x, y, *rest)
             if type(trace) is not LazyTrace or _off:
@@ -359,6 +379,13 @@ def composite(fun=None, *, static=(), as_is=()):
             return fun(*args, **kwargs)
         if fast_key is not None and entry.plain:
             _remember(fast, keep, fast_key, entry, key)
+        elif entry.plain and type(x) is Array and len(bufs) == 1 and not rest:
+            if y is not _MISSING and not kwargs and static1:
+                _remember(sfast, keep, (id(x.aval), type(y), y), entry, x.aval)
+            elif y is _MISSING and len(kwargs) == 1:
+                (k, v), = kwargs.items()
+                if k in static_names and k not in as_is:
+                    _remember(sfast, keep, (id(x.aval), k, type(v), v), entry, x.aval)
         bufs = entry.consts + bufs if entry.consts else bufs
         try:
             outs = entry.run(bufs).consume_with_handlers(entry.handlers)
@@ -444,6 +471,16 @@ def composite(fun=None, *, static=(), as_is=()):
     binary.eager = eager
     binary.traced = lazy_two
     return binary
+
+
+def _run_one(entry, x, name):
+    """A plain entry's run on Array ``x`` (the static-argument hits)."""
+    try:
+        return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
+                     entry.out_aval, x._committed)
+    except Exception as e:
+        return Array(_failed(e, entry, [x._buf], (x,), name)[0], entry.out_aval,
+                     x._committed)
 
 
 def _remember(fast, keep, fast_key, entry, key):
