@@ -20,6 +20,7 @@ LAYOUTS = [(1, 1), (2, 0)]   # (n_batch, n_dense) of a rank-3 array; (0, 0): tes
 
 
 dense = functools.partial(sparse_util.dense, density=0.4)   # this file's sparser inputs
+assert_trees_close = sparse_util.assert_trees_close
 
 
 def close(a, b, tol=1e-5):
@@ -60,15 +61,6 @@ def run_both(f, *args):
     xo = xform.jit(lambda *a: f(jnp, xsp, *a))(*map(jnp.asarray, args))
     jo = jax.jit(lambda *a: f(jjnp, jsp, *a))(*map(jjnp.asarray, args))
     return xo, jo
-
-
-def assert_trees_close(xo, jo, tol=1e-5):
-    xl, jl = jax.tree.leaves(xo), jax.tree.leaves(jo)
-    assert len(xl) == len(jl)
-    for i, (a, b) in enumerate(zip(xl, jl)):
-        assert np.shape(a) == np.shape(b), (i, np.shape(a), np.shape(b))
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol,
-                                   err_msg=f"output {i}")
 
 
 def test_fromdense_todense_match_jax():
