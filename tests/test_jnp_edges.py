@@ -153,3 +153,9 @@ def test_bool_products_with_preferred_type_count_and_small_fixes():
     same("dot", v, v)
     same("diff", v.reshape(1, 3), 0, prepend=1)  # n=0: the input as it is
     same("ix_", np.array([1, 2]), np.zeros(0, np.float32))  # an empty index is an int
+
+
+def test_select_takes_non_bool_conditions():
+    # JAX's select reads each condition as astype(bool): non-zero (NaN too) is true.
+    conds = [np.array([0, 1, 2], np.int32), np.array([0.5, 0.0, np.nan], np.float32)]
+    same("select", conds, [np.float32([1, 2, 3]), np.float32([4, 5, 6])], 0.5)

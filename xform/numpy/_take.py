@@ -232,9 +232,8 @@ def select(condlist, choicelist, default=0):
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         cond = asarray(cond, "select")
-        if cond.aval.dtype != dtypes.bool_:
-            raise TypeError(f"condlist must be a list of bool arrays, got "
-                            f"{cond.aval.dtype.name}")
+        if cond.aval.dtype != dtypes.bool_:  # (non-zero is true, as JAX's astype(bool))
+            cond = lax.convert_element_type(cond, dtypes.bool_)
         out = uf.where(cond, choice, out)
     return out
 
