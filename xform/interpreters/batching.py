@@ -223,6 +223,16 @@ def axis_size_of(vals, dims):
     raise AssertionError("no batched argument")
 
 
+def operands_at_front(vals, dims, n, unbatched_rest):
+    """The first ``n`` operands with their batch dimension in front, for a primitive
+    whose other operands (reductions' init values) must be unbatched: otherwise
+    NotImplementedError(``unbatched_rest``), as JAX."""
+    if any(d is not not_mapped for d in dims[n:]):
+        raise NotImplementedError(unbatched_rest)
+    size = axis_size_of(vals, dims)
+    return [bdim_at_front(x, d, size) for x, d in zip(vals[:n], dims[:n])]
+
+
 # ---- registrars ----
 
 def defvectorized(prim):

@@ -134,11 +134,8 @@ def _reduce_lowering(ctx, *args, computation, dimensions):
 
 def _reduce_batch(vals, dims, *, computation, dimensions):
     n = len(vals) // 2
-    if any(d is not batching.not_mapped for d in dims[n:]):
-        raise NotImplementedError("reduce: batching over init_values is not supported "
-                                  "(as in JAX)")
-    size = batching.axis_size_of(vals, dims)
-    ops = [batching.bdim_at_front(x, d, size) for x, d in zip(vals[:n], dims[:n])]
+    ops = batching.operands_at_front(
+        vals, dims, n, "reduce: batching over init_values is not supported (as in JAX)")
     outs = reduce_p.bind(*ops, *vals[n:], computation=computation,
                          dimensions=tuple(d + 1 for d in dimensions))
     return outs, [0] * n

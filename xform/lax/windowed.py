@@ -306,11 +306,8 @@ def _generic_lowering(ctx, *args, computation, **params):
 
 def _generic_batch(vals, dims, *, computation, **params):
     n = len(vals) // 2
-    if any(d is not batching.not_mapped for d in dims[n:]):
-        raise NotImplementedError("reduce_window batching is not implemented for initial "
-                                  "values")
-    size = batching.axis_size_of(vals, dims)
-    ops = [batching.bdim_at_front(x, d, size) for x, d in zip(vals[:n], dims[:n])]
+    ops = batching.operands_at_front(
+        vals, dims, n, "reduce_window batching is not implemented for initial values")
     params = {k: ((0, 0) if k == "padding" else 1,) + v for k, v in params.items()}
     return reduce_window_p.bind(*ops, *vals[n:], computation=computation, **params), [0] * n
 
