@@ -516,16 +516,24 @@ def concatenate(operands, dimension):
 
 
 def _concatenate_abstract_eval(*xs, dimension):
+    # JAX's checks and words, in its order
     if not xs:
-        raise TypeError("concatenate requires at least one operand")
-    nd = xs[0].ndim
-    if not 0 <= dimension < nd or any(
-            x.ndim != nd or x.dtype != xs[0].dtype or
-            any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension)
-            for x in xs):
-        raise TypeError(f"Cannot concatenate arrays with shapes "
-                        f"{[x.str_short() for x in xs]} along dimension {dimension}: shapes "
-                        "and dtypes must agree except along that dimension")
+        raise TypeError("concatenate expects at least one operand, got 0.")
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if len({x.ndim for x in xs}) != 1:
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: "
+                        f"got {shapes}.")
+    if not 0 <= dimension < xs[0].ndim:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                        f"shapes {shapes}.")
+    if len({x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}) != 1:
+        raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
+                        f"other than the one being concatenated: concatenating along "
+                        f"dimension {dimension} for shapes {shapes}.")
+    if len({x.dtype for x in xs}) != 1:
+        raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
+                        f"{', '.join(x.dtype.name for x in xs)}. (Tip: jnp.concatenate is "
+                        f"a similar function that does automatic type promotion on inputs).")
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
