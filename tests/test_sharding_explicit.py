@@ -383,7 +383,12 @@ def test_control_flow_types_must_agree():
                     lambda c: c[0] < 3, lambda c: (c[0] + 1, rs(c[1], P_(None, "y"))),
                     (0, v)))(a)),
                 error(lambda: L.jit(lambda u, v: lax.fori_loop(0, 3, lambda i, c: v, u))(a, b)),
-                error(lambda: L.jit(lambda v: lax.scan(lambda c, x: (c, x), v, v))(a))]
+                error(lambda: L.jit(lambda v: lax.scan(lambda c, x: (c, x), v, v))(a)),
+                # an unsharded init (replicated under the mesh) against a split carry out
+                error(lambda: L.jit(lambda v: lax.scan(lambda c, _: (c + v, None),
+                                                       np_.ones((8, 4)), None, length=2))(a)),
+                error(lambda: L.jit(lambda v: lax.fori_loop(0, 2, lambda i, c: np_.ones(
+                    (8, 4)), v))(a))]
         return outs, errs
     (xo, xe), (jo, je) = both(run)
     for x, j in zip(xo, jo):
