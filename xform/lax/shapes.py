@@ -164,7 +164,9 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
         return out
     if isinstance(sharding, NamedSharding):
         return put_sharded(out, sharding)
-    return device_put_value(out, sharding._device_assignment[0])
+    kind = getattr(sharding, "memory_kind", None)   # (e.g. a pinned_host x's *_like)
+    return device_put_value(out, sharding._device_assignment[0],
+                            memory_kind=None if kind == "device" else kind)
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
@@ -179,7 +181,7 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     if sharding is None and shape is None and isinstance(x, _trace.Tracer):
         sharding = aval._sharding
     elif sharding is None and not weak and eager_placement():
-        sharding = (d := committed_device(x)) and SingleDeviceSharding(d)
+        sharding = x.sharding if committed_device(x) else None   # (memory kind too)
     out = full(aval.shape if shape is None else shape, fill_value,
                aval.dtype if dtype is None else dtype, _weak_type=weak, sharding=sharding)
     vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
