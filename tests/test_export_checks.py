@@ -53,11 +53,12 @@ def _pivoted_qr(api):  # LAPACK's geqp3: a jaxlib kernel JAX does not keep stabl
     return lambda a: api.scipy.linalg.qr(a, pivoting=True)
 
 
-@pytest.mark.parametrize("fn,specs,target", [
-    (_user_ffi, [S((3,), F32)], "my_unregistered_target"),
-    (_pivoted_qr, [S((2, 6, 4), F32)], "lapack_sgeqp3_ffi")])
-def test_unstable_targets_refused_and_allowed_as_jax(fn, specs, target):
-    kw = {"platforms": ("cpu",)}
+@pytest.mark.parametrize("fn,specs,platform,target", [
+    (_user_ffi, [S((3,), F32)], "cpu", "my_unregistered_target"),
+    (_pivoted_qr, [S((2, 6, 4), F32)], "cpu", "lapack_sgeqp3_ffi"),
+    (_pivoted_qr, [S((2, 6, 4), F32)], "cuda", "cuhybrid_geqp3")])  # (JAX's GPU kernel)
+def test_unstable_targets_refused_and_allowed_as_jax(fn, specs, platform, target):
+    kw = {"platforms": (platform,)}
     ours, theirs = _export(xform, fn, specs, **kw), _export(jax, fn, specs, **kw)
     assert type(ours) is type(theirs) is ValueError
     assert str(ours).split("\n")[0] == str(theirs).split("\n")[0]
