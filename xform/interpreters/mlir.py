@@ -17,6 +17,7 @@ from xform.core.avals import ShapedArray, physical_aval
 from xform.core.mesh import AxisType
 from xform.core.sharding import UNCONSTRAINED
 from xform.core.tokens import TokenTy
+from xform.interpreters import mlir_compute
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.mlir_memory import annotate_memory_kinds, annotate_placement, set_attrs
 
@@ -357,9 +358,13 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
             raise NotImplementedError(f"No StableHLO lowering for primitive "
                                       f"'{eqn.primitive.name}'")
         ctx = LoweringRuleContext(module_ctx, eqn.primitive, avals_in, avals_out)
-        outs = rule(ctx, *[read(a) for a in eqn.invars], **eqn.params)
+        ins = [read(a) for a in eqn.invars]
+        first_op = eqn.compute_type and mlir_compute.ops_count()
+        outs = rule(ctx, *ins, **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]
+        if eqn.compute_type is not None:
+            mlir_compute.tag(outs, eqn.compute_type, first_op)
         for v, x in zip(eqn.outvars, outs, strict=True):
             if module_ctx.mesh is not None and getattr(v.aval, "_sharding", None) is not \
                     None and eqn.primitive.name != "sharding_constraint":

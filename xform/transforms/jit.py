@@ -15,6 +15,7 @@ from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
+from xform.core.jaxpr import current_compute_type
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.trace import Tracer, _context, eval_trace, set_current_trace
@@ -394,7 +395,7 @@ class JitWrapped:
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
                (config.jax_default_matmul_precision, config.jax_numpy_dtype_promotion,
-                config.jax_numpy_rank_promotion, user_key()),
+                config.jax_numpy_rank_promotion, user_key(), current_compute_type()),
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
