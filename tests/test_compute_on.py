@@ -144,3 +144,9 @@ def test_errors_match_jax():
     je, xe = _error(lambda: jt(X)), _error(lambda: xt(X))
     assert xe[0] is je[0] is ValueError and xe[1].startswith(
         "compute_on out_memory_spaces specification must be a tree prefix")
+
+
+def test_docstring_examples_run():
+    import doctest
+    result = doctest.testmod(xco, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted and not result.failed

@@ -16,6 +16,7 @@ from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.jaxpr import current_compute_type
+from xform.core.layout import AUTO
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.trace import Tracer, _context, eval_trace, set_current_trace
@@ -24,6 +25,7 @@ from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
 from xform.interpreters.lazy import LazyTrace, concrete
 from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
+from xform.interpreters import layouts as layouts_
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
@@ -251,10 +253,13 @@ class JitWrapped:
             entry = cache.entries.get(key)
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
+                laid = self._laid_out(args, kwargs, leaves, closed, out_tree, place,
+                                      donated, describe)
                 # a program that maps over several devices is compiled for all of them
-                compiled = (spmd.PartitionedJaxpr(closed, place, f"jit({self._name})",
-                                                  donated) if place is not None else
-                            mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
+                compiled = laid or (
+                    spmd.PartitionedJaxpr(closed, place, f"jit({self._name})", donated)
+                    if place is not None else
+                    mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated,
                     out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree)),
@@ -285,6 +290,34 @@ class JitWrapped:
                                      self._shardings.flat_out(out_tree))
         outs = pjit_p.bind(*consts, *leaves, **params)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    def _layouts(self, args, kwargs, leaves, closed, out_tree):
+        """``(per flat argument, per output)`` a Layout, ``AUTO`` or None; None when all
+        are None. Outputs a ``with_layout_constraint`` gives are ``AUTO`` unless a Format
+        says otherwise (JAX's layout propagation)."""
+        layouts = self._shardings and self._shardings.flat_layouts(
+            self._split_static(args, kwargs)[0], len(leaves), out_tree)
+        constrained = layouts_.constrained_outputs(closed)
+        if not any(constrained):
+            return layouts
+        ins, outs = layouts or ([None] * len(leaves), [None] * len(constrained))
+        return ins, [AUTO if c and o is None else o for c, o in zip(constrained, outs)]
+
+    def _laid_out(self, args, kwargs, leaves, closed, out_tree, place, donated, describe):
+        """The program of a call whose in/out_shardings hold ``Format``s with layouts
+        or whose outputs a layout constraint gives (``interpreters/layouts.py``), else
+        None."""
+        layouts = self._layouts(args, kwargs, leaves, closed, out_tree)
+        if layouts is None:
+            return None
+        if place is not None:
+            raise NotImplementedError(
+                f"jit({self._name}): layouts in in_shardings/out_shardings are supported "
+                "for one-device programs only (this one is partitioned over a mesh).")
+        return layouts_.LaidOutJaxpr(
+            closed, name=f"jit({self._name})", donated=donated,
+            out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree),
+            in_layouts=layouts[0], out_layouts=layouts[1], describe=describe)
 
     def _call_with_refs(self, key, leaves, closed, out_tree, refinfo):
         """A call whose function uses refs from outside it (arguments or closed over):
@@ -475,7 +508,11 @@ class JitWrapped:
         pin = None if place is not None else jit_sharding.aot_pin(
             self._shardings, leaves, lambda: self._split_static(args, kwargs)[0], out_tree,
             explain.leaf_names(self, args, kwargs), self._name)
-        return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin)
+        layouts = self._layouts(args, kwargs, leaves, closed, out_tree)
+        if layouts is not None and place is not None:
+            self._laid_out(args, kwargs, leaves, closed, out_tree, place, donated, str)
+        return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin,
+                      layouts)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""
