@@ -34,6 +34,10 @@ def test_array_and_default_executable_formats():
         assert _flat(xjnp.asarray(v).format) == _flat(jjnp.asarray(v).format)
     xc, jc = xform.jit(F).lower(X).compile(), jax.jit(F).lower(X).compile()
     assert _flat(xc.input_formats) == _flat(jc.input_formats)
+    g = lambda a, b=1: a * b  # noqa: E731   (the formats' tree: JAX's (args, kwargs))
+    xi, ji = (lib.jit(g).lower(X, b=X).compile().input_formats for lib in (xform, jax))
+    assert (len(xi[0]), list(xi[1])) == (len(ji[0]), list(ji[1])) == (1, ["b"])
+    assert xi[1]["b"].layout == xl.Layout(ji[1]["b"].layout.major_to_minor, ())
     assert _flat(xc.output_formats) == _flat(jc.output_formats)
     assert repr(xl.Layout.AUTO) == repr(jl.Layout.AUTO) == "AUTO"
     assert repr(xl.Layout((1, 0))) == repr(jl.Layout((1, 0)))

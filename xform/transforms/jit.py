@@ -495,7 +495,7 @@ class JitWrapped:
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if refinfo is not None:
             raise NotImplementedError(
                 f"jit({self._name}).trace/lower: the function uses array references from "
@@ -512,7 +512,7 @@ class JitWrapped:
         if layouts is not None and place is not None:
             self._laid_out(args, kwargs, leaves, closed, out_tree, place, donated, str)
         return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin,
-                      layouts)
+                      layouts, in_tree=key[0])
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""

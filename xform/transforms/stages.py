@@ -36,9 +36,10 @@ class Traced:
     ``out_info``: the outputs as ShapeDtypeStructs."""
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None,
-                 pin=None, layouts=None):
+                 pin=None, layouts=None, in_tree=None):
         self.jaxpr = closed
         self._layouts = layouts  # (per flat input, per output) a Format's layout, or None
+        self._in_tree = in_tree  # the ``(args, kwargs)`` structure of the flat inputs
         self.out_tree = out_tree
         self.name = name
         self._donated = donated
@@ -54,7 +55,7 @@ class Traced:
         kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
                                              self.jaxpr.out_avals)
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
-                       self._pin, kinds, self._layouts)
+                       self._pin, kinds, self._layouts, self._in_tree)
 
 
 class Lowered:
@@ -67,9 +68,10 @@ class Lowered:
     """
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, pin=None,
-                 out_kinds=None, layouts=None):
+                 out_kinds=None, layouts=None, in_tree=None):
         self._closed = closed
         self._layouts = layouts
+        self._in_tree = in_tree
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
@@ -102,7 +104,7 @@ class Lowered:
         if self._place is not None:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
-            return Compiled(compiled, self._closed, self._out_tree)
+            return Compiled(compiled, self._closed, self._out_tree, in_tree=self._in_tree)
         device = self._pin and self._pin.device or backend.default_device()
         if self._layouts is not None:
             compiled = layouts_.LaidOutJaxpr(
@@ -112,7 +114,7 @@ class Lowered:
             compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
                                               donated=self._donated, out_kinds=self._out_kinds)
         return Compiled(compiled, self._closed, self._out_tree, self._pin, device,
-                        self._out_kinds)
+                        self._out_kinds, self._in_tree)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -134,8 +136,10 @@ def _recommitted(x, committed):
 class Compiled:
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
-    def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None):
+    def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None,
+                 in_tree=None):
         self._compiled = compiled
+        self._in_tree = in_tree
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
         self._pin = pin  # a one-device program's ``jit_sharding.Pin``
@@ -192,12 +196,15 @@ class Compiled:
 
     @property
     def input_formats(self):
-        """The flat arguments' :class:`Format`: the layout the program takes each in (as
-        XLA compiled it) and its sharding."""
+        """The arguments' :class:`Format` (as JAX's, a tree ``(args, kwargs)``; flat where
+        the structure is unknown): the layout the program takes each in (as XLA compiled
+        it) and its sharding."""
         params, _ = backend_layouts.executable_layouts(self._compiled.executable)
         params = params[len(params) - len(self._in_avals):]   # (hoisted consts lead)
-        return tuple(Format(from_runtime(p), s)
-                     for p, s in zip(params, self.input_shardings, strict=True))
+        flat = [Format(from_runtime(p), s)
+                for p, s in zip(params, self.input_shardings, strict=True)]
+        return tuple(flat) if self._in_tree is None else \
+            tree_util.tree_unflatten(self._in_tree, flat)
 
     @property
     def output_formats(self):
