@@ -66,6 +66,17 @@ def test_explicit_layouts_in_jit_and_device_put(m2m):
     assert _flat((xy + 1).format) == _flat((jy + 1).format)
 
 
+def test_struct_format_lays_out_the_aot_argument():
+    def run(lib, m, jnp):
+        fmt = m.Format(m.Layout((1, 0)), jnp.asarray(X).sharding)
+        sds = lib.ShapeDtypeStruct(X.shape, jnp.float32, sharding=fmt)
+        c = lib.jit(lambda a: a.T * 2).lower(sds).compile()
+        return _flat(sds.format), _flat(c.input_formats), np.asarray(c(X))
+    (xs, xi, xo), (js, ji, jo) = run(xform, xl, xjnp), run(jax, jl, jjnp)
+    assert xs == [((1, 0), None)] == js and xi == ji
+    np.testing.assert_array_equal(xo, jo)
+
+
 def test_auto_layouts_report_xla_choice():
     g = lambda a: a.T * 2  # noqa: E731
     xf = xform.jit(g, in_shardings=xl.Format(xl.Layout.AUTO),

@@ -293,15 +293,18 @@ class JitWrapped:
 
     def _layouts(self, args, kwargs, leaves, closed, out_tree):
         """``(per flat argument, per output)`` a Layout, ``AUTO`` or None; None when all
-        are None. Outputs a ``with_layout_constraint`` gives are ``AUTO`` unless a Format
-        says otherwise (JAX's layout propagation)."""
+        are None. A ShapeDtypeStruct argument's Format gives its layout; outputs a
+        ``with_layout_constraint`` gives are ``AUTO`` unless a Format says otherwise
+        (JAX's layout propagation)."""
         layouts = self._shardings and self._shardings.flat_layouts(
             self._split_static(args, kwargs)[0], len(leaves), out_tree)
         constrained = layouts_.constrained_outputs(closed)
-        if not any(constrained):
+        structs = [x.format.layout if type(x) is ShapeDtypeStruct else None for x in leaves]
+        if not any(constrained) and not any(structs):
             return layouts
         ins, outs = layouts or ([None] * len(leaves), [None] * len(constrained))
-        return ins, [AUTO if c and o is None else o for c, o in zip(constrained, outs)]
+        return ([s if i is None else i for i, s in zip(ins, structs)],
+                [AUTO if c and o is None else o for c, o in zip(constrained, outs)])
 
     def _laid_out(self, args, kwargs, leaves, closed, out_tree, place, donated, describe):
         """The program of a call whose in/out_shardings hold ``Format``s with layouts
