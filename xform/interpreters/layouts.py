@@ -17,7 +17,8 @@ import numpy as np
 from xform import backend, backend_layouts
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value
-from xform.core.layout import AUTO, default_triple, from_runtime, laid_out, set_laid_out
+from xform.core.layout import (AUTO, Layout, default_triple, from_runtime, laid_out,
+                               set_laid_out)
 from xform.core.transfer import to_buffer
 from xform.core.trace import Primitive
 from xform.interpreters import ad, batching, compiler, mlir
@@ -45,6 +46,12 @@ def layout_mode(layout, shape, what="jit arguments", where=""):
             f"xform lays arrays out by major_to_minor only; {layout} has a tiling or a "
             "sub-byte element size (XLA's tiled layouts are not lowered).")
     return _mode(layout.major_to_minor)
+
+
+def given(layout, aval):
+    """A format's layout for a value of ``aval``: None for the default layout (it needs
+    no annotation, as JAX lowers it)."""
+    return None if layout == Layout(tuple(range(len(aval.shape)))) else layout
 
 
 def _mode(major_to_minor):

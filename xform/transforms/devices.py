@@ -71,12 +71,13 @@ def _put(v, device):
             raise ValueError(
                 "sharding and layout in `Layout` instance should be concrete. Got layout: "
                 f"{device} for input {get_aval(v).str_short(short_dtypes=False)}")
-        if isinstance(device.sharding, NamedSharding):
-            raise NotImplementedError("device_put to a Format with a layout: one-device "
-                                      "shardings only (xform lays out no sharded arrays)")
         v = _put(v, device.sharding)
-        if laid_out(v) is None and device.layout == Layout(tuple(range(v.ndim))):
-            return v   # (already in the default layout)
+        if device.layout == Layout(tuple(range(v.ndim))):   # the default layout
+            return v if laid_out(v) is None else Array(v._buf, v.aval, v._committed)
+        if isinstance(device.sharding, NamedSharding):
+            raise NotImplementedError("device_put to a Format with a non-default layout: "
+                                      "one-device shardings only (xform lays out no "
+                                      "sharded arrays)")
         return layouts.put(v, device.layout, device.sharding)
     if isinstance(device, PartitionSpec):
         mesh = current_mesh()

@@ -291,26 +291,29 @@ class JitWrapped:
         outs = pjit_p.bind(*consts, *leaves, **params)
         return tree_util.tree_unflatten(out_tree, outs)
 
-    def _layouts(self, args, kwargs, leaves, closed, out_tree):
-        """``(per flat argument, per output)`` a Layout, ``AUTO`` or None; None when all
-        are None. A ShapeDtypeStruct argument's Format gives its layout; outputs a
-        ``with_layout_constraint`` gives are ``AUTO`` unless a Format says otherwise
-        (JAX's layout propagation)."""
+    def _layouts(self, args, kwargs, leaves, closed, out_tree, place=None):
+        """``(per flat argument, per output)`` a Layout or ``AUTO`` (None: the default);
+        None when all are default. A ShapeDtypeStruct argument's Format gives its
+        layout; outputs a ``with_layout_constraint`` gives are ``AUTO`` unless a Format
+        says otherwise (JAX's layout propagation; not in a program over a mesh)."""
         layouts = self._shardings and self._shardings.flat_layouts(
             self._split_static(args, kwargs)[0], len(leaves), out_tree)
-        constrained = layouts_.constrained_outputs(closed)
+        constrained = layouts_.constrained_outputs(closed) if place is None else []
         structs = [x.format.layout if type(x) is ShapeDtypeStruct else None for x in leaves]
-        if not any(constrained) and not any(structs):
-            return layouts
-        ins, outs = layouts or ([None] * len(leaves), [None] * len(constrained))
-        return ([s if i is None else i for i, s in zip(ins, structs)],
-                [AUTO if c and o is None else o for c, o in zip(constrained, outs)])
+        if layouts is None and not any(constrained) and not any(structs):
+            return None
+        ins, outs = layouts or ([None] * len(leaves), [None] * len(closed.out_avals))
+        ins = [layouts_.given(s if i is None else i, a)
+               for i, s, a in zip(ins, structs, closed.in_avals, strict=True)]
+        outs = [layouts_.given(AUTO if c and o is None else o, a) for c, o, a in
+                zip(constrained or [False] * len(outs), outs, closed.out_avals, strict=True)]
+        return (ins, outs) if any(ins) or any(outs) else None
 
     def _laid_out(self, args, kwargs, leaves, closed, out_tree, place, donated, describe):
         """The program of a call whose in/out_shardings hold ``Format``s with layouts
         or whose outputs a layout constraint gives (``interpreters/layouts.py``), else
         None."""
-        layouts = self._layouts(args, kwargs, leaves, closed, out_tree)
+        layouts = self._layouts(args, kwargs, leaves, closed, out_tree, place)
         if layouts is None:
             return None
         if place is not None:
@@ -511,7 +514,7 @@ class JitWrapped:
         pin = None if place is not None else jit_sharding.aot_pin(
             self._shardings, leaves, lambda: self._split_static(args, kwargs)[0], out_tree,
             explain.leaf_names(self, args, kwargs), self._name)
-        layouts = self._layouts(args, kwargs, leaves, closed, out_tree)
+        layouts = self._layouts(args, kwargs, leaves, closed, out_tree, place)
         if layouts is not None and place is not None:
             self._laid_out(args, kwargs, leaves, closed, out_tree, place, donated, str)
         return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin,
