@@ -15,6 +15,7 @@ import numpy as np
 
 from xform.core import source_info_util
 from xform.core.avals import ShapedArray
+from xform.core.config import config
 
 
 class Var:
@@ -57,7 +58,9 @@ def current_compute_type():
 
 class compute_type_context:
     """Mark equations staged in the block with ``compute_type`` (None: leave as is).
-    JAX's ``JaxprEqnContext.compute_type``: lowering tags each one's ops for XLA."""
+    JAX's ``JaxprEqnContext.compute_type``: lowering tags each one's ops for XLA. A
+    change is told to config's listeners (as ``"compute_on"``): cache-hit paths keyed on
+    avals alone forget what was traced outside it, as JAX keys them on the context."""
     __slots__ = ("compute_type", "prev")
 
     def __init__(self, compute_type):
@@ -66,10 +69,17 @@ class compute_type_context:
     def __enter__(self):
         self.prev = _compute_type.current
         if self.compute_type is not None:
-            _compute_type.current = self.compute_type
+            _switch(self.compute_type)
 
     def __exit__(self, *exc):
-        _compute_type.current = self.prev
+        _switch(self.prev)
+
+
+def _switch(compute_type):
+    if _compute_type.current != compute_type:
+        _compute_type.current = compute_type
+        for fn in config._listeners:
+            fn("compute_on", compute_type)
 
 
 class JaxprEqn:
