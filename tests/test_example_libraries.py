@@ -4,6 +4,7 @@ same key and JAX's outputs, a small MLP and CNN train with JAX's gradients, and 
 OptimizerState pytree and its (un)packing round-trip."""
 import doctest
 import functools
+import inspect
 
 import jax
 import jax.example_libraries.optimizers as jopt
@@ -35,6 +36,11 @@ def _close(a, b, rtol=1e-6, atol=1e-7):
         np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
 
 
+def _params(f):
+    return [(p.name, p.kind, "<fn>" if callable(p.default) else p.default)
+            for p in inspect.signature(f).parameters.values()]
+
+
 def test_public_names_and_doctests():
     skip = {"annotations", "jax", "jnp", "lax", "random", "functools", "math", "partial",
             "namedtuple", "NamedTuple", "Callable", "Any", "safe_zip", "safe_map", "unzip2",
@@ -42,19 +48,24 @@ def test_public_names_and_doctests():
     for jmod, xmod in ((jopt, xopt), (jstax, xstax)):
         public = {n for n in vars(jmod) if not n.startswith("_")} - skip
         assert public - set(vars(xmod)) == set(), jmod.__name__
+        for n in sorted(public):   # same parameters and defaults (initializers aside)
+            f, g = getattr(jmod, n), getattr(xmod, n)
+            if inspect.isfunction(f) and f.__module__ == jmod.__name__:
+                assert _params(g) == _params(f), n
         assert doctest.testmod(xmod).failed == 0
 
 
-# (constructor name, args): schedules ride along so each is checked eager and jitted.
+# (constructor name, args): hyperparameters large enough that each term shows (eps 1e-8
+# inside or outside a sqrt would not); schedules ride along, eager and jitted.
 OPTIMIZERS = [
     ("sgd", lambda o: (o.piecewise_constant([0, 1], [0.1, 0.05, 0.01]),)),
     ("momentum", lambda o: (o.inverse_time_decay(0.1, 2, 0.5, staircase=True), 0.9)),
     ("nesterov", lambda o: (o.polynomial_decay(0.1, 2, 0.01, 2.0), 0.8)),
-    ("adagrad", lambda o: (0.1,)),
-    ("rmsprop", lambda o: (o.inverse_time_decay(0.01, 2, 0.5),)),
-    ("rmsprop_momentum", lambda o: (0.01, 0.8, 1e-6, 0.7)),
-    ("adam", lambda o: (o.exponential_decay(0.01, 2, 0.5),)),
-    ("adamax", lambda o: (0.01,)),
+    ("adagrad", lambda o: (0.1, 0.7)),
+    ("rmsprop", lambda o: (o.inverse_time_decay(0.01, 2, 0.5), 0.8, 0.1)),
+    ("rmsprop_momentum", lambda o: (0.01, 0.8, 0.1, 0.7)),
+    ("adam", lambda o: (o.exponential_decay(0.01, 2, 0.5), 0.8, 0.9, 0.1)),
+    ("adamax", lambda o: (0.01, 0.8, 0.9, 0.1)),
     ("sm3", lambda o: (0.1, 0.8)),
 ]
 
