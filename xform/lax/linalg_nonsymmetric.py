@@ -12,6 +12,9 @@ Only ``eig`` is differentiable (eigenvalues; eigenvectors on request, as JAX's
 ``enable_eigvec_derivs``); ``schur``, ``hessenberg`` and ``householder_product`` are
 not, as in JAX.
 """
+import enum
+import warnings
+
 import numpy as np
 
 from xform.core import dtypes
@@ -61,29 +64,40 @@ def _check_square(name, x, square_msg=None):
 
 # ---- eig ----
 
+class EigImplementation(enum.Enum):
+    """Algorithm of ``eig``: LAPACK (geev on the host; on GPU JAX's hybrid kernel, which
+    xform cannot call), CUSOLVER (cuSOLVER's geev, CUDA, right eigenvectors only) or
+    MAGMA (JAX's hybrid kernel: not in xform)."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         enable_eigvec_derivs=False, implementation=None, use_magma=None):
     """Eigendecomposition of a general square matrix (CPU; CUDA without left
     eigenvectors): ``[w, vl, vr]``, with ``vl``/``vr`` left out when not asked for;
     complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
-    NaNs.
+    NaNs. ``implementation`` (an ``EigImplementation``) picks the kernel as JAX's does;
+    ``use_magma`` (deprecated in JAX) is ``implementation=MAGMA`` or ``LAPACK``.
 
     >>> w, vr = eig(xform.numpy.array([[2., 0.], [0., 3.]]), compute_left_eigenvectors=False)
     >>> w
     Array([2.+0.j, 3.+0.j], dtype=complex64)
     """
-    del use_magma
-    if implementation is not None and str(getattr(implementation, "value", implementation)
-                                          ).lower() != "lapack":
-        raise NotImplementedError(f"eig: implementation={implementation} is not supported; "
-                                  "xform computes eig with LAPACK on CPU")
+    if use_magma is not None:
+        warnings.warn("use_magma is deprecated, please use "
+                      "implementation=EigImplementation.MAGMA instead.", DeprecationWarning,
+                      stacklevel=2)
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
-                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs),
+                      implementation=implementation)
 
 
 def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                       enable_eigvec_derivs):
+                       enable_eigvec_derivs, implementation):
     _check_square("eig", x)
     dt = _complex_dtype(x.dtype)
     count = compute_left_eigenvectors + compute_right_eigenvectors
@@ -91,9 +105,12 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
 
 
 def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                  enable_eigvec_derivs):
+                  enable_eigvec_derivs, implementation):
     if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
-        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors)
+        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors,
+                                 implementation)
+    if implementation and implementation != EigImplementation.LAPACK:
+        raise ValueError("Only the lapack implementation is supported on CPU.")
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, w_aval.dtype)
@@ -111,12 +128,16 @@ def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvecto
                         [_info_aval(aval), *ctx.avals_out])
 
 
-def _eig_gpu_lowering(ctx, x, compute_left, compute_right):
+def _eig_gpu_lowering(ctx, x, compute_left, compute_right, implementation):
     """cuSOLVER's geev (CUDA, right eigenvectors only), as JAX's default there."""
-    if ctx.module_ctx.platform != "cuda" or compute_left:
+    if implementation == EigImplementation.CUSOLVER and compute_left:
+        raise NotImplementedError("Left eigenvectors are not supported by cusolver")
+    if (ctx.module_ctx.platform != "cuda" or compute_left
+            or implementation not in (None, EigImplementation.CUSOLVER)):
         raise NotImplementedError(
-            "eig is not implemented on GPU with left eigenvectors or on ROCm (JAX uses its "
-            "hybrid host kernels there); xform calls cuSOLVER's geev on CUDA for "
+            "eig is not implemented on GPU with left eigenvectors, on ROCm or with "
+            f"implementation={implementation} (JAX uses its hybrid host/MAGMA kernels "
+            "there); xform calls cuSOLVER's geev on CUDA for "
             "compute_left_eigenvectors=False only")
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
@@ -182,7 +203,7 @@ def _eig_vec_jvp(w, v, da):
 
 
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
-             enable_eigvec_derivs):
+             enable_eigvec_derivs, implementation):
     (a,), (da,) = primals, tangents
     if (compute_left_eigenvectors or compute_right_eigenvectors) and not enable_eigvec_derivs:
         raise NotImplementedError(
@@ -192,7 +213,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
             "opt in. See https://github.com/jax-ml/jax/issues/2748 for discussion.")
     outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
                       compute_right_eigenvectors=True,
-                      enable_eigvec_derivs=enable_eigvec_derivs)
+                      enable_eigvec_derivs=enable_eigvec_derivs, implementation=implementation)
     w, vr = outs[0], outs[-1]
     da = ew.convert_element_type(ad.instantiate_zeros(da), vr.dtype)
     if not (compute_left_eigenvectors or compute_right_eigenvectors):
