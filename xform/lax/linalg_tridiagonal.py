@@ -23,7 +23,7 @@ from xform.lax.linalg_common import (_batch_to_front, _check_operands, _in_lower
 
 def tridiagonal(a, *, lower=True):
     """Reduce a symmetric/Hermitian matrix to tridiagonal form (LAPACK's sytrd/hetrd):
-    ``(a, d, e, taus)``. ``d`` is the diagonal and ``e`` the first sub- (``lower``) or
+    ``[a, d, e, taus]`` (a list, as JAX's). ``d`` is the diagonal and ``e`` the first sub- (``lower``) or
     superdiagonal, both real; ``a`` holds them too, and the Householder reflectors
     (scaled by ``taus``) beyond them. Only the triangle named by ``lower`` is read.
 
@@ -31,7 +31,7 @@ def tridiagonal(a, *, lower=True):
     >>> d
     Array([2., 3.], dtype=float32)
     """
-    return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
+    return list(tridiagonal_p.bind(a, lower=bool(lower)))
 
 
 def _tridiagonal_abstract_eval(a, *, lower):
