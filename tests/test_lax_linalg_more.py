@@ -302,6 +302,9 @@ _CUDA_CASES = {   # name -> (function of the linalg module, argument shapes)
     "svd_polar": (lambda l: lambda a: l.svd(a, full_matrices=False,
                                             algorithm=l.SvdAlgorithm.POLAR), [(5, 3)]),
     "svd_qr": (lambda l: lambda a: l.svd(a, algorithm=l.SvdAlgorithm.QR), [(3, 5)]),
+    "eig_magma": (lambda l: lambda a: l.eig(a, compute_left_eigenvectors=False,
+                                            implementation=l.EigImplementation.MAGMA),
+                  [(4, 4)]),
 }
 
 
@@ -317,7 +320,7 @@ def _calls(text):
 def test_cuda_export_calls_jaxs_kernels():
     unguaranteed = [jax.export.DisabledSafetyCheck.custom_call(t) for t in (
         "cu_tridiagonal_solve_perturbed", "cu_cholesky_update_ffi", "cusolver_syrk_ffi",
-        "cusolver_gesvdp_ffi", "cusolver_ormqr_ffi")]
+        "cusolver_gesvdp_ffi", "cusolver_ormqr_ffi", "cuhybrid_eig_real")]
     for name, (fn, shapes) in _CUDA_CASES.items():
         args = [xform.ShapeDtypeStruct(s, F32) for s in shapes]
         ours = export.export(xform.jit(fn(L)), platforms=("cuda",))(*args).mlir_module()

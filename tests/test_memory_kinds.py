@@ -33,7 +33,8 @@ def _cases(lib):
     S = lib.sharding
     d = lib.devices()[0]
     one = lambda kind=None: S.SingleDeviceSharding(d, memory_kind=kind)  # noqa: E731
-    mesh = lib.make_mesh((4, 2), ("x", "y"))
+    n = len(lib.devices())   # (8 CPU devices here; a GPU machine may have one)
+    mesh = lib.make_mesh((4, 2) if n >= 8 else (n, 1), ("x", "y"))
     named = lambda kind=None: S.NamedSharding(mesh, S.PartitionSpec("x"), memory_kind=kind)  # noqa: E731
     h = lib.device_put(X, one("pinned_host"))
     u = lib.device_put(X, one("unpinned_host"))

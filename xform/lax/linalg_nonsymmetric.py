@@ -3,11 +3,9 @@
 primitives lowered to jaxlib's LAPACK kernels (geev, gees, gehrd, orgqr/ungqr); part of
 ``xform.lax.linalg``, which re-exports them.
 
-As in JAX, ``schur`` and ``hessenberg`` run on CPU only, and ``eig`` on CPU and, as
-JAX picks by default on CUDA when no left eigenvectors are asked for, cuSOLVER's geev.
-NB: JAX's other GPU path (its "hybrid" kernel: LAPACK on the host or MAGMA, for left
-eigenvectors, ROCm or an older cuSOLVER) is not reachable from xform: NotImplementedError
-naming the primitive.
+As in JAX, ``schur`` and ``hessenberg`` run on CPU only; ``eig`` runs on CPU and GPU,
+where it calls what JAX picks by default: cuSOLVER's geev on CUDA when no left
+eigenvectors are asked for, else jaxlib's "hybrid" kernel (LAPACK on the host or MAGMA).
 Only ``eig`` is differentiable (eigenvalues; eigenvectors on request, as JAX's
 ``enable_eigvec_derivs``); ``schur``, ``hessenberg`` and ``householder_product`` are
 not, as in JAX.
@@ -18,6 +16,7 @@ import warnings
 import numpy as np
 
 from xform.core import dtypes
+from xform.core.config import config
 from xform.core.avals import ShapedArray
 from xform.interpreters import ad, ffi, mlir
 from xform.lax import bitwise
@@ -65,9 +64,9 @@ def _check_square(name, x, square_msg=None):
 # ---- eig ----
 
 class EigImplementation(enum.Enum):
-    """Algorithm of ``eig``: LAPACK (geev on the host; on GPU JAX's hybrid kernel, which
-    xform cannot call), CUSOLVER (cuSOLVER's geev, CUDA, right eigenvectors only) or
-    MAGMA (JAX's hybrid kernel: not in xform)."""
+    """Algorithm of ``eig``: LAPACK (geev on the host, also from GPU programs through
+    jaxlib's hybrid kernel), CUSOLVER (cuSOLVER's geev, CUDA, right eigenvectors only)
+    or MAGMA (the hybrid kernel's MAGMA path, GPU)."""
     CUSOLVER = "cusolver"
     MAGMA = "magma"
     LAPACK = "lapack"
@@ -75,9 +74,8 @@ class EigImplementation(enum.Enum):
 
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         enable_eigvec_derivs=False, implementation=None, use_magma=None):
-    """Eigendecomposition of a general square matrix (CPU; CUDA without left
-    eigenvectors): ``[w, vl, vr]``, with ``vl``/``vr`` left out when not asked for;
-    complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
+    """Eigendecomposition of a general square matrix (CPU, GPU): ``[w, vl, vr]``, with
+    ``vl``/``vr`` left out when not asked for; complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
     NaNs. ``implementation`` (an ``EigImplementation``) picks the kernel as JAX's does;
     ``use_magma`` (deprecated in JAX) is ``implementation=MAGMA`` or ``LAPACK``.
 
@@ -129,16 +127,19 @@ def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvecto
 
 
 def _eig_gpu_lowering(ctx, x, compute_left, compute_right, implementation):
-    """cuSOLVER's geev (CUDA, right eigenvectors only), as JAX's default there."""
-    if implementation == EigImplementation.CUSOLVER and compute_left:
-        raise NotImplementedError("Left eigenvectors are not supported by cusolver")
-    if (ctx.module_ctx.platform != "cuda" or compute_left
-            or implementation not in (None, EigImplementation.CUSOLVER)):
-        raise NotImplementedError(
-            "eig is not implemented on GPU with left eigenvectors, on ROCm or with "
-            f"implementation={implementation} (JAX uses its hybrid host/MAGMA kernels "
-            "there); xform calls cuSOLVER's geev on CUDA for "
-            "compute_left_eigenvectors=False only")
+    """As JAX: cuSOLVER's geev on CUDA without left eigenvectors (or with
+    ``implementation=CUSOLVER``), else jaxlib's hybrid kernel (host LAPACK, or MAGMA per
+    ``jax_use_magma`` unless ``implementation`` says)."""
+    if implementation == EigImplementation.CUSOLVER:
+        if ctx.module_ctx.platform != "cuda":
+            raise RuntimeError("Nonsymmetric eigendecomposition requires cusolver 11.7.1 or "
+                               "newer")
+        if compute_left:
+            raise NotImplementedError("Left eigenvectors are not supported by cusolver")
+    elif ctx.module_ctx.platform != "cuda" or compute_left or implementation is not None:
+        magma = (None if implementation is None
+                 else "on" if implementation == EigImplementation.MAGMA else "off")
+        return _eig_hybrid_lowering(ctx, x, compute_left, compute_right, magma)
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, aval.dtype)   # real input: conjugate pairs packed
@@ -151,6 +152,25 @@ def _eig_gpu_lowering(ctx, x, compute_left, compute_right, implementation):
             (vr,) = _in_lowering(ctx, lambda w, v: [_unpack_conjugate_pairs(w, v)], [w, vr],
                                  [w_aval, v_aval])
         outs.append(vr)
+    return _in_lowering(ctx, _nan_on_failure, [info, *outs],
+                        [_info_aval(aval), *ctx.avals_out])
+
+
+def _eig_hybrid_lowering(ctx, x, compute_left, compute_right, magma):
+    aval = ctx.avals_in[0]
+    w_aval = ctx.avals_out[0]
+    v_aval = ShapedArray(aval.shape, w_aval.dtype)
+    real = not _is_complex(aval)
+    w_parts = [ShapedArray(aval.shape[:-1], aval.dtype)] * (2 if real else 1)
+    magma = str(config.jax_use_magma) if magma is None else magma
+    attributes = {"magma": ffi.ir_attribute(magma),
+                  "left": ffi.flag(compute_left), "right": ffi.flag(compute_right)}
+    *w, vl, vr, info = ffi.solver_call(
+        ctx, None, ("hybrid_eig_" + ("real" if real else "comp"), attributes), [x], [aval],
+        [*w_parts, v_aval, v_aval, _info_aval(aval)])
+    if real:   # w = wr + i wi
+        w = _in_lowering(ctx, lambda re, im: [make_complex(re, im)], w, w_parts)
+    outs = [w[0]] + [vl] * compute_left + [vr] * compute_right
     return _in_lowering(ctx, _nan_on_failure, [info, *outs],
                         [_info_aval(aval), *ctx.avals_out])
 

@@ -8,6 +8,7 @@ import enum
 import numpy as np
 
 from xform.core import dtypes
+from xform.core.config import config
 from xform.core.avals import ShapedArray
 from xform.interpreters import ad, ffi, mlir
 from xform.lax import elementwise as ew
@@ -25,8 +26,8 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """QR decomposition ``x = q @ r``, ``q`` orthonormal columns, ``r`` upper triangular.
 
     With ``full_matrices=False`` (economy), ``q`` is (..., m, k) and ``r`` (..., k, n)
-    where k = min(m, n). ``pivoting=True`` (CPU only: LAPACK's geqp3; JAX's GPU path is
-    its hybrid host/MAGMA kernel, which xform cannot reach) is the rank-revealing
+    where k = min(m, n). ``pivoting=True`` (LAPACK's geqp3; on GPU jaxlib's hybrid
+    host/MAGMA kernel, as JAX) is the rank-revealing
     ``x[..., p] = q @ r`` and returns ``(q, r, p)``, ``p`` int32 of shape (..., n).
 
     >>> q, r = qr(xform.numpy.array([[3., 0.], [4., 5.]]))
@@ -47,17 +48,15 @@ def _qr_abstract_eval(x, *, pivoting, full_matrices):
 
 
 def _geqp3(ctx, x, aval):
-    """LAPACK's column-pivoted geqrf (CPU): ``(a, 0-based pivots, taus)``."""
-    if ctx.module_ctx.platform != "cpu":
-        raise NotImplementedError(
-            f"qr(pivoting=True) is only implemented on CPU (xform calls LAPACK's geqp3; "
-            f"JAX's GPU path is its hybrid host/MAGMA kernel), not on "
-            f"{ctx.module_ctx.platform}")
+    """Column-pivoted geqrf: ``(a, 0-based pivots, taus)``. LAPACK's on CPU; on GPU, as
+    JAX, jaxlib's hybrid kernel (host LAPACK, or MAGMA per ``jax_use_magma``)."""
     *batch, m, n = aval.shape
     p_aval = ShapedArray((*batch, n), np.dtype(np.int32))
     tau_aval = ShapedArray((*batch, min(m, n)), aval.dtype)
     (jpvt,) = _in_lowering(ctx, lambda: [shapes.full(p_aval.shape, 0, np.int32)], [], [])
-    a, jpvt, tau = ffi.solver_call(ctx, ("geqp3_ffi", {}), None, [x, jpvt], [aval, p_aval],
+    magma = {"magma": ffi.ir_attribute(str(config.jax_use_magma))}
+    a, jpvt, tau = ffi.solver_call(ctx, ("geqp3_ffi", {}), ("hybrid_geqp3", magma),
+                                   [x, jpvt], [aval, p_aval],
                                    [aval, p_aval, tau_aval], aliases=[(0, 0), (1, 1)])
     (p,) = _in_lowering(ctx, lambda j: [ew.sub(j, np.int32(1))], [jpvt], [p_aval])
     return a, tau, p
