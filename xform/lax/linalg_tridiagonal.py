@@ -129,6 +129,7 @@ def _tridiagonal_solve_lowering(ctx, dl, d, du, b, *, perturb_singular):
         if platform != "cpu" and not gpu:
             raise NotImplementedError("perturb_singular=True is not supported on this "
                                       "platform.")
+        # JAX's own kernels (gpu_solver_target registers jaxlib's CPU linalg targets too)
         name = ("cu" if platform == "cuda" else "hip") + "_tridiagonal_solve_perturbed" \
             if gpu else "tridiagonal_solve_perturbed_ffi"
         return ffi.custom_call(backend.gpu_solver_target(name), [dl, d, du, b],
