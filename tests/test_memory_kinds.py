@@ -36,8 +36,10 @@ def _cases(lib):
     n = len(lib.devices())   # (8 CPU devices here; a GPU machine may have one)
     mesh = lib.make_mesh((4, 2) if n >= 8 else (n, 1), ("x", "y"))
     named = lambda kind=None: S.NamedSharding(mesh, S.PartitionSpec("x"), memory_kind=kind)  # noqa: E731
+    kinds = [m.kind for m in d.addressable_memories()]   # (a GPU has no unpinned_host)
+    unpinned = "unpinned_host" if "unpinned_host" in kinds else "pinned_host"
     h = lib.device_put(X, one("pinned_host"))
-    u = lib.device_put(X, one("unpinned_host"))
+    u = lib.device_put(X, one(unpinned))
     dev = lib.device_put(X, one())
     hm = lib.device_put(M, named("pinned_host"))
     jit, double = lib.jit, (lambda a: a * 2)
@@ -55,7 +57,7 @@ def _cases(lib):
         "jit mixed": lambda: jit(lambda a: lib.device_put(a, one("pinned_host")) + a)(X),
         "out_shardings": lambda: (
             jit(double, out_shardings=one("pinned_host"))(X),
-            jit(double, out_shardings=one("unpinned_host"))(X),
+            jit(double, out_shardings=one(unpinned))(X),
             jit(double, out_shardings=one())(h),
             jit(double, out_shardings=named("pinned_host"))(M),
             jit(lambda a: (a, a + 1), out_shardings=(one("pinned_host"), one()))(X),
@@ -78,7 +80,7 @@ def _cases(lib):
         "lowered": lambda: str((
             annotations(jit(double).lower(h)),
             annotations(jit(double, out_shardings=one("pinned_host")).lower(X)),
-            jit(double, out_shardings=one("unpinned_host")).lower(X).compile()
+            jit(double, out_shardings=one(unpinned)).lower(X).compile()
             .output_shardings)),
     }
 

@@ -130,8 +130,10 @@ class JitWrapped:
                                              e, lambda i: explain.leaf_name(self, args, {}, i))
                     if entry.out_aval is not None:
                         return Array(outs[0], entry.out_aval, c)
-                    return tree_util.tree_unflatten(entry.out_tree, [
-                        Array(b, v, c) for b, v in zip(outs, entry.out_avals)])
+                    outs = [Array(b, v, c) for b, v in zip(outs, entry.out_avals)]
+                    if entry.c_out_tree is not None:
+                        return entry.c_out_tree.unflatten(outs)
+                    return tree_util.tree_unflatten(entry.out_tree, outs)
                 return self._call(args, kwargs)
             # Pytree arguments: jaxlib's C++ flatten (builtin containers only; other
             # nodes come back as leaves that are not Arrays, which take the slow path).
@@ -266,13 +268,7 @@ class JitWrapped:
                 outs = entry.compiled(leaves, describe)
             if one_device:
                 outs = jit_sharding.put_outputs(self._shardings, outs, out_tree)
-            out = tree_util.tree_unflatten(out_tree, outs)
-            if entry.c_out_tree is None and self._plain and not kwargs:
-                c_leaves, c_out = backend.flatten_builtin(out)
-                if len(c_leaves) == len(outs) and all(
-                        a is b for a, b in zip(c_leaves, outs)):
-                    entry.c_out_tree = c_out
-            return out
+            return tree_util.tree_unflatten(out_tree, outs)
         # Consts become explicit operands so outer transformations see them (they may
         # be tracers the function closed over).
         hoisted, consts = self._hoisted(key, closed)
