@@ -265,8 +265,8 @@ def test_enums_and_implementation_choices_as_jax_on_cpu():
                 == {m.name: m.value for m in getattr(J, name)})
     a = _mat(4, 4)
     a = a + a.T
-    _same(L.eigh(a, implementation=L.EighImplementation.QR),
-          J.eigh(a, implementation=J.EighImplementation.QR))
+    _same(L.eigh(a, implementation=L.EighImplementation.QR, subset_by_index=(0, 4)),
+          J.eigh(a, implementation=J.EighImplementation.QR, subset_by_index=(0, 4)))
     for alg in ("QR", "DIVIDE_AND_CONQUER"):
         _same(L.svd(a, algorithm=L.SvdAlgorithm[alg]), J.svd(a, algorithm=J.SvdAlgorithm[alg]),
               tol=1e-4)
@@ -280,7 +280,11 @@ def test_enums_and_implementation_choices_as_jax_on_cpu():
             (lambda: L.svd(a, algorithm=L.SvdAlgorithm.POLAR),
              lambda: J.svd(a, algorithm=J.SvdAlgorithm.POLAR), "Jacobi and Polar"),
             (lambda: L.eig(a, implementation=L.EigImplementation.CUSOLVER),
-             lambda: J.eig(a, implementation=J.EigImplementation.CUSOLVER), "lapack")]:
+             lambda: J.eig(a, implementation=J.EigImplementation.CUSOLVER), "lapack"),
+            (lambda: L.eigh(a, subset_by_index=(0, 2)), lambda: J.eigh(a, subset_by_index=(0, 2)),
+             "subset_by_index not supported"),
+            (lambda: L.svd(a, subset_by_index=(0, 2)), lambda: J.svd(a, subset_by_index=(0, 2)),
+             "cannot both be set")]:
         _raises_like(ours, theirs, match)
 
 

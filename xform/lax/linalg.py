@@ -3,7 +3,7 @@
 The face of the modules: ``linalg_triangular.py`` (cholesky, triangular_solve, lu,
 lu_pivots_to_permutation), ``linalg_orthogonal.py`` (qr, eigh, svd: the factorizations
 with orthogonal/unitary factors, and their algorithm enums), ``linalg_nonsymmetric.py``
-(eig, schur, hessenberg: CPU only, as JAX; and householder_product),
+(eig, schur, hessenberg: the last two CPU only, as JAX; and householder_product),
 ``linalg_tridiagonal.py`` (tridiagonal, tridiagonal_solve), ``linalg_products.py``
 (ormqr, symmetric_product, cholesky_update), ``linalg_qdwh.py`` (qdwh, a composition
 with loops: this face sits in L5 beside control flow) and ``linalg_common.py`` (the

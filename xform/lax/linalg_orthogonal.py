@@ -201,9 +201,9 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
     >>> w
     Array([1., 2.], dtype=float32)
     """
-    if subset_by_index is not None:
-        raise NotImplementedError("eigh(subset_by_index=...) is not supported")
     _check_matrix("eigh", x)
+    if subset_by_index is not None and tuple(subset_by_index) != (0, x.shape[-1]):
+        raise NotImplementedError("subset_by_index not supported on CPU and GPU")
     if symmetrize_input:
         x = symmetrize(x)
     v, w = eigh_p.bind(x, lower=bool(lower), algorithm=implementation)
@@ -282,9 +282,12 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
     >>> svd(xform.numpy.array([[3., 0.], [0., -4.]]), compute_uv=False)
     Array([4., 3.], dtype=float32)
     """
-    if subset_by_index is not None:
-        raise NotImplementedError("svd(subset_by_index=...) is not supported")
     _check_matrix("svd", x, square=False)
+    rank = min(x.shape[-2:])
+    if subset_by_index is not None and tuple(subset_by_index) != (0, rank):
+        if full_matrices:
+            raise ValueError("full_matrices and subset_by_index cannot both be set")
+        raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
                       algorithm=algorithm)
     if not compute_uv:

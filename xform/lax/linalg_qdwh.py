@@ -147,10 +147,10 @@ def _qdwh(x, m, n, max_iterations, eps):
     def halley_step(state):   # until the iterate converges
         k, u_prev, _ = state
         u = _use_cholesky(u_prev, m, n, halley)
-        return ew.add(k, np.int32(1)), u, ew.gt(_norm_fro(ew.sub(u, u_prev)), tol_norm)
+        return k + 1, u, ew.gt(_norm_fro(ew.sub(u, u_prev)), tol_norm)
     num_iters, u, not_converged = while_loop(
-        lambda s: bitwise_and(s[2], ew.lt(s[0], np.int32(max_iterations))), halley_step,
-        (np.int32(len(qr_coefs) + len(chol_coefs)), u, not_converged))
+        lambda s: bitwise_and(s[2], s[0] < max_iterations), halley_step,
+        (len(qr_coefs) + len(chol_coefs), u, not_converged))
     # Newton-Schulz refinement
     u = ew.sub(ew.mul(np.array(1.5, x.dtype), u),
                ew.mul(np.array(0.5, x.dtype), _mm(u, _mm(_H(u), u))))
