@@ -120,6 +120,7 @@ _EXACT_LAYER = {"xform": 7, "xform.lax": 5,   # xform/lax/__init__.py: the face,
                 "xform.lax.linalg": 5}   # lax.linalg's face exports qdwh (loops)
 _PREFIX_LAYER = {
     "xform.backend": 0,
+    "xform.backend_layouts": 0,  # the runtime's layouts, read from what backend hands out
     "xform.core": 1,
     "xform.interpreters": 2,
     # the pmap primitive's rules and the mesh compile bind collectives: L3 beside them
@@ -136,7 +137,7 @@ _PREFIX_LAYER = {
     "xform.nn": 6, "xform.optim": 6, "xform.training": 6, "xform.checkpoint": 6,
     "xform.lazy": 6, "xform.debug": 6, "xform.debugger": 6, "xform.profiler": 6,
     "xform.debug_sharding": 6, "xform._sharded_checkpoint": 6,
-    "xform.distributed": 6,
+    "xform.distributed": 6, "xform.example_libraries": 6,
 }
 # Upward imports that stay, (importer, imported): the reason each is there. The test fails
 # when one is gone, so the list only shrinks.
