@@ -43,6 +43,21 @@ def _close(a, b):
 X = np.linspace(-1.0, 1.0, 4, dtype=np.float32)
 
 
+def test_a_jit_called_eagerly_under_the_context_traces_again_as_jax():
+    # its cache-hit path, keyed on avals, must not run the program traced outside it
+    def traces(lib, co):
+        n = []
+        f = lib.jit(lambda a: n.append(1) or a * 2)
+        f(X), f(X)
+        with co.compute_on("device_host"):
+            f(X), f(X)
+            inside = len(n)
+            text = f.lower(X).as_text()
+        f(X)
+        return inside, len(n), marks(text)
+    assert traces(xform, xco) == traces(jax, jco)
+
+
 @pytest.mark.parametrize("ctype", ["device_host", "gpu_stream:1"])
 def test_context_marks_ops_and_inner_jit_as_jax(ctype):
     def make(lib, jnp, co):

@@ -8,6 +8,7 @@ Grammar (as printed, JAX's format)::
 
 ``eval_jaxpr`` calls ``bind``, so evaluating a jaxpr under a trace transforms it.
 """
+import contextlib
 import itertools
 import threading
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from xform.core import source_info_util
 from xform.core.avals import ShapedArray
+from xform.core.config import config
 
 
 class Var:
@@ -55,9 +57,15 @@ def current_compute_type():
     return _compute_type.current
 
 
-class compute_type_context:
+def compute_type_context(compute_type):
     """Mark equations staged in the block with ``compute_type`` (None: leave as is).
-    JAX's ``JaxprEqnContext.compute_type``: lowering tags each one's ops for XLA."""
+    JAX's ``JaxprEqnContext.compute_type``: lowering tags each one's ops for XLA. A
+    change is told to config's listeners (as ``"compute_on"``): cache-hit paths keyed on
+    avals alone forget what was traced outside it, as JAX keys them on the context."""
+    return _UNCHANGED if compute_type is None else _ComputeTypeContext(compute_type)
+
+
+class _ComputeTypeContext:
     __slots__ = ("compute_type", "prev")
 
     def __init__(self, compute_type):
@@ -65,11 +73,20 @@ class compute_type_context:
 
     def __enter__(self):
         self.prev = _compute_type.current
-        if self.compute_type is not None:
-            _compute_type.current = self.compute_type
+        _switch(self.compute_type)
 
     def __exit__(self, *exc):
-        _compute_type.current = self.prev
+        _switch(self.prev)
+
+
+_UNCHANGED = contextlib.nullcontext()   # (shared: transformations enter one per equation)
+
+
+def _switch(compute_type):
+    if _compute_type.current != compute_type:
+        _compute_type.current = compute_type
+        for fn in config._listeners:
+            fn("compute_on", compute_type)
 
 
 class JaxprEqn:
