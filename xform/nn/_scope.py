@@ -24,7 +24,6 @@ import numpy as np
 import xform.numpy as jnp
 from xform import random
 from xform.core.avals import ShapedArray
-from xform.core.trace import get_aval
 from xform.core.tree_util import (tree_flatten, tree_leaves, tree_map, tree_structure,
                                   tree_unflatten)
 from xform.interpreters import partial_eval as pe
@@ -553,17 +552,19 @@ def lazy_eval(fn):
 
 def _check_known_outputs(fn, args, kwargs):
     leaves, tree = tree_flatten((args, kwargs))
-    unknown = [isinstance(x, ShapeDtypeStruct) for x in leaves]
-    if not any(unknown):
+    where = [i for i, x in enumerate(leaves) if isinstance(x, ShapeDtypeStruct)]
+    if not where:
         return
-    avals = [ShapedArray(x.shape, x.dtype) if u else get_aval(x)
-             for x, u in zip(leaves, unknown)]
 
-    def flat(*xs):
-        a, k = tree_unflatten(tree, xs)
+    def flat(*xs):   # the other arguments are known: closed over, as Flax's PartialVals
+        vals = list(leaves)
+        for i, x in zip(where, xs):
+            vals[i] = x
+        a, k = tree_unflatten(tree, vals)
         return tree_leaves(fn(*a, **k))
-    closed = pe.trace_to_jaxpr(flat, avals)
-    _, _, out_unknown, _ = pe.partial_eval_jaxpr(closed, unknown, False)
+    closed = pe.trace_to_jaxpr(flat, [ShapedArray(leaves[i].shape, leaves[i].dtype)
+                                      for i in where])
+    _, _, out_unknown, _ = pe.partial_eval_jaxpr(closed, [True] * len(where), False)
     for aval, u in zip(closed.out_avals, out_unknown):
         if u:
             raise errors.LazyInitError(aval)
