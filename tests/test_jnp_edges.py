@@ -187,3 +187,12 @@ def test_poly_functions_of_2d_and_0d_coefficients():
         theirs, ours = _error_types(fn)
         assert ours is theirs, (theirs, ours)
     assert repr(xjnp.polyder(p1, 5)) == repr(jjnp.polyder(p1, 5))   # "[], shape=(0,)"
+
+
+def test_roll_by_a_traced_shift():
+    # JAX's dynamic roll (a window of [a, a]) for a shift only known at run time
+    x = np.arange(12.).reshape(3, 4).astype(np.float32)
+    run = lambda L, jn: L.jit(lambda a, s: (  # noqa: E731
+        jn.roll(a, s), jn.roll(a, -s, axis=0), jn.roll(a, jn.stack([s, s + 1]), axis=(0, 1))))(
+        x, 5)
+    assert_tree_same(run(xform, xjnp), run(jax, jjnp), 0, "roll")
