@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import xform
+import xform.numpy as xnp
 from xform.interpreters import mlir
 from xform.lax import collectives_more
 
@@ -120,12 +121,93 @@ def test_ragged_gpu_lowering_grad_and_vmap_as_jax():
         def g(*a):
             out, vjp = lib.vjp(lambda x, y: ragged(x, y, *a[2:]), a[0], a[1])
             batched = lib.vmap(ragged)(*[v[None] for v in a])
-            return out, batched, vjp(out)
+            grouped = lib.lax.ragged_all_to_all(*a, axis_name="i", axis_index_groups=[[1, 0]])
+            return out, batched, vjp(out), grouped
         return g
     mine, theirs = _lower_cuda(f, args, 6)
     calls = _cuda_ops(theirs, "custom_call @ragged_all_to_all")
-    assert len(calls) == 3 and calls == _cuda_ops(mine, "custom_call @ragged_all_to_all")
+    assert len(calls) == 4 and calls == _cuda_ops(mine, "custom_call @ragged_all_to_all")
     assert len(_cuda_ops(mine, "all_to_all")) == len(_cuda_ops(theirs, "all_to_all"))
+
+
+# The rules (JVP, transpose, vmap over another axis) checked by value: JAX runs the
+# exchange nowhere on CPU, so both sides run the docstring's semantics on stacked members
+# (xform's as a stand-in rule for vmap of the axis, JAX's differentiated directly).
+
+def _ragged_ref(np_, operand, output, input_offsets, send_sizes, output_offsets, _):
+    n, k = input_offsets.shape
+    per, rows = k // n, []
+    m = np_.arange(output.shape[1])
+    for r in range(n):
+        res = output[r]
+        for s in range(n):
+            for kk in range(r * per, (r + 1) * per):
+                start = output_offsets[s, kk]
+                hit = (m >= start) & (m < start + send_sizes[s, kk])
+                idx = np_.clip(input_offsets[s, kk] + m - start, 0, operand.shape[1] - 1)
+                res = np_.where(hit.reshape((-1,) + (1,) * (res.ndim - 1)),
+                                operand[s][idx], res)
+        rows.append(res)
+    return np_.stack(rows)
+
+
+@pytest.fixture
+def ragged_vmap_stand_in(monkeypatch):
+    from xform.interpreters import batching
+
+    def rule(size, name, vals, dims, **params):
+        vals = [batching.broadcast(v, size, 0) if d is batching.not_mapped
+                else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+        return _ragged_ref(xnp, *vals), 0
+    monkeypatch.setitem(batching.collective_batchers, collectives_more.ragged_all_to_all_p,
+                        rule)
+
+
+def _ragged_case():
+    """Valid, non-overlapping slices over 2 members, trailing dim 2, 2 slices each."""
+    send = np.int32([[1, 2, 0, 1], [2, 1, 1, 1]])   # sender s, slice k -> member k // 2
+    inp = np.zeros_like(send)
+    inp[:, 1:] = np.cumsum(send, 1)[:, :-1] + 1   # one row of padding between slices
+    out_off, recv = np.zeros_like(send), np.zeros_like(send)
+    for r in range(N):
+        at = 1
+        for s in range(N):
+            for j in range(2):
+                out_off[s, 2 * r + j] = at
+                recv[r, 2 * s + j] = send[s, 2 * r + j]
+                at += send[s, 2 * r + j]
+    rng = np.random.RandomState(0)
+    data = rng.randn(N, 9, 2).astype(np.float32), rng.randn(N, 8, 2).astype(np.float32)
+    return data, (inp, send, out_off, recv)
+
+
+def test_ragged_rules_by_value(ragged_vmap_stand_in):
+    (operand, output), index = _ragged_case()
+    rng = np.random.RandomState(1)
+    ct, t_operand = rng.randn(*output.shape), rng.randn(*operand.shape)
+    ct, t_operand = ct.astype(np.float32), t_operand.astype(np.float32)
+    ref = jax.jit(lambda x, y: _ragged_ref(jnp, x, y, *index))
+
+    def per_member(f):
+        return xform.jit(xform.vmap(lambda *a: f(lambda x, y: xform.lax.ragged_all_to_all(
+            x, y, *a[-4:], axis_name="i"), *a[:-4]), axis_name="i"))
+    out = per_member(lambda f, x, y: f(x, y))(operand, output, *index)
+    np.testing.assert_array_equal(out, ref(operand, output))
+    # the transpose: the reverse exchange, and ct where nothing arrived
+    vjp = per_member(lambda f, x, y, c: xform.vjp(f, x, y)[1](c))
+    for got, want in zip(vjp(operand, output, ct, *index),
+                         jax.vjp(ref, operand, output)[1](ct)):
+        np.testing.assert_array_equal(got, want)
+    jvp = per_member(lambda f, x, y, tx, ty: xform.jvp(f, (x, y), (tx, ty))[1])
+    np.testing.assert_array_equal(jvp(operand, output, t_operand, ct, *index),
+                                  jax.jvp(ref, (operand, output), (t_operand, ct))[1])
+    # vmap over another axis inside: one stacked exchange (batch member 1 reversed)
+    stacked = [np.stack([v, v[::-1] if v.dtype == np.float32 else v])
+               for v in (operand, output, *index)]
+    inner = xform.jit(xform.vmap(xform.vmap(lambda *a: xform.lax.ragged_all_to_all(
+        *a, axis_name="i")), in_axes=1, out_axes=1, axis_name="i"))(*stacked)
+    for b in range(2):
+        np.testing.assert_array_equal(inner[b], _ragged_ref(jnp, *[v[b] for v in stacked]))
 
 
 # ---- pbroadcast ----
@@ -172,6 +254,10 @@ def test_pbroadcast_fails_on_cpu_as_jax():
             _smap(lib, f, 1)(X)
         with pytest.raises(NotImplementedError, match=msg):
             lib.jit(_smap(lib, f, 1))(X)
+        invariant = lib.shard_map(f, mesh=_mesh(lib), in_specs=lib.sharding.PartitionSpec(),
+                                  out_specs=lib.sharding.PartitionSpec("i"))
+        with pytest.raises(ValueError, match="must be applied to a device-varying"):
+            lib.make_jaxpr(invariant)(X)   # (as JAX: no implicit pvary)
     with pytest.raises(ValueError, match="source 2 is out of range"):
         xform.vmap(lambda x: xform.lax.pbroadcast(x, "i", 2), axis_name="i")(X[:N])
 

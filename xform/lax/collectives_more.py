@@ -6,7 +6,9 @@ XLA's ``JaxRuntimeError``, the others with ``NotImplementedError`` when lowered.
 
 NB where JAX's rule is broken, xform's differs: ``pbroadcast`` under ``vmap`` of its axis
 gives the source's value (JAX's ``take`` of a list raises TypeError); ``psend``/``precv``
-there raise NotImplementedError (JAX's batcher returns an array for a token).
+there raise NotImplementedError (JAX's batcher returns an array for a token); under
+``check_vma`` precv's and ragged_all_to_all's results vary over their axes (JAX types
+them as ``out_shape``/``output``, though members receive different data).
 """
 import numpy as np
 
