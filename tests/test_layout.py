@@ -116,7 +116,8 @@ def test_demo_runs():
 # ---- the layer order (docs/architecture.md, "Layers"), held by reading every import ----
 # Each file's layer: an exact module name first, else its longest matching prefix, else
 # L7 (xform/__init__.py and the public shims: tree_util, dtypes, errors, sharding, ...).
-_EXACT_LAYER = {"xform": 7, "xform.lax": 5}   # xform/lax/__init__.py: the face, with control flow
+_EXACT_LAYER = {"xform": 7, "xform.lax": 5,   # xform/lax/__init__.py: the face, with control flow
+                "xform.lax.linalg": 5}   # lax.linalg's face exports qdwh (loops)
 _PREFIX_LAYER = {
     "xform.backend": 0,
     "xform.backend_layouts": 0,  # the runtime's layouts, read from what backend hands out
@@ -128,6 +129,7 @@ _PREFIX_LAYER = {
     "xform.lax.prng": 5,  # threefry's rolled lowering is a fori_loop (random's bits)
     "xform.lax.special_incomplete": 5,  # igamma/betainc lower to while_loops, as JAX's
     "xform.lax.scatter_apply": 5,  # vmaps the function, loops over repeated indices
+    "xform.lax.linalg_qdwh": 5,  # JAX's qdwh: a composition with fori/while loops
     "xform.transforms": 4, "xform.ref": 4,
     "xform.numpy": 5, "xform.random": 5, "xform.scipy": 5, "xform.flatten_util": 5,
     "xform.image": 5, "xform.ffi": 5,  # ffi_call's sequential vmap is a scan
