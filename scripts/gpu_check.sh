@@ -48,14 +48,29 @@ for p in (None, "float32"):   # f32 matmul: TF32 unless a precision asks for mor
     with jax.default_matmul_precision(p):
         jerr = np.max(np.abs(np.asarray(jax.jit(lambda m: m @ m)(M)) - exact))
     print(f"matmul 1024 precision={p}: max abs error xform {err:.3g}, jax {jerr:.3g}")
+for lib in (xform, jax):   # host memory: a separate space on a GPU, one space on the CPU
+    try:
+        s = lib.sharding.SingleDeviceSharding(lib.devices()[0], memory_kind="pinned_host")
+        h = lib.device_put(np.arange(4, dtype=np.float32), s)
+        print(lib.__name__, "pinned_host:", h.sharding.memory_kind, (h * 2).sharding.memory_kind,
+              lib.jit(lambda v: v + 1)(h).sharding.memory_kind)
+    except Exception as e:
+        print(lib.__name__, "pinned_host:", type(e).__name__, str(e)[:200])
+    try:
+        q, r, p = lib.scipy.linalg.qr(A, pivoting=True)
+        print(lib.__name__, "pivoted qr: residual", float(np.abs(np.asarray(q @ r) - A[:, np.asarray(p)]).max()))
+    except Exception as e:
+        print(lib.__name__, "pivoted qr:", type(e).__name__, str(e)[:200])
 EOF
 } > "$out/smoke.txt" 2>&1
 cat "$out/smoke.txt"
 
-tests=(core transforms jit_cache jit_fastpath callbacks lax_ops numpy_table numpy linalg
-       cond_while scan custom_derivatives random random_keys random_samplers
-       nn_layers_basic optim lazy checkpoint platforms export checkify eager_composite
-       compiled_parity placement scipy_linalg_more image ode lax_scipy_api)
+tests=(lax_linalg_more compute_on layout_api export_checks memory_kinds linalg_edges
+       transform_edges jnp_edges lax_edges core transforms jit_cache jit_fastpath callbacks
+       lax_ops numpy_table numpy linalg cond_while scan custom_derivatives random
+       random_keys random_samplers nn_layers_basic optim lazy checkpoint platforms export
+       checkify eager_composite compiled_parity placement scipy_linalg_more image ode
+       lax_scipy_api)
 files=(); for t in "${tests[@]}"; do files+=("tests/test_$t.py"); done
 [ -n "${TESTS:-}" ] && read -r -a files <<< "$TESTS"
 timeout -s INT -k 30 "${TEST_S:-330}" $py -m pytest -q -n "${WORKERS:-12}" --no-header -rfE \

@@ -1,6 +1,7 @@
 """xform.export against the installed jax.export: the serialized bytes are JAX's (each
 library deserializes and calls the other's), symbolic shapes, VJPs, platforms, errors;
 and serialize_executable reloading in a fresh process."""
+import functools
 import os
 import re
 import subprocess
@@ -113,17 +114,37 @@ def test_tpu_export_takes_the_portable_linalg_lowerings():
 
 
 
-def test_cuda_export_permutes_lu_pivots_with_jaxs_kernel():
-    # on GPU the pivots-to-permutation step is cuSOLVER-side JAX's custom call, not a
-    # serial loop of k swaps (a kernel launch each); checkable here through an export
-    a, b = S((2, 8, 8), F32), S((2, 8, 3), F32)
+_CUDA_KERNELS = [  # (xform's, JAX's, argument, JAX's kernels there)
+    # the pivots-to-permutation step is cuSOLVER-side JAX's custom call, not a serial loop
+    # of k swaps (a kernel launch each)
+    (jnp.linalg.solve, jax.numpy.linalg.solve, [S((2, 8, 8), F32), S((2, 8, 3), F32)],
+     ["cu_lu_pivots_to_permutation", "cusolver_getrf_ffi"]),
+    # jaxlib's hybrid host-LAPACK/MAGMA kernels, with JAX's attributes
+    (functools.partial(xform.scipy.linalg.qr, pivoting=True),
+     functools.partial(jax.scipy.linalg.qr, pivoting=True), [S((2, 6, 4), F32)],
+     ["cuhybrid_geqp3", "cusolver_orgqr_ffi"]),
+    (xform.lax.linalg.eig, jax.lax.linalg.eig, [S((5, 5), F32)], ["cuhybrid_eig_real"]),
+    (xform.lax.linalg.eig, jax.lax.linalg.eig, [S((3, 3), np.complex64)],
+     ["cuhybrid_eig_comp"]),
+]
 
+
+@pytest.mark.parametrize("ours,theirs,args,kernels", _CUDA_KERNELS)
+def test_cuda_export_calls_jaxs_gpu_kernels(ours, theirs, args, kernels):
+    # what the lowering picks on a GPU, checkable here through an export for CUDA
     def calls(text):
-        return sorted(re.findall(r"custom_call @(\w+)", text)), text.count("stablehlo.while")
-    ours = export.export(xform.jit(jnp.linalg.solve), platforms=("cuda",))(a, b)
-    theirs = jax.export.export(jax.jit(jax.numpy.linalg.solve), platforms=("cuda",))(a, b)
-    assert calls(ours.mlir_module()) == calls(theirs.mlir_module()) == (
-        ["cu_lu_pivots_to_permutation", "cusolver_getrf_ffi"], 0)
+        return (sorted(re.findall(r"custom_call @(\w+)", text)),
+                sorted(c for c in re.findall(r"backend_config = (\{[^}]*\})", text)
+                       if c != "{}"),
+                text.count("stablehlo.while"))
+    hybrid = [k for k in kernels if "hybrid" in k]   # (no compatibility guarantee)
+    ours = export.export(xform.jit(ours), platforms=("cuda",), disabled_checks=[
+        export.DisabledSafetyCheck.custom_call(k) for k in hybrid])(*args)
+    theirs = jax.export.export(jax.jit(theirs), platforms=("cuda",), disabled_checks=[
+        jax.export.DisabledSafetyCheck.custom_call(k) for k in hybrid])(*args)
+    assert calls(ours.mlir_module()) == calls(theirs.mlir_module())
+    assert calls(ours.mlir_module())[0] == kernels
+
 
 def test_symbolic_shapes_and_dimension_expressions():
     a, b = export.symbolic_shape("a, b")

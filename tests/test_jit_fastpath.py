@@ -267,6 +267,14 @@ def test_custom_pytree_nodes_fall_back_to_xform_flatten():
         assert type(out) is Box
         np.testing.assert_array_equal(out.v, [3.0, 3.0])
     assert not g._tree_fast  # jaxlib's registry does not know Box: always xform's path
+    # outputs on the hit path of array arguments: rebuilt by jaxlib's C++ treedef where it
+    # knows every node (a namedtuple), by xform's where it does not (Box)
+    P = collections.namedtuple("P", "u v")
+    for out_fn, kind in ((lambda v: Box(v * 3.0), Box), (lambda v: P(v, {"b": v, "a": None}), P)):
+        h = xform.jit(out_fn)
+        outs = [h(jnp.ones(2)) for _ in range(3)]
+        assert len(h._fast) == 1 and all(type(o) is kind for o in outs)
+        assert len({str(xform.tree_util.tree_structure(o)) for o in outs}) == 1
 
 
 def test_eager_ops_with_result_handlers_match_numpy():

@@ -96,8 +96,10 @@ def test_poly_of_a_square_matrix_matches_jax():
 def test_det_hessian_at_singular_matrices_matches_jax(n, rank):
     # 3x3: JAX's closed form (LU's zero pivot gave NaNs); 4x4: the cofactor solve's JVP
     a = (_mat(n, rank) @ _mat(rank, n)).astype(np.float32)
-    _same(jax.jit(jax.hessian(jnp.linalg.det))(a),
-          xform.jit(xform.hessian(xnp.linalg.det))(a), tol=1e-3)
+    # float32 matmuls (a GPU's default is TF32, 1e-3 off at these near-singular points)
+    with jax.default_matmul_precision("float32"), xform.default_matmul_precision("float32"):
+        _same(jax.jit(jax.hessian(jnp.linalg.det))(a),
+              xform.jit(xform.hessian(xnp.linalg.det))(a), tol=1e-3)
 
 
 BATCHED = np.tril(_mat(2, 3, 3)) + 3 * np.eye(3, dtype=np.float32)

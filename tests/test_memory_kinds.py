@@ -33,10 +33,13 @@ def _cases(lib):
     S = lib.sharding
     d = lib.devices()[0]
     one = lambda kind=None: S.SingleDeviceSharding(d, memory_kind=kind)  # noqa: E731
-    mesh = lib.make_mesh((4, 2), ("x", "y"))
+    n = len(lib.devices())   # (8 CPU devices here; a GPU machine may have one)
+    mesh = lib.make_mesh((4, 2) if n >= 8 else (n, 1), ("x", "y"))
     named = lambda kind=None: S.NamedSharding(mesh, S.PartitionSpec("x"), memory_kind=kind)  # noqa: E731
+    kinds = [m.kind for m in d.addressable_memories()]   # (a GPU has no unpinned_host)
+    unpinned = "unpinned_host" if "unpinned_host" in kinds else "pinned_host"
     h = lib.device_put(X, one("pinned_host"))
-    u = lib.device_put(X, one("unpinned_host"))
+    u = lib.device_put(X, one(unpinned))
     dev = lib.device_put(X, one())
     hm = lib.device_put(M, named("pinned_host"))
     jit, double = lib.jit, (lambda a: a * 2)
@@ -54,7 +57,7 @@ def _cases(lib):
         "jit mixed": lambda: jit(lambda a: lib.device_put(a, one("pinned_host")) + a)(X),
         "out_shardings": lambda: (
             jit(double, out_shardings=one("pinned_host"))(X),
-            jit(double, out_shardings=one("unpinned_host"))(X),
+            jit(double, out_shardings=one(unpinned))(X),
             jit(double, out_shardings=one())(h),
             jit(double, out_shardings=named("pinned_host"))(M),
             jit(lambda a: (a, a + 1), out_shardings=(one("pinned_host"), one()))(X),
@@ -77,7 +80,7 @@ def _cases(lib):
         "lowered": lambda: str((
             annotations(jit(double).lower(h)),
             annotations(jit(double, out_shardings=one("pinned_host")).lower(X)),
-            jit(double, out_shardings=one("unpinned_host")).lower(X).compile()
+            jit(double, out_shardings=one(unpinned)).lower(X).compile()
             .output_shardings)),
     }
 
@@ -87,3 +90,18 @@ def test_memory_kinds_through_computations_as_jax():
     mine, theirs = _cases(xform), _cases(jax)
     for name in mine:
         assert _show(xform, mine[name]) == _show(jax, theirs[name]), name
+
+
+def test_like_functions_keep_a_host_arrays_memory_kind():
+    # JAX's *_like give the result x's sharding, memory kind included (its eager
+    # broadcast on CPU then fails to build a pinned_host buffer, "Memory kind mismatch";
+    # its jit with that sharding as out_shardings is the reference)
+    likes = lambda lib, a: (lib.numpy.zeros_like(a), lib.numpy.ones_like(a),  # noqa: E731
+                            lib.numpy.full_like(a, 2.0), lib.lax.full_like(a, 3.0, shape=(2,)))
+    mine = []
+    for lib in (xform, jax):
+        kind = lib.sharding.SingleDeviceSharding(lib.devices()[0], memory_kind="pinned_host")
+        h = lib.device_put(X, kind)
+        mine.append(_show(lib, lambda: likes(xform, h)) if lib is xform else
+                    _show(lib, lambda: lib.jit(lambda: likes(jax, X), out_shardings=kind)()))
+    assert mine[0] == mine[1]

@@ -209,8 +209,9 @@ def test_errors_match_jax(call, err, msg):
 
 def test_lapack_lowering_as_jax():
     """CPU: the geev/gees/gehrd calls and attributes JAX emits. CUDA: eig is cuSOLVER's
-    geev (JAX's default there without left eigenvectors); what JAX runs through its
-    hybrid host kernels raises, as do schur and hessenberg (CPU only in JAX too)."""
+    geev (JAX's default there without left eigenvectors), else jaxlib's hybrid kernel
+    (tests/test_export.py compares it with JAX's); schur and hessenberg raise (CPU only
+    in JAX too)."""
     a = np.ones((3, 3), np.float32)
 
     def lowered(f, platform="cpu"):
@@ -220,8 +221,7 @@ def test_lapack_lowering_as_jax():
     assert "mode = 86 : ui8, sort = 78 : ui8" in lowered(xll.schur)
     assert "high = 3 : i32, low = 1 : i32" in lowered(xll.hessenberg)
     assert "cusolver_geev_ffi" in lowered(xnp.linalg.eig, "cuda")
-    with pytest.raises(NotImplementedError, match="eig is not implemented on GPU with left"):
-        lowered(xll.eig, "cuda")
+    assert "cuhybrid_eig_real" in lowered(xll.eig, "cuda")
     with pytest.raises(NotImplementedError, match="schur is only implemented on CPU"):
         lowered(xll.schur, "cuda")
     assert "cusolver_orgqr_ffi" in lowered(lambda x: xll.householder_product(x, x[0]), "cuda")

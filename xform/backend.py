@@ -190,8 +190,11 @@ def lapack_target(fn_base, dtype):
 
 
 def gpu_solver_target(name):
-    """``name`` (e.g. ``cusolver_getrf_ffi``), once jaxlib's GPU solvers are registered."""
+    """``name`` (``cusolver_getrf_ffi``), with jaxlib's GPU solvers registered and loaded."""
     from jax._src.lax import linalg as _jlinalg  # noqa: F401  (registers the targets)
+    if "hybrid_" in name:   # jaxlib's host-LAPACK/MAGMA kernels (cuhybrid_geqp3...)
+        from jaxlib import gpu_solver
+        gpu_solver.initialize_hybrid_kernels()
     return name
 
 
@@ -439,14 +442,12 @@ def deserialize_executable(data: bytes, module, devices=None) -> Executable:
 
 # ``flatten_builtin(tree) -> (leaves, treedef)``: jaxlib's C++ flatten over builtin
 # containers only (other nodes are leaves), for jit's cache-hit path; no Python frame.
-_builtin_pytrees = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=True,
-                                              enable_namedtuple=True, enable_list=True,
-                                              enable_dict=True)
+_builtin_pytrees = _jax.pytree.PyTreeRegistry(
+    enable_none=True, enable_tuple=True, enable_namedtuple=True, enable_list=True, enable_dict=True)
 flatten_builtin = _builtin_pytrees.flatten
 
 
-# whether a buffer was deleted (e.g. donated); free its memory now (later use raises)
-is_deleted, delete = Buffer.is_deleted, Buffer.delete
+is_deleted, delete = Buffer.is_deleted, Buffer.delete  # donated? / free now (use raises)
 
 
 # ---- host callbacks ----

@@ -9,6 +9,7 @@ from xform import backend
 from xform.core import sharding_types
 from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.layout import array_format
 from xform.core.sharding import MeshLayout, Shard, SingleDeviceSharding
 
 
@@ -100,6 +101,12 @@ class Array(ArrayOps):
                                     memory_kind=backend.buffer_memory_kind(self._buf))
 
     @property
+    def format(self):
+        """The array's :class:`~xform.experimental.layout.Format`: its buffer's layout
+        (as the runtime reports it) and its sharding."""
+        return array_format(self)
+
+    @property
     def addressable_shards(self):
         """One :class:`xform.sharding.Shard` per device holding (part of) the array."""
         return [Shard(self.device, tuple(slice(None) for _ in self.shape), self, 0)]
@@ -176,7 +183,7 @@ class Array(ArrayOps):
                     f"{self.physical_value()}")
         v = self._value()
         prefix = "Array("
-        if v.size == 0 and v.shape != (0,):
+        if v.size == 0:
             body = f"[], shape={v.shape}"
         else:
             body = np.array2string(v, separator=", ", prefix=prefix)

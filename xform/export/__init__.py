@@ -8,10 +8,11 @@
 Array([0., 0., 0.], dtype=float32)
 """
 from xform.export._export import (  # noqa: F401
-    DisabledSafetyCheck, Exported, default_export_platform,
+    Exported, default_export_platform,
     deserialize, export, maximum_supported_calling_convention_version,
     minimum_supported_calling_convention_version, symbolic_args_specs)
 from xform.export._call import call  # noqa: F401
+from xform.export._checks import DisabledSafetyCheck  # noqa: F401
 from xform.core.shape_poly import (  # noqa: F401
     InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, symbolic_shape)
 from xform.export._pytrees import (  # noqa: F401

@@ -19,6 +19,7 @@ from xform.transforms.custom_derivatives import custom_vjp
 from xform.core import shape_poly as _shape_poly
 from xform.core import shape_solve as _shape_solve
 from xform.export import _export
+from xform.export._checks import DisabledSafetyCheck
 
 hlo, ir, func_dialect = mlir.hlo, mlir.ir, mlir.func_dialect
 
@@ -81,7 +82,7 @@ def _lowering_platforms(mctx, exported):
     for p in platforms:
         if p in exported.platforms:
             out.append(exported.platforms.index(p))
-        elif _export.DisabledSafetyCheck.platform() in exported.disabled_safety_checks:
+        elif DisabledSafetyCheck.platform() in exported.disabled_safety_checks:
             out.append(0)
         else:
             raise ValueError(f"Function '{exported.fun_name}' was exported for platforms "

@@ -23,6 +23,7 @@ from xform.transforms.jit import JitWrapped, ShapeDtypeStruct, jit
 from xform.core import shape_poly as _shape_poly
 from xform.core import shape_solve as _shape_solve
 from xform.export import _serialization, _wrap
+from xform.export._checks import check_module
 
 ir = mlir.ir
 
@@ -30,41 +31,6 @@ ir = mlir.ir
 minimum_supported_calling_convention_version = 9
 maximum_supported_calling_convention_version = 10
 CALLING_CONVENTION_VERSION = 10
-
-
-class DisabledSafetyCheck:
-    """A safety check to skip: ``platform()`` lets a function exported for one platform
-    run on another; ``custom_call(target)`` allows a custom call target."""
-
-    def __init__(self, _impl):
-        self._impl = _impl
-
-    @classmethod
-    def platform(cls):
-        return cls("platform")
-
-    @classmethod
-    def custom_call(cls, target_name):
-        return cls(f"custom_call:{target_name}")
-
-    @classmethod
-    def shape_assertions(cls):
-        return cls("shape_assertions")
-
-    def is_custom_call(self):
-        m = re.match(r"custom_call:(.+)$", self._impl)
-        return m.group(1) if m else None
-
-    def __str__(self):
-        return self._impl
-
-    __repr__ = __str__
-
-    def __eq__(self, other):
-        return isinstance(other, DisabledSafetyCheck) and self._impl == other._impl
-
-    def __hash__(self):
-        return hash(self._impl)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -212,6 +178,7 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         if dim_vars:
             _wrap.wrap_main(module, closed.in_avals, lambda i: arg_path(in_tree, i),
                             int(multi))
+        check_module(module, disabled_checks)
         serialized = backend.serialize_portable_artifact(module)
     return Exported(
         fun_name=fun_name, in_tree=in_tree, in_avals=tuple(closed.in_avals),
@@ -263,7 +230,10 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
       fun_jit: a function wrapped by ``xform.jit``.
       platforms: the platforms to lower for (default: the running one); with several,
         ``lax.platform_dependent`` branches are all kept and chosen when called.
-      disabled_checks: ``DisabledSafetyCheck``s to skip.
+      disabled_checks: ``DisabledSafetyCheck``s to skip: without
+        ``DisabledSafetyCheck.custom_call(target)``, a module calling a custom-call
+        target with no compatibility guarantee (``xform.ffi.ffi_call``'s, a LAPACK
+        kernel JAX does not keep stable) is refused with a ValueError naming the op.
 
     The specs are ``ShapeDtypeStruct``s or arrays (pytrees of them).
     """

@@ -22,6 +22,7 @@ from xform.core.mesh import AbstractMesh, AxisType
 from xform.core.sharding import PartitionSpec
 from xform.core import tree_util
 from xform.core import shape_poly as _shape_poly
+from xform.export._checks import DisabledSafetyCheck
 from xform.export import _export  # (a cycle of module imports: _export
 # serializes, this builds Exporteds; attributes are read at call time)
 
@@ -34,7 +35,7 @@ _SHAPED_ARRAY = 0
 _AXIS_TYPE = {AxisType.Auto: 1, AxisType.Explicit: 2, AxisType.Manual: 3}
 _AXIS_TYPE_OF = {v: k for k, v in _AXIS_TYPE.items()}
 _MEMORY_DEVICE = 1
-_CHECK_PLATFORM, _CHECK_CUSTOM_CALL, _CHECK_SHAPE_ASSERTIONS = range(3)
+_CHECK_PLATFORM, _CHECK_CUSTOM_CALL = range(2)  # (the schema's 2, shape_assertions, JAX drops)
 _DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "float16", "float32", "float64", "complex64", "complex128",
            "bfloat16", "int4", "uint4", "float8_e4m3b11fnuz", "float8_e4m3fn",
@@ -136,8 +137,9 @@ def _write_check(b, check):
     target = check.is_custom_call()
     if target is not None:
         return _table(b, 2, [(0, "i8", _CHECK_CUSTOM_CALL), (1, "off", b.CreateString(target))])
-    kind = _CHECK_PLATFORM if check._impl == "platform" else _CHECK_SHAPE_ASSERTIONS
-    return _table(b, 2, [(0, "i8", kind)])
+    if check != DisabledSafetyCheck.platform():
+        raise NotImplementedError(f"serializing DisabledSafetyCheck: {check}")
+    return _table(b, 2, [(0, "i8", _CHECK_PLATFORM)])
 
 
 def _u32_vector(b, xs):
@@ -315,13 +317,12 @@ def _read_aval(r, scope):
 
 
 def _read_check(r):
-    DisabledSafetyCheck = _export.DisabledSafetyCheck
     kind = r.scalar(0, N.Int8Flags)
     if kind == _CHECK_CUSTOM_CALL:
         return DisabledSafetyCheck.custom_call(r.string(1))
     if kind == _CHECK_PLATFORM:
         return DisabledSafetyCheck.platform()
-    return DisabledSafetyCheck.shape_assertions()
+    raise ValueError(f"Cannot deserialize DisabledSafetyCheck with unknown kind: {kind}")
 
 
 def _read_mesh(r):

@@ -25,6 +25,7 @@ from xform.core import tree_util
 from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config
+from xform.core.pytree import builtin_treedef
 from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
@@ -118,9 +119,10 @@ def _fill(template, tracers):
 
 
 class _Entry:
-    """A compiled composite; ``plain``: no consts and one output (the f(x) fast path)."""
+    """A compiled composite; ``plain``: no consts and one output (the f(x) fast path);
+    ``c_out_tree``: the output structure as jaxlib's C++ treedef, where it can be one."""
     __slots__ = ("run", "handlers", "consts", "out_avals", "out_aval", "out_tree", "plain",
-                 "compiled")
+                 "compiled", "c_out_tree")
 
     def __init__(self, compiled, out_tree):
         self.compiled = compiled
@@ -128,6 +130,7 @@ class _Entry:
         self.consts = compiled.const_bufs
         self.out_avals = compiled.out_avals
         self.out_tree = out_tree
+        self.c_out_tree = builtin_treedef(out_tree)
         self.out_aval = (self.out_avals[0] if tree_util.treedef_is_leaf(out_tree)
                          else None)
         self.plain = not self.consts and self.out_aval is not None
@@ -393,8 +396,10 @@ def composite(fun=None, *, static=(), as_is=()):
             outs = _failed(e, entry, bufs, tree_util.tree_leaves([args, kwargs]), name)
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval, c)
-        return tree_util.tree_unflatten(entry.out_tree,
-                                        [Array(b, a, c) for b, a in zip(outs, entry.out_avals)])
+        outs = [Array(b, a, c) for b, a in zip(outs, entry.out_avals)]
+        if entry.c_out_tree is not None:
+            return entry.c_out_tree.unflatten(outs)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
 
     wrapper.__wrapped__ = fun
     kinds = [p.kind for p in params]

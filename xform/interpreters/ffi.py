@@ -156,16 +156,17 @@ def solver_call(ctx, lapack, gpu, operands, avals_in, avals_out, *, aliases=(),
     """``custom_call`` of the kernel computing ``ctx.primitive`` where the program runs,
     as JAX picks it: ``lapack = (fn, attributes)`` names jaxlib's LAPACK kernel on CPU
     (``("getrf_ffi", {})``; its dtype is the first operand's), ``gpu = (fn, attributes)``
-    cuSOLVER's on CUDA (hipSOLVER's on ROCm). Elsewhere NotImplementedError names the
-    primitive."""
+    cuSOLVER's on CUDA (hipSOLVER's on ROCm), or jaxlib's host/MAGMA kernel where ``fn``
+    is ``hybrid_...``. Elsewhere NotImplementedError names the primitive."""
     platform = ctx.module_ctx.platform
     if platform == "cpu":
         fn, attributes = lapack
         target = backend.lapack_target(fn, avals_in[0].dtype)
     elif platform in GPU_PLATFORMS:
         fn, attributes = gpu
-        target = backend.gpu_solver_target(("cu" if platform == "cuda" else "hip")
-                                           + "solver_" + fn)
+        prefix = "cu" if platform == "cuda" else "hip"
+        target = backend.gpu_solver_target(
+            prefix + (fn if fn.startswith("hybrid_") else "solver_" + fn))
     else:
         raise NotImplementedError(
             f"{ctx.primitive.name} is not implemented on {platform}: xform lowers it to "

@@ -3,18 +3,20 @@
 primitives lowered to jaxlib's LAPACK kernels (geev, gees, gehrd, orgqr/ungqr); part of
 ``xform.lax.linalg``, which re-exports them.
 
-As in JAX, ``schur`` and ``hessenberg`` run on CPU only, and ``eig`` on CPU and, as
-JAX picks by default on CUDA when no left eigenvectors are asked for, cuSOLVER's geev.
-NB: JAX's other GPU path (its "hybrid" kernel: LAPACK on the host or MAGMA, for left
-eigenvectors, ROCm or an older cuSOLVER) is not reachable from xform: NotImplementedError
-naming the primitive.
+As in JAX, ``schur`` and ``hessenberg`` run on CPU only; ``eig`` runs on CPU and GPU,
+where it calls what JAX picks by default: cuSOLVER's geev on CUDA when no left
+eigenvectors are asked for, else jaxlib's "hybrid" kernel (LAPACK on the host or MAGMA).
 Only ``eig`` is differentiable (eigenvalues; eigenvectors on request, as JAX's
 ``enable_eigvec_derivs``); ``schur``, ``hessenberg`` and ``householder_product`` are
 not, as in JAX.
 """
+import enum
+import warnings
+
 import numpy as np
 
 from xform.core import dtypes
+from xform.core.config import config
 from xform.core.avals import ShapedArray
 from xform.interpreters import ad, ffi, mlir
 from xform.lax import bitwise
@@ -61,29 +63,39 @@ def _check_square(name, x, square_msg=None):
 
 # ---- eig ----
 
+class EigImplementation(enum.Enum):
+    """Algorithm of ``eig``: LAPACK (geev on the host, also from GPU programs through
+    jaxlib's hybrid kernel), CUSOLVER (cuSOLVER's geev, CUDA, right eigenvectors only)
+    or MAGMA (the hybrid kernel's MAGMA path, GPU)."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         enable_eigvec_derivs=False, implementation=None, use_magma=None):
-    """Eigendecomposition of a general square matrix (CPU; CUDA without left
-    eigenvectors): ``[w, vl, vr]``, with ``vl``/``vr`` left out when not asked for;
-    complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
-    NaNs.
+    """Eigendecomposition of a general square matrix (CPU, GPU): ``[w, vl, vr]``, with
+    ``vl``/``vr`` left out when not asked for; complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
+    NaNs. ``implementation`` (an ``EigImplementation``) picks the kernel as JAX's does;
+    ``use_magma`` (deprecated in JAX) is ``implementation=MAGMA`` or ``LAPACK``.
 
     >>> w, vr = eig(xform.numpy.array([[2., 0.], [0., 3.]]), compute_left_eigenvectors=False)
     >>> w
     Array([2.+0.j, 3.+0.j], dtype=complex64)
     """
-    del use_magma
-    if implementation is not None and str(getattr(implementation, "value", implementation)
-                                          ).lower() != "lapack":
-        raise NotImplementedError(f"eig: implementation={implementation} is not supported; "
-                                  "xform computes eig with LAPACK on CPU")
+    if use_magma is not None:
+        warnings.warn("use_magma is deprecated, please use "
+                      "implementation=EigImplementation.MAGMA instead.", DeprecationWarning,
+                      stacklevel=2)
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
-                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs),
+                      implementation=implementation)
 
 
 def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                       enable_eigvec_derivs):
+                       enable_eigvec_derivs, implementation):
     _check_square("eig", x)
     dt = _complex_dtype(x.dtype)
     count = compute_left_eigenvectors + compute_right_eigenvectors
@@ -91,9 +103,12 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
 
 
 def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                  enable_eigvec_derivs):
+                  enable_eigvec_derivs, implementation):
     if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
-        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors)
+        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors,
+                                 implementation)
+    if implementation and implementation != EigImplementation.LAPACK:
+        raise ValueError("Only the lapack implementation is supported on CPU.")
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, w_aval.dtype)
@@ -111,13 +126,20 @@ def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvecto
                         [_info_aval(aval), *ctx.avals_out])
 
 
-def _eig_gpu_lowering(ctx, x, compute_left, compute_right):
-    """cuSOLVER's geev (CUDA, right eigenvectors only), as JAX's default there."""
-    if ctx.module_ctx.platform != "cuda" or compute_left:
-        raise NotImplementedError(
-            "eig is not implemented on GPU with left eigenvectors or on ROCm (JAX uses its "
-            "hybrid host kernels there); xform calls cuSOLVER's geev on CUDA for "
-            "compute_left_eigenvectors=False only")
+def _eig_gpu_lowering(ctx, x, compute_left, compute_right, implementation):
+    """As JAX: cuSOLVER's geev on CUDA without left eigenvectors (or with
+    ``implementation=CUSOLVER``), else jaxlib's hybrid kernel (host LAPACK, or MAGMA per
+    ``jax_use_magma`` unless ``implementation`` says)."""
+    if implementation == EigImplementation.CUSOLVER:
+        if ctx.module_ctx.platform != "cuda":
+            raise RuntimeError("Nonsymmetric eigendecomposition requires cusolver 11.7.1 or "
+                               "newer")
+        if compute_left:
+            raise NotImplementedError("Left eigenvectors are not supported by cusolver")
+    elif ctx.module_ctx.platform != "cuda" or compute_left or implementation is not None:
+        magma = (None if implementation is None
+                 else "on" if implementation == EigImplementation.MAGMA else "off")
+        return _eig_hybrid_lowering(ctx, x, compute_left, compute_right, magma)
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, aval.dtype)   # real input: conjugate pairs packed
@@ -130,6 +152,25 @@ def _eig_gpu_lowering(ctx, x, compute_left, compute_right):
             (vr,) = _in_lowering(ctx, lambda w, v: [_unpack_conjugate_pairs(w, v)], [w, vr],
                                  [w_aval, v_aval])
         outs.append(vr)
+    return _in_lowering(ctx, _nan_on_failure, [info, *outs],
+                        [_info_aval(aval), *ctx.avals_out])
+
+
+def _eig_hybrid_lowering(ctx, x, compute_left, compute_right, magma):
+    aval = ctx.avals_in[0]
+    w_aval = ctx.avals_out[0]
+    v_aval = ShapedArray(aval.shape, w_aval.dtype)
+    real = not _is_complex(aval)
+    w_parts = [ShapedArray(aval.shape[:-1], aval.dtype)] * (2 if real else 1)
+    magma = str(config.jax_use_magma) if magma is None else magma
+    attributes = {"magma": ffi.ir_attribute(magma),
+                  "left": ffi.flag(compute_left), "right": ffi.flag(compute_right)}
+    *w, vl, vr, info = ffi.solver_call(
+        ctx, None, ("hybrid_eig_" + ("real" if real else "comp"), attributes), [x], [aval],
+        [*w_parts, v_aval, v_aval, _info_aval(aval)])
+    if real:   # w = wr + i wi
+        w = _in_lowering(ctx, lambda re, im: [make_complex(re, im)], w, w_parts)
+    outs = [w[0]] + [vl] * compute_left + [vr] * compute_right
     return _in_lowering(ctx, _nan_on_failure, [info, *outs],
                         [_info_aval(aval), *ctx.avals_out])
 
@@ -182,7 +223,7 @@ def _eig_vec_jvp(w, v, da):
 
 
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
-             enable_eigvec_derivs):
+             enable_eigvec_derivs, implementation):
     (a,), (da,) = primals, tangents
     if (compute_left_eigenvectors or compute_right_eigenvectors) and not enable_eigvec_derivs:
         raise NotImplementedError(
@@ -192,7 +233,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
             "opt in. See https://github.com/jax-ml/jax/issues/2748 for discussion.")
     outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
                       compute_right_eigenvectors=True,
-                      enable_eigvec_derivs=enable_eigvec_derivs)
+                      enable_eigvec_derivs=enable_eigvec_derivs, implementation=implementation)
     w, vr = outs[0], outs[-1]
     da = ew.convert_element_type(ad.instantiate_zeros(da), vr.dtype)
     if not (compute_left_eigenvectors or compute_right_eigenvectors):
@@ -256,7 +297,6 @@ def _schur_lowering(ctx, x, *, compute_schur_vectors, sort_eig_vals):
 
 
 schur_p = standard_primitive("schur", _schur_abstract_eval, multiple_results=True)
-ad.defnondiff(schur_p)
 _batch_to_front(schur_p)
 mlir.register_lowering(schur_p, _schur_lowering)
 
@@ -288,7 +328,6 @@ def _hessenberg_lowering(ctx, a):
 
 hessenberg_p = standard_primitive("hessenberg", _hessenberg_abstract_eval,
                                   multiple_results=True)
-ad.defnondiff(hessenberg_p)
 _batch_to_front(hessenberg_p)
 mlir.register_lowering(hessenberg_p, _hessenberg_lowering)
 
@@ -327,6 +366,5 @@ def _householder_product_lowering(ctx, a, taus):
 
 householder_product_p = standard_primitive("householder_product",
                                            _householder_product_abstract_eval)
-ad.defnondiff(householder_product_p)
 _batch_to_front(householder_product_p)
 mlir.register_lowering(householder_product_p, _householder_product_lowering)

@@ -7,6 +7,7 @@ import weakref
 
 from xform.core import tree_util
 from xform.core.config import config
+from xform.core.pytree import builtin_treedef
 
 
 def resolve_static(fun, static_argnums, static_argnames):
@@ -37,7 +38,7 @@ class Entry:
     """A compiled specialization: executable, consts and how to rebuild outputs.
 
     ``c_out_tree`` is the output structure as a jaxlib C++ treedef (None when the
-    output holds nodes only xform's registry knows): the pytree fast path uses it."""
+    output holds nodes only xform's registry knows): the hit paths rebuild with it."""
     __slots__ = ("compiled", "out_tree", "single", "c_out_tree", "run", "handlers",
                  "consts", "out_avals", "out_aval")
 
@@ -45,7 +46,7 @@ class Entry:
         self.compiled = compiled
         self.out_tree = out_tree
         self.single = out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree)
-        self.c_out_tree = None
+        self.c_out_tree = builtin_treedef(out_tree)
         # What the hit paths use, copied here (one attribute load each, not two). A
         # mesh_jit.ReplicatedJaxpr has no run/handlers: it never enters a fast path.
         self.run = getattr(compiled, "run", None)
@@ -130,7 +131,7 @@ def _clear_all(name, value):
         elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
                       "jax_default_matmul_precision", "jax_default_device",
                       "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion",
-                      "user_context"):
+                      "user_context", "compute_on", "mesh"):
             if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
                 c.entries.clear()  # (executables bake them in)
             c.fast.clear()
