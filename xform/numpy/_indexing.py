@@ -109,7 +109,7 @@ def _static_slice(slc, position):
         if isinstance(v, Tracer) and v.to_concrete_value() is None:
             raise IndexError(f"Slice entries must be static integers. Got {slc} at position "
                              f"{position}: use lax.dynamic_slice for a traced start.")
-        parts.append(None if v is None else operator.index(v))
+        parts.append(v if v is None or shape_poly.is_symbolic_dim(v) else operator.index(v))
     if parts[2] == 0:
         raise ValueError("slice step cannot be zero")
     return slice(*parts)
@@ -176,28 +176,26 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
 
 
 def _symbolic_slice(s, n):
-    """``(lo, hi, step, reversed)`` of slice ``s`` of a symbolic dimension ``n``: the
-    elements taken with a positive ``step``, then reversed for a negative one (only
-    whole-axis negative steps, ``x[::-k]``: other bounds need a sign-dependent clamp)."""
-    step = 1 if s.step is None else operator.index(s.step)
+    """``(lo, hi, step, reverse_first)`` of slice ``s`` of a symbolic dimension ``n``: a
+    negative step slices the reversed axis. The size is JAX's (``canonicalize_slice``);
+    ``hi - lo`` spans it exactly for a unit step or a size known >= 1."""
+    start, step, size = shape_poly.canonicalize_slice(s, n)
     if step < 0:
-        if s.start is not None or s.stop is not None:
-            raise NotImplementedError(f"slicing a symbolic dimension {n} with step {step} "
-                                      "and explicit bounds")
-        count = (n - step - 1) // -step
-        return n - 1 - (count - 1) * -step, n, -step, True
-
-    def bound(i, default):
-        i = default if i is None else (i + n if i < 0 else i)
-        return shape_poly.max_dim(0, shape_poly.min_dim(i, n))
-    lo = bound(s.start, 0)
-    return lo, shape_poly.max_dim(lo, bound(s.stop, n)), step, False
+        start, step = n - 1 - start, -step
+    if step == 1:
+        hi = start + size
+    elif shape_poly.max_dim(size, 1) == size:    # first to last element
+        hi = start + (size - 1) * step + 1
+    else:
+        hi = shape_poly.min_dim(n, start + size * step)
+    return start, hi, step, s.step is not None and s.step < 0
 
 
 def _static_take(x, entries):
     """Static ints/slices/None: slice + rev + squeeze + expand_dims."""
     shape = x.aval.shape
     start, limit, strides, rev_axes, squeeze_axes, newaxis_dims = [], [], [], [], [], []
+    pre_rev_axes = []
     out_pos = axis = 0
     for position, (kind, v) in enumerate(entries):
         if kind == _NONE:
@@ -212,7 +210,7 @@ def _static_take(x, entries):
         elif shape_poly.is_symbolic_dim(n):
             lo, hi, step, rev = _symbolic_slice(_static_slice(v, position), n)
             if rev:
-                rev_axes.append(axis)
+                pre_rev_axes.append(axis)
             out_pos += 1
         else:
             r = range(*_static_slice(v, position).indices(n))
@@ -230,7 +228,7 @@ def _static_take(x, entries):
         limit.append(hi)
         strides.append(step)
         axis += 1
-    y = x
+    y = lax.rev(x, pre_rev_axes) if pre_rev_axes else x
     if tuple(start) != (0,) * len(shape) or tuple(limit) != shape or set(strides) - {1}:
         y = lax.slice(y, start, limit, None if set(strides) <= {1} else strides)
     return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
