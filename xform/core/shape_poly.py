@@ -217,11 +217,7 @@ class _DimExpr:
         raise _inconclusive(f"Symbolic dimension '{self}' used in a context that "
                             "requires a constant")
 
-    __index__ = __int__
-
-    def __bool__(self):
-        raise _inconclusive(f"Symbolic dimension '{self}' used in a context that "
-                            "requires a constant")
+    __index__ = __int__   # (no __bool__: a dimension is truthy, as in JAX)
 
     def terms(self):
         """``(monomial, coefficient)`` pairs; a monomial is ``((factor, power), ...)``
@@ -308,30 +304,30 @@ def _eval_factor(f, env):
 
 
 def _divmod(a, b):
-    """``(a // b, a % b)``: exact where ``b`` divides ``a``'s terms, else opaque."""
-    a, b = _lift(a), _lift(b)
-    bn = b._normal()
-    if isinstance(bn, int):
-        if bn == 0:
-            raise _inconclusive(f"Symbolic dimension '{a}' divided by 0")
-        if all(c % bn == 0 for _, c in a._terms):
-            return _DimExpr([(m, c // bn) for m, c in a._terms], a.scope)._normal(), 0
-    an = a._normal()
-    if isinstance(an, int) and isinstance(bn, int):
-        return an // bn, an % bn
-    if len(b._terms) == 1:  # exact where the monomial divides every term: 4*b // 2*b
-        (bmon, bc), = b._terms
-        quot = []
-        for mon, c in a._terms:
-            powers = dict(mon)
-            if c % bc or any(powers.get(f, 0) < p for f, p in bmon):
-                break
-            for f, p in bmon:
-                powers[f] -= p
-            quot.append((tuple((f, p) for f, p in powers.items() if p), c // bc))
-        else:
-            return _DimExpr(quot, a.scope)._normal(), 0
-    scope = a.scope or b.scope
+    """``(a // b, a % b)`` by JAX's polynomial long division (leading terms first):
+    exact where it leaves a constant remainder (0 for a symbolic divisor; any for a
+    constant one, as ``(2*b + 3) // 2 == b + 1``), else opaque ``floordiv``/``mod``."""
+    a, b = _lift(a)._normal(), _lift(b)._normal()
+    if b == 0:
+        raise _inconclusive(f"Symbolic dimension '{a}' divided by 0")
+    if not is_symbolic_dim(a) and not is_symbolic_dim(b):
+        return divmod(a, b)
+    rest, quot = a, 0
+    while is_symbolic_dim(rest):
+        (mon, c) = rest._terms[0]
+        dmon, dc = b._terms[0] if is_symbolic_dim(b) else ((), b)
+        powers = dict(mon)
+        if c % dc or any(powers.get(f, 0) < p for f, p in dmon):
+            break
+        q = _DimExpr(((tuple((f, p - dict(dmon).get(f, 0)) for f, p in mon
+                             if p != dict(dmon).get(f, 0)), c // dc),), a.scope)._normal()
+        quot, rest = quot + q, rest - q * b
+    else:
+        if not is_symbolic_dim(b):
+            return quot + rest // b, rest % b
+        if rest == 0:
+            return quot, 0
+    scope = _scope(a, b)
     return _DimExpr.op("floordiv", a, b, scope), _DimExpr.op("mod", a, b, scope)
 
 

@@ -134,6 +134,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
     ``sharding``, as JAX's: a type's (over an AbstractMesh) is the result's type; a
     concrete one places an eager result and is ignored under a transformation."""
     shape = _ints(shape, "full shape")
+    fill_value = dimension_as_value(fill_value)   # a symbolic dimension: computed
     if dtype is not None and dtypes.is_extended(dtype):   # typed keys: fill their data
         return dtype._rules.full(shape, fill_value)
     abstract = isinstance(getattr(sharding, "mesh", None), AbstractMesh)

@@ -330,10 +330,15 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     return (out, delta) if retstep else out
 
 
+def _dim(d):
+    """A dimension argument: an int, or a symbolic dimension kept as is."""
+    return d if shape_poly.is_symbolic_dim(d) else operator.index(d)
+
+
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     """Like numpy.eye; ``device`` commits the result there (as ``device_put``)."""
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = _dim(N)
+    M = N if M is None else _dim(M)
     k = operator.index(k)
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")

@@ -257,16 +257,17 @@ def _dynamic_take(x, entries, normalize):
             sizes.append(1)
             squeeze_axes.append(axis)
         else:
-            r = range(*_static_slice(v, position).indices(n))
-            starts.append(min(r) if r else 0)
-            sizes.append(len(r))
-            if r.step < 0 and len(r) > 1:
+            start, step, size = shape_poly.canonicalize_slice(_static_slice(v, position), n)
+            starts.append(start if step > 0 else 0 if size == 0 else start - (size - 1))
+            sizes.append(size)
+            if step < 0 and size != 1:
                 rev_axes.append(axis)
             out_pos += 1
         axis += 1
-    wrap = [normalize and type(s) is not int for s in starts]  # static ones are in range
-    starts = [_util.scalar_operand(s, index_dtype, False) if type(s) is int else s
-              for s in starts]
+    static = [type(s) is int or shape_poly.is_symbolic_dim(s) for s in starts]
+    wrap = [normalize and not st for st in static]  # static ones are in range
+    starts = [_util.scalar_operand(s, index_dtype, False) if st else s
+              for s, st in zip(starts, static)]
     y = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
     return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
 
@@ -409,17 +410,18 @@ def _to_gather(x, entries, normalize):
             start_index_map.append(axis)
             slice_sizes.append(1)
         else:
-            r = range(*_static_slice(v, position).indices(n))
-            slice_shape.append(len(r))
-            if r.step == 1:
-                if len(r) != n:
-                    parts.append((np.asarray(r.start, index_dtype), len(batch_shape), ()))
+            start, step, size = shape_poly.canonicalize_slice(_static_slice(v, position), n)
+            slice_shape.append(size)
+            if step == 1:
+                if size != n:
+                    parts.append((_index_value(start, index_dtype), len(batch_shape), ()))
                     start_index_map.append(axis)
-                slice_sizes.append(len(r))
+                slice_sizes.append(size)
                 offset_dims.append(out_pos)
             else:  # a strided slice gathers its elements as a batch dimension
-                parts.append((np.asarray(r, index_dtype), len(batch_shape), (len(r),)))
-                batch_shape.append(len(r))
+                parts.append((_index_value(start, index_dtype, step, size), len(batch_shape),
+                              (size,)))
+                batch_shape.append(size)
                 start_index_map.append(axis)
                 collapsed.append(axis)
                 slice_sizes.append(1)
@@ -430,6 +432,16 @@ def _to_gather(x, entries, normalize):
     return _Gather(operand, _stack_indices(parts, batch_shape, index_dtype), dnums,
                    tuple(slice_sizes), tuple(slice_shape), tuple(newaxis_dims),
                    tuple(scalar_bool_dims), not advanced)
+
+
+def _index_value(start, dtype, step=None, size=None):
+    """``start`` (or ``start + step*arange(size)``): NumPy where static, else computed
+    from the dimension variables."""
+    if not any(shape_poly.is_symbolic_dim(d) for d in (start, step, size)):
+        return np.asarray(start if step is None else start + step * np.arange(size), dtype)
+    start = _util.scalar_operand(start, dtype, False)
+    return start if step is None else lax.add(
+        lax.mul(lax.iota(dtype, size), _util.scalar_operand(step, dtype, False)), start)
 
 
 def _stack_indices(parts, batch_shape, dtype):

@@ -328,6 +328,11 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, a.aval.ndim)
     n = a.aval.shape[axis]
+    if shape_poly.is_symbolic_dim(n) and isinstance(obj, (int, np.integer)) \
+            and not isinstance(obj, bool):   # (as JAX: the pieces before and after)
+        i = obj + n if obj < 0 else obj
+        return lax.concatenate([_slice_axis(a, 0, i, axis), _slice_axis(a, i + 1, n, axis)],
+                               axis)
     if isinstance(obj, slice):
         drop = np.arange(n)[obj]
     else:

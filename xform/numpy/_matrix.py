@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
@@ -84,12 +84,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     lead, (n, m) = a.aval.shape[:-2], a.aval.shape[-2:]
     offset = operator.index(offset)
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    d = max(0, min(n - r0, m - c0))
-    zeros = (0,) * len(lead)
+    d = shape_poly.max_dim(0, shape_poly.min_dim(n - r0, m - c0))
+    zeros, r0, c0 = (0,) * len(lead), shape_poly.min_dim(r0, n), shape_poly.min_dim(c0, m)
     # The d x d block starting at the diagonal's first element, flattened: its diagonal
     # is every (d + 1)-th element.
-    block = lax.slice(a, zeros + (min(r0, n), min(c0, m)), lead + (min(r0, n) + d,
-                                                                   min(c0, m) + d))
+    block = lax.slice(a, zeros + (r0, c0), lead + (r0 + d, c0 + d))
     flat = lax.reshape(block, lead + (d * d,))
     return lax.slice(flat, zeros + (0,), lead + (d * d,), (1,) * len(lead) + (d + 1,))
 
