@@ -130,7 +130,7 @@ class Context:
             self._initial = _State(self)
             for is_eq, diff in self.constraints:
                 self._initial.implicit_expr(diff)
-                self._initial.add(is_eq, diff, ())
+                self._initial.add(is_eq, diff, 0)
                 self.cache.clear()
         return self._initial.copy().bounds(e, prec, implicit=True)
 
@@ -151,7 +151,8 @@ class _State:
         """Add the fact ``e1 - e2 (== | >=) 0`` and its eliminations with known facts."""
         if any(isinstance(x, float) and np.isinf(x) for x in (e1, e2)):
             return   # a bound at infinity: no fact
-        e = _lin(_terms(e1), 1, _terms(e2), -1, self.ctx.rules)
+        e = e1 if isinstance(e1, tuple) and isinstance(e2, int) and e2 == 0 else \
+            _lin(_terms(e1), 1, _terms(e2), -1, self.ctx.rules)   # (e - 0 stays, as JAX)
         if (c := _const(e)) is not None:
             if c < 0:
                 raise ValueError(f"Unsatisfiable constraint: {e1} >= {e2}")

@@ -110,7 +110,7 @@ class _DimExpr:
 
     @staticmethod
     def op(name, a, b, scope=None):
-        return _DimExpr(((((("op", name, _lift(a), _lift(b)), 1),), 1),), scope)
+        return _DimExpr(((((("op", name, _lift(a), _lift(b)), 1),), 1),), scope)._normal()
 
     def _normal(self):
         """An int where the expression is constant, else self (with the scope's
