@@ -51,8 +51,9 @@ def _decisions(lib, constraints):
     kind of error (JAX's decision procedure: implicit dims >= 1, min/max, floordiv/mod)."""
     a, b, n = lib.export.symbolic_shape("a, b, n", constraints=constraints)
     core = xform.core.shape_poly if lib is xform else jax.core
-    exprs = [a, b, 2, -1, a - 1, a * b, a // 2, a % 3, core.min_dim(a, 2), core.max_dim(a, b),
-             core.min_dim(n, 3) - 1, core.max_dim(n - 2, 0), 2 * (a // 2), (a * a + a) // (a + 1)]
+    exprs = [a, b, 2, -1, a - 1, a * b, a // 2, a % 3, core.min_dim(a, 2),
+             core.max_dim(a, b), core.min_dim(n, 3) - 1, core.max_dim(n - 2, 0),
+             2 * (a // 2), (a * a + a) // (a + 1)]
     out = [str(e) for e in exprs]
     for x in exprs:
         for y in exprs:
@@ -75,13 +76,14 @@ def _slicing(lib):
     return lambda v: (
         v[:, :2], v[:, -2:], v[1:-1, 1:3], v[::2, 1::2], v[3:0:-1], v[: v.shape[0] // 2],
         v[jnp.array([0, 1])], v.at[:, :2].add(1.0), v[jnp.array(5)], jnp.trace(v),
-        lax.slice_in_dim(v, 1, v.shape[0]), lax.index_in_dim(v, -1), jnp.eye(v.shape[0]) @ v,
+        lax.slice_in_dim(v, 1, v.shape[0]), lax.index_in_dim(v, -1),
+        jnp.eye(v.shape[0]) @ v,
         jnp.delete(v, 0, axis=0), jnp.median(v, axis=1), v.reshape(-1)[: v.shape[0]])
 
 
 def test_symbolic_slicing_shapes_assertions_and_values_match_jax():
-    exported = {lib: lib.export.export(lib.jit(_slicing(lib)))(
-        lib.ShapeDtypeStruct(lib.export.symbolic_shape("b, n"), F32)) for lib in (xform, jax)}
+    exported = {lib: lib.export.export(lib.jit(_slicing(lib)))(lib.ShapeDtypeStruct(
+        lib.export.symbolic_shape("b, n"), F32)) for lib in (xform, jax)}
     ours, theirs = exported[xform], exported[jax]
     assert [str(a) for a in ours.out_avals] == [str(a) for a in theirs.out_avals]
     count = lambda e: e.mlir_module().count("custom_call @shape_assertion")  # noqa: E731

@@ -197,9 +197,9 @@ class _DimExpr:
             return False
         scope = _scope(self, other)
         where = "".join(f"\n  {t}" for t in scope.constraints_str) if scope else ""
+        where = where and f"\nUsing symbolic scope {id(scope)} with constraints:{where}"
         raise _inconclusive(f"Symbolic dimension comparison '{_s(self)}' {op} '{_s(other)}'"
-                            " is inconclusive." + (f"\nUsing symbolic scope {id(scope)} "
-                                                  "with constraints:" + where if where else ""))
+                            f" is inconclusive.{where}")
 
     def __ge__(self, other):
         return self._decide(self - other, ">=", other) if _is_dim(other) else NotImplemented

@@ -315,8 +315,8 @@ def _read_aval(r, scope):
         raise ValueError(f"unsupported abstract value (kind {r.scalar(0, N.Int8Flags)}, "
                          f"dtype {kind})")
     shape = _shape_poly.symbolic_shape(",".join(r.strings(1)), scope=scope)
-    return ShapedArray(shape, _DTYPE_OF[kind],
-                       memory_space=_MEMORY_OF.get(r.scalar(3, N.Int8Flags), MemorySpace.Device))
+    space = _MEMORY_OF.get(r.scalar(3, N.Int8Flags), MemorySpace.Device)
+    return ShapedArray(shape, _DTYPE_OF[kind], memory_space=space)
 
 
 def _read_check(r):
@@ -379,10 +379,10 @@ def _read_exported(r):
     vjp = r.table(17)
     in_named, out_named = _read_shardings(r, (len(in_avals), len(out_avals)))
     # a sharding's memory kind types its value (JAX's update_aval_with_sharding)
-    in_avals, out_avals = (tuple(a if s is None or s[2] is None else
-                                 a.update(memory_space=memory_space_of(s[2]))
-                                 for a, s in zip(avals, named))
-                           for avals, named in ((in_avals, in_named), (out_avals, out_named)))
+    in_avals, out_avals = (
+        tuple(a if s is None or s[2] is None else
+              a.update(memory_space=memory_space_of(s[2])) for a, s in zip(avals, named))
+        for avals, named in ((in_avals, in_named), (out_avals, out_named)))
     exp = _export.Exported(
         fun_name=r.string(1),
         in_tree=_read_treedef(r.table(2), len(in_avals)),

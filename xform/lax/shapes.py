@@ -444,7 +444,7 @@ mlir.register_lowering(slice_p, _slice_lowering)
 
 def pad(operand, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
-    config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    config = tuple(_ints((lo, hi, i), "pad config") for lo, hi, i in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 
@@ -455,7 +455,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     if len(padding_config) != x.ndim or any(i < 0 for _, _, i in padding_config):
         raise TypeError(f"pad config {padding_config} does not match operand shape "
                         f"{x.shape} (one (low, high, interior>=0) per dimension)")
-    shape = tuple(lo + hi + d + max(d - 1, 0) * i
+    shape = tuple(lo + hi + d + shape_poly.max_dim(d - 1, 0) * i
                   for d, (lo, hi, i) in zip(x.shape, padding_config))
     if any(s < 0 for s in shape):
         raise TypeError(f"pad of shape {x.shape} with {padding_config} gives negative "
@@ -497,6 +497,9 @@ def _pad_batch(vals, dims, *, padding_config):
 
 def _pad_lowering(ctx, x, pv, *, padding_config):
     lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    if not shape_poly.is_constant_shape(lo + hi + interior):   # amounts computed (JAX's)
+        return hlo.dynamic_pad(mlir.aval_to_ir_type(ctx.avals_out[0]), x, pv,
+                               *map(mlir.shape_value, (lo, hi, interior)))
     return hlo.pad(x, pv, mlir.dense_i64(lo), mlir.dense_i64(hi), mlir.dense_i64(interior))
 
 

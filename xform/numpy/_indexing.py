@@ -419,8 +419,8 @@ def _to_gather(x, entries, normalize):
                 slice_sizes.append(size)
                 offset_dims.append(out_pos)
             else:  # a strided slice gathers its elements as a batch dimension
-                parts.append((_index_value(start, index_dtype, step, size), len(batch_shape),
-                              (size,)))
+                parts.append((_index_value(start, index_dtype, step, size),
+                              len(batch_shape), (size,)))
                 batch_shape.append(size)
                 start_index_map.append(axis)
                 collapsed.append(axis)
