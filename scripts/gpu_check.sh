@@ -65,10 +65,12 @@ EOF
 } > "$out/smoke.txt" 2>&1
 cat "$out/smoke.txt"
 
-tests=(memory_kinds linalg_edges transform_edges jnp_edges lax_edges core transforms jit_cache
-       jit_fastpath callbacks lax_ops numpy_table numpy linalg cond_while scan custom_derivatives random random_keys random_samplers
-       nn_layers_basic optim lazy checkpoint platforms export checkify eager_composite
-       compiled_parity placement scipy_linalg_more image ode lax_scipy_api)
+tests=(lax_linalg_more compute_on layout_api export_checks memory_kinds linalg_edges
+       transform_edges jnp_edges lax_edges core transforms jit_cache jit_fastpath callbacks
+       lax_ops numpy_table numpy linalg cond_while scan custom_derivatives random
+       random_keys random_samplers nn_layers_basic optim lazy checkpoint platforms export
+       checkify eager_composite compiled_parity placement scipy_linalg_more image ode
+       lax_scipy_api)
 files=(); for t in "${tests[@]}"; do files+=("tests/test_$t.py"); done
 [ -n "${TESTS:-}" ] && read -r -a files <<< "$TESTS"
 timeout -s INT -k 30 "${TEST_S:-330}" $py -m pytest -q -n "${WORKERS:-12}" --no-header -rfE \

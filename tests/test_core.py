@@ -37,7 +37,7 @@ LINEAR = {
     "jit",
     "fft",
     "psum", "all_gather", "reduce_scatter", "ppermute", "all_to_all", "xla_pmap",
-    "pvary", "psum_invariant", "all_gather_invariant",
+    "pvary", "psum_invariant", "all_gather_invariant", "ragged_all_to_all", "pbroadcast",
     "device_put",
 }
 NO_OPERANDS = {"iota", "platform_index", "dim_as_value"}  # nothing to batch or differentiate

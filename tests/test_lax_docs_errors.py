@@ -11,7 +11,9 @@ from xform import lax
 
 MODULES = ["xform.lax.reductions", "xform.lax.cumulative", "xform.lax.windowed",
            "xform.lax.conv", "xform.lax.dot", "xform.lax.linalg_triangular",
-           "xform.lax.linalg_orthogonal", "xform.numpy.linalg", "xform.scipy.linalg"]
+           "xform.lax.linalg_orthogonal", "xform.lax.linalg_tridiagonal",
+           "xform.lax.linalg_products", "xform.lax.linalg_qdwh", "xform.numpy.linalg",
+           "xform.scipy.linalg"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -116,9 +116,11 @@ def test_demo_runs():
 # ---- the layer order (docs/architecture.md, "Layers"), held by reading every import ----
 # Each file's layer: an exact module name first, else its longest matching prefix, else
 # L7 (xform/__init__.py and the public shims: tree_util, dtypes, errors, sharding, ...).
-_EXACT_LAYER = {"xform": 7, "xform.lax": 5}   # xform/lax/__init__.py: the face, with control flow
+_EXACT_LAYER = {"xform": 7, "xform.lax": 5,   # xform/lax/__init__.py: the face, with control flow
+                "xform.lax.linalg": 5}   # lax.linalg's face exports qdwh (loops)
 _PREFIX_LAYER = {
     "xform.backend": 0,
+    "xform.backend_layouts": 0,  # the runtime's layouts, read from what backend hands out
     "xform.core": 1,
     "xform.interpreters": 2,
     # the pmap primitive's rules and the mesh compile bind collectives: L3 beside them
@@ -127,6 +129,7 @@ _PREFIX_LAYER = {
     "xform.lax.prng": 5,  # threefry's rolled lowering is a fori_loop (random's bits)
     "xform.lax.special_incomplete": 5,  # igamma/betainc lower to while_loops, as JAX's
     "xform.lax.scatter_apply": 5,  # vmaps the function, loops over repeated indices
+    "xform.lax.linalg_qdwh": 5,  # JAX's qdwh: a composition with fori/while loops
     "xform.transforms": 4, "xform.ref": 4,
     "xform.numpy": 5, "xform.random": 5, "xform.scipy": 5, "xform.flatten_util": 5,
     "xform.image": 5, "xform.ffi": 5,  # ffi_call's sequential vmap is a scan
@@ -134,7 +137,7 @@ _PREFIX_LAYER = {
     "xform.nn": 6, "xform.optim": 6, "xform.training": 6, "xform.checkpoint": 6,
     "xform.lazy": 6, "xform.debug": 6, "xform.debugger": 6, "xform.profiler": 6,
     "xform.debug_sharding": 6, "xform._sharded_checkpoint": 6,
-    "xform.distributed": 6,
+    "xform.distributed": 6, "xform.example_libraries": 6,
 }
 # Upward imports that stay, (importer, imported): the reason each is there. The test fails
 # when one is gone, so the list only shrinks.

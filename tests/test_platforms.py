@@ -79,13 +79,11 @@ def test_solver_kernels_by_platform(name, f, targets):
             _lowered(f, x, platform="tpu")
 
 
-def test_pivoted_qr_is_lapack_geqp3_on_cpu_only():
-    # JAX's GPU path is its hybrid host/MAGMA kernel, which xform cannot reach
+def test_pivoted_qr_is_lapack_geqp3_on_cpu_and_jaxlibs_hybrid_kernel_on_gpu():
     f = lambda a: xform.lax.linalg.qr(a, pivoting=True)   # noqa: E731
     x = np.eye(3, dtype=np.float32)
     assert "@lapack_sgeqp3_ffi(" in _lowered(f, x, platform="cpu")
-    with pytest.raises(NotImplementedError, match="pivoting=True.*only implemented on CPU"):
-        _lowered(f, x, platform="cuda")
+    assert "@cuhybrid_geqp3(" in _lowered(f, x, platform="cuda")
 
 
 def test_large_svd_uses_gesvd_on_gpu():

@@ -9,6 +9,7 @@ from xform import backend
 from xform.core import sharding_types
 from xform.core.array_ops import ArrayOps
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
+from xform.core.layout import array_format
 from xform.core.sharding import MeshLayout, Shard, SingleDeviceSharding
 
 
@@ -98,6 +99,12 @@ class Array(ArrayOps):
         its buffer's memory kind)."""
         return SingleDeviceSharding(self.device,
                                     memory_kind=backend.buffer_memory_kind(self._buf))
+
+    @property
+    def format(self):
+        """The array's :class:`~xform.experimental.layout.Format`: its buffer's layout
+        (as the runtime reports it) and its sharding."""
+        return array_format(self)
 
     @property
     def addressable_shards(self):

@@ -8,12 +8,15 @@ Grammar (as printed, JAX's format)::
 
 ``eval_jaxpr`` calls ``bind``, so evaluating a jaxpr under a trace transforms it.
 """
+import contextlib
 import itertools
+import threading
 
 import numpy as np
 
 from xform.core import source_info_util
 from xform.core.avals import ShapedArray
+from xform.core.config import config
 
 
 class Var:
@@ -41,17 +44,64 @@ class Literal:
         return f"Literal({self.val})"
 
 
+class _ComputeType(threading.local):
+    current = None
+
+
+_compute_type = _ComputeType()
+
+
+def current_compute_type():
+    """The compute type (``compute_on``'s: ``"device_host"``, ...) equations staged now
+    are marked with, or None."""
+    return _compute_type.current
+
+
+def compute_type_context(compute_type):
+    """Mark equations staged in the block with ``compute_type`` (None: leave as is).
+    JAX's ``JaxprEqnContext.compute_type``: lowering tags each one's ops for XLA. A
+    change is told to config's listeners (as ``"compute_on"``): cache-hit paths keyed on
+    avals alone forget what was traced outside it, as JAX keys them on the context."""
+    return _UNCHANGED if compute_type is None else _ComputeTypeContext(compute_type)
+
+
+class _ComputeTypeContext:
+    __slots__ = ("compute_type", "prev")
+
+    def __init__(self, compute_type):
+        self.compute_type = compute_type
+
+    def __enter__(self):
+        self.prev = _compute_type.current
+        _switch(self.compute_type)
+
+    def __exit__(self, *exc):
+        _switch(self.prev)
+
+
+_UNCHANGED = contextlib.nullcontext()   # (shared: transformations enter one per equation)
+
+
+def _switch(compute_type):
+    if _compute_type.current != compute_type:
+        _compute_type.current = compute_type
+        for fn in config._listeners:
+            fn("compute_on", compute_type)
+
+
 class JaxprEqn:
     """``outvars = primitive[params] invars``; ``source`` is the user's ``(code, line)``
-    that staged it (or None), ``source_info`` a readable view of it."""
-    __slots__ = ("invars", "outvars", "primitive", "params", "source")
+    that staged it (or None), ``source_info`` a readable view of it; ``compute_type``
+    where ``compute_on`` marked it (or None)."""
+    __slots__ = ("invars", "outvars", "primitive", "params", "source", "compute_type")
 
-    def __init__(self, invars, outvars, primitive, params, source=None):
+    def __init__(self, invars, outvars, primitive, params, source=None, compute_type=None):
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.primitive = primitive
         self.params = params
         self.source = source
+        self.compute_type = compute_type
 
     @property
     def source_info(self):
@@ -112,11 +162,14 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
         env[v] = x
     for eqn in jaxpr.eqns:
         invals = [a.val if type(a) is Literal else env[a] for a in eqn.invars]
-        if eqn.source is None:
+        if eqn.source is None and eqn.compute_type is None:
             outs = eqn.primitive.bind(*invals, **eqn.params)
-        else:   # equations staged from this one inherit its source; errors cite it
-            ctx = source_info_util._context
+        else:   # equations staged from this one inherit its source (errors cite it)
+            ctx = source_info_util._context                 # and its compute type
             prev, ctx.current = ctx.current, eqn.source
+            prev_type = _compute_type.current
+            if eqn.compute_type is not None:
+                _compute_type.current = eqn.compute_type
             try:
                 outs = eqn.primitive.bind(*invals, **eqn.params)
             except Exception as e:
@@ -124,6 +177,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args):
                 raise
             finally:
                 ctx.current = prev
+                _compute_type.current = prev_type
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs, strict=True):

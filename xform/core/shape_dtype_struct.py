@@ -10,6 +10,7 @@ mesh in context when read. Over a mesh with Explicit axes it is part of the ``av
 from xform.core import dtypes, sharding_types
 from xform.core.array import Array
 from xform.core.avals import ManualAxisType, ShapedArray
+from xform.core.layout import Format
 from xform.core.mesh import current_mesh
 from xform.core.sharding import NamedSharding, PartitionSpec, Sharding
 from xform.core.trace import get_aval
@@ -37,12 +38,16 @@ class ShapeDtypeStruct:
     >>> s.sharding.spec
     P('x',)
     """
-    __slots__ = ("shape", "dtype", "_sharding", "weak_type", "manual_axis_type", "is_ref")
+    __slots__ = ("shape", "dtype", "_sharding", "weak_type", "manual_axis_type", "is_ref",
+                 "_layout")
 
     def __init__(self, shape, dtype, *, sharding=None, weak_type=False,
                  manual_axis_type=None, is_ref=False):
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        self._layout = None   # a Format's layout: the AOT argument's (core/layout.py)
+        if isinstance(sharding, Format):
+            self._layout, sharding = sharding.layout, sharding.sharding
         if sharding is not None and not isinstance(sharding, (Sharding, PartitionSpec)):
             raise ValueError(
                 "sharding should be an instance of `jax.sharding.Sharding`, "
@@ -79,6 +84,11 @@ class ShapeDtypeStruct:
             return NamedSharding(mesh, self._sharding)
         return self._sharding
 
+    @property
+    def format(self):
+        """The layout (None: the default) and sharding as a ``Format``."""
+        return Format(self._layout, self.sharding)
+
     @classmethod
     def like(cls, x):
         """The shape, dtype, weak type and, for a committed array, sharding of ``x``."""
@@ -91,7 +101,8 @@ class ShapeDtypeStruct:
 
     def update(self, **kwargs):
         """A copy with ``shape``, ``dtype``, ``sharding``, ... replaced."""
-        fields = dict(shape=self.shape, dtype=self.dtype, sharding=self._sharding,
+        fields = dict(shape=self.shape, dtype=self.dtype, sharding=self._sharding if
+                      self._layout is None else Format(self._layout, self._sharding),
                       weak_type=self.weak_type, manual_axis_type=self.manual_axis_type,
                       is_ref=self.is_ref)
         return ShapeDtypeStruct(**{**fields, **kwargs})
@@ -104,7 +115,7 @@ class ShapeDtypeStruct:
 
     def _key(self):
         return (self.shape, self.dtype, self.sharding, self.weak_type,
-                self.manual_axis_type, self.is_ref)
+                self.manual_axis_type, self.is_ref, self._layout)
 
     def __eq__(self, other):
         return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
@@ -115,7 +126,7 @@ class ShapeDtypeStruct:
     def __repr__(self):
         s = self.sharding
         extra = "".join(f", {k}={v}" for k, v in (
-            ("sharding", s), ("weak_type", self.weak_type),
+            ("sharding", s), ("format", self._layout), ("weak_type", self.weak_type),
             ("manual_axis_type", self.manual_axis_type), ("is_ref", self.is_ref)) if v)
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{extra})"
 

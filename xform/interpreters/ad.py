@@ -6,7 +6,7 @@ jaxpr backwards with each linear primitive's transpose rule. Tangents and
 cotangents may be the symbolic ``Zero``, which rules skip.
 """
 from xform.core import dtypes, source_info_util
-from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from xform.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, compute_type_context
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                               to_concrete_value)
 from xform.interpreters import partial_eval as pe
@@ -259,7 +259,8 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
             lin_eqns.append(eqn)
         else:
             vals = [v.val if type(v) is Literal else env[v] for v in eqn.invars]
-            outs = eqn.primitive.bind(*vals, **eqn.params)
+            with compute_type_context(eqn.compute_type):
+                outs = eqn.primitive.bind(*vals, **eqn.params)
             outs = outs if eqn.primitive.multiple_results else [outs]
             env.update(zip(eqn.outvars, outs))
 
@@ -289,13 +290,15 @@ def backward_pass(jaxpr: Jaxpr, consts, linear_avals, cts_out):
             ct = cts[0]
         try:
             _check_linear(eqn, args)
-            with source_info_util.source_context(eqn.source):
+            with source_info_util.source_context(eqn.source), \
+                    compute_type_context(eqn.compute_type):
                 cts_in = rule(ct, *args, **eqn.params)
         except Exception as e:
             source_info_util.annotate(e, eqn)
             raise
-        for v, c in zip(eqn.invars, cts_in, strict=True):
-            add_ct(v, c)
+        with compute_type_context(eqn.compute_type):   # (its cotangents' sums too)
+            for v, c in zip(eqn.invars, cts_in, strict=True):
+                add_ct(v, c)
     return [ct_env.get(v, Zero(a)) for v, a in zip(jaxpr.invars, linear_avals, strict=True)]
 
 

@@ -144,11 +144,13 @@ def def_call_rules(prim, *, derived_params, split=default_split, split_key=lambd
         known_eqn = JaxprEqn(
             [v for v, u in zip(eqn.invars, unknowns) if not u],
             [v for v, u in zip(eqn.outvars, out_unknowns) if not u] + residuals,
-            prim, dict(derived_params(rest, "known", hows[0]), jaxpr=known), eqn.source)
+            prim, dict(derived_params(rest, "known", hows[0]), jaxpr=known), eqn.source,
+            eqn.compute_type)
         staged_eqn = JaxprEqn(
             residuals + [v for v, u in zip(eqn.invars, unknowns) if u],
             [v for v, u in zip(eqn.outvars, out_unknowns) if u],
-            prim, dict(derived_params(rest, "staged", hows[1]), jaxpr=staged), eqn.source)
+            prim, dict(derived_params(rest, "staged", hows[1]), jaxpr=staged), eqn.source,
+            eqn.compute_type)
         return known_eqn, staged_eqn
 
     def transpose(cts, *args, jaxpr, **params):

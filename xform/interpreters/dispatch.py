@@ -294,20 +294,21 @@ class CompiledJaxpr:
     The executable comes from the program cache (``compiler.compile_module``): a
     jaxpr that lowers to a module compiled before reuses that executable.
     ``donated[i]`` marks input i as donated (its buffer may become an output's);
-    ``skip_passes`` is ``backend.compile``'s. With ``jax_debug_nans`` set when it is
+    ``skip_passes`` is ``backend.compile``'s; ``layout_modes`` ``mlir``'s. With ``jax_debug_nans`` set when it is
     built, ``execute`` checks the outputs and on a NaN re-runs the jaxpr op by op to name
     the primitive that produced it."""
     __slots__ = ("execute", "run", "handlers", "const_bufs", "out_avals", "executable",
                  "name", "float0", "donated")
 
     def __init__(self, closed: ClosedJaxpr, device=None, name="jit", donated=None,
-                 skip_passes="", out_kinds=None):
+                 skip_passes="", out_kinds=None, layout_modes=None):
         callbacks = []
         with span("xform.jit.lower", name=name), monitoring.log_elapsed_time(
                 monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
             module = mlir.lower_jaxpr_to_module(closed, hoist_consts=EMBED_CONSTS_UP_TO,
                                                 host_callbacks=callbacks, as_bytecode=True,
-                                                donated=donated, out_kinds=out_kinds)
+                                                donated=donated, out_kinds=out_kinds,
+                                                layout_modes=layout_modes)
         devices = [device] if device is not None else None
         self.name = name
         self.donated = donated if donated and any(donated) else None

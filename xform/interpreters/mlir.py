@@ -17,8 +17,10 @@ from xform.core.avals import ShapedArray, physical_aval
 from xform.core.mesh import AxisType
 from xform.core.sharding import UNCONSTRAINED
 from xform.core.tokens import TokenTy
+from xform.interpreters import mlir_compute
 from xform.interpreters import partial_eval as pe
-from xform.interpreters.mlir_memory import annotate_memory_kinds, annotate_placement, set_attrs
+from xform.interpreters.mlir_memory import (annotate_layout_modes, annotate_memory_kinds,
+                                            annotate_placement, set_attrs)
 
 ir, hlo, func_dialect = backend.ir, backend.hlo, backend.func_dialect
 chlo = backend.chlo
@@ -357,9 +359,13 @@ def jaxpr_subcomp(module_ctx, jaxpr: Jaxpr, consts, args):
             raise NotImplementedError(f"No StableHLO lowering for primitive "
                                       f"'{eqn.primitive.name}'")
         ctx = LoweringRuleContext(module_ctx, eqn.primitive, avals_in, avals_out)
-        outs = rule(ctx, *[read(a) for a in eqn.invars], **eqn.params)
+        ins = [read(a) for a in eqn.invars]
+        first_op = eqn.compute_type and mlir_compute.ops_count()
+        outs = rule(ctx, *ins, **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]
+        if eqn.compute_type is not None:
+            mlir_compute.tag(outs, eqn.compute_type, first_op)
         for v, x in zip(eqn.outvars, outs, strict=True):
             if module_ctx.mesh is not None and getattr(v.aval, "_sharding", None) is not \
                     None and eqn.primitive.name != "sharding_constraint":
@@ -399,7 +405,7 @@ def _ir_context():
 def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                           host_callbacks=None, as_bytecode=False, donated=None,
                           platform=None, platforms=None, dim_vars=(), spmd=None,
-                          out_kinds=None):
+                          out_kinds=None, layout_modes=None):
     """StableHLO of a module whose public ``@main`` runs ``closed``: text, or with
     ``as_bytecode`` MLIR bytecode (what compiling and the compilation cache use; no
     printing and re-parsing).
@@ -417,7 +423,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
     Several ``platforms`` (export) give ``@main`` a leading platform index argument
     (JAX's calling convention); then donation is not supported. ``dim_vars`` (names
     of symbolic dimensions) add i32 arguments after it carrying their values.
-    ``out_kinds`` (per output: a memory kind or None) are a jit's out_shardings' kinds.
+    ``out_kinds`` (per output: a memory kind or None) are a jit's out_shardings' kinds;
+    ``layout_modes`` (``(per input, per output)``: a ``mhlo.layout_mode`` or None) its
+    formats' layouts.
     """
     jaxpr = closed.jaxpr
     with _ir_context(), ir.Location.unknown():
@@ -458,6 +466,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
             annotate_spmd(module, fn, len(globals_) + len(const_avals), *spmd)
         annotate_memory_kinds(fn, len(globals_) + len(const_avals), jaxpr.in_avals,
                               jaxpr.out_avals, out_kinds)
+        if layout_modes is not None:
+            annotate_layout_modes(fn, len(globals_) + len(const_avals), *layout_modes)
         if as_bytecode:
             out = io.BytesIO()
             module.operation.write_bytecode(file=out)

@@ -61,3 +61,14 @@ def annotate_memory_kinds(fn, n_lead, in_avals, out_avals, out_kinds):
                     ("res_attrs", kinds(out_avals, out_kinds))):
         if any(ks):
             set_attrs(fn, key, [k and {"mhlo.memory_kind": ir.StringAttr.get(k)} for k in ks])
+
+
+def annotate_layout_modes(fn, n_lead, in_modes, out_modes):
+    """``mhlo.layout_mode`` on ``@main``'s arguments and results a jit's formats give a
+    layout (``"auto"``, or XLA's minor-to-major ``"{0,1}"``; None: the default), which
+    PJRT's compile reads, as JAX lowers them (``n_lead`` leading arguments: none)."""
+    for key, modes in (("arg_attrs", [None] * n_lead + list(in_modes)),
+                       ("res_attrs", list(out_modes))):
+        if any(modes):
+            set_attrs(fn, key, [m and {"mhlo.layout_mode": ir.StringAttr.get(m)}
+                                for m in modes])

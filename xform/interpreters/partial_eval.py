@@ -13,6 +13,7 @@ from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
+from xform.core.jaxpr import current_compute_type
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                                to_concrete_value)
 
@@ -83,7 +84,8 @@ class DynamicJaxprTrace(Trace):
         out = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current()))
+        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current(),
+                                   current_compute_type()))
         tracers = [DynamicJaxprTracer(self, v.aval, v) for v in outvars]
         return tracers if prim.multiple_results else tracers[0]
 
@@ -191,7 +193,8 @@ class JaxprTrace(Trace):
         out = prim.abstract_eval(*[a.aval for a in atoms], **params)
         out_avals = out if prim.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current()))
+        self.eqns.append(JaxprEqn(atoms, outvars, prim, params, source_info_util.current(),
+                                   current_compute_type()))
         tracers = [JaxprTracer(self, var=v) for v in outvars]
         return tracers if prim.multiple_results else tracers[0]
 
@@ -303,7 +306,7 @@ def _as_call(eqn, unknown_vars):
     invars = list(dict.fromkeys(v for v in eqn.invars if type(v) is Var))
     body = ClosedJaxpr(Jaxpr([], invars, eqn.outvars, [eqn]), [])
     call = JaxprEqn(invars, eqn.outvars, wrapping_call_p,
-                    dict(jaxpr=body, name=eqn.primitive.name), eqn.source)
+                    dict(jaxpr=body, name=eqn.primitive.name), eqn.source, eqn.compute_type)
     return call, [v in unknown_vars for v in invars], eqn_split_rules[wrapping_call_p]
 
 

@@ -90,6 +90,8 @@ from xform.lax.collectives import (  # noqa: E402
     axis_index_p, pmax_p, pmin_p, psum_p, reduce_scatter_p)
 from xform.lax.collectives_permute import (  # noqa: E402
     all_to_all, ppermute, pshuffle, pswapaxes, all_to_all_p, ppermute_p)
+from xform.lax.collectives_more import (  # noqa: E402
+    pbroadcast, precv, psend, ragged_all_to_all, ragged_all_to_all_p)
 from xform.lax.vma import pcast  # noqa: E402
 from xform.lax.control_flow.solves import (  # noqa: E402
     custom_linear_solve, custom_root, linear_solve_p)

@@ -1,6 +1,7 @@
 """Collectives over named axes: psum, pmax, pmin, all_gather, psum_scatter, axis_index
 (and pmean, axis_size composed from them); ppermute, pshuffle and all_to_all, which
-permute blocks between devices, are in ``collectives_permute.py``.
+permute blocks between devices, are in ``collectives_permute.py``; ragged_all_to_all,
+pbroadcast, psend and precv (no XLA:CPU lowering) in ``collectives_more.py``.
 
 Each primitive carries ``axis_name`` as a tuple of names. Under ``vmap(axis_name=)``
 a collective over the vmapped axis is a batching rule (keyed by axis name in

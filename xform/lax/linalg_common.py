@@ -104,6 +104,32 @@ def _check_matrix(name, x, square=True):
     check_dtype(name, x.dtype, _inexact)
 
 
+def _check_operands(name, avals, ranks, kinds, *, batched=True):
+    """JAX's checks of a linalg primitive's operands (``linalg_shape_rule`` and the dtype
+    rule, with its messages): operand i has rank ``ranks[i]`` plus batch dimensions
+    (exactly ``ranks[i]`` unless ``batched``), as many on every operand; its dtype is a
+    subtype of ``kinds[i]`` (np.floating, np.inexact...); all dtypes equal."""
+    for i, (a, rank) in enumerate(zip(avals, ranks)):
+        if a.ndim < rank or (not batched and a.ndim != rank):
+            what = "at least" if batched else "of exactly"
+            raise TypeError(f"Input {i} to {name} must have {'rank' if batched else 'a rank'}"
+                            f" {what} {rank}, but got shape={a.shape}")
+    counts = [a.ndim - r for a, r in zip(avals, ranks)]
+    if len(set(counts)) > 1:
+        raise TypeError(f"All inputs to {name} must have the same number of batch "
+                        f"dimensions, but got {counts} batch dimensions for the inputs.")
+    for i, (a, kind) in enumerate(zip(avals, kinds)):
+        if not dtypes.issubdtype(a.dtype, kind):
+            names = ", ".join(k.__name__ for k in ((np.floating, np.complexfloating)
+                                                   if kind is np.inexact else (kind,)))
+            raise TypeError(f"{name} does not accept dtype {np.dtype(a.dtype).name} at "
+                            f"position {i}. Accepted dtypes at position {i} are subtypes "
+                            f"of {names}.")
+    if len({a.dtype for a in avals}) > 1:
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                        + ", ".join(np.dtype(a.dtype).name for a in avals) + ".")
+
+
 def _batch_to_front(prim):
     """Batching for primitives that accept leading batch dimensions on all operands."""
     def rule(vals, dims, **params):

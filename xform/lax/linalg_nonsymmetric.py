@@ -10,6 +10,9 @@ Only ``eig`` is differentiable (eigenvalues; eigenvectors on request, as JAX's
 ``enable_eigvec_derivs``); ``schur``, ``hessenberg`` and ``householder_product`` are
 not, as in JAX.
 """
+import enum
+import warnings
+
 import numpy as np
 
 from xform.core import dtypes
@@ -60,28 +63,39 @@ def _check_square(name, x, square_msg=None):
 
 # ---- eig ----
 
+class EigImplementation(enum.Enum):
+    """Algorithm of ``eig``: LAPACK (geev on the host, also from GPU programs through
+    jaxlib's hybrid kernel), CUSOLVER (cuSOLVER's geev, CUDA, right eigenvectors only)
+    or MAGMA (the hybrid kernel's MAGMA path, GPU)."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         enable_eigvec_derivs=False, implementation=None, use_magma=None):
-    """Eigendecomposition of a general square matrix (CPU, GPU): ``[w, vl, vr]``, with ``vl``/``vr`` left out when not asked for;
-    complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
-    NaNs.
+    """Eigendecomposition of a general square matrix (CPU, GPU): ``[w, vl, vr]``, with
+    ``vl``/``vr`` left out when not asked for; complex whatever ``x``'s dtype. A batch element the solver fails on comes back as
+    NaNs. ``implementation`` (an ``EigImplementation``) picks the kernel as JAX's does;
+    ``use_magma`` (deprecated in JAX) is ``implementation=MAGMA`` or ``LAPACK``.
 
     >>> w, vr = eig(xform.numpy.array([[2., 0.], [0., 3.]]), compute_left_eigenvectors=False)
     >>> w
     Array([2.+0.j, 3.+0.j], dtype=complex64)
     """
-    del use_magma
-    if implementation is not None and str(getattr(implementation, "value", implementation)
-                                          ).lower() != "lapack":
-        raise NotImplementedError(f"eig: implementation={implementation} is not supported; "
-                                  "xform computes eig with LAPACK on CPU")
+    if use_magma is not None:
+        warnings.warn("use_magma is deprecated, please use "
+                      "implementation=EigImplementation.MAGMA instead.", DeprecationWarning,
+                      stacklevel=2)
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
-                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs),
+                      implementation=implementation)
 
 
 def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                       enable_eigvec_derivs):
+                       enable_eigvec_derivs, implementation):
     _check_square("eig", x)
     dt = _complex_dtype(x.dtype)
     count = compute_left_eigenvectors + compute_right_eigenvectors
@@ -89,9 +103,12 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
 
 
 def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
-                  enable_eigvec_derivs):
+                  enable_eigvec_derivs, implementation):
     if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
-        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors)
+        return _eig_gpu_lowering(ctx, x, compute_left_eigenvectors, compute_right_eigenvectors,
+                                 implementation)
+    if implementation and implementation != EigImplementation.LAPACK:
+        raise ValueError("Only the lapack implementation is supported on CPU.")
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, w_aval.dtype)
@@ -109,13 +126,22 @@ def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvecto
                         [_info_aval(aval), *ctx.avals_out])
 
 
-def _eig_gpu_lowering(ctx, x, compute_left, compute_right):
-    """As JAX's defaults: cuSOLVER's geev on CUDA without left eigenvectors, else jaxlib's
-    hybrid kernel (host LAPACK, or MAGMA per ``jax_use_magma``)."""
+def _eig_gpu_lowering(ctx, x, compute_left, compute_right, implementation):
+    """As JAX: cuSOLVER's geev on CUDA without left eigenvectors (or with
+    ``implementation=CUSOLVER``), else jaxlib's hybrid kernel (host LAPACK, or MAGMA per
+    ``jax_use_magma`` unless ``implementation`` says)."""
+    if implementation == EigImplementation.CUSOLVER:
+        if ctx.module_ctx.platform != "cuda":
+            raise RuntimeError("Nonsymmetric eigendecomposition requires cusolver 11.7.1 or "
+                               "newer")
+        if compute_left:
+            raise NotImplementedError("Left eigenvectors are not supported by cusolver")
+    elif ctx.module_ctx.platform != "cuda" or compute_left or implementation is not None:
+        magma = (None if implementation is None
+                 else "on" if implementation == EigImplementation.MAGMA else "off")
+        return _eig_hybrid_lowering(ctx, x, compute_left, compute_right, magma)
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
-    if ctx.module_ctx.platform != "cuda" or compute_left:
-        return _eig_hybrid_lowering(ctx, x, compute_left, compute_right)
     v_aval = ShapedArray(aval.shape, aval.dtype)   # real input: conjugate pairs packed
     _, w, _, vr, info = ffi.solver_call(
         ctx, None, ("geev_ffi", {"left": ffi.flag(False), "right": ffi.flag(compute_right)}),
@@ -130,13 +156,14 @@ def _eig_gpu_lowering(ctx, x, compute_left, compute_right):
                         [_info_aval(aval), *ctx.avals_out])
 
 
-def _eig_hybrid_lowering(ctx, x, compute_left, compute_right):
+def _eig_hybrid_lowering(ctx, x, compute_left, compute_right, magma):
     aval = ctx.avals_in[0]
     w_aval = ctx.avals_out[0]
     v_aval = ShapedArray(aval.shape, w_aval.dtype)
     real = not _is_complex(aval)
     w_parts = [ShapedArray(aval.shape[:-1], aval.dtype)] * (2 if real else 1)
-    attributes = {"magma": ffi.ir_attribute(str(config.jax_use_magma)),
+    magma = str(config.jax_use_magma) if magma is None else magma
+    attributes = {"magma": ffi.ir_attribute(magma),
                   "left": ffi.flag(compute_left), "right": ffi.flag(compute_right)}
     *w, vl, vr, info = ffi.solver_call(
         ctx, None, ("hybrid_eig_" + ("real" if real else "comp"), attributes), [x], [aval],
@@ -196,7 +223,7 @@ def _eig_vec_jvp(w, v, da):
 
 
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
-             enable_eigvec_derivs):
+             enable_eigvec_derivs, implementation):
     (a,), (da,) = primals, tangents
     if (compute_left_eigenvectors or compute_right_eigenvectors) and not enable_eigvec_derivs:
         raise NotImplementedError(
@@ -206,7 +233,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
             "opt in. See https://github.com/jax-ml/jax/issues/2748 for discussion.")
     outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
                       compute_right_eigenvectors=True,
-                      enable_eigvec_derivs=enable_eigvec_derivs)
+                      enable_eigvec_derivs=enable_eigvec_derivs, implementation=implementation)
     w, vr = outs[0], outs[-1]
     da = ew.convert_element_type(ad.instantiate_zeros(da), vr.dtype)
     if not (compute_left_eigenvectors or compute_right_eigenvectors):

@@ -3,6 +3,8 @@ primitives lowered to jaxlib's LAPACK kernels, cuSOLVER's on GPU (part of
 ``xform.lax.linalg``, which re-exports them; the shared helpers are in
 ``linalg_common.py``).
 """
+import enum
+
 import numpy as np
 
 from xform.core import dtypes
@@ -180,31 +182,47 @@ mlir.register_lowering(geqrf_p, _geqrf_lowering)
 
 # ---- eigh ----
 
+class EighImplementation(enum.Enum):
+    """Algorithm of ``eigh``: QR (LAPACK's syevd on CPU, cuSOLVER's on GPU: the default
+    there), JACOBI (cuSOLVER's syevj, GPU only) or QDWH (TPU only, as JAX)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """Eigendecomposition of a Hermitian matrix: returns ``(v, w)`` with ascending
-    eigenvalues ``w`` and eigenvectors in the columns of ``v``.
+    eigenvalues ``w`` and eigenvectors in the columns of ``v``. ``implementation`` (an
+    ``EighImplementation``) picks the algorithm; one the platform lacks raises
+    NotImplementedError when lowered, as JAX.
 
     >>> v, w = eigh(xform.numpy.array([[2., 0.], [0., 1.]]))
     >>> w
     Array([1., 2.], dtype=float32)
     """
-    if subset_by_index is not None:
-        raise NotImplementedError("eigh(subset_by_index=...) is not supported")
     _check_matrix("eigh", x)
+    if subset_by_index is not None and tuple(subset_by_index) != (0, x.shape[-1]):
+        raise NotImplementedError("subset_by_index not supported on CPU and GPU")
     if symmetrize_input:
         x = symmetrize(x)
-    v, w = eigh_p.bind(x, lower=bool(lower))
+    v, w = eigh_p.bind(x, lower=bool(lower), algorithm=implementation)
     return v, w
 
 
-def _eigh_abstract_eval(x, *, lower):
+def _eigh_abstract_eval(x, *, lower, algorithm):
     _check_matrix("eigh", x)
     real = np.dtype(np.finfo(x.dtype).dtype)
     return [ShapedArray(x.shape, x.dtype), ShapedArray(x.shape[:-1], real)]
 
 
-def _eigh_lowering(ctx, x, *, lower):
+def _eigh_lowering(ctx, x, *, lower, algorithm):
+    if algorithm == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
+    if algorithm == EighImplementation.JACOBI and ctx.module_ctx.platform == "cpu":
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
+    gpu_algorithm = 0 if algorithm is None else 2 if algorithm == EighImplementation.JACOBI \
+        else 1   # (cuSOLVER's: 0 picks by size, 1 QR, 2 Jacobi)
     aval = ctx.avals_in[0]
     v_aval, w_aval = ctx.avals_out
     info_aval = _info_aval(aval)
@@ -212,15 +230,15 @@ def _eigh_lowering(ctx, x, *, lower):
     v, w, info = ffi.solver_call(
         ctx, (f"{prefix}evd_ffi", {"mode": ffi.u8(ord("V")),
                                    "uplo": ffi.u8(ord("L" if lower else "U"))}),
-        ("syevd_ffi", {"lower": ffi.flag(lower), "algorithm": ffi.u8(0)}),
+        ("syevd_ffi", {"lower": ffi.flag(lower), "algorithm": ffi.u8(gpu_algorithm)}),
         [x], [aval], [v_aval, w_aval, info_aval], aliases=[(0, 0)])
     return _in_lowering(ctx, _nan_on_failure, [info, v, w], [info_aval, v_aval, w_aval])
 
 
-def _eigh_jvp(primals, tangents, *, lower):
+def _eigh_jvp(primals, tangents, *, lower, algorithm):
     # dw = diag(V^H dA V);  dV = V (F o (V^H dA V)),  F_ij = 1 / (w_j - w_i), F_ii = 0.
     (a,), (t,) = primals, tangents
-    v, w = eigh_p.bind(a, lower=lower)
+    v, w = eigh_p.bind(a, lower=lower, algorithm=algorithm)
     wc = ew.convert_element_type(w, a.dtype)
     n = a.shape[-1]
     shape = (*w.shape, n)
@@ -243,18 +261,35 @@ mlir.register_lowering(eigh_p, _eigh_lowering)
 
 # ---- svd ----
 
+class SvdAlgorithm(enum.Enum):
+    """Algorithm of ``svd``. DEFAULT: LAPACK's gesdd on CPU; on GPU cuSOLVER's Jacobi
+    (gesvdj) up to 1024 x 1024, else QR (gesvd). QR: gesvd. JACOBI, POLAR (gesvdp): GPU
+    only. DIVIDE_AND_CONQUER: gesdd (CPU, ROCm)."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition ``x = u @ diag(s) @ vt``, ``s`` descending.
 
-    Returns ``(u, s, vt)``, or ``s`` alone when ``compute_uv=False``.
+    Returns ``(u, s, vt)``, or ``s`` alone when ``compute_uv=False``. ``algorithm`` (an
+    ``SvdAlgorithm``) picks the kernel; one the platform lacks raises
+    NotImplementedError when lowered, as JAX.
 
     >>> svd(xform.numpy.array([[3., 0.], [0., -4.]]), compute_uv=False)
     Array([4., 3.], dtype=float32)
     """
-    if subset_by_index is not None:
-        raise NotImplementedError("svd(subset_by_index=...) is not supported")
     _check_matrix("svd", x, square=False)
-    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    rank = min(x.shape[-2:])
+    if subset_by_index is not None and tuple(subset_by_index) != (0, rank):
+        if full_matrices:
+            raise ValueError("full_matrices and subset_by_index cannot both be set")
+        raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
+    outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                      algorithm=algorithm)
     if not compute_uv:
         return outs[0]
     s, u, vt = outs
@@ -269,7 +304,7 @@ def _svd_shapes(shape, full_matrices, compute_uv):
     return (*batch, k), (*batch, m, k), (*batch, k, n)
 
 
-def _svd_abstract_eval(x, *, full_matrices, compute_uv):
+def _svd_abstract_eval(x, *, full_matrices, compute_uv, algorithm):
     _check_matrix("svd", x, square=False)
     real = np.dtype(np.finfo(x.dtype).dtype)
     s, u, vt = _svd_shapes(x.shape, full_matrices, compute_uv)
@@ -278,7 +313,7 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
     return [ShapedArray(s, real), ShapedArray(u, x.dtype), ShapedArray(vt, x.dtype)]
 
 
-def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
+def _svd_lowering(ctx, x, *, full_matrices, compute_uv, algorithm):
     aval = ctx.avals_in[0]
     if not np.prod(aval.shape):  # as JAX's: no values, identity factors (LAPACK rejects it)
         def empty():
@@ -290,34 +325,72 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv):
             return [shapes.full(s_aval.shape, 0, s_aval.dtype)] + eyes
         return _in_lowering(ctx, empty, [], [])
     if ctx.module_ctx.platform in ffi.GPU_PLATFORMS:
-        s, u, vt, info = _svd_gpu(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv)
+        s, u, vt, info = _svd_gpu(ctx, x, full_matrices=full_matrices, compute_uv=compute_uv,
+                                  algorithm=algorithm)
     else:
+        if algorithm in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.DIVIDE_AND_CONQUER):
+            fn = "gesdd_ffi"
+        elif algorithm == SvdAlgorithm.QR:
+            fn = "gesvd_ffi"
+        else:
+            raise NotImplementedError(
+                "The SVD Jacobi and Polar algorithms are not implemented on CPU.")
         s_shape, u_shape, vt_shape = _svd_shapes(aval.shape, full_matrices, compute_uv)
         real = np.dtype(np.finfo(aval.dtype).dtype)
         avals = [aval, ShapedArray(s_shape, real), ShapedArray(u_shape, aval.dtype),
                  ShapedArray(vt_shape, aval.dtype), _info_aval(aval)]
         mode = "N" if not compute_uv else ("A" if full_matrices else "S")
-        _, s, u, vt, info = ffi.solver_call(ctx, ("gesdd_ffi", {"mode": ffi.u8(ord(mode))}),
+        _, s, u, vt, info = ffi.solver_call(ctx, (fn, {"mode": ffi.u8(ord(mode))}),
                                             None, [x], [aval], avals, aliases=[(0, 0)])
     outs = [s, u, vt] if compute_uv else [s]
     return _in_lowering(ctx, _nan_on_failure, [info, *outs], [_info_aval(aval), *ctx.avals_out])
 
 
-def _svd_gpu(ctx, x, *, full_matrices, compute_uv):
-    """``(s, u, vt, info)`` from cuSOLVER, as JAX picks the kernel: Jacobi (gesvdj) up to
-    1024 x 1024, else QR-based gesvd (on the transpose when m < n). Without
-    ``compute_uv``, u and vt are whatever the kernel gave (unused)."""
+def _gpu_svd_kernel(platform, algorithm, m, n):
+    """The GPU solver's kernel for ``algorithm``, as JAX resolves it."""
+    if algorithm is None or algorithm == SvdAlgorithm.DEFAULT:
+        return "gesvdj" if m <= 1024 and n <= 1024 else "gesvd"
+    if algorithm == SvdAlgorithm.DIVIDE_AND_CONQUER:
+        if platform != "rocm":
+            raise NotImplementedError(
+                "Divide-and-conquer SVD (SvdAlgorithm.DIVIDE_AND_CONQUER) is only supported "
+                "on AMD (ROCm) GPUs, not on NVIDIA CUDA.")
+        return "gesdd"
+    kernels = {SvdAlgorithm.QR: "gesvd", SvdAlgorithm.JACOBI: "gesvdj",
+               SvdAlgorithm.POLAR: "gesvdp"}
+    if algorithm not in kernels:
+        raise NotImplementedError(f"Unsupported SVD algorithm on GPU: {algorithm!r}")
+    return kernels[algorithm]
+
+
+def _svd_gpu(ctx, x, *, full_matrices, compute_uv, algorithm):
+    """``(s, u, vt, info)`` from cuSOLVER (hipSOLVER), with JAX's choice of kernel: by
+    default Jacobi (gesvdj) up to 1024 x 1024, else QR-based gesvd (on the transpose when
+    m < n). Without ``compute_uv``, u and vt are whatever the kernel gave (unused)."""
     aval = ctx.avals_in[0]
     *batch, m, n = aval.shape
     k, real = min(m, n), np.dtype(np.finfo(aval.dtype).dtype)
     s_aval, info_aval = ShapedArray((*batch, k), real), _info_aval(aval)
-    if m <= 1024 and n <= 1024:
-        econ = not full_matrices and m > 32 and n > 32   # gesvdj's batched path has none
+    kernel = _gpu_svd_kernel(ctx.module_ctx.platform, algorithm, m, n)
+    if kernel == "gesdd":
+        _, u_shape, vt_shape = _svd_shapes(aval.shape, full_matrices, True)
+        if not compute_uv:
+            u_shape = vt_shape = ()
+        u_aval, vt_aval = ShapedArray(u_shape, aval.dtype), ShapedArray(vt_shape, aval.dtype)
+        _, s, u, vt, info = ffi.solver_call(
+            ctx, None, ("gesdd_ffi", {"full_matrices": ffi.flag(full_matrices),
+                                      "compute_uv": ffi.flag(compute_uv),
+                                      "transposed": ffi.flag(False)}),
+            [x], [aval], [aval, s_aval, u_aval, vt_aval, info_aval], aliases=[(0, 0)])
+        return s, u, vt, info
+    if kernel in ("gesvdj", "gesvdp"):
+        # gesvdj's batched path has no economy mode (JAX uses it up to 32 x 32)
+        econ = not full_matrices and (kernel == "gesvdp" or (m > 32 and n > 32))
         u_aval = ShapedArray((*batch, m, k if econ else m), aval.dtype)
         v_aval = ShapedArray((*batch, n, k if econ else n), aval.dtype)
         _, s, u, v, info = ffi.solver_call(
-            ctx, None, ("gesvdj_ffi", {"full_matrices": ffi.flag(not econ),
-                                       "compute_uv": ffi.flag(compute_uv)}),
+            ctx, None, (f"{kernel}_ffi", {"full_matrices": ffi.flag(not econ),
+                                          "compute_uv": ffi.flag(compute_uv)}),
             [x], [aval], [aval, s_aval, u_aval, v_aval, info_aval], aliases=[(0, 0)])
         if not compute_uv:
             return s, u, v, info
@@ -344,10 +417,10 @@ def _svd_gpu(ctx, x, *, full_matrices, compute_uv):
     return (s, b, a, info) if transposed else (s, a, b, info)
 
 
-def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, algorithm):
     # The standard SVD differential (e.g. Townsend 2016), with the rectangular terms.
     (a,), (da,) = primals, tangents
-    outs = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    outs = svd_p.bind(a, full_matrices=False, compute_uv=True, algorithm=algorithm)
     s, u, vt = outs
     if compute_uv and full_matrices:
         raise NotImplementedError("Singular value decomposition JVP not implemented for "

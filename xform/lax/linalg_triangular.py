@@ -13,8 +13,8 @@ from xform.lax import elementwise as ew
 from xform.lax import shapes
 from xform.lax._prim import standard_primitive
 from xform.lax.dynamic_slicing import dynamic_slice, dynamic_update_slice
-from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _conj,
-                                     _eye_like, _in_lowering, _info_aval, _is_complex,
+from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _check_operands,
+                                     _conj, _eye_like, _in_lowering, _info_aval, _is_complex,
                                      _matmul, _nan_on_failure, _nan_unless, symmetrize, tril,
                                      triu)
 from xform.lax.reductions import reduce_and, reduce_sum
@@ -228,20 +228,44 @@ def _lu_abstract_eval(x):
 
 
 def lu_pivots_to_permutation(pivots, permutation_size):
-    """The row permutation (int32) that LAPACK-style row swaps ``pivots`` produce.
+    """The row permutation (int32, (..., permutation_size)) that LAPACK-style row swaps
+    ``pivots`` (int32, (..., k), k <= permutation_size) produce.
 
     >>> lu_pivots_to_permutation(xform.numpy.array([2, 2, 2], "int32"), 3)
     Array([2, 0, 1], dtype=int32)
     """
-    return _pivots_to_permutation(pivots, m=permutation_size)
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
 
 
-def _pivots_to_permutation(pivots, *, m):
-    # Apply the row swaps in order to the identity permutation (unrolled: k swaps).
-    perm = shapes.broadcasted_iota(np.int32, (*pivots.shape[:-1], m), pivots.ndim - 1)
-    for i in range(pivots.shape[-1]):
-        perm = _swap_step(perm, pivots, np.int32(i))
-    return perm
+def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
+    _check_operands("lu_pivots_to_permutation", [pivots], [1], [np.int32])
+    if permutation_size < pivots.shape[-1]:
+        raise ValueError(f"Output permutation size {permutation_size} has to exceed the "
+                         "trailing dimension of the pivots. Got pivots size "
+                         f"{pivots.shape[-1]}")
+    return ShapedArray((*pivots.shape[:-1], permutation_size), np.dtype(np.int32))
+
+
+def _permutation_lowering(ctx, pivots, piv_aval, perm_aval):
+    """The permutation of 0-based ``pivots``: JAX's kernel on GPU (a serial while loop
+    there costs a kernel launch per swap), else ``_pivots_loop``."""
+    platform = ctx.module_ctx.platform
+    if platform in ffi.GPU_PLATFORMS:
+        target = backend.gpu_solver_target(
+            ("cu" if platform == "cuda" else "hip") + "_lu_pivots_to_permutation")
+        return ffi.custom_call(target, [pivots], [piv_aval], [perm_aval],
+                               column_major=False)[0]
+    if not (piv_aval.shape[-1] and np.prod(perm_aval.shape)):   # no swap to make
+        return _in_lowering(ctx, lambda: [shapes.broadcasted_iota(
+            np.int32, perm_aval.shape, perm_aval.ndim - 1)], [], [])[0]
+    return _pivots_loop(ctx, pivots, piv_aval, perm_aval)
+
+
+lu_pivots_to_permutation_p = standard_primitive("lu_pivots_to_permutation",
+                                                _lu_pivots_to_permutation_abstract_eval)
+_batch_to_front(lu_pivots_to_permutation_p)
+mlir.register_lowering(lu_pivots_to_permutation_p, lambda ctx, pivots, *, permutation_size:
+                       _permutation_lowering(ctx, pivots, *ctx.avals_in, *ctx.avals_out))
 
 
 def _swap_step(perm, pivots, i):
@@ -292,14 +316,7 @@ def _lu_lowering(ctx, x):
     lu_, ipiv, _ = ffi.solver_call(ctx, ("getrf_ffi", {}), ("getrf_ffi", {}), [x], [aval],
                                    [aval, piv_aval, _info_aval(aval)], aliases=[(0, 0)])
     (pivots,) = _in_lowering(ctx, lambda p: [ew.sub(p, np.int32(1))], [ipiv], [piv_aval])
-    platform = ctx.module_ctx.platform
-    if platform in ffi.GPU_PLATFORMS:  # (JAX's GPU kernel; a serial while loop there
-        target = backend.gpu_solver_target(  # costs a kernel launch per swap)
-            ("cu" if platform == "cuda" else "hip") + "_lu_pivots_to_permutation")
-        perm = ffi.custom_call(target, [pivots], [piv_aval], [perm_aval],
-                               column_major=False)[0]
-        return [lu_, pivots, perm]
-    return [lu_, pivots, _pivots_loop(ctx, pivots, piv_aval, perm_aval)]
+    return [lu_, pivots, _permutation_lowering(ctx, pivots, piv_aval, perm_aval)]
 
 
 def _permutation_matrix(perm, dtype):

@@ -221,3 +221,15 @@ _COLLECTIVES = {  # pvary'd first over the axes they name (a psum then multiplie
     _perm.all_to_all_p: lambda avals, p: avals[0].vma,
     _perm.ppermute_p: lambda avals, p: avals[0].vma,
 }
+
+
+def def_collective(prim, rule):
+    """Type ``prim``, a collective over ``params['axis_name']``, as those above: its
+    operands are made varying over those axes first, its results' vma is ``rule(avals,
+    params)``."""
+    _COLLECTIVES[prim] = rule
+
+
+def def_rule(prim, rule):
+    """The vma of ``prim``'s results is ``rule(avals, params)`` (no implicit pvary)."""
+    _OWN_RULES[prim] = rule

@@ -1,5 +1,5 @@
 """Matrix functions of ``xform.scipy.linalg``: ``expm`` (and its Frechet derivative),
-``polar`` (QDWH in ``_qdwh.py``, or the SVD), and the Schur-based ``sqrtm``,
+``polar`` (QDWH: ``lax.linalg.qdwh``, or the SVD), and the Schur-based ``sqrtm``,
 ``rsf2csf``, ``funm`` and ``solve_sylvester``, composed as JAX composes them so that
 values agree to rounding.
 
@@ -17,7 +17,6 @@ from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 from xform.numpy import linalg as np_linalg
 from xform.scipy._linalg_decomp import _to_complex, schur
-from xform.scipy._qdwh import qdwh
 from xform.transforms.ad import jvp
 
 _HIGHEST = lax.Precision.HIGHEST
@@ -159,10 +158,10 @@ def _polar_2d(a, side, method, eps):
     if method == "qdwh":
         # JAX's: the iteration needs m >= n, so side='left' factors a^H.
         if m >= n and side == "right":
-            unitary, posdef, _, _ = qdwh(a, eps=eps)
+            unitary, posdef, _, _ = lax_linalg.qdwh(a, eps=eps)
             return unitary, posdef
         if m < n and side == "left":
-            unitary, posdef, _, _ = qdwh(jnp.conj(a.T), eps=eps)
+            unitary, posdef, _, _ = lax_linalg.qdwh(jnp.conj(a.T), eps=eps)
             return jnp.conj(unitary.T), jnp.conj(posdef.T)
         raise NotImplementedError(
             "method='qdwh' only supports mxn matrices where m < n where side='right' and "

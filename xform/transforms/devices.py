@@ -9,10 +9,12 @@ from xform import backend
 from xform.core import dtypes, transfer, tree_util
 from xform.core.array import Array, ShardedArray
 from xform.core.avals import MemorySpace
-from xform.core.trace import Tracer
+from xform.core.trace import Tracer, get_aval
 from xform.core.config import config
 from xform.core.mesh import current_mesh
+from xform.core.layout import Format, Layout, laid_out
 from xform.core.sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
+from xform.interpreters import layouts
 from xform.lax import sharding_constraint as lax_sharding
 
 
@@ -53,15 +55,30 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """
     del src, donate, may_alias
     if device is None or isinstance(device, (backend.Device, Sharding, PartitionSpec,
-                                             MemorySpace)):
+                                             MemorySpace, Format)):
         return tree_util.tree_map(lambda v: _put(v, device), x)
     leaves, tree = tree_util.tree_flatten(x)
     targets = tree_util.broadcast_prefix(
-        device, x, is_leaf=lambda d: isinstance(d, (Sharding, PartitionSpec)))
+        device, x, is_leaf=lambda d: isinstance(d, (Sharding, PartitionSpec, Format)))
     return tree_util.tree_unflatten(tree, [_put(v, d) for v, d in zip(leaves, targets)])
 
 
 def _put(v, device):
+    if isinstance(device, Format):   # (a layout too: relaid by a program, as JAX's)
+        if device.layout is None or isinstance(v, Tracer):
+            return _put(v, device.sharding)
+        if not isinstance(device.sharding, Sharding) or not isinstance(device.layout, Layout):
+            raise ValueError(
+                "sharding and layout in `Layout` instance should be concrete. Got layout: "
+                f"{device} for input {get_aval(v).str_short(short_dtypes=False)}")
+        v = _put(v, device.sharding)
+        if device.layout == Layout(tuple(range(v.ndim))):   # the default layout
+            return v if laid_out(v) is None else Array(v._buf, v.aval, v._committed)
+        if isinstance(device.sharding, NamedSharding):
+            raise NotImplementedError("device_put to a Format with a non-default layout: "
+                                      "one-device shardings only (xform lays out no "
+                                      "sharded arrays)")
+        return layouts.put(v, device.layout, device.sharding)
     if isinstance(device, PartitionSpec):
         mesh = current_mesh()
         if mesh is None:

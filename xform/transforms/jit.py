@@ -15,6 +15,8 @@ from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
+from xform.core.jaxpr import current_compute_type
+from xform.core.layout import AUTO
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.trace import Tracer, _context, eval_trace, set_current_trace
@@ -23,6 +25,7 @@ from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
 from xform.interpreters.lazy import LazyTrace, concrete
 from xform.interpreters.placement import run_elsewhere
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
+from xform.interpreters import layouts as layouts_
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
@@ -252,10 +255,13 @@ class JitWrapped:
             entry = cache.entries.get(key)
             if entry is None:
                 donated = self._donated(args, kwargs, len(leaves))
+                laid = self._laid_out(args, kwargs, leaves, closed, out_tree, place,
+                                      donated, describe)
                 # a program that maps over several devices is compiled for all of them
-                compiled = (spmd.PartitionedJaxpr(closed, place, f"jit({self._name})",
-                                                  donated) if place is not None else
-                            mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
+                compiled = laid or (
+                    spmd.PartitionedJaxpr(closed, place, f"jit({self._name})", donated)
+                    if place is not None else
+                    mesh_jit.compile_jaxpr(closed, f"jit({self._name})", donated))
                 entry = cache.entries[key] = Entry(compiled or dispatch.CompiledJaxpr(
                     closed, name=f"jit({self._name})", donated=donated,
                     out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree)),
@@ -280,6 +286,40 @@ class JitWrapped:
                                      self._shardings.flat_out(out_tree))
         outs = pjit_p.bind(*consts, *leaves, **params)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    def _layouts(self, args, kwargs, leaves, closed, out_tree, place=None):
+        """``(per flat argument, per output)`` a Layout or ``AUTO`` (None: the default);
+        None when all are default. A ShapeDtypeStruct argument's Format gives its
+        layout; outputs a ``with_layout_constraint`` gives are ``AUTO`` unless a Format
+        says otherwise (JAX's layout propagation; not in a program over a mesh)."""
+        layouts = self._shardings and self._shardings.flat_layouts(
+            self._split_static(args, kwargs)[0], len(leaves), out_tree)
+        constrained = layouts_.constrained_outputs(closed) if place is None else []
+        structs = [x.format.layout if type(x) is ShapeDtypeStruct else None for x in leaves]
+        if layouts is None and not any(constrained) and not any(structs):
+            return None
+        ins, outs = layouts or ([None] * len(leaves), [None] * len(closed.out_avals))
+        ins = [layouts_.given(s if i is None else i, a)
+               for i, s, a in zip(ins, structs, closed.in_avals, strict=True)]
+        outs = [layouts_.given(AUTO if c and o is None else o, a) for c, o, a in
+                zip(constrained or [False] * len(outs), outs, closed.out_avals, strict=True)]
+        return (ins, outs) if any(ins) or any(outs) else None
+
+    def _laid_out(self, args, kwargs, leaves, closed, out_tree, place, donated, describe):
+        """The program of a call whose in/out_shardings hold ``Format``s with layouts
+        or whose outputs a layout constraint gives (``interpreters/layouts.py``), else
+        None."""
+        layouts = self._layouts(args, kwargs, leaves, closed, out_tree, place)
+        if layouts is None:
+            return None
+        if place is not None:
+            raise NotImplementedError(
+                f"jit({self._name}): layouts in in_shardings/out_shardings are supported "
+                "for one-device programs only (this one is partitioned over a mesh).")
+        return layouts_.LaidOutJaxpr(
+            closed, name=f"jit({self._name})", donated=donated,
+            out_kinds=jit_sharding.out_kinds(self._shardings, closed, out_tree),
+            in_layouts=layouts[0], out_layouts=layouts[1], describe=describe)
 
     def _call_with_refs(self, key, leaves, closed, out_tree, refinfo):
         """A call whose function uses refs from outside it (arguments or closed over):
@@ -390,7 +430,7 @@ class JitWrapped:
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
                (config.jax_default_matmul_precision, config.jax_numpy_dtype_promotion,
-                config.jax_numpy_rank_promotion, user_key()),
+                config.jax_numpy_rank_promotion, user_key(), current_compute_type()),
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs
@@ -457,7 +497,7 @@ class JitWrapped:
 
     def trace(self, *args, **kwargs):
         """Trace without compiling: returns a ``Traced`` with ``.jaxpr`` and ``.lower()``."""
-        _, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
+        key, leaves, closed, out_tree, refinfo = self._specialize(args, kwargs)
         if refinfo is not None:
             raise NotImplementedError(
                 f"jit({self._name}).trace/lower: the function uses array references from "
@@ -470,7 +510,11 @@ class JitWrapped:
         pin = None if place is not None else jit_sharding.aot_pin(
             self._shardings, leaves, lambda: self._split_static(args, kwargs)[0], out_tree,
             explain.leaf_names(self, args, kwargs), self._name)
-        return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin)
+        layouts = self._layouts(args, kwargs, leaves, closed, out_tree, place)
+        if layouts is not None and place is not None:
+            self._laid_out(args, kwargs, leaves, closed, out_tree, place, donated, str)
+        return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin,
+                      layouts, in_tree=key[0])
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from xform.core import transfer, tree_util
 from xform.core.array import Array, ShardedArray
+from xform.core.layout import AutoLayout, Format, Layout
 from xform.core.mesh import current_mesh
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import (UNCONSTRAINED, NamedSharding, PartitionSpec, Sharding,
@@ -16,7 +17,7 @@ from xform.interpreters.placement import committed_device
 
 
 def _leaf(s):
-    return s is None or isinstance(s, (Sharding, PartitionSpec))
+    return s is None or isinstance(s, (Sharding, PartitionSpec, Format, Layout, AutoLayout))
 
 
 def _named(s, what):
@@ -64,9 +65,14 @@ class JitShardings:
     hashable (part of the function cache's options) or None if it is not;
     ``one_device``: some are one-device shardings (see ``put_one_device``); ``device``:
     jit's ``device=`` (else None)."""
-    __slots__ = ("in_shardings", "out_shardings", "key", "one_device", "device")
+    __slots__ = ("in_shardings", "out_shardings", "key", "one_device", "device",
+                 "in_layouts", "out_layouts")
 
     def __init__(self, in_shardings, out_shardings):
+        # ``Format`` leaves: their shardings as the shardings, their layouts apart
+        # (``in_layouts``/``out_layouts``: the same trees of Layout/AUTO/None, or None)
+        in_shardings, self.in_layouts = _split_formats(in_shardings)
+        out_shardings, self.out_layouts = _split_formats(out_shardings)
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self.device = in_shardings._device if type(in_shardings) is _JitDevice else None
         parts = []
@@ -80,6 +86,9 @@ class JitShardings:
                                             else ()):
                     raise ValueError(f"Unconstrained dims are not allowed when passed to "
                                      f"{what}: {s}")
+        for tree in (self.in_layouts, self.out_layouts):
+            leaves, treedef = tree_util.tree_flatten(tree, is_leaf=_leaf)
+            parts.append((tuple(leaves), treedef))
         try:
             hash(tuple(parts))
             self.key = tuple(parts)
@@ -109,6 +118,35 @@ class JitShardings:
             return [_named(s, "out_shardings") if isinstance(s, PartitionSpec) else s
                     for s in flat]
         return [_named(s, "out_shardings") for s in flat] if named else flat
+
+    def flat_layouts(self, dyn_args, n_leaves, out_tree):
+        """``(per flat argument, per flat output)`` the layout its Format gives (a
+        Layout, ``AUTO`` or None), or None where no Format gives one."""
+        if self.in_layouts is None and self.out_layouts is None:
+            return None
+        ins = [None] * n_leaves
+        if self.in_layouts is not None:
+            spec = self.in_layouts
+            flat = tree_util.broadcast_prefix(tuple(spec) if isinstance(spec, list) else spec,
+                                              tuple(dyn_args), is_leaf=_leaf)
+            ins[:len(flat)] = flat
+        outs = [None] * out_tree.num_leaves
+        if self.out_layouts is not None:
+            full = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+            outs = tree_util.broadcast_prefix(self.out_layouts, full, is_leaf=_leaf)
+        return ins, outs
+
+
+def _split_formats(tree):
+    """``tree`` with each ``Format`` replaced by its sharding, and the tree of their
+    layouts (None if no Format is in it)."""
+    leaves, treedef = tree_util.tree_flatten(tree, is_leaf=_leaf)
+    if not any(isinstance(x, Format) for x in leaves):
+        return tree, None
+    return (tree_util.tree_unflatten(treedef, [x.sharding if isinstance(x, Format) else x
+                                               for x in leaves]),
+            tree_util.tree_unflatten(treedef, [x.layout if isinstance(x, Format) else None
+                                               for x in leaves]))
 
 
 def put_one_device(shardings, leaves, dyn_args, out_tree, describe, name):

@@ -4,14 +4,16 @@
 StableHLO text and cost queries; ``compile()`` builds the executable through the
 dispatch module's program cache, the same path a jitted call uses.
 """
-from xform import backend
+from xform import backend, backend_layouts
 from xform.core import transfer, tree_util
 from xform.core.array import Array
+from xform.core.layout import Format, from_runtime, laid_out, set_laid_out
 from xform.core.mesh import AxisType
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
 from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Tracer, get_aval
 from xform.interpreters import dispatch, mlir, mlir_memory, spmd
+from xform.interpreters import layouts as layouts_
 from xform.interpreters.lazy import concrete
 
 
@@ -34,8 +36,10 @@ class Traced:
     ``out_info``: the outputs as ShapeDtypeStructs."""
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None,
-                 pin=None):
+                 pin=None, layouts=None, in_tree=None):
         self.jaxpr = closed
+        self._layouts = layouts  # (per flat input, per output) a Format's layout, or None
+        self._in_tree = in_tree  # the ``(args, kwargs)`` structure of the flat inputs
         self.out_tree = out_tree
         self.name = name
         self._donated = donated
@@ -51,7 +55,7 @@ class Traced:
         kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
                                              self.jaxpr.out_avals)
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
-                       self._pin, kinds)
+                       self._pin, kinds, self._layouts, self._in_tree)
 
 
 class Lowered:
@@ -64,8 +68,10 @@ class Lowered:
     """
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, pin=None,
-                 out_kinds=None):
+                 out_kinds=None, layouts=None, in_tree=None):
         self._closed = closed
+        self._layouts = layouts
+        self._in_tree = in_tree
         self._out_tree = out_tree
         self._name = name
         self._donated = donated
@@ -82,19 +88,33 @@ class Lowered:
         return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
                                           hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
                                           spmd=self._place and self._place.specs(),
-                                          out_kinds=kinds)
+                                          out_kinds=kinds, layout_modes=self._modes())
+
+    def _modes(self):
+        if self._layouts is None:
+            return None
+        ins, outs = self._layouts
+        return ([layouts_.layout_mode(lay, a.shape)
+                 for lay, a in zip(ins, self._closed.in_avals)],
+                [layouts_.layout_mode(lay, a.shape, "jit outputs")
+                 for lay, a in zip(outs, self._closed.out_avals)])
 
     def compile(self):
         """Compile with XLA (through the program cache): returns ``Compiled``."""
         if self._place is not None:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
-            return Compiled(compiled, self._closed, self._out_tree)
+            return Compiled(compiled, self._closed, self._out_tree, in_tree=self._in_tree)
         device = self._pin and self._pin.device or backend.default_device()
-        compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
-                                          donated=self._donated, out_kinds=self._out_kinds)
+        if self._layouts is not None:
+            compiled = layouts_.LaidOutJaxpr(
+                self._closed, device, f"jit({self._name})", self._donated, self._out_kinds,
+                *self._layouts, describe=lambda i: self._pin.names[i])
+        else:
+            compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
+                                              donated=self._donated, out_kinds=self._out_kinds)
         return Compiled(compiled, self._closed, self._out_tree, self._pin, device,
-                        self._out_kinds)
+                        self._out_kinds, self._in_tree)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -104,11 +124,22 @@ class Lowered:
         return self.compile().cost_analysis()
 
 
+def _recommitted(x, committed):
+    """``x`` committed or not (kept in the layout it was made in)."""
+    y = Array(x._buf, x.aval, committed)
+    laid = laid_out(x)
+    if laid is not None:
+        set_laid_out(y, laid)
+    return y
+
+
 class Compiled:
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
-    def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None):
+    def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None,
+                 in_tree=None):
         self._compiled = compiled
+        self._in_tree = in_tree
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
         self._pin = pin  # a one-device program's ``jit_sharding.Pin``
@@ -128,7 +159,7 @@ class Compiled:
         outs = self._compiled(self._placed(leaves))
         c = self._pin.device is not None
         return tree_util.tree_unflatten(self._out_tree, [
-            Array(o._buf, o.aval, c) if type(o) is Array else o for o in outs])
+            _recommitted(o, c) if type(o) is Array else o for o in outs])
 
     def _placed(self, leaves):
         """The arguments on the program's device, as JAX's: uncommitted ones (and any,
@@ -162,6 +193,26 @@ class Compiled:
         outs = getattr(self._compiled, "out_shardings", None) or \
             [self._one_device(a, k) for a, k in zip(avals, self._out_kinds or [None] * len(avals))]
         return tree_util.tree_unflatten(self._out_tree, outs)
+
+    @property
+    def input_formats(self):
+        """The arguments' :class:`Format` (as JAX's, a tree ``(args, kwargs)``; flat where
+        the structure is unknown): the layout the program takes each in (as XLA compiled
+        it) and its sharding."""
+        params, _ = backend_layouts.executable_layouts(self._compiled.executable)
+        params = params[len(params) - len(self._in_avals):]   # (hoisted consts lead)
+        flat = [Format(from_runtime(p), s)
+                for p, s in zip(params, self.input_shardings, strict=True)]
+        return tuple(flat) if self._in_tree is None else \
+            tree_util.tree_unflatten(self._in_tree, flat)
+
+    @property
+    def output_formats(self):
+        """The outputs' :class:`Format` (a tree like the outputs)."""
+        _, outs = backend_layouts.executable_layouts(self._compiled.executable)
+        shardings = tree_util.tree_leaves(self.output_shardings)
+        return tree_util.tree_unflatten(self._out_tree, [
+            Format(from_runtime(o), s) for o, s in zip(outs, shardings, strict=True)])
 
     def _one_device(self, aval, kind=None):
         return SingleDeviceSharding(self._device or backend.default_device(),
