@@ -114,15 +114,16 @@ class _DimExpr:
 
     def _normal(self):
         """An int where the expression is constant, else self (with the scope's
-        equality rules applied)."""
+        equality rules applied: to a whole term, or as JAX to one factor of it)."""
         rules = self.scope.rules if self.scope is not None else None
-        if rules and any(m in rules and c % rules[m][1] == 0 for m, c in self._terms):
-            out = _DimExpr((), self.scope)
-            for m, c in self._terms:
-                e, k = rules.get(m, (None, 0))
-                out = out + (e * (c // k) if e is not None and c % k == 0 else
-                             _DimExpr(((m, c),), self.scope))
-            return out if isinstance(out, int) else out._normal()
+        for m, c in self._terms if rules else ():
+            for key, rest in [(m, ())] + [(((f, p),), tuple(fp for fp in m if fp[0] != f))
+                                          for f, p in m if len(m) > 1]:
+                e, k = rules.get(key, (None, 0))
+                if e is not None and c % k == 0:
+                    out = _DimExpr([mc for mc in self._terms if mc[0] != m], self.scope) + \
+                        e * _DimExpr((((rest), c // k),), self.scope)
+                    return out if isinstance(out, int) else out._normal()
         if not self._terms:
             return 0
         if len(self._terms) == 1 and self._terms[0][0] == ():

@@ -422,12 +422,12 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st), d
 
 
-def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
-    strides = strides or (1,) * len(start_indices)
-    if shape_poly.is_constant_shape(start_indices + limit_indices):
+def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides, out=0):
+    strides = tuple(strides or (1,) * len(start_indices))
+    if shape_poly.is_constant_shape(tuple(start_indices) + tuple(limit_indices)):
         return hlo.slice(x, mlir.dense_i64(start_indices), mlir.dense_i64(limit_indices),
                          mlir.dense_i64(strides))
-    return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
+    return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[out]), x,
                                   mlir.shape_value(start_indices),
                                   mlir.shape_value(limit_indices), mlir.shape_value(strides))
 
@@ -633,11 +633,11 @@ def _split_batch(vals, dims, *, sizes, axis):
 def _split_lowering(ctx, x, *, sizes, axis):
     shape = ctx.avals_in[0].shape
     outs, start = [], 0
-    for s in sizes:
+    for i, s in enumerate(sizes):
         lo, hi = [0] * len(shape), list(shape)
         lo[axis], hi[axis] = start, start + s
-        outs.append(hlo.slice(x, mlir.dense_i64(lo), mlir.dense_i64(hi),
-                              mlir.dense_i64([1] * len(shape))))
+        outs.append(_slice_lowering(ctx, x, start_indices=lo, limit_indices=hi, strides=None,
+                                    out=i))
         start += s
     return outs
 

@@ -167,10 +167,10 @@ def _split(name, ary, indices_or_sections, axis, strict):
         k = int(sections)
         if k <= 0:
             raise ValueError("number sections must be larger than 0.")
-        if strict and n % k:
-            raise ValueError("array split does not result in an equal division")
         q, r = divmod(n, k)
-        bounds = [0] + list(np.cumsum([q + 1] * r + [q] * (k - r)))
+        if strict and r != 0:
+            raise ValueError(f"array split does not result in an equal division: rest is {r}")
+        return list(lax.split(ary, [q + 1] * r + [q] * (k - r), axis))   # (as JAX)
     else:
         bounds = [0] + [min(max(int(i) + n if i < 0 else int(i), 0), n)
                         for i in sections.tolist()] + [n]
