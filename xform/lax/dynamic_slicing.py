@@ -40,6 +40,8 @@ def _dynamic_indices(operand, start_indices, allow_negative_indices):
         allow_negative_indices = [allow_negative_indices] * len(shape)
     out = []
     for i, d, neg_ok in zip(start_indices, shape, allow_negative_indices):
+        if shape_poly.is_symbolic_dim(i):   # a static start computed when run
+            i = convert_element_type(_shapes.dimension_as_value(i), dtypes.int32)
         if isinstance(i, (int, np.integer)):
             if i < 0 and not neg_ok:
                 raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
@@ -311,7 +313,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     axis = int(axis) % len(shape)
     starts = [0] * len(shape)
     sizes = list(shape)
-    starts[axis], sizes[axis] = start_index, int(slice_size)
+    starts[axis], sizes[axis] = start_index, _shapes._ints((slice_size,), "slice_size")[0]
     return dynamic_slice(operand, starts, sizes,
                          allow_negative_indices=allow_negative_indices)
 
