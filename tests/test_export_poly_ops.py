@@ -81,14 +81,28 @@ def _slicing(lib):
         jnp.delete(v, 0, axis=0), jnp.median(v, axis=1), v.reshape(-1)[: v.shape[0]])
 
 
-def test_symbolic_slicing_shapes_assertions_and_values_match_jax():
-    exported = {lib: lib.export.export(lib.jit(_slicing(lib)))(lib.ShapeDtypeStruct(
-        lib.export.symbolic_shape("b, n"), F32)) for lib in (xform, jax)}
+def _reshaping(lib):   # under constraints: b and n even, n >= 4
+    jnp, lax = lib.numpy, lib.lax
+    return lambda v: (
+        v.reshape(v.shape[0], 2, v.shape[1] // 2), *jnp.split(v, 2, axis=0),
+        lax.dynamic_slice_in_dim(v, 1, v.shape[0] - 1, axis=0), jnp.full_like(v, v.shape[0]),
+        lax.dynamic_update_slice_in_dim(v, v[:1] * 0, v.shape[0] - 1, axis=0),
+        lax.conv_general_dilated(v[None, None], jnp.ones((1, 1, 3, 1)), (2, 1), "SAME"),
+        lax.reduce_window(v, -np.inf, lax.max, (2, 2), (2, 2), "SAME"),
+        jnp.pad(v, ((1, 2), (0, 1))))
+
+
+@pytest.mark.parametrize("ops, constraints", [
+    (_slicing, ()), (_reshaping, ("n >= 4", "mod(b, 2) == 0", "mod(n, 2) == 0"))])
+def test_symbolic_slicing_shapes_assertions_and_values_match_jax(ops, constraints):
+    exported = {lib: lib.export.export(lib.jit(ops(lib)))(lib.ShapeDtypeStruct(
+        lib.export.symbolic_shape("b, n", constraints=constraints), F32))
+        for lib in (xform, jax)}
     ours, theirs = exported[xform], exported[jax]
     assert [str(a) for a in ours.out_avals] == [str(a) for a in theirs.out_avals]
     count = lambda e: e.mlir_module().count("custom_call @shape_assertion")  # noqa: E731
     assert count(ours) == count(theirs)
-    for shape in ((5, 4), (2, 7)):
+    for shape in ((4, 6), (2, 8)):
         x = np.arange(np.prod(shape), dtype=F32).reshape(shape) % 5 - 1
         for g, w in zip(ours.call(x), theirs.call(x)):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
