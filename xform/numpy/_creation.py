@@ -237,6 +237,16 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
         return _placed(arange(start, stop, step, dtype), out_sharding, "jnp.arange", device)
     if shape_poly.is_symbolic_dim(start) and stop is None and step is None:
         return lax.iota(user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64), start)
+    if any(shape_poly.is_symbolic_dim(v) for v in (start, stop, step)):   # as JAX's
+        start, stop = (0, start) if stop is None else (start, stop)
+        if step == 0:
+            raise ValueError("arange: step must not be zero.")
+        step = 1 if step is None else step
+        gap, dist = (step, stop - start) if step > 0 else (-step, start - stop)
+        dt = user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64)
+        return lax.add(_util.scalar_operand(start, dt, False), lax.mul(
+            _util.scalar_operand(step, dt, False),
+            lax.iota(dt, shape_poly.max_dim(0, dist + gap - 1) // gap)))
     start = _concrete(start, "stop" if stop is None and step is None else "start")
     stop, step = _concrete(stop, "stop"), _concrete(step, "step")
     if dtype is None:

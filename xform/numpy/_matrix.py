@@ -14,7 +14,7 @@ from xform.numpy._products import _general
 from xform.numpy._reductions import sum as _sum
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axis
-from xform.numpy._creation import ones
+from xform.numpy._creation import _dim, ones
 from xform.numpy._math import conjugate
 from xform.numpy._products import matmul
 from xform.numpy._shape import stack
@@ -33,8 +33,8 @@ def tri(N, M=None, k=0, dtype=None):
     Array([[1, 0],
            [1, 1]], dtype=int32)
     """
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = _dim(N)
+    M = N if M is None else _dim(M)
     dt = _util.user_dtype(dtype) or dtypes.default_float_dtype()
     return lax.convert_element_type(_tri_mask(N, M, operator.index(k)), dt)
 
