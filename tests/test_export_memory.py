@@ -58,12 +58,18 @@ def test_memory_kind_export_fields_and_calls_match_jax(kind):
 
 
 def test_sharded_memory_kind_matches_jax():
-    axis = dict(axis_types=(xform.sharding.AxisType.Auto,))
-    ours = _exported(xform, "pinned_host", xform.make_mesh((8,), ("x",), **axis))
-    theirs = _exported(jax, "pinned_host", jax.make_mesh(
-        (8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,)))
+    xm = xform.make_mesh((8,), ("x",), axis_types=(xform.sharding.AxisType.Auto,))
+    jm = jax.make_mesh((8,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+    ours, theirs = _exported(xform, "pinned_host", xm), _exported(jax, "pinned_host", jm)
     assert _fields(ours)[1:] == _fields(theirs)[1:]
     assert [s and s[2] for s in ours._out_named_shardings] == [
         s and s.memory_kind for s in theirs._out_named_shardings]
     again = export.deserialize(ours.serialize())
     assert again._out_named_shardings == ours._out_named_shardings
+    x = np.arange(24, dtype=F32).reshape(8, 3)
+    xx = xform.device_put(x, xform.sharding.NamedSharding(xm, xform.sharding.PartitionSpec("x")))
+    jx = jax.device_put(x, jax.sharding.NamedSharding(jm, jax.P("x")))
+    want = _kinds(theirs.call(jx))
+    assert want[0] == "pinned_host"
+    assert _kinds(jax.export.deserialize(ours.serialize()).call(jx)) == want
+    assert _kinds(export.deserialize(bytearray(theirs.serialize())).call(xx)) == want
