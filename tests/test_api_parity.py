@@ -31,12 +31,12 @@ KNOWN = {
     "flax.core.scope.uuid", "flax.core.lift.CountsHolder",
     "flax.core.lift.TransformContext", "flax.core.lift.set_from_dict",
     # flax.errors: checkpoint errors (xform.checkpoint raises its CheckpointError), NNX's,
-    # ones Flax never raises, lazy_init's partial-evaluation check (not built)
+    # ones Flax never raises
     "flax.errors.AlreadyExistsError", "flax.errors.InvalidCheckpointError",
     "flax.errors.MPACheckpointingRequiredError", "flax.errors.MPARestoreDataCorruptedError",
     "flax.errors.MPARestoreTargetRequiredError", "flax.errors.ImmutableVariableError",
     "flax.errors.JaxTransformError", "flax.errors.MultipleMethodsCompactError",
-    "flax.errors.TraceContextError", "flax.errors.LazyInitError",
+    "flax.errors.TraceContextError",
     "flax.errors.ApplyScopeInvalidVariablesStructureError",   # (variables optional)
     # flax.typing's NNX-only helpers
     "flax.typing.HashableMapping", "flax.typing.PytreeDeque", "flax.typing.BaseConfigContext",

@@ -117,7 +117,7 @@ def test_dynamic_slice_errors():
         xlax.dynamic_slice(x, (1,), (2, 2))
     with pytest.raises(TypeError, match="slice_sizes must be between"):
         xlax.dynamic_slice(x, (1, 1), (5, 2))
-    with pytest.raises(TypeError, match="integer scalars"):
+    with pytest.raises(TypeError, match="must be integers of the same type"):
         xlax.dynamic_slice(x, (np.float32(1), 0), (2, 2))
     with pytest.raises(TypeError, match="fit inside"):
         xlax.dynamic_update_slice(x, np.zeros((5, 1), np.float32), (0, 0))

@@ -159,3 +159,40 @@ def test_select_takes_non_bool_conditions():
     # JAX's select reads each condition as astype(bool): non-zero (NaN too) is true.
     conds = [np.array([0, 1, 2], np.int32), np.array([0.5, 0.0, np.nan], np.float32)]
     same("select", conds, [np.float32([1, 2, 3]), np.float32([4, 5, 6])], 0.5)
+
+
+def _error_types(fn):
+    """The exception class each of jax.numpy and xform.numpy raises for ``fn(jnp)``."""
+    out = []
+    for jn in (jjnp, xjnp):
+        with pytest.raises(Exception) as e:
+            fn(jn)
+        out.append(e.type)
+    return out
+
+
+def test_poly_functions_of_2d_and_0d_coefficients():
+    # JAX's polyder scales a 2-D p's trailing axis (p[:-m] * coeff), polyint concatenates
+    # k onto p (a 2-D p: concatenate's rank error), polyadd adds into the longer's tail
+    p2, p1 = np.arange(6.).reshape(2, 3).astype(np.float32), np.array([1., 2, 3], np.float32)
+    same("polyder", p2)
+    same("polyder", p1, 5)
+    same("polyint", np.ones(12, np.float32), 3, k=np.array([1., 2., 3.], np.float32))
+    same("polyadd", p2, np.ones((1, 1), np.float32))
+    same("polysub", np.ones((1, 3), np.float32), p2)
+    for fn in (lambda jn: jn.polyder(p2, 2), lambda jn: jn.polyint(p2),
+               lambda jn: jn.polyder(np.float32(3)), lambda jn: jn.polyint(np.float32(3)),
+               lambda jn: jn.polyval(np.float32(3), p1), lambda jn: jn.polyadd(p2, p1),
+               lambda jn: jn.concatenate([p2, np.ones((2, 4), np.float32)])):
+        theirs, ours = _error_types(fn)
+        assert ours is theirs, (theirs, ours)
+    assert repr(xjnp.polyder(p1, 5)) == repr(jjnp.polyder(p1, 5))   # "[], shape=(0,)"
+
+
+def test_roll_by_a_traced_shift():
+    # JAX's dynamic roll (a window of [a, a]) for a shift only known at run time
+    x = np.arange(12.).reshape(3, 4).astype(np.float32)
+    run = lambda L, jn: L.jit(lambda a, s: (  # noqa: E731
+        jn.roll(a, s), jn.roll(a, -s, axis=0), jn.roll(a, jn.stack([s, s + 1]), axis=(0, 1))))(
+        x, 5)
+    assert_tree_same(run(xform, xjnp), run(jax, jjnp), 0, "roll")

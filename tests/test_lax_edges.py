@@ -236,3 +236,33 @@ def test_pad_clamp_python_scalars_as_jax():
                 f(xlax)
             continue
         assert_tree_same(f(xlax), want, 0, "pad/clamp")
+
+
+@pytest.mark.parametrize("x64_on", [False, True], ids=["x32", "x64"])
+def test_dynamic_slice_start_indices_of_one_integer_type(x64_on, request):
+    # JAX's dtype rule: every start index one integer type (a Python int the default
+    # int, so np.int32 beside it fails under x64); the *_in_dim helpers fill the other
+    # dimensions with zeros of the index's own type.
+    if x64_on:
+        request.getfixturevalue("x64")
+    x = np.arange(20.).reshape(4, 5)
+    bad = [lambda L: L.lax.dynamic_slice(x, (1, np.int16(2)), (2, 2)),
+           lambda L: L.lax.dynamic_slice(x, (True, 2), (2, 2)),
+           lambda L: L.jit(lambda i: L.lax.dynamic_update_slice(x, x[:2, :2], (i, 0)))(
+               np.int16(1))]
+    if x64_on:   # (int64 is int32 otherwise)
+        bad.append(lambda L: L.lax.dynamic_slice(x, (np.int32(1), np.int64(2)), (2, 2)))
+    for case in bad:
+        msgs = []
+        for L in (jax, xform):
+            with pytest.raises(TypeError) as e:
+                case(L)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
+    i = np.int32(1)
+    for L in (jax, xform):
+        L.lax.dynamic_slice(x, (1, 2), (2, 2))   # Python ints are one type
+    assert_tree_same(*[(L.lax.dynamic_index_in_dim(x, i, 1),
+                        L.lax.dynamic_update_slice_in_dim(x, x[:, :2], np.uint8(3), 1),
+                        L.jit(lambda j: L.lax.dynamic_update_index_in_dim(x, x[0], j, 0))(i))
+                       for L in (xform, jax)], 0, "in_dim helpers")

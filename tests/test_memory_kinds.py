@@ -90,3 +90,18 @@ def test_memory_kinds_through_computations_as_jax():
     mine, theirs = _cases(xform), _cases(jax)
     for name in mine:
         assert _show(xform, mine[name]) == _show(jax, theirs[name]), name
+
+
+def test_like_functions_keep_a_host_arrays_memory_kind():
+    # JAX's *_like give the result x's sharding, memory kind included (its eager
+    # broadcast on CPU then fails to build a pinned_host buffer, "Memory kind mismatch";
+    # its jit with that sharding as out_shardings is the reference)
+    likes = lambda lib, a: (lib.numpy.zeros_like(a), lib.numpy.ones_like(a),  # noqa: E731
+                            lib.numpy.full_like(a, 2.0), lib.lax.full_like(a, 3.0, shape=(2,)))
+    mine = []
+    for lib in (xform, jax):
+        kind = lib.sharding.SingleDeviceSharding(lib.devices()[0], memory_kind="pinned_host")
+        h = lib.device_put(X, kind)
+        mine.append(_show(lib, lambda: likes(xform, h)) if lib is xform else
+                    _show(lib, lambda: lib.jit(lambda: likes(jax, X), out_shardings=kind)()))
+    assert mine[0] == mine[1]

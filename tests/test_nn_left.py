@@ -125,15 +125,23 @@ def _module_error(nn, L, case):
             def __call__(self, x):
                 return self.d
         M().init(L.random.PRNGKey(0), 1.0)
+    def lazy_init_reads_value():   # a variable made from the input's value
+        class M(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                self.variable("stats", "mean", lambda: x.mean(0))
+                return nn.Dense(2)(x)
+        M().lazy_init(L.random.PRNGKey(0), L.ShapeDtypeStruct((8, 4), np.float32))
     calls = {"bad_property": bad_property, "reserved": reserved, "post_init": post_init, "target": lambda: nn.vmap(3),
-             "returns_module": returns_module, "share_unbound": share_unbound}
+             "returns_module": returns_module, "share_unbound": share_unbound,
+             "lazy_init": lazy_init_reads_value}
     with pytest.raises(Exception) as info:
         calls[case]()
     return type(info.value).__name__, str(info.value).split(" (https://")[0]
 
 
 @pytest.mark.parametrize("case", ["reserved", "post_init", "target", "returns_module",
-                                  "share_unbound", "bad_property"])
+                                  "share_unbound", "bad_property", "lazy_init"])
 def test_module_errors_match_flax(case):
     assert _module_error(xnn, xform, case) == _module_error(fnn, jax, case)
 

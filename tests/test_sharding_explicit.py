@@ -383,7 +383,12 @@ def test_control_flow_types_must_agree():
                     lambda c: c[0] < 3, lambda c: (c[0] + 1, rs(c[1], P_(None, "y"))),
                     (0, v)))(a)),
                 error(lambda: L.jit(lambda u, v: lax.fori_loop(0, 3, lambda i, c: v, u))(a, b)),
-                error(lambda: L.jit(lambda v: lax.scan(lambda c, x: (c, x), v, v))(a))]
+                error(lambda: L.jit(lambda v: lax.scan(lambda c, x: (c, x), v, v))(a)),
+                # an unsharded init (replicated under the mesh) against a split carry out
+                error(lambda: L.jit(lambda v: lax.scan(lambda c, _: (c + v, None),
+                                                       np_.ones((8, 4)), None, length=2))(a)),
+                error(lambda: L.jit(lambda v: lax.fori_loop(0, 2, lambda i, c: np_.ones(
+                    (8, 4)), v))(a))]
         return outs, errs
     (xo, xe), (jo, je) = both(run)
     for x, j in zip(xo, jo):
@@ -430,3 +435,19 @@ def test_vmap_explicit_batch_axes_errors():
     for x, j in zip(xs, js):
         assert x is not None and x[0] == j[0] and x[1].startswith(j[1]), (x, j)
     assert "args[0]" in xs[0][1] and "args[1]" in xs[0][1] and "kwargs['v']" in xs[3][1]
+
+
+def test_jit_traces_again_under_a_mesh_in_context():
+    # JAX keys its traces on the context's abstract mesh: a jit called outside set_mesh
+    # traces again inside it (where a replicated init against a split carry fails)
+    out = []
+    for L, np_, P_ in ((xform, xnp, P), (jax, jnp, jax.sharding.PartitionSpec)):
+        mesh = L.make_mesh((2, 4), ("x", "y"), axis_types=(L.sharding.AxisType.Explicit,) * 2)
+        x = L.device_put(X, L.sharding.NamedSharding(mesh, P_("x", None)))
+        f = L.jit(lambda v: L.lax.scan(lambda c, _: (c + v, None), np_.ones((8, 4)), None,
+                                       length=2)[0])
+        before = str(L.typeof(f(x)))
+        with L.set_mesh(mesh):
+            inside = error(lambda: f(x))
+        out.append((before, inside[0], str(L.typeof(f(x)))))
+    assert out[0] == out[1]

@@ -73,7 +73,9 @@ def test_jit_and_grad_of_operators_match_jax():
                                lambda sp, M: sp.BCSR.fromdense(M.todense()) * 2,
                                lambda sp, M: sp.sparsify(lambda x: (
                                    jax if sp is jsp else xform).lax.div(x, np.int32(2)))(
-                                   M.astype(np.int32))])
+                                   M.astype(np.int32)),
+                               # a smaller dense addend would densify: JAX refuses it
+                               lambda sp, M: M + np.ones((1, 4), np.float32)])
 def test_errors_match_jax(f):
     (xt, xm), (jt, jm) = errors(f, A)
     assert xt is jt
@@ -106,6 +108,12 @@ def test_spsolve_matches_jax():
         with pytest.raises(ValueError) as je:
             jspl.spsolve(**args)
         assert str(xe.value) == str(je.value)
+    # JAX's spsolve primitive has no batching rule: vmap over b or data raises
+    for lib, solve in ((xform, xspl.spsolve), (jax, jspl.spsolve)):
+        for f, xs in ((lambda bb: solve(d, i, p, bb), np.stack([b, b])),
+                      (lambda dd: solve(dd, i, p, b), np.stack([d, d]))):
+            with pytest.raises(NotImplementedError, match="Batching rule for 'spsolve'"):
+                lib.vmap(f)(xs)
 
 
 def test_lobpcg_standard_matches_jax():

@@ -89,3 +89,17 @@ def test_argsort_index_dtype_and_errors(x64):
         for kw in ({"kind": "quicksort"}, {"order": "a"}):
             with pytest.raises(TypeError):
                 L.numpy.argsort(x, **kw)
+
+
+def test_lax_zeta_is_not_differentiable_but_scipy_zeta_is():
+    # JAX's zeta_p has no JVP rule; only scipy.special.zeta differentiates (a custom JVP)
+    errors = []
+    for L in (jax, xform):
+        for argnum in (0, 1):
+            with pytest.raises(NotImplementedError) as e:
+                L.grad(L.lax.zeta, argnum)(3.0, 1.5)
+            errors.append(str(e.value))
+    assert errors[:2] == errors[2:], errors
+    ours, want = _both(lambda L, J: L.jacfwd(L.scipy.special.zeta, (0, 1))(
+        np.array([2., 4.], np.float32), np.array([1., .5], np.float32)))
+    assert_tree_same(ours, want, 1e-5, "scipy zeta jacobian")

@@ -183,7 +183,7 @@ class Array(ArrayOps):
                     f"{self.physical_value()}")
         v = self._value()
         prefix = "Array("
-        if v.size == 0 and v.shape != (0,):
+        if v.size == 0:
             body = f"[], shape={v.shape}"
         else:
             body = np.array2string(v, separator=", ", prefix=prefix)

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from xform import backend
+from xform.core.config import config
 
 
 class AxisType(enum.Enum):
@@ -167,17 +168,37 @@ class Mesh:
                 f"axis_types={self.axis_types!r})")
 
     def __enter__(self):
-        _context.append(self)
+        _switch(lambda: _context.append(self))
         return self
 
     def __exit__(self, *exc):
-        _context.pop()
+        _switch(_context.pop)
         return False
 
 
 _context = []      # meshes in context (innermost last)
 _global = [None]   # the mesh ``set_mesh(mesh)`` set outside any ``with``
 _abstract = []     # abstract meshes in context (``use_abstract_mesh``), innermost last
+
+
+def context_key():
+    """The abstract mesh in context, or None: what a trace may depend on, so part of
+    jit's trace key (as JAX's trace context)."""
+    if _abstract:
+        return _abstract[-1]
+    m = current_mesh()
+    return None if m is None else m.abstract_mesh
+
+
+def _switch(change):
+    """Apply ``change`` to the mesh context; a different mesh in context is told to
+    config's listeners (as ``"mesh"``): jit's cache-hit paths, keyed on avals alone,
+    forget what was traced under the one before."""
+    before = context_key()
+    change()
+    if context_key() != before:
+        for fn in config._listeners:
+            fn("mesh", None)
 
 
 def current_mesh():
@@ -230,10 +251,10 @@ class use_abstract_mesh:
                 "use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
                 f"{self.mesh} with size={self.mesh.size} and prev mesh: {prev} with "
                 f"size={prev.size}")
-        _abstract.append(self.mesh)
+        _switch(lambda: _abstract.append(self.mesh))
 
     def __exit__(self, *exc):
-        _abstract.pop()
+        _switch(_abstract.pop)
         return False
 
 
@@ -256,13 +277,13 @@ class set_mesh:
         if mesh is not None and not isinstance(mesh, Mesh):
             raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
         self.prev = _global[0]
-        _global[0] = mesh
+        _switch(lambda: _global.__setitem__(0, mesh))
 
     def __enter__(self):
         return _global[0]
 
     def __exit__(self, *exc):
-        _global[0] = self.prev
+        _switch(lambda: _global.__setitem__(0, self.prev))
         return False
 
 
@@ -271,11 +292,11 @@ def use_mesh(mesh):
     """Context manager putting ``mesh`` in context (``jax.sharding.use_mesh``)."""
     if not isinstance(mesh, Mesh):
         raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
-    _context.append(mesh)
+    _switch(lambda: _context.append(mesh))
     try:
         yield mesh
     finally:
-        _context.pop()
+        _switch(_context.pop)
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):

@@ -42,12 +42,12 @@ def _dynamic_indices(operand, start_indices, allow_negative_indices):
     for i, d, neg_ok in zip(start_indices, shape, allow_negative_indices):
         if shape_poly.is_symbolic_dim(i):   # a static start computed when run
             i = convert_element_type(_shapes.dimension_as_value(i), dtypes.int32)
-        if isinstance(i, (int, np.integer)):
-            if i < 0 and not neg_ok:
+        if isinstance(i, (int, np.integer)):   # keeps its own dtype: a Python int the
+            if i < 0 and not neg_ok:           # default int, np.int16 int16, True bool
                 raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
                                  "allow_negative_indices=False")
-            i = int(i) + d if i < 0 else int(i)
-            out.append(_const(scalar_array(0, dtypes.canonicalize_dtype(np.int64), True), i))
+            like = np.zeros((), dtypes.dtype(i))   # (d may be symbolic: _const computes it)
+            out.append(_const(like, int(i) + d if i < 0 else int(i)))
         elif neg_ok and not dtypes.is_unsigned(get_aval(i).dtype):
             out.append(select_n(lt(i, _const(i, 0)), i, add(i, _const(i, d))))
         else:
@@ -79,18 +79,22 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
                                 slice_sizes=_ints(slice_sizes, "slice_sizes"))
 
 
-def _check_starts(name, operand, starts):
+def _check_starts(name, operand, starts, sep=""):
     if len(starts) != operand.ndim:
         raise TypeError(f"{name} needs one start index per dimension of operand shape "
                         f"{operand.shape}, got {len(starts)}")
-    for s in starts:
-        if s.ndim != 0 or not dtypes.is_integer(s.dtype):
-            raise TypeError(f"{name} start indices must be integer scalars, got "
-                            f"{[a.str_short() for a in starts]}")
+    if any(s.dtype != starts[0].dtype or not dtypes.is_integer(s.dtype) for s in starts):
+        # JAX's words, its colon after dynamic_slice's only; no mixed int32/int64 even
+        # under x64 (the caller converts)
+        raise TypeError(f"index arguments to {name} must be integers of the same type, "
+                        f"got{sep} {', '.join(s.dtype.name for s in starts)}")
+    if any(s.ndim != 0 for s in starts):
+        raise TypeError(f"{name} start indices must be integer scalars, got "
+                        f"{[a.str_short() for a in starts]}")
 
 
 def _dynamic_slice_abstract_eval(operand, *starts, slice_sizes):
-    _check_starts("dynamic_slice", operand, starts)
+    _check_starts("dynamic_slice", operand, starts, ":")
     if len(slice_sizes) != operand.ndim or any(
             not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
         raise TypeError(f"dynamic_slice slice_sizes must be between 0 and the operand "
@@ -137,14 +141,6 @@ def _dynamic_slice_batch(vals, dims, *, slice_sizes):
                          fill_value=None)
 
 
-def _common_index_values(avals, starts):
-    """StableHLO wants all start indices of one type: widen to i64 if they differ."""
-    if len({a.dtype for a in avals}) <= 1:
-        return list(starts)
-    i64 = ir.RankedTensorType.get((), mlir.dtype_to_ir_type(np.int64))
-    return [hlo.convert(i64, s) for s in starts]
-
-
 def _dynamic_slice_lowering(ctx, operand, *starts, slice_sizes):
     if not shape_poly.is_constant_shape(slice_sizes):
         # real_dynamic_slice does not clamp: clamp the starts into [0, shape - sizes] (JAX)
@@ -157,8 +153,7 @@ def _dynamic_slice_lowering(ctx, operand, *starts, slice_sizes):
         return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), operand, lo,
                                       hlo.add(lo, sizes),
                                       mlir.shape_value((1,) * len(starts)))
-    return hlo.dynamic_slice(operand, _common_index_values(ctx.avals_in[1:], starts),
-                             mlir.dense_i64(slice_sizes))
+    return hlo.dynamic_slice(operand, list(starts), mlir.dense_i64(slice_sizes))
 
 
 dynamic_slice_p = standard_primitive("dynamic_slice", _dynamic_slice_abstract_eval)
@@ -246,8 +241,7 @@ def _dynamic_update_slice_batch(vals, dims):
 
 
 def _dynamic_update_slice_lowering(ctx, operand, update, *starts):
-    return hlo.dynamic_update_slice(operand, update,
-                                    _common_index_values(ctx.avals_in[2:], starts))
+    return hlo.dynamic_update_slice(operand, update, list(starts))
 
 
 dynamic_update_slice_p = standard_primitive("dynamic_update_slice",
@@ -301,6 +295,13 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     return out if keepdims else squeeze(out, (axis,))
 
 
+def _zero_index(start_index):
+    """The start index of the whole dimensions, of ``start_index``'s type (as JAX)."""
+    if isinstance(start_index, (int, np.integer)):
+        return type(start_index)(0)
+    return np.zeros((), get_aval(start_index).dtype)
+
+
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
                          allow_negative_indices=True):
     """``dynamic_slice`` along one ``axis`` (other dimensions whole).
@@ -311,7 +312,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     """
     shape = get_aval(operand).shape
     axis = int(axis) % len(shape)
-    starts = [0] * len(shape)
+    starts = [_zero_index(start_index)] * len(shape)
     sizes = list(shape)
     starts[axis], sizes[axis] = start_index, _shapes._ints((slice_size,), "slice_size")[0]
     return dynamic_slice(operand, starts, sizes,
@@ -337,7 +338,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
     Array([0., 1., 1., 0.], dtype=float32)
     """
     ndim = get_aval(operand).ndim
-    starts = [0] * ndim
+    starts = [_zero_index(start_index)] * ndim
     starts[int(axis) % ndim] = start_index
     return dynamic_update_slice(operand, update, starts)
 

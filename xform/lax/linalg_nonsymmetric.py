@@ -297,7 +297,6 @@ def _schur_lowering(ctx, x, *, compute_schur_vectors, sort_eig_vals):
 
 
 schur_p = standard_primitive("schur", _schur_abstract_eval, multiple_results=True)
-ad.defnondiff(schur_p)
 _batch_to_front(schur_p)
 mlir.register_lowering(schur_p, _schur_lowering)
 
@@ -329,7 +328,6 @@ def _hessenberg_lowering(ctx, a):
 
 hessenberg_p = standard_primitive("hessenberg", _hessenberg_abstract_eval,
                                   multiple_results=True)
-ad.defnondiff(hessenberg_p)
 _batch_to_front(hessenberg_p)
 mlir.register_lowering(hessenberg_p, _hessenberg_lowering)
 
@@ -368,6 +366,5 @@ def _householder_product_lowering(ctx, a, taus):
 
 householder_product_p = standard_primitive("householder_product",
                                            _householder_product_abstract_eval)
-ad.defnondiff(householder_product_p)
 _batch_to_front(householder_product_p)
 mlir.register_lowering(householder_product_p, _householder_product_lowering)

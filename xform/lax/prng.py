@@ -323,7 +323,6 @@ def _rng_uniform_batch(vals, dims, *, shape):
 
 
 rng_uniform_p = standard_primitive("rng_uniform", _rng_uniform_abstract_eval)
-ad.defnondiff(rng_uniform_p)
 batching.primitive_batchers[rng_uniform_p] = _rng_uniform_batch
 mlir.register_lowering(rng_uniform_p, lambda ctx, a, b, *, shape: hlo.rng(
     a, b, mlir.ir_constant(np.array(shape, np.int64)), hlo.RngDistributionAttr.get("UNIFORM")))

@@ -5,10 +5,9 @@ import operator
 
 import numpy as np
 
-from xform.core import dtypes, shape_poly, sharding_types
+from xform.core import dtypes, shape_poly, sharding_types, trace as _trace
 from xform.core.mesh import AbstractMesh
 from xform.core.sharding import NamedSharding, PartitionSpec as P, SingleDeviceSharding
-from xform.core import trace as _trace
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -165,22 +164,22 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
         return out
     if isinstance(sharding, NamedSharding):
         return put_sharded(out, sharding)
-    return device_put_value(out, sharding._device_assignment[0])
+    return device_put_value(out, sharding._device_assignment[0], memory_kind=sharding.memory_kind)
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     """An array like ``x`` (its shape and dtype unless given) filled with ``fill_value``;
     weakly typed when ``x`` is and no ``dtype`` is given, as JAX's. ``sharding``: as
     ``full``'s; by default a traced ``x``'s type, or a committed one-device Array's
-    device (see ``committed_device``), as JAX's. NB: JAX also places an eager result as a sharded ``x``
-    (``jnp.full_like`` does, see ``like_sharding``); here that would commit AD's
+    sharding (memory kind too), as JAX's. NB: JAX also places an eager result as a sharded
+    ``x`` (``jnp.full_like`` does, see ``like_sharding``); here that would commit AD's
     cotangent seeds, which a jit's derived call then refuses where JAX's takes them."""
     aval = get_aval(x)
     weak = dtype is None and aval.weak_type
     if sharding is None and shape is None and isinstance(x, _trace.Tracer):
         sharding = aval._sharding
     elif sharding is None and not weak and eager_placement():
-        sharding = (d := committed_device(x)) and SingleDeviceSharding(d)
+        sharding = x.sharding if committed_device(x) else None
     out = full(aval.shape if shape is None else shape, fill_value,
                aval.dtype if dtype is None else dtype, _weak_type=weak, sharding=sharding)
     vma = _trace._context.vma  # inside shard_map(check_vma=True): varying like ``x``
@@ -520,16 +519,23 @@ def concatenate(operands, dimension):
 
 
 def _concatenate_abstract_eval(*xs, dimension):
+    shapes = lambda: ", ".join(str(x.shape) for x in xs)  # noqa: E731  (JAX's words)
     if not xs:
-        raise TypeError("concatenate requires at least one operand")
-    nd = xs[0].ndim
-    if not 0 <= dimension < nd or any(
-            x.ndim != nd or x.dtype != xs[0].dtype or
-            any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != dimension)
-            for x in xs):
-        raise TypeError(f"Cannot concatenate arrays with shapes "
-                        f"{[x.str_short() for x in xs]} along dimension {dimension}: shapes "
-                        "and dtypes must agree except along that dimension")
+        raise TypeError("concatenate expects at least one operand, got 0.")
+    if len({x.ndim for x in xs}) != 1:
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: "
+                        f"got {shapes()}.")
+    if not 0 <= dimension < xs[0].ndim:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                        f"shapes {shapes()}.")
+    if len({x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}) != 1:
+        raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
+                        f"other than the one being concatenated: concatenating along "
+                        f"dimension {dimension} for shapes {shapes()}.")
+    if len({x.dtype for x in xs}) != 1:
+        raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
+                        f"{', '.join(x.dtype.name for x in xs)}. (Tip: jnp.concatenate is "
+                        f"a similar function that does automatic type promotion on inputs).")
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))

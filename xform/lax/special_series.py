@@ -3,13 +3,9 @@ zeta function and the exponentially scaled modified Bessel functions of orders 0
 
 ``zeta`` and ``bessel_i1e`` lower to ``chlo.zeta``/``chlo.bessel_i1e``; ``bessel_i0e`` is,
 as in JAX, Cephes' Chebyshev expansions written with lax ops (f16/bf16 evaluated in
-f32). NB: JAX's ``zeta_p`` has no JVP (only ``jax.scipy.special.zeta`` differentiates,
-through Johansson's Euler-Maclaurin series); here the primitive carries that series'
-JVP, so ``lax.zeta`` and ``scipy.special.zeta`` differentiate alike.
+f32). As in JAX, ``zeta_p`` has no JVP: only ``scipy.special.zeta`` differentiates (through
+Johansson's Euler-Maclaurin series, a custom JVP there).
 """
-from fractions import Fraction
-from math import comb, factorial
-
 import numpy as np
 
 from xform.core import dtypes
@@ -17,21 +13,10 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, mlir
 from xform.lax.shapes import full_like
 from xform.lax._prim import float_dtypes, naryop, unop
-from xform.lax.elementwise import (_const, abs, add, convert_element_type, div, gt, le,
-                                   min, mul, pow, select, sign, sqrt, sub)
+from xform.lax.elementwise import (_const, abs, add, convert_element_type, div, gt, le, mul,
+                                   select, sign, sqrt, sub)
 
 chlo = mlir.chlo
-
-
-def bernoulli_numbers(n):
-    """B_0 .. B_n as exact fractions (B_1 = -1/2), by the binomial recurrence."""
-    b = [Fraction(1)]
-    for m in range(1, n + 1):
-        b.append(-sum(comb(m + 1, k) * b[k] for k in range(m)) / Fraction(m + 1))
-    return b
-
-
-_BERNOULLI = bernoulli_numbers(32)
 
 
 # ---- zeta ----
@@ -52,47 +37,13 @@ def zeta(x, q):
     return zeta_p.bind(x, q)
 
 
-def _zeta_series(s, a):
-    # Euler-Maclaurin (Johansson 2015, eq. 5), the expansion JAX differentiates:
-    # sum_{k<N} (a+k)^-s + (a+N)^(1-s)/(s-1)
-    #   + (a+N)^-s (1/2 + sum_{j<M} B_2(j+1)/(2(j+1))! prod_{i<2j+1} (s+i)/(a+N))
-    dtype = get_aval(a).dtype
-    n = 8 if dtype == np.float32 else 16
-    an = add(a, _const(a, n))
-    total = pow(a, _neg(s))
-    for k in range(1, n):
-        total = add(total, pow(add(a, _const(a, k)), _neg(s)))
-    total = add(total, div(pow(an, sub(_const(s, 1), s)), sub(s, _const(s, 1))))
-    big = _const(s, float(dtypes.finfo(dtype).max))
-    prod, tail = None, _const(s, 0.5)
-    for m in range(2 * n):
-        term = div(add(s, _const(s, m)), an)
-        prod = term if prod is None else mul(prod, term)
-        if m % 2 == 0:
-            coef = factorial(m + 2) / _BERNOULLI[m + 2]
-            tail = add(tail, div(min(prod, big), _const(s, float(coef))))
-    return add(total, mul(pow(an, _neg(s)), tail))
-
-
-def _neg(x):
-    return sub(_const(x, 0), x)
-
-
-def _zeta_jvp(argnum):
-    def rule(t, x, q):
-        args = [x, q]
-
-        def f(v):
-            args_v = list(args)
-            args_v[argnum] = v
-            return [_zeta_series(*args_v)]
-        _, (out,) = ad.jvp_flat(f, [args[argnum]], [t])
-        return out
-    return rule
+def _zeta_jvp(primals, tangents):
+    # JAX has no rule: grad of lax.zeta w.r.t. either argument is its NotImplementedError.
+    raise NotImplementedError("Differentiation rule for 'zeta' not implemented")
 
 
 zeta_p = naryop("zeta", float_dtypes)
-ad.defjvp(zeta_p, _zeta_jvp(0), _zeta_jvp(1))
+ad.primitive_jvps[zeta_p] = _zeta_jvp
 mlir.register_lowering(zeta_p, mlir.elementwise(chlo.zeta))
 
 

@@ -525,8 +525,8 @@ class Module:
                   **kwargs):
         """``init`` from input *shapes*: ``args`` may hold ``xform.ShapeDtypeStruct``
         leaves. It runs compiled with only the variables as outputs, so XLA drops the
-        computation they do not need. NB: Flax rejects variables that depend on input
-        values; here such variables see zeros.
+        computation they do not need. Variables that depend on such an argument's
+        value raise ``LazyInitError``, as Flax's.
 
         >>> import xform, xform.nn as nn
         >>> x = xform.ShapeDtypeStruct((1, 3), 'float32')

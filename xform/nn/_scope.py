@@ -23,7 +23,10 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import random
-from xform.core.tree_util import tree_leaves, tree_map, tree_structure
+from xform.core.avals import ShapedArray
+from xform.core.tree_util import (tree_flatten, tree_leaves, tree_map, tree_structure,
+                                  tree_unflatten)
+from xform.interpreters import partial_eval as pe
 from xform.nn import _meta as meta, errors
 from xform.nn.configurations import config
 from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
@@ -534,12 +537,34 @@ def _copy_dicts(x):
 def lazy_eval(fn):
     """``fn`` callable with ``ShapeDtypeStruct`` leaves among its arguments (Flax's
     ``partial_eval.lazy_init``): it runs compiled on zeros of those shapes with only
-    its outputs kept, so XLA drops the computation they do not need. NB: Flax raises
-    ``LazyInitError`` when an output depends on such an argument; here it sees zeros."""
+    its outputs kept, so XLA drops the computation they do not need. As Flax, it first
+    partially evaluates ``fn`` with those arguments unknown: an output that depends on
+    one raises ``LazyInitError``."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        _check_known_outputs(fn, args, kwargs)
         concrete = lambda x: (jnp.zeros(x.shape, x.dtype)
                               if isinstance(x, ShapeDtypeStruct) else x)
         args, kwargs = tree_map(concrete, (args, kwargs))
         return jit(lambda args, kwargs: fn(*args, **kwargs))(args, kwargs)
     return wrapper
+
+
+def _check_known_outputs(fn, args, kwargs):
+    leaves, tree = tree_flatten((args, kwargs))
+    where = [i for i, x in enumerate(leaves) if isinstance(x, ShapeDtypeStruct)]
+    if not where:
+        return
+
+    def flat(*xs):   # the other arguments are known: closed over, as Flax's PartialVals
+        vals = list(leaves)
+        for i, x in zip(where, xs):
+            vals[i] = x
+        a, k = tree_unflatten(tree, vals)
+        return tree_leaves(fn(*a, **k))
+    closed = pe.trace_to_jaxpr(flat, [ShapedArray(leaves[i].shape, leaves[i].dtype)
+                                      for i in where])
+    _, _, out_unknown, _ = pe.partial_eval_jaxpr(closed, [True] * len(where), False)
+    for aval, u in zip(closed.out_avals, out_unknown):
+        if u:
+            raise errors.LazyInitError(aval)

@@ -299,3 +299,13 @@ class DescriptorAttributeError(FlaxError):
     def __init__(self):
         super().__init__("Trying to access a property that is accessing a non-existent "
                          "attribute.")
+
+
+class LazyInitError(FlaxError):
+    """``lazy_init`` made a variable (or output) that depends on the value of an
+    argument given only as a ``ShapeDtypeStruct``, which has no value. Fix: have init
+    use only that argument's shape and dtype, or pass a real array."""
+
+    def __init__(self, partial_val):
+        super().__init__(f"Lazy init encountered a value that could with the given inputs "
+                         f"(shape: {partial_val}).")

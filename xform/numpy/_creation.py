@@ -11,7 +11,7 @@ from xform.core import trace as _trace
 from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import concrete_or_raise
 from xform.core.array import ShardedArray
-from xform.core.sharding import NamedSharding, SingleDeviceSharding
+from xform.core.sharding import NamedSharding
 from xform.core.trace import get_aval
 from xform.core.transfer import committed_device, device_put_value, on_default_device
 from xform.interpreters.composite import composite
@@ -175,8 +175,8 @@ def like_sharding(x, shape, weak):
         return x.aval._sharding
     if weak or not eager_placement():  # (full ignores it then)
         return None
-    if (d := committed_device(x)) is not None:
-        return SingleDeviceSharding(d)
+    if committed_device(x) is not None:   # (its memory kind too: pinned_host stays there)
+        return x.sharding
     s = x.sharding if type(x) is ShardedArray else None
     if isinstance(s, NamedSharding) and (
             shape is None or tuple(shape) == get_aval(x).shape or s.is_fully_replicated):

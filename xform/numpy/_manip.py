@@ -8,7 +8,9 @@ import numpy as np
 from xform import lax
 from xform.core import dtypes, shape_poly
 from xform.interpreters.composite import composite
+from xform.core.trace import Tracer
 from xform.numpy import _util
+from xform.numpy import _ufuncs as uf
 from xform.numpy._shape import (atleast_3d, concatenate, flip, moveaxis, ravel, reshape,
                                 transpose)
 from xform.numpy._util import asarray, canonicalize_axis
@@ -34,8 +36,10 @@ def roll(a, shift, axis=None):
     a = asarray(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.aval.shape)
-    shifts = np.atleast_1d(_util.concrete_or_error(shift, "shift", "roll"))
     axes = np.atleast_1d(np.asarray(axis))
+    if isinstance(shift, Tracer):   # a traced shift: JAX's dynamic roll
+        return _roll_dynamic(a, asarray(shift, "roll", 1), axes)
+    shifts = np.atleast_1d(_util.concrete_or_error(shift, "shift", "roll"))
     shifts, axes = np.broadcast_arrays(shifts, axes)
     for s, ax in zip(shifts.tolist(), axes.tolist()):
         ax = canonicalize_axis(ax, a.aval.ndim)
@@ -45,6 +49,21 @@ def roll(a, shift, axis=None):
         s = -int(s) % n
         if shape_poly.is_symbolic_dim(s) or s:
             a = lax.concatenate([_slice_axis(a, s, n, ax), _slice_axis(a, 0, s, ax)], ax)
+    return a
+
+
+def _roll_dynamic(a, shift, axes):
+    """Each axis's window of ``[a, a]`` from ``n - shift % n`` (a traced shift)."""
+    if shift.aval.ndim > 1:
+        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    n = np.broadcast_shapes(shift.aval.shape, axes.shape)[0] if axes.ndim else 1
+    shifts = _util.broadcast_to(shift, (n,))
+    for k, ax in enumerate(np.broadcast_to(axes, (n,)).tolist()):
+        ax = canonicalize_axis(ax, a.aval.ndim)
+        size = np.int32(a.aval.shape[ax])
+        x = uf.remainder(lax.convert_element_type(shifts[k], np.int32), max(size, 1))
+        a = lax.dynamic_slice_in_dim(lax.concatenate([a, a], ax), size - x,
+                                     a.aval.shape[ax], ax)
     return a
 
 

@@ -84,8 +84,8 @@ def polyval(p, x, *, unroll=16):
     """
     del unroll
     p, x = _util.promote_dtypes("polyval", p, x)
-    if p.aval.ndim == 0:
-        raise ValueError("polyval: p must be at least 1-dimensional")
+    if p.aval.ndim == 0:   # (JAX's IndexError)
+        raise IndexError("polyval: p must be at least 1-dimensional, got shape ().")
     shape = _util.broadcast_shapes(p.aval.shape[1:], x.aval.shape)
     y = lax.full(shape, 0, x.aval.dtype)
     y = lax.convert_element_type(y, x.aval.dtype, x.aval.weak_type and p.aval.weak_type)
@@ -94,23 +94,25 @@ def polyval(p, x, *, unroll=16):
     return y
 
 
-def _align(name, a1, a2):
-    a1, a2 = _util.promote_dtypes(name, a1, a2)
-    n = max(a1.aval.shape[0], a2.aval.shape[0])
-    zero = _util.scalar_array(0, a1.aval.dtype, False)
-    return [lax.pad(a, zero, [(n - a.aval.shape[0], 0, 0)]) for a in (a1, a2)]
+def _add_aligned(name, a1, a2):
+    """Sum aligned at the lowest power: the shorter added into the longer's tail (as
+    JAX's ``at[-n:].add``, so a 2-D operand broadcasts only into a 2-D tail)."""
+    if a2.aval.shape[0] > a1.aval.shape[0]:
+        a1, a2 = a2, a1
+    return a1.at[a1.aval.shape[0] - a2.aval.shape[0]:].add(a2)
 
 
 @composite
 def polyadd(a1, a2):
     """Like numpy.polyadd (aligned at the lowest power)."""
-    return uf.add(*_align("polyadd", a1, a2))
+    return _add_aligned("polyadd", *_util.promote_dtypes("polyadd", a1, a2))
 
 
 @composite
 def polysub(a1, a2):
     """Like numpy.polysub."""
-    return uf.subtract(*_align("polysub", a1, a2))
+    a1, a2 = _util.promote_dtypes("polysub", a1, a2)
+    return _add_aligned("polysub", a1, uf.negative(a2))
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
@@ -125,21 +127,32 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
     return convolve(a1, a2, mode="full")
 
 
+def _length(name, p):
+    if p.aval.ndim == 0:   # (JAX's len() of it)
+        raise TypeError(f"{name}: len() of unsized object: p must be at least "
+                        f"1-dimensional, got shape ().")
+    return p.aval.shape[0]
+
+
+def _coefficients(grid, dtype):
+    """The products down axis 0 of ``max(1, grid)``, in ``dtype`` (as JAX's prod(0))."""
+    return lax.reduce_prod(uf.maximum(asarray(np.ones((), dtype)),
+                                      lax.convert_element_type(asarray(grid), dtype)), (0,))
+
+
 @composite(static=("m",))
 def polyder(p, m=1):
-    """Like numpy.polyder: the ``m``-th derivative's coefficients."""
+    """Like numpy.polyder: the ``m``-th derivative's coefficients (of a 2-D ``p``, the
+    trailing axis scaled, as JAX broadcasts)."""
     p, = _util.promote_dtypes("polyder", p, to="inexact")
     m = operator.index(m)
     if m < 0:
         raise ValueError("Order of derivative must be positive")
-    n = p.aval.shape[0]
     if m == 0:
         return p
-    powers = np.arange(n - 1, m - 1, -1)
-    coeff = np.prod([powers - j for j in range(m)], axis=0)
-    return uf.multiply(lax.slice(p, (0,), (max(n - m, 0),)),
-                       lax.convert_element_type(asarray(coeff.astype(np.float64)),
-                                                p.aval.dtype))
+    n = _length("polyder", p)
+    coeff = _coefficients(np.arange(m, n)[None] - np.arange(m)[:, None], p.aval.dtype)
+    return uf.multiply(lax.slice_in_dim(p, 0, max(n - m, 0)), flip(coeff, 0))
 
 
 @composite(static=("m",))
@@ -155,12 +168,11 @@ def polyint(p, m=1, k=None):
         kk = _util.broadcast_to(kk, (m,))
     if kk.aval.shape != (m,):
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
-    for i in range(m):
-        n = p.aval.shape[0]
-        div = lax.convert_element_type(asarray(np.arange(n, 0, -1).astype(np.float64)),
-                                       p.aval.dtype)
-        p = lax.concatenate([uf.true_divide(p, div), lax.slice(kk, (i,), (i + 1,))], 0)
-    return p
+    if m == 0:
+        return p
+    n = _length("polyint", p)
+    coeff = _coefficients(np.arange(n + m)[None] - np.arange(m)[:, None], p.aval.dtype)
+    return uf.true_divide(concatenate((p, kk)), flip(coeff, 0))
 
 
 @composite

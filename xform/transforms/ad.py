@@ -271,10 +271,20 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
                             f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
-        g = f_vjp(shapes.full_like(out, 1))   # weakly typed and varying like the output
+        g = f_vjp(_one_vjp(out))
         g = g[0] if isinstance(argnums, int) else g
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
+
+
+def _one_vjp(out):
+    """grad's seed: 1, weakly typed and varying like ``out``, in device memory whatever
+    ``out``'s (JAX's ``_one_vjp`` takes the type's sharding, which has no memory kind:
+    a host-memory output then meets JAX's cotangent type error)."""
+    kind = out.sharding.memory_kind if type(out) is Array and out._committed else None
+    if kind in (None, "device"):
+        return shapes.full_like(out, 1)
+    return shapes.full_like(out, 1, sharding=out.sharding.with_memory_kind("device"))
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):

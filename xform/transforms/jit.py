@@ -16,6 +16,7 @@ from xform.core.array import Array
 from xform.core.avals import aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.jaxpr import current_compute_type
+from xform.core.mesh import context_key
 from xform.core.layout import AUTO
 from xform.core.profiling import span
 from xform.core.shape_dtype_struct import ShapeDtypeStruct
@@ -430,7 +431,8 @@ class JitWrapped:
         # inside shard_map(check_vma=True), where psum binds psum_invariant)
         key = (in_tree, avals, static, len(args), config.jax_enable_x64,
                (config.jax_default_matmul_precision, config.jax_numpy_dtype_promotion,
-                config.jax_numpy_rank_promotion, user_key(), current_compute_type()),
+                config.jax_numpy_rank_promotion, user_key(), current_compute_type(),
+                context_key()),
                tuple(batching._axis_env.frames)
                + ((("check_vma", True),) if _context.vma is not None else ()))
         jaxprs = self._cache.jaxprs

@@ -131,7 +131,7 @@ def _clear_all(name, value):
         elif name in ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
                       "jax_default_matmul_precision", "jax_default_device",
                       "jax_numpy_dtype_promotion", "jax_numpy_rank_promotion",
-                      "user_context", "compute_on"):
+                      "user_context", "compute_on", "mesh"):
             if name in ("jax_debug_nans", "jax_debug_infs", "jax_default_device"):
                 c.entries.clear()  # (executables bake them in)
             c.fast.clear()

@@ -123,7 +123,8 @@ def _arg_structures(wrapped, in_tree, nargs, static):
 
 _CONTEXT_FLAGS = ("jax_default_matmul_precision", "jax_numpy_dtype_promotion",
                   "jax_numpy_rank_promotion",   # (jit's trace key holds their values)
-                  "user contexts (make_user_context)", "compute_on's compute type")
+                  "user contexts (make_user_context)", "compute_on's compute type",
+                  "the mesh in context")
 
 
 def _differences(wrapped, new, old):

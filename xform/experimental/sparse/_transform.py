@@ -173,6 +173,13 @@ def _integer_pow_rule(x, *, y):
 sparse_rules_bcoo[lax.integer_pow_p] = sparse_rules_bcsr[lax.integer_pow_p] = _integer_pow_rule
 
 
+_DENSIFYING_ADD = (
+    "Addition between a sparse array X and a dense array Y is not implemented when the "
+    "output shape is larger than Y.shape. This is to prevent silent densification of a "
+    "large sparse array. If this is your intent, you can explicitly cast the sparse array "
+    "to a dense matrix.")
+
+
 def _add_rule(x, y):
     if isinstance(x, BCOO) and isinstance(y, BCOO):
         if x.shape != y.shape:
@@ -189,11 +196,7 @@ def _add_rule(x, y):
         x, y = y, x
     out_shape = jnp.broadcast_shapes(x.shape, y.shape)
     if y.shape != out_shape:
-        raise NotImplementedError(
-            "Addition between a sparse array X and a dense array Y is not implemented when "
-            "the output shape is larger than Y.shape. This is to prevent silent densification "
-            "of a large sparse array. If this is your intent, you can explicitly cast the "
-            "sparse array to a dense matrix.")
+        raise NotImplementedError(_DENSIFYING_ADD)
     return bcoo_todense(x) + y
 
 
@@ -392,6 +395,22 @@ def _sum_duplicates_method(self, nse=None, remove_zeros=True):
     return bcoo_sum_duplicates(self, nse=nse)
 
 
+def _add_method(swap):
+    """``+`` is sparsify of jnp.add, where xform's jnp has already broadcast a smaller
+    dense operand to the output shape; JAX's add rule sees it rank-promoted only and
+    refuses the densifying sum, so the method checks the operand's shape first."""
+    add = sparsify(_swap(jnp.add) if swap else jnp.add)
+
+    def method(self, other):
+        if not isinstance(other, SPARSE):
+            shape = jnp.shape(other)
+            out = jnp.broadcast_shapes(self.shape, shape)
+            if (1,) * (len(out) - len(shape)) + tuple(shape) != out:
+                raise NotImplementedError(_DENSIFYING_ADD)
+        return add(self, other)
+    return method
+
+
 def _getitem(self, idx):
     """NumPy indexing (ints, slices, None, integer arrays) of the sparse array: sparsify
     of dense indexing, so the result is sparse."""
@@ -419,8 +438,8 @@ _bcoo_methods = {
     "__truediv__": sparsify(jnp.divide),
     "__rtruediv__": sparsify(_swap(jnp.divide)),
     "__rpow__": sparsify(_swap(jnp.power)),
-    "__add__": sparsify(jnp.add),
-    "__radd__": sparsify(_swap(jnp.add)),
+    "__add__": _add_method(False),
+    "__radd__": _add_method(True),
     "__sub__": sparsify(jnp.subtract),
     "__rsub__": sparsify(_swap(jnp.subtract)),
     "__pow__": lambda x, y: sparsify(lambda x: jnp.power(x, y))(x),

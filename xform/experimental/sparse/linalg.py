@@ -5,7 +5,8 @@ top-k symmetric eigensolver :func:`lobpcg_standard`, as ``jax.experimental.spars
 ``pure_callback``. JAX declares a primitive with a JVP (``dx = A^-1 (db - dA x)``) and a
 transpose (solve with ``A^T``); here ``lax.custom_linear_solve`` with the CSR product as
 ``matvec`` gives exactly those rules (implicit differentiation through the matvec's
-``data``), so jvp, grad and jit need no new primitive. ``lobpcg_standard`` is JAX's
+``data``), so jvp, grad and jit need no new primitive; the callback is a ``custom_vmap``
+whose rule raises JAX's missing-batching-rule error, as vmap of JAX's spsolve does. ``lobpcg_standard`` is JAX's
 algorithm (SVQB orthonormalization, Householder basis extension, Rayleigh-Ritz on
 ``[X, P, R]``) written over xform's numpy, so the iterates and counts follow JAX's.
 """
@@ -20,6 +21,7 @@ from xform import numpy as jnp
 from xform.experimental.sparse._coo import _csr_product
 from xform.interpreters.callback import pure_callback
 from xform.lax.control_flow.solves import custom_linear_solve
+from xform.transforms.custom_batching import custom_vmap
 from xform.transforms.jit import ShapeDtypeStruct, jit
 
 
@@ -52,11 +54,17 @@ def _scipy_solve(data, indices, indptr, b, *, transpose):
     return np.asarray(scipy.sparse.linalg.spsolve(A, np.asarray(b))).astype(b.dtype)
 
 
+def _no_batching(axis_size, in_batched, *args):
+    raise NotImplementedError("Batching rule for 'spsolve' not implemented")
+
+
 def _host_solve(data, indices, indptr, b, transpose):
-    # sequential under vmap, one scipy call per element (JAX's spsolve has no batching)
-    return pure_callback(functools.partial(_scipy_solve, transpose=transpose),
-                         ShapeDtypeStruct(b.shape, b.dtype), data, indices, indptr, b,
-                         vmap_method="sequential")
+    # JAX's spsolve primitive has no batching rule: vmap over any operand raises its error
+    solve = custom_vmap(lambda *bufs: pure_callback(
+        functools.partial(_scipy_solve, transpose=transpose),
+        ShapeDtypeStruct(b.shape, b.dtype), *bufs))
+    solve.def_vmap(_no_batching)
+    return solve(data, indices, indptr, b)
 
 
 def spsolve(data, indices, indptr, b, tol=1e-6, reorder=1):

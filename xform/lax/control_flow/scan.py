@@ -23,7 +23,9 @@ from xform.core import dtypes, shape_poly, tree_util
 from xform.core.avals import physical_aval
 from xform.core.errors import ConcretizationTypeError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr
+from xform.core.mesh import get_abstract_mesh
 from xform.core.sharding import PartitionSpec as P
+from xform.core.sharding_types import is_explicit
 from xform.core.trace import Tracer, get_aval, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -218,15 +220,22 @@ def _carry_name(f):
 
 def check_carry_types(what, names, in_avals, out_avals):
     """JAX's errors for a carry whose output type differs from its input's beyond shape
-    and dtype: its sharding (explicit mode; an untyped side, from a primitive without a
-    sharding rule, is not compared) or, inside shard_map(check_vma=True), the mesh axes
-    it varies over (``pcast`` the initial value)."""
+    and dtype: its sharding (explicit mode) or, inside shard_map(check_vma=True), the
+    mesh axes it varies over (``pcast`` the initial value). An untyped side (a value
+    made from untyped operands, e.g. ``jnp.ones``, or by a primitive without a sharding
+    rule) is replicated in JAX's types under an explicit mesh in context, so differs from
+    a split one there; without that context JAX's empty-mesh type matches any."""
+    explicit = is_explicit(get_abstract_mesh())
     for name, a, b in zip(names, in_avals, out_avals):
         if (a.shape, a.dtype) != (b.shape, b.dtype):
             continue
         what_in = f"carry component {name}" if "[" in name else f"carry {name}"
         sa, sb = getattr(a, "_sharding", None), getattr(b, "_sharding", None)
-        if sa is not None and sb is not None and sa != sb:
+        if explicit and (sa is None) != (sb is None):
+            differ = any((sa or sb).spec)   # the untyped side is replicated
+        else:
+            differ = sa is not None and sb is not None and sa != sb
+        if differ:
             raise TypeError(
                 f"{what} function carry input and carry output must have equal types, but "
                 f"they differ:\n\nThe input {what_in} has type {a.str_short(False)} but the "

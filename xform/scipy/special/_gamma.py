@@ -4,6 +4,8 @@ comb, poch, multigammaln, polygamma, zeta and bernoulli, composed from ``lax.lga
 arguments by Lanczos' series (g = 7, 9 terms) with reflection, as JAX.
 """
 import operator
+from fractions import Fraction
+import math
 
 import numpy as np
 
@@ -12,6 +14,7 @@ from xform import numpy as jnp
 from xform.core import dtypes
 from xform.interpreters.composite import composite
 from xform.scipy.special._basic import _inexact, betaln, digamma
+from xform.transforms.ad import jvp
 from xform.transforms.custom_derivatives import custom_jvp
 
 
@@ -212,8 +215,43 @@ def zeta(x, q=None):
     if q is None:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None "
                                   "to compute the Hurwitz Zeta function.")
-    x, q = _inexact("zeta", x, q)
+    return _zeta(*_inexact("zeta", x, q))
+
+
+@custom_jvp
+def _zeta(x, q):
     return lax.zeta(x, q)
+
+
+def _bernoulli_fractions(n):
+    """B_0 .. B_n as exact fractions (B_1 = -1/2), by the binomial recurrence."""
+    b = [Fraction(1)]
+    for m in range(1, n + 1):
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / Fraction(m + 1))
+    return b
+
+
+_ZETA_COEFS = [float(math.factorial(m) / b) for m, b in enumerate(_bernoulli_fractions(32))
+               if m >= 2 and m % 2 == 0]   # (2j)! / B_2j, j = 1..16
+
+
+def _zeta_series(s, a):
+    # No closed-form derivative: JAX differentiates Euler-Maclaurin (Johansson 2015, eq. 5)
+    # sum_{k<N} (a+k)^-s + (a+N)^(1-s)/(s-1)
+    #   + (a+N)^-s (1/2 + sum_{j<N} prod_{i<2j+1} (s+i)/(a+N) / ((2j+2)! / B_2j+2))
+    typ = a.dtype.type
+    n = 8 if a.dtype == np.float32 else 16
+    total = sum((a + typ(k)) ** -s for k in range(n))
+    an = a + typ(n)
+    ratios = jnp.stack([(s + typ(m)) / an for m in range(2 * n)], -1)
+    prods = jnp.minimum(jnp.cumprod(ratios, -1)[..., ::2], typ(dtypes.finfo(a.dtype).max))
+    tail = typ(0.5) + jnp.sum(prods / np.array(_ZETA_COEFS[:n], a.dtype), -1)
+    return total + an ** (typ(1) - s) / (s - typ(1)) + an ** -s * tail
+
+
+@_zeta.defjvp
+def _zeta_jvp(primals, tangents):
+    return jvp(_zeta_series, primals, tangents)
 
 
 def bernoulli(n):

@@ -106,7 +106,8 @@ def _cache_step(scope, inputs_q, key, value, attention_axis):
                          f"got {inputs_q.shape}.")
     cshape = entry.key.shape
     indices, i = [0] * len(cshape), entry.i
-    attn_size = int(np.prod(np.take(cshape, attention_axis)))
+    # an np.int64, as Flax's: i // it is an int index like the zeros, not a uint32 one
+    attn_size = np.prod(np.take(cshape, attention_axis))
     for ax in attention_axis:   # position i, row-major over the attention axes
         attn_size //= cshape[ax]
         indices[ax], i = i // attn_size, i % attn_size
