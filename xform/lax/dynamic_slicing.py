@@ -299,6 +299,8 @@ def _zero_index(start_index):
     """The start index of the whole dimensions, of ``start_index``'s type (as JAX)."""
     if isinstance(start_index, (int, np.integer)):
         return type(start_index)(0)
+    if shape_poly.is_symbolic_dim(start_index):   # (computed as an int32)
+        return np.int32(0)
     return np.zeros((), get_aval(start_index).dtype)
 
 

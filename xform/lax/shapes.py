@@ -133,7 +133,6 @@ def full(shape, fill_value, dtype=None, *, sharding=None, _weak_type=False):
     ``sharding``, as JAX's: a type's (over an AbstractMesh) is the result's type; a
     concrete one places an eager result and is ignored under a transformation."""
     shape = _ints(shape, "full shape")
-    fill_value = dimension_as_value(fill_value)   # a symbolic dimension: computed
     if dtype is not None and dtypes.is_extended(dtype):   # typed keys: fill their data
         return dtype._rules.full(shape, fill_value)
     abstract = isinstance(getattr(sharding, "mesh", None), AbstractMesh)
@@ -422,13 +421,12 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
 
 
 def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides, out=0):
-    strides = tuple(strides or (1,) * len(start_indices))
-    if shape_poly.is_constant_shape(tuple(start_indices) + tuple(limit_indices)):
-        return hlo.slice(x, mlir.dense_i64(start_indices), mlir.dense_i64(limit_indices),
-                         mlir.dense_i64(strides))
+    lo, hi = tuple(start_indices), tuple(limit_indices)
+    strides = tuple(strides or (1,) * len(lo))
+    if shape_poly.is_constant_shape(lo + hi):
+        return hlo.slice(x, *map(mlir.dense_i64, (lo, hi, strides)))
     return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[out]), x,
-                                  mlir.shape_value(start_indices),
-                                  mlir.shape_value(limit_indices), mlir.shape_value(strides))
+                                  *map(mlir.shape_value, (lo, hi, strides)))
 
 
 slice_p = standard_primitive("slice", _slice_abstract_eval)
@@ -496,10 +494,10 @@ def _pad_batch(vals, dims, *, padding_config):
 
 def _pad_lowering(ctx, x, pv, *, padding_config):
     lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
-    if not shape_poly.is_constant_shape(lo + hi + interior):   # amounts computed (JAX's)
-        return hlo.dynamic_pad(mlir.aval_to_ir_type(ctx.avals_out[0]), x, pv,
-                               *map(mlir.shape_value, (lo, hi, interior)))
-    return hlo.pad(x, pv, mlir.dense_i64(lo), mlir.dense_i64(hi), mlir.dense_i64(interior))
+    if shape_poly.is_constant_shape(lo + hi + interior):
+        return hlo.pad(x, pv, *map(mlir.dense_i64, (lo, hi, interior)))
+    return hlo.dynamic_pad(mlir.aval_to_ir_type(ctx.avals_out[0]), x, pv,   # (as JAX)
+                           *map(mlir.shape_value, (lo, hi, interior)))
 
 
 pad_p = standard_primitive("pad", _pad_abstract_eval)
@@ -637,14 +635,12 @@ def _split_batch(vals, dims, *, sizes, axis):
 
 
 def _split_lowering(ctx, x, *, sizes, axis):
-    shape = ctx.avals_in[0].shape
-    outs, start = [], 0
-    for i, s in enumerate(sizes):
+    shape, outs, start = ctx.avals_in[0].shape, [], 0
+    for i, s in enumerate(sizes):   # (symbolic sizes: real_dynamic_slice)
         lo, hi = [0] * len(shape), list(shape)
-        lo[axis], hi[axis] = start, start + s
-        outs.append(_slice_lowering(ctx, x, start_indices=lo, limit_indices=hi, strides=None,
+        lo[axis], hi[axis], start = start, start + s, start + s
+        outs.append(_slice_lowering(ctx, x, start_indices=lo, limit_indices=hi, strides=0,
                                     out=i))
-        start += s
     return outs
 
 

@@ -226,7 +226,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
     if squash_nans:
         counts = red.sum(uf.logical_not(uf.isnan(a)), -1, dtype=dt)
     else:
-        counts = lax.full(batch, n, dt)
+        counts = lax.full(batch, _util.asarray(n), dt)   # (n may be symbolic)
     # Positions in the sorted data, shape batch + q.shape.
     qb = lax.broadcast_in_dim(q, batch + q.aval.shape, tuple(range(len(batch), len(batch) + nq)))
     cb = lax.broadcast_in_dim(counts, batch + q.aval.shape, tuple(range(len(batch))))
