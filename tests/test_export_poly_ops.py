@@ -90,7 +90,8 @@ def _reshaping(lib):   # under constraints: b and n even, n >= 4
         lax.conv_general_dilated(v[None, None], jnp.ones((1, 1, 3, 1)), (2, 1), "SAME"),
         lax.reduce_window(v, -np.inf, lax.max, (2, 2), (2, 2), "SAME"),
         jnp.pad(v, ((1, 2), (0, 1))), jnp.arange(0, v.shape[0], 2), jnp.tri(v.shape[0]) @ v,
-        lib.nn.one_hot(jnp.argmax(v, axis=1), v.shape[1]))
+        lib.nn.one_hot(jnp.argmax(v, axis=1), v.shape[1]),
+        jnp.pad(v, ((0, v.shape[0]), (0, 0))), jnp.roll(v, v.shape[0] // 2, axis=0))
 
 
 @pytest.mark.parametrize("ops, constraints", [

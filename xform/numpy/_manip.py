@@ -46,7 +46,7 @@ def roll(a, shift, axis=None):
         n = a.aval.shape[ax]
         if n == 0:
             continue
-        s = -int(s) % n
+        s = (-s if shape_poly.is_symbolic_dim(s) else -int(s)) % n
         if shape_poly.is_symbolic_dim(s) or s:
             a = lax.concatenate([_slice_axis(a, s, n, ax), _slice_axis(a, 0, s, ax)], ax)
     return a
