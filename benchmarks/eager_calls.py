@@ -1,6 +1,8 @@
-"""Fifty-odd common eager calls on small arrays (elementwise, scalar operands, reductions
+"""Sixty-odd common eager calls on small arrays (elementwise, scalar operands, reductions
 with axis/keepdims, indexing, .at[], reshapes and joins, dot/matmul/einsum, norm,
-softmax, logsumexp, one_hot, where, clip, sort, cumsum, mean/var/std, argmax).
+softmax, logsumexp, one_hot, where, clip, sort, cumsum, mean/var/std, argmax), functions
+JAX runs through jitted inner helpers (logspace, interp, isin, roots, expn) and eager
+control flow (while/fori/scan/cond, their bodies defined once).
 
 Unlike the other scripts this one imports BOTH libraries in one process and times them
 interleaved (xform call, jax call, next call, ...; the minimum of several rounds), so
@@ -18,9 +20,13 @@ import numpy as np
 from _common import parse_args, emit, load
 
 
-def calls(jnp, lax, nn, x, y, m, n, v, i8, b):
+def calls(jnp, lax, nn, sp, x, y, m, n, v, i8, b):
     """name -> thunk; ``x``,``y`` f32[8], ``m``,``n`` f32[8, 8], ``v`` f32[8, 16],
-    ``i8`` int32[8], ``b`` bool[8]."""
+    ``i8`` int32[8], ``b`` bool[8]; ``sp`` is scipy.special."""
+    ax, xs = jnp.abs(x) + 0.1, jnp.sort(x)   # (made once: positive, sorted)
+
+    def body(c):  # (loop bodies defined once, as a program's functions are)
+        return c[0] + 1, c[1] * 0.5
     return {
         "sin": lambda: jnp.sin(x),
         "exp": lambda: jnp.exp(x),
@@ -80,20 +86,44 @@ def calls(jnp, lax, nn, x, y, m, n, v, i8, b):
         "searchsorted": lambda: jnp.searchsorted(x, y),
         "triu": lambda: jnp.triu(m),
         "signbit": lambda: jnp.signbit(x),
+        # (issue 27's fourth pass: jitted inner helpers, eager control flow)
+        "nanargmax_axis": lambda: jnp.nanargmax(m, axis=1),
+        "logspace": lambda: jnp.logspace(0.0, 2.0, 8),
+        "interp": lambda: jnp.interp(y, xs, x),
+        "isin": lambda: jnp.isin(i8, b),
+        "roots": lambda: jnp.roots(x),
+        "expn": lambda: sp.expn(3, ax),
+        "while_loop": lambda: lax.while_loop(_below_4, body, (0, x))[1],
+        "fori_loop": lambda: lax.fori_loop(0, 4, _scale, x),
+        "scan": lambda: lax.scan(_cumulate, x, m)[0],
+        "cond": lambda: lax.cond(True, jnp.sin, jnp.cos, x),
     }
+
+
+def _below_4(c):
+    return c[0] < 4
+
+
+def _scale(i, c):
+    return c * 0.5
+
+
+def _cumulate(c, a):
+    return c + a, c
 
 
 def setup(lib):
     """The calls of library ``lib`` ('jax' or 'xform') on fresh arrays."""
     import importlib
     mod = importlib.import_module(lib)
-    jnp, lax, nn = (importlib.import_module(f"{lib}.{s}") for s in ("numpy", "lax", "nn"))
+    jnp, lax, nn, sp = (importlib.import_module(f"{lib}.{s}")
+                        for s in ("numpy", "lax", "nn", "scipy.special"))
     r = np.random.default_rng(0)
     f = lambda *s: jnp.asarray(r.standard_normal(s).astype(np.float32))  # noqa: E731
     arrays = (f(8), f(8), f(8, 8), f(8, 8), f(8, 16),
               jnp.asarray(np.arange(8, dtype=np.int32)[::-1] % 8),
               jnp.asarray(np.arange(8) % 3 == 0))
-    return mod, calls(jnp, lax, nn, *arrays)
+    return mod, calls(jnp, lax, nn, sp, *arrays)
 
 
 def time_one(fn, inner):

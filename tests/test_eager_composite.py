@@ -265,7 +265,8 @@ JITTED_INSIDE = {   # a composite whose JAX wrapper calls a jitted body
     "jnp.stack": "one concatenate of the expanded operands",
     "jnp.tensordot": "one dot_general (and its transposes)",
     **{f"special.{n}": "a custom_jvp over a jitted function" for n in (
-        "expi", "hyp1f1", "hyp2f1", "sici")}}
+        "expi", "hyp1f1", "hyp2f1", "sici")},
+    "special.expn": "a custom_jvp over jnp.vectorize of a jitted function"}
 
 
 def test_composites_exactly_where_jax_jits():

@@ -74,8 +74,8 @@ def _dynamic(a, bufs, key, avals):
         key.append((t, len(a)))
         slots = [_leaf(x, bufs, key, avals) for x in a]
         return t(slots) if avals is not None else committed(a)
-    if t is np.ndarray and a.dtype.kind in "biufc":
-        aval = canonical_aval(aval_of_value(a))
+    if (t is np.ndarray or isinstance(a, np.generic)) and a.dtype.kind in "biufc":
+        aval = canonical_aval(aval_of_value(a))  # (NumPy scalars: strongly typed)
         key.append(aval)
         bufs.append(to_buffer(a))
         if avals is not None:

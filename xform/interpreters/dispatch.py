@@ -184,14 +184,24 @@ def structural_key(closed: ClosedJaxpr):
     return head, eqns, tuple(atom(v) for v in j.outvars), tuple(id(c) for c in closed.consts)
 
 
+_canonical_of = {}  # id(ClosedJaxpr) -> (it, its canonical one): a body whose trace is
+# reused (``control_flow.common.eager_cached``) is keyed once, not on every call
+
+
 def _canonical(closed):
+    hit = _canonical_of.get(id(closed))
+    if hit is not None and hit[0] is closed:
+        return hit[1]
     try:
         key = structural_key(closed)
     except TypeError:
         return closed
-    if len(_canonical_jaxprs) > 1024:
+    if len(_canonical_jaxprs) > 1024 or len(_canonical_of) > 4096:
         _canonical_jaxprs.clear()
-    return _canonical_jaxprs.setdefault(key, closed)
+        _canonical_of.clear()
+    canon = _canonical_jaxprs.setdefault(key, closed)
+    _canonical_of[id(closed)] = (closed, canon)
+    return canon
 
 
 def def_eager_shortcut(prim, impl):

@@ -23,9 +23,10 @@ import numpy as np
 from xform import backend
 from xform.core import dtypes, transfer
 from xform.core.array import Array
-from xform.core.avals import aval_of_value
+from xform.core.avals import MemorySpace, aval_of_value
 from xform.core.config import config
 from xform.core.jaxpr import ClosedJaxpr, JaxprEqn
+from xform.core.sharding import SingleDeviceSharding
 from xform.core.trace import Trace, _context, check_not_tracer, eval_trace, set_current_trace
 from xform.interpreters import dispatch, lazy_run, partial_eval as pe
 from xform.interpreters.lazy_run import _metrics, count_barrier, options
@@ -117,6 +118,14 @@ class _Pending:
     def devices(self):  # (known before it is computed: see lazy_segments.device_of)
         d = device_of(self) if self.real is None else None
         return {d} if d is not None else self._get("devices").devices()
+
+    @property
+    def sharding(self):   # (likewise, with the memory its type says: Array.sharding)
+        d = device_of(self) if self.real is None else None
+        if d is None:
+            return self._get("sharding").sharding
+        host = self.graph.arrays[self.var].aval.memory_space is MemorySpace.Host
+        return SingleDeviceSharding(d, memory_kind="pinned_host" if host else "device")
 
     def __dlpack__(self, **kwargs):
         return self._get("device_buffer").__dlpack__(**kwargs)

@@ -309,8 +309,9 @@ def _arg_batch(prim):
 
 
 def _arg_lowering(direction, init):
-    """Variadic reduce over (value, index): the better value wins (NaN beats numbers),
-    ties go to the lower index."""
+    """Variadic reduce over (value, index) with JAX's comparator (so the same program,
+    hence the same index, as JAX's): the left operand wins when it compares better or
+    is NaN; its index also wins on equal values with a lower index."""
     def rule(ctx, x, *, axes, index_dtype):
         x_aval = ctx.avals_in[0]
         idx_aval = ShapedArray(x_aval.shape, index_dtype)
@@ -323,18 +324,16 @@ def _arg_lowering(direction, init):
             return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(how),
                                compare_type=hlo.ComparisonTypeAttr.get(k))
 
-        def body(acc, xs):
-            (a_val, a_idx), (b_val, b_idx) = acc, xs
-            better = cmp(b_val, a_val, direction)
-            same = cmp(b_val, a_val, "EQ")
+        def body(op, acc):
+            (op_val, op_idx), (acc_val, acc_idx) = op, acc
+            pick_val = cmp(op_val, acc_val, direction)
             if inexact:
-                b_nan, a_nan = cmp(b_val, b_val, "NE"), cmp(a_val, a_val, "NE")
-                better = hlo.or_(better, hlo.and_(b_nan, hlo.not_(a_nan)))
-                same = hlo.or_(same, hlo.and_(b_nan, a_nan))
-            earlier = cmp(b_idx, a_idx, "LT", "UNSIGNED" if dtypes.is_unsigned(index_dtype)
-                          else "SIGNED")
-            pick_b = hlo.or_(better, hlo.and_(same, earlier))
-            return [hlo.select(pick_b, b_val, a_val), hlo.select(pick_b, b_idx, a_idx)]
+                pick_val = hlo.or_(pick_val, cmp(op_val, op_val, "NE"))
+            earlier = cmp(op_idx, acc_idx, "LT", "UNSIGNED" if dtypes.is_unsigned(
+                index_dtype) else "SIGNED")
+            pick_idx = hlo.or_(pick_val, hlo.and_(cmp(op_val, acc_val, "EQ"), earlier))
+            return [hlo.select(pick_val, op_val, acc_val),
+                    hlo.select(pick_idx, op_idx, acc_idx)]
 
         init_val = mlir.ir_constant(np.array(init(x_aval.dtype), x_aval.dtype))
         init_idx = mlir.ir_constant(np.array(0, index_dtype))

@@ -27,22 +27,32 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     >>> jnp.logspace(0, 2, 3)
     Array([  1.,  10., 100.], dtype=float32)
     """
+    return _logspace(start, stop, num, endpoint, base, dtype, axis)
+
+
+@composite(static=("num", "endpoint", "dtype", "axis"))  # (JAX's jitted _logspace)
+def _logspace(start, stop, num, endpoint, base, dtype, axis):
     dt = _util.user_dtype(dtype) or dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
     comp = dtypes.to_inexact_dtype(dt)
     lin = linspace(start, stop, num, endpoint=endpoint, dtype=comp, axis=axis)
-    return lax.convert_element_type(uf.power(_util.scalar_array(base, comp, False), lin), dt)
+    return lax.convert_element_type(uf.power(base, lin), dt)  # (a weak base: comp)
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Like numpy.geomspace: a geometric progression from ``start`` to ``stop``."""
+    return _geomspace(start, stop, num, endpoint, dtype, axis)
+
+
+@composite(static=("num", "endpoint", "dtype", "axis"))  # (JAX's jitted _geomspace)
+def _geomspace(start, stop, num, endpoint, dtype, axis):
     dt = _util.user_dtype(dtype) or dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
     comp = dtypes.to_inexact_dtype(dt)
     start = lax.convert_element_type(asarray(start, "geomspace"), comp)
     stop = lax.convert_element_type(asarray(stop, "geomspace", 1), comp)
     sign = lax.sign(start)
-    res = uf.multiply(sign, logspace(log10(uf.true_divide(start, sign)),
-                                     log10(uf.true_divide(stop, sign)), num,
-                                     endpoint=endpoint, base=10.0, dtype=comp, axis=0))
+    res = uf.multiply(sign, _logspace(log10(uf.true_divide(start, sign)),
+                                      log10(uf.true_divide(stop, sign)), num, endpoint,
+                                      10.0, comp, 0))
     if axis != 0:
         res = moveaxis(res, 0, axis)
     return lax.convert_element_type(res, dt)

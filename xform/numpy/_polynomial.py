@@ -288,6 +288,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         if isinstance(side, str) and side != "extrapolate":
             raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', "
                              f"but got: {side!r}")
+    return _interp(x, xp, fp, None if isinstance(left, str) else left,
+                   None if isinstance(right, str) else right, period,
+                   extrapolate=(isinstance(left, str), isinstance(right, str)))
+
+
+@composite(static=("extrapolate",))  # (JAX jits _interp with the str sides static)
+def _interp(x, xp, fp, left, right, period, *, extrapolate):
     x, xp, fp = (asarray(a, "interp", i) for i, a in enumerate((x, xp, fp)))
     if xp.aval.ndim != 1 or fp.aval.ndim != 1:
         raise ValueError("xp and fp must be one-dimensional")
@@ -319,11 +326,11 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     f = uf.where(small, f0, uf.add(f0, uf.multiply(uf.true_divide(delta, safe),
                                                    uf.subtract(f1, f0))))
     if period is None:
-        if not isinstance(left, str):
+        if not extrapolate[0]:
             lo = fp[0] if left is None else lax.convert_element_type(asarray(left, "interp"),
                                                                      dt)
             f = uf.where(uf.less(x, xp[0]), lo, f)
-        if not isinstance(right, str):
+        if not extrapolate[1]:
             hi = fp[-1] if right is None else lax.convert_element_type(
                 asarray(right, "interp"), dt)
             f = uf.where(uf.greater(x, xp[-1]), hi, f)

@@ -70,9 +70,9 @@ def _no_out(name, out):
 
 
 def _bool_reduce(x, axes, op):
-    """any/all over ``axes`` (lax reductions take no bools: go through uint8)."""
-    u = lax.convert_element_type(x, np.uint8)
-    return lax.convert_element_type(op(u, axes), dtypes.bool_)
+    """any/all over ``axes`` of bools: JAX's reduce_or/reduce_and (``op`` reduce_max /
+    reduce_min names which)."""
+    return (lax.reduce_or if op is lax.reduce_max else lax.reduce_and)(x, axes)
 
 
 def _tree_prod(x, axes):

@@ -4,6 +4,7 @@ imports the ``xform.numpy`` face, so using it here would make an import cycle.""
 import numpy as np
 
 from xform import lax
+from xform.interpreters.composite import composite
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
 from xform.numpy._creation import array, ones
@@ -17,6 +18,7 @@ def _complex_dtype(dt):
     return np.result_type(dt, np.complex64)
 
 
+@composite  # (JAX's is jitted, as _roots_with_zeros)
 def _roots_no_zeros(p):
     if p.size < 2:
         return array([], dtype=_complex_dtype(p.dtype))
@@ -25,6 +27,7 @@ def _roots_no_zeros(p):
                           compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
+@composite
 def _roots_with_zeros(p, num_leading_zeros):
     p = where(len(p) == num_leading_zeros, 1.0, p)    # all zeros: avoid a singular matrix
     n = lax.iota(np.int32, p.size)    # roll the leading zeros to the end (a traced shift)

@@ -13,9 +13,11 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy._cumulative import cumsum
+from xform.numpy._reductions import all as _all
 from xform.numpy._reductions import any as _any
 from xform.numpy._reductions import max as _max
 from xform.numpy._reductions import min as _min
@@ -173,14 +175,24 @@ def unique_all(x, /, *, size=None, fill_value=None):
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
     """Like numpy.isin: whether each element occurs in ``test_elements`` (compares all
-    pairs)."""
-    element, test = _util.promote_dtypes("isin", element, test_elements)
-    test = ravel(test)
-    shape = element.aval.shape + test.aval.shape
-    eq = lax.eq(lax.broadcast_in_dim(element, shape, tuple(range(element.aval.ndim))),
-                lax.broadcast_in_dim(test, shape, (len(shape) - 1,)))
-    out = _any(eq, -1)
-    return uf.logical_not(out) if invert else out
+    pairs, whatever the ``method``: the same booleans)."""
+    element, test_elements = asarray(element, "isin"), asarray(test_elements, "isin", 1)
+    return lax.reshape(_in1d(element, test_elements, invert, method, assume_unique),
+                       element.aval.shape)
+
+
+@composite(static=("invert", "method", "assume_unique"))  # (JAX's jitted _in1d)
+def _in1d(element, test_elements, invert, method, assume_unique):
+    if method not in ("auto", "compare_all", "binary_search", "sort"):
+        raise ValueError(f"{method=} is not implemented; options are 'compare_all', "
+                         "'binary_search', 'sort', and 'auto'")
+    a, b = (ravel(v) for v in _util.promote_dtypes("isin", element, test_elements))
+    if not a.aval.size or not b.aval.size:
+        return lax.full(a.aval.shape, bool(invert))
+    shape = a.aval.shape + b.aval.shape
+    cmp = lax.ne if invert else lax.eq
+    eq = cmp(lax.broadcast_in_dim(a, shape, (0,)), lax.broadcast_in_dim(b, shape, (1,)))
+    return (_all if invert else _any)(eq, -1)
 
 
 # ---- set operations ----

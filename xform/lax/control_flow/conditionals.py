@@ -20,8 +20,8 @@ from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import allow_extended, standard_primitive
-from xform.lax.control_flow.common import (check_same_types, join_weak_types,
-                                           trace_jaxpr)
+from xform.lax.control_flow.common import (check_same_types, eager_cached,
+                                           join_weak_types, trace_jaxpr)
 from xform.lax import elementwise as ew
 from xform.lax.rounding import clamp
 from xform.lax.shapes import broadcast_in_dim
@@ -166,14 +166,18 @@ def _cond(index, funs, names, operands, api, order):
 def _cond_traced(index, funs, user_funs, names, operands, api, order):
     leaves, in_tree = tree_util.tree_flatten(operands)
     avals = [get_aval(x) for x in leaves]
-    traced = [trace_jaxpr(f, in_tree, avals) for f in funs]
-    out_trees = [t[2] for t in traced]
-    check_same_types(api, [f"{n} ({_fun_name(f)})" for n, f in zip(names, user_funs)],
-                     out_trees, [t[0].out_avals for t in traced])
-    jaxprs, consts = _merge_consts([(t[0], t[1]) for t in traced])
-    branches = tuple(jaxprs[order.index(i)] for i in range(len(funs)))
+
+    def trace():
+        traced = [trace_jaxpr(f, in_tree, avals) for f in funs]
+        out_trees = [t[2] for t in traced]
+        check_same_types(api, [f"{n} ({_fun_name(f)})" for n, f in zip(names, user_funs)],
+                         out_trees, [t[0].out_avals for t in traced])
+        jaxprs, consts = _merge_consts([(t[0], t[1]) for t in traced])
+        return tuple(jaxprs[order.index(i)] for i in range(len(funs))), consts, out_trees[0]
+    branches, consts, out_tree = eager_cached(
+        tuple(funs), ("cond", in_tree, tuple(avals), tuple(order)), trace)
     outs = cond_p.bind(index, *consts, *leaves, branches=branches)
-    return tree_util.tree_unflatten(out_trees[0], outs)
+    return tree_util.tree_unflatten(out_tree, outs)
 
 
 def _fun_name(f):

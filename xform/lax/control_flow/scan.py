@@ -31,7 +31,7 @@ from xform.core.traceback_util import api_boundary
 from xform.interpreters import ad, batching, dispatch, mlir
 from xform.interpreters import partial_eval as pe
 from xform.lax._prim import allow_extended, standard_primitive
-from xform.lax.control_flow.common import trace_jaxpr
+from xform.lax.control_flow.common import eager_cached, trace_jaxpr
 from xform import ref as refs
 from xform.lax.elementwise import add_any, convert_element_type
 from xform.core.trace import _context
@@ -137,15 +137,19 @@ def _scan(f, init, xs, length, reverse, unroll):
         _check_carry(f, init, init_tree, trees["carry"], init_avals, carry_avals)
         return closed, consts, trees["y"]
 
+    def cached_trace(init_avals):
+        return eager_cached((f,), ("scan", in_tree, tuple(init_avals), tuple(x_avals)),
+                            lambda: trace(init_avals))
+
     init_avals = [get_aval(x) for x in init_flat]
-    closed, consts, y_tree = trace(init_avals)
+    closed, consts, y_tree = cached_trace(init_avals)
     # A weakly typed init (e.g. a Python float) takes the dtype the body gives it.
     promoted = [convert_element_type(x, dtypes.result_type(x, out)) if a.weak_type and
                 a.dtype != out.dtype else x
                 for x, a, out in zip(init_flat, init_avals, closed.out_avals)]
     if any(p is not x for p, x in zip(promoted, init_flat)):
         init_flat = promoted
-        closed, consts, y_tree = trace([get_aval(x) for x in init_flat])
+        closed, consts, y_tree = cached_trace([get_aval(x) for x in init_flat])
     n_in = len(consts) + num_carry + len(xs_flat)
     out = _bind(*consts, *init_flat, *xs_flat, reverse=bool(reverse), length=length,
                 jaxpr=closed, num_consts=len(consts), num_carry=num_carry,

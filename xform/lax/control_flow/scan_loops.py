@@ -10,7 +10,7 @@ import numpy as np
 from xform.core import dtypes, shape_poly, tree_util
 from xform.core.trace import get_aval, to_concrete_value
 from xform.core.traceback_util import api_boundary
-from xform.lax.control_flow.common import check_same_types
+from xform.lax.control_flow.common import check_same_types, per_function
 from xform.lax.control_flow.loops import while_loop
 from xform.lax.control_flow.scan import _infer_length, scan
 from xform.lax.elementwise import _const, add, convert_element_type, select
@@ -54,13 +54,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         lo, hi = to_concrete_value(lower), to_concrete_value(upper)
         lo, hi = (None, None) if lo is None or hi is None else (int(lo), int(hi))
     if lo is not None and hi is not None:
-
-        def step(carry, _):
-            i, val = carry
-            return (add(i, _const(i, 1)), body_fun(i, val)), None
         start = (convert_element_type(dimension_as_value(lo), dtype)
                  if shape_poly.is_symbolic_dim(lo) else lo)
-        (_, result), _ = scan(step, (start, init_val), None,
+        (_, result), _ = scan(_fori_scan_body(body_fun), (start, init_val), None,
                               length=shape_poly.max_dim(hi - lo, 0),
                               unroll=1 if unroll is None else unroll)
         return result
@@ -68,11 +64,28 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
     lower, upper = (convert_element_type(b, dtype) for b in (lower, upper))
+    return while_loop(_fori_cond, _fori_while_body(body_fun), (lower, upper, init_val))[2]
 
+
+# (one wrapper per body function, holding it weakly: eager calls reuse their traces)
+@per_function
+def _fori_scan_body(ref):
+    def step(carry, _):
+        i, val = carry
+        return (add(i, _const(i, 1)), ref()(i, val)), None
+    return step
+
+
+@per_function
+def _fori_while_body(ref):
     def body(carry):
-        i, hi_, val = carry
-        return add(i, _const(i, 1)), hi_, body_fun(i, val)
-    return while_loop(lambda c: c[0] < c[1], body, (lower, upper, init_val))[2]
+        i, hi, val = carry
+        return add(i, _const(i, 1)), hi, ref()(i, val)
+    return body
+
+
+def _fori_cond(carry):
+    return carry[0] < carry[1]
 
 
 def _fori_index_dtype(lower, upper):

@@ -119,7 +119,7 @@ def _expn_series(x, n):
     def body(c):
         xk, yk, pk, ans, _ = c
         xk, pk = xk + 1, pk + 1
-        yk = yk * z / xk
+        yk = yk * (z / xk)
         ans = ans + jnp.where(pk != 0, yk / pk, 0)
         return xk, yk, pk, ans, jnp.where(ans != 0, jnp.abs(yk / ans), 1)
     one = jnp.ones_like(x)
@@ -177,6 +177,7 @@ def _expn_scalar(n, x):
     return out
 
 
+@composite
 def expn(n, x):
     """The generalized exponential integral ``E_n(x) = int_1^inf e^(-x t) / t^n dt``;
     differentiable in ``x`` (``-E_{n-1}(x)``).
