@@ -3,14 +3,17 @@ variables, with ``floordiv``/``mod``/``max``/``min`` as opaque factors.
 
 A ``_DimExpr`` is a sum of terms ``coeff * monomial``; a monomial is a sorted tuple of
 ``(factor, power)``, a factor a variable name or an operation ``(op, e1, e2)``. This
-is the normal form JAX uses, so equal expressions compare and hash equal; comparisons
-are decided from bounds (every variable is >= 1) or raise
-``InconclusiveDimensionOperation``. Strings print and parse in JAX's syntax, which is
-also the serialized form of a shape.
+is the normal form JAX uses (terms largest first in its syntactic order), so equal
+expressions compare and hash equal; comparisons are decided by ``shape_bounds`` (JAX's
+procedure) or raise ``InconclusiveDimensionOperation``. Strings print and parse in
+JAX's syntax, which is also the serialized form of a shape.
 """
 import re
 
 import numpy as np
+
+from xform.core import shape_bounds
+from xform.core.shape_bounds import InconclusiveDimensionOperation
 
 _INCONCLUSIVE_HELP = """
 This error arises for comparison operations with shapes that
@@ -20,11 +23,6 @@ a boolean value for all values of the symbolic dimensions involved.
 Please see https://docs.jax.dev/en/latest/export/shape_poly.html#comparison-of-symbolic-dimensions-is-partially-supported
 for more details.
 """
-
-
-class InconclusiveDimensionOperation(Exception):
-    """A comparison or operation on symbolic dimensions whose result depends on the
-    dimension variables' values."""
 
 
 def _inconclusive(msg):
@@ -44,6 +42,7 @@ class SymbolicScope:
         self.constraints_str = tuple(constraints_str)
         self.rules = {}         # monomial -> (expression, coefficient)
         self.constraints = []   # (debug_str, "==" or ">=", e1 - e2)
+        self._context = None    # shape_bounds.Context, built at the first decision
         for c in self.constraints_str:
             self._add(c)
 
@@ -74,12 +73,21 @@ class SymbolicScope:
                 raise NotImplementedError("Found multiple equality constraints with the "
                                           f"same left-hand-side: {_DimExpr(((mon, 1),))}")
             self.rules[mon] = (e2, k)
+            f = mon[0][0] if len(mon) == 1 and mon[0][1] == 1 else None
+            if k == 1 and e2 == 0 and not isinstance(f, (str, type(None))) \
+                    and f[1] == "mod" and not is_symbolic_dim(f[3]._normal()):
+                # mod(a, k) == 0 also gives k*floordiv(a, k) == a, as in JAX
+                self._add(f"{f[3]}*floordiv({f[2]}, {f[3]}) == {f[2]}")
         self.constraints.append((text, "==" if op == "==" else ">=", diff))
+        self._context = None
 
-    def nonnegative(self):
-        """Expressions known ``>= 0`` (an equality gives both signs)."""
-        return [d for _, op, d in self.constraints] + [
-            -d for _, op, d in self.constraints if op == "=="]
+    def context(self):
+        """The decision procedure's state for these constraints."""
+        if self._context is None:
+            self._context = shape_bounds.Context(
+                [(op == "==", _lift(d).terms()) for _, op, d in self.constraints],
+                {m: (_lift(e).terms(), k) for m, (e, k) in self.rules.items()})
+        return self._context
 
 
 def _add_terms(acc, terms, scale=1):
@@ -92,7 +100,7 @@ class _DimExpr:
     __slots__ = ("_terms", "scope")
 
     def __init__(self, terms, scope=None):
-        self._terms = tuple(sorted(((m, c) for m, c in terms if c != 0), key=_mon_key))
+        self._terms = shape_bounds.sort_terms(terms)
         self.scope = scope
 
     # -- construction --
@@ -102,19 +110,20 @@ class _DimExpr:
 
     @staticmethod
     def op(name, a, b, scope=None):
-        return _DimExpr(((((("op", name, _lift(a), _lift(b)), 1),), 1),), scope)
+        return _DimExpr(((((("op", name, _lift(a), _lift(b)), 1),), 1),), scope)._normal()
 
     def _normal(self):
         """An int where the expression is constant, else self (with the scope's
-        equality rules applied)."""
+        equality rules applied: to a whole term, or as JAX to one factor of it)."""
         rules = self.scope.rules if self.scope is not None else None
-        if rules and any(m in rules and c % rules[m][1] == 0 for m, c in self._terms):
-            out = _DimExpr((), self.scope)
-            for m, c in self._terms:
-                e, k = rules.get(m, (None, 0))
-                out = out + (e * (c // k) if e is not None and c % k == 0 else
-                             _DimExpr(((m, c),), self.scope))
-            return out if isinstance(out, int) else out._normal()
+        for m, c in self._terms if rules else ():
+            for key, rest in [(m, ())] + [(((f, p),), tuple(fp for fp in m if fp[0] != f))
+                                          for f, p in m if len(m) > 1]:
+                e, k = rules.get(key, (None, 0))
+                if e is not None and c % k == 0:
+                    out = _DimExpr([mc for mc in self._terms if mc[0] != m], self.scope) + \
+                        e * _DimExpr((((rest), c // k),), self.scope)
+                    return out if isinstance(out, int) else out._normal()
         if not self._terms:
             return 0
         if len(self._terms) == 1 and self._terms[0][0] == ():
@@ -145,10 +154,7 @@ class _DimExpr:
         acc = {}
         for m1, c1 in self._terms:
             for m2, c2 in _lift(other)._terms:
-                powers = dict(m1)
-                for f, p in m2:
-                    powers[f] = powers.get(f, 0) + p
-                mon = tuple(sorted(powers.items(), key=lambda fp: _factor_key(fp[0])))
+                mon = shape_bounds.mon_mul(m1, m2)
                 acc[mon] = acc.get(mon, 0) + c1 * c2
         return _DimExpr(acc.items(), _scope(self, other))._normal()
 
@@ -185,13 +191,16 @@ class _DimExpr:
 
     def _decide(self, diff, op, other):
         """``diff >= 0`` where the bounds decide it; the message shows ``self op other``."""
-        lo, hi = _scoped_bounds(diff)
+        lo, hi = _decide_bounds(diff, shape_bounds.GEQ0_OR_LT0)
         if lo >= 0:
             return True
         if hi < 0:
             return False
-        raise _inconclusive(f"Symbolic dimension comparison '{_s(self)}' {op} "
-                            f"'{_s(other)}' is inconclusive.")
+        scope = _scope(self, other)
+        where = "".join(f"\n  {t}" for t in scope.constraints_str) if scope else ""
+        where = where and f"\nUsing symbolic scope {id(scope)} with constraints:{where}"
+        raise _inconclusive(f"Symbolic dimension comparison '{_s(self)}' {op} '{_s(other)}'"
+                            f" is inconclusive.{where}")
 
     def __ge__(self, other):
         return self._decide(self - other, ">=", other) if _is_dim(other) else NotImplemented
@@ -209,11 +218,7 @@ class _DimExpr:
         raise _inconclusive(f"Symbolic dimension '{self}' used in a context that "
                             "requires a constant")
 
-    __index__ = __int__
-
-    def __bool__(self):
-        raise _inconclusive(f"Symbolic dimension '{self}' used in a context that "
-                            "requires a constant")
+    __index__ = __int__   # (no __bool__: a dimension is truthy, as in JAX)
 
     def terms(self):
         """``(monomial, coefficient)`` pairs; a monomial is ``((factor, power), ...)``
@@ -244,7 +249,7 @@ class _DimExpr:
 
     def __str__(self):
         parts = []
-        for mon, c in sorted(self._terms, key=_mon_key, reverse=True):
+        for mon, c in self._terms:
             body = "*".join(_factor_str(f) + (f"^{p}" if p > 1 else "") for f, p in mon)
             if not body:
                 term = str(abs(c))
@@ -268,40 +273,19 @@ def _scope(*xs):
     return next((x.scope for x in xs if isinstance(x, _DimExpr) and x.scope), None)
 
 
-def _scoped_bounds(e):
-    """``_bounds`` tightened by facts known ``>= 0``: the scope's constraints and, as
-    JAX's decision procedure, ``0 <= mod(a, b) <= b - 1`` and ``b*floordiv(a, b) <= a <=
-    b*floordiv(a, b) + b - 1`` for the factors in ``e``. With ``c >= 0`` known,
-    ``e >= lo(e - c)`` and ``e <= hi(e + c)``; sums of two facts give the transitive
-    cases (``a >= b, b >= 3`` decide ``a >= 3``)."""
-    lo, hi = _bounds(e)
-    if lo >= 0 or hi < 0 or not isinstance(e, _DimExpr):
-        return lo, hi
-    scope = e.scope
-    known = scope.nonnegative() if scope is not None else []
-    for f in {f for mon, _ in e._terms for f, _ in mon if not isinstance(f, str)}:
-        fe, (a, b) = _DimExpr((((((f, 1),)), 1),), scope), f[2:]
-        if f[1] == "mod" and _bounds(b)[0] > 0:
-            known += [fe, b - 1 - fe]
-        elif f[1] == "floordiv" and _bounds(b)[0] > 0:
-            known += [a - b * fe, b * fe + b - 1 - a]
-    sums = known + [c1 + c2 for i, c1 in enumerate(known) for c2 in known[i + 1:]]
-    for c in sums:
-        lo, hi = max(lo, _bounds(e - c)[0]), min(hi, _bounds(e + c)[1])
-    return lo, hi
+def _decide_bounds(e, prec=shape_bounds.BEST):
+    """``(lower, upper)`` of a dimension, from its scope's decision procedure."""
+    if not isinstance(e, _DimExpr):
+        return int(e), int(e)
+    ctx = e.scope.context() if e.scope is not None else _NO_CONSTRAINTS
+    return ctx.bounds(e._terms, prec)
+
+
+_NO_CONSTRAINTS = shape_bounds.Context()
 
 
 def _s(x):
     return str(x)
-
-
-def _factor_key(f):
-    return (0, f) if isinstance(f, str) else (1, f[1], str(f[2]), str(f[3]))
-
-
-def _mon_key(mc):
-    mon = mc[0]
-    return (len(mon), [(_factor_key(f), p) for f, p in mon])
 
 
 def _factor_str(f):
@@ -320,85 +304,77 @@ def _eval_factor(f, env):
             "max": lambda: max(a, b), "min": lambda: min(a, b)}[f[1]]()
 
 
-def _bounds(e):
-    """(lower, upper) bounds of ``e`` over variables >= 1 (inf where unknown)."""
-    if not isinstance(e, _DimExpr):
-        return e, e
-    lo = hi = 0
-    for mon, c in e._terms:
-        mlo, mhi = 1, 1
-        for f, p in mon:
-            flo, fhi = _factor_bounds(f)
-            mlo, mhi = mlo * flo ** p, mhi * fhi ** p
-        lo, hi = (lo + c * mlo, hi + c * mhi) if c > 0 else (lo + c * mhi, hi + c * mlo)
-    return lo, hi
-
-
-def _factor_bounds(f):
-    if isinstance(f, str):
-        return 1, np.inf
-    (alo, ahi), (blo, bhi) = _bounds(f[2]), _bounds(f[3])
-    if f[1] == "max":
-        return max(alo, blo), max(ahi, bhi)
-    if f[1] == "min":
-        return min(alo, blo), min(ahi, bhi)
-    if f[1] == "mod" and blo > 0:
-        return 0, bhi - 1
-    if f[1] == "floordiv" and blo > 0 and alo >= 0:
-        return alo // bhi if bhi != np.inf else 0, ahi // blo if ahi != np.inf else np.inf
-    return -np.inf, np.inf
-
-
 def _divmod(a, b):
-    """``(a // b, a % b)``: exact where ``b`` divides ``a``'s terms, else opaque."""
-    a, b = _lift(a), _lift(b)
-    bn = b._normal()
-    if isinstance(bn, int):
-        if bn == 0:
-            raise _inconclusive(f"Symbolic dimension '{a}' divided by 0")
-        if all(c % bn == 0 for _, c in a._terms):
-            return _DimExpr([(m, c // bn) for m, c in a._terms], a.scope)._normal(), 0
-    an = a._normal()
-    if isinstance(an, int) and isinstance(bn, int):
-        return an // bn, an % bn
-    if len(b._terms) == 1:  # exact where the monomial divides every term: 4*b // 2*b
-        (bmon, bc), = b._terms
-        quot = []
-        for mon, c in a._terms:
-            powers = dict(mon)
-            if c % bc or any(powers.get(f, 0) < p for f, p in bmon):
-                break
-            for f, p in bmon:
-                powers[f] -= p
-            quot.append((tuple((f, p) for f, p in powers.items() if p), c // bc))
-        else:
-            return _DimExpr(quot, a.scope)._normal(), 0
-    scope = a.scope or b.scope
+    """``(a // b, a % b)`` by JAX's polynomial long division (leading terms first):
+    exact where it leaves a constant remainder (0 for a symbolic divisor; any for a
+    constant one, as ``(2*b + 3) // 2 == b + 1``), else opaque ``floordiv``/``mod``."""
+    a, b = _lift(a)._normal(), _lift(b)._normal()
+    if b == 0:
+        raise _inconclusive(f"Symbolic dimension '{a}' divided by 0")
+    if not is_symbolic_dim(a) and not is_symbolic_dim(b):
+        return divmod(a, b)
+    rest, quot = a, 0
+    while is_symbolic_dim(rest):
+        (mon, c) = rest._terms[0]
+        dmon, dc = b._terms[0] if is_symbolic_dim(b) else ((), b)
+        powers = dict(mon)
+        if c % dc or any(powers.get(f, 0) < p for f, p in dmon):
+            break
+        q = _DimExpr(((tuple((f, p - dict(dmon).get(f, 0)) for f, p in mon
+                             if p != dict(dmon).get(f, 0)), c // dc),), a.scope)._normal()
+        quot, rest = quot + q, rest - q * b
+    else:
+        if not is_symbolic_dim(b):
+            return quot + rest // b, rest % b
+        if rest == 0:
+            return quot, 0
+    scope = _scope(a, b)
     return _DimExpr.op("floordiv", a, b, scope), _DimExpr.op("mod", a, b, scope)
 
 
-def _ge(a, b):
-    """``a >= b`` where the bounds decide it, else None."""
-    try:
-        return _lift(a) >= _lift(b)
-    except InconclusiveDimensionOperation:
-        return None
-
-
 def max_dim(a, b):
-    """``max`` of dimensions (``core.max_dim``): symbolic unless decidable."""
-    ge = _ge(a, b)
-    if ge is None:
-        ge = None if _ge(b, a) is None else not _ge(b, a)
-    return _DimExpr.op("max", a, b, _scope(a, b)) if ge is None else (a if ge else b)
+    """``max`` of dimensions (``core.max_dim``): symbolic unless the bounds of ``a - b``
+    decide it (``>= 0`` gives ``a``, ``<= 0`` gives ``b``, as JAX)."""
+    if not (is_symbolic_dim(a) or is_symbolic_dim(b)):
+        return max(a, b)
+    lo, hi = _decide_bounds(a - b, shape_bounds.GEQ0_OR_LEQ0)
+    return a if lo >= 0 else b if hi <= 0 else _DimExpr.op("max", a, b, _scope(a, b))
 
 
 def min_dim(a, b):
     """``min`` of dimensions (``core.min_dim``)."""
-    le = _ge(b, a)
-    if le is None:
-        le = None if _ge(a, b) is None else not _ge(a, b)
-    return _DimExpr.op("min", a, b, _scope(a, b)) if le is None else (a if le else b)
+    if not (is_symbolic_dim(a) or is_symbolic_dim(b)):
+        return min(a, b)
+    lo, hi = _decide_bounds(a - b, shape_bounds.GEQ0_OR_LEQ0)
+    return b if lo >= 0 else a if hi <= 0 else _DimExpr.op("min", a, b, _scope(a, b))
+
+
+def canonicalize_slice(s, n):
+    """``(start, step, size)`` of slice ``s`` (static entries, possibly symbolic) of an
+    axis of size ``n``, as JAX's ``core.canonicalize_slice``: start and stop clamped,
+    signs decided statically, ``size = max(0, distance + gap - 1) // gap``."""
+    step = 1 if s.step is None else s.step
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    try:
+        up = step > 0
+    except InconclusiveDimensionOperation as e:
+        raise _inconclusive(f"In slice with non-constant elements the step ({step}) must "
+                            f"be resolved statically if it is > 0 or < 0.\nDetails: {e}")
+
+    def clamp(i, which):
+        try:
+            nonneg = i >= 0
+        except InconclusiveDimensionOperation as e:
+            raise _inconclusive(f"In slice with non-constant elements the {which} ({i}) "
+                                f"must be resolved statically if it is >= 0.\nDetails: {e}")
+        if nonneg:
+            return min_dim(n, i) if up else min_dim(n - 1, i)
+        return max_dim(0, n + i) if up else max_dim(-1, n + i)
+    start = (0 if up else n - 1) if s.start is None else clamp(s.start, "start")
+    stop = (n if up else -1) if s.stop is None else clamp(s.stop, "stop")
+    gap = step if up else -step
+    return start, step, max_dim(0, (stop - start if up else start - stop) + gap - 1) // gap
 
 
 def is_symbolic_dim(d):

@@ -57,7 +57,8 @@ def _abstract_eval(*avals, exported):
                                  f"(expected same constant): expected {tuple(exp.shape)} "
                                  f"and called with {tuple(a.shape)}")
     env = _solve(exported, avals)
-    return [ShapedArray(_shape_solve.evaluate_shape(o.shape, env), o.dtype)
+    return [ShapedArray(_shape_solve.evaluate_shape(o.shape, env), o.dtype,
+                        memory_space=o.memory_space)   # (a host result stays there)
             for o in exported.out_avals]
 
 
@@ -138,9 +139,9 @@ def _unshard(sub, mesh, exported):
     """Drop ``sub``'s ``sdy.mesh`` and the shardings on its ``@main``: the caller's
     ``@mesh`` (the same axes, checked) serves its ops, and ``_wrap_main`` constrains
     the arguments and results to the exported shardings, as JAX inlines a sharded
-    export."""
+    export (a one-device export's ``@empty_mesh`` serves nothing)."""
     for s in exported._in_named_shardings + exported._out_named_shardings:
-        if s is not None and s[0] != mesh.abstract_mesh:
+        if exported.nr_devices != 1 and s is not None and s[0] != mesh.abstract_mesh:
             raise ValueError(f"Function {exported.fun_name} was exported for the mesh "
                              f"{s[0]} and is called on the mesh {mesh.abstract_mesh}")
     for op in list(sub.body.operations):
@@ -155,7 +156,7 @@ def _unshard(sub, mesh, exported):
 
 
 def _constrain(x, s):
-    if s is None:
+    if s is None or not s[0].axis_names:   # (a one-device export's: nothing to constrain)
         return x
     return ir.Operation.create("sdy.sharding_constraint", results=[x.type], operands=[x],
                                attributes={"sharding": mlir.sdy_sharding(
@@ -193,8 +194,7 @@ def _call_exported_lowering(ctx, *args, exported):
     in_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_in]
     out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
     with ir.Location.unknown(context):
-        if exported.nr_devices != 1:
-            _unshard(sub, mctx.mesh, exported)
+        _unshard(sub, mctx.mesh, exported)
         dynamic = _wrap_main(sub, exported, in_types, out_types, callee_indices,
                              caller_multi)
     if dynamic or exported.uses_global_constants:

@@ -15,9 +15,10 @@ import numpy as np
 
 from xform import backend
 from xform.core import tree_util
-from xform.core.sharding import NamedSharding
+from xform.core.mesh import AbstractMesh
+from xform.core.sharding import NamedSharding, PartitionSpec
 from xform.core.jaxpr import eval_jaxpr
-from xform.interpreters import mlir
+from xform.interpreters import mlir, mlir_memory
 from xform.transforms.ad import vjp as _vjp
 from xform.transforms.jit import JitWrapped, ShapeDtypeStruct, jit
 from xform.core import shape_poly as _shape_poly
@@ -54,8 +55,9 @@ class Exported:
     module_kept_var_idx: tuple
     uses_global_constants: bool
     _get_vjp: Callable | None = None
-    # per flat input / output: None (unspecified) or (AbstractMesh, PartitionSpec), as
-    # JAX 0.10 keeps NamedShardings over abstract meshes (in_shardings_hlo stay None)
+    # per flat input / output: None (unspecified) or (AbstractMesh, PartitionSpec,
+    # memory kind), as JAX 0.10 keeps NamedShardings over abstract meshes (a one-device
+    # jit's out_shardings over the empty mesh); in/out_shardings_hlo stay None
     _in_named_shardings: tuple = ()
     _out_named_shardings: tuple = ()
 
@@ -100,11 +102,11 @@ class Exported:
 def _named_on(s, mesh):
     if s is None:
         return None
-    amesh, spec = s
+    amesh, spec, kind = s
     if mesh.abstract_mesh != amesh:
         raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
                          f"export {amesh}.")
-    return NamedSharding(mesh, spec)
+    return NamedSharding(mesh, spec, memory_kind=kind)
 
 
 def deserialize(blob) -> Exported:
@@ -149,13 +151,18 @@ def arg_path(in_tree, i):
 
 
 def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_checks,
-                  place=None):
+                  place=None, out_shardings=None):
+    """``out_shardings``: a one-device jit's (per output, or None), for memory kinds."""
     platforms = tuple(platforms) if platforms else (default_export_platform(),)
     dim_vars = _shape_solve.all_dim_vars(closed.in_avals)
     callbacks = []
     spmd = place.specs() if place is not None else None
+    kinds = mlir_memory.out_memory_kinds(place.out_shardings if place is not None
+                                         else out_shardings, closed.in_avals,
+                                         closed.out_avals)
     text = mlir.lower_jaxpr_to_module(closed, hoist_consts=False, host_callbacks=callbacks,
-                                      platforms=platforms, dim_vars=dim_vars, spmd=spmd)
+                                      platforms=platforms, dim_vars=dim_vars, spmd=spmd,
+                                      out_kinds=kinds)
     if callbacks:
         # JAX's words: its format has no way to carry the Python functions
         raise NotImplementedError("serialization of host_callbacks is not yet implemented")
@@ -171,8 +178,9 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         main = ir.SymbolTable(module.operation)["main"]
         old = (list(main.attributes["res_attrs"]) if "res_attrs" in main.attributes
                else [ir.DictAttr.get({})] * out_tree.num_leaves)  # sdy.sharding of results
-        main.attributes["res_attrs"] = ir.ArrayAttr.get([
-            ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(s),
+        device = {"mhlo.memory_kind": ir.StringAttr.get("device")} if kinds else {}
+        main.attributes["res_attrs"] = ir.ArrayAttr.get([   # (with a kind, all: JAX's)
+            ir.DictAttr.get({"jax.result_info": ir.StringAttr.get(s), **device,
                              **{a.name: a.attr for a in ir.DictAttr(d)}})
             for s, d in zip(_result_infos(out_tree), old)])
         if dim_vars:
@@ -182,7 +190,9 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         serialized = backend.serialize_portable_artifact(module)
     return Exported(
         fun_name=fun_name, in_tree=in_tree, in_avals=tuple(closed.in_avals),
-        out_tree=out_tree, out_avals=tuple(closed.out_avals),
+        out_tree=out_tree, out_avals=tuple(closed.out_avals if place is None else  # (JAX's)
+                                           mlir_memory.with_memory_kinds(closed.out_avals,
+                                                                         kinds)),
         in_shardings_hlo=(None,) * len(closed.in_avals),
         out_shardings_hlo=(None,) * len(closed.out_avals),
         nr_devices=spmd[0].size if spmd else 1, platforms=platforms, ordered_effects=(), unordered_effects=(),
@@ -192,15 +202,22 @@ def _export_jaxpr(closed, in_tree, out_tree, fun_name, platforms, disabled_check
         module_kept_var_idx=tuple(range(len(closed.in_avals))),
         uses_global_constants=multi or bool(dim_vars),
         _get_vjp=lambda primal: _export_vjp(primal, closed),
-        _in_named_shardings=_named(place, "in_shardings", len(closed.in_avals)),
-        _out_named_shardings=_named(place, "out_shardings", len(closed.out_avals)))
+        _in_named_shardings=_named(place, "in_shardings", closed.in_avals),
+        _out_named_shardings=_named(place, "out_shardings", closed.out_avals,
+                                    out_shardings))
 
 
-def _named(place, field, n):
-    if place is None:
-        return (None,) * n
+_EMPTY_MESH = AbstractMesh((), (), ())
+
+
+def _named(place, field, avals, one_device=None):
+    if place is None:   # a one-device jit's explicit shardings: over the empty mesh
+        return tuple(None if s is None else (_EMPTY_MESH, PartitionSpec(*[None] * a.ndim),
+                                             s.memory_kind)
+                     for s, a in zip(one_device or [None] * len(avals), avals))
     free = place.free if field == "in_shardings" else ()
-    return tuple(None if s is None or i in free else (s.mesh.abstract_mesh, s.spec)
+    return tuple(None if s is None or i in free else
+                 (s.mesh.abstract_mesh, s.spec, s.memory_kind)
                  for i, s in enumerate(getattr(place, field)))
 
 
@@ -251,7 +268,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
         in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))  # static args are baked in
         traced = fun_jit.trace(*args_specs, **kwargs_specs)
         return _export_jaxpr(traced.jaxpr, in_tree, traced.out_tree, name, platforms,
-                             disabled_checks, traced._place)
+                             disabled_checks, traced._place, traced._out_shardings)
     return do_export
 
 

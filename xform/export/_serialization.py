@@ -17,7 +17,7 @@ from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
 from xform.core import dtypes
-from xform.core.avals import ShapedArray
+from xform.core.avals import MemorySpace, ShapedArray, memory_space_of
 from xform.core.mesh import AbstractMesh, AxisType
 from xform.core.sharding import PartitionSpec
 from xform.core import tree_util
@@ -34,7 +34,8 @@ _LEAF, _NONE, _TUPLE, _LIST, _DICT, _CUSTOM = range(6)
 _SHAPED_ARRAY = 0
 _AXIS_TYPE = {AxisType.Auto: 1, AxisType.Explicit: 2, AxisType.Manual: 3}
 _AXIS_TYPE_OF = {v: k for k, v in _AXIS_TYPE.items()}
-_MEMORY_DEVICE = 1
+_MEMORY = {MemorySpace.Device: 1, MemorySpace.Host: 2, MemorySpace.Any: 3}
+_MEMORY_OF = {v: k for k, v in _MEMORY.items()}   # (0, missing: the device's)
 _CHECK_PLATFORM, _CHECK_CUSTOM_CALL = range(2)  # (the schema's 2, shape_assertions, JAX drops)
 _DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "float16", "float32", "float64", "complex64", "complex128",
@@ -130,7 +131,7 @@ def _write_aval(b, aval):
     dims = [b.CreateString(str(d)) for d in aval.shape]
     return _table(b, 4, [(0, "i8", _SHAPED_ARRAY), (1, "off", _vector(b, dims)),
                          (2, "i8", _KIND_OF[np.dtype(aval.dtype)]),
-                         (3, "i8", _MEMORY_DEVICE)])
+                         (3, "i8", _MEMORY[aval.memory_space])])
 
 
 def _write_check(b, check):
@@ -158,13 +159,14 @@ def _write_mesh(b, m):
 
 
 def _write_named_sharding(b, s, mesh_idx):
-    mesh, spec = s
+    mesh, spec, kind = s
     m = _write_mesh(b, mesh)
     parts = _vector(b, [_table(b, 1, [(0, "off", _strings(b, () if p is None else (
         (p,) if isinstance(p, str) else p)))]) for p in spec])
     reduced, unreduced = _strings(b, sorted(spec.reduced)), _strings(b, sorted(spec.unreduced))
     ps = _table(b, 3, [(0, "off", parts), (1, "off", reduced), (2, "off", unreduced)])
-    return _table(b, 4, [(0, "off", m), (1, "off", ps), (3, "u32", mesh_idx[mesh])])
+    return _table(b, 4, [(0, "off", m), (1, "off", ps), (3, "u32", mesh_idx[mesh])] + (
+        [(2, "off", b.CreateString(kind))] if kind is not None else []))
 
 
 def _write_exported(b, exp, vjp_order):
@@ -313,7 +315,8 @@ def _read_aval(r, scope):
         raise ValueError(f"unsupported abstract value (kind {r.scalar(0, N.Int8Flags)}, "
                          f"dtype {kind})")
     shape = _shape_poly.symbolic_shape(",".join(r.strings(1)), scope=scope)
-    return ShapedArray(shape, _DTYPE_OF[kind])
+    space = _MEMORY_OF.get(r.scalar(3, N.Int8Flags), MemorySpace.Device)
+    return ShapedArray(shape, _DTYPE_OF[kind], memory_space=space)
 
 
 def _read_check(r):
@@ -337,7 +340,8 @@ def _read_named_sharding(r, meshes):
     for a in ps.tables(0):
         axes = tuple(a.strings(0))
         parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
-    return mesh, PartitionSpec(*parts, reduced=ps.strings(1), unreduced=ps.strings(2))
+    return mesh, PartitionSpec(*parts, reduced=ps.strings(1), unreduced=ps.strings(2)), \
+        r.string(2)
 
 
 def _read_shardings(r, n):
@@ -374,6 +378,11 @@ def _read_exported(r):
                                       "xform calls exported functions without effects")
     vjp = r.table(17)
     in_named, out_named = _read_shardings(r, (len(in_avals), len(out_avals)))
+    # a sharding's memory kind types its value (JAX's update_aval_with_sharding)
+    in_avals, out_avals = (
+        tuple(a if s is None or s[2] is None else
+              a.update(memory_space=memory_space_of(s[2])) for a, s in zip(avals, named))
+        for avals, named in ((in_avals, in_named), (out_avals, out_named)))
     exp = _export.Exported(
         fun_name=r.string(1),
         in_tree=_read_treedef(r.table(2), len(in_avals)),

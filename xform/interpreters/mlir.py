@@ -154,7 +154,7 @@ def _dim_ir(e, env):
             for _ in range(p):
                 v = fv if v is None else hlo.multiply(v, fv)
         total = v if total is None else hlo.add(total, v)
-    return total
+    return ir_constant(np.int32(0)) if total is None else total   # the operand 0
 
 
 def _floor_divmod(a, b):

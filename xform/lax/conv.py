@@ -10,7 +10,7 @@ from typing import NamedTuple, Union
 
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, ffi, mlir
@@ -131,7 +131,15 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         window = dilate_shape([rhs_aval.shape[d] for d in dnums.rhs_spec[2:]], rhs_dilation)
         padding = padtype_to_pads([lhs_aval.shape[d] for d in dnums.lhs_spec[2:]], window,
                                   window_strides, padding)
-    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    padding = tuple(shapes._ints(p, "padding") for p in padding)
+    if any(shape_poly.is_symbolic_dim(d) for p in padding for d in p) and lhs_dilation == ones:
+        # symbolic pads (a strided 'SAME' of a symbolic dimension): pad with zeros first
+        # (lax.pad computes the amounts), then a convolution without padding
+        config = [(0, 0, 0)] * lhs_aval.ndim
+        for d, (lo, hi) in zip(dnums.lhs_spec[2:], padding):
+            config[d] = (lo, hi, 0)
+        lhs, padding = shapes.pad(lhs, convert_element_type(0, lhs_aval.dtype), config), \
+            ((0, 0),) * nsp
     return conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,

@@ -6,7 +6,7 @@ Under vmap with batched start indices they become gathers and scatters (slicing.
 """
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, dispatch, mlir
@@ -40,6 +40,8 @@ def _dynamic_indices(operand, start_indices, allow_negative_indices):
         allow_negative_indices = [allow_negative_indices] * len(shape)
     out = []
     for i, d, neg_ok in zip(start_indices, shape, allow_negative_indices):
+        if shape_poly.is_symbolic_dim(i):   # a static start computed when run
+            i = convert_element_type(_shapes.dimension_as_value(i), dtypes.int32)
         if isinstance(i, (int, np.integer)):   # keeps its own dtype: a Python int the
             if i < 0 and not neg_ok:           # default int, np.int16 int16, True bool
                 raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
@@ -140,6 +142,17 @@ def _dynamic_slice_batch(vals, dims, *, slice_sizes):
 
 
 def _dynamic_slice_lowering(ctx, operand, *starts, slice_sizes):
+    if not shape_poly.is_constant_shape(slice_sizes):
+        # real_dynamic_slice does not clamp: clamp the starts into [0, shape - sizes] (JAX)
+        i32x1 = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
+        at = [hlo.reshape(i32x1, hlo.convert(ir.RankedTensorType.get(
+            [], ir.IntegerType.get_signless(32)), s)) for s in starts]
+        sizes = mlir.shape_value(slice_sizes)
+        lo = hlo.clamp(mlir.shape_value((0,) * len(starts)), hlo.concatenate(at, 0),
+                       hlo.subtract(mlir.shape_value(ctx.avals_in[0].shape), sizes))
+        return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), operand, lo,
+                                      hlo.add(lo, sizes),
+                                      mlir.shape_value((1,) * len(starts)))
     return hlo.dynamic_slice(operand, list(starts), mlir.dense_i64(slice_sizes))
 
 
@@ -251,9 +264,16 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
     """
     shape = get_aval(operand).shape
     axis = int(axis) % len(shape)
-    start, limit, _ = slice(start_index, limit_index).indices(shape[axis])
+    if shape_poly.is_symbolic_dim(shape[axis]):   # JAX's: None and negatives, no clamp
+        n = shape[axis]
+        start, limit = (d if d is None or shape_poly.is_symbolic_dim(d) or d >= 0 else d + n
+                        for d in (start_index, limit_index))
+        start, limit = start or 0, n if limit is None else limit
+    else:
+        start, limit, _ = slice(start_index, limit_index).indices(shape[axis])
+        limit = max(start, limit)
     starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
-    starts[axis], limits[axis], strides[axis] = start, max(start, limit), int(stride)
+    starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
     return _shapes.slice(operand, starts, limits, strides)
 
 
@@ -270,7 +290,7 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     if not -shape[axis] <= index < shape[axis]:
         raise IndexError(f"index {index} is out of bounds for axis {axis} with size "
                          f"{shape[axis]}")
-    index %= shape[axis]
+    index = index + shape[axis] if index < 0 else index
     out = slice_in_dim(operand, index, index + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
@@ -279,6 +299,8 @@ def _zero_index(start_index):
     """The start index of the whole dimensions, of ``start_index``'s type (as JAX)."""
     if isinstance(start_index, (int, np.integer)):
         return type(start_index)(0)
+    if shape_poly.is_symbolic_dim(start_index):   # (computed as an int32)
+        return np.int32(0)
     return np.zeros((), get_aval(start_index).dtype)
 
 
@@ -294,7 +316,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     axis = int(axis) % len(shape)
     starts = [_zero_index(start_index)] * len(shape)
     sizes = list(shape)
-    starts[axis], sizes[axis] = start_index, int(slice_size)
+    starts[axis], sizes[axis] = start_index, _shapes._ints((slice_size,), "slice_size")[0]
     return dynamic_slice(operand, starts, sizes,
                          allow_negative_indices=allow_negative_indices)
 

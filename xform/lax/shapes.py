@@ -420,14 +420,13 @@ def _slice_batch(vals, dims, *, start_indices, limit_indices, strides):
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st), d
 
 
-def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
-    strides = strides or (1,) * len(start_indices)
-    if shape_poly.is_constant_shape(start_indices + limit_indices):
-        return hlo.slice(x, mlir.dense_i64(start_indices), mlir.dense_i64(limit_indices),
-                         mlir.dense_i64(strides))
-    return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
-                                  mlir.shape_value(start_indices),
-                                  mlir.shape_value(limit_indices), mlir.shape_value(strides))
+def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides, out=0):
+    lo, hi = tuple(start_indices), tuple(limit_indices)
+    strides = tuple(strides or (1,) * len(lo))
+    if shape_poly.is_constant_shape(lo + hi):
+        return hlo.slice(x, *map(mlir.dense_i64, (lo, hi, strides)))
+    return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[out]), x,
+                                  *map(mlir.shape_value, (lo, hi, strides)))
 
 
 slice_p = standard_primitive("slice", _slice_abstract_eval)
@@ -442,7 +441,7 @@ mlir.register_lowering(slice_p, _slice_lowering)
 
 def pad(operand, padding_value, padding_config):
     """Pad with ``(low, high, interior)`` per dimension; negative low/high crop."""
-    config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    config = tuple(_ints((lo, hi, i), "pad config") for lo, hi, i in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 
@@ -453,7 +452,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     if len(padding_config) != x.ndim or any(i < 0 for _, _, i in padding_config):
         raise TypeError(f"pad config {padding_config} does not match operand shape "
                         f"{x.shape} (one (low, high, interior>=0) per dimension)")
-    shape = tuple(lo + hi + d + max(d - 1, 0) * i
+    shape = tuple(lo + hi + d + shape_poly.max_dim(d - 1, 0) * i
                   for d, (lo, hi, i) in zip(x.shape, padding_config))
     if any(s < 0 for s in shape):
         raise TypeError(f"pad of shape {x.shape} with {padding_config} gives negative "
@@ -495,7 +494,10 @@ def _pad_batch(vals, dims, *, padding_config):
 
 def _pad_lowering(ctx, x, pv, *, padding_config):
     lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
-    return hlo.pad(x, pv, mlir.dense_i64(lo), mlir.dense_i64(hi), mlir.dense_i64(interior))
+    if shape_poly.is_constant_shape(lo + hi + interior):
+        return hlo.pad(x, pv, *map(mlir.dense_i64, (lo, hi, interior)))
+    return hlo.dynamic_pad(mlir.aval_to_ir_type(ctx.avals_out[0]), x, pv,   # (as JAX)
+                           *map(mlir.shape_value, (lo, hi, interior)))
 
 
 pad_p = standard_primitive("pad", _pad_abstract_eval)
@@ -633,14 +635,12 @@ def _split_batch(vals, dims, *, sizes, axis):
 
 
 def _split_lowering(ctx, x, *, sizes, axis):
-    shape = ctx.avals_in[0].shape
-    outs, start = [], 0
-    for s in sizes:
+    shape, outs, start = ctx.avals_in[0].shape, [], 0
+    for i, s in enumerate(sizes):   # (symbolic sizes: real_dynamic_slice)
         lo, hi = [0] * len(shape), list(shape)
-        lo[axis], hi[axis] = start, start + s
-        outs.append(hlo.slice(x, mlir.dense_i64(lo), mlir.dense_i64(hi),
-                              mlir.dense_i64([1] * len(shape))))
-        start += s
+        lo[axis], hi[axis], start = start, start + s, start + s
+        outs.append(_slice_lowering(ctx, x, start_indices=lo, limit_indices=hi, strides=0,
+                                    out=i))
     return outs
 
 

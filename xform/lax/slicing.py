@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
@@ -339,6 +339,12 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
         start_indices_batching_dims=list(dn.start_indices_batching_dims),
         start_index_map=list(dn.start_index_map),
         index_vector_dim=ctx.avals_in[1].ndim - 1)
+    if not shape_poly.is_constant_shape(slice_sizes):   # sizes from the dimension variables
+        return hlo.DynamicGatherOp.build_generic(
+            results=[mlir.aval_to_ir_type(ctx.avals_out[0])],
+            operands=[operand, indices, mlir.shape_value(slice_sizes)],
+            attributes={"dimension_numbers": attr,
+                        "indices_are_sorted": ir.BoolAttr.get(indices_are_sorted)}).results
     return hlo.gather(operand, indices, attr, mlir.dense_i64(slice_sizes),
                       indices_are_sorted=ir.BoolAttr.get(indices_are_sorted))
 

@@ -164,7 +164,7 @@ def _window_params(name, ndim, window_dimensions, window_strides, padding, base_
     if len(padding) != ndim or any(len(p) != 2 for p in padding):
         raise TypeError(f"{name}: padding {padding} must be one (low, high) pair per "
                         f"operand dimension ({ndim})")
-    padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    padding = tuple(shapes._ints(p, "padding") for p in padding)
     return dict(window_dimensions=window_dimensions, window_strides=window_strides,
                 padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
 
@@ -404,6 +404,14 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         win = (window_dimensions if window_dilation is None
                else dilate_shape(window_dimensions, window_dilation))
         padding = padtype_to_pads(aval.shape, win, window_strides, padding)
+    if not shape_poly.is_constant_shape([d for p in padding for d in p]) and all(
+            d == 1 for d in base_dilation or ()):
+        # symbolic pads (a strided 'SAME' of a symbolic dimension): pad with the init
+        # values first (lax.pad computes the amounts), then a window without padding
+        flat_ops = [shapes.pad(x, _ew.convert_element_type(i, get_aval(x).dtype),
+                               [(lo, hi, 0) for lo, hi in padding])
+                    for x, i in zip(flat_ops, flat_inits)]
+        operand, padding = tree_util.tree_unflatten(tree, flat_ops), [(0, 0)] * ndim
     name = getattr(computation, "__name__", "computation")
     params = _window_params(f"reduce_window ({name})", ndim, window_dimensions,
                             window_strides, padding, base_dilation, window_dilation)

@@ -14,7 +14,7 @@ import numpy as np
 
 from xform import lax
 from xform import numpy as jnp
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.transforms.custom_derivatives import custom_jvp
@@ -261,11 +261,12 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
            [0., 0., 1.],
            [0., 0., 0.]], dtype=float32)
     """
-    num_classes = _util.concrete_or_error(num_classes, "num_classes", "one_hot")
-    if num_classes.shape or not np.issubdtype(num_classes.dtype, np.integer):
-        raise TypeError(f"jax.nn.one_hot: num_classes must be an integer, got "
-                        f"{num_classes!r}")
-    num_classes = int(num_classes)
+    if not shape_poly.is_symbolic_dim(num_classes):   # (a symbolic one stays, as JAX)
+        num_classes = _util.concrete_or_error(num_classes, "num_classes", "one_hot")
+        if num_classes.shape or not np.issubdtype(num_classes.dtype, np.integer):
+            raise TypeError(f"jax.nn.one_hot: num_classes must be an integer, got "
+                            f"{num_classes!r}")
+        num_classes = int(num_classes)
     x = _util.asarray(x, "one_hot")
     if not dtypes.issubdtype(x.aval.dtype, np.integer):
         warnings.warn(f"jax.nn.one_hot input should be integer-typed; got "

@@ -237,6 +237,16 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
         return _placed(arange(start, stop, step, dtype), out_sharding, "jnp.arange", device)
     if shape_poly.is_symbolic_dim(start) and stop is None and step is None:
         return lax.iota(user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64), start)
+    if any(shape_poly.is_symbolic_dim(v) for v in (start, stop, step)):   # as JAX's
+        start, stop = (0, start) if stop is None else (start, stop)
+        if step == 0:
+            raise ValueError("arange: step must not be zero.")
+        step = 1 if step is None else step
+        gap, dist = (step, stop - start) if step > 0 else (-step, start - stop)
+        dt = user_dtype(dtype) or dtypes.canonicalize_dtype(np.int64)
+        return lax.add(_util.scalar_operand(start, dt, False), lax.mul(
+            _util.scalar_operand(step, dt, False),
+            lax.iota(dt, shape_poly.max_dim(0, dist + gap - 1) // gap)))
     start = _concrete(start, "stop" if stop is None and step is None else "start")
     stop, step = _concrete(stop, "stop"), _concrete(step, "step")
     if dtype is None:
@@ -330,10 +340,15 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     return (out, delta) if retstep else out
 
 
+def _dim(d):
+    """A dimension argument: an int, or a symbolic dimension kept as is."""
+    return d if shape_poly.is_symbolic_dim(d) else operator.index(d)
+
+
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     """Like numpy.eye; ``device`` commits the result there (as ``device_put``)."""
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = _dim(N)
+    M = N if M is None else _dim(M)
     k = operator.index(k)
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")

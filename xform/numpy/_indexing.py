@@ -109,7 +109,7 @@ def _static_slice(slc, position):
         if isinstance(v, Tracer) and v.to_concrete_value() is None:
             raise IndexError(f"Slice entries must be static integers. Got {slc} at position "
                              f"{position}: use lax.dynamic_slice for a traced start.")
-        parts.append(None if v is None else operator.index(v))
+        parts.append(v if v is None or shape_poly.is_symbolic_dim(v) else operator.index(v))
     if parts[2] == 0:
         raise ValueError("slice step cannot be zero")
     return slice(*parts)
@@ -176,28 +176,26 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
 
 
 def _symbolic_slice(s, n):
-    """``(lo, hi, step, reversed)`` of slice ``s`` of a symbolic dimension ``n``: the
-    elements taken with a positive ``step``, then reversed for a negative one (only
-    whole-axis negative steps, ``x[::-k]``: other bounds need a sign-dependent clamp)."""
-    step = 1 if s.step is None else operator.index(s.step)
+    """``(lo, hi, step, reverse_first)`` of slice ``s`` of a symbolic dimension ``n``: a
+    negative step slices the reversed axis. The size is JAX's (``canonicalize_slice``);
+    ``hi - lo`` spans it exactly for a unit step or a size known >= 1."""
+    start, step, size = shape_poly.canonicalize_slice(s, n)
     if step < 0:
-        if s.start is not None or s.stop is not None:
-            raise NotImplementedError(f"slicing a symbolic dimension {n} with step {step} "
-                                      "and explicit bounds")
-        count = (n - step - 1) // -step
-        return n - 1 - (count - 1) * -step, n, -step, True
-
-    def bound(i, default):
-        i = default if i is None else (i + n if i < 0 else i)
-        return shape_poly.max_dim(0, shape_poly.min_dim(i, n))
-    lo = bound(s.start, 0)
-    return lo, shape_poly.max_dim(lo, bound(s.stop, n)), step, False
+        start, step = n - 1 - start, -step
+    if step == 1:
+        hi = start + size
+    elif shape_poly.max_dim(size, 1) == size:    # first to last element
+        hi = start + (size - 1) * step + 1
+    else:
+        hi = shape_poly.min_dim(n, start + size * step)
+    return start, hi, step, s.step is not None and s.step < 0
 
 
 def _static_take(x, entries):
     """Static ints/slices/None: slice + rev + squeeze + expand_dims."""
     shape = x.aval.shape
     start, limit, strides, rev_axes, squeeze_axes, newaxis_dims = [], [], [], [], [], []
+    pre_rev_axes = []
     out_pos = axis = 0
     for position, (kind, v) in enumerate(entries):
         if kind == _NONE:
@@ -212,7 +210,7 @@ def _static_take(x, entries):
         elif shape_poly.is_symbolic_dim(n):
             lo, hi, step, rev = _symbolic_slice(_static_slice(v, position), n)
             if rev:
-                rev_axes.append(axis)
+                pre_rev_axes.append(axis)
             out_pos += 1
         else:
             r = range(*_static_slice(v, position).indices(n))
@@ -230,7 +228,7 @@ def _static_take(x, entries):
         limit.append(hi)
         strides.append(step)
         axis += 1
-    y = x
+    y = lax.rev(x, pre_rev_axes) if pre_rev_axes else x
     if tuple(start) != (0,) * len(shape) or tuple(limit) != shape or set(strides) - {1}:
         y = lax.slice(y, start, limit, None if set(strides) <= {1} else strides)
     return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
@@ -259,16 +257,17 @@ def _dynamic_take(x, entries, normalize):
             sizes.append(1)
             squeeze_axes.append(axis)
         else:
-            r = range(*_static_slice(v, position).indices(n))
-            starts.append(min(r) if r else 0)
-            sizes.append(len(r))
-            if r.step < 0 and len(r) > 1:
+            start, step, size = shape_poly.canonicalize_slice(_static_slice(v, position), n)
+            starts.append(start if step > 0 else 0 if size == 0 else start - (size - 1))
+            sizes.append(size)
+            if step < 0 and size != 1:
                 rev_axes.append(axis)
             out_pos += 1
         axis += 1
-    wrap = [normalize and type(s) is not int for s in starts]  # static ones are in range
-    starts = [_util.scalar_operand(s, index_dtype, False) if type(s) is int else s
-              for s in starts]
+    static = [type(s) is int or shape_poly.is_symbolic_dim(s) for s in starts]
+    wrap = [normalize and not st for st in static]  # static ones are in range
+    starts = [_util.scalar_operand(s, index_dtype, False) if st else s
+              for s, st in zip(starts, static)]
     y = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
     return _reverse_squeeze_expand(y, rev_axes, squeeze_axes, newaxis_dims)
 
@@ -411,17 +410,18 @@ def _to_gather(x, entries, normalize):
             start_index_map.append(axis)
             slice_sizes.append(1)
         else:
-            r = range(*_static_slice(v, position).indices(n))
-            slice_shape.append(len(r))
-            if r.step == 1:
-                if len(r) != n:
-                    parts.append((np.asarray(r.start, index_dtype), len(batch_shape), ()))
+            start, step, size = shape_poly.canonicalize_slice(_static_slice(v, position), n)
+            slice_shape.append(size)
+            if step == 1:
+                if size != n:
+                    parts.append((_index_value(start, index_dtype), len(batch_shape), ()))
                     start_index_map.append(axis)
-                slice_sizes.append(len(r))
+                slice_sizes.append(size)
                 offset_dims.append(out_pos)
             else:  # a strided slice gathers its elements as a batch dimension
-                parts.append((np.asarray(r, index_dtype), len(batch_shape), (len(r),)))
-                batch_shape.append(len(r))
+                parts.append((_index_value(start, index_dtype, step, size),
+                              len(batch_shape), (size,)))
+                batch_shape.append(size)
                 start_index_map.append(axis)
                 collapsed.append(axis)
                 slice_sizes.append(1)
@@ -432,6 +432,16 @@ def _to_gather(x, entries, normalize):
     return _Gather(operand, _stack_indices(parts, batch_shape, index_dtype), dnums,
                    tuple(slice_sizes), tuple(slice_shape), tuple(newaxis_dims),
                    tuple(scalar_bool_dims), not advanced)
+
+
+def _index_value(start, dtype, step=None, size=None):
+    """``start`` (or ``start + step*arange(size)``): NumPy where static, else computed
+    from the dimension variables."""
+    if not any(shape_poly.is_symbolic_dim(d) for d in (start, step, size)):
+        return np.asarray(start if step is None else start + step * np.arange(size), dtype)
+    start = _util.scalar_operand(start, dtype, False)
+    return start if step is None else lax.add(
+        lax.mul(lax.iota(dtype, size), _util.scalar_operand(step, dtype, False)), start)
 
 
 def _stack_indices(parts, batch_shape, dtype):

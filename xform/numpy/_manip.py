@@ -46,7 +46,7 @@ def roll(a, shift, axis=None):
         n = a.aval.shape[ax]
         if n == 0:
             continue
-        s = -int(s) % n
+        s = (-s if shape_poly.is_symbolic_dim(s) else -int(s)) % n
         if shape_poly.is_symbolic_dim(s) or s:
             a = lax.concatenate([_slice_axis(a, s, n, ax), _slice_axis(a, 0, s, ax)], ax)
     return a
@@ -186,10 +186,10 @@ def _split(name, ary, indices_or_sections, axis, strict):
         k = int(sections)
         if k <= 0:
             raise ValueError("number sections must be larger than 0.")
-        if strict and n % k:
-            raise ValueError("array split does not result in an equal division")
         q, r = divmod(n, k)
-        bounds = [0] + list(np.cumsum([q + 1] * r + [q] * (k - r)))
+        if strict and r != 0:
+            raise ValueError(f"array split does not result in an equal division: rest is {r}")
+        return list(lax.split(ary, [q + 1] * r + [q] * (k - r), axis))   # (as JAX)
     else:
         bounds = [0] + [min(max(int(i) + n if i < 0 else int(i), 0), n)
                         for i in sections.tolist()] + [n]
@@ -347,6 +347,11 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, a.aval.ndim)
     n = a.aval.shape[axis]
+    if shape_poly.is_symbolic_dim(n) and isinstance(obj, (int, np.integer)) \
+            and not isinstance(obj, bool):   # (as JAX: the pieces before and after)
+        i = obj + n if obj < 0 else obj
+        return lax.concatenate([_slice_axis(a, 0, i, axis), _slice_axis(a, i + 1, n, axis)],
+                               axis)
     if isinstance(obj, slice):
         drop = np.arange(n)[obj]
     else:

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
@@ -14,7 +14,7 @@ from xform.numpy._products import _general
 from xform.numpy._reductions import sum as _sum
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axis
-from xform.numpy._creation import ones
+from xform.numpy._creation import _dim, ones
 from xform.numpy._math import conjugate
 from xform.numpy._products import matmul
 from xform.numpy._shape import stack
@@ -33,8 +33,8 @@ def tri(N, M=None, k=0, dtype=None):
     Array([[1, 0],
            [1, 1]], dtype=int32)
     """
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = _dim(N)
+    M = N if M is None else _dim(M)
     dt = _util.user_dtype(dtype) or dtypes.default_float_dtype()
     return lax.convert_element_type(_tri_mask(N, M, operator.index(k)), dt)
 
@@ -84,12 +84,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     lead, (n, m) = a.aval.shape[:-2], a.aval.shape[-2:]
     offset = operator.index(offset)
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    d = max(0, min(n - r0, m - c0))
-    zeros = (0,) * len(lead)
+    d = shape_poly.max_dim(0, shape_poly.min_dim(n - r0, m - c0))
+    zeros, r0, c0 = (0,) * len(lead), shape_poly.min_dim(r0, n), shape_poly.min_dim(c0, m)
     # The d x d block starting at the diagonal's first element, flattened: its diagonal
     # is every (d + 1)-th element.
-    block = lax.slice(a, zeros + (min(r0, n), min(c0, m)), lead + (min(r0, n) + d,
-                                                                   min(c0, m) + d))
+    block = lax.slice(a, zeros + (r0, c0), lead + (r0 + d, c0 + d))
     flat = lax.reshape(block, lead + (d * d,))
     return lax.slice(flat, zeros + (0,), lead + (d * d,), (1,) * len(lead) + (d + 1,))
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
 from xform.numpy import _reductions as red
@@ -159,10 +159,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
     x = asarray(array, "pad")
     nd = x.aval.ndim
     widths = _pairs("pad_width", pad_width, nd)
-    if any(int(w) != w or w < 0 for pair in widths for w in pair):
+    int_ = lambda w: w if shape_poly.is_symbolic_dim(w) else int(w)  # noqa: E731
+    if any(int_(w) != w or w < 0 for pair in widths for w in pair):
         raise ValueError(f"jnp.pad: pad_width must be non-negative integers, got "
                          f"{pad_width!r}")
-    widths = [(int(b), int(a)) for b, a in widths]
+    widths = [(int_(b), int_(a)) for b, a in widths]   # (symbolic ones too, as JAX)
     if callable(mode) or mode not in _MODES:
         raise NotImplementedError(f"jnp.pad: mode {mode!r} is not supported; use one of "
                                   f"{_MODES}")

@@ -2,12 +2,13 @@
 percentile/median (and nan-), cov/corrcoef, histogram. Compositions of the basic
 reductions, sort and take_along_axis, with JAX's dtypes."""
 import builtins
+import math
 import operator
 
 import numpy as np
 
 from xform import lax
-from xform.core import dtypes
+from xform.core import dtypes, shape_poly
 from xform.interpreters.composite import composite
 from xform.numpy import _util
 from xform.numpy import _ufuncs as uf
@@ -209,7 +210,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
     axes = canonicalize_axes(axis, nd)
     keep_shape = tuple(1 if d in axes else s for d, s in enumerate(a.aval.shape))
     batch = tuple(s for d, s in enumerate(a.aval.shape) if d not in axes)
-    n = int(np.prod([a.aval.shape[d] for d in axes], dtype=np.int64))
+    n = math.prod(a.aval.shape[d] for d in axes)   # (maybe symbolic)
 
     def flat(x):  # the reduced axes last, as one
         x = moveaxis(x, axes, tuple(range(nd - len(axes), nd)))
@@ -225,7 +226,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
     if squash_nans:
         counts = red.sum(uf.logical_not(uf.isnan(a)), -1, dtype=dt)
     else:
-        counts = lax.full(batch, n, dt)
+        counts = lax.full(batch, _util.asarray(n), dt)   # (n may be symbolic)
     # Positions in the sorted data, shape batch + q.shape.
     qb = lax.broadcast_in_dim(q, batch + q.aval.shape, tuple(range(len(batch), len(batch) + nq)))
     cb = lax.broadcast_in_dim(counts, batch + q.aval.shape, tuple(range(len(batch))))
@@ -246,7 +247,7 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
         pos = lax.mul(qb, lax.sub(cb, one))
         low, high = lax.floor(pos), lax.ceil(pos)
         high_w = lax.sub(pos, low)
-        last = _util.scalar_array(builtins.max(n - 1, 0), dt, False)
+        last = _util.scalar_operand(shape_poly.max_dim(n - 1, 0), dt, False)
         lo_v, hi_v = at(clamp_index(low, last)), at(clamp_index(high, last))
         if method == "linear":
             lo_v, hi_v = (lax.convert_element_type(v, dt) for v in (lo_v, hi_v))

@@ -68,6 +68,8 @@ def asarray(x, name="asarray", pos=0):
         return scalar_operand(x.item(), dtypes.canonicalize_dtype(x.dtype), False)
     if isinstance(x, np.ndarray):
         return device_put_value(x)
+    if shape_poly.is_symbolic_dim(x):   # computed from the dimension variables (JAX's)
+        return lax.convert_element_type(lax.shapes.dimension_as_value(x), dtypes.int32, True)
     for base in (int, float, complex):  # subclasses, e.g. IntEnum members
         if isinstance(x, base):
             return asarray(base(x))
