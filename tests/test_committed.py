@@ -182,3 +182,28 @@ def test_lazy_zeros_like_of_committed_computes_nothing_early():
         assert z.devices() == {xform.devices()[3]} and z.committed
         assert xform.lazy.metrics()["barriers"] == {}
     np.testing.assert_array_equal(np.asarray(z), X * 2)
+
+
+def test_hot_paths_run_a_value_committed_elsewhere_there_directly(monkeypatch):
+    """An Array committed to a non-default device carries that device in its flag, so
+    eager ops, composites, jit and the static hits run there with no failed run on the
+    default device first (PJRT logs each such failure; it cost ~7x an op)."""
+    from xform.interpreters import composite, dispatch, placement
+    from xform.transforms import jit as jit_mod
+    x = xform.device_put(X, xform.devices()[2])
+    u = jnp.ones(3)
+    f = xform.jit(lambda a, b: a * b)
+    calls = [lambda: x * 2, lambda: jnp.sin(x), lambda: jnp.std(x), lambda: jnp.round(x, 1),
+             lambda: f(x, u), lambda: x + u, lambda: jnp.sum(x, axis=0)]
+    firsts = [c() for c in calls]   # (compiles; a first jit call may fail over once)
+    failed = []
+    for m in (dispatch, composite, jit_mod, placement):
+        monkeypatch.setattr(m, "run_elsewhere", lambda *a, **k: failed.append(a) or 1 / 0,
+                            raising=False)
+    for c, first in zip(calls, firsts):
+        out = c()
+        assert out.devices() == {xform.devices()[2]} and out.committed
+        np.testing.assert_array_equal(out, first)
+    assert not failed
+    with pytest.raises(ValueError, match="incompatible devices"):   # (still JAX's rule)
+        x + xform.device_put(X, xform.devices()[1])

@@ -91,7 +91,7 @@ class Array(ArrayOps):
         sharding, or computed from such arrays): ops then run where it is, and two
         committed to different devices raise. Uncommitted ones follow committed ones,
         else the default device."""
-        return self._committed
+        return bool(self._committed)   # (it holds the device where not the default one)
 
     @property
     def sharding(self):

@@ -25,6 +25,13 @@ def canonical_numpy(x, dtype=None):
     return x if dt == x.dtype else x.astype(dt)
 
 
+def committed_to(device):
+    """``Array._committed`` of a value committed to ``device``: the device itself where it
+    is not the default device (hot paths run such values there directly, see
+    ``placement.run_there``), else True. Both are truthy; False is uncommitted."""
+    return True if device is None or device is backend.default_device() else device
+
+
 def committed_device(x):
     """The device of ``x`` if it is a one-device Array committed to it, else None."""
     return backend.buffer_device(x._buf) if type(x) is Array and x._committed else None
@@ -45,15 +52,16 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
         value = x.physical_value() if isinstance(x, Array) else canonical_numpy(x)
         aval = x.aval if isinstance(x, Array) else canonical_aval(aval_of_value(x))
         aval = aval.update(weak_type=weak_type, memory_space=memory_space_of(memory_kind))
-        return Array(backend.device_put(value, device, memory_kind), canonical_aval(aval), True)
+        return Array(backend.device_put(value, device, memory_kind), canonical_aval(aval),
+                     committed_to(device))
     if isinstance(x, Array):
         if device is None or (x._committed and x.devices() == {device}):
             return x
         if type(x) is Array and type(x._buf) is backend.Buffer and \
                 backend.buffer_device(x._buf) == device:  # (not a lazy value's stand-in)
-            return Array(x._buf, x.aval, True)  # (the same buffer, now committed)
+            return Array(x._buf, x.aval, committed_to(device))  # (same buffer, committed)
         buf = x._buf if type(x) is Array else x.one_buffer()  # (gathers a sharded one)
-        return Array(backend.copy_to_device(buf, device), x.aval, True)
+        return Array(backend.copy_to_device(buf, device), x.aval, committed_to(device))
     if isinstance(x, Tracer):  # under a transformation placement is the compiler's job
         return x
     aval = aval_of_value(x)
@@ -62,7 +70,8 @@ def device_put_value(x, device=None, weak_type=None, memory_kind=None) -> Array:
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
     value = canonical_numpy(x, aval.dtype)
-    return Array(backend.device_put(value, device), canonical_aval(aval), device is not None)
+    return Array(backend.device_put(value, device), canonical_aval(aval),
+                 device is not None and committed_to(device))
 
 
 def on_default_device(x):

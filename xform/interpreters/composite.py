@@ -30,7 +30,7 @@ from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
 from xform.interpreters.dispatch import CompiledJaxpr
-from xform.interpreters.placement import committed, run_elsewhere
+from xform.interpreters.placement import committed, run_elsewhere, run_there
 from xform.interpreters.lazy import LazyTrace
 from xform.interpreters.lazy_recipes import entries, operand_key, recipe, record
 from xform.interpreters.partial_eval import trace_to_jaxpr
@@ -289,21 +289,28 @@ def composite(fun=None, *, static=(), as_is=()):
             if y is _MISSING:  # the commonest call, f(x)
                 entry = fast.get(id(x.aval))
                 if entry is not None:
+                    c = x._committed
+                    if c and c is not True:   # (committed to a non-default device)
+                        return Array(_there(entry, [x._buf], (x,), name)[0], entry.out_aval, c)
                     try:
                         return Array(entry.run([x._buf]).consume_with_handlers(
-                            entry.handlers)[0], entry.out_aval, x._committed)
+                            entry.handlers)[0], entry.out_aval, c)
                     except Exception as e:
                         return Array(_failed(e, entry, [x._buf], (x,), name)[0],
-                                     entry.out_aval, x._committed)
+                                     entry.out_aval, c)
             elif not rest and type(y) is Array:  # f(x, y)
                 entry = fast.get((id(x.aval), id(y.aval)))
                 if entry is not None:
+                    c = x._committed or y._committed
+                    if c and c is not True:   # (committed to a non-default device)
+                        return Array(_there(entry, [x._buf, y._buf], (x, y), name)[0],
+                                     entry.out_aval, c)
                     try:
                         return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                            entry.handlers)[0], entry.out_aval, x._committed or y._committed)
+                            entry.handlers)[0], entry.out_aval, c)
                     except Exception as e:
                         return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                     entry.out_aval, x._committed or y._committed)
+                                     entry.out_aval, c)
             elif static1 and not rest:  # f(x, s)
                 try:
                     entry = sfast.get((id(x.aval), type(y), y))
@@ -390,10 +397,13 @@ def composite(fun=None, *, static=(), as_is=()):
                 if k in static_names and k not in as_is:
                     _remember(sfast, keep, (id(x.aval), k, type(v), v), entry, x.aval)
         bufs = entry.consts + bufs if entry.consts else bufs
-        try:
-            outs = entry.run(bufs).consume_with_handlers(entry.handlers)
-        except Exception as e:
-            outs = _failed(e, entry, bufs, tree_util.tree_leaves([args, kwargs]), name)
+        if c and c is not True:
+            outs = _there(entry, bufs, tree_util.tree_leaves([args, kwargs]), name)
+        else:
+            try:
+                outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+            except Exception as e:
+                outs = _failed(e, entry, bufs, tree_util.tree_leaves([args, kwargs]), name)
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval, c)
         outs = [Array(b, a, c) for b, a in zip(outs, entry.out_avals)]
@@ -411,12 +421,15 @@ def composite(fun=None, *, static=(), as_is=()):
                 if type(x) is Array:  # (no _off check: caches are empty while it is set)
                     entry = fast.get(id(x.aval))
                     if entry is not None:
+                        c = x._committed
+                        if c and c is not True:   # (committed to a non-default device)
+                            return Array(_there(entry, [x._buf], (x,), name)[0], entry.out_aval, c)
                         try:
                             return Array(entry.run([x._buf]).consume_with_handlers(
-                                entry.handlers)[0], entry.out_aval, x._committed)
+                                entry.handlers)[0], entry.out_aval, c)
                         except Exception as e:
                             return Array(_failed(e, entry, [x._buf], (x,), name)[0],
-                                         entry.out_aval, x._committed)
+                                         entry.out_aval, c)
                 return wrapper(x)
             return lazy_one(x)
         unary.__wrapped__ = fun
@@ -432,12 +445,16 @@ def composite(fun=None, *, static=(), as_is=()):
         if type(x) is Array and type(y) is Array:
             entry = fast.get((id(x.aval), id(y.aval)))
             if entry is not None:
+                c = x._committed or y._committed
+                if c and c is not True:   # (committed to a non-default device)
+                    return Array(_there(entry, [x._buf, y._buf], (x, y), name)[0],
+                                 entry.out_aval, c)
                 try:
                     return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                        entry.handlers)[0], entry.out_aval, x._committed or y._committed)
+                        entry.handlers)[0], entry.out_aval, c)
                 except Exception as e:
                     return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                 entry.out_aval, x._committed or y._committed)
+                                 entry.out_aval, c)
         return wrapper(x, y)
 
     if len(params) == 2 and kinds[0] == params[0].POSITIONAL_ONLY:
@@ -447,12 +464,16 @@ def composite(fun=None, *, static=(), as_is=()):
                 if type(x) is Array and type(y) is Array:
                     entry = fast.get((id(x.aval), id(y.aval)))
                     if entry is not None:
+                        c = x._committed or y._committed
+                        if c and c is not True:   # (committed to a non-default device)
+                            return Array(_there(entry, [x._buf, y._buf], (x, y), name)[0],
+                                         entry.out_aval, c)
                         try:
                             return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                                entry.handlers)[0], entry.out_aval, x._committed or y._committed)
+                                entry.handlers)[0], entry.out_aval, c)
                         except Exception as e:
                             return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                         entry.out_aval, x._committed or y._committed)
+                                         entry.out_aval, c)
                 return wrapper(x, y)
             return lazy_two(x, y)
     else:
@@ -462,12 +483,16 @@ def composite(fun=None, *, static=(), as_is=()):
                 if not kwargs and type(x) is Array and type(y) is Array:
                     entry = fast.get((id(x.aval), id(y.aval)))
                     if entry is not None:
+                        c = x._committed or y._committed
+                        if c and c is not True:   # (committed to a non-default device)
+                            return Array(_there(entry, [x._buf, y._buf], (x, y), name)[0],
+                                         entry.out_aval, c)
                         try:
                             return Array(entry.run([x._buf, y._buf]).consume_with_handlers(
-                                entry.handlers)[0], entry.out_aval, x._committed or y._committed)
+                                entry.handlers)[0], entry.out_aval, c)
                         except Exception as e:
                             return Array(_failed(e, entry, [x._buf, y._buf], (x, y), name)[0],
-                                         entry.out_aval, x._committed or y._committed)
+                                         entry.out_aval, c)
                 return wrapper(x, y, **kwargs)
             if y is _MISSING:  # (keyword operands: the wrapper sorts them out)
                 return wrapper(x, y, **kwargs)
@@ -480,12 +505,14 @@ def composite(fun=None, *, static=(), as_is=()):
 
 def _run_one(entry, x, name):
     """A plain entry's run on Array ``x`` (the static-argument hits)."""
+    c = x._committed
+    if c and c is not True:
+        return Array(_there(entry, [x._buf], (x,), name)[0], entry.out_aval, c)
     try:
         return Array(entry.run([x._buf]).consume_with_handlers(entry.handlers)[0],
-                     entry.out_aval, x._committed)
+                     entry.out_aval, c)
     except Exception as e:
-        return Array(_failed(e, entry, [x._buf], (x,), name)[0], entry.out_aval,
-                     x._committed)
+        return Array(_failed(e, entry, [x._buf], (x,), name)[0], entry.out_aval, c)
 
 
 def _remember(fast, keep, fast_key, entry, key):
@@ -502,6 +529,11 @@ def _failed(e, entry, bufs, args, name):
     """The output buffers of ``entry``'s failed run, run where its arguments live
     (``placement.py``), or the error."""
     return run_elsewhere(entry.compiled, bufs, args, name, e)
+
+
+def _there(entry, bufs, args, name):
+    """The output buffers of ``entry`` run on its arguments' non-default device."""
+    return run_there(entry.compiled, bufs, args, name)
 
 
 def _on_flag(name, value):

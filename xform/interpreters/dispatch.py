@@ -21,7 +21,7 @@ from xform.core.trace import check_not_tracer
 from xform.core.transfer import (clear_scalar_cache, has_float0, private_buffer, results,
                                  to_buffer)
 from xform.interpreters import compiler, mlir, mlir_memory
-from xform.interpreters.placement import committed, run_elsewhere
+from xform.interpreters.placement import committed, run_elsewhere, run_there
 from xform.interpreters.compiler import LRUCache
 from xform.core.jaxpr import eval_jaxpr
 
@@ -83,7 +83,7 @@ def apply_primitive(prim, *args, **params):
         else:
             bufs = list(map(_buf_of, args))
             key = (prim, *map(_aval_of, args))
-            committed = any(map(_committed_of, args))
+            committed = next(filter(None, map(_committed_of, args)), False)
     except AttributeError:
         return _apply_slow(prim, args, params)
     if params:
@@ -97,10 +97,13 @@ def apply_primitive(prim, *args, **params):
         if entry.float0:
             return _run_float0(entry, prim, args)
         _prim_cache.insert(_canonical_key(key), entry)
-    try:
-        outs = entry.run(bufs).consume_with_handlers(entry.handlers)
-    except Exception as e:
-        outs = run_elsewhere(entry, bufs, args, prim.name, e)
+    if committed and committed is not True:   # (on a device other than the default)
+        outs = run_there(entry, bufs, args, prim.name)
+    else:
+        try:
+            outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+        except Exception as e:
+            outs = run_elsewhere(entry, bufs, args, prim.name, e)
     if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval, committed)
     return [Array(b, a, committed) for b, a in zip(outs, entry.out_avals)]

@@ -7,8 +7,11 @@ device its committed Array arguments live on (two such devices raise JAX's
 arguments (Python scalars, NumPy values, uncommitted Arrays) are copied; its results
 are committed iff one argument was. Eager ops, composites and jit compile each program
 for the default device and their hot paths hand the buffers straight to it, only
-passing the committed flag on; an argument elsewhere fails that run inside PJRT, and
-``run_elsewhere`` is the rare path that follows. See docs/architecture.md, "Placement".
+passing the committed flag on. That flag is the device itself where it is not the
+default one (``transfer.committed_to``): the hot paths then call ``run_there``; an
+argument elsewhere that they did not see (a flag set to True before the default device
+changed) fails the run inside PJRT, and ``run_elsewhere`` is the rare path that follows.
+See docs/architecture.md, "Placement".
 """
 from xform import backend
 from xform.core.array import Array
@@ -41,19 +44,42 @@ def run_elsewhere(compiled, bufs, args, name, error, describe=None):
             len(exe.devices) != 1 or exe.host_callbacks:
         raise error from None
     device = _target(args, name, describe)
-    moved = [b if backend.buffer_device(b) == device else backend.copy_to_device(b, device)
-             for b in bufs]
+    moved = _moved(bufs, device)
+    if exe.devices[0] == device and all(m is b for m, b in zip(moved, bufs)):
+        raise error from None
+    return _run_on(compiled, exe, moved, device, name)
+
+
+def run_there(compiled, bufs, args, name, describe=None):
+    """The output buffers of ``compiled`` run where its committed Array ``args`` are (two
+    devices raise JAX's error): what the hot paths call, instead of a run on the default
+    device that would fail, when a committed flag names another device."""
+    exe = getattr(compiled, "executable", None)
+    if exe is None or len(exe.devices) != 1 or exe.host_callbacks:
+        try:
+            return compiled.execute(bufs)
+        except Exception as e:
+            return run_elsewhere(compiled, bufs, args, name, e, describe)
+    check_deleted(args, name, describe)
+    device = _target(args, name, describe)
+    return _run_on(compiled, exe, _moved(bufs, device), device, name)
+
+
+def _moved(bufs, device):
+    return [b if backend.buffer_device(b) == device else backend.copy_to_device(b, device)
+            for b in bufs]
+
+
+def _run_on(compiled, exe, bufs, device, name):
     if exe.devices[0] == device:
-        if all(m is b for m, b in zip(moved, bufs)):
-            raise error from None
-        return compiled.execute(moved)
+        return compiled.execute(bufs)
     run = _elsewhere.get((exe, device))
     if run is None:
         if len(_elsewhere) >= 256:
             _elsewhere.clear()
         there = compile_module(exe.module, [device], (), name)
         run = _elsewhere[(exe, device)] = there.make_execute(compiled.out_avals)
-    return run(moved)
+    return run(bufs)
 
 
 _elsewhere = {}  # (executable, device) -> the same program's execute there
@@ -79,8 +105,9 @@ def committed_device(args, name, describe=None):
 
 
 def committed(args):
-    """Whether a program on ``args`` gives committed results: one is a committed Array."""
-    return any(isinstance(x, Array) and x._committed for x in args)
+    """The committed flag of a program's results on ``args``: the first committed Array's
+    (its device where that is not the default one), else False."""
+    return next((x._committed for x in args if isinstance(x, Array) and x._committed), False)
 
 
 def incompatible(parts):

@@ -24,7 +24,7 @@ from xform.core.trace import Tracer, _context, eval_trace, set_current_trace
 from xform.core.traceback_util import api_boundary
 from xform.core.transfer import HOST_TYPES as _HOST_TYPES, host_leaf
 from xform.interpreters.lazy import LazyTrace, concrete
-from xform.interpreters.placement import run_elsewhere
+from xform.interpreters.placement import run_elsewhere, run_there
 from xform.interpreters import batching, compiler, dispatch, mesh_jit, spmd
 from xform.interpreters import layouts as layouts_
 from xform.interpreters import partial_eval as pe
@@ -127,11 +127,16 @@ class JitWrapped:
                 if entry is not None:
                     if entry.consts:
                         bufs = entry.consts + bufs
-                    try:
-                        outs = entry.run(bufs).consume_with_handlers(entry.handlers)
-                    except Exception as e:
-                        outs = run_elsewhere(entry.compiled, bufs, args, f"jit({self._name})",
-                                             e, lambda i: explain.leaf_name(self, args, {}, i))
+                    if c and c is not True:   # (committed to a non-default device)
+                        outs = run_there(entry.compiled, bufs, args, f"jit({self._name})",
+                                         lambda i: explain.leaf_name(self, args, {}, i))
+                    else:
+                        try:
+                            outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+                        except Exception as e:
+                            outs = run_elsewhere(
+                                entry.compiled, bufs, args, f"jit({self._name})", e,
+                                lambda i: explain.leaf_name(self, args, {}, i))
                     if entry.out_aval is not None:
                         return Array(outs[0], entry.out_aval, c)
                     outs = [Array(b, v, c) for b, v in zip(outs, entry.out_avals)]
@@ -153,11 +158,16 @@ class JitWrapped:
             if entry is not None and entry.c_out_tree is not None:
                 if entry.consts:
                     bufs = entry.consts + bufs
-                try:
-                    outs = entry.run(bufs).consume_with_handlers(entry.handlers)
-                except Exception as e:
-                    outs = run_elsewhere(entry.compiled, bufs, leaves, f"jit({self._name})",
-                                         e, lambda i: explain.leaf_name(self, args, {}, i))
+                if c and c is not True:
+                    outs = run_there(entry.compiled, bufs, leaves, f"jit({self._name})",
+                                     lambda i: explain.leaf_name(self, args, {}, i))
+                else:
+                    try:
+                        outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+                    except Exception as e:
+                        outs = run_elsewhere(
+                            entry.compiled, bufs, leaves, f"jit({self._name})", e,
+                            lambda i: explain.leaf_name(self, args, {}, i))
                 return entry.c_out_tree.unflatten([Array(b, v, c)
                                                    for b, v in zip(outs, entry.out_avals)])
         elif _context.trace is eval_trace:
@@ -210,11 +220,15 @@ class JitWrapped:
         _, bufs, dyn, c = hit
         if entry.consts:
             bufs = entry.consts + bufs
-        try:
-            outs = entry.run(bufs).consume_with_handlers(entry.handlers)
-        except Exception as e:
-            outs = run_elsewhere(entry.compiled, bufs, dyn, f"jit({self._name})", e,
-                                 lambda i: explain.leaf_name(self, args, kwargs, i))
+        if c and c is not True:
+            outs = run_there(entry.compiled, bufs, dyn, f"jit({self._name})",
+                             lambda i: explain.leaf_name(self, args, kwargs, i))
+        else:
+            try:
+                outs = entry.run(bufs).consume_with_handlers(entry.handlers)
+            except Exception as e:
+                outs = run_elsewhere(entry.compiled, bufs, dyn, f"jit({self._name})", e,
+                                     lambda i: explain.leaf_name(self, args, kwargs, i))
         if entry.out_aval is not None:
             return Array(outs[0], entry.out_aval, c)
         return tree_util.tree_unflatten(entry.out_tree, [Array(b, v, c)
