@@ -1,8 +1,11 @@
 """``jax.example_libraries.optimizers``: optimizers as ``(init_fun, update_fun,
 get_params)`` triples over pytrees, learning-rate schedules, and (de)serialization helpers.
 
-Each optimizer is written for one array (``init(x0) -> state``, ``update(i, g, state) ->
-state``, ``get_params(state) -> x``) and lifted to pytrees by :func:`optimizer`. The
+Each optimizer takes ``step_size`` (a positive scalar, or a schedule mapping the step
+index to one) and its hyperparameters, and returns an ``(init_fun, update_fun,
+get_params)`` triple. It is written for one array (``init(x0) -> state``,
+``update(i, g, state) -> state``, ``get_params(state) -> x``) and lifted to pytrees by
+:func:`optimizer`. The
 lifted state is an :class:`OptimizerState`: the flattened per-leaf states plus the outer
 and inner tree structures, a pytree whose only children are the packed states. Formulas
 keep JAX's order of operations so states match JAX's step for step.
@@ -132,55 +135,38 @@ def _params_first(state):
 
 @optimizer
 def sgd(step_size):
-    """Stochastic gradient descent: ``x - step_size(i) * g``.
-
-    Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
-    """
+    """Stochastic gradient descent: ``x - step_size(i) * g``."""
     step_size = make_schedule(step_size)
     return Optimizer(lambda x0: x0, lambda i, g, x: x - step_size(i) * g, lambda x: x)
 
 
 @optimizer
 def momentum(step_size: Schedule, mass: float):
-    """SGD with (heavy-ball) momentum ``mass``.
+    """SGD with (heavy-ball) momentum.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       mass: the momentum coefficient.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
-    step_size = make_schedule(step_size)
-
-    def update(i, g, state):
-        x, velocity = state
-        velocity = mass * velocity + g
-        return x - step_size(i) * velocity, velocity
-    return (lambda x0: (x0, jnp.zeros_like(x0))), update, _params_first
+    return _with_velocity(step_size, mass, nesterov=False)
 
 
 @optimizer
 def nesterov(step_size: Schedule, mass: float):
-    """SGD with Nesterov momentum ``mass``.
+    """SGD with Nesterov momentum: the step looks ahead along the new velocity.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       mass: the momentum coefficient.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
+    return _with_velocity(step_size, mass, nesterov=True)
+
+
+def _with_velocity(step_size, mass, nesterov):
     step_size = make_schedule(step_size)
 
     def update(i, g, state):
         x, velocity = state
         velocity = mass * velocity + g
-        return x - step_size(i) * (mass * velocity + g), velocity
+        return x - step_size(i) * (mass * velocity + g if nesterov else velocity), velocity
     return (lambda x0: (x0, jnp.zeros_like(x0))), update, _params_first
 
 
@@ -189,11 +175,7 @@ def adagrad(step_size, momentum=0.9):
     """Adagrad (Duchi et al. 2011) with momentum on the scaled gradient.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       momentum: the momentum coefficient.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
     step_size = make_schedule(step_size)
 
@@ -214,12 +196,8 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
     """RMSProp: the gradient over the root of a decaying mean of its square.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       gamma: the decay of the squared-gradient average.
       eps: added to the average under the square root.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
     step_size = make_schedule(step_size)
 
@@ -235,13 +213,9 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
     """RMSProp with momentum (a separate optimizer: it keeps one more state array).
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       gamma: the decay of the squared-gradient average.
       eps: added to the average under the square root.
       momentum: the momentum coefficient.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
     step_size = make_schedule(step_size)
 
@@ -261,13 +235,9 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """Adam (Kingma & Ba 2014) with bias-corrected moments.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       b1: decay rate of the first-moment estimate.
       b2: decay rate of the second-moment estimate.
       eps: added to the root of the second moment.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
     step_size = make_schedule(step_size)
 
@@ -289,13 +259,9 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """AdaMax: Adam with the infinity norm in place of the second moment.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       b1: decay rate of the first-moment estimate.
       b2: decay rate of the weighted infinity norm.
       eps: added to the norm.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
     step_size = make_schedule(step_size)
 
@@ -316,11 +282,7 @@ def sm3(step_size, momentum=0.9):
     """SM3 (Anil et al. 2019): one accumulator per axis, their minimum bounds each entry's.
 
     Args:
-      step_size: a positive scalar, or a schedule mapping the step index to one.
       momentum: the momentum coefficient.
-
-    Returns:
-      An ``(init_fun, update_fun, get_params)`` triple.
     """
     step_size = make_schedule(step_size)
 
