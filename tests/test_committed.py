@@ -186,24 +186,33 @@ def test_lazy_zeros_like_of_committed_computes_nothing_early():
 
 def test_hot_paths_run_a_value_committed_elsewhere_there_directly(monkeypatch):
     """An Array committed to a non-default device carries that device in its flag, so
-    eager ops, composites, jit and the static hits run there with no failed run on the
-    default device first (PJRT logs each such failure; it cost ~7x an op)."""
+    eager ops, composites, jit (its first call too) and the static hits run there with no
+    failed run on the default device first (PJRT logs each such failure; it cost ~7x an
+    op); so do a sharded array's shards and pmap's replicated results."""
     from xform.interpreters import composite, dispatch, placement
     from xform.transforms import jit as jit_mod
-    x = xform.device_put(X, xform.devices()[2])
-    u = jnp.ones(3)
-    f = xform.jit(lambda a, b: a * b)
-    calls = [lambda: x * 2, lambda: jnp.sin(x), lambda: jnp.std(x), lambda: jnp.round(x, 1),
-             lambda: f(x, u), lambda: x + u, lambda: jnp.sum(x, axis=0)]
-    firsts = [c() for c in calls]   # (compiles; a first jit call may fail over once)
     failed = []
     for m in (dispatch, composite, jit_mod, placement):
         monkeypatch.setattr(m, "run_elsewhere", lambda *a, **k: failed.append(a) or 1 / 0,
                             raising=False)
-    for c, first in zip(calls, firsts):
-        out = c()
-        assert out.devices() == {xform.devices()[2]} and out.committed
+    d = xform.devices()
+    x = xform.device_put(X, d[2])
+    u = jnp.ones(3)
+    mesh = xform.sharding.Mesh(np.array(d[:2]), ("i",))
+    shard = xform.device_put(np.arange(4.0), xform.sharding.NamedSharding(
+        mesh, xform.sharding.PartitionSpec("i"))).addressable_shards[1].data
+    summed = xform.pmap(lambda v: xform.lax.psum(v, "i"), axis_name="i", out_axes=None,
+                        devices=d[2:4])(np.ones((2, 3), np.float32))
+    calls = [lambda: x * 2, lambda: jnp.sin(x), lambda: jnp.std(x), lambda: jnp.round(x, 1),
+             lambda: xform.jit(lambda a, b: a * b)(x, u), lambda: x + u,
+             lambda: jnp.sum(x, axis=0), lambda: summed - 1]
+    for c in calls:
+        first = c()   # (compiles and runs)
+        out = c()     # (a hit)
+        assert out.devices() == {d[2]} and out.committed
         np.testing.assert_array_equal(out, first)
+    assert (shard * 2).devices() == {d[1]}
+    np.testing.assert_array_equal(shard * 2, [4.0, 6.0])
     assert not failed
     with pytest.raises(ValueError, match="incompatible devices"):   # (still JAX's rule)
         x + xform.device_put(X, xform.devices()[1])

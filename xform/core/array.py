@@ -302,7 +302,8 @@ class ShardedArray(Array):
         for k, buf in zip(self.layout.local(), self._shards, strict=True):
             dev = self.layout.devices[k]
             index, replica = self.layout.shard_index(k, self.aval.shape)
-            out.append(Shard(dev, index, Array(buf, aval, True), replica))
+            c = True if dev is backend.default_device() else dev  # (transfer.committed_to)
+            out.append(Shard(dev, index, Array(buf, aval, c), replica))
         return out
 
     def __repr__(self):

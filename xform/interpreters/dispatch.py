@@ -141,11 +141,14 @@ def _apply_slow(prim, args, params):
         if key is not None:
             _prim_cache.insert(_canonical_key(key), entry)
     bufs = [x._buf if type(x) is Array else to_buffer(x) for x in args]
-    try:
-        outs = entry.execute(bufs)
-    except Exception as e:
-        outs = run_elsewhere(entry, bufs, args, prim.name, e)
     c = committed(args)
+    if c and c is not True:
+        outs = run_there(entry, bufs, args, prim.name)
+    else:
+        try:
+            outs = entry.execute(bufs)
+        except Exception as e:
+            outs = run_elsewhere(entry, bufs, args, prim.name, e)
     if entry.out_aval is not None:
         return Array(outs[0], entry.out_aval, c)
     return [Array(b, a, c) for b, a in zip(outs, entry.out_avals)]
@@ -348,13 +351,16 @@ class CompiledJaxpr:
             for i, (x, d) in enumerate(zip(args, self.donated)):
                 if d and not isinstance(x, Array):
                     bufs[n + i] = private_buffer(x)
-        try:
-            outs = self.execute(bufs)
-        except Exception as e:
-            outs = run_elsewhere(self, bufs, args, self.name, e, describe)
+        c = committed(args)
+        if c and c is not True:   # (on a device other than the default: no failed run)
+            outs = run_there(self, bufs, args, self.name, describe)
+        else:
+            try:
+                outs = self.execute(bufs)
+            except Exception as e:
+                outs = run_elsewhere(self, bufs, args, self.name, e, describe)
         if self.float0:
             return results(outs, self.out_avals)
-        c = committed(args)
         return [Array(b, a, c) for b, a in zip(outs, self.out_avals)]
 
 

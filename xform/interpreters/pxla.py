@@ -263,7 +263,8 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
         if aval.dtype == dtypes.float0:  # host zeros, as dispatch.results
             results.append(np.zeros(aval.shape, dtypes.float0))
         elif all(d is None for d in layout.dims):
-            results.append(Array(bufs[0], aval, True))  # replicated: device 0's copy
+            results.append(Array(bufs[0], aval,  # replicated: device 0's copy
+                                 transfer.committed_to(devices[0])))
         else:
             results.append(ShardedArray(bufs, aval, layout))
     return results
