@@ -103,3 +103,68 @@ def test_lax_zeta_is_not_differentiable_but_scipy_zeta_is():
     ours, want = _both(lambda L, J: L.jacfwd(L.scipy.special.zeta, (0, 1))(
         np.array([2., 4.], np.float32), np.array([1., .5], np.float32)))
     assert_tree_same(ours, want, 1e-5, "scipy zeta jacobian")
+
+
+def _weak(tree):
+    return [getattr(getattr(x, "aval", None), "weak_type", None)
+            for x in jax.tree_util.tree_leaves(tree)]
+
+
+def test_vmap_axes_skip_none_leaves_of_the_value():
+    # a None in the arguments or outputs has no leaves: the prefix's entries must not
+    # shift onto the next array (that mapped A over its axis 0 instead of 1)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ours, want = _both(lambda L, J: L.jit(lambda a: (
+        L.vmap(lambda n, x: x.sum(), in_axes=(0, 1))(None, a),
+        L.vmap(lambda n, x: x.sum(), in_axes=(None, 0))(None, a),
+        L.vmap(lambda x: (None, x), out_axes=(None, 1))(a),
+        L.jacfwd(lambda x: (x * 2, None))(a[0]), L.jacrev(lambda x: (None, x * 2))(a[0])))(a))
+    assert_tree_same(ours, want, 0, "vmap with None leaves")
+
+
+def test_jacobians_of_mixed_precision_arguments():
+    # each argument's basis rows take its own dtype (the jvp would reject others)
+    a, b = np.arange(1, 3, dtype=np.float16), np.arange(1, 3, dtype=np.float32)
+    f = lambda x, y: x * y  # noqa: E731
+    ours, want = _both(lambda L, J: L.jit(lambda x, y: (L.jacfwd(f, (0, 1))(x, y),
+                                                         L.jacrev(f, (0, 1))(x, y)))(a, b))
+    assert_tree_same(ours, want, 1e-3, "mixed-precision jacobians")
+
+
+def test_grad_of_constant_output_and_zero_cotangent_weak_type():
+    # a Python-scalar output is a scalar output (its gradient zero); a zero gradient has
+    # the argument's weak type
+    ours, want = _both(lambda L, J: (L.value_and_grad(lambda x: 1.0)(2.0),
+                                     L.grad(lambda x, y: x * 3.0, (0, 1))(2.0, 3.0),
+                                     L.grad(lambda d: d["a"] * 2)({"a": 1.0, "b": 3.0})))
+    assert_tree_same(ours, want, 0, "constant-output grad")
+    assert _weak(ours) == _weak(want), (_weak(ours), _weak(want))
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="Output was None"):
+            L.grad(lambda x: None)(1.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.grad(3), lambda L: L.value_and_grad(3), lambda L: L.jacfwd(3),
+    lambda L: L.jacrev(3), lambda L: L.hessian(3), lambda L: L.vmap(3),
+    lambda L: L.eval_shape(3, 1.0)])
+def test_transforms_reject_a_non_callable_at_once(make):
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="Expected a callable value, got 3"):
+            make(L)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"static_argnums": 3}, r"static_argnums=\(3,\), but only accepts 2 positional"),
+    ({"static_argnums": -3}, r"static_argnums=\(-3,\), but only accepts 2"),
+    ({"donate_argnums": (5,)}, r"donate_argnums=\(5,\), but only accepts 2"),
+    ({"static_argnames": "zz"}, "invalid argnames {'zz'} in static_argnames"),
+    ({"donate_argnames": ("a", "q")}, "invalid argnames {'q'} in donate_argnames"),
+    ({"static_argnums": 0, "donate_argnums": 0}, "cannot intersect"),
+    ({"static_argnames": "b", "donate_argnums": 1}, "cannot intersect")])
+def test_jit_checks_argnums_and_argnames_against_the_signature(kw, match):
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match=match):
+            L.jit(lambda a, b=1: a, **kw)
+    for L in (jax, xform):   # *args / **kwargs take any
+        L.jit(lambda *a, **k: a, static_argnums=4, static_argnames="zz")

@@ -136,7 +136,8 @@ def vjp(fun, *primals, has_aux=False):
     outs, linear, residuals = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store.out_tree
     pullback = _VjpPullback(linear, [get_aval(p).to_tangent_aval() for p in p_flat], p_tree,
-                            out_tree, [get_aval(o) for o in outs])
+                            out_tree, [get_aval(o) for o in outs],
+                            [get_aval(p).weak_type for p in p_flat])
     # A Partial: the residuals are its leaves, so the pullback can cross jit boundaries
     result = (tree_util.tree_unflatten(out_tree, outs),
               tree_util.Partial(pullback, list(residuals)))
@@ -145,11 +146,11 @@ def vjp(fun, *primals, has_aux=False):
 
 class _VjpPullback:
     """The static half of vjp's pullback: the linear jaxpr and the trees around it."""
-    __slots__ = ("linear", "in_avals", "in_tree", "out_tree", "out_avals")
+    __slots__ = ("linear", "in_avals", "in_tree", "out_tree", "out_avals", "in_weak")
 
-    def __init__(self, linear, in_avals, in_tree, out_tree, out_avals):
+    def __init__(self, linear, in_avals, in_tree, out_tree, out_avals, in_weak):
         self.linear, self.in_avals, self.in_tree = linear, in_avals, in_tree
-        self.out_tree, self.out_avals = out_tree, out_avals
+        self.out_tree, self.out_avals, self.in_weak = out_tree, out_avals, in_weak
 
     def __call__(self, residuals, ct):
         ct_flat, ct_tree = tree_util.tree_flatten(ct)
@@ -176,7 +177,9 @@ class _VjpPullback:
                 raise _ct_type_error(ca, a, False)
             cts.append(c)
         cts_in = ad.backward_pass(self.linear, residuals, self.in_avals, cts)
-        return tree_util.tree_unflatten(self.in_tree, [_zeros_or_float0(c) for c in cts_in])
+        return tree_util.tree_unflatten(
+            self.in_tree, [_as_input_ct(c, a, w)
+                           for c, a, w in zip(cts_in, self.in_avals, self.in_weak)])
 
 
 def _ct_type_error(ca, a, short):
@@ -187,12 +190,21 @@ def _ct_type_error(ca, a, short):
         f"{a.str_short(short)}")
 
 
-def _zeros_or_float0(c):
+def _as_input_ct(c, aval, weak):
+    """A pullback's cotangent for an input of tangent type ``aval``: a symbolic zero
+    becomes zeros with the input's weak type ``weak``, as JAX's (its zeros take the
+    primal's aval, weak type included)."""
     if type(c) is ad.Zero:
         if c.aval.dtype == dtypes.float0:
             return np.zeros(c.aval.shape, dtypes.float0)
-        return ad.zeros_like_aval(c.aval)
+        z = ad.zeros_like_aval(aval)
+        return ew.convert_element_type(z, aval.dtype, True) if weak else z
     return c
+
+
+def _check_callable(fun):
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
 
 
 def _check_argnums(argnums, nargs, name):
@@ -252,6 +264,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     (Array(5., dtype=float32), Array([0., 2., 4.], dtype=float32))
     """
     name = "grad"
+    _check_callable(fun)
 
     @api_boundary
     @functools.wraps(fun)
@@ -265,13 +278,17 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             out, f_vjp, aux = vjp(f, *dyn, has_aux=True)
         else:
             out, f_vjp = vjp(f, *dyn)
-        out_aval = get_aval(out) if isinstance(out, (Array, Tracer)) else None
+        try:   # (a Python or NumPy scalar output, constant in the inputs, is one too)
+            out_aval = get_aval(out)
+        except TypeError:
+            out_aval = None
         if out_aval is None or out_aval.shape != ():
-            shape = out_aval.shape if out_aval is not None else type(out).__name__
+            what = (f"had shape: {out_aval.shape}" if out_aval is not None else
+                    "was None" if out is None else f"was: {type(out).__name__}")
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
-                            f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
+                            f"{what}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
-        g = f_vjp(_one_vjp(out))
+        g = f_vjp(_one_vjp(_as_array(out)))
         g = g[0] if isinstance(argnums, int) else g
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
@@ -311,7 +328,8 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 # ---- Jacobians ----
 
 def _std_basis(flat_avals, dtype):
-    """Rows of the identity, split per input leaf: leaf i gets shape (N,) + shape_i."""
+    """Rows of the identity, split per input leaf: leaf i gets shape (N,) + shape_i and
+    its own dtype (JAX's ``_possible_downcast``), so mixed-precision leaves can be seeded."""
     sizes = [a.size for a in flat_avals]
     n = sum(sizes)
     eye = ew.convert_element_type(
@@ -319,8 +337,8 @@ def _std_basis(flat_avals, dtype):
               shapes.broadcasted_iota(np.int32, (n, n), 1)), dtype)
     out, start = [], 0
     for a, s in zip(flat_avals, sizes):
-        block = shapes.slice(eye, (0, start), (n, start + s))
-        out.append(shapes.reshape(block, (n,) + a.shape))
+        block = shapes.slice(eye, (0, start), (n, start + s))   # (in the leaf's dtype)
+        out.append(ew.convert_element_type(shapes.reshape(block, (n,) + a.shape), a.dtype))
         start += s
     return out
 
@@ -367,6 +385,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     Array([[0, 0],
            [0, 0]], dtype=int32)
     """
+    _check_callable(fun)
 
     @api_boundary
     @functools.wraps(fun)
@@ -417,6 +436,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
+    _check_callable(fun)
 
     @api_boundary
     @functools.wraps(fun)

@@ -30,7 +30,7 @@ from xform.interpreters import layouts as layouts_
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
-from xform.transforms.jit_cache import Entry, fun_cache
+from xform.transforms.jit_cache import Entry, fun_cache, validate_argnums
 from xform.transforms import jit_sharding
 from xform.transforms.stages import Traced, out_info
 from xform import ref as refs
@@ -588,6 +588,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  device=device, backend=backend)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    validate_argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
     if device is not None:
         in_shardings = out_shardings = jit_sharding.for_device(
             device, backend, in_shardings, out_shardings)
@@ -621,6 +622,8 @@ def eval_shape(fun, *args, **kwargs):
     ShapeDtypeStructs); their shardings as JAX's (``stages.out_info``)."""
     if isinstance(fun, JitWrapped):
         return fun.eval_shape(*args, **kwargs)
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     avals = _flat_avals(getattr(fun, "__name__", "fun"), leaves, in_tree)
     flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)
