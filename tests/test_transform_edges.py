@@ -168,3 +168,56 @@ def test_jit_checks_argnums_and_argnames_against_the_signature(kw, match):
             L.jit(lambda a, b=1: a, **kw)
     for L in (jax, xform):   # *args / **kwargs take any
         L.jit(lambda *a, **k: a, static_argnums=4, static_argnames="zz")
+
+
+def test_stages_describe_arguments_and_outputs_as_jax():
+    # Traced/Lowered/Compiled: in_tree, in_avals, args_info (donation), out_tree,
+    # out_info; Compiled.input_shardings a tree (args, kwargs); a call with another
+    # argument structure refused
+    x = np.ones(3, np.float32)
+
+    def f(a, n, b, c=1.0):
+        return {"y": a * b + c, "n": None}
+
+    def describe(L):
+        t = L.jit(f, donate_argnums=0, static_argnums=1).trace(x, 2, x, c=2.0)
+        lo = t.lower()
+        co = lo.compile()
+        out = [t.fun_name, str(t.out_avals)]
+        for o in (t, lo, co):
+            info = L.tree_util.tree_map(lambda a: (a.shape, str(a.dtype), a.donated),
+                                        o.args_info)
+            out.append((str(o.in_tree), str(o.out_tree), str(o.in_avals), info,
+                        L.tree_util.tree_map(lambda s: (s.shape, s.dtype), o.out_info)))
+        shardings = L.tree_util.tree_map(lambda s: type(s).__name__, co.input_shardings)
+        with pytest.raises(TypeError, match="input pytree does not match"):
+            co(x, x, 1.0)
+        return out, shardings, co(x, x, c=3.0)
+    ours, want = describe(xform), describe(jax)
+    assert ours[:2] == want[:2]
+    assert_tree_same(ours[2], want[2], 0, "compiled call")
+
+
+def test_make_jaxpr_axis_env_binds_names_for_collectives():
+    x = np.ones(3, np.float32)
+
+    def prims(L):
+        j = L.make_jaxpr(lambda a: L.lax.pmean(a, ("i", "j")),
+                         axis_env=[("i", 4), ("j", 2)])(x)
+        with pytest.raises(NameError, match="unbound axis name: k"):
+            L.make_jaxpr(lambda a: L.lax.psum(a, "k"), axis_env=[("i", 4)])(x)
+        return [e.primitive.name for e in j.jaxpr.eqns], str(j.jaxpr.eqns[-1].invars[1])
+    assert prims(xform) == prims(jax)
+
+
+def test_checkpoint_called_directly_returns_arrays_in_pytree_order():
+    x = np.arange(3, dtype=np.float32)
+
+    def run(L):
+        out = L.checkpoint(lambda a, n: {"z": a * n, "a": [n, None]}, static_argnums=1)(x, 2)
+        return list(out), [type(v).__name__ for v in L.tree_util.tree_leaves(out)], out
+    (keys, types, ours), (jkeys, _, want) = run(xform), run(jax)
+    assert keys == jkeys and types == ["Array", "Array"]
+    want = jax.tree.map(jax.numpy.asarray, want)   # (JAX passes a static int through)
+    assert_tree_same(ours, want, 0, "eager checkpoint")
+    assert _weak(ours) == _weak(want)

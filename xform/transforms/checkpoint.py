@@ -21,6 +21,7 @@ from xform.core import tree_util
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Primitive, check_no_tracers, current_trace, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
+from xform.core.transfer import device_put_value
 from xform.interpreters import ad, batching, call, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -226,8 +227,9 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     @api_boundary
     @functools.wraps(fun)
     def fun_remat(*args, **kwargs):
-        if current_trace() is eval_trace:
-            return fun(*args, **kwargs)
+        if current_trace() is eval_trace:   # (run directly; outputs as a traced call's:
+            leaves, tree = tree_util.tree_flatten(fun(*args, **kwargs))  # sorted, Arrays)
+            return tree_util.tree_unflatten(tree, [device_put_value(x) for x in leaves])
         nums = {i % len(args) for i in static if -len(args) <= i < len(args)}
         dyn = tuple(a for i, a in enumerate(args) if i not in nums)
         flat, in_tree = tree_util.tree_flatten((dyn, kwargs))

@@ -598,8 +598,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
-    """A function returning the ClosedJaxpr of ``fun`` for the given arguments.
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
+    """A function returning the ClosedJaxpr of ``fun`` for the given arguments;
+    ``axis_env`` (``[(name, size)]``) binds axis names for collectives in ``fun``.
 
     >>> import xform, xform.numpy as jnp
     >>> print(xform.make_jaxpr(jnp.sin)(1.0))
@@ -610,7 +611,8 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        _, _, closed, out_tree, _ = wrapped._specialize(args, kwargs)
+        with batching.extend_axis_env(list(axis_env or ())):
+            _, _, closed, out_tree, _ = wrapped._specialize(args, kwargs)
         if return_shape:
             return closed, out_info(closed, out_tree)
         return closed
