@@ -221,3 +221,15 @@ def test_checkpoint_called_directly_returns_arrays_in_pytree_order():
     want = jax.tree.map(jax.numpy.asarray, want)   # (JAX passes a static int through)
     assert_tree_same(ours, want, 0, "eager checkpoint")
     assert _weak(ours) == _weak(want)
+
+
+def test_vjp_and_linearize_argument_mismatches_are_value_errors():
+    x = np.ones(3, np.float32)
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match="unexpected tree structure"):
+            L.vjp(lambda a: (a, a), x)[1](x)
+        f_jvp = L.linearize(lambda a: a * 2, x)[1]
+        for t in (x.astype(np.float16), np.ones(4, np.float32)):
+            with pytest.raises(ValueError, match="linearized function called on tangent "
+                                                 "values inconsistent with the original"):
+                f_jvp(t)

@@ -113,7 +113,14 @@ def linearize(fun, *primals, has_aux=False):
             raise TypeError(f"linearized function called on tangents with tree structure "
                             f"{t_tree}, expected {p_tree}")
         for p, t in zip(p_flat, t_flat):
-            _check_tangent(p, t)
+            pa, ta = get_aval(p), get_aval(_as_array(t))
+            want = pa.to_tangent_aval()
+            if (ta.shape, ta.dtype) != (want.shape, want.dtype):
+                raise ValueError(
+                    "linearized function called on tangent values inconsistent with the "
+                    f"original primal values: Got tangent aval {ta.str_short(False)} for "
+                    f"primal aval {pa.str_short(False)} but expected "
+                    f"{want.str_short(False)}.")
         return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear, residuals, *t_flat))
 
     result = (tree_util.tree_unflatten(out_tree, outs), f_jvp)
@@ -155,8 +162,9 @@ class _VjpPullback:
     def __call__(self, residuals, ct):
         ct_flat, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != self.out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {self.out_tree}.")
+            raise ValueError(f"unexpected tree structure of the argument to a VJP function "
+                             f"(returned by vjp): got {ct_tree}, but the differentiated "
+                             f"function's output has structure {self.out_tree}.")
         cts = []
         for c, a in zip(ct_flat, self.out_avals):
             if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
