@@ -233,3 +233,14 @@ def test_vjp_and_linearize_argument_mismatches_are_value_errors():
             with pytest.raises(ValueError, match="linearized function called on tangent "
                                                  "values inconsistent with the original"):
                 f_jvp(t)
+
+
+def test_grad_input_dtype_checks():
+    # float0 is not a number: refused even with allow_int; a key is allowed with it
+    x, z = np.ones(2, np.float32), np.zeros(2, jax.dtypes.float0)
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="requires numerical-valued inputs"):
+            L.grad(lambda a, b: a.sum(), argnums=1, allow_int=True)(x, z)
+        assert L.grad(lambda k: 1.0, allow_int=True)(L.random.key(0)).dtype == z.dtype
+        with pytest.raises(TypeError, match="requires real- or complex-valued inputs"):
+            L.grad(lambda k: 1.0)(L.random.key(0))

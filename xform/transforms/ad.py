@@ -234,7 +234,13 @@ def _check_input_dtype(x, allow_int, holomorphic, name):
         if not dtypes.is_complex(dt):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
                             f"dtype, but got {dt.name}.")
-    elif not dtypes.is_inexact(dt) and not allow_int:   # complex inputs: as JAX, allowed
+    if dtypes.is_inexact(dt):   # (complex inputs: as JAX, allowed)
+        return
+    if not (dtypes.is_extended(dt) or dtypes.issubdtype(dt, np.integer)
+            or dtypes.issubdtype(dt, np.bool_)):   # float0: not a number
+        raise TypeError(f"{name} requires numerical-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.bool_ or np.number), but got {dt.name}.")
+    if not allow_int:
         raise TypeError(
             f"{name} requires real- or complex-valued inputs (input dtype that is a "
             f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- or "
