@@ -396,3 +396,14 @@ def test_numpy_leaves_flatten_fast_path():
     assert leaves[0] is a and leaves[1] is b and repr(td) == "PyTreeDef((*, *))"
     out = tu.tree_unflatten(td, leaves)
     assert out[0] is a and out[1] is b
+
+
+def test_public_namespaces_match_jax():
+    import jax
+    import xform
+    public = lambda m: {n for n in dir(m) if not n.startswith("_")}  # noqa: E731
+    assert public(xform.tree) == public(jax.tree)
+    # xform's extras: the registry's class and broadcast_prefix (vmap's in_axes helper)
+    assert public(xform.tree_util) - public(jax.tree_util) == {"PyTreeRegistry",
+                                                               "broadcast_prefix"}
+    assert public(jax.tree_util) <= public(xform.tree_util)
