@@ -133,10 +133,11 @@ def test_jacobians_of_mixed_precision_arguments():
 
 def test_grad_of_constant_output_and_zero_cotangent_weak_type():
     # a Python-scalar output is a scalar output (its gradient zero); a zero gradient has
-    # the argument's weak type
+    # the argument's weak type, a zero tangent its output's
     ours, want = _both(lambda L, J: (L.value_and_grad(lambda x: 1.0)(2.0),
                                      L.grad(lambda x, y: x * 3.0, (0, 1))(2.0, 3.0),
-                                     L.grad(lambda d: d["a"] * 2)({"a": 1.0, "b": 3.0})))
+                                     L.grad(lambda d: d["a"] * 2)({"a": 1.0, "b": 3.0}),
+                                     L.jvp(lambda x: (1.0, J.zeros(2)), (2.0,), (1.0,))[1]))
     assert_tree_same(ours, want, 0, "constant-output grad")
     assert _weak(ours) == _weak(want), (_weak(ours), _weak(want))
     for L in (jax, xform):
@@ -244,3 +245,30 @@ def test_grad_input_dtype_checks():
         assert L.grad(lambda k: 1.0, allow_int=True)(L.random.key(0)).dtype == z.dtype
         with pytest.raises(TypeError, match="requires real- or complex-valued inputs"):
             L.grad(lambda k: 1.0)(L.random.key(0))
+
+
+def test_repeated_argnums_are_type_errors():
+    # JAX fails with a TypeError; xform gave a zero for the first of the two
+    x = np.ones(3, np.float32)
+    for L in (jax, xform):
+        for make in (L.grad, L.jacfwd, L.jacrev):
+            with pytest.raises(TypeError):
+                make(lambda a: (a * a).sum(), (0, -1))(x)
+
+
+def test_device_queries_name_the_backend_as_jax():
+    # ``backend=`` by keyword; a platform that is not running is a RuntimeError (the
+    # usual ``try: jax.devices("gpu")`` probe), an unknown name too
+    import inspect
+    for name in ("devices", "local_devices", "device_count", "local_device_count"):
+        assert (list(inspect.signature(getattr(xform, name)).parameters)
+                == list(inspect.signature(getattr(jax, name)).parameters)), name
+    for L in (jax, xform):
+        assert L.device_count(backend="cpu") == len(L.devices(backend="cpu"))
+        bads = [("nope", "Unknown backend nope. Available backends are")]
+        if jax.default_backend() == "cpu":
+            bads.append(("gpu", "no platforms that are instances of gpu"))
+        for bad, match in bads:
+            for f in (L.devices, L.device_count, L.local_device_count):
+                with pytest.raises(RuntimeError, match=match):
+                    f(bad)

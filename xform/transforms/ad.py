@@ -89,12 +89,22 @@ def jvp(fun, primals, tangents, has_aux=False):
         tangents_in.append(t)
     flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, touts = ad.jvp_flat(flat_fun, p_flat, tangents_in)
-    touts = [ad.instantiate_zeros(t) for t in touts]
+    touts = [_instantiate(t, o) for t, o in zip(touts, outs)]
     out_tree = store.out_tree
     result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
     if has_aux:
         return result + (_strip_aux_tracers(store.aux),)
     return result
+
+
+def _instantiate(t, primal):
+    """A tangent output, a symbolic zero as zeros with the primal's weak type (JAX's)."""
+    if type(t) is not ad.Zero:
+        return t
+    z = ad.instantiate_zeros(t)
+    if get_aval(primal).weak_type and get_aval(z).dtype == get_aval(primal).dtype:
+        z = ew.convert_element_type(z, get_aval(z).dtype, True)
+    return z
 
 
 @api_boundary
@@ -225,7 +235,10 @@ def _check_argnums(argnums, nargs, name):
                             f"least {max(nums) + 1 if isinstance(i, int) else '?'} positional "
                             f"arguments to be passed by the caller, but got only {nargs} "
                             "positional arguments.")
-    return tuple(i % nargs for i in nums)
+    out = tuple(i % nargs for i in nums)
+    if len(set(out)) != len(out):   # (JAX fails too, with a TypeError from deep inside)
+        raise TypeError(f"{name}: argnums={argnums} names an argument more than once.")
+    return out
 
 
 def _check_input_dtype(x, allow_int, holomorphic, name):
