@@ -2,6 +2,8 @@
 linearize/linear_transpose, float0 and zero-size inputs) against JAX: one small case per
 bug found, each compared with jax at run time.
 """
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -272,3 +274,32 @@ def test_device_queries_name_the_backend_as_jax():
             for f in (L.devices, L.device_count, L.local_device_count):
                 with pytest.raises(RuntimeError, match=match):
                     f(bad)
+
+
+def test_deprecated_and_newer_options_as_jax():
+    # nondiff_argnames, checkpoint static_argnames, jit compiler_options; the removed
+    # reduce_axes/concrete options are NotImplementedErrors
+    x = np.arange(1, 4, dtype=np.float32)
+
+    def run(L):
+        @functools.partial(L.custom_jvp, nondiff_argnames=("n",))
+        def f(a, n):
+            return a * n
+        f.defjvp(lambda n, p, t: (f(p[0], n), t[0] * n * 10))
+
+        @functools.partial(L.custom_vjp, nondiff_argnames="n")
+        def g(a, n):
+            return a * n
+        g.defvjp(lambda a, n: (g(a, n), None), lambda n, r, ct: (ct * n * 5,))
+        c = L.checkpoint(lambda a, n: (a ** n).sum(), static_argnames="n")
+        for bad in (lambda: L.vjp(jax.numpy.sin, 1.0, reduce_axes=("i",)),
+                    lambda: L.grad(lambda a: a, reduce_axes=("i",)),
+                    lambda: L.checkpoint(lambda a: a, concrete=True)):
+            with pytest.raises(NotImplementedError):
+                bad()
+        return (f.nondiff_argnums, g.nondiff_argnums, L.grad(lambda a: f(a, 3.).sum())(x),
+                L.grad(lambda a: g(a, 3.).sum())(x), L.grad(c)(x, 2),
+                L.jit(lambda a: a * 2, compiler_options={})(x))
+    ours, want = run(xform), run(jax)
+    assert ours[:2] == want[:2] == ((1,), (1,))
+    assert_tree_same(ours[2:], want[2:], 1e-6, "options")

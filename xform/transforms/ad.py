@@ -138,7 +138,7 @@ def linearize(fun, *primals, has_aux=False):
 
 
 @api_boundary
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """Reverse-mode: ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of
     cotangents, one per primal.
 
@@ -147,6 +147,8 @@ def vjp(fun, *primals, has_aux=False):
     >>> f_vjp(1.0)
     (Array(1., dtype=float32, weak_type=True),)
     """
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated")
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
     flat_fun, store = flatten_fun(fun, p_tree, has_aux)
@@ -292,6 +294,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """
     name = "grad"
     _check_callable(fun)
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
 
     @api_boundary
     @functools.wraps(fun)
@@ -340,7 +344,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     >>> xform.grad(jnp.tanh)(0.0)
     Array(1., dtype=float32, weak_type=True)
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @api_boundary
     @functools.wraps(fun)

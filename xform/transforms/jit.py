@@ -547,7 +547,7 @@ class JitWrapped:
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), in_shardings=None, out_shardings=None, device=None,
-        backend=None, inline=False, keep_unused=False):
+        backend=None, inline=False, keep_unused=False, compiler_options=None):
     """Compile ``fun`` with XLA: traced once per argument signature, then cached.
 
     The cache belongs to the function object, not to the wrapper: ``jit(f)`` created
@@ -569,7 +569,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         XLA chose.
       device: deprecated, as in JAX: the arguments are put on it (committed, wherever
         they were) and the call runs there.
-      backend, inline, keep_unused: accepted for JAX compatibility.
+      backend, inline, keep_unused, compiler_options: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
