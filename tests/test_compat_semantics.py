@@ -99,8 +99,9 @@ def test_vjp_pullback_is_a_pytree_through_jit():
     _close(pull(ct), want)
     _close(got_jit, want)
     _close(made(ct), want)
-    with pytest.raises(TypeError, match="Tree structure of cotangent input"):
-        pull(ct[0])
+    for p in (pull, jpull):   # (a ValueError, as JAX's)
+        with pytest.raises(ValueError, match="unexpected tree structure"):
+            p(ct[0])
 
 
 # ---- 3: nested checkpoint, and control flow inside checkpoint, under grad ----

@@ -176,6 +176,19 @@ def test_canonicalize_dtype_errors():
         dtypes.canonicalize_dtype("float33")
 
 
+def test_public_canonicalize_dtype_and_extended_dtypes():
+    # jax.dtypes.canonicalize_dtype takes a key dtype only with allow_extended_dtype
+    import xform
+    for L in (jax, xform):
+        kd = L.random.key(0).dtype
+        assert str(L.dtypes.canonicalize_dtype(kd, allow_extended_dtype=True)) == "key<fry>"
+        with pytest.raises(ValueError, match="allow_extended_dtype=False"):
+            L.dtypes.canonicalize_dtype(kd)
+        assert L.dtypes.canonicalize_dtype(np.int64, True) == np.int32
+    assert sorted(n for n in dir(xform.dtypes) if not n.startswith("_")) == sorted(
+        n for n in dir(jax.dtypes) if not n.startswith("_"))
+
+
 def test_default_dtypes(x64):
     assert dtypes.default_int_dtype() == jax_dtypes.default_int_dtype()
     assert dtypes.default_uint_dtype() == jax_dtypes.default_uint_dtype()

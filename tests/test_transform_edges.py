@@ -2,6 +2,8 @@
 linearize/linear_transpose, float0 and zero-size inputs) against JAX: one small case per
 bug found, each compared with jax at run time.
 """
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -103,3 +105,201 @@ def test_lax_zeta_is_not_differentiable_but_scipy_zeta_is():
     ours, want = _both(lambda L, J: L.jacfwd(L.scipy.special.zeta, (0, 1))(
         np.array([2., 4.], np.float32), np.array([1., .5], np.float32)))
     assert_tree_same(ours, want, 1e-5, "scipy zeta jacobian")
+
+
+def _weak(tree):
+    return [getattr(getattr(x, "aval", None), "weak_type", None)
+            for x in jax.tree_util.tree_leaves(tree)]
+
+
+def test_vmap_axes_skip_none_leaves_of_the_value():
+    # a None in the arguments or outputs has no leaves: the prefix's entries must not
+    # shift onto the next array (that mapped A over its axis 0 instead of 1)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ours, want = _both(lambda L, J: L.jit(lambda a: (
+        L.vmap(lambda n, x: x.sum(), in_axes=(0, 1))(None, a),
+        L.vmap(lambda n, x: x.sum(), in_axes=(None, 0))(None, a),
+        L.vmap(lambda x: (None, x), out_axes=(None, 1))(a),
+        L.jacfwd(lambda x: (x * 2, None))(a[0]), L.jacrev(lambda x: (None, x * 2))(a[0])))(a))
+    assert_tree_same(ours, want, 0, "vmap with None leaves")
+
+
+def test_jacobians_of_mixed_precision_arguments():
+    # each argument's basis rows take its own dtype (the jvp would reject others)
+    a, b = np.arange(1, 3, dtype=np.float16), np.arange(1, 3, dtype=np.float32)
+    f = lambda x, y: x * y  # noqa: E731
+    ours, want = _both(lambda L, J: L.jit(lambda x, y: (L.jacfwd(f, (0, 1))(x, y),
+                                                         L.jacrev(f, (0, 1))(x, y)))(a, b))
+    assert_tree_same(ours, want, 1e-3, "mixed-precision jacobians")
+
+
+def test_grad_of_constant_output_and_zero_cotangent_weak_type():
+    # a Python-scalar output is a scalar output (its gradient zero); a zero gradient has
+    # the argument's weak type, a zero tangent its output's
+    ours, want = _both(lambda L, J: (L.value_and_grad(lambda x: 1.0)(2.0),
+                                     L.grad(lambda x, y: x * 3.0, (0, 1))(2.0, 3.0),
+                                     L.grad(lambda d: d["a"] * 2)({"a": 1.0, "b": 3.0}),
+                                     L.jvp(lambda x: (1.0, J.zeros(2)), (2.0,), (1.0,))[1]))
+    assert_tree_same(ours, want, 0, "constant-output grad")
+    assert _weak(ours) == _weak(want), (_weak(ours), _weak(want))
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="Output was None"):
+            L.grad(lambda x: None)(1.0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.grad(3), lambda L: L.value_and_grad(3), lambda L: L.jacfwd(3),
+    lambda L: L.jacrev(3), lambda L: L.hessian(3), lambda L: L.vmap(3),
+    lambda L: L.eval_shape(3, 1.0)])
+def test_transforms_reject_a_non_callable_at_once(make):
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="Expected a callable value, got 3"):
+            make(L)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"static_argnums": 3}, r"static_argnums=\(3,\), but only accepts 2 positional"),
+    ({"static_argnums": -3}, r"static_argnums=\(-3,\), but only accepts 2"),
+    ({"donate_argnums": (5,)}, r"donate_argnums=\(5,\), but only accepts 2"),
+    ({"static_argnames": "zz"}, "invalid argnames {'zz'} in static_argnames"),
+    ({"donate_argnames": ("a", "q")}, "invalid argnames {'q'} in donate_argnames"),
+    ({"static_argnums": 0, "donate_argnums": 0}, "cannot intersect"),
+    ({"static_argnames": "b", "donate_argnums": 1}, "cannot intersect")])
+def test_jit_checks_argnums_and_argnames_against_the_signature(kw, match):
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match=match):
+            L.jit(lambda a, b=1: a, **kw)
+    for L in (jax, xform):   # *args / **kwargs take any
+        L.jit(lambda *a, **k: a, static_argnums=4, static_argnames="zz")
+
+
+def test_stages_describe_arguments_and_outputs_as_jax():
+    # Traced/Lowered/Compiled: in_tree, in_avals, args_info (donation), out_tree,
+    # out_info; Compiled.input_shardings a tree (args, kwargs); a call with another
+    # argument structure refused
+    x = np.ones(3, np.float32)
+
+    def f(a, n, b, c=1.0):
+        return {"y": a * b + c, "n": None}
+
+    def describe(L):
+        t = L.jit(f, donate_argnums=0, static_argnums=1).trace(x, 2, x, c=2.0)
+        lo = t.lower()
+        co = lo.compile()
+        out = [t.fun_name, str(t.out_avals)]
+        for o in (t, lo, co):
+            info = L.tree_util.tree_map(lambda a: (a.shape, str(a.dtype), a.donated),
+                                        o.args_info)
+            out.append((str(o.in_tree), str(o.out_tree), str(o.in_avals), info,
+                        L.tree_util.tree_map(lambda s: (s.shape, s.dtype), o.out_info)))
+        shardings = L.tree_util.tree_map(lambda s: type(s).__name__, co.input_shardings)
+        with pytest.raises(TypeError, match="input pytree does not match"):
+            co(x, x, 1.0)
+        return out, shardings, co(x, x, c=3.0)
+    ours, want = describe(xform), describe(jax)
+    assert ours[:2] == want[:2]
+    assert_tree_same(ours[2], want[2], 0, "compiled call")
+
+
+def test_make_jaxpr_axis_env_binds_names_for_collectives():
+    x = np.ones(3, np.float32)
+
+    def prims(L):
+        j = L.make_jaxpr(lambda a: L.lax.pmean(a, ("i", "j")),
+                         axis_env=[("i", 4), ("j", 2)])(x)
+        with pytest.raises(NameError, match="unbound axis name: k"):
+            L.make_jaxpr(lambda a: L.lax.psum(a, "k"), axis_env=[("i", 4)])(x)
+        return [e.primitive.name for e in j.jaxpr.eqns], str(j.jaxpr.eqns[-1].invars[1])
+    assert prims(xform) == prims(jax)
+
+
+def test_checkpoint_called_directly_returns_arrays_in_pytree_order():
+    x = np.arange(3, dtype=np.float32)
+
+    def run(L):
+        out = L.checkpoint(lambda a, n: {"z": a * n, "a": [n, None]}, static_argnums=1)(x, 2)
+        return list(out), [type(v).__name__ for v in L.tree_util.tree_leaves(out)], out
+    (keys, types, ours), (jkeys, _, want) = run(xform), run(jax)
+    assert keys == jkeys and types == ["Array", "Array"]
+    want = jax.tree.map(jax.numpy.asarray, want)   # (JAX passes a static int through)
+    assert_tree_same(ours, want, 0, "eager checkpoint")
+    assert _weak(ours) == _weak(want)
+
+
+def test_vjp_and_linearize_argument_mismatches_are_value_errors():
+    x = np.ones(3, np.float32)
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match="unexpected tree structure"):
+            L.vjp(lambda a: (a, a), x)[1](x)
+        f_jvp = L.linearize(lambda a: a * 2, x)[1]
+        for t in (x.astype(np.float16), np.ones(4, np.float32)):
+            with pytest.raises(ValueError, match="linearized function called on tangent "
+                                                 "values inconsistent with the original"):
+                f_jvp(t)
+
+
+def test_grad_input_dtype_checks():
+    # float0 is not a number: refused even with allow_int; a key is allowed with it
+    x, z = np.ones(2, np.float32), np.zeros(2, jax.dtypes.float0)
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="requires numerical-valued inputs"):
+            L.grad(lambda a, b: a.sum(), argnums=1, allow_int=True)(x, z)
+        assert L.grad(lambda k: 1.0, allow_int=True)(L.random.key(0)).dtype == z.dtype
+        with pytest.raises(TypeError, match="requires real- or complex-valued inputs"):
+            L.grad(lambda k: 1.0)(L.random.key(0))
+
+
+def test_repeated_argnums_are_type_errors():
+    # JAX fails with a TypeError; xform gave a zero for the first of the two
+    x = np.ones(3, np.float32)
+    for L in (jax, xform):
+        for make in (L.grad, L.jacfwd, L.jacrev):
+            with pytest.raises(TypeError):
+                make(lambda a: (a * a).sum(), (0, -1))(x)
+
+
+def test_device_queries_name_the_backend_as_jax():
+    # ``backend=`` by keyword; a platform that is not running is a RuntimeError (the
+    # usual ``try: jax.devices("gpu")`` probe), an unknown name too
+    import inspect
+    for name in ("devices", "local_devices", "device_count", "local_device_count"):
+        assert (list(inspect.signature(getattr(xform, name)).parameters)
+                == list(inspect.signature(getattr(jax, name)).parameters)), name
+    for L in (jax, xform):
+        assert L.device_count(backend="cpu") == len(L.devices(backend="cpu"))
+        bads = [("nope", "Unknown backend nope. Available backends are")]
+        if jax.default_backend() == "cpu":
+            bads.append(("gpu", "no platforms that are instances of gpu"))
+        for bad, match in bads:
+            for f in (L.devices, L.device_count, L.local_device_count):
+                with pytest.raises(RuntimeError, match=match):
+                    f(bad)
+
+
+def test_deprecated_and_newer_options_as_jax():
+    # nondiff_argnames, checkpoint static_argnames, jit compiler_options; the removed
+    # reduce_axes/concrete options are NotImplementedErrors
+    x = np.arange(1, 4, dtype=np.float32)
+
+    def run(L):
+        @functools.partial(L.custom_jvp, nondiff_argnames=("n",))
+        def f(a, n):
+            return a * n
+        f.defjvp(lambda n, p, t: (f(p[0], n), t[0] * n * 10))
+
+        @functools.partial(L.custom_vjp, nondiff_argnames="n")
+        def g(a, n):
+            return a * n
+        g.defvjp(lambda a, n: (g(a, n), None), lambda n, r, ct: (ct * n * 5,))
+        c = L.checkpoint(lambda a, n: (a ** n).sum(), static_argnames="n")
+        for bad in (lambda: L.vjp(jax.numpy.sin, 1.0, reduce_axes=("i",)),
+                    lambda: L.grad(lambda a: a, reduce_axes=("i",)),
+                    lambda: L.checkpoint(lambda a: a, concrete=True)):
+            with pytest.raises(NotImplementedError):
+                bad()
+        return (f.nondiff_argnums, g.nondiff_argnums, L.grad(lambda a: f(a, 3.).sum())(x),
+                L.grad(lambda a: g(a, 3.).sum())(x), L.grad(c)(x, 2),
+                L.jit(lambda a: a * 2, compiler_options={})(x))
+    ours, want = run(xform), run(jax)
+    assert ours[:2] == want[:2] == ((1,), (1,))
+    assert_tree_same(ours[2:], want[2:], 1e-6, "options")

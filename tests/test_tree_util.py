@@ -248,8 +248,13 @@ def test_broadcast_prefix():
         None, None, 1, 2, 4, 0]
     assert tu.broadcast_prefix((0, 1), ((), 5)) == [1]
     assert tu.broadcast_prefix({"x": 1}, {"x": None}) == []
+    # is_leaf marks the prefix's leaves only: the value's subtrees count their own leaves
+    # (a None there has none), as JAX's
+    from jax._src.tree_util import broadcast_prefix as jax_broadcast_prefix
     f = lambda x: isinstance(x, list)  # noqa: E731
-    assert tu.broadcast_prefix((0, 1, 2), full, is_leaf=f) == [0, 1, 1, 1, 2]
+    for args in [((0, 1, 2), full, f), ((0, 1), (None, [1, 2]), lambda x: x is None),
+                 ((None, 0), (None, 5), lambda x: x is None)]:
+        assert tu.broadcast_prefix(*args) == jax_broadcast_prefix(*args), args
     with pytest.raises(ValueError) as e:
         tu.broadcast_prefix((0, {"a": 0}, 0), full)
     assert str(e.value).startswith(
@@ -353,9 +358,52 @@ def test_register_dataclass():
         assert tu.tree_map(lambda v: v, tree) == tree
 
 
+@pytest.mark.parametrize("fields", [
+    dict(data_fields=["x"], meta_fields=[]),              # y missing
+    dict(data_fields=["x", "y", "z"], meta_fields=[]),    # z init=False
+    dict(data_fields=["x", "y"], meta_fields=["y"]),      # y both (and z is not init)
+    dict(data_fields=["x", "y"]),                         # meta_fields not given
+    dict()])                                              # z init=False, not dropped
+def test_register_dataclass_checks_fields_as_jax(fields):
+    def errors(reg):
+        @dataclasses.dataclass
+        class F:
+            x: object
+            y: object
+            z: object = dataclasses.field(init=False, default=0)
+        with pytest.raises(Exception) as e:
+            reg(F, **fields)
+        return type(e.value), str(e.value)
+    assert errors(tu.register_dataclass) == errors(jtu.register_dataclass)
+
+
+def test_treedef_compose():
+    inners = [(1, {"k": 2}), None, 5, [None, ()]]
+    outers = [{"a": [0, None, ()], "b": Point(0, (0,))}, 1, [1, 2]]
+    for o in outers:
+        for i in inners:
+            ours = tu.tree_structure(o).compose(tu.tree_structure(i))
+            want = jtu.tree_structure(o).compose(jtu.tree_structure(i))
+            assert (repr(ours), ours.num_leaves, ours.num_nodes) == (
+                repr(want), want.num_leaves, want.num_nodes)
+            full = tu.tree_unflatten(ours, range(ours.num_leaves))
+            assert tu.tree_structure(full) == ours
+
+
 def test_numpy_leaves_flatten_fast_path():
     a, b = np.ones(2), np.zeros(3)
     leaves, td = tu.tree_flatten((a, b))
     assert leaves[0] is a and leaves[1] is b and repr(td) == "PyTreeDef((*, *))"
     out = tu.tree_unflatten(td, leaves)
     assert out[0] is a and out[1] is b
+
+
+def test_public_namespaces_match_jax():
+    import jax
+    import xform
+    public = lambda m: {n for n in dir(m) if not n.startswith("_")}  # noqa: E731
+    assert public(xform.tree) == public(jax.tree)
+    # xform's extras: the registry's class and broadcast_prefix (vmap's in_axes helper)
+    assert public(xform.tree_util) - public(jax.tree_util) == {"PyTreeRegistry",
+                                                               "broadcast_prefix"}
+    assert public(jax.tree_util) <= public(xform.tree_util)

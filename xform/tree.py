@@ -2,7 +2,7 @@
 
 Thin names over :mod:`xform.core.tree_util`, with JAX's ``jax.tree`` signatures.
 """
-import dataclasses
+import dataclasses as _dataclasses
 
 from xform.core import tree_util as _tu
 
@@ -180,4 +180,4 @@ def static(**kwargs):
     """
     metadata = dict(kwargs.pop("metadata", None) or {})
     metadata["static"] = True
-    return dataclasses.field(metadata=metadata, **kwargs)
+    return _dataclasses.field(metadata=metadata, **kwargs)

@@ -115,6 +115,17 @@ class PyTreeDef:
                              f"got {len(leaves)}.")
         return _unflatten(self, iter(leaves))
 
+    def compose(self, inner):
+        """This structure with ``inner`` in place of each of its leaves (the structure of
+        ``tree_unflatten(self, [tree_unflatten(inner, ...)] * n)``)."""
+        if self._node.kind == _LEAFK:
+            return inner
+        if not self.num_leaves:   # (None, (), {}: as they are; None is a singleton)
+            return self
+        kids = tuple(c.compose(inner) for c in self._children)
+        return PyTreeDef(self._node, self._data, kids, sum(k.num_leaves for k in kids),
+                         1 + sum(k.num_nodes for k in kids))
+
     def flatten_up_to(self, tree):
         """Returns the subtrees of ``tree`` sitting at this treedef's leaves.
 
@@ -613,8 +624,10 @@ def _flatten_up_to(treedef, tree, prefix_name, full_name):
 def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
     """Repeats each leaf of ``prefix_tree`` once per leaf of the matching subtree of ``full_tree``.
 
-    ``None`` in ``prefix_tree`` is a leaf (vmap's "not mapped"). Raises ValueError naming the
-    key path where ``prefix_tree`` is not a prefix of ``full_tree``.
+    ``None`` in ``prefix_tree`` is a leaf (vmap's "not mapped"); ``is_leaf`` applies to
+    ``prefix_tree`` only: ``full_tree``'s subtrees count their ordinary leaves (a ``None``
+    there has none), as JAX's. Raises ValueError naming the key path where
+    ``prefix_tree`` is not a prefix of ``full_tree``.
 
     >>> broadcast_prefix((0, None), ([1, 2], {'a': 3}))
     [0, 0, None]
@@ -625,5 +638,5 @@ def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
     subtrees = _flatten_up_to(treedef, full_tree, "prefix", "the value")
     out = []
     for leaf, sub in zip(leaves, subtrees):
-        out.extend([leaf] * len(tree_leaves(sub, is_leaf)))
+        out.extend([leaf] * len(tree_leaves(sub)))
     return out

@@ -111,17 +111,45 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields
     >>> tree_leaves(Pt(1, 2))
     [1]
     """
-    if data_fields is None:
-        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+    if data_fields is None or meta_fields is None:
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError("register_dataclass: data_fields and meta_fields must both be "
+                            "specified when either is specified. Got "
+                            f"{data_fields=} {meta_fields=}.")
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError("register_dataclass: data_fields and meta_fields are required "
+                            f"when nodetype is not a dataclass. Got {nodetype=}.")
+        fields = dataclasses.fields(nodetype)
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
-    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields or ())
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+    _check_dataclass_fields(nodetype, data_fields, meta_fields, drop_fields)
     register_pytree_with_keys(
         nodetype,
         lambda x: ([(GetAttrKey(n), getattr(x, n)) for n in data_fields],
                    tuple(getattr(x, n) for n in meta_fields)),
         lambda aux, kids: nodetype(**dict(zip(meta_fields, aux)), **dict(zip(data_fields, kids))))
     return nodetype
+
+
+def _check_dataclass_fields(nodetype, data_fields, meta_fields, drop_fields):
+    """JAX's checks: a dataclass's init fields (less ``drop_fields``) are exactly the
+    data and meta fields (unflattening passes them all to ``__init__``), with no overlap."""
+    given = {*meta_fields, *data_fields}
+    if dataclasses.is_dataclass(nodetype):
+        init = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+        if given != init:
+            msg = ("data_fields and meta_fields must include all dataclass fields with "
+                   "``init=True`` and only them.")
+            if missing := init - given:
+                msg += (f" Missing fields: {missing}. Add them to drop_fields to suppress "
+                        "this error.")
+            if unexpected := given - init:
+                msg += f" Unexpected fields: {unexpected}."
+            raise ValueError(msg)
+    if overlap := set(data_fields) & set(meta_fields):
+        raise ValueError("data_fields and meta_fields must not overlap. Overlapping "
+                         f"fields: {overlap}.")
 
 
 def _defaultdict_flatten_with_keys(d):

@@ -89,12 +89,22 @@ def jvp(fun, primals, tangents, has_aux=False):
         tangents_in.append(t)
     flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, touts = ad.jvp_flat(flat_fun, p_flat, tangents_in)
-    touts = [ad.instantiate_zeros(t) for t in touts]
+    touts = [_instantiate(t, o) for t, o in zip(touts, outs)]
     out_tree = store.out_tree
     result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts))
     if has_aux:
         return result + (_strip_aux_tracers(store.aux),)
     return result
+
+
+def _instantiate(t, primal):
+    """A tangent output, a symbolic zero as zeros with the primal's weak type (JAX's)."""
+    if type(t) is not ad.Zero:
+        return t
+    z = ad.instantiate_zeros(t)
+    if get_aval(primal).weak_type and get_aval(z).dtype == get_aval(primal).dtype:
+        z = ew.convert_element_type(z, get_aval(z).dtype, True)
+    return z
 
 
 @api_boundary
@@ -113,7 +123,14 @@ def linearize(fun, *primals, has_aux=False):
             raise TypeError(f"linearized function called on tangents with tree structure "
                             f"{t_tree}, expected {p_tree}")
         for p, t in zip(p_flat, t_flat):
-            _check_tangent(p, t)
+            pa, ta = get_aval(p), get_aval(_as_array(t))
+            want = pa.to_tangent_aval()
+            if (ta.shape, ta.dtype) != (want.shape, want.dtype):
+                raise ValueError(
+                    "linearized function called on tangent values inconsistent with the "
+                    f"original primal values: Got tangent aval {ta.str_short(False)} for "
+                    f"primal aval {pa.str_short(False)} but expected "
+                    f"{want.str_short(False)}.")
         return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear, residuals, *t_flat))
 
     result = (tree_util.tree_unflatten(out_tree, outs), f_jvp)
@@ -121,7 +138,7 @@ def linearize(fun, *primals, has_aux=False):
 
 
 @api_boundary
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """Reverse-mode: ``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of
     cotangents, one per primal.
 
@@ -130,13 +147,16 @@ def vjp(fun, *primals, has_aux=False):
     >>> f_vjp(1.0)
     (Array(1., dtype=float32, weak_type=True),)
     """
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated")
     p_flat, p_tree = tree_util.tree_flatten(primals)
     p_flat = [_as_array(p) for p in p_flat]
     flat_fun, store = flatten_fun(fun, p_tree, has_aux)
     outs, linear, residuals = ad.linearize_flat(flat_fun, p_flat)
     out_tree = store.out_tree
     pullback = _VjpPullback(linear, [get_aval(p).to_tangent_aval() for p in p_flat], p_tree,
-                            out_tree, [get_aval(o) for o in outs])
+                            out_tree, [get_aval(o) for o in outs],
+                            [get_aval(p).weak_type for p in p_flat])
     # A Partial: the residuals are its leaves, so the pullback can cross jit boundaries
     result = (tree_util.tree_unflatten(out_tree, outs),
               tree_util.Partial(pullback, list(residuals)))
@@ -145,17 +165,18 @@ def vjp(fun, *primals, has_aux=False):
 
 class _VjpPullback:
     """The static half of vjp's pullback: the linear jaxpr and the trees around it."""
-    __slots__ = ("linear", "in_avals", "in_tree", "out_tree", "out_avals")
+    __slots__ = ("linear", "in_avals", "in_tree", "out_tree", "out_avals", "in_weak")
 
-    def __init__(self, linear, in_avals, in_tree, out_tree, out_avals):
+    def __init__(self, linear, in_avals, in_tree, out_tree, out_avals, in_weak):
         self.linear, self.in_avals, self.in_tree = linear, in_avals, in_tree
-        self.out_tree, self.out_avals = out_tree, out_avals
+        self.out_tree, self.out_avals, self.in_weak = out_tree, out_avals, in_weak
 
     def __call__(self, residuals, ct):
         ct_flat, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != self.out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {self.out_tree}.")
+            raise ValueError(f"unexpected tree structure of the argument to a VJP function "
+                             f"(returned by vjp): got {ct_tree}, but the differentiated "
+                             f"function's output has structure {self.out_tree}.")
         cts = []
         for c, a in zip(ct_flat, self.out_avals):
             if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
@@ -176,7 +197,9 @@ class _VjpPullback:
                 raise _ct_type_error(ca, a, False)
             cts.append(c)
         cts_in = ad.backward_pass(self.linear, residuals, self.in_avals, cts)
-        return tree_util.tree_unflatten(self.in_tree, [_zeros_or_float0(c) for c in cts_in])
+        return tree_util.tree_unflatten(
+            self.in_tree, [_as_input_ct(c, a, w)
+                           for c, a, w in zip(cts_in, self.in_avals, self.in_weak)])
 
 
 def _ct_type_error(ca, a, short):
@@ -187,12 +210,21 @@ def _ct_type_error(ca, a, short):
         f"{a.str_short(short)}")
 
 
-def _zeros_or_float0(c):
+def _as_input_ct(c, aval, weak):
+    """A pullback's cotangent for an input of tangent type ``aval``: a symbolic zero
+    becomes zeros with the input's weak type ``weak``, as JAX's (its zeros take the
+    primal's aval, weak type included)."""
     if type(c) is ad.Zero:
         if c.aval.dtype == dtypes.float0:
             return np.zeros(c.aval.shape, dtypes.float0)
-        return ad.zeros_like_aval(c.aval)
+        z = ad.zeros_like_aval(aval)
+        return ew.convert_element_type(z, aval.dtype, True) if weak else z
     return c
+
+
+def _check_callable(fun):
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
 
 
 def _check_argnums(argnums, nargs, name):
@@ -205,7 +237,10 @@ def _check_argnums(argnums, nargs, name):
                             f"least {max(nums) + 1 if isinstance(i, int) else '?'} positional "
                             f"arguments to be passed by the caller, but got only {nargs} "
                             "positional arguments.")
-    return tuple(i % nargs for i in nums)
+    out = tuple(i % nargs for i in nums)
+    if len(set(out)) != len(out):   # (JAX fails too, with a TypeError from deep inside)
+        raise TypeError(f"{name}: argnums={argnums} names an argument more than once.")
+    return out
 
 
 def _check_input_dtype(x, allow_int, holomorphic, name):
@@ -214,7 +249,13 @@ def _check_input_dtype(x, allow_int, holomorphic, name):
         if not dtypes.is_complex(dt):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
                             f"dtype, but got {dt.name}.")
-    elif not dtypes.is_inexact(dt) and not allow_int:   # complex inputs: as JAX, allowed
+    if dtypes.is_inexact(dt):   # (complex inputs: as JAX, allowed)
+        return
+    if not (dtypes.is_extended(dt) or dtypes.issubdtype(dt, np.integer)
+            or dtypes.issubdtype(dt, np.bool_)):   # float0: not a number
+        raise TypeError(f"{name} requires numerical-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.bool_ or np.number), but got {dt.name}.")
+    if not allow_int:
         raise TypeError(
             f"{name} requires real- or complex-valued inputs (input dtype that is a "
             f"sub-dtype of np.inexact), but got {dt.name}. If you want to use Boolean- or "
@@ -252,6 +293,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     (Array(5., dtype=float32), Array([0., 2., 4.], dtype=float32))
     """
     name = "grad"
+    _check_callable(fun)
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
 
     @api_boundary
     @functools.wraps(fun)
@@ -265,13 +309,17 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             out, f_vjp, aux = vjp(f, *dyn, has_aux=True)
         else:
             out, f_vjp = vjp(f, *dyn)
-        out_aval = get_aval(out) if isinstance(out, (Array, Tracer)) else None
+        try:   # (a Python or NumPy scalar output, constant in the inputs, is one too)
+            out_aval = get_aval(out)
+        except TypeError:
+            out_aval = None
         if out_aval is None or out_aval.shape != ():
-            shape = out_aval.shape if out_aval is not None else type(out).__name__
+            what = (f"had shape: {out_aval.shape}" if out_aval is not None else
+                    "was None" if out is None else f"was: {type(out).__name__}")
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
-                            f"{'had shape' if out_aval is not None else 'was'}: {shape}.")
+                            f"{what}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
-        g = f_vjp(_one_vjp(out))
+        g = f_vjp(_one_vjp(_as_array(out)))
         g = g[0] if isinstance(argnums, int) else g
         return ((out, aux), g) if has_aux else (out, g)
     return value_and_grad_f
@@ -296,7 +344,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
     >>> xform.grad(jnp.tanh)(0.0)
     Array(1., dtype=float32, weak_type=True)
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @api_boundary
     @functools.wraps(fun)
@@ -311,7 +359,8 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 # ---- Jacobians ----
 
 def _std_basis(flat_avals, dtype):
-    """Rows of the identity, split per input leaf: leaf i gets shape (N,) + shape_i."""
+    """Rows of the identity, split per input leaf: leaf i gets shape (N,) + shape_i and
+    its own dtype (JAX's ``_possible_downcast``), so mixed-precision leaves can be seeded."""
     sizes = [a.size for a in flat_avals]
     n = sum(sizes)
     eye = ew.convert_element_type(
@@ -319,8 +368,8 @@ def _std_basis(flat_avals, dtype):
               shapes.broadcasted_iota(np.int32, (n, n), 1)), dtype)
     out, start = [], 0
     for a, s in zip(flat_avals, sizes):
-        block = shapes.slice(eye, (0, start), (n, start + s))
-        out.append(shapes.reshape(block, (n,) + a.shape))
+        block = shapes.slice(eye, (0, start), (n, start + s))   # (in the leaf's dtype)
+        out.append(ew.convert_element_type(shapes.reshape(block, (n,) + a.shape), a.dtype))
         start += s
     return out
 
@@ -367,6 +416,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     Array([[0, 0],
            [0, 0]], dtype=int32)
     """
+    _check_callable(fun)
 
     @api_boundary
     @functools.wraps(fun)
@@ -417,6 +467,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
+    _check_callable(fun)
 
     @api_boundary
     @functools.wraps(fun)

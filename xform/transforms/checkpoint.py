@@ -21,6 +21,7 @@ from xform.core import tree_util
 from xform.core.jaxpr import eval_jaxpr
 from xform.core.trace import Primitive, check_no_tracers, current_trace, eval_trace, get_aval
 from xform.core.traceback_util import api_boundary
+from xform.core.transfer import device_put_value
 from xform.interpreters import ad, batching, call, mlir
 from xform.interpreters import partial_eval as pe
 
@@ -202,7 +203,11 @@ checkpoint_policies = types.SimpleNamespace(
 
 # ---- the API ----
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+_NOT_GIVEN = object()   # (``concrete``: JAX's DeprecatedArg)
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=(),
+               concrete=_NOT_GIVEN):
     """Make ``fun`` recompute its intermediates in the backward pass instead of storing them.
 
     Args:
@@ -213,6 +218,8 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         a bool, ``Saveable``, ``Recompute`` or ``Offloadable(src, dst)`` (saved: one
         memory space here); see ``checkpoint_policies``. ``None`` saves none of them.
       static_argnums: positional arguments that are Python values, not traced.
+      static_argnames: the same by name (keyword arguments too).
+      concrete: removed in JAX 0.10: NotImplementedError.
 
     Returns:
       A function computing the same values as ``fun``, with the same derivatives.
@@ -221,20 +228,36 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     >>> xform.grad(xform.checkpoint(lambda x: jnp.sin(jnp.sin(x))))(0.0)
     Array(1., dtype=float32, weak_type=True)
     """
+    if concrete is not _NOT_GIVEN:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and "
+            "removed in JAX v0.10.0. In its place please use `static_argnums`.")
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+    names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames)
+    if names:
+        try:
+            params = inspect.signature(fun).parameters.values()
+        except (TypeError, ValueError):
+            params = ()
+        static |= {i for i, p in enumerate(params)
+                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name in names}
 
     @api_boundary
     @functools.wraps(fun)
     def fun_remat(*args, **kwargs):
-        if current_trace() is eval_trace:
-            return fun(*args, **kwargs)
+        if current_trace() is eval_trace:   # (run directly; outputs as a traced call's:
+            leaves, tree = tree_util.tree_flatten(fun(*args, **kwargs))  # sorted, Arrays)
+            return tree_util.tree_unflatten(tree, [device_put_value(x) for x in leaves])
         nums = {i % len(args) for i in static if -len(args) <= i < len(args)}
         dyn = tuple(a for i, a in enumerate(args) if i not in nums)
-        flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
+        skw = {k: v for k, v in kwargs.items() if k in names}
+        flat, in_tree = tree_util.tree_flatten(
+            (dyn, {k: v for k, v in kwargs.items() if k not in names}))
 
         def fun_dyn(d, kw):
             it = iter(d)
-            return fun(*[args[i] if i in nums else next(it) for i in range(len(args))], **kw)
+            return fun(*[args[i] if i in nums else next(it) for i in range(len(args))],
+                       **kw, **skw)
         closed, consts, out_tree = pe.trace_to_subjaxpr(fun_dyn, in_tree,
                                                         [get_aval(x) for x in flat])
         outs = remat_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,

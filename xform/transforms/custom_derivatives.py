@@ -51,6 +51,18 @@ def _resolve_kwargs(fun, args, kwargs, kind):
     return bound.args
 
 
+def _nondiff_nums(fun, nums, names):
+    """``nondiff_argnums`` with the positions of ``nondiff_argnames`` added, sorted
+    (as JAX's: the rules get the nondiff arguments in positional order)."""
+    out = set(nums)
+    if names:
+        names = (names,) if isinstance(names, str) else tuple(names)
+        params = inspect.signature(fun).parameters.values()
+        out.update(i for i, p in enumerate(params)
+                   if p.kind is p.POSITIONAL_OR_KEYWORD and p.name in names)
+    return tuple(sorted(out))
+
+
 def _split_nondiff(args, nondiff_argnums):
     """``(tracers, rebuild, dyn)``: the tracer leaves of the nondiff arguments (they become
     operands, so lazily traced rules never close over them), ``rebuild(tracers, dyn)``
@@ -92,6 +104,7 @@ class custom_jvp:
       fun: the primal function.
       nondiff_argnums: positions of arguments not differentiated (e.g. callables or
         Python values); the rule receives them first: ``jvp(*nondiff, primals, tangents)``.
+      nondiff_argnames: the same, named (added to ``nondiff_argnums``).
 
     >>> import xform, xform.numpy as jnp
     >>> @xform.custom_jvp
@@ -104,10 +117,10 @@ class custom_jvp:
     Array(2., dtype=float32, weak_type=True)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_nums(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
         self.symbolic_zeros = False
 
@@ -277,6 +290,7 @@ class custom_vjp:
       fun: the primal function.
       nondiff_argnums: positions of non-array arguments (e.g. callables); ``fwd`` gets
         them in place and ``bwd`` gets them first: ``bwd(*nondiff, res, ct)``.
+      nondiff_argnames: the same, named (added to ``nondiff_argnums``).
 
     >>> import xform, xform.numpy as jnp
     >>> @xform.custom_vjp
@@ -287,10 +301,10 @@ class custom_vjp:
     Array(1., dtype=float32, weak_type=True)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_nums(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = self.bwd = None
         self.symbolic_zeros = False
 

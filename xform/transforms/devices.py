@@ -18,18 +18,38 @@ from xform.interpreters import layouts
 from xform.lax import sharding_constraint as lax_sharding
 
 
-def devices(backend_name=None):
+def _check_backend(name):
+    """JAX's RuntimeError for a platform not running: xform runs on one (``"cpu"`` on an
+    accelerator run still names its devices, as before)."""
+    if name is None or not isinstance(name, str):
+        return
+    plat = backend.client().platform
+    if name in (plat, backend.platform(), "cpu"):
+        return
+    if name not in ("gpu", "tpu"):
+        raise RuntimeError(f"Unknown backend {name}. Available backends are [{plat!r}]")
+    raise RuntimeError(f"Unknown backend: '{name}' requested, but no platforms that are "
+                       f"instances of {name} are present. Platforms present are: {plat}")
+
+
+def devices(backend=None):
     """The devices of the platform xform runs on (see ``jax_platforms``)."""
-    return backend.devices()
+    _check_backend(backend)
+    return _xb.devices()
 
 
-def local_devices(process_index=None, backend_name=None):
+def local_devices(process_index=None, backend=None, host_id=None):
     """The devices of this process (all of them unless running distributed)."""
-    return backend.local_devices()
+    _check_backend(backend)
+    return _xb.local_devices()
 
 
-def device_count(backend_name=None):
-    return backend.device_count()
+def device_count(backend=None):
+    _check_backend(backend)
+    return _xb.device_count()
+
+
+_xb = backend   # (the module, where a parameter is named ``backend`` as in JAX)
 
 
 def default_backend():

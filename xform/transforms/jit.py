@@ -30,7 +30,7 @@ from xform.interpreters import layouts as layouts_
 from xform.interpreters import partial_eval as pe
 from xform.interpreters.pjit import pjit_p, sharding_params
 from xform.transforms import jit_explain as explain
-from xform.transforms.jit_cache import Entry, fun_cache
+from xform.transforms.jit_cache import Entry, fun_cache, validate_argnums
 from xform.transforms import jit_sharding
 from xform.transforms.stages import Traced, out_info
 from xform import ref as refs
@@ -547,7 +547,7 @@ class JitWrapped:
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), in_shardings=None, out_shardings=None, device=None,
-        backend=None, inline=False, keep_unused=False):
+        backend=None, inline=False, keep_unused=False, compiler_options=None):
     """Compile ``fun`` with XLA: traced once per argument signature, then cached.
 
     The cache belongs to the function object, not to the wrapper: ``jit(f)`` created
@@ -569,7 +569,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         XLA chose.
       device: deprecated, as in JAX: the arguments are put on it (committed, wherever
         they were) and the call runs there.
-      backend, inline, keep_unused: accepted for JAX compatibility.
+      backend, inline, keep_unused, compiler_options: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
@@ -588,6 +588,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  device=device, backend=backend)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    validate_argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
     if device is not None:
         in_shardings = out_shardings = jit_sharding.for_device(
             device, backend, in_shardings, out_shardings)
@@ -597,8 +598,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
-    """A function returning the ClosedJaxpr of ``fun`` for the given arguments.
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
+    """A function returning the ClosedJaxpr of ``fun`` for the given arguments;
+    ``axis_env`` (``[(name, size)]``) binds axis names for collectives in ``fun``.
 
     >>> import xform, xform.numpy as jnp
     >>> print(xform.make_jaxpr(jnp.sin)(1.0))
@@ -609,7 +611,8 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        _, _, closed, out_tree, _ = wrapped._specialize(args, kwargs)
+        with batching.extend_axis_env(list(axis_env or ())):
+            _, _, closed, out_tree, _ = wrapped._specialize(args, kwargs)
         if return_shape:
             return closed, out_info(closed, out_tree)
         return closed
@@ -621,6 +624,8 @@ def eval_shape(fun, *args, **kwargs):
     ShapeDtypeStructs); their shardings as JAX's (``stages.out_info``)."""
     if isinstance(fun, JitWrapped):
         return fun.eval_shape(*args, **kwargs)
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     avals = _flat_avals(getattr(fun, "__name__", "fun"), leaves, in_tree)
     flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)

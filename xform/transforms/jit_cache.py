@@ -95,6 +95,47 @@ fun_caches = weakref.WeakKeyDictionary()  # fun -> {options: FunCache}
 all_caches = weakref.WeakSet()
 
 
+def validate_argnums(fun, static_argnums, static_argnames, donate_argnums,
+                     donate_argnames):
+    """JAX's checks when ``jit`` is applied: each argnum within ``fun``'s positional
+    parameters (unless it takes ``*args``), each argname one of its keyword parameters
+    (unless it takes ``**kwargs``), and no argument both static and donated."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    kinds = [p.kind for p in params]
+    n_pos = sum(k in (_POS_ONLY, _POS_OR_KW) for k in kinds)
+    names = {}
+    for what, nums in (("static_argnums", static_argnums), ("donate_argnums", donate_argnums)):
+        nums = _as_tuple(nums)
+        if _VAR_POS not in kinds and nums and (-min(nums) > n_pos or max(nums) >= n_pos):
+            raise ValueError(f"Jitted function has {what}={nums}, but only accepts "
+                             f"{n_pos} positional arguments.")
+        names[what] = {p.name for i, p in enumerate(params)
+                       if p.kind is _POS_OR_KW and i in nums}
+    kw = {p.name for p in params if p.kind in (_POS_OR_KW, _KW_ONLY)}
+    for what, given in (("static_argnames", static_argnames),
+                        ("donate_argnames", donate_argnames)):
+        given = set(_as_tuple(given))
+        if bad := given & {p.name for p in params if p.kind in (_POS_ONLY, _VAR_POS)}:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. "
+                             "These are positional-only")
+        if _VAR_KW not in kinds and (bad := given - kw):
+            raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. "
+                             "Function does not take these args.")
+    static = set(_as_tuple(static_argnames)) | names["static_argnums"]
+    if both := static & (set(_as_tuple(donate_argnames)) | names["donate_argnums"]):
+        raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                         f"names {both} appear in both static_argnames and donate_argnames")
+
+
+_POS_ONLY, _POS_OR_KW, _VAR_POS, _KW_ONLY, _VAR_KW = (
+    inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.KEYWORD_ONLY,
+    inspect.Parameter.VAR_KEYWORD)
+
+
 def _as_tuple(x):
     if x is None:
         return ()

@@ -15,6 +15,7 @@ from xform.core.array import Array, ShardedArray
 from xform.core.sharding import MeshLayout
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.interpreters import pxla, spmd
+from xform.transforms.devices import _check_backend
 from xform.transforms.jit import _arg_path
 
 
@@ -208,9 +209,10 @@ def _paths(args, kwargs):
     return [_arg_path(p) for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
 
 
-def local_device_count(backend_name=None):
+def local_device_count(backend=None):
     """Number of devices of this process."""
-    return backend.local_device_count()
+    _check_backend(backend)
+    return _backend.local_device_count()
 
 
 def device_put_sharded(shards, devices):

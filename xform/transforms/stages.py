@@ -4,6 +4,8 @@
 StableHLO text and cost queries; ``compile()`` builds the executable through the
 dispatch module's program cache, the same path a jitted call uses.
 """
+import dataclasses
+
 from xform import backend, backend_layouts
 from xform.core import transfer, tree_util
 from xform.core.array import Array
@@ -31,17 +33,70 @@ def out_info(closed, out_tree, out_shardings=None):
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-class Traced:
+@dataclasses.dataclass(frozen=True)
+class ArgInfo:
+    """One argument of a staged computation: its abstract value and whether it is
+    donated (the leaves of a stage's ``args_info``)."""
+    _aval: object
+    donated: bool
+
+    @property
+    def shape(self):
+        if not hasattr(self._aval, "shape"):
+            raise TypeError(f"No shape attribute with aval of type {type(self._aval)}")
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        if not hasattr(self._aval, "dtype"):
+            raise TypeError(f"No dtype attribute with aval of type {type(self._aval)}")
+        return self._aval.dtype
+
+
+class _Signature:
+    """What each stage tells of its arguments and outputs, under JAX's names: trees
+    ``(args, kwargs)`` of the dynamic (non-static) arguments; flat where the structure
+    is unknown (a deserialized executable). Needs ``_closed``, ``_in_tree``,
+    ``_out_tree``, ``_donated``."""
+
+    def _in_unflatten(self, flat):
+        return tuple(flat) if self._in_tree is None else \
+            tree_util.tree_unflatten(self._in_tree, flat)
+
+    @property
+    def in_tree(self):
+        return self._in_tree
+
+    @property
+    def out_tree(self):
+        return self._out_tree
+
+    @property
+    def in_avals(self):
+        return self._in_unflatten(list(self._closed.in_avals))
+
+    @property
+    def args_info(self):
+        avals = self._closed.in_avals
+        donated = self._donated or [False] * len(avals)
+        return self._in_unflatten([ArgInfo(a, bool(d)) for a, d in zip(avals, donated)])
+
+    @property
+    def out_info(self):
+        return out_info(self._closed, self._out_tree)
+
+
+class Traced(_Signature):
     """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next;
     ``out_info``: the outputs as ShapeDtypeStructs."""
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None,
                  pin=None, layouts=None, in_tree=None):
-        self.jaxpr = closed
+        self.jaxpr = self._closed = closed
         self._layouts = layouts  # (per flat input, per output) a Format's layout, or None
         self._in_tree = in_tree  # the ``(args, kwargs)`` structure of the flat inputs
-        self.out_tree = out_tree
-        self.name = name
+        self._out_tree = out_tree
+        self.name = self.fun_name = name
         self._donated = donated
         self._place = place  # an ``spmd.Placement``: one program over a mesh
         self._out_shardings = out_shardings  # per output: the jit's Sharding or None
@@ -51,6 +106,11 @@ class Traced:
     def out_info(self):
         return out_info(self.jaxpr, self.out_tree, self._out_shardings)
 
+    @property
+    def out_avals(self):
+        return tree_util.tree_unflatten(
+            self._out_tree, list(self._closed.out_avals[:self._out_tree.num_leaves]))
+
     def lower(self):
         kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
                                              self.jaxpr.out_avals)
@@ -58,7 +118,7 @@ class Traced:
                        self._pin, kinds, self._layouts, self._in_tree)
 
 
-class Lowered:
+class Lowered(_Signature):
     """A program lowered to StableHLO; ``as_text()`` shows it, ``compile()`` builds it.
 
     >>> import xform, xform.numpy as jnp
@@ -104,7 +164,8 @@ class Lowered:
         if self._place is not None:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
-            return Compiled(compiled, self._closed, self._out_tree, in_tree=self._in_tree)
+            return Compiled(compiled, self._closed, self._out_tree, in_tree=self._in_tree,
+                            donated=self._donated)
         device = self._pin and self._pin.device or backend.default_device()
         if self._layouts is not None:
             compiled = layouts_.LaidOutJaxpr(
@@ -114,7 +175,7 @@ class Lowered:
             compiled = dispatch.CompiledJaxpr(self._closed, device, name=f"jit({self._name})",
                                               donated=self._donated, out_kinds=self._out_kinds)
         return Compiled(compiled, self._closed, self._out_tree, self._pin, device,
-                        self._out_kinds, self._in_tree)
+                        self._out_kinds, self._in_tree, self._donated)
 
     def cost_analysis(self):
         """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
@@ -133,12 +194,12 @@ def _recommitted(x, committed):
     return y
 
 
-class Compiled:
+class Compiled(_Signature):
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
     def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None,
-                 in_tree=None):
-        self._compiled = compiled
+                 in_tree=None, donated=None):
+        self._compiled, self._closed, self._donated = compiled, closed, donated
         self._in_tree = in_tree
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
@@ -147,7 +208,11 @@ class Compiled:
         self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
     def __call__(self, *args, **kwargs):
-        leaves, _ = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        if self._in_tree is not None and in_tree != self._in_tree:
+            raise TypeError(
+                "Function compiled with input pytree does not match the input pytree it was "
+                f"called with: compiled for {self._in_tree}, called with {in_tree}.")
         avals = [get_aval(x) for x in leaves]
         if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in self._in_avals]:
             raise TypeError(
@@ -182,9 +247,17 @@ class Compiled:
 
     @property
     def input_shardings(self):
-        """The flat arguments' shardings."""
-        return getattr(self._compiled, "in_shardings", None) or \
-            tuple(self._one_device(a) for a in self._in_avals)
+        """The arguments' shardings (a tree ``(args, kwargs)``, as JAX's)."""
+        return self._in_unflatten(self._flat_in_shardings())
+
+    def _flat_in_shardings(self):
+        return list(getattr(self._compiled, "in_shardings", None) or
+                    [self._one_device(a) for a in self._in_avals])
+
+    @property
+    def out_info(self):
+        return out_info(self._closed, self._out_tree,
+                        tree_util.tree_leaves(self.output_shardings))
 
     @property
     def output_shardings(self):
@@ -202,7 +275,7 @@ class Compiled:
         params, _ = backend_layouts.executable_layouts(self._compiled.executable)
         params = params[len(params) - len(self._in_avals):]   # (hoisted consts lead)
         flat = [Format(from_runtime(p), s)
-                for p, s in zip(params, self.input_shardings, strict=True)]
+                for p, s in zip(params, self._flat_in_shardings(), strict=True)]
         return tuple(flat) if self._in_tree is None else \
             tree_util.tree_unflatten(self._in_tree, flat)
 

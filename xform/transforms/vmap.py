@@ -90,6 +90,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     >>> xform.vmap(lambda x, y: x * y, in_axes=(0, None))(jnp.arange(3.0), 2.0)
     Array([0., 2., 4.], dtype=float32)
     """
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or isinstance(in_axes, (int, tuple))):
