@@ -100,6 +100,9 @@ def validate_argnums(fun, static_argnums, static_argnames, donate_argnums,
     """JAX's checks when ``jit`` is applied: each argnum within ``fun``'s positional
     parameters (unless it takes ``*args``), each argname one of its keyword parameters
     (unless it takes ``**kwargs``), and no argument both static and donated."""
+    if all(a in ((), None, []) for a in (static_argnums, static_argnames, donate_argnums,
+                                          donate_argnames)):
+        return  # (the common jit(f): no inspect.signature per wrapper)
     try:
         params = list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
