@@ -49,3 +49,13 @@ def test_multisteps_nan_gradients_eager_vs_optax():
         outs.append([np.asarray(x) for x in tu.tree_leaves(tx.update(g, tx.init(p), p))])
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
+
+
+def test_sm3_rejects_complex_params_as_optax():
+    p = {'c': np.ones(2, np.complex64)}
+    msgs = []
+    for m in (optax, xo):
+        with pytest.raises(ValueError) as e:
+            m.scale_by_sm3().init(p)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
