@@ -104,6 +104,7 @@ OPTIMIZERS = {
     "sm3": lambda o: o.masked(o.sm3(0.05), {"w": True, "b": True, "s": False}),
     "signum": lambda o: o.signum(0.01),
     "fromage": lambda o: o.fromage(0.05),
+    "fromage_schedule": lambda o: o.fromage(o.linear_schedule(0.05, 0.01, 20)),
     "adan": lambda o: o.adan(0.05, weight_decay=0.01),
     "rprop": lambda o: o.rprop(0.05),
     "optimistic_gd": lambda o: o.optimistic_gradient_descent(0.05, alpha=0.7, beta=0.3),

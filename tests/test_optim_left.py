@@ -36,3 +36,26 @@ def test_step_exact_vs_optax(name):
         for a, b in zip(xform.tree_util.tree_leaves((xu, xs)), jax.tree_util.tree_leaves((ru, rs))):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=0)
         rp, xp = optax.apply_updates(rp, ru), xo.apply_updates(xp, xu)
+
+
+def test_multisteps_nan_gradients_eager_vs_optax():
+    """MultiSteps' cond branches take their operands as Optax's do: closed over, eager
+    ``emit * -inf`` in a non-emitting step gave NaN where Optax gives 0."""
+    g = {'b': np.array([np.inf, -1.], np.float32), 's': np.float32(np.inf)}
+    outs = []
+    for m, tu in ((optax, jax.tree_util), (xo, xform.tree_util)):
+        tx = m.MultiSteps(m.sgd(0.1), 2)
+        p = {'b': np.zeros(2, np.float32), 's': np.float32(0.)}
+        outs.append([np.asarray(x) for x in tu.tree_leaves(tx.update(g, tx.init(p), p))])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sm3_rejects_complex_params_as_optax():
+    p = {'c': np.ones(2, np.complex64)}
+    msgs = []
+    for m in (optax, xo):
+        with pytest.raises(ValueError) as e:
+            m.scale_by_sm3().init(p)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

@@ -57,6 +57,16 @@ def test_schedule_matches_optax(name):
                                np.broadcast_to(want_jit, want.shape), rtol=1e-6, atol=1e-7)
 
 
+def test_schedule_at_numpy_step_is_strongly_typed_as_optax():
+    """A NumPy int32 step makes staircase's ``p`` a np.float64: strongly typed in JAX
+    (np.float64 subclasses float, and was taken for a weak Python scalar)."""
+    for step in (np.int32(7), np.float64(7.0)):
+        want = SCHEDULES["exponential_staircase_end"](ox)(step)
+        got = SCHEDULES["exponential_staircase_end"](optax)(step)
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type), step
+        np.testing.assert_array_equal(got, want)
+
+
 def test_schedule_errors():
     with pytest.raises(ValueError, match="non-negative scale factors"):
         optax.piecewise_constant_schedule(1.0, {3: -1.0})

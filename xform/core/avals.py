@@ -224,13 +224,13 @@ def canonical_aval(aval: ShapedArray) -> ShapedArray:
 
 def aval_of_value(x) -> ShapedArray:
     """The aval of a concrete value: a NumPy array or scalar, or a Python scalar."""
+    if isinstance(x, (np.ndarray, np.generic)):  # (first: np.float64 is a float subclass)
+        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
     if isinstance(x, (bool, int, float, complex)):
         dt = dtypes.dtype(x)
         if isinstance(x, int) and not isinstance(x, bool):
             _check_int_range(x, dt)
         return ShapedArray((), dt, weak_type=not isinstance(x, bool))
-    if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid array type "
                     "(expected an xform Array, a NumPy array or a Python scalar).")
 

@@ -226,7 +226,13 @@ def noisy_sgd(learning_rate, eta=0.01, gamma=0.55, key=None, *, seed=None):
 
 
 def fromage(learning_rate, min_norm=1e-6):
-    """Fromage (Bernstein et al., 2020); ``learning_rate`` is a float here."""
+    """Fromage (Bernstein et al., 2020); ``learning_rate`` is a float or a schedule."""
+    if callable(learning_rate):
+        def mult_lr(c):
+            return 1 / (1 + learning_rate(c) ** 2) ** 0.5
+        return chain(B.scale_by_trust_ratio(min_norm),
+                     B.scale_by_learning_rate(lambda c: mult_lr(c) * learning_rate(c)),
+                     B.add_decayed_weights(lambda c: mult_lr(c) - 1))
     mult = 1 / (1 + learning_rate ** 2) ** 0.5
     return chain(B.scale_by_trust_ratio(min_norm), B.scale_by_learning_rate(learning_rate * mult),
                  B.add_decayed_weights(mult - 1))

@@ -457,6 +457,8 @@ def scale_by_sm3(b1=0.9, b2=1.0, eps=1e-8):
         (2, 3)
     """
     def init_fn(params):
+        if any(jnp.iscomplexobj(x) for x in tu.tree_leaves(params)):   # as Optax
+            raise ValueError("This transformation does not support complex parameters.")
         mu = tu.tree_map(lambda p: [jnp.zeros((p.shape[i],), p.dtype) for i in range(p.ndim)],
                          params)
         return ScaleBySM3State(mu, tree_zeros_like(params))

@@ -10,9 +10,11 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core import tree_util as tu
+from xform.core.array_ops import ArrayOps
 from xform.optim._base import (GradientTransformation, GradientTransformationExtraArgs,
                                canonicalize_dtype, safe_increment, tree_cast_like,
                                tree_dtype_highest, tree_zeros_like, with_extra_args_support)
+from xform.transforms.jit import eval_shape
 
 
 class MaskedState(NamedTuple):
@@ -199,6 +201,11 @@ def skip_large_updates(updates, gradient_step, params, max_squared_norm):
     return skip, {"should_skip": skip, "norm_squared": norm_sq}
 
 
+def _is_array(v):
+    """Optax's ``isinstance(v, jax.Array)``: an array or a tracer of one."""
+    return isinstance(v, ArrayOps)
+
+
 class MultiSteps:
     """Gradient accumulation: apply ``opt`` once every ``k`` calls, to the mean (or sum)
     of the gradients of those ``k`` calls; the other calls return zero updates.
@@ -255,7 +262,10 @@ class MultiSteps:
                              f"scalar array, but it returned an array of dtype {skip.dtype} "
                              f"and shape {skip.shape}")
 
-        def do_update(_):
+        # The branches take (updates, state, params) as operands, as Optax's do: closed
+        # over, a concrete ``emit`` would be a literal, and XLA folds ``emit * nan`` to
+        # nan where Optax's select-rewrite gives 0 (NaN gradients, eager).
+        def do_update(updates, state, params):
             acc = tu.tree_map(lambda g, a: self._acc(g, a, state.mini_step), updates,
                               state.acc_grads)
             final, new_inner = self._opt.update(tree_cast_like(acc, updates),
@@ -274,12 +284,17 @@ class MultiSteps:
                 skip_state=skip_state)
             return tu.tree_map(lambda u: emit * u, final), new_state
 
-        def skip_update(_):
-            zeros = tree_zeros_like(updates)
+        def skip_update(updates, state, params):
+            static = {k: v for k, v in extra_args.items() if not _is_array(v)}
+            dyn = {k: v for k, v in extra_args.items() if _is_array(v)}
+            zeros, _ = eval_shape(functools.partial(self._opt.update, **static),
+                                  tree_cast_like(state.acc_grads, updates),
+                                  state.inner_opt_state, params=params, **dyn)
+            zeros = tu.tree_map(lambda z: jnp.zeros(z.shape, z.dtype), zeros)
             return zeros, MultiStepsState(state.mini_step, state.gradient_step,
                                           state.inner_opt_state, state.acc_grads, skip_state)
 
-        return lax.cond(skip, skip_update, do_update, None)
+        return lax.cond(skip, skip_update, do_update, updates, state, params)
 
     def has_updated(self, state):
         """True when the last call applied the inner optimizer."""
