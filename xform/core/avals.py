@@ -222,9 +222,14 @@ def canonical_aval(aval: ShapedArray) -> ShapedArray:
         return aval
 
 
+_PY_SCALARS = frozenset((bool, int, float, complex))
+
+
 def aval_of_value(x) -> ShapedArray:
     """The aval of a concrete value: a NumPy array or scalar, or a Python scalar."""
-    if isinstance(x, (np.ndarray, np.generic)):  # (first: np.float64 is a float subclass)
+    # NumPy values before the Python-scalar test (np.float64 subclasses float, but it is
+    # strongly typed); Python scalars skip the NumPy test.
+    if type(x) not in _PY_SCALARS and isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype))
     if isinstance(x, (bool, int, float, complex)):
         dt = dtypes.dtype(x)
