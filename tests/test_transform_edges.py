@@ -103,3 +103,26 @@ def test_lax_zeta_is_not_differentiable_but_scipy_zeta_is():
     ours, want = _both(lambda L, J: L.jacfwd(L.scipy.special.zeta, (0, 1))(
         np.array([2., 4.], np.float32), np.array([1., .5], np.float32)))
     assert_tree_same(ours, want, 1e-5, "scipy zeta jacobian")
+
+
+def test_jnp_power_int_exponent_grad_at_zero():
+    # jnp.power(float, int array) keeps the int exponent (lax.pow's JVP is then 0 at
+    # x = 0 where the exponent is 0); promoting it to float gave nan.
+    x, n = np.zeros(3, np.float32), np.array([0, 1, 2], np.int32)
+    ours, want = _both(lambda L, J: (L.grad(lambda a: J.power(a, n).sum())(x),
+                                     L.jvp(lambda a: J.power(a, n), (x,), (x + 1,))))
+    assert_tree_same(ours, want, 1e-6, "grad power(x, int) at 0")
+
+
+def test_grad_of_python_scalar_output_and_float0_tangent_check():
+    # a Python/NumPy scalar output is a scalar (zero gradient); a float0 tangent stands
+    # only for an int/bool primal
+    x = np.ones(2, np.float32)
+    ours, want = _both(lambda L, J: (L.grad(lambda a: 0.)(x),
+                                     L.value_and_grad(lambda a: np.float32(1.))(x)))
+    assert_tree_same(ours, want, 0, "grad of a constant")
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="tangent dtype"):
+            L.jvp(lambda a: a * 2, (x,), (np.zeros(2, jax.dtypes.float0),))
+        with pytest.raises(TypeError, match="scalar-output functions. Output was"):
+            L.grad(lambda a: [a.sum()])(x)
