@@ -126,3 +126,13 @@ def test_grad_of_python_scalar_output_and_float0_tangent_check():
             L.jvp(lambda a: a * 2, (x,), (np.zeros(2, jax.dtypes.float0),))
         with pytest.raises(TypeError, match="scalar-output functions. Output was"):
             L.grad(lambda a: [a.sum()])(x)
+
+
+def test_nan_and_complex_zero_tangents_follow_jax():
+    # sqrt at a complex 0: t * (0.5 / 0j) is nan (t / 0j was inf); cholesky of a matrix
+    # that is not positive definite: the tangent's upper triangle stays 0, not NaN
+    z = np.array([0j, 1 + 1j], np.complex64)
+    s = np.array([[1., 2., 0.], [2., 1., 0.], [0., 0., 1.]], np.float32)
+    ours, want = _both(lambda L, J: (L.jvp(J.sqrt, (z,), (z + 1,)),
+                                     L.jvp(J.linalg.cholesky, (s,), (s,))))
+    assert_tree_same(ours, want, 1e-6, "sqrt / cholesky tangents")
