@@ -303,3 +303,36 @@ def test_deprecated_and_newer_options_as_jax():
     ours, want = run(xform), run(jax)
     assert ours[:2] == want[:2] == ((1,), (1,))
     assert_tree_same(ours[2:], want[2:], 1e-6, "options")
+
+
+def test_jnp_power_int_exponent_grad_at_zero():
+    # jnp.power(float, int array) keeps the int exponent (lax.pow's JVP is then 0 at
+    # x = 0 where the exponent is 0); promoting it to float gave nan.
+    x, n = np.zeros(3, np.float32), np.array([0, 1, 2], np.int32)
+    ours, want = _both(lambda L, J: (L.grad(lambda a: J.power(a, n).sum())(x),
+                                     L.jvp(lambda a: J.power(a, n), (x,), (x + 1,))))
+    assert_tree_same(ours, want, 1e-6, "grad power(x, int) at 0")
+
+
+def test_grad_of_python_scalar_output_and_float0_tangent_check():
+    # a Python/NumPy scalar output is a scalar (zero gradient); a float0 tangent stands
+    # only for an int/bool primal
+    x = np.ones(2, np.float32)
+    ours, want = _both(lambda L, J: (L.grad(lambda a: 0.)(x),
+                                     L.value_and_grad(lambda a: np.float32(1.))(x)))
+    assert_tree_same(ours, want, 0, "grad of a constant")
+    for L in (jax, xform):
+        with pytest.raises(TypeError, match="tangent dtype"):
+            L.jvp(lambda a: a * 2, (x,), (np.zeros(2, jax.dtypes.float0),))
+        with pytest.raises(TypeError, match="scalar-output functions. Output was"):
+            L.grad(lambda a: [a.sum()])(x)
+
+
+def test_nan_and_complex_zero_tangents_follow_jax():
+    # sqrt at a complex 0: t * (0.5 / 0j) is nan (t / 0j was inf); cholesky of a matrix
+    # that is not positive definite: the tangent's upper triangle stays 0, not NaN
+    z = np.array([0j, 1 + 1j], np.complex64)
+    s = np.array([[1., 2., 0.], [2., 1., 0.], [0., 0., 1.]], np.float32)
+    ours, want = _both(lambda L, J: (L.jvp(J.sqrt, (z,), (z + 1,)),
+                                     L.jvp(J.linalg.cholesky, (s,), (s,))))
+    assert_tree_same(ours, want, 1e-6, "sqrt / cholesky tangents")

@@ -355,7 +355,8 @@ def sqrt(x, *, accuracy=None):
 
 
 sqrt_p = unop("sqrt", inexact)
-ad.defjvp2(sqrt_p, lambda t, ans, x, accuracy=None: div(t, mul(_const(ans, 2), ans)))
+# t * (0.5 / ans), JAX's order: at a complex 0 that is nan (0.5 / 0j), not t / 0j = inf
+ad.defjvp2(sqrt_p, lambda t, ans, x, accuracy=None: mul(t, div(_const(ans, 0.5), ans)))
 mlir.register_lowering(sqrt_p, _accuracy.lowering(hlo.sqrt))
 
 

@@ -54,7 +54,9 @@ def _cholesky_jvp(primals, tangents):
     inner = triangular_solve(L, tmp, left_side=True, lower=True)
     half = ew.div(_eye_like(inner), ew.convert_element_type(np.array(2), x.dtype))
     phi = ew.sub(tril(inner), ew.mul(inner, half))
-    return L, _matmul(L, phi)
+    # L phi is lower triangular; tril keeps the upper zeros exact where a failed
+    # factorization's NaNs would spread into them (JAX's wrapper trils the tangent too)
+    return L, tril(_matmul(L, phi))
 
 
 def _cholesky_finish(l):

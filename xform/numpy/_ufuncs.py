@@ -345,8 +345,9 @@ def power(x1, x2, /):
     a1, a2 = _util.broadcast_arrays("power", a1, a2)
     d1, d2 = a1.aval.dtype, a2.aval.dtype
     if dtypes.is_inexact(d1) and dtypes.is_integer(d2):
-        # The base keeps its dtype (differentiable in x1 at 0, as JAX's lax.pow).
-        return lax.pow(a1, lax.convert_element_type(a2, d1, a2.aval.weak_type))
+        # Neither is promoted: lax.pow's JVP at x1 = 0 is then 0 where x2 == 0 (a
+        # float exponent gives 0 * 0**-1 = nan), as JAX's.
+        return lax.pow(a1, a2)
     p1, p2 = _util.promote_dtypes("power", x1, x2, to="numeric")
     p1, p2 = _util.broadcast_arrays("power", p1, p2, scalars_ok=False)
     if dtypes.is_integer(p1.aval.dtype):

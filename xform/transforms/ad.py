@@ -81,9 +81,10 @@ def jvp(fun, primals, tangents, has_aux=False):
     p_flat = [_as_array(p) for p in p_flat]
     tangents_in = []
     for p, t in zip(p_flat, t_flat):
-        if isinstance(t, np.ndarray) and t.dtype == dtypes.float0:
+        if (isinstance(t, np.ndarray) and t.dtype == dtypes.float0
+                and get_aval(p).to_tangent_aval().dtype == dtypes.float0):
             tangents_in.append(ad.Zero(get_aval(p).to_tangent_aval()))
-            continue
+            continue   # (a float0 tangent for a float primal fails _check_tangent)
         t = _as_array(t)
         _check_tangent(p, t)
         tangents_in.append(t)
@@ -309,15 +310,14 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             out, f_vjp, aux = vjp(f, *dyn, has_aux=True)
         else:
             out, f_vjp = vjp(f, *dyn)
-        try:   # (a Python or NumPy scalar output, constant in the inputs, is one too)
+        try:   # a Python or NumPy scalar is a scalar output too (its gradient is 0)
             out_aval = get_aval(out)
         except TypeError:
-            out_aval = None
-        if out_aval is None or out_aval.shape != ():
-            what = (f"had shape: {out_aval.shape}" if out_aval is not None else
-                    "was None" if out is None else f"was: {type(out).__name__}")
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
-                            f"{what}.")
+                            f"was {out}.") from None
+        if out_aval.shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output "
+                            f"had shape: {out_aval.shape}.")
         _check_output_dtype_revderiv(name, out_aval.dtype, holomorphic)
         g = f_vjp(_one_vjp(_as_array(out)))
         g = g[0] if isinstance(argnums, int) else g
