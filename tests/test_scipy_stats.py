@@ -209,6 +209,12 @@ EDGES = [
     ("pareto", "cdf", (_E, _S)), ("gennorm", "cdf", (_E, 1.5)), ("gamma", "sf", (_E, _S)),
     ("gamma", "logpdf", (_E, 0.5, 0.0, _S)), ("expon", "logcdf", (_E, 0.0, _S)),
     ("uniform", "cdf", (_E, 0.0, _S)),
+    # the distributions xform lacked before the sweep
+    ("vonmises", "logpdf", (_E, _S)), ("wrapcauchy", "pdf", (_E, _S / 4)),
+    ("betabinom", "logpmf", (_E, 5.0, _S, 2.0)), ("truncnorm", "logpdf", (_E, -1.0, _S)),
+    ("truncnorm", "logcdf", (_E * 3 - 4, _S - 1, 3.0)), ("truncnorm", "sf", (_E, 0.5, 4.0)),
+    ("multinomial", "logpmf", (np.array([[1, 2, 0], [0, 1, 1]], np.int32), 3, P[:3])),
+    ("poisson", "entropy", (np.array([0., 0.5, 9.5, 50., 200.], np.float32),)),
 ]
 
 

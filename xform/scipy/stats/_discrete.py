@@ -1,6 +1,9 @@
 """Discrete distributions of ``jax.scipy.stats`` (``logpmf``/``pmf``, and ``cdf`` where
 it is closed-form): bernoulli, binom, geom, nbinom, poisson."""
+import numpy as np
+
 from xform import numpy as jnp
+from xform.numpy import _util
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, nan, neg_inf, promote
 
@@ -93,6 +96,25 @@ def _poisson_cdf(k, mu, loc=0):
     return jnp.where(x < 0, jnp.zeros_like(x), special.gammaincc(jnp.floor(1 + x), mu))
 
 
+def _poisson_entropy(mu, loc=0):
+    """JAX's: 0 at mu = 0, a sum of ``entr(pmf)`` over k < 35 (mu < 10) or k < 250
+    (mu < 100) cut at mu + 20 or mu + 10 sqrt(mu) + 20, else the asymptotic series."""
+    mu, loc = _util.promote_dtypes("poisson.entropy", mu, loc, to="inexact")
+    shape = jnp.broadcast_shapes(mu.shape, loc.shape)
+    flat = jnp.ravel(mu)
+
+    def summed(max_k, upper):
+        k = jnp.arange(max_k, dtype=flat.dtype)[:, None]
+        probs = jnp.where(k < jnp.ceil(upper).astype(k.dtype)[None, :],
+                          jnp.exp(_poisson_logpmf(k, flat, 0)), 0.0)
+        return jnp.sum(special.entr(probs), axis=0)
+    large = 0.5 * jnp.log(2 * np.pi * np.e * flat) - 1.0 / (12 * flat)
+    out = jnp.where(flat == 0, jnp.zeros_like(flat), jnp.where(
+        flat < 10, summed(35, flat + 20),
+        jnp.where(flat < 100, summed(250, flat + 10 * jnp.sqrt(flat) + 20), large)))
+    return jnp.broadcast_to(jnp.reshape(out, mu.shape), shape)
+
+
 poisson = distribution(
     "poisson", """The Poisson distribution with mean ``mu``.
 
@@ -101,4 +123,4 @@ poisson = distribution(
     Array(0.13533522, dtype=float32, weak_type=True)
     """,
     logpmf=_poisson_logpmf, pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)),
-    cdf=_poisson_cdf)
+    cdf=_poisson_cdf, entropy=_poisson_entropy)
