@@ -12,7 +12,6 @@ The CDFs of gamma and chi2 use ``scipy.special.gammainc``/``gammaincc``, beta's
 import numpy as np
 
 from xform import numpy as jnp
-from xform.nn import log1mexp
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, promote
 
@@ -32,6 +31,11 @@ def _exp(logf):
 
 def _log(f):
     return lambda *args, **kw: jnp.log(f(*args, **kw))
+
+
+def _log1mexp(x):
+    """``log(1 - exp(-x))`` as ``jax.nn.log1mexp`` computes it (xform.nn is a layer up)."""
+    return jnp.where(x < float(np.log(2.0)), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
 
 
 def _bad_q(q):
@@ -321,7 +325,7 @@ gumbel_r = distribution(
     "gumbel_r", "The right-skewed Gumbel distribution.", logpdf=_gumbel_r_logpdf,
     pdf=_exp(_gumbel_r_logpdf), cdf=_exp(_gumbel_r_logcdf), logcdf=_gumbel_r_logcdf,
     sf=_gumbel("gumbel_r.sf", lambda z, s: 1 - jnp.exp(-jnp.exp(-z))),
-    logsf=_gumbel("gumbel_r.logsf", lambda z, s: log1mexp(jnp.exp(-z))),
+    logsf=_gumbel("gumbel_r.logsf", lambda z, s: _log1mexp(jnp.exp(-z))),
     ppf=_gumbel_ppf("gumbel_r.ppf", True))
 _gumbel_l_logpdf = _gumbel("gumbel_l.logpdf",
                            lambda z, s: special.xlogy(-1, s) + (z - jnp.exp(z)))
