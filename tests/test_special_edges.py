@@ -19,6 +19,9 @@ def test_scipy_softmax_defaults_to_all_axes():
         assert_tree_same(g(v[:, :2], axis=0), f(v[:, :2], axis=0), 1e-6, f"{name} axis=0")
         with pytest.raises(TypeError):
             g(v, 0)   # axis is keyword-only
+        for m in (f, g, getattr(jax.nn, name), getattr(xform.nn, name)):
+            with pytest.raises(TypeError, match="sub does not accept dtype bool"):
+                m(v > 1)   # JAX subtracts the max in bool
 
 
 def test_ndtr_family_dtypes_and_series_order():

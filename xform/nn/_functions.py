@@ -117,6 +117,14 @@ def _logmeanexp(x, axis, where, keepdims):
     return lse - jnp.log(count)
 
 
+def _no_bool(x):
+    """JAX's softmax subtracts the max in ``x``'s own dtype, so a bool input fails there."""
+    if jnp.result_type(x) == np.bool_:
+        raise TypeError("sub does not accept dtype bool at position 0. Accepted dtypes at "
+                        "position 0 are subtypes of integer, floating, complexfloating.")
+    return x
+
+
 @composite(static=("axis",))
 def log_softmax(x, axis=-1, where=None):
     r"""Log-softmax: :math:`x_i - \log \sum_j e^{x_j}` along ``axis``.
@@ -134,7 +142,7 @@ def log_softmax(x, axis=-1, where=None):
     >>> xform.nn.log_softmax(xform.numpy.array([0., 0.]))
     Array([-0.6931472, -0.6931472], dtype=float32)
     """
-    x, = _util.promote_dtypes("log_softmax", x, to="inexact")
+    x, = _util.promote_dtypes("log_softmax", _no_bool(x), to="inexact")
     return _log_softmax(x, _static_axis(axis), where)
 
 
@@ -168,7 +176,7 @@ def softmax(x, axis=-1, where=None):
     >>> xform.nn.softmax(xform.numpy.array([1000., 1000.]))
     Array([0.5, 0.5], dtype=float32)
     """
-    x, = _util.promote_dtypes("softmax", x, to="inexact")
+    x, = _util.promote_dtypes("softmax", _no_bool(x), to="inexact")
     return _softmax(x, _static_axis(axis), where)
 
 

@@ -11,6 +11,8 @@ from xform.scipy.stats._continuous import (beta, cauchy, chi2, expon, gamma,  # 
                                            norm, pareto, t, uniform)
 from xform.scipy.stats._discrete import (bernoulli, binom, geom, nbinom,  # noqa: F401
                                          poisson)
+from xform.scipy.stats._extra import (betabinom, multinomial, truncnorm,  # noqa: F401
+                                      vonmises, wrapcauchy)
 from xform.scipy.stats._kde import gaussian_kde  # noqa: F401
 from xform.scipy.stats._multivariate import dirichlet, multivariate_normal  # noqa: F401
 from xform.scipy.stats._summary import mode, rankdata, sem  # noqa: F401

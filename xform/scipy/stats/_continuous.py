@@ -2,6 +2,10 @@
 ``xform.numpy`` and ``xform.scipy.special``: each function promotes its arguments to one
 inexact dtype and broadcasts them, as JAX does; ``pdf`` is ``exp(logpdf)``.
 
+Each formula is JAX's own, term for term, so values agree off the support too: out-of-range
+quantiles, non-positive shapes or scales, ``nan`` and ``inf`` give what JAX gives (a ``nan``
+where JAX checks a parameter, the formula's value where it does not).
+
 The CDFs of gamma and chi2 use ``scipy.special.gammainc``/``gammaincc``, beta's
 ``betainc`` (series and continued fractions in fixed-length loops).
 """
@@ -9,9 +13,10 @@ import numpy as np
 
 from xform import numpy as jnp
 from xform.scipy import special
-from xform.scipy.stats._common import distribution, nan, neg_inf, promote
+from xform.scipy.stats._common import distribution, promote
 
 _LOG_2PI = float(np.log(2 * np.pi))
+_inf, _nan = np.inf, np.nan
 
 
 def _z(name, x, loc, scale):
@@ -19,15 +24,30 @@ def _z(name, x, loc, scale):
     return (x - loc) / scale, x, loc, scale
 
 
-def _ppf_domain(q, value):
-    return jnp.where((q < 0) | (q > 1), nan(value), value)
+def _exp(logf):
+    """``pdf`` (or ``cdf``/``sf``) as ``exp`` of its log, with ``logf``'s signature."""
+    return lambda *args, **kw: jnp.exp(logf(*args, **kw))
+
+
+def _log(f):
+    return lambda *args, **kw: jnp.log(f(*args, **kw))
+
+
+def _log1mexp(x):
+    """``log(1 - exp(-x))`` as ``jax.nn.log1mexp`` computes it (xform.nn is a layer up)."""
+    return jnp.where(x < float(np.log(2.0)), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+def _bad_q(q):
+    return jnp.isnan(q) | (q < 0) | (q > 1)
 
 
 # ---- norm ----
 
 def _norm_logpdf(x, loc=0, scale=1):
-    z, _, _, scale = _z("norm.logpdf", x, loc, scale)
-    return -0.5 * (z * z) - jnp.log(scale) - 0.5 * _LOG_2PI
+    x, loc, scale = promote("norm.logpdf", x, loc, scale)
+    scale_sq = scale * scale
+    return (jnp.log(2 * np.pi * scale_sq) + (x - loc) * (x - loc) / scale_sq) / -2
 
 
 def _norm_cdf(x, loc=0, scale=1):
@@ -39,8 +59,15 @@ def _norm_logcdf(x, loc=0, scale=1):
 
 
 def _norm_ppf(q, loc=0, scale=1):
-    q, loc, scale = promote("norm.ppf", q, loc, scale)
-    return special.ndtri(q) * scale + loc
+    # JAX: asarray(..., float), the default float dtype whatever q's is
+    return jnp.asarray(special.ndtri(q) * scale + loc, float)
+
+
+def _norm_flip(fn, name):
+    def flipped(x, loc=0, scale=1):
+        x, loc, scale = promote(name, x, loc, scale)
+        return fn(-x, -loc, scale)
+    return flipped
 
 
 norm = distribution(
@@ -50,10 +77,8 @@ norm = distribution(
     >>> norm.logpdf(0.)
     Array(-0.9189385, dtype=float32, weak_type=True)
     """,
-    logpdf=_norm_logpdf, pdf=lambda x, loc=0, scale=1: jnp.exp(_norm_logpdf(x, loc, scale)),
-    cdf=_norm_cdf, logcdf=_norm_logcdf,
-    sf=lambda x, loc=0, scale=1: _norm_cdf(-_as(x), -_as(loc), scale),
-    logsf=lambda x, loc=0, scale=1: _norm_logcdf(-_as(x), -_as(loc), scale),
+    logpdf=_norm_logpdf, pdf=_exp(_norm_logpdf), cdf=_norm_cdf, logcdf=_norm_logcdf,
+    sf=_norm_flip(_norm_cdf, "norm.sf"), logsf=_norm_flip(_norm_logcdf, "norm.logsf"),
     ppf=_norm_ppf, isf=lambda q, loc=0, scale=1: _norm_ppf(1 - _as(q), loc, scale))
 
 
@@ -65,193 +90,195 @@ def _as(x):
 
 def _uniform_logpdf(x, loc=0, scale=1):
     x, loc, scale = promote("uniform.logpdf", x, loc, scale)
-    inside = (x >= loc) & (x <= loc + scale)
-    return jnp.where(inside, -jnp.log(scale) + 0 * x, neg_inf(x))
+    return jnp.where((x > loc + scale) | (x < loc), -_inf, -jnp.log(scale))
 
 
 def _uniform_cdf(x, loc=0, scale=1):
-    z, *_ = _z("uniform.cdf", x, loc, scale)
-    return jnp.clip(z, 0, 1)
+    x, loc, scale = promote("uniform.cdf", x, loc, scale)
+    inside = (x >= loc) & (x <= loc + scale)
+    return jnp.select([x < loc, x > loc + scale, inside],
+                      [jnp.zeros_like(x), jnp.ones_like(x), (x - loc) / scale])
 
 
 def _uniform_ppf(q, loc=0, scale=1):
     q, loc, scale = promote("uniform.ppf", q, loc, scale)
-    return _ppf_domain(q, q * scale + loc)
+    return jnp.where(_bad_q(q), _nan, loc + scale * q)
 
 
 uniform = distribution(
     "uniform", "The uniform distribution on ``[loc, loc + scale]``.",
-    logpdf=_uniform_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_uniform_logpdf(x, loc, scale)),
-    cdf=_uniform_cdf, ppf=_uniform_ppf)
+    logpdf=_uniform_logpdf, pdf=_exp(_uniform_logpdf), cdf=_uniform_cdf, ppf=_uniform_ppf)
 
 
 # ---- expon ----
 
 def _expon_logpdf(x, loc=0, scale=1):
-    z, x, _, scale = _z("expon.logpdf", x, loc, scale)
-    return jnp.where(z < 0, neg_inf(z), -z - jnp.log(scale))
+    x, loc, scale = promote("expon.logpdf", x, loc, scale)
+    return jnp.where(x < loc, -_inf, -((x - loc) / scale + jnp.log(scale)))
 
 
 def _expon_cdf(x, loc=0, scale=1):
-    z, *_ = _z("expon.cdf", x, loc, scale)
-    return jnp.where(z < 0, jnp.zeros_like(z), -jnp.expm1(-jnp.maximum(z, 0)))
+    x, loc, scale = promote("expon.cdf", x, loc, scale)
+    neg_z = (loc - x) / scale
+    return jnp.where(x < loc, jnp.zeros_like(neg_z), -jnp.expm1(neg_z))
 
 
 def _expon_logsf(x, loc=0, scale=1):
-    z, *_ = _z("expon.logsf", x, loc, scale)
-    return jnp.where(z < 0, jnp.zeros_like(z), -z)
+    x, loc, scale = promote("expon.sf", x, loc, scale)
+    neg_z = (loc - x) / scale
+    return jnp.where(x < loc, jnp.zeros_like(neg_z), neg_z)
 
 
 def _expon_ppf(q, loc=0, scale=1):
     q, loc, scale = promote("expon.ppf", q, loc, scale)
-    return _ppf_domain(q, -jnp.log1p(-q) * scale + loc)
+    return jnp.where(_bad_q(q), _nan, loc - scale * jnp.log1p(-q))
 
 
 expon = distribution(
     "expon", "The exponential distribution with rate ``1 / scale``, shifted by ``loc``.",
-    logpdf=_expon_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_expon_logpdf(x, loc, scale)),
-    cdf=_expon_cdf, logcdf=lambda x, loc=0, scale=1: jnp.log(_expon_cdf(x, loc, scale)),
-    sf=lambda x, loc=0, scale=1: jnp.exp(_expon_logsf(x, loc, scale)),
-    logsf=_expon_logsf, ppf=_expon_ppf)
+    logpdf=_expon_logpdf, pdf=_exp(_expon_logpdf), cdf=_expon_cdf,
+    logcdf=lambda x, loc=0, scale=1: jnp.log1p(-jnp.exp(_expon_logsf(x, loc, scale))),
+    sf=_exp(_expon_logsf), logsf=_expon_logsf, ppf=_expon_ppf)
 
 
-# ---- gamma, chi2, beta, t (densities only) ----
+# ---- gamma, chi2, beta, t ----
 
 def _gamma_logpdf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote("gamma.logpdf", x, a, loc, scale)
+    ok = x >= loc
+    y = jnp.where(ok, (x - loc) / scale, 1)
+    out = special.xlogy(a - 1, y) - y - (special.gammaln(a) + jnp.log(scale))
+    return jnp.where(ok, out, -_inf)
+
+
+def _gamma_cdf(x, a, loc=0, scale=1):
+    x, a, loc, scale = promote("gamma.cdf", x, a, loc, scale)
+    return special.gammainc(a, jnp.clip((x - loc) / scale, 0, _inf))
+
+
+def _gamma_sf(x, a, loc=0, scale=1):
+    x, a, loc, scale = promote("gamma.sf", x, a, loc, scale)
     y = (x - loc) / scale
-    out = special.xlogy(a - 1, y) - y - special.gammaln(a) - jnp.log(scale)
-    return jnp.where(x < loc, neg_inf(out), out)
-
-
-def _gamma_tails(name, x, a, loc, scale):
-    """(cdf, sf) of the gamma distribution; 0 and 1 below ``loc``."""
-    x, a, loc, scale = promote(name, x, a, loc, scale)
-    y = jnp.maximum((x - loc) / scale, 0)
-    return special.gammainc(a, y), special.gammaincc(a, y)
+    return jnp.where(y < 0, 1, special.gammaincc(a, y))
 
 
 gamma = distribution(
     "gamma", "The gamma distribution with shape ``a``.", logpdf=_gamma_logpdf,
-    pdf=lambda x, a, loc=0, scale=1: jnp.exp(_gamma_logpdf(x, a, loc, scale)),
-    cdf=lambda x, a, loc=0, scale=1: _gamma_tails("gamma.cdf", x, a, loc, scale)[0],
-    logcdf=lambda x, a, loc=0, scale=1: jnp.log(
-        _gamma_tails("gamma.logcdf", x, a, loc, scale)[0]),
-    sf=lambda x, a, loc=0, scale=1: _gamma_tails("gamma.sf", x, a, loc, scale)[1],
-    logsf=lambda x, a, loc=0, scale=1: jnp.log(
-        _gamma_tails("gamma.logsf", x, a, loc, scale)[1]))
+    pdf=_exp(_gamma_logpdf), cdf=_gamma_cdf, logcdf=_log(_gamma_cdf), sf=_gamma_sf,
+    logsf=_log(_gamma_sf))
 
 
 def _chi2_logpdf(x, df, loc=0, scale=1):
     x, df, loc, scale = promote("chi2.logpdf", x, df, loc, scale)
     y = (x - loc) / scale
     half = df / 2
-    out = (special.xlogy(half - 1, y) - y / 2 - special.gammaln(half) - half * np.log(2.0)
-           - jnp.log(scale))
-    return jnp.where(x < loc, neg_inf(out), out)
+    kernel = (half - 1) * jnp.log(y) - y / 2
+    const = -(special.gammaln(half) + float(np.log(2.0)) * df / 2)
+    return jnp.where(x < loc, -_inf, const - jnp.log(scale) + kernel)
 
 
-def _chi2_tails(name, x, df, loc, scale):
-    x, df, loc, scale = promote(name, x, df, loc, scale)
-    y = jnp.maximum((x - loc) / scale, 0)
-    return special.gammainc(df / 2, y / 2), special.gammaincc(df / 2, y / 2)
+def _chi2_tail(name, inc):
+    def tail(x, df, loc=0, scale=1):
+        x, df, loc, scale = promote(name, x, df, loc, scale)
+        return inc(df / 2, jnp.clip((x - loc) / (scale * 2), 0, _inf))
+    return tail
 
 
+_chi2_cdf = _chi2_tail("chi2.cdf", special.gammainc)
+_chi2_sf = _chi2_tail("chi2.sf", special.gammaincc)
 chi2 = distribution(
     "chi2", "The chi-squared distribution with ``df`` degrees of freedom.",
-    logpdf=_chi2_logpdf,
-    pdf=lambda x, df, loc=0, scale=1: jnp.exp(_chi2_logpdf(x, df, loc, scale)),
-    cdf=lambda x, df, loc=0, scale=1: _chi2_tails("chi2.cdf", x, df, loc, scale)[0],
-    logcdf=lambda x, df, loc=0, scale=1: jnp.log(
-        _chi2_tails("chi2.logcdf", x, df, loc, scale)[0]),
-    sf=lambda x, df, loc=0, scale=1: _chi2_tails("chi2.sf", x, df, loc, scale)[1],
-    logsf=lambda x, df, loc=0, scale=1: jnp.log(
-        _chi2_tails("chi2.logsf", x, df, loc, scale)[1]))
+    logpdf=_chi2_logpdf, pdf=_exp(_chi2_logpdf), cdf=_chi2_cdf, logcdf=_log(_chi2_cdf),
+    sf=_chi2_sf, logsf=_log(_chi2_sf))
 
 
 def _beta_logpdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote("beta.logpdf", x, a, b, loc, scale)
     y = (x - loc) / scale
-    out = (special.xlogy(a - 1, y) + special.xlog1py(b - 1, -y) - special.betaln(a, b)
-           - jnp.log(scale))
-    return jnp.where((x < loc) | (x > loc + scale), neg_inf(out), out)
+    linear = special.xlogy(a - 1, y) + special.xlog1py(b - 1, -y)
+    out = -special.betaln(a, b) + linear - jnp.log(scale)
+    out = jnp.where((x > loc + scale) | (x < loc), -_inf, out)
+    return jnp.where((a <= 0) | (b <= 0) | (scale <= 0), _nan, out)
 
 
-def _beta_tails(name, x, a, b, loc, scale):
-    x, a, b, loc, scale = promote(name, x, a, b, loc, scale)
-    y = jnp.clip((x - loc) / scale, 0, 1)
-    return special.betainc(a, b, y), special.betainc(b, a, 1 - y)
+def _beta_cdf(x, a, b, loc=0, scale=1):
+    x, a, b, loc, scale = promote("beta.cdf", x, a, b, loc, scale)
+    return special.betainc(a, b, jnp.clip((x - loc) / scale, 0, 1))
+
+
+def _beta_sf(x, a, b, loc=0, scale=1):
+    x, a, b, loc, scale = promote("beta.sf", x, a, b, loc, scale)
+    return special.betainc(b, a, 1 - jnp.clip((x - loc) / scale, 0, 1))
 
 
 beta = distribution(
     "beta", "The beta distribution with shapes ``a``, ``b`` on ``[loc, loc + scale]``.",
-    logpdf=_beta_logpdf,
-    pdf=lambda x, a, b, loc=0, scale=1: jnp.exp(_beta_logpdf(x, a, b, loc, scale)),
-    cdf=lambda x, a, b, loc=0, scale=1: _beta_tails("beta.cdf", x, a, b, loc, scale)[0],
-    logcdf=lambda x, a, b, loc=0, scale=1: jnp.log(
-        _beta_tails("beta.logcdf", x, a, b, loc, scale)[0]),
-    sf=lambda x, a, b, loc=0, scale=1: _beta_tails("beta.sf", x, a, b, loc, scale)[1],
-    logsf=lambda x, a, b, loc=0, scale=1: jnp.log(
-        _beta_tails("beta.logsf", x, a, b, loc, scale)[1]))
+    logpdf=_beta_logpdf, pdf=_exp(_beta_logpdf), cdf=_beta_cdf, logcdf=_log(_beta_cdf),
+    sf=_beta_sf, logsf=_log(_beta_sf))
 
 
 def _t_logpdf(x, df, loc=0, scale=1):
     x, df, loc, scale = promote("t.logpdf", x, df, loc, scale)
     y = (x - loc) / scale
-    half_df1 = (df + 1) / 2
-    norm_term = (special.gammaln(df / 2) - special.gammaln(half_df1)
-                 + 0.5 * jnp.log(df * np.pi * scale * scale))
+    half_df = df / 2
+    half_df1 = half_df + 0.5
+    norm_term = (special.gammaln(half_df) + jnp.log(scale * scale * np.pi * df) / 2
+                 - special.gammaln(half_df1))
     return -(norm_term + half_df1 * jnp.log1p(y * y / df))
 
 
 t = distribution(
     "t", "Student's t distribution with ``df`` degrees of freedom.", logpdf=_t_logpdf,
-    pdf=lambda x, df, loc=0, scale=1: jnp.exp(_t_logpdf(x, df, loc, scale)))
+    pdf=_exp(_t_logpdf))
 
 
 # ---- cauchy, laplace, logistic ----
 
 def _cauchy_logpdf(x, loc=0, scale=1):
     z, _, _, scale = _z("cauchy.logpdf", x, loc, scale)
-    return -np.log(np.pi) - jnp.log(scale) - jnp.log1p(z * z)
+    return -(jnp.log(np.pi * scale) + jnp.log1p(z * z))
 
 
 def _cauchy_cdf(x, loc=0, scale=1):
     z, *_ = _z("cauchy.cdf", x, loc, scale)
-    return 0.5 + jnp.arctan(z) / np.pi
+    return 0.5 + (1 / np.pi) * jnp.arctan(z)
 
 
-def _cauchy_ppf(q, loc=0, scale=1):
-    q, loc, scale = promote("cauchy.ppf", q, loc, scale)
-    return _ppf_domain(q, loc + scale * jnp.tan(np.pi * (q - 0.5)))
+def _cauchy_q(name, sign):
+    # JAX's tan(pi q - pi/2) (ppf) / tan(pi/2 - pi q) (isf), unchecked outside [0, 1]
+    def quantile(q, loc=0, scale=1):
+        q, loc, scale = promote(name, q, loc, scale)
+        return jnp.tan(sign * (np.pi * q - np.pi / 2)) * scale + loc
+    return quantile
+
+
+def _cauchy_flip(fn, name):
+    def flipped(x, loc=0, scale=1):
+        x, loc, scale = promote(name, x, loc, scale)
+        return fn(-x, -loc, scale)
+    return flipped
 
 
 cauchy = distribution(
-    "cauchy", "The Cauchy distribution.", logpdf=_cauchy_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_cauchy_logpdf(x, loc, scale)),
-    cdf=_cauchy_cdf, logcdf=lambda x, loc=0, scale=1: jnp.log(_cauchy_cdf(x, loc, scale)),
-    sf=lambda x, loc=0, scale=1: _cauchy_cdf(-_as(x), -_as(loc), scale),
-    logsf=lambda x, loc=0, scale=1: jnp.log(_cauchy_cdf(-_as(x), -_as(loc), scale)),
-    ppf=_cauchy_ppf, isf=lambda q, loc=0, scale=1: _cauchy_ppf(1 - _as(q), loc, scale))
+    "cauchy", "The Cauchy distribution.", logpdf=_cauchy_logpdf, pdf=_exp(_cauchy_logpdf),
+    cdf=_cauchy_cdf, logcdf=_log(_cauchy_cdf), sf=_cauchy_flip(_cauchy_cdf, "cauchy.sf"),
+    logsf=_cauchy_flip(_log(_cauchy_cdf), "cauchy.logsf"),
+    ppf=_cauchy_q("cauchy.ppf", 1), isf=_cauchy_q("cauchy.isf", -1))
 
 
 def _laplace_logpdf(x, loc=0, scale=1):
-    z, _, _, scale = _z("laplace.logpdf", x, loc, scale)
-    return -jnp.log(2 * scale) - jnp.abs(z)
+    x, loc, scale = promote("laplace.logpdf", x, loc, scale)
+    return -(jnp.abs(x - loc) / scale + jnp.log(2 * scale))
 
 
 def _laplace_cdf(x, loc=0, scale=1):
     z, *_ = _z("laplace.cdf", x, loc, scale)
-    half_exp = 0.5 * jnp.exp(-jnp.abs(z))
-    return jnp.where(z < 0, half_exp, 1 - half_exp)
+    return jnp.where(z <= 0, 0.5 * jnp.exp(z), 1 - 0.5 * jnp.exp(-z))
 
 
 laplace = distribution(
     "laplace", "The Laplace (double exponential) distribution.", logpdf=_laplace_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_laplace_logpdf(x, loc, scale)),
-    cdf=_laplace_cdf)
+    pdf=_exp(_laplace_logpdf), cdf=_laplace_cdf)
 
 
 def _logistic_logpdf(x, loc=0, scale=1):
@@ -259,95 +286,95 @@ def _logistic_logpdf(x, loc=0, scale=1):
     return -2 * jnp.logaddexp(z / 2, -z / 2) - jnp.log(scale)
 
 
-def _logistic_ppf(q, loc=0, scale=1):
-    q, loc, scale = promote("logistic.ppf", q, loc, scale)
-    return _ppf_domain(q, special.logit(q) * scale + loc)
+def _logistic_q(name, sign):
+    def quantile(q, loc=0, scale=1):   # unchecked outside [0, 1], as JAX
+        q, loc, scale = promote(name, q, loc, scale)
+        return sign * special.logit(q) * scale + loc
+    return quantile
 
 
 logistic = distribution(
     "logistic", "The logistic distribution.", logpdf=_logistic_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_logistic_logpdf(x, loc, scale)),
+    pdf=_exp(_logistic_logpdf),
     cdf=lambda x, loc=0, scale=1: special.expit(_z("logistic.cdf", x, loc, scale)[0]),
     sf=lambda x, loc=0, scale=1: special.expit(-_z("logistic.sf", x, loc, scale)[0]),
-    ppf=_logistic_ppf,
-    isf=lambda q, loc=0, scale=1: _logistic_ppf(1 - _as(q), loc, scale))
+    ppf=_logistic_q("logistic.ppf", 1), isf=_logistic_q("logistic.isf", -1))
 
 
-# ---- gumbel_r, gumbel_l, pareto, gennorm ----
+# ---- gumbel_r, gumbel_l: nan where scale <= 0 ----
 
-def _gumbel_r_logpdf(x, loc=0, scale=1):
-    z, _, _, scale = _z("gumbel_r.logpdf", x, loc, scale)
-    return -z - jnp.exp(-z) - jnp.log(scale)
+def _gumbel(name, body):
+    def fn(x, loc=0, scale=1):
+        z, x, loc, scale = _z(name, x, loc, scale)
+        return jnp.where(scale > 0, body(z, scale), _nan)
+    return fn
 
 
+def _gumbel_ppf(name, right):
+    def ppf(p, loc=0, scale=1):
+        p, loc, scale = promote(name, p, loc, scale)
+        t = scale * jnp.log(special.xlogy(-1, p) if right else special.xlog1py(-1, -p))
+        return jnp.where((p > 0) & (p < 1), loc - t if right else loc + t, _nan)
+    return ppf
+
+
+_gumbel_r_logpdf = _gumbel("gumbel_r.logpdf",
+                           lambda z, s: special.xlogy(-1, s) - (z + jnp.exp(-z)))
+_gumbel_r_logcdf = _gumbel("gumbel_r.logcdf", lambda z, s: -jnp.exp(-z))
 gumbel_r = distribution(
     "gumbel_r", "The right-skewed Gumbel distribution.", logpdf=_gumbel_r_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_gumbel_r_logpdf(x, loc, scale)),
-    cdf=lambda x, loc=0, scale=1: jnp.exp(-jnp.exp(-_z("gumbel_r.cdf", x, loc, scale)[0])),
-    logcdf=lambda x, loc=0, scale=1: -jnp.exp(-_z("gumbel_r.logcdf", x, loc, scale)[0]),
-    sf=lambda x, loc=0, scale=1: -jnp.expm1(-jnp.exp(-_z("gumbel_r.sf", x, loc, scale)[0])),
-    logsf=lambda x, loc=0, scale=1: jnp.log(
-        -jnp.expm1(-jnp.exp(-_z("gumbel_r.logsf", x, loc, scale)[0]))),
-    ppf=lambda q, loc=0, scale=1: _gumbel_ppf("gumbel_r.ppf", q, loc, scale, True))
-
-
-def _gumbel_ppf(name, q, loc, scale, right):
-    q, loc, scale = promote(name, q, loc, scale)
-    y = -jnp.log(-jnp.log(q)) if right else jnp.log(-jnp.log1p(-q))
-    return _ppf_domain(q, loc + scale * y)
-
-
-def _gumbel_l_logpdf(x, loc=0, scale=1):
-    z, _, _, scale = _z("gumbel_l.logpdf", x, loc, scale)
-    return z - jnp.exp(z) - jnp.log(scale)
-
-
+    pdf=_exp(_gumbel_r_logpdf), cdf=_exp(_gumbel_r_logcdf), logcdf=_gumbel_r_logcdf,
+    sf=_gumbel("gumbel_r.sf", lambda z, s: 1 - jnp.exp(-jnp.exp(-z))),
+    logsf=_gumbel("gumbel_r.logsf", lambda z, s: _log1mexp(jnp.exp(-z))),
+    ppf=_gumbel_ppf("gumbel_r.ppf", True))
+_gumbel_l_logpdf = _gumbel("gumbel_l.logpdf",
+                           lambda z, s: special.xlogy(-1, s) + (z - jnp.exp(z)))
+_gumbel_l_logsf = _gumbel("gumbel_l.logsf", lambda z, s: -jnp.exp(z))
+_gumbel_l_logcdf = _gumbel("gumbel_l.logcdf", lambda z, s: jnp.log(-jnp.expm1(-jnp.exp(z))))
 gumbel_l = distribution(
     "gumbel_l", "The left-skewed Gumbel distribution.", logpdf=_gumbel_l_logpdf,
-    pdf=lambda x, loc=0, scale=1: jnp.exp(_gumbel_l_logpdf(x, loc, scale)),
-    cdf=lambda x, loc=0, scale=1: -jnp.expm1(-jnp.exp(_z("gumbel_l.cdf", x, loc, scale)[0])),
-    logcdf=lambda x, loc=0, scale=1: jnp.log(
-        -jnp.expm1(-jnp.exp(_z("gumbel_l.logcdf", x, loc, scale)[0]))),
-    sf=lambda x, loc=0, scale=1: jnp.exp(-jnp.exp(_z("gumbel_l.sf", x, loc, scale)[0])),
-    logsf=lambda x, loc=0, scale=1: -jnp.exp(_z("gumbel_l.logsf", x, loc, scale)[0]),
-    ppf=lambda q, loc=0, scale=1: _gumbel_ppf("gumbel_l.ppf", q, loc, scale, False))
+    pdf=_exp(_gumbel_l_logpdf), cdf=_exp(_gumbel_l_logcdf), logcdf=_gumbel_l_logcdf,
+    sf=_exp(_gumbel_l_logsf), logsf=_gumbel_l_logsf, ppf=_gumbel_ppf("gumbel_l.ppf", False))
 
+
+# ---- pareto, gennorm ----
 
 def _pareto_logpdf(x, b, loc=0, scale=1):
     x, b, loc, scale = promote("pareto.logpdf", x, b, loc, scale)
-    y = (x - loc) / scale
-    out = jnp.log(b) - (b + 1) * jnp.log(jnp.maximum(y, 1)) - jnp.log(scale)
-    return jnp.where(y < 1, neg_inf(out), out)
+    out = -(jnp.log(scale / b) + (b + 1) * jnp.log((x - loc) / scale))
+    return jnp.where(x < loc + scale, -_inf, out)
 
 
-def _pareto_logsf(x, b, loc=0, scale=1):
-    x, b, loc, scale = promote("pareto.logsf", x, b, loc, scale)
-    y = (x - loc) / scale
-    return jnp.where(y < 1, jnp.zeros_like(y), -b * jnp.log(jnp.maximum(y, 1)))
+def _pareto(name, body, below):
+    def fn(x, b, loc=0, scale=1):
+        x, b, loc, scale = promote(name, x, b, loc, scale)
+        return jnp.where(x < loc + scale, below, body((x - loc) / scale, b))
+    return fn
 
 
 def _pareto_ppf(q, b, loc=0, scale=1):
     q, b, loc, scale = promote("pareto.ppf", q, b, loc, scale)
-    return _ppf_domain(q, scale * (1 - q) ** (-1 / b) + loc)
+    return jnp.where(_bad_q(q), _nan, loc + scale * (1 - q) ** -(1 / b))
 
 
+_pareto_logsf = _pareto("pareto.logsf", lambda y, b: -(b * jnp.log(y)), 0)
 pareto = distribution(
     "pareto", "The Pareto distribution with shape ``b``.", logpdf=_pareto_logpdf,
-    pdf=lambda x, b, loc=0, scale=1: jnp.exp(_pareto_logpdf(x, b, loc, scale)),
-    cdf=lambda x, b, loc=0, scale=1: -jnp.expm1(_pareto_logsf(x, b, loc, scale)),
-    logcdf=lambda x, b, loc=0, scale=1: jnp.log(-jnp.expm1(_pareto_logsf(x, b, loc, scale))),
-    sf=lambda x, b, loc=0, scale=1: jnp.exp(_pareto_logsf(x, b, loc, scale)),
-    logsf=_pareto_logsf, ppf=_pareto_ppf)
+    pdf=_exp(_pareto_logpdf), cdf=_pareto("pareto.cdf", lambda y, b: 1 - y ** -b, 0),
+    logcdf=_pareto("pareto.logcdf", lambda y, b: jnp.log1p(-(y ** -b)), -_inf),
+    sf=_exp(_pareto_logsf), logsf=_pareto_logsf, ppf=_pareto_ppf)
 
 
-def _gennorm_logpdf(x, beta, loc=0, scale=1):
-    x, beta, loc, scale = promote("gennorm.logpdf", x, beta, loc, scale)
-    z = jnp.abs((x - loc) / scale)
-    return (jnp.log(beta) - np.log(2.0) - special.gammaln(1 / beta) - jnp.log(scale)
-            - z ** beta)
+def _gennorm_logpdf(x, beta):
+    x, beta = promote("gennorm.logpdf", x, beta)
+    return jnp.log(0.5 * beta) - special.gammaln(1 / beta) - jnp.abs(x) ** beta
+
+
+def _gennorm_cdf(x, beta):
+    x, beta = promote("gennorm.cdf", x, beta)
+    return 0.5 * (1 + jnp.sign(x) * special.gammainc(1 / beta, jnp.abs(x) ** beta))
 
 
 gennorm = distribution(
-    "gennorm", "The generalized normal distribution with shape ``beta``.",
-    logpdf=_gennorm_logpdf,
-    pdf=lambda x, beta, loc=0, scale=1: jnp.exp(_gennorm_logpdf(x, beta, loc, scale)))
+    "gennorm", "The generalized normal distribution with shape ``beta`` (no loc/scale, as "
+    "in JAX).", logpdf=_gennorm_logpdf, pdf=_exp(_gennorm_logpdf), cdf=_gennorm_cdf)

@@ -1,6 +1,9 @@
 """Discrete distributions of ``jax.scipy.stats`` (``logpmf``/``pmf``, and ``cdf`` where
 it is closed-form): bernoulli, binom, geom, nbinom, poisson."""
+import numpy as np
+
 from xform import numpy as jnp
+from xform.numpy import _util
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, nan, neg_inf, promote
 
@@ -12,16 +15,25 @@ def _bernoulli_logpmf(k, p, loc=0):
     return jnp.where((x < 0) | (x > 1), neg_inf(out), out)
 
 
+def _bad_p(*args):
+    """nan inputs or p outside [0, 1] (the last argument): nan, as JAX."""
+    p = args[-1]
+    bad = (p < 0) | (p > 1)
+    for a in args:
+        bad = bad | jnp.isnan(a)
+    return bad
+
+
 def _bernoulli_cdf(k, p):
     k, p = promote("bernoulli.cdf", k, p)
     out = jnp.where(k < 0, jnp.zeros_like(k), jnp.where(k < 1, 1 - p, jnp.ones_like(k)))
-    return jnp.where((p < 0) | (p > 1) | jnp.isnan(k), nan(out), out)
+    return jnp.where(_bad_p(k, p), nan(out), out)
 
 
 def _bernoulli_ppf(q, p):
     q, p = promote("bernoulli.ppf", q, p)
     out = jnp.where(q <= 1 - p, jnp.zeros_like(q), jnp.ones_like(q))
-    return jnp.where((q < 0) | (q > 1) | (p < 0) | (p > 1) | jnp.isnan(q), nan(out), out)
+    return jnp.where((q < 0) | (q > 1) | _bad_p(q, p), nan(out), out)
 
 
 bernoulli = distribution(
@@ -32,11 +44,13 @@ bernoulli = distribution(
 
 
 def _binom_logpmf(k, n, p, loc=0):
+    # JAX's: 0 where y = n = 0 or the linear term is 0; -inf outside loc <= k < loc + n + 1
     k, n, p, loc = promote("binom.logpmf", k, n, p, loc)
     y = k - loc
-    comb = special.gammaln(n + 1) - special.gammaln(y + 1) - special.gammaln(n - y + 1)
-    out = comb + special.xlogy(y, p) + special.xlog1py(n - y, -p)
-    return jnp.where((y < 0) | (y > n), neg_inf(out), out)
+    comb = special.gammaln(n + 1) - (special.gammaln(y + 1) + special.gammaln(n - y + 1))
+    linear = special.xlogy(y, p) + special.xlog1py(n - y, -p)
+    out = jnp.where(((y == 0) & (n == 0)) | (linear == 0), 0.0, comb + linear)
+    return jnp.where((k >= loc) & (k < loc + n + 1), out, -jnp.inf)
 
 
 binom = distribution(
@@ -59,9 +73,9 @@ geom = distribution(
 def _nbinom_logpmf(k, n, p, loc=0):
     k, n, p, loc = promote("nbinom.logpmf", k, n, p, loc)
     x = k - loc
-    comb = special.gammaln(n + x) - special.gammaln(x + 1) - special.gammaln(n)
-    out = comb + special.xlogy(n, p) + special.xlog1py(x, -p)
-    return jnp.where(x < 0, neg_inf(out), out)
+    comb = special.gammaln(x + n) - special.gammaln(n) - special.gammaln(x + 1)
+    out = comb + (special.xlogy(n, p) + special.xlogy(x, 1 - p))
+    return jnp.where(k < loc, neg_inf(out), out)
 
 
 nbinom = distribution(
@@ -78,9 +92,27 @@ def _poisson_logpmf(k, mu, loc=0):
 
 def _poisson_cdf(k, mu, loc=0):
     k, mu, loc = promote("poisson.cdf", k, mu, loc)
-    x = jnp.floor(k - loc)
-    out = special.gammaincc(jnp.maximum(x, 0) + 1, mu)
-    return jnp.where(x < 0, jnp.zeros_like(out), out)
+    x = k - loc
+    return jnp.where(x < 0, jnp.zeros_like(x), special.gammaincc(jnp.floor(1 + x), mu))
+
+
+def _poisson_entropy(mu, loc=0):
+    """JAX's: 0 at mu = 0, a sum of ``entr(pmf)`` over k < 35 (mu < 10) or k < 250
+    (mu < 100) cut at mu + 20 or mu + 10 sqrt(mu) + 20, else the asymptotic series."""
+    mu, loc = _util.promote_dtypes("poisson.entropy", mu, loc, to="inexact")
+    shape = jnp.broadcast_shapes(mu.shape, loc.shape)
+    flat = jnp.ravel(mu)
+
+    def summed(max_k, upper):
+        k = jnp.arange(max_k, dtype=flat.dtype)[:, None]
+        probs = jnp.where(k < jnp.ceil(upper).astype(k.dtype)[None, :],
+                          jnp.exp(_poisson_logpmf(k, flat, 0)), 0.0)
+        return jnp.sum(special.entr(probs), axis=0)
+    large = 0.5 * jnp.log(2 * np.pi * np.e * flat) - 1.0 / (12 * flat)
+    out = jnp.where(flat == 0, jnp.zeros_like(flat), jnp.where(
+        flat < 10, summed(35, flat + 20),
+        jnp.where(flat < 100, summed(250, flat + 10 * jnp.sqrt(flat) + 20), large)))
+    return jnp.broadcast_to(jnp.reshape(out, mu.shape), shape)
 
 
 poisson = distribution(
@@ -91,4 +123,4 @@ poisson = distribution(
     Array(0.13533522, dtype=float32, weak_type=True)
     """,
     logpmf=_poisson_logpmf, pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)),
-    cdf=_poisson_cdf)
+    cdf=_poisson_cdf, entropy=_poisson_entropy)
