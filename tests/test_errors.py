@@ -113,7 +113,7 @@ def test_binary_op_dtype_mismatch_suggests_jnp():
 
 def test_dot_general_contracting_mismatch():
     with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
-        lax.dot(f32(np.ones((2, 3))), f32(np.ones((4, 2))))
+        lax.dot_general(f32(np.ones((2, 3))), f32(np.ones((4, 2))), (((1,), (0,)), ((), ())))
 
 
 def test_reshape_size_mismatch():

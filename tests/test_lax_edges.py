@@ -266,3 +266,56 @@ def test_dynamic_slice_start_indices_of_one_integer_type(x64_on, request):
                         L.lax.dynamic_update_slice_in_dim(x, x[:, :2], np.uint8(3), 1),
                         L.jit(lambda j: L.lax.dynamic_update_index_in_dim(x, x[0], j, 0))(i))
                        for L in (xform, jax)], 0, "in_dim helpers")
+
+
+X34 = np.arange(12, dtype=np.float32).reshape(3, 4)
+C1 = np.ones((1, 1, 4), np.float32)
+# Parameters that JAX refuses, each with JAX's exception type (differential sweep).
+PARAM_ERRORS = [
+    lambda L: L.conv_general_dilated(C1, C1[..., :2], (1,), "SAME", lhs_dilation=(2,)),
+    lambda L: L.conv_general_dilated(C1, C1[..., :2], (1,), ((-3, -2),)),
+    lambda L: L.conv_general_dilated(C1, C1[..., :2], (1,), "VALID",
+                                     preferred_element_type=np.float16),
+    lambda L: L.conv_general_dilated(C1.astype(np.int8), C1[..., :2].astype(np.int8), (1,),
+                                     "VALID", preferred_element_type=np.uint32),
+    lambda L: L.squeeze(X34[:1], (0, 0)), lambda L: L.squeeze(X34[:1], (5,)),
+    lambda L: L.squeeze(X34, (1,)), lambda L: L.expand_dims(X34, (3,)),
+    lambda L: L.broadcasted_iota(np.int32, (2, 3), 2), lambda L: L.iota(np.int32, -1),
+    lambda L: L.pad(X34, np.float32(0), [(0, 0, -1), (0, 0, 0)]),
+    lambda L: L.pad(X34, np.float32(0), [(-2, -2, 0), (0, 0, 0)]),
+    lambda L: L.broadcast(X34, (-1,)), lambda L: L.concatenate([], 0),
+    lambda L: L.select_n(np.array([True])), lambda L: L.top_k(np.ones(2, np.complex64), 1),
+    lambda L: L.slice(X34, (0, 0), (3, 4), (1,)), lambda L: L.slice(X34, (2, 0), (4, 4), (1, 1)),
+    lambda L: L.slice_in_dim(X34, -5, None), lambda L: L.slice_in_dim(X34, 0, 7, axis=1),
+    lambda L: L.fft(X34, "RFFT", (3,)), lambda L: L.fft(X34, "FFT", (5,)),
+    lambda L: L.dot(X34, X34),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PARAM_ERRORS)))
+def test_parameter_errors_as_jax(case):
+    f = PARAM_ERRORS[case]
+    with pytest.raises(Exception) as want:
+        f(jlax)
+    with pytest.raises(type(want.value)):
+        f(xlax)
+
+
+def test_parameter_values_as_jax():
+    c = np.array([0j, 1j, 2 + 1j, np.nan], np.complex64)
+    u = np.array([1, 2], np.uint32)
+    cases = [
+        lambda L: L.convert_element_type(c, np.bool_),   # real part only, as JAX
+        lambda L: [L.convert_element_type(v, t) for v in (float("nan"), float("inf"), 1e10,
+                                                         -1.5) for t in (np.int32, np.uint8)],
+        lambda L: L.bitcast_convert_type(u, np.int64),   # int32 without x64
+        lambda L: L.rng_bit_generator(np.arange(4, dtype=np.uint32), (3,), np.uint64),
+        lambda L: L.dot_general(c[:2], c[:2], (((0,), (0,)), ((), ())),
+                                preferred_element_type=np.float32),
+        lambda L: L.dot(X34, X34, dimension_numbers=(((1,), (1,)), ((), ()))),
+        lambda L: L.slice_in_dim(X34, -2, -1, axis=1),
+        lambda L: L.conv_general_dilated(C1.astype(np.int8), C1[..., :2].astype(np.int8),
+                                         (1,), "SAME", preferred_element_type=np.float32),
+    ]
+    for k, f in enumerate(cases):
+        assert_tree_same(f(xlax), f(jlax), 0, f"case {k}")

@@ -42,6 +42,13 @@ def standard_primitive(name, abstract_eval, multiple_results=False):
     return prim
 
 
+def canonicalize_axis(axis, ndim):
+    """``axis`` in ``[-ndim, ndim)`` made nonnegative, else JAX's ValueError."""
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
 def _dtype_names(allowed):
     return ", ".join(sorted(np.dtype(d).name for d in allowed))
 

@@ -127,6 +127,10 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     window_strides = tuple(map(int, window_strides))
     lhs_dilation = ones if lhs_dilation is None else tuple(map(int, lhs_dilation))
     rhs_dilation = ones if rhs_dilation is None else tuple(map(int, rhs_dilation))
+    if isinstance(padding, str) and any(d != 1 for d in lhs_dilation):
+        raise ValueError("String padding is not implemented for transposed convolution "
+                         "using this op. Please either exactly specify the required "
+                         "padding or use conv_transpose.")
     if isinstance(padding, str):
         window = dilate_shape([rhs_aval.shape[d] for d in dnums.rhs_spec[2:]], rhs_dilation)
         padding = padtype_to_pads([lhs_aval.shape[d] for d in dnums.lhs_spec[2:]], window,
@@ -298,14 +302,40 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
                          f"lhs batch dimension {n}")
     lhs_sp = dilate_shape([lhs.shape[d] for d in lhs_spec[2:]], lhs_dilation)
     rhs_sp = dilate_shape([rhs.shape[d] for d in rhs_spec[2:]], rhs_dilation)
+    if any(x + lo + hi < 0 for x, (lo, hi) in zip(lhs_sp, padding)):
+        raise ValueError(f"Negative padding is larger than the size of the corresponding "
+                         f"dimension: got padding={padding} for lhs spatial shape "
+                         f"{tuple(lhs_sp)} (after lhs_dilation)")
     out_sp = [max((x + lo + hi - k) // s + 1, 0) if x + lo + hi >= k else 0
               for x, k, s, (lo, hi) in zip(lhs_sp, rhs_sp, window_strides, padding)]
     out = [0] * lhs.ndim
     out[out_spec[0]], out[out_spec[1]] = n // batch_group_count, o
     for d, size in zip(out_spec[2:], out_sp):
         out[d] = size
+    if preferred_element_type is not None:
+        _check_preferred(lhs.dtype, preferred_element_type)
     dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
     return ShapedArray(out, dtype, lhs.weak_type and rhs.weak_type)
+
+
+def _check_preferred(in_dtype, pref):
+    # JAX's convolution rule (stricter than dot_general's): same kind (int -> float
+    # allowed), signed stays signed, never narrower.
+    kinds = (np.integer, np.floating, np.complexfloating)
+    if not (dtypes.issubdtype(in_dtype, np.integer) and dtypes.issubdtype(pref, np.floating)):
+        if any(dtypes.issubdtype(in_dtype, k) and not dtypes.issubdtype(pref, k)
+               for k in kinds):
+            raise TypeError(f"conv_general_dilated: preferred_element_type {pref.name} is "
+                            f"incompatible with input type {in_dtype.name}; the compatible "
+                            "combinations are (integral, integral), (integral, floating), "
+                            "(floating, floating), (complex, complex)")
+        if (dtypes.issubdtype(in_dtype, np.signedinteger)
+                and not dtypes.issubdtype(pref, np.signedinteger)):
+            raise TypeError("`preferred_element_type` must have the same signedness as the "
+                            f"original type, got {pref.name} for {in_dtype.name}")
+    if np.dtype(pref).itemsize < np.dtype(in_dtype).itemsize:
+        raise TypeError("`preferred_element_type` must not be narrower than the original "
+                        f"type, got {pref.name} for {in_dtype.name}")
 
 
 # ---- transposes ----

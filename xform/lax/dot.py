@@ -149,18 +149,24 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     return dot_general_p.bind(lhs, rhs, **params)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix products: contracts lhs's last and rhs's first dimension.
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+    """Vector/matrix products: contracts lhs's last and rhs's first dimension (or as
+    ``dimension_numbers`` say: then ``dot_general``).
 
     >>> dot(jnp.ones((2, 3)), jnp.ones(3), precision=Precision.HIGHEST)
     Array([3., 3.], dtype=float32)
     """
     l, r = get_aval(lhs), get_aval(rhs)
-    if l.ndim not in (1, 2) or r.ndim not in (1, 2):
-        raise TypeError(f"dot only supports rank 1 or 2 operands, got shapes {l.shape} and "
-                        f"{r.shape}; use dot_general")
-    return dot_general(lhs, rhs, (((l.ndim - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type)
+    if dimension_numbers is None:
+        if not (l.ndim in (1, 2) and r.ndim in (1, 2) and l.shape[-1] == r.shape[0]):
+            raise ValueError("jax.lax.dot: dimension_numbers must be specified when not "
+                             "performing simple un-batched matrix-matrix, matrix-vector, or "
+                             f"vector-vector products; got lhs_shape={l.shape} "
+                             f"rhs_shape={r.shape}")
+        dimension_numbers = (((l.ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=out_sharding)
 
 
 def batch_matmul(lhs, rhs, precision=None):
@@ -205,6 +211,10 @@ def dot_result_dtype(lhs_dtype, rhs_dtype):
     return lhs_dtype if lr > rr else rhs_dtype
 
 
+def _bits(dtype):   # JAX's _bit_width: a complex type counts its parts' width
+    return dtypes.itemsize_bits(dtype) // (2 if dtypes.is_complex(dtype) else 1)
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
@@ -233,7 +243,7 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     dt = result_dtype if preferred_element_type is None else preferred_element_type
     if (dt != result_dtype and not dtypes.is_floating(result_dtype) and not
             is_algorithm(precision)  # (as JAX: an algorithm says its own types)
-            and dtypes.itemsize_bits(dt) < dtypes.itemsize_bits(result_dtype)):
+            and _bits(dt) < _bits(result_dtype)):
         raise TypeError("`preferred_element_type` must not be narrower than the original "
                         f"type, got preferred_element_type of {dt} for result type of "
                         f"{result_dtype}.")

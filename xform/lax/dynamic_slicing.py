@@ -167,7 +167,7 @@ mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
 def _slice_impl(x, *, start_indices, limit_indices, strides):
     # Eagerly a unit-stride slice is a dynamic_slice whose starts are operands (as in
     # JAX), so indexing with a new Python int does not compile a new executable.
-    if strides is not None and any(st != 1 for st in strides):
+    if strides is not None:   # (as JAX's: then the strict slice, even of unit strides)
         return dispatch.apply_primitive(_shapes.slice_p, x, start_indices=start_indices,
                                         limit_indices=limit_indices, strides=strides)
     sizes = tuple(hi - lo for lo, hi in zip(start_indices, limit_indices))
@@ -264,14 +264,10 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
     """
     shape = get_aval(operand).shape
     axis = int(axis) % len(shape)
-    if shape_poly.is_symbolic_dim(shape[axis]):   # JAX's: None and negatives, no clamp
-        n = shape[axis]
-        start, limit = (d if d is None or shape_poly.is_symbolic_dim(d) or d >= 0 else d + n
-                        for d in (start_index, limit_index))
-        start, limit = start or 0, n if limit is None else limit
-    else:
-        start, limit, _ = slice(start_index, limit_index).indices(shape[axis])
-        limit = max(start, limit)
+    n = shape[axis]   # JAX's: None and negatives (wrapped once), no clamp: lax.slice checks
+    start, limit = (d if d is None or shape_poly.is_symbolic_dim(d) or d >= 0 else d + n
+                    for d in (start_index, limit_index))
+    start, limit = start or 0, n if limit is None else limit
     starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
     starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
     return _shapes.slice(operand, starts, limits, strides)

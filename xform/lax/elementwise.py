@@ -469,7 +469,7 @@ def select(pred, on_true, on_false):
 
 def _select_n_abstract_eval(which, *cases):
     if not cases:
-        raise TypeError("select_n must have at least one case")
+        raise ValueError("select_n() must have at least one case")
     if which.dtype != np.bool_ and not dtypes.is_integer(which.dtype):
         raise TypeError(f"select_n `which` must be boolean or integer, got {which.dtype.name}")
     if which.dtype == np.bool_ and len(cases) > 2:
@@ -552,7 +552,10 @@ def convert_element_type(x, new_dtype, weak_type=False):
                 np.iinfo(new_dtype).min <= x <= np.iinfo(new_dtype).max):
             # Out of range: wraps around as JAX's (numpy's int64 cast) does.
             x = np.array(x, np.uint64 if x > 0 else np.int64).astype(new_dtype).item()
-        return scalar_array(x, new_dtype, weak_type)
+        try:
+            return scalar_array(x, new_dtype, weak_type)
+        except (ValueError, OverflowError):   # NaN, inf or out of range to an integer:
+            x = scalar_array(x, dtypes.canonicalize_dtype(type(x)), True)  # XLA's, as JAX's
     aval = get_aval(x)
     if (aval.dtype == new_dtype and aval.weak_type == weak_type
             and not isinstance(x, (np.ndarray, np.generic))):  # as JAX, numpy in -> Array out
@@ -581,14 +584,15 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 def _convert_lowering(ctx, x, *, new_dtype, weak_type):
     src = ctx.avals_in[0]
     out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(new_dtype):
+        # the real part only, to bool too (JAX's: complex -> bool is real(x) != 0)
+        x, src = hlo.real(x), src.update(dtype=np.finfo(src.dtype).dtype)
     if new_dtype == np.bool_ and src.dtype != np.bool_:
         zero = mlir.full_like_aval(0, src)
         kind = "FLOAT" if dtypes.is_inexact(src.dtype) else (
             "UNSIGNED" if dtypes.is_unsigned(src.dtype) else "SIGNED")
         return hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("NE"),
                            compare_type=hlo.ComparisonTypeAttr.get(kind))
-    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(new_dtype):
-        x = hlo.real(x)
     return hlo.convert(out_type, x)
 
 

@@ -16,7 +16,7 @@ from xform.core import dtypes
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import check_dtype, standard_primitive
+from xform.lax._prim import standard_primitive
 from xform.lax.complex import conj, real
 from xform.lax.elementwise import convert_element_type, mul
 from xform.lax.shapes import broadcast_in_dim, pad
@@ -52,7 +52,8 @@ def fft(x, fft_type, fft_lengths):
       The transform (IFFT and IRFFT are normalized by ``1 / prod(fft_lengths)``).
 
     Raises:
-      TypeError: for a wrong dtype or dimensions that don't match ``fft_lengths``.
+      ValueError: for a wrong dtype or dimensions that don't match ``fft_lengths``
+        (JAX's type).
 
     >>> import numpy as np
     >>> print(fft(np.array([1.0, 0.0, 0.0, 0.0], np.float32), "RFFT", (4,)))
@@ -83,22 +84,21 @@ def fft(x, fft_type, fft_lengths):
 def _fft_abstract_eval(x, *, fft_type, fft_lengths):
     k = len(fft_lengths)
     if not 1 <= k <= 3:
-        raise TypeError(f"fft supports 1 to 3 fft_lengths, got {fft_lengths}")
+        raise ValueError(f"fft supports 1 to 3 fft_lengths, got {fft_lengths}")
     if x.ndim < k:
-        raise TypeError(f"fft: operand of shape {x.shape} has fewer than "
-                        f"len(fft_lengths)={k} dimensions")
-    if fft_type == FftType.RFFT:
-        check_dtype("fft (RFFT)", x.dtype, _REAL)
-    else:
-        check_dtype(f"fft ({fft_type.name})", x.dtype, _COMPLEX)
+        raise ValueError(f"fft: operand of shape {x.shape} has fewer than "
+                         f"len(fft_lengths)={k} dimensions")
+    if x.dtype not in (_REAL if fft_type == FftType.RFFT else _COMPLEX):
+        want = "float32 or float64" if fft_type == FftType.RFFT else "complex64 or complex128"
+        raise ValueError(f"{fft_type.name} input must be {want}, got {x.dtype.name}")
     lead, tail = x.shape[:-k], x.shape[-k:]
     expected = list(fft_lengths)
     if fft_type == FftType.IRFFT:
         expected[-1] = fft_lengths[-1] // 2 + 1
     if tuple(tail) != tuple(expected):
-        raise TypeError(f"fft ({fft_type.name}): the trailing dimensions {tuple(tail)} of "
-                        f"the operand must be {tuple(expected)} for fft_lengths "
-                        f"{fft_lengths}")
+        raise ValueError(f"fft ({fft_type.name}): the trailing dimensions {tuple(tail)} of "
+                         f"the operand must be {tuple(expected)} for fft_lengths "
+                         f"{fft_lengths}")
     if fft_type == FftType.RFFT:
         out = lead + tuple(fft_lengths[:-1]) + (fft_lengths[-1] // 2 + 1,)
         return ShapedArray(out, _complex_of[x.dtype], x.weak_type)

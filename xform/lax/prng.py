@@ -187,7 +187,7 @@ def bitcast_convert_type(operand, new_dtype):
     >>> lax.bitcast_convert_type(np.uint32(1), np.uint8).shape
     (4,)
     """
-    return bitcast_convert_type_p.bind(operand, new_dtype=np.dtype(new_dtype))
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
 def _bitcast_abstract_eval(x, *, new_dtype):
@@ -246,7 +246,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     ((4,), (2, 3), dtype('uint32'))
     """
     shape = tuple(operator.index(d) for d in shape)
-    dtype = np.dtype(dtype)
+    dtype = dtypes.canonicalize_dtype(dtype)   # (uint64 is uint32 without x64, as JAX)
     if dtype not in _RBG_DTYPES:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
     return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype,

@@ -13,7 +13,7 @@ from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.interpreters.lazy import LazyTrace, is_pending
 from xform.core.transfer import committed_device, device_put_value, put_sharded, scalar_array
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import canonicalize_axis as _axis, standard_primitive
 from xform.lax.sharding_constraint import reshard
 
 hlo, ir = mlir.hlo, mlir.ir
@@ -58,6 +58,8 @@ def _eager_placed(out, out_sharding):
 
 def _typed_result(shape, dtype, weak_type=False, sharding=None):
     """The result aval of a primitive given ``sharding=`` (typed by it, checked as JAX's)."""
+    if any(not shape_poly.is_symbolic_dim(d) and d < 0 for d in shape):
+        raise TypeError(f"shape must have every element be nonnegative, got {shape}")
     out = ShapedArray(shape, dtype, weak_type)
     s = None if sharding is None else sharding_types.type_sharding(sharding, len(shape))
     return out if s is None else sharding_types.check_type(out, s).update(sharding=s)
@@ -281,17 +283,18 @@ mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.transpose
 def squeeze(array, dimensions):
     """Remove the size-1 ``dimensions`` (negative indices allowed)."""
     ndim = get_aval(array).ndim
-    dimensions = tuple(sorted(d % ndim if ndim else d for d in _ints(dimensions, "dimensions")))
+    dimensions = tuple(sorted(_axis(d, ndim) for d in _ints(dimensions, "dimensions")))
     if not dimensions:
         return array
     return squeeze_p.bind(array, dimensions=dimensions)
 
 
 def _squeeze_abstract_eval(x, *, dimensions):
-    for d in dimensions:
-        if not 0 <= d < x.ndim or x.shape[d] != 1:
-            raise TypeError(f"cannot select an axis to squeeze out which has size not equal "
-                            f"to one, got shape={x.shape} and dimensions={dimensions}")
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"dimensions are not unique: {dimensions}")
+    if any(not 0 <= d < x.ndim or x.shape[d] != 1 for d in dimensions):
+        raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
+                         f"to one, got shape={x.shape} and dimensions={dimensions}")
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
                        x.dtype, x.weak_type)
 
@@ -314,7 +317,7 @@ def expand_dims(array, dimensions):
     as in JAX, so it needs no rules of its own)."""
     aval = get_aval(array)
     ndim_out = aval.ndim + len(dimensions)
-    dims = sorted(d % ndim_out for d in _ints(dimensions, "dimensions"))
+    dims = sorted(_axis(d, ndim_out) for d in _ints(dimensions, "dimensions"))
     if len(set(dims)) != len(dims):
         raise ValueError(f"repeated axis in expand_dims: {dimensions}")
     shape = list(aval.shape)
@@ -348,7 +351,8 @@ def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
     if dtypes.is_bool(dtype):   # (XLA has no bool iota)
         raise TypeError("iota does not accept dtype bool; use an integer dtype")
     if not 0 <= dimension < len(shape):
-        raise TypeError(f"iota dimension {dimension} out of range for shape {shape}")
+        raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                         f"dimension={dimension} for shape={shape}")
     return _typed_result(shape, dtype, sharding=sharding)
 
 
@@ -378,11 +382,11 @@ mlir.register_lowering(dim_as_value_p, lambda ctx, *, dim: mlir.dim_value(dim))
 # ---- slice ----
 
 def slice(operand, start_indices, limit_indices, strides=None):
-    """``operand[start:limit:stride]`` along every dimension (static bounds)."""
+    """``operand[start:limit:stride]`` along every dimension (static bounds). As JAX's,
+    eagerly one without ``strides`` runs as a dynamic_slice (which clamps the bounds)."""
     start = _ints(start_indices, "start_indices")
     limit = _ints(limit_indices, "limit_indices")
-    strides = None if strides is None or all(s == 1 for s in strides) else _ints(
-        strides, "strides")
+    strides = None if strides is None else _ints(strides, "strides")
     return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
 
 
@@ -450,13 +454,13 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
         raise TypeError(f"pad padding_value must be a scalar of the operand's dtype "
                         f"{x.dtype.name}, got {padding_value.str_short()}")
     if len(padding_config) != x.ndim or any(i < 0 for _, _, i in padding_config):
-        raise TypeError(f"pad config {padding_config} does not match operand shape "
-                        f"{x.shape} (one (low, high, interior>=0) per dimension)")
+        raise ValueError(f"pad config {padding_config} does not match operand shape "
+                         f"{x.shape} (one (low, high, interior>=0) per dimension)")
     shape = tuple(lo + hi + d + shape_poly.max_dim(d - 1, 0) * i
                   for d, (lo, hi, i) in zip(x.shape, padding_config))
     if any(s < 0 for s in shape):
-        raise TypeError(f"pad of shape {x.shape} with {padding_config} gives negative "
-                        f"dimension sizes {shape}")
+        raise ValueError(f"pad of shape {x.shape} with {padding_config} gives negative "
+                         f"dimension sizes {shape}")
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -510,8 +514,7 @@ mlir.register_lowering(pad_p, _pad_lowering)
 
 def concatenate(operands, dimension):
     """Join ``operands`` along ``dimension``."""
-    operands = list(operands)
-    if len(operands) == 1:
+    if len(operands := list(operands)) == 1:
         return operands[0]
     return concatenate_p.bind(*operands, dimension=int(dimension))
 
@@ -519,7 +522,7 @@ def concatenate(operands, dimension):
 def _concatenate_abstract_eval(*xs, dimension):
     shapes = lambda: ", ".join(str(x.shape) for x in xs)  # noqa: E731  (JAX's words)
     if not xs:
-        raise TypeError("concatenate expects at least one operand, got 0.")
+        raise ValueError("concatenate requires a non-empty sequence of arrays, got 0.")
     if len({x.ndim for x in xs}) != 1:
         raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: "
                         f"got {shapes()}.")
@@ -610,11 +613,8 @@ def split(operand, sizes, axis=0):
     >>> [p.shape for p in split(np.zeros((5, 2)), (2, 3))]
     [(2, 2), (3, 2)]
     """
-    ndim = get_aval(operand).ndim
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"split axis {axis} is out of bounds for an array of rank {ndim}")
-    return split_p.bind(operand, sizes=_ints(sizes, "split sizes"), axis=axis % ndim)
+    axis = _axis(operator.index(axis), get_aval(operand).ndim)
+    return split_p.bind(operand, sizes=_ints(sizes, "split sizes"), axis=axis)
 
 
 def _split_abstract_eval(x, *, sizes, axis):

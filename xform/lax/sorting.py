@@ -224,14 +224,14 @@ def top_k(operand, k, *, axis=-1):
     """
     aval = get_aval(operand)
     if aval.ndim == 0:
-        raise TypeError(f"top_k operand must have >= 1 dimension, got {aval.shape}")
+        raise ValueError(f"top_k operand must have >= 1 dimension, got {aval.shape}")
     return list(top_k_p.bind(operand, k=operator.index(k),
                              axis=_canonical_axis(axis, aval.ndim, "top_k")))
 
 
 def _top_k_abstract_eval(x, *, k, axis):
     if dtypes.is_complex(x.dtype):
-        raise TypeError("top_k is not compatible with complex inputs.")
+        raise ValueError("top_k is not compatible with complex inputs.")
     if not 0 <= k <= x.shape[axis]:
         raise ValueError(f"k argument to top_k must be nonnegative and no larger than the "
                          f"size along axis {axis}; got k={k} with shape {x.shape}")
