@@ -146,7 +146,8 @@ def test_errors():
         xform.jit(lambda n: random.normal(random.PRNGKey(0), (n,)))(3)
     with pytest.raises(ValueError, match=r"minval of shape \(3,\) cannot be broadcast"):
         random.uniform(random.PRNGKey(0), (2,), minval=np.zeros(3))
-    with pytest.raises(TypeError, match="only accepts floating point dtypes"):
+    with pytest.raises(ValueError, match="dtype argument to `uniform` must be a float "
+                                         "dtype, got int32"):
         random.uniform(random.PRNGKey(0), (2,), np.int32)
     with pytest.raises(ValueError, match="dtype argument to `bits` must be an unsigned "
                                          "int dtype, got int32"):

@@ -45,7 +45,7 @@ CASES = {
     "geometric": ((0.3,), dict(shape=(5,)), 0),
     "binomial": ((np.array([5., 20., 100., 50.], F32), np.array([.3, .7, .4, .9], F32)),
                  {}, 0),
-    "multinomial": ((20.0, np.array([.2, .3, .5], F32)), {}, 0),
+    "multinomial": ((20.0, np.array([.2, .3, .5], F32)), dict(dtype=np.int32), 0),
 }
 FLOAT_SAMPLERS = ["weibull_min", "maxwell", "triangular", "wald", "gamma"]
 
@@ -222,6 +222,25 @@ def test_errors_name_the_argument():
         random.gamma(k, np.ones(3, F32), (2,))
     with pytest.raises(TypeError, match="orthogonal: n must be a static integer"):
         xform.jit(lambda n: random.orthogonal(k, n))(3)
+
+
+def test_dtype_checks_match_jax():
+    # A wrong dtype kind is JAX's ValueError (was a TypeError); a strongly typed
+    # parameter wider than the sample dtype is JAX's TypePromotionError (was rounded);
+    # lognormal and orthogonal take complex dtypes (were refused).
+    k, jk = random.PRNGKey(3), jr.PRNGKey(3)
+    for lib, key in [(random, k), (jr, jk)]:
+        with pytest.raises(ValueError, match="`uniform` must be a float dtype, got int32"):
+            lib.uniform(key, (2,), np.int32)
+        with pytest.raises(ValueError, match="`normal` must be a float or complex dtype"):
+            lib.normal(key, (2,), np.int8)
+        with pytest.raises(ValueError, match="In arguments to pareto, cannot safely cast "
+                                             "argument of type float32 to float16"):
+            lib.pareto(key, np.float32(2), (2,), np.float16)
+    close(random.pareto(k, 2, (2,), np.float16), jr.pareto(jk, 2, (2,), np.float16), 0)
+    close(random.lognormal(k, .5, (3,), np.complex64),
+          jr.lognormal(jk, .5, (3,), np.complex64), 0)
+    close(random.orthogonal(k, 2, (), np.complex64), jr.orthogonal(jk, 2, (), np.complex64), 0)
 
 
 def test_high_modes():
