@@ -178,21 +178,14 @@ def test_gamma_grad_vs_finite_differences_of_the_cdf():
     # checked with central differences of scipy's regularized incomplete gamma.
     from scipy import special, stats
     a = np.array([0.3, 0.5, 1.0, 2.0, 7.0, 30.0], F32)
-    x = np.asarray(random.gamma(random.PRNGKey(0), a))
-    sample_grad = xform.grad(lambda a: (random.gamma(random.PRNGKey(0), a) * 1.0).sum())(a)
-    a64, x64 = a.astype(np.float64), x.astype(np.float64)
+    # samples and their elementwise gradient from one vjp (no separate forward compile)
+    x, pullback = xform.vjp(lambda a: random.gamma(random.PRNGKey(0), a), a)
+    sample_grad, = pullback(np.ones_like(a))
+    a64, x64 = a.astype(np.float64), np.asarray(x).astype(np.float64)
     h = 1e-5 * a64
     cdf_dot = (special.gammainc(a64 + h, x64) - special.gammainc(a64 - h, x64)) / (2 * h)
     want = -cdf_dot / stats.gamma.pdf(x64, a64)
     np.testing.assert_allclose(np.asarray(sample_grad), want, rtol=2e-3)
-
-
-def test_grad_of_chisquare_through_df():
-    k, jk = random.PRNGKey(2), jr.PRNGKey(2)
-    for name in ("chisquare",):
-        got = xform.grad(lambda d: getattr(random, name)(k, d, (3,)).sum())(4.0)
-        want = jax.grad(lambda d: getattr(jr, name)(jk, d, (3,)).sum())(4.0)
-        np.testing.assert_allclose(float(got), float(want), rtol=1e-4)
 
 
 # ---- errors ----
@@ -245,9 +238,10 @@ def test_dtype_checks_match_jax():
 
 def test_high_modes():
     k, jk = random.PRNGKey(4), jr.PRNGKey(4)
-    for mode in ("high", "highest"):   # highest: float32 from 64 bits (clz), as JAX
-        close(xform.jit(lambda k: random.gumbel(k, (2, 6), mode=mode))(k),
-              jr.gumbel(jk, (2, 6), mode=mode), 0)
+    modes = ("high", "highest")   # highest: float32 from 64 bits (clz), as JAX
+    got = xform.jit(lambda k: [random.gumbel(k, (2, 6), mode=m) for m in modes])(k)
+    for g, mode in zip(got, modes):                  # (one compile for both modes)
+        close(g, jr.gumbel(jk, (2, 6), mode=mode), 0)
         close(random.gumbel(k, (6,), np.float16, mode=mode),
               jr.gumbel(jk, (6,), np.float16, mode=mode), 0)
     close(xform.jit(lambda k: random.bernoulli(k, 0.3, (20,), mode="high"))(k),
