@@ -7,8 +7,9 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core.dtypes import to_inexact_dtype
-from xform.random._core import (_bcast_param, _float_dtype, _jit, _key_data, _shape_from,
-                                _static_shape, normal, split, uniform)
+from xform.random._core import (_bcast_param, _check_all_safe_to_cast, _float_dtype, _jit,
+                                _key_data, _shape_from, _static_shape, normal, split,
+                                uniform)
 from xform.random._derived import rademacher
 
 __all__ = ["weibull_min", "maxwell", "double_sided_maxwell", "multivariate_normal",
@@ -145,7 +146,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     """
     kd = _key_data("orthogonal", key)
     shape = _static_shape("orthogonal", shape)
-    dtype = _float_dtype("orthogonal", dtype)
+    dtype = _float_dtype("orthogonal", dtype, complex_ok=True)   # complex: unitary
     n = _static_int("orthogonal", "n", n)
     m = n if m is None else _static_int("orthogonal", "m", m)
     return _orthogonal(kd, n, m, shape, dtype)
@@ -178,6 +179,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     kd = _key_data("triangular", key)
     dtype = _float_dtype("triangular", dtype)
     shape = _shape_from("triangular", shape, left, mode, right)
+    _check_all_safe_to_cast("triangular", dtype, left, mode, right)
     return _triangular(kd, left, mode, right, shape, dtype)
 
 
@@ -200,7 +202,9 @@ def wald(key, mean, shape=None, dtype=None):
     """
     kd = _key_data("wald", key)
     dtype = _float_dtype("wald", dtype)
-    return _wald(kd, mean, _shape_from("wald", shape, mean), dtype)
+    shape = _shape_from("wald", shape, mean)
+    _check_all_safe_to_cast("wald", dtype, mean)
+    return _wald(kd, mean, shape, dtype)
 
 
 @_jit(2, 3)

@@ -17,6 +17,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core import dtypes as _dt, shape_poly
+from xform.core.dtype_promotion import TypePromotionError
 from xform.core.trace import current_trace, get_aval
 from xform.lax.prng import bitcast_convert_type
 from xform.random import _keys, _prng
@@ -257,13 +258,26 @@ _bits = _jit(1, 2)(_random_bits)
 
 
 def _float_dtype(name, dtype, complex_ok=False):
-    # JAX's default is Python ``float``: float32, or float64 under x64.
+    # JAX's default is Python ``float``: float32, or float64 under x64. A wrong kind is
+    # JAX's ValueError ("dtype argument to `uniform` must be a float dtype, got int32").
     dtype = _dt.default_float_dtype() if dtype is None else np.dtype(dtype)
     if not (np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
             or (complex_ok and np.issubdtype(dtype, np.complexfloating))):
-        kinds = "floating point or complex" if complex_ok else "floating point"
-        raise TypeError(f"{name} only accepts {kinds} dtypes, got {dtype}.")
+        kinds = "a float or complex" if complex_ok else "a float"
+        raise ValueError(f"dtype argument to `{name}` must be {kinds} dtype, got "
+                         f"{_dt.canonicalize_dtype(dtype)}")
     return _dt.canonicalize_dtype(dtype)
+
+
+def _check_all_safe_to_cast(name, dtype, *args):
+    """JAX's check on parameters cast to the sample ``dtype``: a strongly typed
+    parameter of a wider dtype (``np.float32(2)`` for ``dtype=float16``) is a
+    TypePromotionError, not silently rounded; Python scalars (weak) are fine."""
+    for arg in args:
+        src = _dt.dtype(arg)
+        if src != dtype and _dt.result_type(arg, dtype) != dtype:
+            raise TypePromotionError(f"In arguments to {name}, cannot safely cast "
+                                     f"argument of type {src} to {dtype}")
 
 
 def _check_param_shape(name, argname, val, shape):

@@ -6,8 +6,9 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.lax.prng import bitcast_convert_type
-from xform.random._core import (_float_dtype, _jit, _key_data, _random_bits, _shape_from,
-                                _static_shape, _uniform, bernoulli, normal, uniform)
+from xform.random._core import (_check_all_safe_to_cast, _float_dtype, _jit, _key_data,
+                                _random_bits, _shape_from, _static_shape, _uniform,
+                                bernoulli, normal, uniform)
 from xform.core import dtypes as _dt
 
 __all__ = ["exponential", "laplace", "logistic", "gumbel", "cauchy", "rademacher",
@@ -170,8 +171,10 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None):
     True
     """
     kd = _key_data("lognormal", key)
-    dtype = _float_dtype("lognormal", dtype)
-    return _lognormal(kd, sigma, _shape_from("lognormal", shape, sigma), dtype)
+    dtype = _float_dtype("lognormal", dtype, complex_ok=True)
+    shape = _shape_from("lognormal", shape, sigma)
+    _check_all_safe_to_cast("lognormal", dtype, sigma)
+    return _lognormal(kd, sigma, shape, dtype)
 
 
 @_jit(2, 3, inline=True)
@@ -189,7 +192,9 @@ def pareto(key, b, shape=None, dtype=None):
     """
     kd = _key_data("pareto", key)
     dtype = _float_dtype("pareto", dtype)
-    return _pareto(kd, b, _shape_from("pareto", shape, b), dtype)
+    shape = _shape_from("pareto", shape, b)
+    _check_all_safe_to_cast("pareto", dtype, b)
+    return _pareto(kd, b, shape, dtype)
 
 
 @_jit(2, 3)
@@ -207,7 +212,9 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """
     kd = _key_data("rayleigh", key)
     dtype = _float_dtype("rayleigh", dtype)
-    return _rayleigh(kd, scale, _shape_from("rayleigh", shape, scale), dtype)
+    shape = _shape_from("rayleigh", shape, scale)
+    _check_all_safe_to_cast("rayleigh", dtype, scale)
+    return _rayleigh(kd, scale, shape, dtype)
 
 
 @_jit(2, 3)

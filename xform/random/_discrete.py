@@ -8,6 +8,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import lax
+from xform.core import dtypes as _dt
 from xform.core.dtypes import finfo, iinfo, to_inexact_dtype
 from xform.lax.cumulative import associative_scan
 from xform.random._core import (_float_dtype, _int_dtype, _jit, _key_data, _random_bits,
@@ -412,7 +413,8 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     10.0
     """
     _key_data("multinomial", key)
-    dtype = _float_dtype("multinomial", dtype)
+    # any dtype, as JAX's (the float counts cast at the end: int32 counts are common)
+    dtype = _dt.canonicalize_dtype(_dt.default_float_dtype() if dtype is None else dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)
     dt = to_inexact_dtype(jnp.result_type(n, p))
     n, p = n.astype(dt), p.astype(dt)

@@ -15,8 +15,8 @@ from xform.interpreters import ad, batching, mlir
 from xform.lax._prim import allow_extended, standard_primitive
 from xform.random import _keys
 from xform.random._continuous import _static_int
-from xform.random._core import (_float_dtype, _jit, _key_data, _shape_from, _static_shape,
-                                normal, split, uniform)
+from xform.random._core import (_check_all_safe_to_cast, _float_dtype, _jit, _key_data,
+                                _shape_from, _static_shape, normal, split, uniform)
 from xform.random._derived import exponential, rademacher
 from xform.transforms.vmap import vmap
 
@@ -168,6 +168,7 @@ def beta(key, a, b, shape=None, dtype=None):
     """
     kd = _key_data("beta", key)
     dtype = _float_dtype("beta", dtype)
+    _check_all_safe_to_cast("beta", dtype, a, b)
     return _beta(kd, a, b, _shape_from("beta", shape, a, b), dtype)
 
 
@@ -222,7 +223,9 @@ def t(key, df, shape=None, dtype=None):
     """
     kd = _key_data("t", key)
     dtype = _float_dtype("t", dtype)
-    return _t(kd, df, _shape_from("t", shape, df), dtype)
+    shape = _shape_from("t", shape, df)
+    _check_all_safe_to_cast("t", dtype, df)
+    return _t(kd, df, shape, dtype)
 
 
 @_jit(2, 3)
@@ -244,7 +247,9 @@ def chisquare(key, df, shape=None, dtype=None):
     """
     kd = _key_data("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
-    return _chisquare(kd, df, _shape_from("chisquare", shape, df), dtype)
+    shape = _shape_from("chisquare", shape, df)
+    _check_all_safe_to_cast("chisquare", dtype, df)
+    return _chisquare(kd, df, shape, dtype)
 
 
 @_jit(2, 3)
@@ -264,7 +269,9 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     """
     kd = _key_data("f", key)
     dtype = _float_dtype("f", dtype)
-    return _f(kd, dfnum, dfden, _shape_from("f", shape, dfnum, dfden), dtype)
+    shape = _shape_from("f", shape, dfnum, dfden)
+    _check_all_safe_to_cast("f", dtype, dfnum, dfden)
+    return _f(kd, dfnum, dfden, shape, dtype)
 
 
 @_jit(3, 4)
