@@ -127,6 +127,10 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     window_strides = tuple(map(int, window_strides))
     lhs_dilation = ones if lhs_dilation is None else tuple(map(int, lhs_dilation))
     rhs_dilation = ones if rhs_dilation is None else tuple(map(int, rhs_dilation))
+    if isinstance(padding, str) and lhs_dilation != ones:
+        raise ValueError(
+            "String padding is not implemented for transposed convolution using this op. "
+            "Please either exactly specify the required padding or use conv_transpose.")
     if isinstance(padding, str):
         window = dilate_shape([rhs_aval.shape[d] for d in dnums.rhs_spec[2:]], rhs_dilation)
         padding = padtype_to_pads([lhs_aval.shape[d] for d in dnums.lhs_spec[2:]], window,
