@@ -261,8 +261,8 @@ def _float_dtype(name, dtype, complex_ok=False):
     dtype = _dt.default_float_dtype() if dtype is None else np.dtype(dtype)
     if not (np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
             or (complex_ok and np.issubdtype(dtype, np.complexfloating))):
-        kinds = "floating point or complex" if complex_ok else "floating point"
-        raise TypeError(f"{name} only accepts {kinds} dtypes, got {dtype}.")
+        kinds = "float or complex" if complex_ok else "float"
+        raise ValueError(f"dtype argument to `{name}` must be a {kinds} dtype, got {dtype}")
     return _dt.canonicalize_dtype(dtype)
 
 
