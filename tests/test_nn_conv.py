@@ -154,6 +154,18 @@ def test_conv_grad_bf16_mask_and_errors():
         nn.Conv(4, (3, 3)).init(xform.random.PRNGKey(0), X2[0, 0])
 
 
+@pytest.mark.parametrize("padding", ["CAUSAL", "same"])
+def test_conv_transpose_strided_string_padding_error_as_flax(padding):
+    # lax.conv_transpose hands strings other than 'SAME'/'VALID' on to an input-dilated
+    # conv_general_dilated, which rejects them (xform used to pad 'same' silently)
+    errors = []
+    for lib, k in ((nn, xform.random.PRNGKey(0)), (fnn, jax.random.PRNGKey(0))):
+        with pytest.raises(ValueError, match="String padding is not implemented") as e:
+            lib.ConvTranspose(2, (3,), strides=2, padding=padding).init(k, X1)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+
+
 def test_conv_doctests():
     from xform.nn import _conv
     result = doctest.testmod(_conv, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -24,6 +24,7 @@ CASES = [
     ("DenseGeneral", ((2, 3),), {"axis": (-2, -1)}, X),
     ("DenseGeneral", (5,), {"batch_dims": (0,), "axis": -1}, X),
     ("Einsum", ((4, 6),), {"einsum_str": "bti,io->bto"}, X),
+    ("Einsum", ((4, 6),), {"einsum_str": "...i,io->...o"}, X),    # bias shape (6,)
     ("Embed", (6, 3), {}, IDS),
     ("LayerNorm", (), {}, X),
     ("LayerNorm", (), {"reduction_axes": (-2, -1), "feature_axes": -1,

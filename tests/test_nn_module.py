@@ -187,6 +187,18 @@ def test_param_and_variable_api():
 def test_typed_key_or_lazy_rng_accepted_and_bad_rng_rejected():
     with pytest.raises(nn.errors.InvalidRngError, match="RNGs should be of shape"):
         nn.Dense(2).init(np.zeros(3, np.float32), X)
+    # a dict with a non-key value: flax.core's init/apply ValueError; bind takes no bare key
+    xv, fv = nn.Dense(2).init(keys(0)[0], X), fnn.Dense(2).init(keys(0)[1], X)
+    calls = [lambda lib, v, k: lib.Dense(2).init({"params": 0}, X),
+             lambda lib, v, k: lib.Dense(2).apply(v, X, rngs={"dropout": 0}),
+             lambda lib, v, k: lib.Dense(2).bind(v, rngs=k)]
+    for call in calls:
+        with pytest.raises(Exception) as want:
+            call(fnn, fv, keys(1)[1])
+        with pytest.raises(Exception) as got:
+            call(nn, xv, keys(1)[0])
+        assert type(got.value).__name__ == type(want.value).__name__
+        assert str(got.value)[:40] == str(want.value)[:40]
 
 
 # ---- errors: named classes, messages naming the module path and the fix ----

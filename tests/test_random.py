@@ -147,9 +147,12 @@ def test_errors():
         xform.jit(lambda n: random.normal(random.PRNGKey(0), (n,)))(3)
     with pytest.raises(ValueError, match=r"minval of shape \(3,\) cannot be broadcast"):
         random.uniform(random.PRNGKey(0), (2,), minval=np.zeros(3))
-    with pytest.raises(ValueError, match="dtype argument to `uniform` must be a float "
-                                         "dtype, got int32"):
-        random.uniform(random.PRNGKey(0), (2,), np.int32)
+    for name in ("uniform", "normal", "exponential"):   # as JAX's (nn.initializers' too)
+        with pytest.raises(ValueError) as want:
+            getattr(jr, name)(jr.PRNGKey(0), (2,), np.int32)
+        with pytest.raises(ValueError) as got:
+            getattr(random, name)(random.PRNGKey(0), (2,), np.int32)
+        assert str(got.value) == str(want.value)
     with pytest.raises(ValueError, match="dtype argument to `bits` must be an unsigned "
                                          "int dtype, got int32"):
         random.bits(random.PRNGKey(0), (2,), np.int32)

@@ -1,5 +1,6 @@
 """Linear layers (Flax linen's ``Dense``, ``DenseGeneral``, ``Einsum``, ``Embed``) and
 ``promote_dtype``, the mixed-precision rule they share."""
+import string
 import numpy as np
 
 import xform.numpy as jnp
@@ -173,8 +174,8 @@ class Einsum(Module):
         kernel = self.param("kernel", self.kernel_init, self.shape, self.param_dtype)
         bias = None
         if self.use_bias:
-            operands, result = einsum_str.split("->")
-            rhs = {c: i for i, c in enumerate(operands.split(",")[1])}
+            operands, result = _expand_ellipsis(einsum_str, (jnp.ndim(inputs), len(self.shape)))
+            rhs = {c: i for i, c in enumerate(operands[1])}
             bias_shape = [self.shape[rhs[c]] for c in result if c in rhs]
             broadcast_shape = [self.shape[rhs[c]] if c in rhs else 1 for c in result]
             bias = self.param("bias", self.bias_init, bias_shape, self.param_dtype)
@@ -184,6 +185,19 @@ class Einsum(Module):
         if bias is not None:
             y += jnp.reshape(bias, broadcast_shape)
         return y
+
+
+def _expand_ellipsis(einsum_str, ndims):
+    """``'...c,cd->...d'`` with each ``...`` spelled as unused letters (right-aligned, as
+    opt_einsum's parser does), so the bias axes can be read off the kernel's letters."""
+    operands, result = einsum_str.split("->")
+    operands = operands.split(",")
+    free = [c for c in string.ascii_letters if c not in einsum_str]
+    widths = [nd - (len(op) - 3) for op, nd in zip(operands, ndims) if "..." in op]
+    ell = "".join(free[:max(widths, default=0)])
+    operands = [op.replace("...", ell[len(ell) - (nd - (len(op) - 3)):] if "..." in op else "")
+                for op, nd in zip(operands, ndims)]
+    return operands, result.replace("...", ell)
 
 
 default_embed_init = initializers.variance_scaling(1.0, "fan_in", "normal", out_axis=0)

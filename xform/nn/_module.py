@@ -21,7 +21,7 @@ from xform.core.tree_util import tree_map
 from xform.nn import _intercept, errors
 from xform.nn.configurations import config
 from xform.nn._scope import (DenyList, Scope, Variable, bind as _bind_scope,
-                             is_valid_rng, lazy_eval, union_filters)
+                             is_valid_rng, is_valid_rngs, lazy_eval, union_filters)
 from xform.nn.core.frozen_dict import freeze
 
 __all__ = ["Module", "apply", "compact", "init", "init_with_output", "merge_param",
@@ -468,6 +468,12 @@ class Module:
                     f"RNGs should be of shape (2,) or PRNGKey in Module "
                     f"{type(self).__name__}, but rngs are: {rngs}")
             rngs = {"params": rngs}
+        if rngs is not None and not is_valid_rngs(rngs):   # as flax.core's init/apply
+            raise ValueError(
+                ("First argument passed to an init function" if flags else
+                 "The ``rngs`` argument passed to an apply function") +
+                " should be a ``jax.PRNGKey`` or a dictionary mapping strings to "
+                "``jax.PRNGKey``.")
         method = self._resolve_method(method)
         if capture is True:
             capture = lambda _, name: name == "__call__"
@@ -539,8 +545,6 @@ class Module:
 
     def bind(self, variables, *args, rngs=None, mutable=False):
         """An interactive copy of this module with ``variables`` bound."""
-        if rngs is not None and not isinstance(rngs, dict):
-            rngs = {"params": rngs}
         scope = _bind_scope(variables, rngs=rngs, mutable=mutable)
         return self.clone(parent=scope, _deep_clone=True)
 
