@@ -580,14 +580,16 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 def _convert_lowering(ctx, x, *, new_dtype, weak_type):
     src = ctx.avals_in[0]
     out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(new_dtype):
+        # JAX's: the real part, then the real conversion (so complex -> bool is re != 0)
+        x = hlo.real(x)
+        src = src.update(dtype=np.finfo(src.dtype).dtype)
     if new_dtype == np.bool_ and src.dtype != np.bool_:
         zero = mlir.full_like_aval(0, src)
         kind = "FLOAT" if dtypes.is_inexact(src.dtype) else (
             "UNSIGNED" if dtypes.is_unsigned(src.dtype) else "SIGNED")
         return hlo.compare(x, zero, hlo.ComparisonDirectionAttr.get("NE"),
                            compare_type=hlo.ComparisonTypeAttr.get(kind))
-    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(new_dtype):
-        x = hlo.real(x)
     return hlo.convert(out_type, x)
 
 
