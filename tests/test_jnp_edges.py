@@ -229,3 +229,12 @@ def test_var_std_correction_and_mean_and_cov_edges():
     same("cov", np.ones((1, 3), np.float32), rowvar=False)  # a 2-D row is transposed
     same("cov", a, fweights=np.array([1, -2, 3]), aweights=np.array([1.0, -2, 3], np.float32))
     same("corrcoef", a, dtype=np.float16, tol=1e-3)
+
+
+def test_histogram_weights_promote_with_a():
+    a = np.array([0.5, 1.5, 1.5, 2.0, 9.0, -1.0], np.float32)
+    same("histogram", a, 3, weights=np.arange(6))  # float counts, not int
+    same("histogram", np.array([1, 2], np.uint8), np.array([0, 1, 2]))  # float edges
+    same("histogramdd", a.reshape(3, 2), 2, weights=np.arange(3))
+    with pytest.raises(ValueError, match="same shape"):
+        xjnp.histogram(a, weights=np.ones(7))

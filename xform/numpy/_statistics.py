@@ -464,10 +464,10 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """Like numpy.histogram_bin_edges for an int ``bins`` (or explicit edges)."""
     a = ravel(asarray(a, "histogram_bin_edges"))
-    if not isinstance(bins, (int, np.integer)):
-        return asarray(bins, "histogram_bin_edges", 1)
-    bins = operator.index(bins)
     dt = dtypes.to_inexact_dtype(a.aval.dtype)
+    if np.ndim(bins) == 1:  # explicit edges, in a's inexact dtype (JAX's)
+        return _util.convert(asarray(bins, "histogram_bin_edges", 1), dt)
+    bins = operator.index(bins)
     if range is None:
         lo, hi = red.min(a), red.max(a)
     else:
@@ -483,12 +483,17 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """Like numpy.histogram: ``(counts, bin_edges)``; the last bin includes its right
     edge."""
-    a, = _util.promote_dtypes("histogram", ravel(asarray(a, "histogram")), to="inexact")
-    edges = histogram_bin_edges(a, bins, range, weights)
+    a = asarray(a, "histogram")
     if weights is None:
+        a, = _util.promote_dtypes("histogram", a, to="inexact")
         w = lax.full(a.aval.shape, 1, a.aval.dtype)
-    else:
-        w = ravel(asarray(weights, "histogram", 3))
+    else:  # counts in the weights' and a's common inexact dtype (JAX's)
+        w = asarray(weights, "histogram", 3)
+        if w.aval.shape != a.aval.shape:
+            raise ValueError("weights should have the same shape as a.")
+        a, w = _util.promote_dtypes("histogram", a, w, to="inexact")
+    a, w = ravel(a), ravel(w)
+    edges = histogram_bin_edges(a, bins, range, weights)
     n = edges.aval.shape[0]
     idx = searchsorted(edges, a, side="right")
     last = lax.broadcast_in_dim(lax.reshape(lax.slice(edges, (n - 1,), (n,)), ()),
@@ -516,6 +521,11 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     n, d = sample.aval.shape
     if weights is not None and _util.shape(weights) != (n,):
         raise ValueError("should have one weight for each sample.")
+    if weights is None:
+        sample, = _util.promote_dtypes("histogramdd", sample, to="inexact")
+    else:  # weighted counts in the common inexact dtype (JAX's)
+        sample, weights = _util.promote_dtypes("histogramdd", sample,
+                                               asarray(weights, "histogramdd"), to="inexact")
     if isinstance(bins, (int, np.integer)):
         bins = [bins] * d
     idx, edges = [], []
