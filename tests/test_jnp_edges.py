@@ -238,3 +238,15 @@ def test_histogram_weights_promote_with_a():
     same("histogramdd", a.reshape(3, 2), 2, weights=np.arange(3))
     with pytest.raises(ValueError, match="same shape"):
         xjnp.histogram(a, weights=np.ones(7))
+
+
+def test_matrix_rank_given_rtol_is_absolute_and_rfft_complex_error():
+    # JAX 0.10.2 compares singular values with a given rtol/tol as it is (not scaled)
+    a = np.array([[4.0, 1, 0.5], [1, 3, -1], [0.5, -1, 2]], np.float32)
+    for kw in ({"rtol": 1.5}, {"tol": 0.5}):
+        assert_tree_same(xjnp.linalg.matrix_rank(a, **kw), jjnp.linalg.matrix_rank(a, **kw),
+                         0, f"rank {kw}")
+    assert_tree_same(xjnp.linalg.matrix_rank(np.array([0.0, 1.0], np.float32)),
+                     jjnp.linalg.matrix_rank(np.array([0.0, 1.0], np.float32)), 0, "rank 1-D")
+    theirs, ours = _error_types(lambda jn: jn.fft.rfft(np.ones(3, np.complex64)))
+    assert ours is theirs, (theirs, ours)

@@ -498,11 +498,20 @@ def matrix_power(a, n):
 
 @composite(static=("hermitian",))
 def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
+    """As JAX's: a given ``rtol`` (or its alias ``tol``) bounds the singular values
+    absolutely; only the default is relative to the largest."""
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     (M,) = _inexact("matrix_rank", M)
+    if M.ndim < 2:
+        return (M != 0).any().astype(np.int32)
     s = svd(M, compute_uv=False)  # (hermitian: the same singular values)
-    if tol is None:
-        rtol = _default_rtol(M) if rtol is None else rtol
-        tol = s[..., :1] * jnp.asarray(rtol, s.dtype)
+    if rtol is None:
+        tol = s[..., :1] * _default_rtol(M)
+    else:
+        tol = jnp.expand_dims(jnp.asarray(rtol, s.dtype), np.ndim(rtol))
     return jnp.sum(s > tol, axis=-1)
 
 
