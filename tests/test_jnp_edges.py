@@ -250,3 +250,13 @@ def test_matrix_rank_given_rtol_is_absolute_and_rfft_complex_error():
                      jjnp.linalg.matrix_rank(np.array([0.0, 1.0], np.float32)), 0, "rank 1-D")
     theirs, ours = _error_types(lambda jn: jn.fft.rfft(np.ones(3, np.complex64)))
     assert ours is theirs, (theirs, ours)
+
+
+def test_svd_and_pinv_hermitian_take_jax_eigh_path():
+    # eigh of the symmetrized input: U's column signs and pinv of a non-symmetric input
+    a = np.array([[4.0, 1, 0.5], [1, 3, -1], [0.5, -1, 2]], np.float32)
+    b = np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32)
+    assert_tree_same(xjnp.linalg.svd(a, hermitian=True), jjnp.linalg.svd(a, hermitian=True),
+                     1e-6, "svd")
+    assert_tree_same(xjnp.linalg.pinv(b, hermitian=True), jjnp.linalg.pinv(b, hermitian=True),
+                     1e-5, "pinv")
