@@ -196,3 +196,67 @@ def test_roll_by_a_traced_shift():
         jn.roll(a, s), jn.roll(a, -s, axis=0), jn.roll(a, jn.stack([s, s + 1]), axis=(0, 1))))(
         x, 5)
     assert_tree_same(run(xform, xjnp), run(jax, jjnp), 0, "roll")
+
+
+def test_bool_sum_prod_and_unsigned_int_linspace():
+    b = np.array([[True, False, True]])
+    same("sum", b, promote_integers=False)  # bools are cast to the default int first
+    same("prod", b, axis=1, promote_integers=False)
+    same("linspace", -5, 5, 4, dtype=np.uint8)  # floor, then the saturating convert: 0
+
+
+def test_complex_to_bool_reads_the_real_part_only_in_lax():
+    # lax's conversion (and so all/any) takes the real part; astype/select test x != 0
+    c = np.array([-1j, 0j, 1 + 0j, np.nan * 1j], np.complex64)
+    assert_tree_same(xform.lax.convert_element_type(c, bool),
+                     jax.lax.convert_element_type(c, bool), 0, "convert")
+    same("all", c[:1])
+    same("any", c[:2])
+    same("astype", c, bool)
+    same("select", [c], [np.ones(4, np.float32)])
+    assert_tree_same(xjnp.asarray(c).astype(bool), jjnp.asarray(c).astype(bool), 0, "method")
+
+
+def test_var_std_correction_and_mean_and_cov_edges():
+    a = np.array([[3.0, 4.0, 1.0], [-0.0, 2.0, 0.5]], np.float32)
+    for f in ("var", "std"):
+        same(f, a, axis=1, correction=0.5)
+        same(f, a, axis=0, mean=np.array([[1.0, 2, 3]], np.float32))
+    with pytest.raises(ValueError, match="simultaneously"):
+        xjnp.var(a, ddof=1, correction=1)
+    same("cov", np.zeros((2, 0), np.float32))  # no observations: NaN, not -0
+    same("cov", np.zeros((0, 2), np.float32))  # no variables: a (0, 0) array
+    same("cov", np.ones((1, 3), np.float32), rowvar=False)  # a 2-D row is transposed
+    same("cov", a, fweights=np.array([1, -2, 3]), aweights=np.array([1.0, -2, 3], np.float32))
+    same("corrcoef", a, dtype=np.float16, tol=1e-3)
+
+
+def test_histogram_weights_promote_with_a():
+    a = np.array([0.5, 1.5, 1.5, 2.0, 9.0, -1.0], np.float32)
+    same("histogram", a, 3, weights=np.arange(6))  # float counts, not int
+    same("histogram", np.array([1, 2], np.uint8), np.array([0, 1, 2]))  # float edges
+    same("histogramdd", a.reshape(3, 2), 2, weights=np.arange(3))
+    with pytest.raises(ValueError, match="same shape"):
+        xjnp.histogram(a, weights=np.ones(7))
+
+
+def test_matrix_rank_given_rtol_is_absolute_and_rfft_complex_error():
+    # JAX 0.10.2 compares singular values with a given rtol/tol as it is (not scaled)
+    a = np.array([[4.0, 1, 0.5], [1, 3, -1], [0.5, -1, 2]], np.float32)
+    for kw in ({"rtol": 1.5}, {"tol": 0.5}):
+        assert_tree_same(xjnp.linalg.matrix_rank(a, **kw), jjnp.linalg.matrix_rank(a, **kw),
+                         0, f"rank {kw}")
+    assert_tree_same(xjnp.linalg.matrix_rank(np.array([0.0, 1.0], np.float32)),
+                     jjnp.linalg.matrix_rank(np.array([0.0, 1.0], np.float32)), 0, "rank 1-D")
+    theirs, ours = _error_types(lambda jn: jn.fft.rfft(np.ones(3, np.complex64)))
+    assert ours is theirs, (theirs, ours)
+
+
+def test_svd_and_pinv_hermitian_take_jax_eigh_path():
+    # eigh of the symmetrized input: U's column signs and pinv of a non-symmetric input
+    a = np.array([[4.0, 1, 0.5], [1, 3, -1], [0.5, -1, 2]], np.float32)
+    b = np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32)
+    assert_tree_same(xjnp.linalg.svd(a, hermitian=True), jjnp.linalg.svd(a, hermitian=True),
+                     1e-6, "svd")
+    assert_tree_same(xjnp.linalg.pinv(b, hermitian=True), jjnp.linalg.pinv(b, hermitian=True),
+                     1e-5, "pinv")

@@ -92,8 +92,11 @@ def _transpose(self, *axes):
 
 
 def _astype(self, dtype, copy=False):
-    """Cast to ``dtype`` (the result is strongly typed)."""
-    return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype), False)
+    """Cast to ``dtype`` (the result is strongly typed; complex -> bool is x != 0)."""
+    dtype = dtypes.canonicalize_dtype(dtype)
+    if dtypes.is_complex(self.dtype) and dtype == dtypes.bool_:
+        self = lax.ne(self, lax.full_like(self, 0))
+    return lax.convert_element_type(self, dtype, False)
 
 
 def _flatten(self, order="C"):

@@ -275,13 +275,6 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
     return lax.add(_util.scalar_operand(start, dt, False), lax.iota(dt, size))
 
 
-def _floor_to_int(x, dt):
-    """floor(x) as integer dtype ``dt`` (truncating conversion, then fix negatives)."""
-    t = lax.convert_element_type(x, dt)
-    back = lax.convert_element_type(t, x.aval.dtype)
-    return lax.select(lax.gt(back, x), lax.sub(t, _util.scalar_array(1, dt, False)), t)
-
-
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """Like numpy.linspace, computed as JAX does:
@@ -335,7 +328,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
         delta = _util.scalar_array(np.nan, comp, False)
         out = zeros(bounds, dt)
     if dtypes.is_integer(dt) and not dtypes.is_integer(out.aval.dtype):
-        out = _floor_to_int(out, dt)
+        out = lax.floor(out)  # JAX's: negatives saturate to 0 in an unsigned dt
     out = lax.convert_element_type(out, dt)
     return (out, delta) if retstep else out
 

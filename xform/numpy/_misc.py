@@ -122,7 +122,10 @@ def astype(x, dtype, /, *, copy=False, device=None):
     """Like numpy.astype: ``x`` converted to ``dtype`` (strongly typed); ``device``
     commits the result there (as ``device_put``)."""
     x = asarray(x, "astype")
-    out = lax.convert_element_type(x, dtypes.canonicalize_dtype(dtype))
+    dtype = dtypes.canonicalize_dtype(dtype)
+    if dtypes.is_complex(x.aval.dtype) and dtype == dtypes.bool_:
+        x = lax.ne(x, _util.scalar_array(0, x.aval.dtype, False))  # not just the real part
+    out = lax.convert_element_type(x, dtype)
     if device is None:
         return out
     d = device._device_assignment[0] if isinstance(device, Sharding) else device

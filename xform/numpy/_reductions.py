@@ -107,7 +107,7 @@ def _sum_or_prod(name, a, axis, dtype, out, keepdims, initial, where, promote_in
     axes = canonicalize_axes(axis, a.aval.ndim)
     if dtype is None:
         result_dtype = a.aval.dtype
-        if promote_integers:
+        if promote_integers or result_dtype == dtypes.bool_:  # JAX casts bools to numeric
             result_dtype = _promote_integer_dtype(result_dtype)
         comp_dtype = _upcast_f16(result_dtype)
     else:
@@ -219,6 +219,8 @@ def _any_or_all(name, a, axis, out, keepdims, where):
     _no_out(name, out)
     a = asarray(a, name)
     axes = canonicalize_axes(axis, a.aval.ndim)
+    if dtypes.is_complex(a.aval.dtype):
+        a = lax.real(a)  # JAX's _cast_to_bool: any/all of complex read the real part
     x = a if a.aval.dtype == dtypes.bool_ else lax.ne(a, _const(a, 0))
     x = _masked(name, x, where, name == "all")
     r = _bool_reduce(x, axes, lax.reduce_max if name == "any" else lax.reduce_min)
@@ -267,20 +269,27 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
                    result_dtype)
 
 
+_mean = mean  # (var's ``mean`` argument shadows it)
+
+
 @composite(static=_STATIC)
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
-    """Like numpy.var; integer inputs give the default float dtype.
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        mean=None, correction=None):
+    """Like numpy.var; integer inputs give the default float dtype. ``correction`` is
+    ``ddof``'s other name; ``mean`` a precomputed (keepdims) mean.
 
     >>> jnp.var(jnp.array([1.0, 3.0]))
     Array(1., dtype=float32)
     """
     _no_out("var", out)
+    ddof = _correction(ddof, correction)
     a = asarray(a, "var")
     comp_dtype, result_dtype = _var_promote_types(a.aval.dtype, dtype)
     axes = canonicalize_axes(axis, a.aval.ndim)
     x = _util.convert(a, comp_dtype)
-    centered = lax.sub(x, _util.broadcast_to(
-        mean(x, axes, dtype=comp_dtype, keepdims=True, where=where), x.aval.shape))
+    m = (_mean(x, axes, dtype=comp_dtype, keepdims=True, where=where) if mean is None
+         else _util.convert(asarray(mean, "var"), comp_dtype))
+    centered = lax.sub(*_util.broadcast_arrays("var", x, m))
     centered, comp_dtype = _abs2(centered)
     count = _count(x, axes, keepdims, where, comp_dtype)
     normalizer = lax.sub(count, _util.scalar_array(ddof, comp_dtype, False)
@@ -320,12 +329,23 @@ def _abs2(centered):
 
 
 @composite(static=_STATIC)
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        mean=None, correction=None):
     """Like numpy.std (the square root of :func:`var`)."""
+    ddof = _correction(ddof, correction)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got "
                          f"{dtypes.canonicalize_dtype(dtype)}")
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where))
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
+
+
+def _correction(ddof, correction):
+    """JAX's ``correction``: ``ddof``'s other name; giving both is a ValueError."""
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
 
 
 def _arg_prep(name, a, axis, out):

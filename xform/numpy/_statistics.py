@@ -16,7 +16,7 @@ from xform.numpy import _reductions as red
 from xform.numpy._shape import moveaxis, ravel
 from xform.numpy._util import asarray, canonicalize_axes
 from xform.lax import ScatterDimensionNumbers
-from xform.numpy._creation import linspace
+from xform.numpy._creation import full, linspace, zeros
 from xform.numpy._cumulative import cumsum, diff
 from xform.numpy._math import conjugate, real
 from xform.numpy._matrix import diag, ix_
@@ -380,30 +380,54 @@ def _no_out(name, out):
 
 # ---- covariance ----
 
-@composite(static=("rowvar", "bias", "ddof"))
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
-    """Like numpy.cov: the covariance matrix of the rows (variables) of ``m``."""
+@composite(static=("rowvar", "bias", "ddof", "dtype"))
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """Like numpy.cov: the covariance matrix of the rows (variables) of ``m``. As JAX's:
+    no variables give a (0, 0) array, no observations NaNs, weights count by magnitude."""
     if y is None:
         m, = _util.promote_dtypes("cov", m, to="inexact")
     else:  # promoted together, as JAX's (int8 with float16 stays float16)
         m, y = _util.promote_dtypes("cov", m, y, to="inexact")
+        if y.aval.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if m.aval.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"cov: dtype must be a subclass of float or complex; got {dtype=}")
     X = atleast_2d(m)
-    if not rowvar and X.aval.shape[0] != 1:
+    if not rowvar and m.aval.ndim != 1:
         X = X.T
+    if X.aval.shape[0] == 0:
+        return zeros((0, 0), dtypes.default_float_dtype())
     if y is not None:
         y = atleast_2d(y)
         if not rowvar and y.aval.shape[0] != 1:
             y = y.T
         X = concatenate([X, y], 0)
+    if X.aval.shape[1] == 0:
+        n = X.aval.shape[0]
+        return full(() if n == 1 else (n, n), np.nan, X.aval.dtype)
     if ddof is None:
         ddof = 0 if bias else 1
     w = None
     for wt, what in ((fweights, "fweights"), (aweights, "aweights")):
         if wt is not None:
             wt = asarray(wt, "cov")
-            if wt.aval.ndim != 1 or wt.aval.shape[0] != X.aval.shape[1]:
-                raise ValueError(f"cov: {what} must be 1-D with one entry per observation")
+            if wt.aval.ndim > 1:
+                raise RuntimeError(f"cannot handle multidimensional {what}")
+            if wt.aval.shape[0] != X.aval.shape[1]:
+                raise RuntimeError(f"incompatible numbers of samples and {what}")
+            if what == "fweights" and not dtypes.is_integer(wt.aval.dtype):
+                raise TypeError("fweights must be integer.")
+            wt = uf.absolute(wt)  # (numpy raises on negative weights)
+            if what == "aweights":
+                aweights = wt
             w = wt if w is None else uf.multiply(w, wt)
+    if dtype is not None:
+        dtype = dtypes.canonicalize_dtype(dtype)
+        X = lax.convert_element_type(X, dtype)
+        w = None if w is None else lax.convert_element_type(w, dtype)
     avg, w_sum = average(X, 1, w, returned=True)
     w_sum = w_sum[0]
     if w is None:
@@ -420,14 +444,14 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(uf.true_divide(dot(X, conjugate(X_T)), f))
 
 
-@composite(static=("rowvar",))
-def corrcoef(x, y=None, rowvar=True):
+@composite(static=("rowvar", "dtype"))
+def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Like numpy.corrcoef: :func:`cov` normalized by the standard deviations, clipped
     to [-1, 1]."""
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.aval.ndim == 0:
         return uf.true_divide(c, c)
-    std = lax.sqrt(real(diag(c)))
+    std = lax.convert_element_type(lax.sqrt(real(diag(c))), c.aval.dtype)
     c = uf.true_divide(uf.true_divide(c, lax.expand_dims(std, (1,))),
                        lax.expand_dims(std, (0,)))
     if dtypes.is_complex(c.aval.dtype):  # each part clipped (complex values don't order)
@@ -440,10 +464,10 @@ def corrcoef(x, y=None, rowvar=True):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """Like numpy.histogram_bin_edges for an int ``bins`` (or explicit edges)."""
     a = ravel(asarray(a, "histogram_bin_edges"))
-    if not isinstance(bins, (int, np.integer)):
-        return asarray(bins, "histogram_bin_edges", 1)
-    bins = operator.index(bins)
     dt = dtypes.to_inexact_dtype(a.aval.dtype)
+    if np.ndim(bins) == 1:  # explicit edges, in a's inexact dtype (JAX's)
+        return _util.convert(asarray(bins, "histogram_bin_edges", 1), dt)
+    bins = operator.index(bins)
     if range is None:
         lo, hi = red.min(a), red.max(a)
     else:
@@ -459,12 +483,17 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """Like numpy.histogram: ``(counts, bin_edges)``; the last bin includes its right
     edge."""
-    a, = _util.promote_dtypes("histogram", ravel(asarray(a, "histogram")), to="inexact")
-    edges = histogram_bin_edges(a, bins, range, weights)
+    a = asarray(a, "histogram")
     if weights is None:
+        a, = _util.promote_dtypes("histogram", a, to="inexact")
         w = lax.full(a.aval.shape, 1, a.aval.dtype)
-    else:
-        w = ravel(asarray(weights, "histogram", 3))
+    else:  # counts in the weights' and a's common inexact dtype (JAX's)
+        w = asarray(weights, "histogram", 3)
+        if w.aval.shape != a.aval.shape:
+            raise ValueError("weights should have the same shape as a.")
+        a, w = _util.promote_dtypes("histogram", a, w, to="inexact")
+    a, w = ravel(a), ravel(w)
+    edges = histogram_bin_edges(a, bins, range, weights)
     n = edges.aval.shape[0]
     idx = searchsorted(edges, a, side="right")
     last = lax.broadcast_in_dim(lax.reshape(lax.slice(edges, (n - 1,), (n,)), ()),
@@ -492,6 +521,11 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     n, d = sample.aval.shape
     if weights is not None and _util.shape(weights) != (n,):
         raise ValueError("should have one weight for each sample.")
+    if weights is None:
+        sample, = _util.promote_dtypes("histogramdd", sample, to="inexact")
+    else:  # weighted counts in the common inexact dtype (JAX's)
+        sample, weights = _util.promote_dtypes("histogramdd", sample,
+                                               asarray(weights, "histogramdd"), to="inexact")
     if isinstance(bins, (int, np.integer)):
         bins = [bins] * d
     idx, edges = [], []

@@ -233,7 +233,7 @@ def select(condlist, choicelist, default=0):
     for cond, choice in reversed(list(zip(condlist, choicelist))):
         cond = asarray(cond, "select")
         if cond.aval.dtype != dtypes.bool_:  # (non-zero is true, as JAX's astype(bool))
-            cond = lax.convert_element_type(cond, dtypes.bool_)
+            cond = lax.ne(cond, _util.scalar_array(0, cond.aval.dtype, False))
         out = uf.where(cond, choice, out)
     return out
 

@@ -35,7 +35,7 @@ def _operand(name, a, fft_type):
     dt = a.aval.dtype
     if fft_type == FftType.RFFT:
         if dtypes.is_complex(dt):
-            raise TypeError(f"jax.numpy.fft.{name} does not support complex input")
+            raise ValueError(f"only real valued inputs supported for rfft (jnp.fft.{name})")
         real = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
         return lax.convert_element_type(a, real)
     return lax.convert_element_type(a, _complex_dtype(dt))

@@ -323,9 +323,27 @@ def eigvalsh(a, UPLO="L"):
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular value decomposition; ``SVDResult(U, S, Vh)`` or ``S``."""
     (a,) = _inexact("svd", a)
+    if hermitian:
+        return _svd_hermitian(a, compute_uv)
     if not compute_uv:
         return lax_linalg.svd(a, compute_uv=False)
     u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices)
+    return SVDResult(u, s, vh)
+
+
+def _svd_hermitian(a, compute_uv):
+    """JAX's hermitian SVD from eigh (of the symmetrized input): ``s = |w|`` descending,
+    ``u`` the eigenvectors in that order, ``vh = (u * sign(w))^H``."""
+    v, w = lax_linalg.eigh(a)
+    s = lax.abs(w)
+    last = s.ndim - 1
+    if not compute_uv:
+        return lax.rev(lax.sort(s, dimension=-1), dimensions=[last])
+    idxs = lax.broadcasted_iota(np.int32, s.shape, last)
+    s, idxs, sign = lax.sort((s, idxs, lax.sign(w)), dimension=-1, num_keys=1)
+    s, idxs, sign = (lax.rev(t, dimensions=[last]) for t in (s, idxs, sign))
+    u = jnp.take_along_axis(v, idxs[..., None, :], axis=-1)
+    vh = jnp.conj(jnp.swapaxes(u * sign[..., None, :].astype(u.dtype), -1, -2))
     return SVDResult(u, s, vh)
 
 
@@ -426,7 +444,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     """Moore-Penrose pseudo-inverse via the SVD, cutting off small singular values."""
     (a,) = _inexact("pinv", a)
     rtol = rcond if rtol is None else rtol
-    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    u, s, vh = (_svd_hermitian(a, True) if hermitian else
+                lax_linalg.svd(a, full_matrices=False))
     rtol = _default_rtol(a) if rtol is None else rtol
     cutoff = jnp.asarray(rtol, s.dtype)[..., None] * s[..., :1]
     s_inv = jnp.where(s > cutoff, 1 / jnp.where(s > cutoff, s, 1), 0).astype(a.dtype)
@@ -498,11 +517,20 @@ def matrix_power(a, n):
 
 @composite(static=("hermitian",))
 def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
+    """As JAX's: a given ``rtol`` (or its alias ``tol``) bounds the singular values
+    absolutely; only the default is relative to the largest."""
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     (M,) = _inexact("matrix_rank", M)
-    s = svd(M, compute_uv=False)  # (hermitian: the same singular values)
-    if tol is None:
-        rtol = _default_rtol(M) if rtol is None else rtol
-        tol = s[..., :1] * jnp.asarray(rtol, s.dtype)
+    if M.ndim < 2:
+        return (M != 0).any().astype(np.int32)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
+    if rtol is None:
+        tol = s[..., :1] * _default_rtol(M)
+    else:
+        tol = jnp.expand_dims(jnp.asarray(rtol, s.dtype), np.ndim(rtol))
     return jnp.sum(s > tol, axis=-1)
 
 
