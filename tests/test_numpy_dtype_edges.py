@@ -65,6 +65,12 @@ ROWS = [
         m.fmod(True, B), m.fmod(I8, np.int8(0)))),
     ("rint_round_count", lambda m: (
         m.rint(FIN * 2), m.bitwise_count(B), m.round(F32, 50), m.round(FIN, 40))),
+    ("ediff1d_ends_cast_to_dtype", lambda m: (  # (JAX casts the ends: 2.7 -> 2)
+        m.ediff1d(I32X[1:4], to_begin=2.7, to_end=np.float32(-1.5)),
+        m.ediff1d(U8, to_end=np.array([3.9, 1.0], np.float32)))),
+    ("windows_float_length", lambda m: (  # (int(M), as JAX: hanning(2.5) has 2 points)
+        m.hanning(2.5), m.bartlett(np.float32(3.7)), m.hamming(True)), 0),
+    ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
 ]
 
 

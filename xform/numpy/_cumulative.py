@@ -161,11 +161,12 @@ def ediff1d(ary, to_end=None, to_begin=None):
                         "position 0 are subtypes of integer, floating, complexfloating.")
     out = diff(ary) if ary.aval.size else ary
     parts = []
+    # (the ends are cast to the array's dtype, as JAX: ``to_end=2.7`` on ints is 2)
     if to_begin is not None:
-        parts.append(ravel(asarray(to_begin, "ediff1d")))
+        parts.append(ravel(asarray(to_begin, "ediff1d").astype(ary.aval.dtype)))
     parts.append(out)
     if to_end is not None:
-        parts.append(ravel(asarray(to_end, "ediff1d")))
+        parts.append(ravel(asarray(to_end, "ediff1d").astype(ary.aval.dtype)))
     return concatenate(parts) if len(parts) > 1 else out
 
 

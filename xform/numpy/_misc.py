@@ -2,7 +2,6 @@
 (frombuffer, load, save, ...), dtype predicates (isscalar, isdtype, can_cast),
 printing, vectorize, i0 and the window functions, packbits/unpackbits."""
 import functools
-import operator
 
 import numpy as np
 
@@ -268,7 +267,8 @@ def i0(x, /):
 
 
 def _window(name, M):
-    M = operator.index(_util.concrete_or_error(M, "M", name).item())
+    # (int(), as JAX: a float M is truncated, ``hanning(2.5)`` has 2 points)
+    M = int(_util.concrete_or_error(M, "M", name).item())
     dt = dtypes.default_float_dtype()
     return M, dt, lax.iota(dt, max(M, 0))
 
