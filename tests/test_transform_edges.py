@@ -147,6 +147,18 @@ def test_grad_of_constant_output_and_zero_cotangent_weak_type():
             L.grad(lambda x: None)(1.0)
 
 
+def test_gradient_of_a_weak_argument_met_by_a_strong_one_is_weak():
+    # JAX records the weak-to-strong convert; its transpose makes the cotangent weak
+    s, h = np.float32(3), np.ones((), np.float16)
+    ours, want = _both(lambda L, J: (
+        L.grad(lambda x, y: x * y, (0, 1))(2.0, s), L.grad(lambda x, y: x * y)(2.0, h),
+        L.grad(lambda x: J.sin(x).astype(np.float32) * s)(2.0),
+        L.jit(L.grad(lambda x, y: J.sum(x * y)))(1.5, J.ones(3)),
+        L.vmap(L.grad(lambda x, y: x * y), (None, 0))(2.0, J.ones(3))))
+    assert_tree_same(ours, want, 0, "weak-argument gradients")
+    assert _weak(ours) == _weak(want), (_weak(ours), _weak(want))
+
+
 @pytest.mark.parametrize("make", [
     lambda L: L.grad(3), lambda L: L.value_and_grad(3), lambda L: L.jacfwd(3),
     lambda L: L.jacrev(3), lambda L: L.hessian(3), lambda L: L.vmap(3),

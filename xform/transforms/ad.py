@@ -212,14 +212,20 @@ def _ct_type_error(ca, a, short):
 
 
 def _as_input_ct(c, aval, weak):
-    """A pullback's cotangent for an input of tangent type ``aval``: a symbolic zero
-    becomes zeros with the input's weak type ``weak``, as JAX's (its zeros take the
-    primal's aval, weak type included)."""
+    """A pullback's cotangent for an input of tangent type ``aval``, with the input's
+    weak type ``weak`` (a symbolic zero as zeros), as JAX's: its tangent types keep the
+    primal's weak type, so where a weak input met a strong operand the transpose of the
+    recorded weak-to-strong convert makes the cotangent weak again
+    (``grad(lambda x, y: x * y)(2.0, np.float32(3))`` is weak)."""
     if type(c) is ad.Zero:
         if c.aval.dtype == dtypes.float0:
             return np.zeros(c.aval.shape, dtypes.float0)
         z = ad.zeros_like_aval(aval)
         return ew.convert_element_type(z, aval.dtype, True) if weak else z
+    if weak:
+        ca = get_aval(c)
+        if not ca.weak_type and ca.dtype == aval.dtype:
+            return ew.convert_element_type(c, aval.dtype, True)
     return c
 
 
