@@ -70,6 +70,8 @@ ROWS = [
         m.ediff1d(U8, to_end=np.array([3.9, 1.0], np.float32)))),
     ("windows_float_length", lambda m: (  # (int(M), as JAX: hanning(2.5) has 2 points)
         m.hanning(2.5), m.bartlett(np.float32(3.7)), m.hamming(True)), 0),
+    ("angle_real_takes_default_float", lambda m: (  # (float32 for a float16 scalar)
+        m.angle(np.float16(2)), m.angle(BF[1]), m.angle(I8), m.angle(F16))),
     ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
 ]
 

@@ -355,8 +355,9 @@ def angle(z, deg=False):
     re, im = real(z), imag(z)
     if not dtypes.is_inexact(re.aval.dtype) or (dtypes.is_floating(z.aval.dtype)
                                                 and z.aval.ndim == 0):
-        # (as JAX: a real scalar's result is a strong float; it was weak through imag's 0)
-        dt = dtypes.to_inexact_dtype(re.aval.dtype)
+        # (as JAX: a real scalar's result is a strong float, of the default float dtype
+        # as an integer array's: float32 for a float16 scalar, float64 under x64)
+        dt = dtypes.default_float_dtype()
         re, im = lax.convert_element_type(re, dt), lax.convert_element_type(im, dt)
     out = lax.atan2(im, re)
     if deg:
