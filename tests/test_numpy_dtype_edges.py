@@ -72,6 +72,11 @@ ROWS = [
         m.hanning(2.5), m.bartlett(np.float32(3.7)), m.hamming(True)), 0),
     ("angle_real_takes_default_float", lambda m: (  # (float32 for a float16 scalar)
         m.angle(np.float16(2)), m.angle(BF[1]), m.angle(I8), m.angle(F16))),
+    ("isclose_jax_formula", lambda m: (  # (equal is close at any tolerance; ints use them)
+        m.isclose(F32[:, None], F32[None, :]), m.isclose(F32, F32, rtol=-1.0),
+        m.isclose(F32[:, None], F32[None, :], atol=np.inf, equal_nan=True),
+        m.isclose(I32X, 3, rtol=0.5), m.allclose(U8, U8[::-1], atol=300),
+        m.isclose(C, C[::-1], equal_nan=True), m.isclose(B, B[::-1]))),
     ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
 ]
 

@@ -322,29 +322,26 @@ def _const_bool(x, value):
 
 @composite(static=("equal_nan",))
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Like numpy.isclose: ``|a - b| <= atol + rtol * |b|``, with infinities equal only
-    to themselves and NaN equal to NaN only if ``equal_nan``.
+    """Like numpy.isclose, by JAX's formula: ``a == b``, or ``b`` finite and
+    ``|a - b| <= atol + rtol * |b|``; NaNs close only if ``equal_nan``. Integers are
+    compared in floating point with the tolerances, as JAX.
 
     >>> jnp.isclose(jnp.array([1.0, 1.1]), 1.0)
     Array([ True, False], dtype=bool)
     """
     a, b = _util.promote_args("isclose", a, b)
-    dt = a.aval.dtype
-    if not dtypes.is_inexact(dt):
-        return uf.equal(a, b)
+    if dtypes.is_extended(a.aval.dtype):
+        return lax.eq(a, b)
+    a, b = _util.promote_args("isclose", a, b, to="inexact")
     a, b = _util.broadcast_arrays("isclose", a, b, scalars_ok=False)
-    real_dt = np.dtype(dtypes.finfo(dt).dtype)
-    bound = lax.add(_util.convert(atol, real_dt), lax.mul(_util.convert(rtol, real_dt),
-                                                          lax.abs(b)))
-    out = lax.le(lax.abs(lax.sub(a, b)), bound)
-    a_inf, b_inf = uf.isinf(a), uf.isinf(b)
-    out = uf.logical_and(out, uf.logical_not(uf.logical_or(a_inf, b_inf)))
-    out = uf.logical_or(out, uf.logical_and(uf.logical_and(a_inf, b_inf), lax.eq(a, b)))
-    a_nan, b_nan = uf.isnan(a), uf.isnan(b)
-    out = uf.logical_and(out, uf.logical_not(uf.logical_or(a_nan, b_nan)))
+    real_dt = np.dtype(dtypes.finfo(a.aval.dtype).dtype)
+    rtol = lax.convert_element_type(rtol, real_dt)
+    atol = lax.convert_element_type(atol, real_dt)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = uf.logical_or(lax.eq(a, b), uf.logical_and(uf.isfinite(b), in_range))
     if equal_nan:
-        out = uf.logical_or(out, uf.logical_and(a_nan, b_nan))
-    return lax.convert_element_type(out, dtypes.bool_, False)
+        out = uf.logical_or(out, uf.logical_and(uf.isnan(a), uf.isnan(b)))
+    return out
 
 
 @composite(static=("equal_nan",))
