@@ -213,6 +213,28 @@ def test_multi_device_arrays():
     assert len(plain.addressable_shards) == 1
 
 
+def test_replicated_results_span_the_mesh_as_jax():
+    # pmap's out_axes=None and an eager shard_map's P() output: one copy per device
+    # (NamedSharding P(), committed), not device 0's alone; ops follow device 0's copy
+    def run(L, P, devs):
+        f = L.pmap(lambda v: (v, L.lax.psum(v, "i")), "i", out_axes=(0, None),
+                   devices=devs[2:6])
+        mesh = L.sharding.Mesh(np.array(devs).reshape(4, 2), ("x", "y"))
+        g = L.shard_map(lambda b: L.lax.psum(b.sum(), ("x", "y")), mesh=mesh,
+                        in_specs=P("x", "y"), out_specs=P())
+        _, s = f(X[:4])
+        return [s, g(X), s - 1]
+    (xs, xg, xo), (js, jg, jo) = (run(xform, xform.sharding.PartitionSpec, xform.devices()),
+                                  run(jax, jax.sharding.PartitionSpec, jax.devices()))
+    for x, j in ((xs, js), (xg, jg)):
+        _close(x, j)
+        assert tuple(x.sharding.spec) == tuple(j.sharding.spec) and x.committed and j.committed
+        assert [(s.device.id, s.replica_id) for s in x.addressable_shards] == \
+            [(s.device.id, s.replica_id) for s in j.addressable_shards]
+    _close(xo, jo)  # (JAX runs it on the 4 devices, xform on device 2's copy)
+    assert xo.committed and xo.devices() == {xform.devices()[2]}
+
+
 def test_device_put_sharded_replicated_and_counts():
     assert xform.local_device_count() == N == len(xform.local_devices())
     s = xform.device_put_sharded([X[i] for i in range(4)], xform.devices()[:4])
