@@ -198,8 +198,12 @@ def test_multi_device_arrays():
     assert r.sharding.spec == xform.sharding.PartitionSpec("i")
     assert r.is_fully_addressable
     shards = r.addressable_shards
-    assert len(shards) == N and shards[2].index[0] == 2
-    np.testing.assert_array_equal(shards[2].data, X[2] + 1)
+    # as JAX 0.10.2's pmap (a shard_map): each shard keeps the mapped dim, size 1
+    js = jax.pmap(lambda v: v + 1.0, "i")(X).addressable_shards
+    assert [(s.index, s.data.shape) for s in shards] == [(s.index, s.data.shape) for s in js]
+    assert len(shards) == N and shards[2].index[0] == slice(2, 3)
+    np.testing.assert_array_equal(shards[2].data, X[2:3] + 1)
+    assert r.addressable_data(2).devices() == {xform.devices()[2]}
     assert next(iter(shards[2].data.devices())) == xform.devices()[2]
     np.testing.assert_array_equal(r[2], X[2] + 1)
     np.testing.assert_array_equal(np.asarray(r), X + 1)
@@ -368,7 +372,7 @@ def test_jit_of_pmap_runs_on_every_device():
     shards = r.addressable_shards
     assert [next(iter(s.data.devices())) for s in shards] == xform.devices()
     for k, s in enumerate(shards):
-        np.testing.assert_allclose(np.asarray(s.data), e[k], rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(s.data), e[k:k + 1], rtol=1e-5)
     # jit-level code around the pmap runs replicated on every device
     def around(pm, L, np_):
         return lambda x, w: pm(_jf(L, np_), "i")(x * w).sum(0) + w

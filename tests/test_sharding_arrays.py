@@ -110,6 +110,25 @@ def test_array_properties_and_printing():
     assert one.is_fully_replicated and one.addressable_data(0) is one
 
 
+def test_shards_rows_and_sharding_helpers_as_jax():
+    def run(L, np_, m, NS, P_):
+        x, r = L.device_put(X, NS(m, P_("x"))), L.device_put(X, NS(m, P_()))
+        one = NS(L.sharding.Mesh(np.array(L.devices()[:1]).reshape(1, 1), ("x", "y")), P_("x"))
+        sd = L.sharding.SingleDeviceSharding(L.devices()[0])
+        return (x, list(r), [(s.device.id, _idx(s.index), s.replica_id)
+                             for s in x.global_shards],
+                x.on_device_size_in_bytes(), r.on_device_size_in_bytes(),
+                sd.is_equivalent_to(one, 2), one.is_equivalent_to(sd, 2),
+                repr(NS(m, P_("x")).update(spec=("y",))),
+                repr(NS(m, P_("x")).update(memory_kind="pinned_host")))
+    x, j = both(run)
+    check(x[0], j[0])
+    for a, b in zip(x[1], j[1]):  # rows of a replicated array stay replicated
+        check(a, b)
+        assert a.committed and b.committed
+    assert x[2:] == j[2:]
+
+
 def test_eager_ops_on_sharded_arrays():
     def ops(L, np_, m, NS, P_):
         x = L.device_put(X, NS(m, P_("x", None)))
