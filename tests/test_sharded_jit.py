@@ -123,6 +123,16 @@ def test_errors_match_jax():
         z = L.device_put(np.zeros(8, np.float32), NS(m2, P_("x")))
         return L.jit(lambda a, b: a + b)(x, z)
 
+    def aot_mismatch(L, np_, m, NS, P_):  # (a committed argument laid out otherwise)
+        c = L.jit(lambda a: a * 2, in_shardings=NS(m, P_("x"))).lower(X).compile()
+        c(L.device_put(X, NS(m, P_("x", None))))  # (equivalent: accepted)
+        c(X)  # (uncommitted: put there)
+        return c(L.device_put(X, NS(m, P_("y"))))
+
+    def aot_one_device(L, np_, m, NS, P_):
+        return L.jit(lambda a: a * 2, in_shardings=NS(m, P_("x"))).lower(X).compile()(
+            L.device_put(X, L.devices()[3]))
+
     def bare_spec(L, np_, m, NS, P_):
         return L.lax.with_sharding_constraint(np.zeros(8), P_("x"))
     cases = [
@@ -134,6 +144,10 @@ def test_errors_match_jax():
                              "respective arg"),
         (mixed_meshes, "Received incompatible devices for jitted computation"),
         (bare_spec, "requires a non-empty mesh in context"),
+        (aot_mismatch, "Computation was compiled for input shardings that disagree"),
+        (aot_one_device, "Passed sharding: SingleDeviceSharding"),
+        (lambda L, np_, m, NS, P_: L.jit(lambda a: L.lax.with_sharding_constraint(a, None))(
+            np.zeros(8)), "got sharding None which is not allowed"),
     ]
     for case, words in cases:
         x = _raises(lambda: case(xform, xnp, XMESH, NamedSharding, P))
