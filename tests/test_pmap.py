@@ -239,6 +239,15 @@ def test_replicated_results_span_the_mesh_as_jax():
     assert xo.committed and xo.devices() == {xform.devices()[2]}
 
 
+def test_pmap_lower_compiles_and_runs():
+    # JAX's pmap has .lower (NB xform's lowers the one-device program of jit of pmap)
+    f = xform.pmap(lambda b, n: lax.psum(b, "i") * n, "i", static_broadcasted_argnums=1)
+    lowered = f.lower(X, 3)
+    assert "func" in lowered.as_text()
+    _close(lowered.compile()(X), jax.pmap(lambda b, n: jax.lax.psum(b, "i") * n, "i",
+                                          static_broadcasted_argnums=1)(X, 3))
+
+
 def test_device_put_sharded_replicated_and_counts():
     assert xform.local_device_count() == N == len(xform.local_devices())
     s = xform.device_put_sharded([X[i] for i in range(4)], xform.devices()[:4])
