@@ -225,3 +225,16 @@ def test_like_functions_place_results_on_a_one_device_arrays_device():
         return [sorted(dv.id for dv in o.devices()) for o in outs]
     x, j = both(run)
     assert x == j
+
+
+def test_full_on_a_device_is_not_weak_eagerly():
+    # JAX's eager full/full_like with device= build the array per shard (not weak, so
+    # bf16 + it promotes to float32); under jit the result stays weak
+    def run(L, np_, m, NS, P_):
+        d, w = L.devices()[1], np_.asarray(2.0)
+        outs = [np_.full((2,), 3.0, device=d), np_.full((8,), 3.0, device=NS(m, P_("x"))),
+                np_.full_like(w, 3.0, device=d), np_.full((2,), 3.0),
+                L.jit(lambda: np_.full((2,), 3.0, device=d))()]
+        return [(o.weak_type, str(o.dtype)) for o in outs]
+    x, j = both(run)
+    assert x == j
