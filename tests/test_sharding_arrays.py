@@ -238,3 +238,14 @@ def test_full_on_a_device_is_not_weak_eagerly():
         return [(o.weak_type, str(o.dtype)) for o in outs]
     x, j = both(run)
     assert x == j
+
+
+def test_astype_and_to_device_onto_a_sharding():
+    def run(L, np_, m, NS, P_):
+        s = NS(m, P_("x"))
+        return [np_.astype(X, np.int32, device=s), np_.asarray(X).to_device(s),
+                np_.asarray(X).to_device(L.devices()[2])]
+    for x, j in zip(*both(run)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(j))
+        assert sorted(d.id for d in x.devices()) == sorted(d.id for d in j.devices())
+        assert type(x.sharding).__name__ == type(j.sharding).__name__ and x.committed
