@@ -33,8 +33,13 @@ def test_replicate_unreplicate_and_pmapped_train_step_as_flax():
     xtree = dict(tree, w=xnp.asarray(2.0), s=xnp.float32(3.0))
     jrep, xrep = fju.replicate(jtree), xju.replicate(xtree)
     _same(jrep, xrep)
-    assert xrep["a"].shape == (8, 2, 3) and tuple(xrep["a"].sharding.spec) == ("_axis0",)
+    assert xrep["a"].shape == (8, 2, 3)
+    assert tuple(xrep["a"].sharding.spec) == ("_internal_pmap_axis_name",)
     _same(fju.unreplicate(jrep), xju.unreplicate(xrep))
+    # a value replicated whole over the devices comes back whole (not its first row)
+    whole = [lib.pmap(lambda v: lib.lax.psum(v, "i"), "i", out_axes=None)(x)
+             for lib, x in ((jax, jrep["a"]), (xform, xrep["a"]))]
+    _same(fju.unreplicate(whole[0]), xju.unreplicate(whole[1]))
     # a device subset; NumPy leaves unreplicate to NumPy; scalars pass through
     _same(fju.replicate(tree, jax.local_devices()[:3]),
           xju.replicate(tree, xform.local_devices()[:3]))
@@ -100,7 +105,7 @@ def test_prefetch_to_device_as_flax():
     assert len(xout) == 3
     _same(jout, xout)
     # one slice per device: laid out as pmap takes it; the xform Array passes too
-    assert tuple(xout[0]["x"].sharding.spec) == ("_axis0",)
+    assert tuple(xout[0]["x"].sharding.spec) == ("_internal_pmap_axis_name",)
     _same(list(fju.prefetch_to_device(iter([jnp.ones((16, 2))]), 1)),
           list(xju.prefetch_to_device(iter([xnp.ones((16, 2))]), 1)))
     two = xform.local_devices()[:2]

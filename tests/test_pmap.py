@@ -198,8 +198,12 @@ def test_multi_device_arrays():
     assert r.sharding.spec == xform.sharding.PartitionSpec("i")
     assert r.is_fully_addressable
     shards = r.addressable_shards
-    assert len(shards) == N and shards[2].index[0] == 2
-    np.testing.assert_array_equal(shards[2].data, X[2] + 1)
+    # as JAX 0.10.2's pmap (a shard_map): each shard keeps the mapped dim, size 1
+    js = jax.pmap(lambda v: v + 1.0, "i")(X).addressable_shards
+    assert [(s.index, s.data.shape) for s in shards] == [(s.index, s.data.shape) for s in js]
+    assert len(shards) == N and shards[2].index[0] == slice(2, 3)
+    np.testing.assert_array_equal(shards[2].data, X[2:3] + 1)
+    assert r.addressable_data(2).devices() == {xform.devices()[2]}
     assert next(iter(shards[2].data.devices())) == xform.devices()[2]
     np.testing.assert_array_equal(r[2], X[2] + 1)
     np.testing.assert_array_equal(np.asarray(r), X + 1)
@@ -211,6 +215,37 @@ def test_multi_device_arrays():
     assert plain.sharding == xform.sharding.SingleDeviceSharding(xform.devices()[0])
     assert plain.devices() == {xform.devices()[0]} and plain.is_fully_addressable
     assert len(plain.addressable_shards) == 1
+
+
+def test_replicated_results_span_the_mesh_as_jax():
+    # pmap's out_axes=None and an eager shard_map's P() output: one copy per device
+    # (NamedSharding P(), committed), not device 0's alone; ops follow device 0's copy
+    def run(L, P, devs):
+        f = L.pmap(lambda v: (v, L.lax.psum(v, "i")), "i", out_axes=(0, None),
+                   devices=devs[2:6])
+        mesh = L.sharding.Mesh(np.array(devs).reshape(4, 2), ("x", "y"))
+        g = L.shard_map(lambda b: L.lax.psum(b.sum(), ("x", "y")), mesh=mesh,
+                        in_specs=P("x", "y"), out_specs=P())
+        _, s = f(X[:4])
+        return [s, g(X), s - 1]
+    (xs, xg, xo), (js, jg, jo) = (run(xform, xform.sharding.PartitionSpec, xform.devices()),
+                                  run(jax, jax.sharding.PartitionSpec, jax.devices()))
+    for x, j in ((xs, js), (xg, jg)):
+        _close(x, j)
+        assert tuple(x.sharding.spec) == tuple(j.sharding.spec) and x.committed and j.committed
+        assert [(s.device.id, s.replica_id) for s in x.addressable_shards] == \
+            [(s.device.id, s.replica_id) for s in j.addressable_shards]
+    _close(xo, jo)  # (JAX runs it on the 4 devices, xform on device 2's copy)
+    assert xo.committed and xo.devices() == {xform.devices()[2]}
+
+
+def test_pmap_lower_compiles_and_runs():
+    # JAX's pmap has .lower (NB xform's lowers the one-device program of jit of pmap)
+    f = xform.pmap(lambda b, n: lax.psum(b, "i") * n, "i", static_broadcasted_argnums=1)
+    lowered = f.lower(X, 3)
+    assert "func" in lowered.as_text()
+    _close(lowered.compile()(X), jax.pmap(lambda b, n: jax.lax.psum(b, "i") * n, "i",
+                                          static_broadcasted_argnums=1)(X, 3))
 
 
 def test_device_put_sharded_replicated_and_counts():
@@ -346,7 +381,7 @@ def test_jit_of_pmap_runs_on_every_device():
     shards = r.addressable_shards
     assert [next(iter(s.data.devices())) for s in shards] == xform.devices()
     for k, s in enumerate(shards):
-        np.testing.assert_allclose(np.asarray(s.data), e[k], rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(s.data), e[k:k + 1], rtol=1e-5)
     # jit-level code around the pmap runs replicated on every device
     def around(pm, L, np_):
         return lambda x, w: pm(_jf(L, np_), "i")(x * w).sum(0) + w

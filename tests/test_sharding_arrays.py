@@ -110,6 +110,25 @@ def test_array_properties_and_printing():
     assert one.is_fully_replicated and one.addressable_data(0) is one
 
 
+def test_shards_rows_and_sharding_helpers_as_jax():
+    def run(L, np_, m, NS, P_):
+        x, r = L.device_put(X, NS(m, P_("x"))), L.device_put(X, NS(m, P_()))
+        one = NS(L.sharding.Mesh(np.array(L.devices()[:1]).reshape(1, 1), ("x", "y")), P_("x"))
+        sd = L.sharding.SingleDeviceSharding(L.devices()[0])
+        return (x, list(r), [(s.device.id, _idx(s.index), s.replica_id)
+                             for s in x.global_shards],
+                x.on_device_size_in_bytes(), r.on_device_size_in_bytes(),
+                sd.is_equivalent_to(one, 2), one.is_equivalent_to(sd, 2),
+                repr(NS(m, P_("x")).update(spec=("y",))),
+                repr(NS(m, P_("x")).update(memory_kind="pinned_host")))
+    x, j = both(run)
+    check(x[0], j[0])
+    for a, b in zip(x[1], j[1]):  # rows of a replicated array stay replicated
+        check(a, b)
+        assert a.committed and b.committed
+    assert x[2:] == j[2:]
+
+
 def test_eager_ops_on_sharded_arrays():
     def ops(L, np_, m, NS, P_):
         x = L.device_put(X, NS(m, P_("x", None)))
@@ -206,3 +225,27 @@ def test_like_functions_place_results_on_a_one_device_arrays_device():
         return [sorted(dv.id for dv in o.devices()) for o in outs]
     x, j = both(run)
     assert x == j
+
+
+def test_full_on_a_device_is_not_weak_eagerly():
+    # JAX's eager full/full_like with device= build the array per shard (not weak, so
+    # bf16 + it promotes to float32); under jit the result stays weak
+    def run(L, np_, m, NS, P_):
+        d, w = L.devices()[1], np_.asarray(2.0)
+        outs = [np_.full((2,), 3.0, device=d), np_.full((8,), 3.0, device=NS(m, P_("x"))),
+                np_.full_like(w, 3.0, device=d), np_.full((2,), 3.0),
+                L.jit(lambda: np_.full((2,), 3.0, device=d))()]
+        return [(o.weak_type, str(o.dtype)) for o in outs]
+    x, j = both(run)
+    assert x == j
+
+
+def test_astype_and_to_device_onto_a_sharding():
+    def run(L, np_, m, NS, P_):
+        s = NS(m, P_("x"))
+        return [np_.astype(X, np.int32, device=s), np_.asarray(X).to_device(s),
+                np_.asarray(X).to_device(L.devices()[2])]
+    for x, j in zip(*both(run)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(j))
+        assert sorted(d.id for d in x.devices()) == sorted(d.id for d in j.devices())
+        assert type(x.sharding).__name__ == type(j.sharding).__name__ and x.committed

@@ -3,6 +3,8 @@
 Arithmetic operators and NumPy-style methods (``sum``, ``reshape``, ``T``, indexing)
 are declared on ``ArrayOps``, the base Array shares with Tracer, so the two behave alike.
 """
+import math
+
 import numpy as np
 
 from xform import backend
@@ -111,8 +113,13 @@ class Array(ArrayOps):
         """One :class:`xform.sharding.Shard` per device holding (part of) the array."""
         return [Shard(self.device, tuple(slice(None) for _ in self.shape), self, 0)]
 
+    global_shards = addressable_shards
     is_fully_addressable = property(lambda self: True)
     is_fully_replicated = property(lambda self: True)
+
+    def on_device_size_in_bytes(self):
+        """The bytes its buffer takes on the device."""
+        return self.nbytes
 
     def addressable_data(self, index):
         """Shard ``index``'s data: the array itself (it has one shard)."""
@@ -272,6 +279,21 @@ class ShardedArray(Array):
             _no_numpy_value(self.aval.dtype)
         return self.physical_value()
 
+    def __iter__(self):
+        if not (self.aval.shape and isinstance(self.aval.dtype, np.dtype) and
+                len(self._shards) > 1 and self.is_fully_replicated):
+            return super().__iter__()
+        return (self._replicated(row) for row in self._value())  # (as JAX: rows stay so)
+
+    def _replicated(self, value):
+        """``value`` (host) laid out as this replicated array is."""
+        aval = canonical_aval(aval_of_value(value).update(weak_type=self.aval.weak_type))
+        devices = [self.layout.devices[k] for k in self.layout.local()]
+        out = ShardedArray([backend.device_put(value, d) for d in devices], aval, self.layout)
+        if type(self.layout) is MeshLayout:
+            out._buf = out._shards[0]
+        return out
+
     def block_until_ready(self):
         for b in self._shards:
             backend.block_until_ready(b)
@@ -297,14 +319,27 @@ class ShardedArray(Array):
 
     @property
     def addressable_shards(self):
-        aval = self.aval.update(shape=self.layout.shard_shape(self.aval.shape))
-        out = []
-        for k, buf in zip(self.layout.local(), self._shards, strict=True):
-            dev = self.layout.devices[k]
-            index, replica = self.layout.shard_index(k, self.aval.shape)
-            c = True if dev is backend.default_device() else dev  # (transfer.committed_to)
-            out.append(Shard(dev, index, Array(buf, aval, c), replica))
-        return out
+        return [self._shard(k, buf)
+                for k, buf in zip(self.layout.local(), self._shards, strict=True)]
+
+    @property
+    def global_shards(self):
+        """A Shard per device of the layout (data None on other processes' devices)."""
+        local = dict(zip(self.layout.local(), self._shards))
+        return [self._shard(k, local.get(k)) for k in range(len(self.layout.devices))]
+
+    def _shard(self, k, buf):
+        dev = self.layout.devices[k]
+        index, replica = self.layout.shard_index(k, self.aval.shape)
+        c = True if dev is backend.default_device() else dev  # (transfer.committed_to)
+        data = None if buf is None else \
+            Array(buf, self.aval.update(shape=self.layout.shard_shape(self.aval.shape)), c)
+        if any(type(i) is int for i in index):  # pmap's squeezed blocks: JAX 0.10.2's pmap
+            # is a shard_map, its shards keep the mapped dims (size 1; on the device)
+            shape = tuple(1 if type(i) is int else n for i, n in zip(index, self.aval.shape))
+            data = None if data is None else data.reshape(shape)
+            index = tuple(slice(i, i + 1) if type(i) is int else i for i in index)
+        return Shard(dev, index, data, replica)
 
     def __repr__(self):
         if self.is_fully_addressable or self.is_fully_replicated:
@@ -317,7 +352,12 @@ class ShardedArray(Array):
 
     def addressable_data(self, index):
         """Shard ``index``'s data (a single-device Array)."""
-        return self.addressable_shards[index].data
+        return self._shard(self.layout.local()[index], self._shards[index]).data
+
+    def on_device_size_in_bytes(self):
+        """The bytes all its shards take on their devices."""
+        return len(self._shards) * math.prod(self.layout.shard_shape(self.aval.shape)) * \
+            self.aval.dtype.itemsize
 
     @property
     def is_fully_replicated(self):

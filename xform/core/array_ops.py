@@ -25,7 +25,7 @@ METHODS = (
        "dot", "sum", "prod", "mean", "var", "std", "max", "min", "any", "all", "argmax",
        "argmin", "cumsum", "cumprod", "sort", "argsort", "argpartition", "searchsorted",
        "nonzero", "round", "take", "choose", "compress", "repeat", "diagonal", "trace",
-       "ptp", "conj", "conjugate", "copy"))
+       "ptp", "conj", "conjugate", "copy", "to_device"))
 PROPERTIES = ("at", "T", "mT", "real", "imag")
 
 

@@ -168,7 +168,7 @@ class Sharding:
 
 
 def _index_map_key(s, shape):
-    return [tuple((i.start, i.stop) for i in idx)
+    return [tuple(i.indices(n)[:2] for i, n in zip(idx, shape))  # (slice(None) == 0:n)
             for idx in s.devices_indices_map(shape).values()]
 
 
@@ -290,6 +290,13 @@ class NamedSharding(Sharding):
     def with_spec(self, spec):
         return NamedSharding(self.mesh, spec, memory_kind=self.memory_kind)
 
+    def update(self, *, mesh=None, spec=None, memory_kind=None):
+        """This sharding with the given fields replaced (as JAX's)."""
+        return NamedSharding(self.mesh if mesh is None else mesh,
+                             self.spec if spec is None else spec,
+                             memory_kind=self.memory_kind if memory_kind is None
+                             else memory_kind)
+
     def with_memory_kind(self, kind):
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
@@ -391,7 +398,8 @@ class MeshLayout(GridLayout):
     def sharding(self):
         rank = max([d + 1 for d in self.dims if d is not None], default=0)
         spec = [None] * rank
-        names = [n if isinstance(n, str) else f"_axis{i}" for i, n in enumerate(self.names)]
+        names = [n if isinstance(n, str) else "_internal_pmap_axis_name" if i == 0 else
+                 f"_axis{i}" for i, n in enumerate(self.names)]  # (unnamed: JAX's name)
         mesh = Mesh(np.array(self.devices, dtype=object).reshape(self.sizes), names)
         for name, d in zip(names, self.dims):
             if d is not None:
@@ -456,7 +464,8 @@ class TiledLayout(GridLayout):
     def sharding(self):
         if self.named is not None:
             return self.named
-        names = [n if isinstance(n, str) else f"_axis{i}" for i, n in enumerate(self.names)]
+        names = [n if isinstance(n, str) else "_internal_pmap_axis_name" if i == 0 else
+                 f"_axis{i}" for i, n in enumerate(self.names)]  # (unnamed: JAX's name)
         mesh = Mesh(np.array(self.devices, dtype=object).reshape(self.sizes), names)
         spec = [None if not p else names[p[0]] if len(p) == 1 else
                 tuple(names[a] for a in p) for p in self.spec]

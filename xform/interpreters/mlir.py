@@ -445,7 +445,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, hoist_consts=True, name="main",
                 + [ir.DictAttr.get({})] * (len(const_avals) + len(jaxpr.in_avals)))
         elif donated is not None and any(donated):
             _set_aliases(fn, len(const_avals), jaxpr.in_avals, jaxpr.out_avals, donated,
-                         out_kinds)
+                         out_kinds, spmd)
         block = fn.add_entry_block()
         with ir.InsertionPoint(block):
             params = list(block.arguments)
@@ -542,13 +542,41 @@ def input_output_aliases(in_avals, out_avals, donated, out_kinds=None):
     return aliases
 
 
-def _set_aliases(fn, n_consts, in_avals, out_avals, donated, out_kinds):
+def _set_aliases(fn, n_consts, in_avals, out_avals, donated, out_kinds, spmd=None):
     aliases = input_output_aliases(in_avals, out_avals, donated, out_kinds)
+    donors = [False] * len(aliases)
+    if spmd is not None:  # JAX's rule over partitions: pair per-device blocks; a pair
+        # whose result XLA places, and any other donation where XLA places some result
+        # or a result of the same size is free, is a ``jax.buffer_donor`` for XLA
+        mesh, in_specs, out_specs = spmd
+        ins = [_block_aval(a, s, mesh) for a, s in zip(in_avals, in_specs, strict=True)]
+        outs = [_block_aval(a, s, mesh) for a, s in zip(out_avals, out_specs, strict=True)]
+        aliases = input_output_aliases(ins, outs, donated, out_kinds)
+        free = [s is None or any(p is UNCONSTRAINED for p in s) for s in out_specs]
+        sizes = [a.size for j, a in enumerate(outs) if j not in aliases]
+        for i, j in enumerate(aliases):
+            if j is not None and free[j]:
+                aliases[i], donors[i] = None, True
+            elif j is None and donated[i] and (any(free) or ins[i].size in sizes):
+                donors[i] = True
+                if ins[i].size in sizes:
+                    sizes.remove(ins[i].size)
     i32 = ir.IntegerType.get_signless(32)
-    attrs = [ir.DictAttr.get({})] * n_consts + [
-        ir.DictAttr.get({} if j is None else {"tf.aliasing_output": ir.IntegerAttr.get(i32, j)})
-        for j in aliases]
+    attrs = [ir.DictAttr.get({})] * n_consts + [ir.DictAttr.get(
+        {"jax.buffer_donor": ir.BoolAttr.get(True)} if d else {} if j is None
+        else {"tf.aliasing_output": ir.IntegerAttr.get(i32, j)})
+        for j, d in zip(aliases, donors)]
     fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def _block_aval(aval, spec, mesh):
+    """``aval``'s per-device block under ``spec`` (None: as it is)."""
+    if spec is None:
+        return aval
+    n = [1 if p is None or p is UNCONSTRAINED else int(np.prod(
+        [mesh.shape[a] for a in ((p,) if isinstance(p, str) else p)])) for p in spec]
+    n += [1] * (len(aval.shape) - len(n))
+    return aval.update(shape=tuple(d // k for d, k in zip(aval.shape, n)))
 
 
 def sharding_constraint(x, spec, rank):

@@ -14,7 +14,8 @@ changed) fails the run inside PJRT, and ``run_elsewhere`` is the rare path that 
 See docs/architecture.md, "Placement".
 """
 from xform import backend
-from xform.core.array import Array
+from xform.core.array import Array, ShardedArray
+from xform.core.sharding import MeshLayout
 from xform.core.config import config
 from xform.interpreters.compiler import compile_module
 
@@ -96,7 +97,8 @@ def committed_device(args, name, describe=None):
     error (``describe(i)``: argument ``i``'s name in it, else ``i``)."""
     found = {}
     for i, x in enumerate(args):
-        if type(x) is Array and x._committed:
+        if (type(x) is Array or type(x) is ShardedArray and type(x.layout) is MeshLayout) \
+                and x._committed:  # (pmap's arrays: where their one-device copy is)
             found.setdefault(backend.buffer_device(x._buf), (i, x))
     if len(found) > 1:
         raise incompatible([(f"argument {describe(i) if describe is not None else i}",

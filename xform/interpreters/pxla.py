@@ -262,9 +262,10 @@ def _pmap_impl(*args, jaxpr, axes, in_axes, out_axes, devices, name, donated=Non
     for bufs, aval, layout in zip(outs, c.out_avals, c.layouts):
         if aval.dtype == dtypes.float0:  # host zeros, as dispatch.results
             results.append(np.zeros(aval.shape, dtypes.float0))
-        elif all(d is None for d in layout.dims):
-            results.append(Array(bufs[0], aval,  # replicated: device 0's copy
-                                 transfer.committed_to(devices[0])))
+        elif all(d is None for d in layout.dims):  # replicated over the mesh, as JAX's;
+            out = ShardedArray(bufs, aval, layout)  # one-device ops use device 0's copy
+            out._buf, out._committed = bufs[0], transfer.committed_to(devices[0])
+            results.append(out)
         else:
             results.append(ShardedArray(bufs, aval, layout))
     return results

@@ -27,6 +27,7 @@ def with_sharding_constraint(x, shardings):
 
     Raises:
       RuntimeError: if a PartitionSpec is given with no mesh in context.
+      ValueError: a None sharding (as JAX: pass shardings).
       ValueError: if a sharding does not fit a leaf's rank or shape, or names a mesh
         axis that is not Auto (outside an all-Explicit mesh context).
       AssertionError: under an all-Explicit mesh, a leaf typed otherwise.
@@ -49,6 +50,10 @@ def _constrain(x, shardings, typed, api=None):
         shardings, x, is_leaf=lambda s: isinstance(s, (NamedSharding, PartitionSpec)))
     out = []
     for v, s in zip(leaves, targets):
+        if s is None and api == "with_sharding_constraint":
+            raise ValueError(f"One of with_sharding_constraint arguments got sharding {s} "
+                             "which is not allowed. Please only pass "
+                             "`jax.sharding.Sharding` instances.")
         if s is None:
             out.append(v)
             continue

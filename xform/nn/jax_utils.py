@@ -44,16 +44,23 @@ def replicate(tree, devices=None, axis_name='_device_put_sharded'):
 def unreplicate(tree):
     """The first replica of every leaf of ``tree`` (undoes :func:`replicate`).
 
-    A scalar leaf is returned as it is. NB: Flax returns a fully replicated array
-    (``pmap(..., out_axes=None)``, ``shard_map(..., out_specs=P())``) whole; xform
-    returns those as single-device Arrays, which this indexes like any other.
+    A scalar leaf is returned as it is, and so is (device 0's copy of) a leaf
+    replicated whole on several devices (``pmap(..., out_axes=None)``,
+    ``shard_map(..., out_specs=P())``), as Flax does.
 
     >>> import numpy as np, xform
     >>> from xform.nn import jax_utils
     >>> jax_utils.unreplicate(jax_utils.replicate(np.arange(3.0, dtype=np.float32)))
     Array([0., 1., 2.], dtype=float32)
     """
-    return tree_map(lambda x: x if getattr(x, 'ndim', None) == 0 else x[0], tree)
+    def one(x):
+        if getattr(x, 'ndim', None) == 0:
+            return x
+        s = getattr(x, 'sharding', None)
+        if s is not None and len(s.device_set) > 1 and s.is_fully_replicated:
+            return x.addressable_shards[0].data
+        return x[0]
+    return tree_map(one, tree)
 
 
 def pmean(xs, axis_name):

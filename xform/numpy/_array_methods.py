@@ -189,6 +189,13 @@ def _compress(self, condition, axis=None, *, size=None, fill_value=0):
     return compress(condition, self, axis, size=size, fill_value=fill_value)
 
 
+def _to_device(self, device, *, stream=None):
+    """A copy on ``device`` (a Device or Sharding), committed there (``device_put``)."""
+    if stream is not None:
+        raise NotImplementedError("stream argument of array.to_device()")
+    return _misc.device_put(self, device)
+
+
 def _more_methods():
     """Methods over the later numpy modules (imported here: they import this one's
     siblings)."""
@@ -200,6 +207,7 @@ def _more_methods():
         "choose": _take.choose, "compress": _compress, "repeat": _manip.repeat,
         "diagonal": _matrix.diagonal, "trace": _matrix.trace, "ptp": _statistics.ptp,
         "conj": _math.conjugate, "conjugate": _math.conjugate, "copy": _misc.copy,
+        "to_device": _to_device,
         "real": property(_math.real), "imag": property(_math.imag),
         "__round__": _round_op, "__contains__": _contains,
         "__array_namespace__": _array_namespace, "__array_module__": _array_module,

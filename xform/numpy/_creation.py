@@ -114,6 +114,12 @@ def _filled(shape, fill, dt, weak, sharding=None):
     return _util.broadcast_to(fill, shape)
 
 
+def _eager_weak(out, device):
+    """Is ``out`` a weak eager value that ``device=`` makes strong? (JAX's eager
+    full/full_like on a device build it shard by shard, not weak; its jit keeps it.)"""
+    return device is not None and out.aval.weak_type and not isinstance(out, _trace.Tracer)
+
+
 def _placed(out, out_sharding, name, device=None):
     """``out`` laid out (and typed, in explicit mode) as ``out_sharding``: the creation
     functions' (and ``.at[].get``'s) ``out_sharding=``, which may name only Explicit
@@ -142,6 +148,8 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     if dtype is None:
         fill = _asarray(fill_value, "full")
         out = _filled(shape, fill, fill.aval.dtype, fill.aval.weak_type)
+        if _eager_weak(out, device):
+            out = _filled(shape, fill, fill.aval.dtype, False)
     else:
         out = _filled(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
     return _placed(out, out_sharding, "full", device)
@@ -198,6 +206,8 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
     like = None if duck or device is not None or out_sharding is not None or \
         np.ndim(fill_value) else like_sharding(a, shape, weak)
     out, vma = _filled(shp, fill_value, dt, weak, like), _trace._context.vma
+    if _eager_weak(out, device):
+        out = _filled(shp, fill_value, dt, False, like)
     out = _placed(out, out_sharding, "full_like", device)
     return out if vma is None else vma.like(out, a)  # (in shard_map: varying like ``a``)
 

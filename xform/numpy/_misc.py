@@ -127,6 +127,8 @@ def astype(x, dtype, /, *, copy=False, device=None):
     out = lax.convert_element_type(x, dtype)
     if device is None:
         return out
+    if isinstance(device, Sharding) and len(device._device_assignment) > 1:
+        return device_put(out, device)  # (laid out as that sharding says, as JAX's)
     d = device._device_assignment[0] if isinstance(device, Sharding) else device
     if committed_device(x) not in (None, d):
         raise ValueError(  # (JAX's, its conversion being a computation placed on ``d``)

@@ -523,14 +523,15 @@ class JitWrapped:
             self._shardings, closed, leaves, lambda: self._split_static(args, kwargs)[0],
             out_tree, lambda i: explain.leaf_name(self, args, kwargs, i), self._name)
         out_shardings = self._shardings and self._shardings.flat_out(out_tree, concrete=True)
+        names = explain.leaf_names(self, args, kwargs)
         pin = None if place is not None else jit_sharding.aot_pin(
             self._shardings, leaves, lambda: self._split_static(args, kwargs)[0], out_tree,
-            explain.leaf_names(self, args, kwargs), self._name)
+            names, self._name)
         layouts = self._layouts(args, kwargs, leaves, closed, out_tree, place)
         if layouts is not None and place is not None:
             self._laid_out(args, kwargs, leaves, closed, out_tree, place, donated, str)
         return Traced(closed, out_tree, self._name, donated, place, out_shardings, pin,
-                      layouts, in_tree=key[0])
+                      layouts, in_tree=key[0], names=names)
 
     def lower(self, *args, **kwargs):
         """Ahead-of-time lowering for these arguments' shapes: returns ``Lowered``."""

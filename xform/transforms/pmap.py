@@ -16,7 +16,7 @@ from xform.core.sharding import MeshLayout
 from xform.core.trace import Tracer, _context, eval_trace, get_aval
 from xform.interpreters import pxla, spmd
 from xform.transforms.devices import _check_backend
-from xform.transforms.jit import _arg_path
+from xform.transforms.jit import _arg_path, jit
 
 
 def _flat_axes(spec, tree, what, is_leaf=lambda x: x is None):
@@ -198,6 +198,16 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         else:
             outs = pxla.xla_pmap_p.bind(*operands, **params)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    def call(*args, **kwargs):  # (not ``mapped``: jit's wrapper copies its ``lower``)
+        return mapped(*args, **kwargs)
+    call.__name__ = fun_name
+
+    def lower(*args, **kwargs):
+        # NB: as jit of pmap's AOT path, a one-device program (same values); JAX's
+        # lowers the shard_map over the devices
+        return jit(call, static_argnums=static).lower(*args, **kwargs)
+    mapped.lower = lower
     return mapped
 
 

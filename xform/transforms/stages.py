@@ -91,8 +91,9 @@ class Traced(_Signature):
     ``out_info``: the outputs as ShapeDtypeStructs."""
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, out_shardings=None,
-                 pin=None, layouts=None, in_tree=None):
+                 pin=None, layouts=None, in_tree=None, names=None):
         self.jaxpr = self._closed = closed
+        self._names = names  # the flat arguments' names, for errors
         self._layouts = layouts  # (per flat input, per output) a Format's layout, or None
         self._in_tree = in_tree  # the ``(args, kwargs)`` structure of the flat inputs
         self._out_tree = out_tree
@@ -115,7 +116,7 @@ class Traced(_Signature):
         kinds = mlir_memory.out_memory_kinds(self._out_shardings, self.jaxpr.in_avals,
                                              self.jaxpr.out_avals)
         return Lowered(self.jaxpr, self.out_tree, self.name, self._donated, self._place,
-                       self._pin, kinds, self._layouts, self._in_tree)
+                       self._pin, kinds, self._layouts, self._in_tree, self._names)
 
 
 class Lowered(_Signature):
@@ -128,8 +129,8 @@ class Lowered(_Signature):
     """
 
     def __init__(self, closed, out_tree, name, donated=None, place=None, pin=None,
-                 out_kinds=None, layouts=None, in_tree=None):
-        self._closed = closed
+                 out_kinds=None, layouts=None, in_tree=None, names=None):
+        self._closed, self._names = closed, names
         self._layouts = layouts
         self._in_tree = in_tree
         self._out_tree = out_tree
@@ -165,7 +166,7 @@ class Lowered(_Signature):
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
             return Compiled(compiled, self._closed, self._out_tree, in_tree=self._in_tree,
-                            donated=self._donated)
+                            donated=self._donated, names=self._names)
         device = self._pin and self._pin.device or backend.default_device()
         if self._layouts is not None:
             compiled = layouts_.LaidOutJaxpr(
@@ -198,8 +199,9 @@ class Compiled(_Signature):
     """An executable for fixed argument shapes; call it with arrays of those shapes."""
 
     def __init__(self, compiled, closed, out_tree, pin=None, device=None, out_kinds=None,
-                 in_tree=None, donated=None):
+                 in_tree=None, donated=None, names=None):
         self._compiled, self._closed, self._donated = compiled, closed, donated
+        self._names = names
         self._in_tree = in_tree
         self._in_avals = closed.in_avals
         self._out_tree = out_tree
@@ -220,11 +222,31 @@ class Compiled(_Signature):
                 f"compiled: expected {[a.str_short() for a in self._in_avals]}, got "
                 f"{[a.str_short() for a in avals]}")
         if self._pin is None:
+            self._check_shardings(leaves)
             return tree_util.tree_unflatten(self._out_tree, self._compiled(leaves))
         outs = self._compiled(self._placed(leaves))
         c = self._pin.device is not None
         return tree_util.tree_unflatten(self._out_tree, [
             _recommitted(o, c) if type(o) is Array else o for o in outs])
+
+    def _check_shardings(self, leaves):
+        """JAX's error for committed arguments laid out otherwise than the partitioned
+        program takes them (uncommitted ones are put there)."""
+        want = getattr(self._compiled, "in_shardings", None)
+        if want is None:
+            return
+        wrong = [(i, x, w) for i, (x, w) in enumerate(zip(leaves, want)) if isinstance(
+            x, Array) and x._committed and not (getattr(x, "layout", None) == w.layout() or
+                                                x.sharding.is_equivalent_to(w, x.ndim))]
+        if wrong:
+            names = self._names or [f"{i}" for i in range(len(leaves))]
+            raise ValueError(
+                "Computation was compiled for input shardings that disagree with the "
+                "shardings of arguments passed to it. Here are the "
+                f"{len(wrong)} mismatches:\n" + "\n".join(
+                    f"Argument {names[i]} with shape {x.aval.str_short(short_dtypes=False)}"
+                    f":\n  Passed sharding: {x.sharding}\n  Required sharding: {w}"
+                    for i, x, w in wrong))
 
     def _placed(self, leaves):
         """The arguments on the program's device, as JAX's: uncommitted ones (and any,
