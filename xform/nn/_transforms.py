@@ -19,6 +19,7 @@ depends on the carry; here it silently takes the first step's value.
 """
 import dataclasses
 import functools
+import warnings
 
 import numpy as np
 
@@ -133,10 +134,17 @@ def _dedup(scopes):
     return minimal, paths
 
 
-def _pack(core, in_filters, out_filters, rng_filters, name=None):
+def _pack(core, in_filters, out_filters, rng_filters, name=None, enable_kwargs=False):
     """``core(pack, variable_groups, rng_groups, *args, **kwargs) -> (y, out_groups)``
-    as a function of ``(scope_tree, *args, **kwargs)`` that writes ``out_groups`` back."""
+    as a function of ``(scope_tree, *args, **kwargs)`` that writes ``out_groups`` back.
+
+    Without ``enable_kwargs`` (Flax's vmap, scan, cond, while_loop, vjp, ...) keyword
+    arguments are dropped with Flax's RuntimeWarning, as Flax does."""
     def wrapper(scope_tree, *args, **kwargs):
+        if kwargs and not enable_kwargs:
+            warnings.warn(f"kwargs are not supported in {name}, so "
+                          f"\"{', '.join(kwargs)}\" is(are) ignored", RuntimeWarning)
+            kwargs = {}
         p = _Pack(scope_tree, in_filters, out_filters, rng_filters, name)
         y, out_groups = core(p, p.variable_groups, p.rng_groups, *args, **kwargs)
         p.publish(out_groups)
@@ -342,7 +350,7 @@ def _core_remat(fn, variables, rngs, prevent_cse, static_argnums, policy):
         return _checkpoint(rematted, prevent_cse=prevent_cse, policy=policy,
                            static_argnums=tuple(i + 2 for i in static_argnums))(
             variable_groups, rng_groups, *args, **kwargs)
-    return _pack(core, (variables,), (variables,), (rngs,), "remat")
+    return _pack(core, (variables,), (variables,), (rngs,), "remat", enable_kwargs=True)
 
 
 # ---- module-level lifting (Flax's linen/transforms.py) ----
