@@ -323,10 +323,15 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
                     go.setdefault(col, gi[col])
             return bout, (out[1], c), (y, out[2:])
 
-        pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
+        if n:
+            pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
+            first_rngs = tree_map(pick, step_rngs)
+        else:   # no step to run (Flax traces one abstractly): zeros of a step's shapes
+            pick = lambda x: jnp.zeros(np.shape(x)[1:], jnp.result_type(x))
+            first_rngs = tuple(g if s else () for g, s in zip(rng_groups, r_splits))
         bcast_out, _, (y_first, _) = body(
-            bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
-            tree_map(pick, step_rngs), tree_map(pick, xs))
+            bcast_vars, (carry_vars, init), tree_map(pick, scan_vars), first_rngs,
+            tree_map(pick, xs))
 
         def loop(carry, per):
             _, carry, (y, scan_out) = body(bcast_out, carry, *per)
