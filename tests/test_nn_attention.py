@@ -95,6 +95,18 @@ def test_attention_functions_bf16_and_options():
         nn.dot_product_attention_weights(q, k[:, :, :1])
 
 
+def test_plain_call_that_jax_nn_rejects_runs_flax():
+    # A value depth other than the key's, or integer inputs: valid for Flax only, so
+    # the plain call is Flax's (it used to run jax.nn's: an error, or int32 weights).
+    q, k, _ = _qkv((2, 3, 2, 4))
+    v = R.randn(2, 3, 2, 3).astype(np.float32)
+    close(nn.dot_product_attention(q, k, v), fjit(fnn.dot_product_attention)(q, k, v))
+    qi, ki, vi = (np.round(a * 2).astype(np.int32) for a in (q, k, k))
+    ours, theirs = nn.dot_product_attention(qi, ki, vi), fnn.dot_product_attention(qi, ki, vi)
+    assert ours.dtype == theirs.dtype == np.float32
+    close(ours, theirs)
+
+
 def test_attention_fns_doctests():
     result = doctest.testmod(_attention_fns, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

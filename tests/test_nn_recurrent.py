@@ -106,6 +106,16 @@ def test_rnn_bf16_and_errors():
         ours.init(xform.random.PRNGKey(0), X[0, 0])
 
 
+def test_rnn_over_zero_time_steps():
+    # nn.scan's first (broadcast-variable) call has no step to take: it used to index
+    # x[0] and raise IndexError; Flax initializes and returns (batch, 0, features).
+    x = X[:, :0]
+    ours, theirs = (_rnn(m, "GRUCell", return_carry=True) for m in (nn, fnn))
+    v, fv = ours.init(xform.random.PRNGKey(0), x), theirs.init(jax.random.PRNGKey(0), x)
+    same_leaves(v, fv, 0)
+    same_leaves(ours.apply(v, x), theirs.apply(fv, x))
+
+
 def test_recurrent_doctests():
     result = doctest.testmod(_recurrent, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

@@ -1,5 +1,7 @@
 """Lifted transforms (nn.scan, nn.vmap, nn.remat, nn.jit) vs flax.linen: same variables
 (paths and values, incl. split rngs) and outputs; grads through them."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -379,3 +381,30 @@ def test_submodule_in_pytree_argument_matches_flax(kind):
     assert_trees(v, fv, rtol=1e-6, atol=1e-6)
     assert_trees(xform.jit(xm.apply)(v, x), jax.jit(fm.apply)(fv, x), rtol=1e-5,
                  atol=1e-5)
+
+
+def test_keyword_arguments_dropped_by_vmap_kept_by_jit_like_flax():
+    # Flax's vmap/scan/cond/... drop keyword arguments with a RuntimeWarning (only
+    # jit, remat, map_variables and fold_rngs pass them on); xform used to raise.
+    def model(lib, trafo, **kw):
+        class Scaled(lib.Module):
+            @lib.compact
+            def __call__(self, x, scale=1.0):
+                return lib.Dense(2)(x) * scale
+        return getattr(lib, trafo)(Scaled, **kw)()
+    x = X[:, 0]
+    for trafo, kw in (("vmap", dict(variable_axes={"params": None},
+                                    split_rngs={"params": False})), ("jit", {})):
+        xm, fm = model(nn, trafo, **kw), model(fnn, trafo, **kw)
+        xk, fk = keys(12)
+        v, fv = xm.init(xk, x), fm.init(fk, x)
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            got = xm.apply(v, x, scale=3.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = fm.apply(fv, x, scale=3.0)
+        assert_trees(got, want, rtol=1e-6, atol=1e-6)
+        msgs = [str(w.message) for w in rec if w.category is RuntimeWarning]
+        assert msgs == (['kwargs are not supported in vmap, so "scale" is(are) ignored']
+                        if trafo == "vmap" else []), msgs

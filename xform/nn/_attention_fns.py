@@ -142,7 +142,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, broadcast_dro
     The positional arguments are Flax's; the keyword-only ones are ``jax.nn``'s. A call
     with any of jax.nn's options (or grouped-query heads, which only jax.nn accepts) is
     ``jax.nn.dot_product_attention``; one with any of Flax's options, a non-boolean mask,
-    more than one batch axis or mixed dtypes is Flax's; a plain call is valid for both and
+    more than one batch axis, mixed or integer dtypes, or a value depth other than the
+    key's is Flax's; a plain call is valid for both and
     computes the same attention, as jax.nn's (so its errors are jax.nn's).
 
     Args:
@@ -186,7 +187,10 @@ def dot_product_attention(query, key, value, bias=None, mask=None, broadcast_dro
                          f"options {jax_used} cannot be combined")
     shapes = [jnp.shape(t) for t in (query, key, value)]
     dtypes_ = {jnp.result_type(t) for t in (query, key, value)}
+    # jax.nn rejects (or, for integers, computes in int32) what Flax accepts: run Flax's.
     only_flax = (flax_used or len(shapes[0]) > 4 or len(dtypes_) > 1
+                 or not jnp.issubdtype(dtypes_.pop(), jnp.inexact)
+                 or shapes[1][-1:] != shapes[2][-1:]
                  or (mask is not None and jnp.result_type(mask) != np.bool_))
     grouped = shapes[0][-2:-1] != shapes[1][-2:-1]
     if jax_used or grouped or not only_flax:

@@ -43,7 +43,8 @@ def _core_map_variables(fn, mapped, map_in_fn, map_out_fn, init, mutable, rngs,
         return y, (out_target, out_vars)
     in_vars = (mapped, variables)
     out_vars = in_vars if is_target_out else (False, subtract_filters(variables, mapped))
-    return _pack(core, in_vars, out_vars, (rngs,), "map_variables")
+    return _pack(core, in_vars, out_vars, (rngs,), "map_variables",
+                 enable_kwargs=True)
 
 
 def map_variables(target, mapped_collections=True, trans_in_fn=_id, trans_out_fn=_id,

@@ -125,7 +125,8 @@ def _core_fold_rngs(fn, variables, rngs):
                               is_leaf=lambda r: isinstance(r, LazyRng))
         scopes = p.scope_fn(variable_groups, rng_groups)
         return fn(scopes, *args, **kwargs), p.repack(scopes)
-    return _pack(inner, (variables,), (variables,), (rngs,), "fold_rngs")
+    return _pack(inner, (variables,), (variables,), (rngs,), "fold_rngs",
+                 enable_kwargs=True)
 
 
 def add_metadata_axis(target, variable_axes={}, metadata_params={}):  # noqa: B006

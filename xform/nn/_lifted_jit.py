@@ -133,7 +133,8 @@ def _core_jit(fn, variables, rngs, compiled, keyed=False):
                 if s.rng_counters == o:   # not traced: replay the counter side effect
                     _advance(s.rng_counters, d)
         return out
-    return _pack(core, (variables,), (variables,), (rngs,), "jit")
+    return _pack(core, (variables,), (variables,), (rngs,), "jit",
+                 enable_kwargs=True)
 
 
 def jitted_body(static_argnums, static_argnames, donate_argnums):

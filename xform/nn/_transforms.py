@@ -19,6 +19,7 @@ depends on the carry; here it silently takes the first step's value.
 """
 import dataclasses
 import functools
+import warnings
 
 import numpy as np
 
@@ -133,10 +134,17 @@ def _dedup(scopes):
     return minimal, paths
 
 
-def _pack(core, in_filters, out_filters, rng_filters, name=None):
+def _pack(core, in_filters, out_filters, rng_filters, name=None, enable_kwargs=False):
     """``core(pack, variable_groups, rng_groups, *args, **kwargs) -> (y, out_groups)``
-    as a function of ``(scope_tree, *args, **kwargs)`` that writes ``out_groups`` back."""
+    as a function of ``(scope_tree, *args, **kwargs)`` that writes ``out_groups`` back.
+
+    Without ``enable_kwargs`` (Flax's vmap, scan, cond, while_loop, vjp, ...) keyword
+    arguments are dropped with Flax's RuntimeWarning, as Flax does."""
     def wrapper(scope_tree, *args, **kwargs):
+        if kwargs and not enable_kwargs:
+            warnings.warn(f"kwargs are not supported in {name}, so "
+                          f"\"{', '.join(kwargs)}\" is(are) ignored", RuntimeWarning)
+            kwargs = {}
         p = _Pack(scope_tree, in_filters, out_filters, rng_filters, name)
         y, out_groups = core(p, p.variable_groups, p.rng_groups, *args, **kwargs)
         p.publish(out_groups)
@@ -315,10 +323,15 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
                     go.setdefault(col, gi[col])
             return bout, (out[1], c), (y, out[2:])
 
-        pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
+        if n:
+            pick = (lambda x: x[-1]) if reverse else (lambda x: x[0])
+            first_rngs = tree_map(pick, step_rngs)
+        else:   # no step to run (Flax traces one abstractly): zeros of a step's shapes
+            pick = lambda x: jnp.zeros(np.shape(x)[1:], jnp.result_type(x))
+            first_rngs = tuple(g if s else () for g, s in zip(rng_groups, r_splits))
         bcast_out, _, (y_first, _) = body(
-            bcast_vars, (carry_vars, init), tree_map(pick, scan_vars),
-            tree_map(pick, step_rngs), tree_map(pick, xs))
+            bcast_vars, (carry_vars, init), tree_map(pick, scan_vars), first_rngs,
+            tree_map(pick, xs))
 
         def loop(carry, per):
             _, carry, (y, scan_out) = body(bcast_out, carry, *per)
@@ -342,7 +355,7 @@ def _core_remat(fn, variables, rngs, prevent_cse, static_argnums, policy):
         return _checkpoint(rematted, prevent_cse=prevent_cse, policy=policy,
                            static_argnums=tuple(i + 2 for i in static_argnums))(
             variable_groups, rng_groups, *args, **kwargs)
-    return _pack(core, (variables,), (variables,), (rngs,), "remat")
+    return _pack(core, (variables,), (variables,), (rngs,), "remat", enable_kwargs=True)
 
 
 # ---- module-level lifting (Flax's linen/transforms.py) ----
