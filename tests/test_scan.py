@@ -258,6 +258,11 @@ def test_fori_loop_dynamic_bounds_uses_while():
     def make(api, L, N):
         return lambda n, x: L.fori_loop(0, n, lambda i, v: v * x + i, 1.0)
     both(make, 5, np.float32(0.9), transform=lambda api, f: api.jit(f))
+    # a Python-int bound keeps its weak type in the while carry, so an int sum is weak
+    both(lambda api, L, N: lambda n: L.fori_loop(0, n, lambda i, v: v + i, 0), 5,
+         transform=lambda api, f: api.jit(f))
+    both(lambda api, L, N: lambda n: L.fori_loop(0, n, lambda i, v: v + i, 0),
+         np.int32([0, 1, 3, -2]), transform=lambda api, f: api.vmap(f))
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
         xform.jit(xform.grad(make(xform, xlax, xjnp), argnums=1))(5, np.float32(0.9))
 

@@ -63,7 +63,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if unroll not in (None, False, 1):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
-    lower, upper = (convert_element_type(b, dtype) for b in (lower, upper))
+    # (a bound already of the index type is kept as is: a Python int stays weak, as JAX's)
+    lower, upper = (b if dtypes.dtype(b) == dtype else convert_element_type(b, dtype)
+                    for b in (lower, upper))
     return while_loop(_fori_cond, _fori_while_body(body_fun), (lower, upper, init_val))[2]
 
 
