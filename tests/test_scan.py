@@ -81,6 +81,10 @@ def test_scan_xs_none_length_and_weak_carry():
                               (1.0, 0.0), None, length=4)
     out = both(make)
     assert np.asarray(out[1]).tolist() == [1.0, 2.0, 4.0, 8.0]
+    # a Python-int init summing floats (or int8s) takes the body's dtype, as in JAX
+    for x in (X[:, 0], X[:, 0].astype(np.int8)):
+        both(lambda api, L, N: lambda xs: L.scan(lambda c, x: (c + x, c), 0, xs), x)
+    both(lambda api, L, N: lambda: L.fori_loop(0, 3, lambda i, c: c + 1.5, 0))
 
 
 def test_scan_zero_length_and_consts():
@@ -97,6 +101,8 @@ def test_scan_unroll_accepted():
     both(make, X[:, 0])
     both(make, X[:, 0], transform=lambda api, f: lambda xs: api.lax.scan(
         lambda c, x: (c + x, c), 0., xs, unroll=True))
+    both(make, X[:, 0], transform=lambda api, f: api.grad(lambda xs: api.lax.scan(
+        lambda c, x: (c * x, c), 1., xs, _split_transpose=True)[1].sum()))
 
 
 def test_scan_jaxpr_prints_like_jax():

@@ -52,7 +52,7 @@ def _split(xs, *sizes):
 # ---- scan ----
 
 @api_boundary
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Loop ``f`` over the leading axis of ``xs`` while carrying state, like JAX's.
 
     Semantically::
@@ -76,6 +76,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
       reverse: scan from the end of ``xs`` to the start (ys stay in xs order).
       unroll: an int >= 0 or a bool; accepted for JAX compatibility (see the
         module note: the lowering does not unroll).
+      _split_transpose: JAX's experimental transpose scheme; accepted and ignored
+        (it changes how the backward loop is staged, not its values).
 
     Returns:
       ``(final carry, stacked ys)``.
@@ -134,7 +136,8 @@ def _scan(f, init, xs, length, reverse, unroll):
 
         closed, consts, _ = trace_jaxpr(body, in_tree, init_avals + x_avals)
         carry_avals = closed.out_avals[:trees["carry"].num_leaves]
-        _check_carry(f, init, init_tree, trees["carry"], init_avals, carry_avals)
+        if not (trees["carry"] == init_tree and any(_to_promote(init_avals, carry_avals))):
+            _check_carry(f, init, init_tree, trees["carry"], init_avals, carry_avals)
         return closed, consts, trees["y"]
 
     def cached_trace(init_avals):
@@ -143,12 +146,12 @@ def _scan(f, init, xs, length, reverse, unroll):
 
     init_avals = [get_aval(x) for x in init_flat]
     closed, consts, y_tree = cached_trace(init_avals)
-    # A weakly typed init (e.g. a Python float) takes the dtype the body gives it.
-    promoted = [convert_element_type(x, dtypes.result_type(x, out)) if a.weak_type and
-                a.dtype != out.dtype else x
-                for x, a, out in zip(init_flat, init_avals, closed.out_avals)]
-    if any(p is not x for p, x in zip(promoted, init_flat)):
-        init_flat = promoted
+    # A weakly typed init (e.g. a Python 0 summing floats) takes the dtype the body
+    # gives it, as in JAX (the carry types are checked on that second trace).
+    promote = _to_promote(init_avals, closed.out_avals[:num_carry])
+    if any(promote):
+        init_flat = [convert_element_type(x, dtypes.result_type(x, out)) if p else x
+                     for x, p, out in zip(init_flat, promote, closed.out_avals)]
         closed, consts, y_tree = cached_trace([get_aval(x) for x in init_flat])
     n_in = len(consts) + num_carry + len(xs_flat)
     out = _bind(*consts, *init_flat, *xs_flat, reverse=bool(reverse), length=length,
@@ -156,6 +159,11 @@ def _scan(f, init, xs, length, reverse, unroll):
                 linear=(False,) * n_in, unroll=unroll)
     return (tree_util.tree_unflatten(init_tree, out[:num_carry]),
             tree_util.tree_unflatten(y_tree, out[num_carry:]))
+
+
+def _to_promote(init_avals, carry_avals):
+    """Which carries start weakly typed but come out of the body as another dtype."""
+    return [a.weak_type and a.dtype != o.dtype for a, o in zip(init_avals, carry_avals)]
 
 
 def _bind(*args, jaxpr, length, linear, num_carry, num_consts, reverse, unroll):
