@@ -162,6 +162,24 @@ def test_custom_jvp_rule_output_errors():
         g(1.)
 
 
+def test_custom_jvp_integer_output_with_jnp_float0_tangent():
+    def run(lib, np_):
+        @lib.custom_jvp
+        def f(x):
+            return x * 2., (x > 0).astype(np.int32)
+
+        @f.defjvp
+        def f_jvp(p, t):   # the int output's tangent made by jnp.zeros(..., float0)
+            return f(p[0]), (t[0] * 3., np_.zeros((), lib.dtypes.float0))
+        (y, k), (ty, tk) = lib.jvp(f, (np.float32(1.5),), (np.float32(1.),))
+        return y, k, ty, tk, lib.grad(lambda x: f(x)[0])(np.float32(1.5))
+    ours, theirs = run(xform, jnp), run(jax, jjnp)
+    for a, b in zip(ours, theirs):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        if np.asarray(b).dtype != jax.dtypes.float0:
+            close(a, b)
+
+
 def test_custom_jvp_closure_over_differentiated_value_errors():
     def f(x):
         @xform.custom_jvp
