@@ -258,6 +258,9 @@ def test_fori_loop_static_bounds_is_reverse_differentiable():
     both(make, np.float32(0.9))
     both(make, np.float32(0.9), transform=lambda api, f: api.grad(f))
     both(make, np.float32(0.9), transform=lambda api, f: api.jit(api.grad(f)))
+    # the carry's cotangent stays weak through the backward loop: grad at 1.0 is weak
+    both(lambda api, L, N: lambda x: L.fori_loop(0, 5, lambda i, v: N.sin(v) * i, x), 1.0,
+         transform=lambda api, f: api.grad(f))
 
 
 def test_fori_loop_dynamic_bounds_uses_while():
