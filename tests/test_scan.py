@@ -280,7 +280,7 @@ def test_map_and_batch_size():
     def make(api, L, N):
         return lambda xs: L.map(lambda x: {"s": N.sin(x["a"]).sum(), "p": x["a"] * 2}, xs)
     both(make, {"a": X})
-    for bs in (2, 5, 7):
+    for bs in (0, 2, 5, 7):
         def make_b(api, L, N, bs=bs):
             return lambda xs: L.map(lambda x: N.sin(x) * 2, xs, batch_size=bs)
         both(make_b, X)

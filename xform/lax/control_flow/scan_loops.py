@@ -112,7 +112,7 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
       f: a function of one slice of ``xs`` (a pytree).
       xs: a pytree of arrays with a common leading axis.
       batch_size: if given, ``f`` is vmapped over chunks of this many elements and the
-        chunks are scanned (the remainder is one more vmapped call).
+        chunks are scanned (the remainder is one more vmapped call); 0 is one vmap.
 
     Returns:
       ``f``'s outputs stacked along a new leading axis.
@@ -124,8 +124,11 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
     batch_size = operator.index(batch_size)
-    if batch_size < 1:
-        raise ValueError(f"lax.map batch_size must be a positive integer, got {batch_size}")
+    if batch_size < 0:
+        raise ValueError(f"lax.map batch_size must be a non-negative integer, got "
+                         f"{batch_size}")
+    if batch_size == 0:   # (JAX's documented meaning: one full batch, i.e. vmap)
+        return vmap(f)(xs)
     leaves, tree = tree_util.tree_flatten(xs)
     n = _infer_length(leaves, None)
     num_batches, rem = divmod(n, batch_size)
