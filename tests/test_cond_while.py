@@ -156,6 +156,18 @@ def test_grad_cond_with_integer_output_and_linearize():
         check_pair(fs, (np.float32(x),), f"x={x}", weak=False)
 
 
+def test_grad_cond_of_python_float_is_weak():
+    # the transposed branches take the cotangents' avals: a weak seed stays weak
+    def make(lib, jnp, lax):
+        return lambda x: (lib.grad(lambda v: lax.cond(v > 0, jnp.sin, lambda u: u ** 3, v))(x),
+                          lib.grad(lambda v: lax.switch(1, [jnp.sin, jnp.cos], v))(x),
+                          lib.grad(lambda v: lax.cond(True, lambda u: (u * 2, 1),
+                                                      lambda u: (u, 2), v)[0])(x))
+    fs = pair(make)
+    for x in (0.5, -0.5):
+        check_pair(fs, (x,), f"x={x}")
+
+
 def _cond_fn(pred):
     def f(x, w):
         return xlax.cond(pred, lambda a, b: xjnp.sin(a) * b + a ** 2,

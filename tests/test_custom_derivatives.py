@@ -162,6 +162,46 @@ def test_custom_jvp_rule_output_errors():
         g(1.)
 
 
+def test_custom_jvp_integer_output_with_jnp_float0_tangent():
+    def run(lib, np_):
+        @lib.custom_jvp
+        def f(x):
+            return x * 2., (x > 0).astype(np.int32)
+
+        @f.defjvp
+        def f_jvp(p, t):   # the int output's tangent made by jnp.zeros(..., float0)
+            return f(p[0]), (t[0] * 3., np_.zeros((), lib.dtypes.float0))
+        (y, k), (ty, tk) = lib.jvp(f, (np.float32(1.5),), (np.float32(1.),))
+        return y, k, ty, tk, lib.grad(lambda x: f(x)[0])(np.float32(1.5))
+    ours, theirs = run(xform, jnp), run(jax, jjnp)
+    for a, b in zip(ours, theirs):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        if np.asarray(b).dtype != jax.dtypes.float0:
+            close(a, b)
+
+
+def test_custom_jvp_low_precision_array_with_python_float_argument():
+    # the rule's tangent for a Python float is weakly typed (as JAX's), so sin(x) * ty
+    # stays bf16/f16 (it was f32 and the tangent-type check raised)
+    def run(lib, np_):
+        @lib.custom_jvp
+        def f(x, y):
+            return np_.sin(x) * y
+
+        @f.defjvp
+        def f_jvp(p, t):
+            (x, y), (tx, ty) = p, t
+            return f(x, y), 3. * np_.cos(x) * y * tx + np_.sin(x) * ty
+        xb, xh = np_.bfloat16(0.5), np_.float16(0.5)
+        return (lib.grad(f)(xb, 2.), lib.jit(lib.grad(f))(xb, 2.), lib.grad(f, 1)(xh, 2.),
+                lib.vmap(f, (0, None))(np_.ones(3, np_.bfloat16), 2.), lib.grad(f)(.5, 2.))
+    for a, b in zip(run(xform, jnp), run(jax, jjnp)):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        if b.weak_type:   # (the weak tangent's cast transposes to no cast: still weak)
+            assert a.weak_type
+        close(np.asarray(a, np.float32), np.asarray(b, np.float32), 1e-2)
+
+
 def test_custom_jvp_closure_over_differentiated_value_errors():
     def f(x):
         @xform.custom_jvp

@@ -81,6 +81,10 @@ def test_scan_xs_none_length_and_weak_carry():
                               (1.0, 0.0), None, length=4)
     out = both(make)
     assert np.asarray(out[1]).tolist() == [1.0, 2.0, 4.0, 8.0]
+    # a Python-int init summing floats (or int8s) takes the body's dtype, as in JAX
+    for x in (X[:, 0], X[:, 0].astype(np.int8)):
+        both(lambda api, L, N: lambda xs: L.scan(lambda c, x: (c + x, c), 0, xs), x)
+    both(lambda api, L, N: lambda: L.fori_loop(0, 3, lambda i, c: c + 1.5, 0))
 
 
 def test_scan_zero_length_and_consts():
@@ -97,6 +101,8 @@ def test_scan_unroll_accepted():
     both(make, X[:, 0])
     both(make, X[:, 0], transform=lambda api, f: lambda xs: api.lax.scan(
         lambda c, x: (c + x, c), 0., xs, unroll=True))
+    both(make, X[:, 0], transform=lambda api, f: api.grad(lambda xs: api.lax.scan(
+        lambda c, x: (c * x, c), 1., xs, _split_transpose=True)[1].sum()))
 
 
 def test_scan_jaxpr_prints_like_jax():
@@ -252,12 +258,20 @@ def test_fori_loop_static_bounds_is_reverse_differentiable():
     both(make, np.float32(0.9))
     both(make, np.float32(0.9), transform=lambda api, f: api.grad(f))
     both(make, np.float32(0.9), transform=lambda api, f: api.jit(api.grad(f)))
+    # the carry's cotangent stays weak through the backward loop: grad at 1.0 is weak
+    both(lambda api, L, N: lambda x: L.fori_loop(0, 5, lambda i, v: N.sin(v) * i, x), 1.0,
+         transform=lambda api, f: api.grad(f))
 
 
 def test_fori_loop_dynamic_bounds_uses_while():
     def make(api, L, N):
         return lambda n, x: L.fori_loop(0, n, lambda i, v: v * x + i, 1.0)
     both(make, 5, np.float32(0.9), transform=lambda api, f: api.jit(f))
+    # a Python-int bound keeps its weak type in the while carry, so an int sum is weak
+    both(lambda api, L, N: lambda n: L.fori_loop(0, n, lambda i, v: v + i, 0), 5,
+         transform=lambda api, f: api.jit(f))
+    both(lambda api, L, N: lambda n: L.fori_loop(0, n, lambda i, v: v + i, 0),
+         np.int32([0, 1, 3, -2]), transform=lambda api, f: api.vmap(f))
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
         xform.jit(xform.grad(make(xform, xlax, xjnp), argnums=1))(5, np.float32(0.9))
 
@@ -266,7 +280,7 @@ def test_map_and_batch_size():
     def make(api, L, N):
         return lambda xs: L.map(lambda x: {"s": N.sin(x["a"]).sum(), "p": x["a"] * 2}, xs)
     both(make, {"a": X})
-    for bs in (2, 5, 7):
+    for bs in (0, 2, 5, 7):
         def make_b(api, L, N, bs=bs):
             return lambda xs: L.map(lambda x: N.sin(x) * 2, xs, batch_size=bs)
         both(make_b, X)

@@ -326,9 +326,10 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros, instantiate):
     return jaxpr, result["out_nonzeros"]
 
 
-def transpose_jaxpr(closed: ClosedJaxpr, linear_mask):
+def transpose_jaxpr(closed: ClosedJaxpr, linear_mask, ct_avals=None):
     """A jaxpr mapping (non-linear inputs, output cotangents) to the cotangents of the
-    linear inputs (instantiated as zeros where symbolic)."""
+    linear inputs (instantiated as zeros where symbolic). ``ct_avals``, where given,
+    type the cotangent inputs (their weak types flow through, as in JAX)."""
     lin_avals = [a for a, lin in zip(closed.in_avals, linear_mask) if lin]
     res_avals = [a for a, lin in zip(closed.in_avals, linear_mask) if not lin]
     n_res = len(res_avals)
@@ -345,6 +346,6 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear_mask):
         out = backward_pass(jaxpr, residuals, lin_avals, list(cts))
         return [instantiate_zeros(c) for c in out]
 
-    out_ct_avals = [a.to_tangent_aval() for a in closed.out_avals]
-    return pe.trace_to_jaxpr(fun, res_avals + out_ct_avals)
+    out_ct_avals = ct_avals or [a.to_tangent_aval() for a in closed.out_avals]
+    return pe.trace_to_jaxpr(fun, res_avals + list(out_ct_avals))
 

@@ -44,10 +44,10 @@ class Zero:
         return f"Zero({self.aval.str_short()})"
 
 
-def zeros_like_aval(aval):
+def zeros_like_aval(aval, weak_type=False):
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
-    return _op("full")(aval.shape, 0, aval.dtype)
+    return _op("full")(aval.shape, 0, aval.dtype, _weak_type=weak_type)
 
 
 def instantiate_zeros(t):

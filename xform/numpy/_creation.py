@@ -105,6 +105,8 @@ def _filled(shape, fill, dt, weak, sharding=None):
     placed or typed as ``sharding``: see ``lax.full``)."""
     if dtypes.is_extended(dt):   # typed keys (jnp.zeros_like(keys)): lax.full fills data
         return lax.full(shape, fill, dt)
+    if dt == dtypes.float0:   # (an integer input's tangent, as a custom_jvp rule makes)
+        return np.zeros(shape, dtypes.float0)
     if type(fill) in _PY_SCALAR_TYPES:
         fill = _util.scalar_operand(fill, dt, weak)
     else:

@@ -293,12 +293,14 @@ def _cond_transpose(cts, index, *ops, branches):
     if all(type(c) is ad.Zero or not k for c, k in zip(cts, keep)):
         return [None] * (1 + len(ops))
 
+    res = [x for x in ops if not ad.is_undefined_primal(x)]
+    cts = [ad.instantiate_zeros(c) for c, k in zip(cts, keep) if k]
+    ct_avals = [get_aval(c) for c in cts]   # (a weak cotangent keeps grad's result weak)
+
     def transposed(b):
         kept = pe.trace_to_jaxpr(lambda *a: [o for o, k in zip(b(*a), keep) if k],
                                  b.in_avals)
-        return ad.transpose_jaxpr(kept, linear)
-    res = [x for x in ops if not ad.is_undefined_primal(x)]
-    cts = [ad.instantiate_zeros(c) for c, k in zip(cts, keep) if k]
+        return ad.transpose_jaxpr(kept, linear, ct_avals)
     lin_cts = iter(cond_p.bind(index, *res, *cts,
                                branches=tuple(transposed(b) for b in branches)))
     return [None] + [next(lin_cts) if lin else None for lin in linear]

@@ -52,7 +52,7 @@ def _split(xs, *sizes):
 # ---- scan ----
 
 @api_boundary
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Loop ``f`` over the leading axis of ``xs`` while carrying state, like JAX's.
 
     Semantically::
@@ -76,6 +76,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
       reverse: scan from the end of ``xs`` to the start (ys stay in xs order).
       unroll: an int >= 0 or a bool; accepted for JAX compatibility (see the
         module note: the lowering does not unroll).
+      _split_transpose: JAX's experimental transpose scheme; accepted and ignored
+        (it changes how the backward loop is staged, not its values).
 
     Returns:
       ``(final carry, stacked ys)``.
@@ -134,7 +136,8 @@ def _scan(f, init, xs, length, reverse, unroll):
 
         closed, consts, _ = trace_jaxpr(body, in_tree, init_avals + x_avals)
         carry_avals = closed.out_avals[:trees["carry"].num_leaves]
-        _check_carry(f, init, init_tree, trees["carry"], init_avals, carry_avals)
+        if not (trees["carry"] == init_tree and any(_to_promote(init_avals, carry_avals))):
+            _check_carry(f, init, init_tree, trees["carry"], init_avals, carry_avals)
         return closed, consts, trees["y"]
 
     def cached_trace(init_avals):
@@ -143,12 +146,12 @@ def _scan(f, init, xs, length, reverse, unroll):
 
     init_avals = [get_aval(x) for x in init_flat]
     closed, consts, y_tree = cached_trace(init_avals)
-    # A weakly typed init (e.g. a Python float) takes the dtype the body gives it.
-    promoted = [convert_element_type(x, dtypes.result_type(x, out)) if a.weak_type and
-                a.dtype != out.dtype else x
-                for x, a, out in zip(init_flat, init_avals, closed.out_avals)]
-    if any(p is not x for p, x in zip(promoted, init_flat)):
-        init_flat = promoted
+    # A weakly typed init (e.g. a Python 0 summing floats) takes the dtype the body
+    # gives it, as in JAX (the carry types are checked on that second trace).
+    promote = _to_promote(init_avals, closed.out_avals[:num_carry])
+    if any(promote):
+        init_flat = [convert_element_type(x, dtypes.result_type(x, out)) if p else x
+                     for x, p, out in zip(init_flat, promote, closed.out_avals)]
         closed, consts, y_tree = cached_trace([get_aval(x) for x in init_flat])
     n_in = len(consts) + num_carry + len(xs_flat)
     out = _bind(*consts, *init_flat, *xs_flat, reverse=bool(reverse), length=length,
@@ -156,6 +159,11 @@ def _scan(f, init, xs, length, reverse, unroll):
                 linear=(False,) * n_in, unroll=unroll)
     return (tree_util.tree_unflatten(init_tree, out[:num_carry]),
             tree_util.tree_unflatten(y_tree, out[num_carry:]))
+
+
+def _to_promote(init_avals, carry_avals):
+    """Which carries start weakly typed but come out of the body as another dtype."""
+    return [a.weak_type and a.dtype != o.dtype for a, o in zip(init_avals, carry_avals)]
 
 
 def _bind(*args, jaxpr, length, linear, num_carry, num_consts, reverse, unroll):
@@ -458,24 +466,43 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, l
     res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
     res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
     ct_carry, ct_ys = _split([ad.instantiate_zeros(c) for c in cts], num_carry)
-    # Carries are linear (an init that is a known value, e.g. instantiated zeros, gets
-    # no cotangent).
-    body_t = ad.transpose_jaxpr(jaxpr, const_lin + [True] * num_carry + xs_lin)
     const_avals, carry_avals, x_avals = _split(jaxpr.in_avals, num_consts, num_carry)
     lin_const_avals = [a.to_tangent_aval() for a, lin in zip(const_avals, const_lin) if lin]
     n_rc, n_lc = len(res_consts), len(lin_const_avals)
+    ct_y_avals = [a.to_tangent_aval().update(weak_type=get_aval(c).weak_type)
+                  for a, c in zip(jaxpr.out_avals[num_carry:], ct_ys)]
 
-    def body(*args):
-        rc, acc, ct_c, rx, ct_y = _split(args, n_rc, n_lc, num_carry, len(res_xs))
-        outs = body_t(*rc, *rx, *ct_c, *ct_y)
-        ct_consts, ct_carry_in, ct_x = _split(outs, n_lc, num_carry)
-        return [add_any(a, b) for a, b in zip(acc, ct_consts)] + ct_carry_in + ct_x
+    def transposed_body(weak):
+        # Carries are linear (an init that is a known value, e.g. instantiated zeros,
+        # gets no cotangent). The cotangents keep their weak types, as in JAX.
+        ct_c_avals = [a.to_tangent_aval().update(weak_type=w)
+                      for a, w in zip(carry_avals, weak)]
+        body_t = ad.transpose_jaxpr(jaxpr, const_lin + [True] * num_carry + xs_lin,
+                                    ct_c_avals + ct_y_avals)
 
-    in_avals = ([a for a, lin in zip(const_avals, const_lin) if not lin] + lin_const_avals
-                + [a.to_tangent_aval() for a in carry_avals]
-                + [a for a, lin in zip(x_avals, xs_lin) if not lin]
-                + [a.to_tangent_aval() for a in jaxpr.out_avals[num_carry:]])
-    body_jaxpr = pe.trace_to_jaxpr(body, in_avals)
+        def body(*args):
+            rc, acc, ct_c, rx, ct_y = _split(args, n_rc, n_lc, num_carry, len(res_xs))
+            outs = body_t(*rc, *rx, *ct_c, *ct_y)
+            ct_consts, ct_carry_in, ct_x = _split(outs, n_lc, num_carry)
+            return [add_any(a, b) for a, b in zip(acc, ct_consts)] + ct_carry_in + ct_x
+        return pe.trace_to_jaxpr(body, [a for a, lin in zip(const_avals, const_lin)
+                                        if not lin] + lin_const_avals + ct_c_avals
+                                 + [a for a, lin in zip(x_avals, xs_lin) if not lin]
+                                 + ct_y_avals)
+
+    # A carry's cotangent stays weak only if the body keeps it weak: a fixed point,
+    # usually reached at once (strong cotangents).
+    weak = [get_aval(c).weak_type for c in ct_carry]
+    while True:
+        body_jaxpr = transposed_body(weak)
+        out = body_jaxpr.out_avals[n_lc:n_lc + num_carry]
+        new = [w and a.weak_type for w, a in zip(weak, out)]
+        if new == weak:
+            break
+        weak = new
+    ct_carry = [c if w or not get_aval(c).weak_type else
+                convert_element_type(c, get_aval(c).dtype, weak_type=False)
+                for c, w in zip(ct_carry, weak)]
     acc_init = [ad.zeros_like_aval(a) for a in lin_const_avals]
     n_lx = sum(xs_lin)
     outs = _bind(*res_consts, *acc_init, *ct_carry, *res_xs, *ct_ys,

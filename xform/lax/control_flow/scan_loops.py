@@ -63,7 +63,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if unroll not in (None, False, 1):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
-    lower, upper = (convert_element_type(b, dtype) for b in (lower, upper))
+    # (a bound already of the index type is kept as is: a Python int stays weak, as JAX's)
+    lower, upper = (b if dtypes.dtype(b) == dtype else convert_element_type(b, dtype)
+                    for b in (lower, upper))
     return while_loop(_fori_cond, _fori_while_body(body_fun), (lower, upper, init_val))[2]
 
 
@@ -110,7 +112,7 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
       f: a function of one slice of ``xs`` (a pytree).
       xs: a pytree of arrays with a common leading axis.
       batch_size: if given, ``f`` is vmapped over chunks of this many elements and the
-        chunks are scanned (the remainder is one more vmapped call).
+        chunks are scanned (the remainder is one more vmapped call); 0 is one vmap.
 
     Returns:
       ``f``'s outputs stacked along a new leading axis.
@@ -122,8 +124,11 @@ def map(f, xs, *, batch_size=None):  # noqa: A001  (JAX's name)
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
     batch_size = operator.index(batch_size)
-    if batch_size < 1:
-        raise ValueError(f"lax.map batch_size must be a positive integer, got {batch_size}")
+    if batch_size < 0:
+        raise ValueError(f"lax.map batch_size must be a non-negative integer, got "
+                         f"{batch_size}")
+    if batch_size == 0:   # (JAX's documented meaning: one full batch, i.e. vmap)
+        return vmap(f)(xs)
     leaves, tree = tree_util.tree_flatten(xs)
     n = _infer_length(leaves, None)
     num_batches, rem = divmod(n, batch_size)
