@@ -59,3 +59,41 @@ def test_sm3_rejects_complex_params_as_optax():
             m.scale_by_sm3().init(p)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+_MIXED = {'w': R.randn(3, 2).astype(np.float32), 's': np.float32(0.7),
+          'h': R.randn(2, 2).astype(jax.numpy.bfloat16), 'f': R.randn(3).astype(np.float16)}
+_MIXED_GRADS = [jax.tree_util.tree_map(lambda v: np.asarray(R.randn(*np.shape(v)), v.dtype), _MIXED)
+                for _ in range(3)]
+_MIXED_CASES = {
+    # non-default hyperparameters, schedules as learning rates, masks and low-precision
+    # moments, on a tree mixing f32, a 0-d f32, bf16 and f16 leaves (round-2 sweep)
+    'adamw': lambda m, n: m.adamw(m.exponential_decay(.1, 2, .5, staircase=True), b1=.8,
+                                  weight_decay=.1, mask=lambda p: {k: k != 's' for k in p},
+                                  mu_dtype=n.bfloat16, nesterov=True),
+    'rmsprop': lambda m, n: m.rmsprop(.01, decay=.8, centered=True, momentum=.9,
+                                      nesterov=True, eps_in_sqrt=False, bias_correction=True),
+    'lion_multi': lambda m, n: m.multi_transform(
+        {'a': m.lion(.01, mu_dtype=n.float16), 'b': m.sgd(.1, momentum=.5, nesterov=True)},
+        {'w': 'a', 's': 'b', 'h': 'a', 'f': 'b'}),
+}
+
+
+@pytest.mark.parametrize('name', sorted(_MIXED_CASES))
+def test_mixed_dtype_tree_jitted_steps_vs_optax(name):
+    outs = []
+    for m, n, jit, tu in ((optax, jax.numpy, jax.jit, jax.tree_util),
+                          (xo, xform.numpy, xform.jit, xform.tree_util)):
+        tx = _MIXED_CASES[name](m, n)
+        p = tu.tree_map(n.asarray, _MIXED)
+        s, upd, leaves = tx.init(p), jit(tx.update), []
+        for g in _MIXED_GRADS:
+            u, s = upd(g, s, p)
+            p = m.apply_updates(p, u)
+            leaves.append([np.asarray(x) for x in tu.tree_leaves((u, s))])
+        outs.append(leaves)
+    for ra, xa in zip(*outs):
+        assert len(ra) == len(xa)
+        for a, b in zip(xa, ra):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a.astype(np.float32), b.astype(np.float32))
