@@ -319,3 +319,18 @@ def test_parameter_values_as_jax():
     ]
     for k, f in enumerate(cases):
         assert_tree_same(f(xlax), f(jlax), 0, f"case {k}")
+
+
+def test_logistic_and_division_gradient_round_as_jax():
+    # logistic lowers as JAX's 1 / (1 + exp(-x)) (stablehlo.logistic rounds bf16/f16
+    # differently) and d(x/y)/dy is JAX's -t x y**-2: bit-equal in the narrow floats
+    import jax.numpy as jnp
+    import xform.numpy as xnp
+    x = np.random.RandomState(0).randn(3, 5).astype(np.float32)
+    for dt in (jnp.bfloat16, np.float16):
+        a = x.astype(dt)
+        got = (xlax.logistic(a), xform.grad(lambda y: xnp.sum(2.5 / y))(a),
+               xform.grad(lambda y: xnp.sum(xform.nn.sigmoid(y)))(a))
+        want = (jlax.logistic(a), jax.grad(lambda y: jnp.sum(2.5 / y))(a),
+                jax.grad(lambda y: jnp.sum(jax.nn.sigmoid(y)))(a))
+        assert_tree_same(got, want, 0, f"logistic and 1/y gradient in {np.dtype(dt).name}")

@@ -120,8 +120,8 @@ def div(x, y):
 
 
 div_p = naryop("div", numeric)
-ad.defjvp2(div_p, lambda t, ans, x, y: _bcast(div(t, y), _out_shape(x, y)),
-           lambda t, ans, x, y: mul(neg(t), div(ans, y)))   # d(x/y)/dy = -(x/y)/y
+ad.defjvp(div_p, lambda t, x, y: _bcast(div(t, y), _out_shape(x, y)),
+          lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))  # JAX's: -t x / y**2
 ad.defnonlinear_operands(div_p, slice(1, 2))   # linear in x only
 ad.primitive_transposes[div_p] = lambda ct, x, y: [
     _unbroadcast(x.aval, div(ct, y)) if ad.is_undefined_primal(x) else None, None]
@@ -346,7 +346,13 @@ logistic_p = unop("logistic", inexact)
 ad.defjvp2(logistic_p, lambda t, ans, x, accuracy=None: mul(t, mul(ans, (
     logistic(neg(x), accuracy=accuracy) if accuracy is _accuracy.AccuracyMode.HIGHEST
     else sub(_const(ans, 1), ans)))))
-mlir.register_lowering(logistic_p, _accuracy.lowering(hlo.logistic))
+def _logistic_lowering(ctx, x, accuracy=None):
+    # JAX's: 1 / (1 + exp(-x)), not stablehlo.logistic, whose bf16/f16 rounding differs
+    one = mlir.full_like_aval(1, ctx.avals_in[0])
+    return hlo.divide(one, hlo.add(one, hlo.exponential(hlo.negate(x))))
+
+
+mlir.register_lowering(logistic_p, _logistic_lowering)
 
 
 def sqrt(x, *, accuracy=None):
