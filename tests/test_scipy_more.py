@@ -118,6 +118,16 @@ def test_fft_dct():
     check(xform.jit(xform.grad(f(xsp.fft)))(x), jax.grad(f(jax.scipy.fft))(x), 1e-4)
 
 
+
+def test_fft_of_int64_under_x64_is_complex128(x64):
+    # JAX's wrapper casts to to_inexact_dtype(x): int64 -> float64 -> complex128 under x64
+    # (xform used complex64 for every non-float64 input: silently single precision).
+    a = np.arange(5)
+    for name in ("fft", "rfft", "ihfft", "irfft", "fftn"):
+        r, e = getattr(xnp.fft, name)(a), getattr(jnp.fft, name)(a)
+        assert r.dtype == e.dtype, name
+        np.testing.assert_allclose(np.asarray(r), np.asarray(e), rtol=1e-12, atol=1e-12)
+
 def test_ndimage_map_coordinates():
     coords = [R.uniform(-2, 7, (3, 4)).astype(np.float32) for _ in range(2)]
     for x in (A, np.arange(20).reshape(5, 4)):

@@ -32,7 +32,7 @@ def _complex_dtype(dt):
 
 def _operand(name, a, fft_type):
     a = asarray(a, name)
-    dt = a.aval.dtype
+    dt = dtypes.to_inexact_dtype(a.aval.dtype)   # (int64 under x64: float64, as JAX's)
     if fft_type == FftType.RFFT:
         if dtypes.is_complex(dt):
             raise ValueError(f"only real valued inputs supported for rfft (jnp.fft.{name})")
