@@ -128,6 +128,14 @@ def test_fft_of_int64_under_x64_is_complex128(x64):
         assert r.dtype == e.dtype, name
         np.testing.assert_allclose(np.asarray(r), np.asarray(e), rtol=1e-12, atol=1e-12)
 
+
+def test_rfftfreq_integer_dtype_divides_truly():
+    # JAX: arange(dtype) / array(d * n, dtype), a true division (xform divided integers)
+    for n, d, dt in ((8, 1.0, np.int32), (5, 2.5, np.uint8), (5, 0.5, np.float16)):
+        r, e = xnp.fft.rfftfreq(n, d, dtype=dt), jnp.fft.rfftfreq(n, d, dtype=dt)
+        assert r.dtype == e.dtype, (n, d, dt)
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(e))
+
 def test_ndimage_map_coordinates():
     coords = [R.uniform(-2, 7, (3, 4)).astype(np.float32) for _ in range(2)]
     for x in (A, np.arange(20).reshape(5, 4)):

@@ -14,7 +14,9 @@ from xform import lax
 from xform.core import dtypes
 from xform.lax.fft import FftType
 from xform.numpy import _util
+from xform.numpy._creation import arange, array
 from xform.numpy._manip import roll
+from xform.numpy._ufuncs import true_divide
 from xform.numpy._pad import pad
 from xform.numpy._shape import moveaxis
 from xform.numpy._util import asarray
@@ -234,8 +236,10 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """Like numpy.fft.rfftfreq: the non-negative sample frequencies."""
     n = _freq_args("rfftfreq", n, d)
     dt = _util.user_dtype(dtype) or dtypes.default_float_dtype()
-    k = lax.iota(dt, n // 2 + 1)
-    return lax.div(k, _util.scalar_array(d * n, dt, False))
+    # JAX's arange(dtype) / array(d * n, dtype): a true division, so integer dtypes give
+    # floats (d * n truncated to the integer dtype first)
+    k = arange(n // 2 + 1, dtype=dt)
+    return true_divide(k, array(d * n, dtype=dt))
 
 
 def _shift(name, x, axes, sign):
