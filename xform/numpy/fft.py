@@ -15,6 +15,7 @@ from xform.core import dtypes
 from xform.lax.fft import FftType
 from xform.numpy import _util
 from xform.numpy._creation import arange, array
+from xform.numpy._creation import asarray as _creation_asarray
 from xform.numpy._manip import roll
 from xform.numpy._ufuncs import true_divide
 from xform.numpy._pad import pad
@@ -154,7 +155,7 @@ def hfft(a, n=None, axis=-1, norm=None):
 def ihfft(a, n=None, axis=-1, norm=None):
     """Like numpy.fft.ihfft: the inverse of :func:`hfft`."""
     _axis_1d("ihfft", axis)
-    a = asarray(a, "ihfft")
+    a = _creation_asarray(a)   # (JAX's ihfft takes lists: jnp.asarray, not a check)
     nn = a.aval.shape[axis] if n is None else n
     out = conjugate(_core_1d("ihfft", FftType.RFFT, a, n, axis, norm))
     real = np.dtype(dtypes.finfo(out.aval.dtype).dtype)
