@@ -59,3 +59,13 @@ def test_expn_family_strong_for_python_scalars():
         r, e = getattr(XS, name)(*args), getattr(JS, name)(*args)
         assert_tree_same(r, e, 1e-6, name)
         assert r.weak_type == e.weak_type, name
+
+
+def test_ndtri_log_ndtr_keep_float32_under_x64(x64):
+    # log(2 pi) / 2 was a NumPy float64 scalar (strong): float32 in, float64 out
+    x = np.array([1e-20, 0.3, 0.9], np.float32)
+    for name, v in (("ndtri", x), ("log_ndtr", -40 * x - 25)):
+        f, g = getattr(JS, name), getattr(XS, name)
+        assert_tree_same(g(v), f(v), 1e-6, name)
+    assert_tree_same(xform.grad(lambda a: XS.ndtri(a).sum())(x),
+                     jax.grad(lambda a: JS.ndtri(a).sum())(x), 1e-5, "grad ndtri")
