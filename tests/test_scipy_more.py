@@ -112,7 +112,8 @@ def test_fft_dct():
         f.dct(I, n=3, norm="ortho"), f.idct(C, n=4, axis=0), f.dctn(x, s=(3, 6), norm="ortho"),
         f.idctn(x, s=[2, 2, 2])), tol=2e-4)
     for bad in (lambda f, m: f.dct(x, type=3), lambda f, m: f.idctn(x, norm="forward"),
-                lambda f, m: f.dctn(x, s=(1, 1, 1, 1))):
+                lambda f, m: f.dctn(x, s=(1, 1, 1, 1)),
+                lambda f, m: f.idctn(x, axes=(1, -2))):
         _both("fft", bad)
     f = lambda s: lambda a: s.idct(s.dct(a, n=7, axis=1) ** 2, axis=0).sum()
     check(xform.jit(xform.grad(f(xsp.fft)))(x), jax.grad(f(jax.scipy.fft))(x), 1e-4)
