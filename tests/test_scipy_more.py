@@ -112,11 +112,30 @@ def test_fft_dct():
         f.dct(I, n=3, norm="ortho"), f.idct(C, n=4, axis=0), f.dctn(x, s=(3, 6), norm="ortho"),
         f.idctn(x, s=[2, 2, 2])), tol=2e-4)
     for bad in (lambda f, m: f.dct(x, type=3), lambda f, m: f.idctn(x, norm="forward"),
-                lambda f, m: f.dctn(x, s=(1, 1, 1, 1))):
+                lambda f, m: f.dctn(x, s=(1, 1, 1, 1)),
+                lambda f, m: f.idctn(x, axes=(1, -2))):
         _both("fft", bad)
     f = lambda s: lambda a: s.idct(s.dct(a, n=7, axis=1) ** 2, axis=0).sum()
     check(xform.jit(xform.grad(f(xsp.fft)))(x), jax.grad(f(jax.scipy.fft))(x), 1e-4)
 
+
+
+def test_fft_of_int64_under_x64_is_complex128(x64):
+    # JAX's wrapper casts to to_inexact_dtype(x): int64 -> float64 -> complex128 under x64
+    # (xform used complex64 for every non-float64 input: silently single precision).
+    a = np.arange(5)
+    for name in ("fft", "rfft", "ihfft", "irfft", "fftn"):
+        r, e = getattr(xnp.fft, name)(a), getattr(jnp.fft, name)(a)
+        assert r.dtype == e.dtype, name
+        np.testing.assert_allclose(np.asarray(r), np.asarray(e), rtol=1e-12, atol=1e-12)
+
+
+def test_rfftfreq_integer_dtype_divides_truly():
+    # JAX: arange(dtype) / array(d * n, dtype), a true division (xform divided integers)
+    for n, d, dt in ((8, 1.0, np.int32), (5, 2.5, np.uint8), (5, 0.5, np.float16)):
+        r, e = xnp.fft.rfftfreq(n, d, dtype=dt), jnp.fft.rfftfreq(n, d, dtype=dt)
+        assert r.dtype == e.dtype, (n, d, dt)
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(e))
 
 def test_ndimage_map_coordinates():
     coords = [R.uniform(-2, 7, (3, 4)).astype(np.float32) for _ in range(2)]

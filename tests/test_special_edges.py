@@ -50,3 +50,22 @@ def test_hyp2f1_unchosen_loops_stop():
     assert_tree_same(XS.hyp2f1(a, b, c, x), JS.hyp2f1(a, b, c, x), 1e-5, "hyp2f1")
     big = np.array([np.inf, 1e30], np.float32)
     np.testing.assert_array_equal(XS.hyp2f1(big, 1.5, 0.5, np.zeros(2, np.float32)), 1.)
+
+
+def test_expn_family_strong_for_python_scalars():
+    # JAX's piecewise casts every branch to x's dtype: exp1 / expn of Python scalars are
+    # strong float32, so exp1(0.5) * float16 is float32 there too.
+    for name, args in (("exp1", (0.5,)), ("expn", (2, 0.5)), ("expi", (0.5,))):
+        r, e = getattr(XS, name)(*args), getattr(JS, name)(*args)
+        assert_tree_same(r, e, 1e-6, name)
+        assert r.weak_type == e.weak_type, name
+
+
+def test_ndtri_log_ndtr_keep_float32_under_x64(x64):
+    # log(2 pi) / 2 was a NumPy float64 scalar (strong): float32 in, float64 out
+    x = np.array([1e-20, 0.3, 0.9], np.float32)
+    for name, v in (("ndtri", x), ("log_ndtr", -40 * x - 25)):
+        f, g = getattr(JS, name), getattr(XS, name)
+        assert_tree_same(g(v), f(v), 1e-6, name)
+    assert_tree_same(xform.grad(lambda a: XS.ndtri(a).sum())(x),
+                     jax.grad(lambda a: JS.ndtri(a).sum())(x), 1e-5, "grad ndtri")

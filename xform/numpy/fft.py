@@ -14,7 +14,10 @@ from xform import lax
 from xform.core import dtypes
 from xform.lax.fft import FftType
 from xform.numpy import _util
+from xform.numpy._creation import arange, array
+from xform.numpy._creation import asarray as _creation_asarray
 from xform.numpy._manip import roll
+from xform.numpy._ufuncs import true_divide
 from xform.numpy._pad import pad
 from xform.numpy._shape import moveaxis
 from xform.numpy._util import asarray
@@ -32,7 +35,7 @@ def _complex_dtype(dt):
 
 def _operand(name, a, fft_type):
     a = asarray(a, name)
-    dt = a.aval.dtype
+    dt = dtypes.to_inexact_dtype(a.aval.dtype)   # (int64 under x64: float64, as JAX's)
     if fft_type == FftType.RFFT:
         if dtypes.is_complex(dt):
             raise ValueError(f"only real valued inputs supported for rfft (jnp.fft.{name})")
@@ -152,7 +155,7 @@ def hfft(a, n=None, axis=-1, norm=None):
 def ihfft(a, n=None, axis=-1, norm=None):
     """Like numpy.fft.ihfft: the inverse of :func:`hfft`."""
     _axis_1d("ihfft", axis)
-    a = asarray(a, "ihfft")
+    a = _creation_asarray(a)   # (JAX's ihfft takes lists: jnp.asarray, not a check)
     nn = a.aval.shape[axis] if n is None else n
     out = conjugate(_core_1d("ihfft", FftType.RFFT, a, n, axis, norm))
     real = np.dtype(dtypes.finfo(out.aval.dtype).dtype)
@@ -234,8 +237,10 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """Like numpy.fft.rfftfreq: the non-negative sample frequencies."""
     n = _freq_args("rfftfreq", n, d)
     dt = _util.user_dtype(dtype) or dtypes.default_float_dtype()
-    k = lax.iota(dt, n // 2 + 1)
-    return lax.div(k, _util.scalar_array(d * n, dt, False))
+    # JAX's arange(dtype) / array(d * n, dtype): a true division, so integer dtypes give
+    # floats (d * n truncated to the integer dtype first)
+    k = arange(n // 2 + 1, dtype=dt)
+    return true_divide(k, array(d * n, dtype=dt))
 
 
 def _shift(name, x, axes, sign):

@@ -105,6 +105,8 @@ def _nd(name, one_d, x, type, s, axes, norm):
         axes = tuple(range(x.ndim - len(s) if s is not None else 0, x.ndim))
     else:
         axes = tuple(_util.canonicalize_axis(a, x.ndim) for a in axes)
+        if len(set(axes)) != len(axes):   # (each axis would be transformed twice)
+            raise ValueError(f"repeated axis: {axes}")
     ns = dict(zip(axes, s)) if s is not None else {}
     for axis in axes:
         x = one_d(x, n=ns.get(axis), axis=axis, norm=norm)

@@ -266,6 +266,11 @@ def ndtri(p):
     return _ndtri(_f32_or_f64(jnp.asarray(p)))
 
 
+# a Python float, so weak: np.log's float64 scalar is strong, and under x64 would
+# promote float32 results to float64
+_HALF_LOG_2PI = float(0.5 * np.log(2 * np.pi))
+
+
 def _ndtri_lower(q):
     """The magnitude of the ``q``-quantile, for ``0 < q <= 0.5``."""
     log_q = jnp.log(q)
@@ -274,7 +279,7 @@ def _ndtri_lower(q):
           / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
     for _ in range(2):  # Newton on log ndtr(x) = log q; its slope is pdf(x) / ndtr(x)
         log_cdf = log_ndtr(x)
-        x = x - (log_cdf - log_q) * jnp.exp(log_cdf + 0.5 * x * x + 0.5 * np.log(2 * np.pi))
+        x = x - (log_cdf - log_q) * jnp.exp(log_cdf + 0.5 * x * x + _HALF_LOG_2PI)
     return -x
 
 
@@ -288,7 +293,7 @@ def _ndtri(p):
     return jnp.where((p < 0) | (p > 1) | jnp.isnan(p), jnp.full_like(p, np.nan), x)
 
 
-_ndtri.defjvps(lambda t, x, p: t * jnp.exp(0.5 * x * x + 0.5 * np.log(2 * np.pi)))
+_ndtri.defjvps(lambda t, x, p: t * jnp.exp(0.5 * x * x + _HALF_LOG_2PI))
 
 
 def log_ndtr(x, series_order=3):
@@ -314,7 +319,7 @@ def log_ndtr(x, series_order=3):
     series = jnp.ones_like(lo)
     for n in range(series_order, 0, -1):   # Horner, innermost term first
         series = 1 + series * inv * -(2 * n - 1)
-    tail = -0.5 * lo * lo - jnp.log(-lo) - 0.5 * np.log(2 * np.pi) + jnp.log(series)
+    tail = -0.5 * lo * lo - jnp.log(-lo) - _HALF_LOG_2PI + jnp.log(series)
     return jnp.where(x <= lower, tail,
                      jnp.where(x >= upper, jnp.log1p(-ndtr(-hi)), jnp.log(ndtr(mid))))
 

@@ -174,7 +174,8 @@ def _expn_scalar(n, x):
     out = _expn_series(jnp.where(none, x, 0.5), jnp.where(none, n, 1))
     for cond, value in conds:
         out = jnp.where(cond, value(), out)
-    return out
+    # strong even for Python scalars: JAX's piecewise casts each value to x's dtype
+    return lax.convert_element_type(out, out.dtype)
 
 
 @composite
