@@ -202,6 +202,26 @@ def test_custom_jvp_low_precision_array_with_python_float_argument():
         close(np.asarray(a, np.float32), np.asarray(b, np.float32), 1e-2)
 
 
+def test_custom_jvp_rule_types_are_checked_only_when_differentiated():
+    # vmap alone never runs the rule (optax's sparsemax loss on bf16 scores: an f32
+    # primal with a bf16 tangent); grad of it raises the tangent-type error, as JAX's
+    def run(lib, np_):
+        @lib.custom_jvp
+        def f(x):
+            return np_.sin(x).astype(np.float32)
+
+        @f.defjvp
+        def f_jvp(p, t):
+            return f(p[0]), np_.cos(p[0]) * t[0]
+        x = np_.ones(3, np_.bfloat16)
+        with pytest.raises(TypeError, match="Custom JVP rule must produce"):
+            lib.grad(lambda x: lib.vmap(f)(x).sum())(x)
+        return lib.vmap(f)(x), lib.jit(lib.vmap(f))(x)
+    for a, b in zip(run(xform, jnp), run(jax, jjnp)):
+        assert a.dtype == b.dtype
+        close(a, b)
+
+
 def test_custom_jvp_closure_over_differentiated_value_errors():
     def f(x):
         @xform.custom_jvp

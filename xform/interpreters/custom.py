@@ -192,7 +192,14 @@ def _resolved_rule(rule_fun, symbolic_zeros, n):
         return traced, _resolve_consts(traced[0].consts, "batch", here)
     rule = LazyJaxpr(resolved, rule_fun.name)
     if not symbolic_zeros:
-        rule((False,) * n)
+        try:
+            rule((False,) * n)
+        except TypeError as e:  # (a rule whose tangent types are wrong fails only where
+            err = e              # it is used, under differentiation, as JAX's)
+
+            def failing(zeros):
+                raise err
+            return LazyJaxpr(failing, rule_fun.name)
     return rule
 
 
