@@ -77,6 +77,9 @@ ROWS = [
         m.isclose(F32[:, None], F32[None, :], atol=np.inf, equal_nan=True),
         m.isclose(I32X, 3, rtol=0.5), m.allclose(U8, U8[::-1], atol=300),
         m.isclose(C, C[::-1], equal_nan=True), m.isclose(B, B[::-1]))),
+    ("unpackbits_negative_count", lambda m: (  # (NumPy's: trims that many from the end)
+        m.unpackbits(U8, count=-3), m.unpackbits(U8, count=-60),
+        m.unpackbits(U8.reshape(5, 1), axis=1, count=-2, bitorder="little"))),
     ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
 ]
 

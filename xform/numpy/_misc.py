@@ -2,6 +2,7 @@
 (frombuffer, load, save, ...), dtype predicates (isscalar, isdtype, can_cast),
 printing, vectorize, i0 and the window functions, packbits/unpackbits."""
 import functools
+import operator
 
 import numpy as np
 
@@ -373,6 +374,9 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     bits = lax.reshape(bits, a.aval.shape[:-1] + (a.aval.shape[-1] * 8,))
     if count is not None:
         n = bits.aval.shape[-1]
+        count = operator.index(count)
+        if count < 0:  # (NumPy's: that many bits trimmed from the end, none below 0)
+            count = max(n + count, 0)
         if count > n:
             bits = lax.pad(bits, _util.scalar_array(0, dtypes.uint8, False),
                            [(0, 0, 0)] * (bits.aval.ndim - 1) + [(0, count - n, 0)])
