@@ -113,6 +113,17 @@ def test_duplicates_and_padding_match_jax():
     same(xs.indices, jo[4])
 
 
+
+def test_nothing_stored_matches_jax():
+    """nse=0 (fromdense of zeros): sum_duplicates and sparse @ sparse give empty BCOOs."""
+    def f(sp, lib):
+        Z = sp.BCOO((lib.zeros((0,), lib.float32), lib.zeros((0, 2), lib.int32)), shape=(3, 3))
+        S, P = Z.sum_duplicates(), Z @ Z
+        C = sp.BCSR.from_bcoo(Z).sum_duplicates()
+        return [S.data, S.indices, P.data, P.indices, P.todense(), C.indptr]
+    assert_trees_close(f(xsp, jnp), f(jsp, jjnp))
+
+
 DOT_CASES = [  # (lhs shape, n_batch, n_dense, rhs shape, dimension_numbers)
     ((3, 4), 0, 0, (4, 2), (((1,), (0,)), ((), ()))),
     ((2, 3, 4), 1, 0, (2, 4, 5), (((2,), (1,)), ((0,), (0,)))),
