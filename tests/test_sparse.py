@@ -312,6 +312,19 @@ def test_constructors_match_jax():
     assert np.all((np.asarray(r.indices) >= 0) & (np.asarray(r.indices) < 5))
 
 
+
+def test_default_dtypes_follow_x64_as_jax(x64):
+    """eye/empty/random_bcoo default to the canonical float (and int indices): float64
+    and int64 under x64, as JAX's."""
+    def f(sp, lib):
+        r = sp.random_bcoo(lib.random.key(0), (4, 5), nse=3)
+        return [str(a.dtype) for a in (sp.eye(3).data, sp.empty((2, 3), nse=1).data,
+                                       sp.empty((2, 3), sparse_format="bcsr").data,
+                                       sp.empty((2, 3), sparse_format="coo").data,
+                                       r.data, r.indices)]
+    assert f(xsp, xform) == f(jsp, jax)
+
+
 def test_bad_input_errors():
     with pytest.raises(ValueError, match="Invalid data.shape"):
         xsp.BCOO((jnp.ones(3), jnp.zeros((4, 2), jnp.int32)), shape=(3, 3))
