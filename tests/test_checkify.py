@@ -60,6 +60,10 @@ def _cases():
     def _(m):
         return lambda x, i: x[i]
 
+    @case("oob_static_int", np.arange(6.).reshape(2, 3))   # JAX: dynamic_slice, checked
+    def _(m):
+        return lambda x: (x[1, 5], x[-3], x[0, -1])
+
     @case("oob_scatter", np.arange(3.), np.int32(4))
     def _(m):
         return lambda x, i: x.at[m.jnp.array([0, i])].add(1.)
@@ -195,6 +199,7 @@ def test_checkify_matches_jax(name):
 
 # vmap of checkify: a batched error, one line per failing index
 @pytest.mark.parametrize("name,outer", [("user_fail", "jit"), ("scan", "jit"),
+                                        ("oob_static_int", "jit"),
                                         ("nan_batch", "vmap"), ("user_batch", "vmap"),
                                         ("fmt_pytree_batch", "vmap")])
 def test_transformed_checkify_matches_jax(name, outer):

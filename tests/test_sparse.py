@@ -113,6 +113,16 @@ def test_duplicates_and_padding_match_jax():
     same(xs.indices, jo[4])
 
 
+
+def test_nothing_stored_matches_jax():
+    """nse=0 (fromdense of zeros): sum_duplicates and sparse @ sparse give empty BCOOs."""
+    def f(lib, sp, d, i):
+        Z = sp.BCOO((d, i), shape=(3, 3))
+        S, P = Z.sum_duplicates(nse=0), Z @ Z
+        return [S.data, S.indices, P.data, P.indices, P.todense()]
+    assert_trees_close(*run_both(f, np.zeros((0,), np.float32), np.zeros((0, 2), np.int32)))
+
+
 DOT_CASES = [  # (lhs shape, n_batch, n_dense, rhs shape, dimension_numbers)
     ((3, 4), 0, 0, (4, 2), (((1,), (0,)), ((), ()))),
     ((2, 3, 4), 1, 0, (2, 4, 5), (((2,), (1,)), ((0,), (0,)))),
@@ -300,6 +310,19 @@ def test_constructors_match_jax():
     r = xsp.random_bcoo(xform.random.key(0), (4, 5), nse=3, n_batch=1, unique_indices=False)
     assert (r.shape, r.nse, r.n_batch, r.dtype) == ((4, 5), 3, 1, np.float32)
     assert np.all((np.asarray(r.indices) >= 0) & (np.asarray(r.indices) < 5))
+
+
+
+def test_default_dtypes_follow_x64_as_jax(x64):
+    """eye/empty/random_bcoo default to the canonical float (and int indices): float64
+    and int64 under x64, as JAX's."""
+    def f(sp, lib):
+        r = sp.random_bcoo(lib.random.key(0), (4, 5), nse=3)
+        return [str(a.dtype) for a in (sp.eye(3).data, sp.empty((2, 3), nse=1).data,
+                                       sp.empty((2, 3), sparse_format="bcsr").data,
+                                       sp.empty((2, 3), sparse_format="coo").data,
+                                       r.data, r.indices)]
+    assert f(xsp, xform) == f(jsp, jax)
 
 
 def test_bad_input_errors():

@@ -51,8 +51,7 @@ def _kind(idx):
         return _INT, idx
     if isinstance(idx, (Array, Tracer, np.ndarray)):
         if idx.dtype == np.bool_:
-            return (_BOOL, bool(idx)) if isinstance(idx, np.ndarray) and not idx.ndim \
-                else (_BOOL, idx)
+            return _BOOL, (bool(idx) if isinstance(idx, np.ndarray) and not idx.ndim else idx)
         if dtypes.is_integer(idx.dtype):
             return _ARRAY, idx
         raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
@@ -81,10 +80,9 @@ def _entries(idx, shape):
     """Parse ``idx`` into [(kind, value)]; check the ellipsis and the index count."""
     if type(idx) is not tuple:
         if isinstance(idx, list):
-            raise TypeError(
-                "Using a non-tuple sequence for multidimensional indexing is not allowed; "
-                "use `arr[array(seq)]` (integer array) or `arr[tuple(seq)]` (one index per "
-                "dimension) instead of `arr[seq]`.")
+            raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                            "allowed; use `arr[array(seq)]` (integer array) or `arr[tuple(seq)]` "
+                            "(one index per dimension) instead of `arr[seq]`.")
         idx = (idx,)
     entries = [_kind(i) for i in idx]
     n_ellipsis = sum(kind == _ELLIPSIS for kind, _ in entries)
@@ -126,6 +124,13 @@ def _expand_ellipsis(entries, ndim):
     return entries + fill
 
 
+def _static_int_out_of_range(entries, shape):
+    """A static int past its non-empty axis: JAX's dynamic_slice (checkify checks it)."""
+    full = _expand_ellipsis(entries, len(shape))
+    return any(kind == _INT and shape[a] and not -shape[a] <= operator.index(v) < shape[a]
+               for (kind, v), a in zip(full, np.cumsum([k != _NONE for k, _ in full]) - 1))
+
+
 def _check_int(i, axis, size):
     """A static int index, normalized and clamped into range; IndexError on an empty axis."""
     if size == 0:
@@ -151,7 +156,7 @@ def rewriting_take(x, idx, *, indices_are_sorted=False, unique_indices=False, mo
     parsed = None if mode is None else GatherScatterMode.from_any(mode)
     if parsed in _SLICEABLE_MODES:  # all of them clamp static ints, as the gather would
         kinds = {kind for kind, _ in entries}
-        if kinds <= _STATIC_KINDS:
+        if kinds <= _STATIC_KINDS and not _static_int_out_of_range(entries, shape):
             return _static_take(x, _expand_ellipsis(entries, len(shape)))
         if kinds <= _STATIC_KINDS | {_ARRAY} and all(
                 kind != _ARRAY or not _ndim(v) for kind, v in entries) and all(
@@ -247,7 +252,9 @@ def _dynamic_take(x, entries, normalize):
             continue
         n = shape[axis]
         if kind == _INT:
-            starts.append(_check_int(operator.index(v), axis, n))
+            i = operator.index(v)   # past the axis: JAX's unclamped start, for checkify
+            starts.append(np.array(i + n if i < 0 else i, index_dtype) if n and not -n <= i < n
+                          else _check_int(i, axis, n))
             sizes.append(1)
             squeeze_axes.append(axis)
         elif kind == _ARRAY:
@@ -265,7 +272,7 @@ def _dynamic_take(x, entries, normalize):
             out_pos += 1
         axis += 1
     static = [type(s) is int or shape_poly.is_symbolic_dim(s) for s in starts]
-    wrap = [normalize and not st for st in static]  # static ones are in range
+    wrap = [normalize and not st and type(s) is not np.ndarray for s, st in zip(starts, static)]
     starts = [_util.scalar_operand(s, index_dtype, False) if st else s
               for s, st in zip(starts, static)]
     y = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap)
@@ -367,7 +374,6 @@ def _to_gather(x, entries, normalize):
         axis += kind != _NONE
     operand = lax.expand_dims(x, scalar_bool_dims) if scalar_bool_dims else x
     entries = expanded
-
     index_dtype = _index_dtype(shape)
     advanced = any(kind == _ARRAY and _ndim(v) for kind, v in entries)
     adv_idx = [i for i, (kind, _) in enumerate(entries) if kind in (_ARRAY, _INT)] \

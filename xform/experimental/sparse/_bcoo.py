@@ -271,7 +271,7 @@ def _bcoo_empty(shape, *, dtype=None, index_dtype="int32", nse=0, n_batch=0, n_d
         raise ValueError(f"Invalid inputs: shape={shape}, n_dense={n_dense}, "
                          f"n_batch={n_batch}, nse={nse}")
     batch, sparse, dense = shape[:n_batch], shape[n_batch:n_batch + n_sparse], shape[n_batch + n_sparse:]
-    data = jnp.zeros((*batch, nse, *dense), dtype if dtype is not None else jnp.float32)
+    data = jnp.zeros((*batch, nse, *dense), dtype if dtype is not None else jnp.float_)
     indices = jnp.broadcast_to(jnp.array(sparse, index_dtype), (*batch, nse, n_sparse))
     return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
@@ -281,7 +281,7 @@ def _bcoo_eye(N, M, k, *, dtype=None, index_dtype="int32", n_batch=0, n_dense=0)
     (``sparse.eye``'s 'bcoo' format)."""
     if 2 - n_batch - n_dense < 0 or n_batch < 0 or n_dense < 0:
         raise ValueError(f"Invalid inputs: shape={(N, M)}, n_dense={n_dense}, n_batch={n_batch}")
-    dtype = dtype if dtype is not None else jnp.float32
+    dtype = dtype if dtype is not None else jnp.float_
     diag_size = min(N, M - k) if k > 0 else min(N + k, M)
     if diag_size <= 0:
         return _bcoo_empty((N, M), dtype=dtype, index_dtype=index_dtype, n_batch=n_batch,

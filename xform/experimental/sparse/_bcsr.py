@@ -289,7 +289,7 @@ def bcsr_empty(shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, 
     if len(shape) - n_dense - n_batch != 2:
         raise ValueError("BCSR sparse.empty: must have 2 sparse dimensions.")
     batch, (rows, cols), dense = shape[:n_batch], shape[n_batch:n_batch + 2], shape[n_batch + 2:]
-    data = jnp.zeros((*batch, nse, *dense), dtype if dtype is not None else jnp.float32)
+    data = jnp.zeros((*batch, nse, *dense), dtype if dtype is not None else jnp.float_)
     indices = jnp.full((*batch, nse), cols, index_dtype)
     return BCSR((data, indices, jnp.zeros((*batch, rows + 1), index_dtype)), shape=shape)
 

@@ -265,7 +265,7 @@ def csr_matmat(mat, B, *, transpose=False):
 
 def coo_empty(shape, *, dtype=None, index_dtype="int32", sparse_format="coo"):
     shape = _check_2d(shape, sparse_format.upper())
-    data = jnp.zeros(0, dtype if dtype is not None else jnp.float32)
+    data = jnp.zeros(0, dtype if dtype is not None else jnp.float_)
     index = jnp.zeros(0, index_dtype)
     if sparse_format == "coo":
         return COO((data, index, index), shape=shape, rows_sorted=True, cols_sorted=True)
@@ -284,7 +284,7 @@ def coo_eye(N, M, k, *, dtype=None, index_dtype="int32", sparse_format="coo"):
     idx = np.arange(size)
     row = jnp.asarray(idx - min(k, 0), index_dtype)
     col = jnp.asarray(idx + max(k, 0), index_dtype)
-    data = jnp.ones(size, dtype if dtype is not None else jnp.float32)
+    data = jnp.ones(size, dtype if dtype is not None else jnp.float_)
     if sparse_format == "coo":
         return COO((data, row, col), shape=(N, M), rows_sorted=True, cols_sorted=True)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(idx - min(k, 0), minlength=N))])

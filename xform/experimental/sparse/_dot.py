@@ -142,7 +142,7 @@ def _spdot_unbatched(ldata, lindices, rdata, rindices, *, lshape, rshape, lc, rc
     idx_dtype = jnp.result_type(lindices, rindices)
     indices = jnp.concatenate([jnp.broadcast_to(lj[:, None], (lnse, rnse, lj.shape[1])),
                                jnp.broadcast_to(rj[None, :], (lnse, rnse, rj.shape[1]))],
-                              -1).astype(idx_dtype).reshape(lnse * rnse, -1)
+                              -1).astype(idx_dtype).reshape(lnse * rnse, lj.shape[1] + rj.shape[1])
     # Zeros are kept (not eliminated): eliminating them breaks autodiff (JAX issue 10163).
     out = bcoo_sum_duplicates(BCOO((data, indices), shape=out_shape), nse=out_nse)
     return out.data, out.indices

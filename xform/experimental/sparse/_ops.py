@@ -266,6 +266,8 @@ def _unique_rows(indices, sparse_shape):
     equal to the shape, sorting last), padded with that row; the row each input maps to;
     the count of in-bounds unique rows."""
     nse, n = indices.shape
+    if nse == 0:  # nothing stored (e.g. fromdense of zeros): nothing to merge
+        return indices, jnp.zeros(0, np.int32), jnp.zeros((), np.int32)
     fill = jnp.array(sparse_shape, indices.dtype)
     ind = jnp.where((indices >= fill).any(-1, keepdims=True), fill, indices)
     *cols, perm = lax.sort((*(ind[:, i] for i in range(n)), lax.iota(np.int32, nse)),

@@ -8,6 +8,7 @@ import numpy as np
 from xform import lax
 from xform import numpy as jnp
 from xform import random
+from xform.core import dtypes
 from xform.experimental.sparse._bcoo import BCOO, bcoo_fromdense
 from xform.experimental.sparse._util import validate_bcoo
 from xform.transforms.jit import ShapeDtypeStruct, eval_shape, jit
@@ -151,7 +152,7 @@ def _reshape_impl(data, indices, sparse_shape, new_batch, new_sparse, new_dense)
     return data, jnp.where(oob, jnp.array(new_sparse, indices.dtype), new)
 
 
-def random_bcoo(key, shape, *, dtype=jnp.float32, indices_dtype=None, nse=0.2, n_batch=0,
+def random_bcoo(key, shape, *, dtype=jnp.float_, indices_dtype=None, nse=0.2, n_batch=0,
                 n_dense=0, unique_indices=True, sorted_indices=False,
                 generator=random.uniform, **kwds):
     """A random BCOO: ``nse`` (a count, or a fraction of the sparse size if below 1)
@@ -169,7 +170,7 @@ def random_bcoo(key, shape, *, dtype=jnp.float32, indices_dtype=None, nse=0.2, n
     if 0 < nse < 1:
         nse = int(math.ceil(nse * sparse_size))
     nse = int(nse)
-    indices_dtype = np.dtype(indices_dtype or jnp.int32)
+    indices_dtype = np.dtype(indices_dtype or dtypes.default_int_dtype())
 
     keys = random.split(key, math.prod(batch_shape) + 1)
     data = generator(keys[0], shape=batch_shape + (nse,) + dense_shape, dtype=dtype, **kwds)
