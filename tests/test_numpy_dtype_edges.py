@@ -80,6 +80,11 @@ ROWS = [
     ("unpackbits_negative_count", lambda m: (  # (NumPy's: trims that many from the end)
         m.unpackbits(U8, count=-3), m.unpackbits(U8, count=-60),
         m.unpackbits(U8.reshape(5, 1), axis=1, count=-2, bitorder="little"))),
+    ("gradient_as_jax", lambda m: (  # (JAX's formulas: bit-equal; spacing promotes f)
+        m.gradient(F32[7:12]), m.gradient(I32X, 2.5), m.gradient(F16[1:6], 3),
+        m.gradient(F32[7:12], np.sort(F32[7:12]) + np.arange(5, dtype=np.float32)),
+        *m.gradient(Z2, 2.0, np.arange(5.0, dtype=np.float32) ** 2),
+        m.asarray(len(m.gradient(2.5))))),
     ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
 ]
 
@@ -137,3 +142,13 @@ def test_errors_match_jax(fn):
             return type(e).__name__, str(e).split("\n")[0]
     j = raised(jnp)
     assert j is not None and raised(xnp) == j
+
+
+def test_x64_promotions_match_jax(x64):
+    # int arrays with Python-float operands are float64 under x64 (gradient promotes f
+    # with its spacings; angle takes the default float)
+    for fn in (lambda m: m.gradient(I32X, 2.5), lambda m: m.gradient(I8.astype(np.int64),
+                                                                      np.float32(1.5)),
+               lambda m: m.angle(I8), lambda m: m.angle(np.float32(2))):
+        _same(fn(xnp), fn(jnp), 0)
+

@@ -131,8 +131,8 @@ class _Entry:
         self.out_avals = compiled.out_avals
         self.out_tree = out_tree
         self.c_out_tree = builtin_treedef(out_tree)
-        self.out_aval = (self.out_avals[0] if tree_util.treedef_is_leaf(out_tree)
-                         else None)
+        self.out_aval = (self.out_avals[0] if len(self.out_avals) == 1 and
+                         tree_util.treedef_is_leaf(out_tree) else None)  # ([]: a leaf)
         self.plain = not self.consts and self.out_aval is not None
 
 

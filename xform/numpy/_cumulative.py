@@ -181,49 +181,52 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     if edge_order is not None and edge_order != 1:
         raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not "
                                   "supported.")
-    f = asarray(f, "gradient")
+    # (f and the spacings promote together, as JAX: int f with a Python-float spacing
+    # is float64 under x64; JAX's formulas term by term, so results round as its do)
+    f, *varargs = _util.promote_dtypes("gradient", f, *varargs, to="inexact")
     axes = (tuple(range(f.aval.ndim)) if axis is None
             else _util.canonicalize_axes(axis, f.aval.ndim))
+    if not axes:
+        return []
     if not varargs:
         spacings = [1.0] * len(axes)
-    elif len(varargs) == 1 and len(axes) > 1:
+    elif len(varargs) == 1:
         spacings = list(varargs) * len(axes)
     elif len(varargs) == len(axes):
         spacings = list(varargs)
     else:
         raise TypeError("Invalid number of spacing arguments for jnp.gradient")
-    f, = _util.promote_dtypes("gradient", f, to="inexact")
-    out = []
-    for ax, h in zip(axes, spacings):
-        n = f.aval.shape[ax]
-        if n < 2:
-            raise ValueError("Shape of array too small to calculate a numerical gradient, "
-                             "at least (edge_order + 1) elements are required.")
-        g = _one_gradient(moveaxis(f, ax, -1), h, n)
-        out.append(moveaxis(g, -1, ax))
+    if min(f.aval.shape[ax] for ax in axes) < 2:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, "
+                         "at least (edge_order + 1) elements are required.")
+    out = [moveaxis(_one_gradient(moveaxis(f, ax, -1), h, f.aval.shape[ax]), -1, ax)
+           for ax, h in zip(axes, spacings)]
     return out[0] if len(out) == 1 else out
 
 
 def _one_gradient(f, h, n):
     def sl(a, lo, hi):
         return _slice_axis(a, lo, hi, a.aval.ndim - 1)
-    h = asarray(h, "gradient")
-    if h.aval.ndim == 0:
-        inner = uf.true_divide(uf.subtract(sl(f, 2, n), sl(f, 0, n - 2)), uf.multiply(2, h))
-        first = uf.true_divide(uf.subtract(sl(f, 1, 2), sl(f, 0, 1)), h)
-        last = uf.true_divide(uf.subtract(sl(f, n - 1, n), sl(f, n - 2, n - 1)), h)
-    else:  # coordinates: second-order accurate non-uniform central differences
-        dx = diff(h)
-        a, b = sl(dx, 0, n - 2), sl(dx, 1, n - 1)
-        inner = uf.true_divide(
-            uf.add(uf.subtract(uf.multiply(uf.multiply(a, a), sl(f, 2, n)),
-                               uf.multiply(uf.multiply(b, b), sl(f, 0, n - 2))),
-                   uf.multiply(uf.subtract(uf.multiply(b, b), uf.multiply(a, a)),
-                               sl(f, 1, n - 1))),
-            uf.multiply(uf.multiply(a, b), uf.add(a, b)))
-        first = uf.true_divide(uf.subtract(sl(f, 1, 2), sl(f, 0, 1)), sl(dx, 0, 1))
-        last = uf.true_divide(uf.subtract(sl(f, n - 1, n), sl(f, n - 2, n - 1)),
-                              sl(dx, n - 2, n - 1))
+    first = uf.subtract(sl(f, 1, 2), sl(f, 0, 1))
+    last = uf.subtract(sl(f, n - 1, n), sl(f, n - 2, n - 1))
+    if getattr(h, "ndim", 0) == 0:  # (a Python float: the default spacing)
+        inner = uf.true_divide(uf.multiply(uf.subtract(sl(f, 2, n), sl(f, 0, n - 2)), 0.5), h)
+        first, last = uf.true_divide(first, h), uf.true_divide(last, h)
+    elif h.ndim == 1:  # coordinates: second-order non-uniform central differences
+        if h.aval.shape[0] != n:
+            raise ValueError("Spacing arrays must have the same length as the dimension "
+                             "along which the gradient is calculated.")
+        first = uf.true_divide(first, uf.subtract(sl(h, 1, 2), sl(h, 0, 1)))
+        last = uf.true_divide(last, uf.subtract(sl(h, n - 1, n), sl(h, n - 2, n - 1)))
+        dx1 = uf.subtract(sl(h, 1, n - 1), sl(h, 0, n - 2))
+        dx2 = uf.subtract(sl(h, 2, n), sl(h, 1, n - 1))
+        a = uf.true_divide(uf.negative(dx2), uf.multiply(dx1, uf.add(dx1, dx2)))
+        b = uf.true_divide(uf.subtract(dx2, dx1), uf.multiply(dx1, dx2))
+        c = uf.true_divide(dx1, uf.multiply(dx2, uf.add(dx1, dx2)))
+        inner = uf.add(uf.add(uf.multiply(a, sl(f, 0, n - 2)), uf.multiply(b, sl(f, 1, n - 1))),
+                       uf.multiply(c, sl(f, 2, n)))
+    else:
+        raise ValueError("Spacing arrays must be 1D arrays or scalars.")
     return concatenate([first, inner, last], -1)
 
 
