@@ -143,3 +143,17 @@ def test_scipy_solve_pos_jvp_sees_the_whole_matrix_as_jax():
     args, tans = (h, _mat(2, 3, 2)), (_mat(2, 3, 3), _mat(2, 3, 2))
     _same(jax.jvp(lambda a, b: jsl.solve(a, b, assume_a="pos"), args, tans),
           xform.jvp(lambda a, b: xsl.solve(a, b, assume_a="pos"), args, tans))
+
+
+@pytest.mark.parametrize("a", [np.array([[1., 1.], [1., 1.], [0., 0.]], np.float32),
+                               np.eye(3, 2, dtype=np.float32), _mat(2, 3)])
+def test_lstsq_numpy_resid_empty_unless_full_column_rank(a):
+    # a rank-deficient tall a gave its residuals where NumPy (and JAX) give none
+    b = np.ones(a.shape[0], np.float32)
+    _same(jnp.linalg.lstsq(a, b, numpy_resid=True), xnp.linalg.lstsq(a, b, numpy_resid=True))
+
+
+def test_linalg_outer_is_one_dimensional_only():
+    _same(jnp.linalg.outer(np.arange(3), np.arange(2.)), xnp.linalg.outer(np.arange(3), np.arange(2.)))
+    with pytest.raises(ValueError, match="must be one-dimensional"):
+        xnp.linalg.outer(np.ones((2, 2)), np.ones(2))

@@ -484,8 +484,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
         x = jnp.matmul(jnp.conj(vh.T), s_inv[:, None] * uTb, precision=lax.Precision.HIGHEST)
     r = b2 - jnp.matmul(a, x, precision=lax.Precision.HIGHEST)
     resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
-    if numpy_resid and not (m > n):
-        resid = jnp.zeros((0,), resid.dtype)
+    if numpy_resid and (m <= n or int(_util.concrete_or_raise(rank, (
+            "jnp.linalg.lstsq with numpy_resid=True needs a concrete rank (its residuals "
+            "are empty unless a has full column rank); use numpy_resid=False under jit.")))
+            < n):
+        resid = jnp.zeros((0,), resid.dtype)   # NumPy's: empty unless full column rank
     if vector:
         x = x[:, 0]
     return x, resid, rank, s
@@ -592,6 +595,11 @@ def matmul(x1, x2, /):
 
 
 def outer(x1, x2, /):
+    """Outer product of two vectors (unlike jnp.outer, which flattens, 1-D only)."""
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError("Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={x1.ndim} x2.ndim={x2.ndim}")
     return jnp.outer(x1, x2)
 
 
