@@ -130,6 +130,7 @@ ROWS = [
         F34, I34, np.array([0, 3, -1, 5, 2], np.int32)),
     row("choose_select", lambda m, x, i, c: (
         m.choose(c, [x[0], x[1], x[2]], mode="clip"), m.choose(c + 1, [i[0], x[1]], mode="wrap"),
+        m.choose(c, (1.0, 2, 3), mode="clip"),  # Python scalar choices: a strong result
         m.select([x > 0.5, x < -0.5], [x, -x]), m.select([x > 0], [i], default=-1.5),
         m.piecewise(x, [x < 0, x > 1], [lambda v: -v, lambda v: v * 2, 0.5]),
         m.piecewise(i, [i > 0], [1, lambda v: v - 1]), m.piecewise(x, x > 0, [lambda v: v ** 2] * 3)),

@@ -219,7 +219,8 @@ def choose(a, choices, out=None, mode="raise"):
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     choices = _util.promote_dtypes("choose", *choices)
     args = _util.broadcast_arrays("choose", a, *choices, scalars_ok=False, explicit=True)
-    return lax.select_n(lax.convert_element_type(args[0], dtypes.int32), *args[1:])
+    out = lax.select_n(lax.convert_element_type(args[0], dtypes.int32), *args[1:])
+    return lax.convert_element_type(out, out.aval.dtype, weak_type=False)  # JAX stacks: strong
 
 
 def select(condlist, choicelist, default=0):
