@@ -471,14 +471,14 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     eps = float(np.finfo(a.dtype).eps)
     if a.size == 0:
         s = jnp.zeros((0,), a.dtype)   # (a.dtype, complex too, as JAX's)
-        rank = jnp.array(0, np.int32)
+        rank = jnp.array(0, dtypes.canonicalize_dtype(np.int64))   # JAX's default int
         x = jnp.zeros((n, b2.shape[1]), a.dtype)
     else:
         rcond = eps * max(m, n) if rcond is None else jnp.where(
             jnp.asarray(rcond) < 0, eps, rcond)
         u, s, vh = lax_linalg.svd(a, full_matrices=False)
         mask = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
-        rank = jnp.sum(mask).astype(np.int32)
+        rank = jnp.sum(mask)
         s_inv = jnp.where(mask, 1 / jnp.where(mask, s, 1), 0).astype(a.dtype)
         uTb = jnp.matmul(jnp.conj(u.T), b2, precision=lax.Precision.HIGHEST)
         x = jnp.matmul(jnp.conj(vh.T), s_inv[:, None] * uTb, precision=lax.Precision.HIGHEST)
@@ -488,7 +488,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
             "jnp.linalg.lstsq with numpy_resid=True needs a concrete rank (its residuals "
             "are empty unless a has full column rank); use numpy_resid=False under jit.")))
             < n):
-        resid = jnp.zeros((0,), resid.dtype)   # NumPy's: empty unless full column rank
+        resid = jnp.asarray([])   # NumPy's: empty unless full column rank (JAX's dtype)
     if vector:
         x = x[:, 0]
     return x, resid, rank, s
