@@ -157,3 +157,14 @@ def test_linalg_outer_is_one_dimensional_only():
     _same(jnp.linalg.outer(np.arange(3), np.arange(2.)), xnp.linalg.outer(np.arange(3), np.arange(2.)))
     with pytest.raises(ValueError, match="must be one-dimensional"):
         xnp.linalg.outer(np.ones((2, 2)), np.ones(2))
+
+
+def test_triangular_solve_half_precision_as_jax():
+    # any float dtype (StableHLO's op, as JAX's); xform accepted only LAPACK's four
+    a = (np.tril(_mat(3, 3)) + 3 * np.eye(3)).astype(np.float16)
+    b = _mat(3).astype(np.float16)
+    f = lambda sl: lambda a: sl.solve_triangular(a, b, lower=True, trans=1)  # noqa: E731
+    g = lambda sl: lambda a: sl.solve_triangular(a, b, lower=True).sum()  # noqa: E731
+    _same(jax.jit(jax.value_and_grad(g(jsl)))(a), xform.jit(xform.value_and_grad(g(xsl)))(a),
+          tol=3e-2)
+    _same(jax.jit(f(jsl))(a), xform.jit(f(xsl))(a), tol=1e-2)
