@@ -168,3 +168,11 @@ def test_triangular_solve_half_precision_as_jax():
     _same(jax.jit(jax.value_and_grad(g(jsl)))(a), xform.jit(xform.value_and_grad(g(xsl)))(a),
           tol=3e-2)
     _same(jax.jit(f(jsl))(a), xform.jit(f(xsl))(a), tol=1e-2)
+
+
+def test_vector_norm_of_integers_under_x64(x64):
+    # JAX sums the squares first: an int8 or bool vector's 2-norm is float64 (was float32)
+    for dtype in (np.int8, np.bool_):
+        x = np.array([[1, 2, 0], [3, 0, 1]]).astype(dtype)
+        _same(jnp.linalg.vector_norm(x, axis=1), xform.jit(
+            lambda v: xnp.linalg.vector_norm(v, axis=1))(x))

@@ -13,6 +13,7 @@ from xform.interpreters.composite import composite
 from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
+from xform.numpy._reductions import _promote_integer_dtype
 from xform.transforms.custom_derivatives import custom_jvp
 
 EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
@@ -422,9 +423,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """As JAX's: the inf, -inf and 1 norms of integers stay integers (abs, max/min/sum)."""
+    """As JAX's: the inf, -inf and 1 norms of integers stay integers (abs, max/min/sum);
+    the 2-norm of integers or bools takes the float of their sum's dtype (JAX sums
+    first: float64 for int8 under x64), computed in floats so squares cannot overflow."""
     x = _util.asarray(x, "vector_norm")
-    if not (ord in (np.inf, -np.inf, 1) and dtypes.issubdtype(x.dtype, np.integer)):
+    if ord in (None, 2) and (dtypes.issubdtype(x.dtype, np.integer) or x.dtype == bool):
+        x = _util.convert(x, dtypes.to_inexact_dtype(_promote_integer_dtype(x.dtype)))
+    elif not (ord in (np.inf, -np.inf, 1) and dtypes.issubdtype(x.dtype, np.integer)):
         (x,) = _inexact("vector_norm", x)
     if axis is None:
         out = _vector_norm(jnp.ravel(x), ord, 0, False)
