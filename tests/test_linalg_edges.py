@@ -176,3 +176,16 @@ def test_vector_norm_of_integers_under_x64(x64):
         x = np.array([[1, 2, 0], [3, 0, 1]]).astype(dtype)
         _same(jnp.linalg.vector_norm(x, axis=1), xform.jit(
             lambda v: xnp.linalg.vector_norm(v, axis=1))(x))
+
+
+def test_svd_subset_by_index_and_multi_dot_checks_as_jax():
+    a = _mat(5, 4)
+    if xform.default_backend() == "cpu":   # subset_by_index is a TPU kernel's, as JAX's
+        for herm in (False, True):
+            with pytest.raises(NotImplementedError, match="subset_by_index"):
+                xform.jit(lambda m: xnp.linalg.svd(m, False, False, hermitian=herm,
+                                                   subset_by_index=(1, 3)))(a.T @ a)
+    _same(jnp.linalg.multi_dot([a, a.T, a], precision="highest"),
+          xnp.linalg.multi_dot([a, a.T, a], precision="highest"), tol=1e-3)
+    with pytest.raises(ValueError, match="must all be two-dimensional"):  # was broadcast
+        xnp.linalg.multi_dot([np.ones((2, 3, 3)), np.ones((3, 3))])

@@ -13,6 +13,8 @@ from xform.interpreters.composite import composite
 from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
+from xform.numpy._linalg_aliases import (  # noqa: F401  (multi_dot, array-API aliases)
+    cross, diagonal, matmul, matrix_transpose, multi_dot, outer, tensordot, trace, vecdot)
 from xform.numpy._reductions import _promote_integer_dtype
 from xform.transforms.custom_derivatives import custom_jvp
 
@@ -314,28 +316,30 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(w, v)
 
 
-@composite(static=("UPLO",))
-def eigvalsh(a, UPLO="L"):
+@composite(static=("UPLO", "symmetrize_input"))
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     """Eigenvalues (ascending) of a Hermitian matrix."""
-    return eigh(a, UPLO).eigenvalues
+    return eigh(a, UPLO, symmetrize_input=symmetrize_input).eigenvalues
 
 
-@composite(static=("full_matrices", "compute_uv", "hermitian"))
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+@composite(static=("full_matrices", "compute_uv", "hermitian", "subset_by_index"))
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """Singular value decomposition; ``SVDResult(U, S, Vh)`` or ``S``."""
     (a,) = _inexact("svd", a)
     if hermitian:
-        return _svd_hermitian(a, compute_uv)
+        return _svd_hermitian(a, compute_uv, subset_by_index)
     if not compute_uv:
-        return lax_linalg.svd(a, compute_uv=False)
-    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices)
+        return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
+                              subset_by_index=subset_by_index)
+    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices,
+                              subset_by_index=subset_by_index)
     return SVDResult(u, s, vh)
 
 
-def _svd_hermitian(a, compute_uv):
+def _svd_hermitian(a, compute_uv, subset_by_index=None):
     """JAX's hermitian SVD from eigh (of the symmetrized input): ``s = |w|`` descending,
     ``u`` the eigenvectors in that order, ``vh = (u * sign(w))^H``."""
-    v, w = lax_linalg.eigh(a)
+    v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
     s = lax.abs(w)
     last = s.ndim - 1
     if not compute_uv:
@@ -348,7 +352,7 @@ def _svd_hermitian(a, compute_uv):
     return SVDResult(u, s, vh)
 
 
-def svdvals(x):
+def svdvals(x, /):
     """Singular values, descending."""
     return svd(x, compute_uv=False)
 
@@ -567,16 +571,6 @@ def cond(x, p=None):
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(x).any(axis=(-2, -1)), np.inf, r)
 
 
-def multi_dot(arrays):
-    """Chained matrix product, left to right."""
-    if len(arrays) < 2:
-        raise ValueError("multi_dot: expecting at least two arrays")
-    out = arrays[0]
-    for x in arrays[1:]:
-        out = jnp.matmul(out, x)
-    return out
-
-
 def tensorsolve(a, b, axes=None):
     (a, b) = _inexact("tensorsolve", a, b)
     if axes is not None:
@@ -592,47 +586,3 @@ def tensorinv(a, ind=2):
     out_shape = a.shape[ind:] + a.shape[:ind]
     n = int(np.prod(a.shape[:ind]))
     return jnp.reshape(inv(jnp.reshape(a, (n, -1))), out_shape)
-
-
-# NumPy-namespace aliases that numpy.linalg also exposes.
-def matmul(x1, x2, /):
-    return jnp.matmul(x1, x2)
-
-
-def outer(x1, x2, /):
-    """Outer product of two vectors (unlike jnp.outer, which flattens, 1-D only)."""
-    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
-    if x1.ndim != 1 or x2.ndim != 1:
-        raise ValueError("Input arrays must be one-dimensional, but they are "
-                         f"x1.ndim={x1.ndim} x2.ndim={x2.ndim}")
-    return jnp.outer(x1, x2)
-
-
-def matrix_transpose(x, /):
-    return jnp.matrix_transpose(x)
-
-
-def trace(x, /, *, offset=0, dtype=None):
-    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
-
-
-def diagonal(x, /, *, offset=0):
-    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
-
-
-def vecdot(x1, x2, /, *, axis=-1):
-    return jnp.vecdot(x1, x2, axis=axis)
-
-
-def cross(x1, x2, /, *, axis=-1):
-    """Cross product of 3-vectors only (the array API's; ``jnp.cross`` takes 2-vectors)."""
-    x1, x2 = _util.asarray(x1, "cross"), _util.asarray(x2, "cross", 1)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
-        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
-                         f"they have x1.shape[axis]={x1.shape[axis]} and "
-                         f"x2.shape[axis]={x2.shape[axis]}")
-    return jnp.cross(x1, x2, axis=axis)
-
-
-def tensordot(x1, x2, /, *, axes=2):
-    return jnp.tensordot(x1, x2, axes=axes)
