@@ -34,7 +34,8 @@ def _close(x, y, tol=1e-5):
     xs, ys = jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(y)
     assert len(xs) == len(ys)
     for a, b in zip(xs, ys):
-        assert getattr(a, "weak_type", None) == getattr(b, "weak_type", None), (a, b)
+        if hasattr(a, "weak_type") and hasattr(b, "weak_type"):
+            assert a.weak_type == b.weak_type, (a, b)
         a, b = np.asarray(a), np.asarray(b)
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
