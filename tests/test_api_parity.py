@@ -1,6 +1,6 @@
 """Signature parity with the reference libraries, read at run time: every public linen
 module's dataclass fields and methods, every public flax.linen / jax.nn.initializers /
-optax function and class, compared with xform's (names, kinds, defaults, positional
+optax / jnp.linalg / jax.scipy.linalg / jax.lax.linalg function and class, compared with xform's (names, kinds, defaults, positional
 order), so drift on either side fails here; plus behaviour checks of the options that
 this comparison found missing (Conv's conv_general_dilated, initializers' out_sharding,
 Module.module_paths)."""
@@ -60,7 +60,11 @@ _REFERENCE = [("flax.linen", "xform.nn", "linen"),
                  ("core", "nn.core"), ("core.scope", "nn.core.scope"),
                  ("core.lift", "nn.core.lift"), ("core.frozen_dict", "nn.core.frozen_dict"),
                  ("core.tracers", "nn.core.tracers"), ("core.nn", "nn.core.nn"),
-                 ("cursor", "nn.cursor"), ("typing", "nn.typing"), ("errors", "nn.errors"))]
+                 ("cursor", "nn.cursor"), ("typing", "nn.typing"), ("errors", "nn.errors"))] + [
+    # JAX's linalg namespaces (svd's subset_by_index, multi_dot's precision were missing)
+    ("jax.numpy.linalg", "xform.numpy.linalg", "jnp.linalg"),
+    ("jax.scipy.linalg", "xform.scipy.linalg", "jax.scipy.linalg"),
+    ("jax.lax.linalg", "xform.lax.linalg", "jax.lax.linalg")]
 
 
 def _same_default(a, b):

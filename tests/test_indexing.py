@@ -249,6 +249,12 @@ def test_update_dtypes_and_weak_types():
     _same(got, want)
     assert got.weak_type == want.weak_type
     _same(xnp.ones((2, 3)).at[1].set(np.arange(3)), jnp.ones((2, 3)).at[1].set(np.arange(3)))
+    # complex min/max order (real, imag) lexicographically, as lax.min (XLA's scatter
+    # compared the real parts only: ties kept the operand)
+    c = np.array([1, 1, 2 - 5j, 3j], np.complex64)
+    u, i = np.array([1 - 1j, 1 + 1j, 2 + 1j, 2j], np.complex64), np.array([0, 1, 2, 3])
+    for m in ("min", "max"):
+        _same(getattr(xnp.asarray(c).at[i], m)(u), getattr(jnp.asarray(c).at[i], m)(u))
 
 
 def test_scalar_bool_and_zero_d_indices():

@@ -143,3 +143,49 @@ def test_scipy_solve_pos_jvp_sees_the_whole_matrix_as_jax():
     args, tans = (h, _mat(2, 3, 2)), (_mat(2, 3, 3), _mat(2, 3, 2))
     _same(jax.jvp(lambda a, b: jsl.solve(a, b, assume_a="pos"), args, tans),
           xform.jvp(lambda a, b: xsl.solve(a, b, assume_a="pos"), args, tans))
+
+
+def test_lstsq_rank_and_empty_residuals_take_default_dtypes_under_x64(x64):
+    # NumPy's residuals are empty unless a has full column rank (xform gave them for a
+    # rank-deficient tall a); rank was int32 and the empty residuals a's real dtype
+    a, b = np.array([[1., 1.], [1., 1.], [0., 0.]], np.float32), np.ones(3, np.float32)
+    _same(jnp.linalg.lstsq(a, b, numpy_resid=True), xnp.linalg.lstsq(a, b, numpy_resid=True))
+    _same(jnp.linalg.lstsq(a[:0], b[:0]), xnp.linalg.lstsq(a[:0], b[:0]))
+
+
+def test_linalg_outer_is_one_dimensional_only():
+    _same(jnp.linalg.outer(np.arange(3), np.arange(2.)), xnp.linalg.outer(np.arange(3), np.arange(2.)))
+    with pytest.raises(ValueError, match="must be one-dimensional"):
+        xnp.linalg.outer(np.ones((2, 2)), np.ones(2))
+
+
+def test_triangular_solve_half_precision_as_jax():
+    # any float dtype (StableHLO's op, as JAX's); xform accepted only LAPACK's four
+    a = (np.tril(_mat(3, 3)) + 3 * np.eye(3)).astype(np.float16)
+    b = _mat(3).astype(np.float16)
+    f = lambda sl: lambda a: sl.solve_triangular(a, b, lower=True, trans=1)  # noqa: E731
+    g = lambda sl: lambda a: sl.solve_triangular(a, b, lower=True).sum()  # noqa: E731
+    _same(jax.jit(jax.value_and_grad(g(jsl)))(a), xform.jit(xform.value_and_grad(g(xsl)))(a),
+          tol=3e-2)
+    _same(jax.jit(f(jsl))(a), xform.jit(f(xsl))(a), tol=1e-2)
+
+
+def test_vector_norm_of_integers_under_x64(x64):
+    # JAX sums the squares first: an int8 or bool vector's 2-norm is float64 (was float32)
+    for dtype in (np.int8, np.bool_):
+        x = np.array([[1, 2, 0], [3, 0, 1]]).astype(dtype)
+        _same(jnp.linalg.vector_norm(x, axis=1), xform.jit(
+            lambda v: xnp.linalg.vector_norm(v, axis=1))(x))
+
+
+def test_svd_subset_by_index_and_multi_dot_checks_as_jax():
+    a = _mat(5, 4)
+    if xform.default_backend() == "cpu":   # subset_by_index is a TPU kernel's, as JAX's
+        for herm in (False, True):
+            with pytest.raises(NotImplementedError, match="subset_by_index"):
+                xform.jit(lambda m: xnp.linalg.svd(m, False, False, hermitian=herm,
+                                                   subset_by_index=(1, 3)))(a.T @ a)
+    _same(jnp.linalg.multi_dot([a, a.T, a], precision="highest"),
+          xnp.linalg.multi_dot([a, a.T, a], precision="highest"), tol=1e-3)
+    with pytest.raises(ValueError, match="must all be two-dimensional"):  # was broadcast
+        xnp.linalg.multi_dot([np.ones((2, 3, 3)), np.ones((3, 3))])

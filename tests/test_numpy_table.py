@@ -130,6 +130,7 @@ ROWS = [
         F34, I34, np.array([0, 3, -1, 5, 2], np.int32)),
     row("choose_select", lambda m, x, i, c: (
         m.choose(c, [x[0], x[1], x[2]], mode="clip"), m.choose(c + 1, [i[0], x[1]], mode="wrap"),
+        m.choose(c, (1.0, 2, 3), mode="clip"),  # Python scalar choices: a strong result
         m.select([x > 0.5, x < -0.5], [x, -x]), m.select([x > 0], [i], default=-1.5),
         m.piecewise(x, [x < 0, x > 1], [lambda v: -v, lambda v: v * 2, 0.5]),
         m.piecewise(i, [i > 0], [1, lambda v: v - 1]), m.piecewise(x, x > 0, [lambda v: v ** 2] * 3)),
@@ -147,7 +148,9 @@ ROWS = [
         m.unravel_index(i, (3, 4)), m.unravel_index(j, (2, 3)), m.unravel_index(7, (3, 4)),
         m.ravel_multi_index((i[0] % 3, j[:4] % 4), (3, 4), mode="wrap"),
         m.ravel_multi_index((i[0], j[:4]), (3, 4), mode="clip"),
-        m.ravel_multi_index((i[0] % 3, j[:4] % 4), (3, 4), mode="clip", order="F")),
+        m.ravel_multi_index((i[0] % 3, j[:4] % 4), (3, 4), mode="clip", order="F"),
+        m.ravel_multi_index((1, 2), (3, 4), mode="clip"),   # strong, as JAX's
+        m.ravel_multi_index((i[0] % 3, j[:4] % 4), (3, 4), mode="ignore", dtype=np.int16)),
         I34 % 12, np.array([0, 3, -1, 5, 2, 30], np.int32)),
     row("apply", lambda m, x, y: (
         m.apply_along_axis(lambda v: v.sum(), 0, x), m.apply_along_axis(lambda v: v * 2, 1, x),
@@ -564,6 +567,8 @@ ERRORS = [  # value-dependent functions' bad sizes and fill_values: JAX's error 
     ("intersect1d_size0", lambda m: m.intersect1d(m.arange(3), m.arange(2), size=0)),
     ("setxor1d_size0", lambda m: m.setxor1d(m.arange(3), m.arange(2), size=0)),
     ("setdiff1d_size0", lambda m: m.setdiff1d(m.arange(3), m.arange(2), size=0)),
+    ("ravel_multi_index_int8_overflow",   # 30 * 30 - 1 > 127: was a silent overflow
+     lambda m: m.ravel_multi_index((np.array([1], np.int8),) * 2, (30, 30), mode="clip")),
 ]
 
 

@@ -34,6 +34,8 @@ def _close(x, y, tol=1e-5):
     xs, ys = jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(y)
     assert len(xs) == len(ys)
     for a, b in zip(xs, ys):
+        if hasattr(a, "weak_type") and hasattr(b, "weak_type"):
+            assert a.weak_type == b.weak_type, (a, b)
         a, b = np.asarray(a), np.asarray(b)
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
@@ -49,6 +51,7 @@ C, R, R7 = _mat(2, 3), _mat(4), _mat(7) + 3
 SPECIAL = {
     "block_diag": lambda m: m.block_diag(np.ones((1, 1)), 2 * np.ones((2, 3)), np.arange(2)),
     "block_diag_empty": lambda m: m.block_diag(),
+    "block_diag_weak": lambda m: m.block_diag(1, 2.0),
     "toeplitz_batched": lambda m: m.toeplitz(C, R),
     "toeplitz_complex": lambda m: m.toeplitz(C[0] + 1j * C[1]),
     "hankel": lambda m: m.hankel(C, R),

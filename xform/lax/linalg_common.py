@@ -94,14 +94,15 @@ def _nan_unless(ok, x):
     return ew.select_n(ok, shapes.full_like(x, np.nan), x)
 
 
-def _check_matrix(name, x, square=True):
+def _check_matrix(name, x, square=True, dtype=True):
     if x.ndim < 2:
         raise ValueError(f"{name}: argument must have at least 2 dimensions, got shape "
                          f"{x.shape}")
     if square and x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{name}: argument must be a batch of square matrices, got shape "
                          f"{x.shape}")
-    check_dtype(name, x.dtype, _inexact)
+    if dtype:
+        check_dtype(name, x.dtype, _inexact)
 
 
 def _check_operands(name, avals, ranks, kinds, *, batched=True):

@@ -11,7 +11,7 @@ from xform.core.avals import ShapedArray
 from xform.interpreters import ad, ffi, mlir
 from xform.lax import elementwise as ew
 from xform.lax import shapes
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import check_dtype, inexact, standard_primitive
 from xform.lax.dynamic_slicing import dynamic_slice, dynamic_update_slice
 from xform.lax.linalg_common import (_T, _batch_to_front, _check_matrix, _check_operands,
                                      _conj, _eye_like, _in_lowering, _info_aval, _is_complex,
@@ -115,7 +115,9 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
 
 
 def _triangular_solve_abstract_eval(a, b, *, left_side, **_):
-    _check_matrix("triangular_solve", a)
+    # Any inexact dtype, as JAX's (StableHLO's op; BLAS only for the LAPACK four)
+    _check_matrix("triangular_solve", a, dtype=False)
+    check_dtype("triangular_solve", a.dtype, inexact)
     if b.ndim < 2:
         raise TypeError(f"Input 1 to triangular_solve must have rank at least 2, but got "
                         f"shape={b.shape}")

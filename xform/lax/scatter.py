@@ -13,7 +13,7 @@ from xform.interpreters import ad, batching, mlir
 from xform.core.transfer import scalar_array
 from xform.lax._prim import check_dtype, numeric, standard_primitive
 from xform.lax.elementwise import _const, add, div, eq, mul, select_n, sub
-from xform.lax.elementwise import max as lmax, min as lmin
+from xform.lax.elementwise import max as lmax, min as lmin, max_hlo, min_hlo
 from xform.lax.shapes import broadcast_in_dim, full, reshape
 from xform.lax import shapes as _shapes
 from xform.lax.slicing import (GatherScatterMode, ScatterDimensionNumbers, _check_dims,
@@ -361,9 +361,9 @@ def _scatter_extremal_jvp(prim):
     return jvp
 
 
-scatter_min_p = _scatter_prim("scatter-min", hlo.minimum)
+scatter_min_p = _scatter_prim("scatter-min", min_hlo)   # complex: lexicographic, as lax.min
 ad.primitive_jvps[scatter_min_p] = _scatter_extremal_jvp(scatter_min_p)
-scatter_max_p = _scatter_prim("scatter-max", hlo.maximum)
+scatter_max_p = _scatter_prim("scatter-max", max_hlo)
 ad.primitive_jvps[scatter_max_p] = _scatter_extremal_jvp(scatter_max_p)
 
 

@@ -123,8 +123,10 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 @composite(static=("axes", "precision", "preferred_element_type"))
-def outer(a, b):
+def outer(a, b, out=None):
     """Like numpy.outer (inputs are flattened)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
     a, b = _util.promote_dtypes("outer", a, b)
     a, b = ravel(a), ravel(b)
     return multiply(lax.reshape(a, (a.aval.size, 1)), lax.reshape(b, (1, b.aval.size)))

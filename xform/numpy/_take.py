@@ -2,6 +2,8 @@
 put_along_axis, put, place, choose, select, piecewise, compress/extract,
 unravel_index/ravel_multi_index, and the vmap-based apply_along_axis/apply_over_axes/
 vectorize."""
+import math
+
 import numpy as np
 
 from xform import lax
@@ -219,7 +221,8 @@ def choose(a, choices, out=None, mode="raise"):
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     choices = _util.promote_dtypes("choose", *choices)
     args = _util.broadcast_arrays("choose", a, *choices, scalars_ok=False, explicit=True)
-    return lax.select_n(lax.convert_element_type(args[0], dtypes.int32), *args[1:])
+    out = lax.select_n(lax.convert_element_type(args[0], dtypes.int32), *args[1:])
+    return lax.convert_element_type(out, out.aval.dtype, weak_type=False)  # JAX stacks: strong
 
 
 def select(condlist, choicelist, default=0):
@@ -336,12 +339,25 @@ def unravel_index(indices, shape):
     return tuple(lax.convert_element_type(c, dt, weak) for c in reversed(out))
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-    """Like numpy.ravel_multi_index; mode "raise" needs concrete indices."""
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """Like numpy.ravel_multi_index, as JAX's: the flat index in ``dtype`` (default: the
+    indices' dtype promoted with a weak int; one too small for ``prod(dims) - 1`` is an
+    error, not an overflow). Mode "raise" needs concrete indices; "ignore" trusts them."""
     dims = _util.canonical_shape(dims, "dims")
     if len(multi_index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    idxs = [_index_array("ravel_multi_index", i) for i in multi_index]
+    idxs = [asarray(i, "ravel_multi_index", 1) for i in multi_index]
+    dt = (dtypes.result_type(int, *idxs) if dtype is None
+          else dtypes.canonicalize_dtype(dtype))
+    if not dtypes.is_integer(dt):
+        raise ValueError(f"dtype={np.dtype(dt)!r} is not an integer type.")
+    if math.prod(dims) - 1 > np.iinfo(dt).max:
+        raise ValueError(f"jnp.ravel_multi_index: dtype={np.dtype(dt)!r} not large enough "
+                         f"to hold flattened index for dims={dims}. Use the dtype argument "
+                         "to pass a suitable dtype (e.g. dtype=np.min_scalar_type(prod(dims))).")
+    for i in idxs:
+        if not dtypes.is_integer(i.aval.dtype):
+            raise TypeError("only int indices permitted")
     if mode == "raise":
         for i, d in zip(idxs, dims):
             value = _util.concrete_or_error(i, "multi_index", "ravel_multi_index")
@@ -351,16 +367,16 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         idxs = [uf.clip(i, 0, d - 1) for i, d in zip(idxs, dims)]
     elif mode == "wrap":
         idxs = [uf.remainder(i, d) for i, d in zip(idxs, dims)]
-    else:
-        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    elif mode != "ignore":
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or "
+                         "'ignore'.")
     if order == "F":
         idxs, dims = idxs[::-1], dims[::-1]
     elif order != "C":
         raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
-    out, stride = None, 1
+    out, stride = lax.full((), 0, dt), 1   # strong, as JAX's array(0, dtype)
     for i, d in zip(reversed(idxs), reversed(dims)):
-        term = uf.multiply(i, stride)
-        out = term if out is None else uf.add(out, term)
+        out = uf.add(out, uf.multiply(_util.convert(i, dt), stride))
         stride *= d
     return out
 

@@ -13,6 +13,9 @@ from xform.interpreters.composite import composite
 from xform import lax
 from xform.lax import linalg as lax_linalg
 from xform.numpy import _util
+from xform.numpy._linalg_aliases import (  # noqa: F401  (multi_dot, array-API aliases)
+    cross, diagonal, matmul, matrix_transpose, multi_dot, outer, tensordot, trace, vecdot)
+from xform.numpy._reductions import _promote_integer_dtype
 from xform.transforms.custom_derivatives import custom_jvp
 
 EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
@@ -313,28 +316,30 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(w, v)
 
 
-@composite(static=("UPLO",))
-def eigvalsh(a, UPLO="L"):
+@composite(static=("UPLO", "symmetrize_input"))
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
     """Eigenvalues (ascending) of a Hermitian matrix."""
-    return eigh(a, UPLO).eigenvalues
+    return eigh(a, UPLO, symmetrize_input=symmetrize_input).eigenvalues
 
 
-@composite(static=("full_matrices", "compute_uv", "hermitian"))
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+@composite(static=("full_matrices", "compute_uv", "hermitian", "subset_by_index"))
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """Singular value decomposition; ``SVDResult(U, S, Vh)`` or ``S``."""
     (a,) = _inexact("svd", a)
     if hermitian:
-        return _svd_hermitian(a, compute_uv)
+        return _svd_hermitian(a, compute_uv, subset_by_index)
     if not compute_uv:
-        return lax_linalg.svd(a, compute_uv=False)
-    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices)
+        return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
+                              subset_by_index=subset_by_index)
+    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices,
+                              subset_by_index=subset_by_index)
     return SVDResult(u, s, vh)
 
 
-def _svd_hermitian(a, compute_uv):
+def _svd_hermitian(a, compute_uv, subset_by_index=None):
     """JAX's hermitian SVD from eigh (of the symmetrized input): ``s = |w|`` descending,
     ``u`` the eigenvectors in that order, ``vh = (u * sign(w))^H``."""
-    v, w = lax_linalg.eigh(a)
+    v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
     s = lax.abs(w)
     last = s.ndim - 1
     if not compute_uv:
@@ -347,7 +352,7 @@ def _svd_hermitian(a, compute_uv):
     return SVDResult(u, s, vh)
 
 
-def svdvals(x):
+def svdvals(x, /):
     """Singular values, descending."""
     return svd(x, compute_uv=False)
 
@@ -422,9 +427,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """As JAX's: the inf, -inf and 1 norms of integers stay integers (abs, max/min/sum)."""
+    """As JAX's: the inf, -inf and 1 norms of integers stay integers (abs, max/min/sum);
+    the 2-norm of integers or bools takes the float of their sum's dtype (JAX sums
+    first: float64 for int8 under x64), computed in floats so squares cannot overflow."""
     x = _util.asarray(x, "vector_norm")
-    if not (ord in (np.inf, -np.inf, 1) and dtypes.issubdtype(x.dtype, np.integer)):
+    if ord in (None, 2) and (dtypes.issubdtype(x.dtype, np.integer) or x.dtype == bool):
+        x = _util.convert(x, dtypes.to_inexact_dtype(_promote_integer_dtype(x.dtype)))
+    elif not (ord in (np.inf, -np.inf, 1) and dtypes.issubdtype(x.dtype, np.integer)):
         (x,) = _inexact("vector_norm", x)
     if axis is None:
         out = _vector_norm(jnp.ravel(x), ord, 0, False)
@@ -471,21 +480,24 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     eps = float(np.finfo(a.dtype).eps)
     if a.size == 0:
         s = jnp.zeros((0,), a.dtype)   # (a.dtype, complex too, as JAX's)
-        rank = jnp.array(0, np.int32)
+        rank = jnp.array(0, dtypes.canonicalize_dtype(np.int64))   # JAX's default int
         x = jnp.zeros((n, b2.shape[1]), a.dtype)
     else:
         rcond = eps * max(m, n) if rcond is None else jnp.where(
             jnp.asarray(rcond) < 0, eps, rcond)
         u, s, vh = lax_linalg.svd(a, full_matrices=False)
         mask = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
-        rank = jnp.sum(mask).astype(np.int32)
+        rank = jnp.sum(mask)
         s_inv = jnp.where(mask, 1 / jnp.where(mask, s, 1), 0).astype(a.dtype)
         uTb = jnp.matmul(jnp.conj(u.T), b2, precision=lax.Precision.HIGHEST)
         x = jnp.matmul(jnp.conj(vh.T), s_inv[:, None] * uTb, precision=lax.Precision.HIGHEST)
     r = b2 - jnp.matmul(a, x, precision=lax.Precision.HIGHEST)
     resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
-    if numpy_resid and not (m > n):
-        resid = jnp.zeros((0,), resid.dtype)
+    if numpy_resid and (m <= n or int(_util.concrete_or_raise(rank, (
+            "jnp.linalg.lstsq with numpy_resid=True needs a concrete rank (its residuals "
+            "are empty unless a has full column rank); use numpy_resid=False under jit.")))
+            < n):
+        resid = jnp.asarray([])   # NumPy's: empty unless full column rank (JAX's dtype)
     if vector:
         x = x[:, 0]
     return x, resid, rank, s
@@ -559,16 +571,6 @@ def cond(x, p=None):
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(x).any(axis=(-2, -1)), np.inf, r)
 
 
-def multi_dot(arrays):
-    """Chained matrix product, left to right."""
-    if len(arrays) < 2:
-        raise ValueError("multi_dot: expecting at least two arrays")
-    out = arrays[0]
-    for x in arrays[1:]:
-        out = jnp.matmul(out, x)
-    return out
-
-
 def tensorsolve(a, b, axes=None):
     (a, b) = _inexact("tensorsolve", a, b)
     if axes is not None:
@@ -584,42 +586,3 @@ def tensorinv(a, ind=2):
     out_shape = a.shape[ind:] + a.shape[:ind]
     n = int(np.prod(a.shape[:ind]))
     return jnp.reshape(inv(jnp.reshape(a, (n, -1))), out_shape)
-
-
-# NumPy-namespace aliases that numpy.linalg also exposes.
-def matmul(x1, x2, /):
-    return jnp.matmul(x1, x2)
-
-
-def outer(x1, x2, /):
-    return jnp.outer(x1, x2)
-
-
-def matrix_transpose(x, /):
-    return jnp.matrix_transpose(x)
-
-
-def trace(x, /, *, offset=0, dtype=None):
-    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
-
-
-def diagonal(x, /, *, offset=0):
-    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
-
-
-def vecdot(x1, x2, /, *, axis=-1):
-    return jnp.vecdot(x1, x2, axis=axis)
-
-
-def cross(x1, x2, /, *, axis=-1):
-    """Cross product of 3-vectors only (the array API's; ``jnp.cross`` takes 2-vectors)."""
-    x1, x2 = _util.asarray(x1, "cross"), _util.asarray(x2, "cross", 1)
-    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
-        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
-                         f"they have x1.shape[axis]={x1.shape[axis]} and "
-                         f"x2.shape[axis]={x2.shape[axis]}")
-    return jnp.cross(x1, x2, axis=axis)
-
-
-def tensordot(x1, x2, /, *, axes=2):
-    return jnp.tensordot(x1, x2, axes=axes)

@@ -42,7 +42,8 @@ def block_diag(*arrs):
     for a in arrs:
         rows.append(jnp.pad(a, ((0, 0), (col, total - col - a.shape[1]))))
         col += a.shape[1]
-    return jnp.concatenate(rows, axis=0)
+    out = jnp.concatenate(rows, axis=0)   # never weak, as JAX's (a pad with a dtype zero)
+    return lax.convert_element_type(out, out.dtype, weak_type=False)
 
 
 def _from_diagonals(v, nrows, ncols, index):

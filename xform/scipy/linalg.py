@@ -182,8 +182,18 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
     return vmap(custom_solve, b.ndim - 1, max(a.ndim, b.ndim) - 1)(b)
 
 
-inv = np_linalg.inv
-det = np_linalg.det
+def inv(a, overwrite_a=False, check_finite=True):
+    """Inverse of a square matrix (jnp.linalg.inv; SciPy's flags are accepted)."""
+    del overwrite_a, check_finite
+    return np_linalg.inv(a)
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    """Determinant of a square matrix (jnp.linalg.det; SciPy's flags are accepted)."""
+    del overwrite_a, check_finite
+    return np_linalg.det(a)
+
+
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
          turbo=True, eigvals=None, type=1, check_finite=True):
     """Eigenvalues ``w`` (ascending) and eigenvectors ``v`` of a Hermitian ``a``:
