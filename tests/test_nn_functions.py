@@ -328,9 +328,12 @@ def test_dot_product_attention_errors():
     with pytest.raises(ValueError, match="number of query heads must be a multiple of "
                                          "key/value heads, but got 3 vs 2"):
         nn.dot_product_attention(q, k, k)
+    v5 = np.ones((1, 2, 2, 5), np.float32)
     with pytest.raises(ValueError, match=r"value shape should be \(1, 2, 2, 4\): but got "
-                                         r"\(1, 2, 2, 5\)"):
-        nn.dot_product_attention(q[:, :, :2], k, np.ones((1, 2, 2, 5), np.float32))
+                                         r"\(1, 2, 2, 5\)"):  # (jax.nn's, with its options)
+        nn.dot_product_attention(q[:, :, :2], k, v5, implementation="xla")
+    # a value depth other than the key's is Flax's plain call (jax.nn rejects it)
+    assert nn.dot_product_attention(q[:, :, :2], k, v5).shape == (1, 2, 2, 5)
     # A float mask is Flax's (xform.nn.dot_product_attention is flax.linen's too): accepted.
     fmask = np.tril(np.ones((1, 1, 2, 2), np.float32))
     assert_same(nn.dot_product_attention(k, k, k, mask=fmask),
