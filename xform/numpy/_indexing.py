@@ -11,10 +11,9 @@ the cheapest way that is exact, as JAX does:
 
 Out-of-bounds: gathers use the requested mode; the default (PROMISE_IN_BOUNDS) clamps,
 as XLA does, so ``x[jnp.array([12])]`` on 10 elements gives ``x[9]`` as in JAX. Scatters
-default to FILL_OR_DROP: out-of-bounds updates are dropped.
-
-A static Python int out of range clamps too, as JAX's default does (``jnp.arange(10)[11]``
-is 9, ``[-11]`` is 0); NumPy would raise IndexError. Indexing an empty axis still raises.
+default to FILL_OR_DROP: out-of-bounds updates are dropped. A static int out of range
+clamps too (``jnp.arange(10)[11]`` is 9, through JAX's ``dynamic_slice``, which checkify
+checks); NumPy would raise IndexError. Indexing an empty axis still raises.
 """
 import operator
 from typing import NamedTuple
@@ -126,9 +125,10 @@ def _expand_ellipsis(entries, ndim):
 
 def _static_int_out_of_range(entries, shape):
     """A static int past its non-empty axis: JAX's dynamic_slice (checkify checks it)."""
-    full = _expand_ellipsis(entries, len(shape))
+    real = any(k == _INT for k, _ in entries) and [  # (x[1:5], no int: ~0.3 us)
+        e for e in _expand_ellipsis(entries, len(shape)) if e[0] != _NONE]
     return any(kind == _INT and shape[a] and not -shape[a] <= operator.index(v) < shape[a]
-               for (kind, v), a in zip(full, np.cumsum([k != _NONE for k, _ in full]) - 1))
+               for a, (kind, v) in enumerate(real or ()))
 
 
 def _check_int(i, axis, size):
