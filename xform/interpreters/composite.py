@@ -29,6 +29,7 @@ from xform.core.pytree import builtin_treedef
 from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
+from xform.interpreters.composite_replay import replayer
 from xform.interpreters.dispatch import CompiledJaxpr
 from xform.interpreters.placement import committed, run_elsewhere, run_there
 from xform.interpreters.lazy import LazyTrace
@@ -261,7 +262,8 @@ def composite(fun=None, *, static=(), as_is=()):
     def trace_leaf(args):
         traced = _trace(fun, args, {}, static_pos, static_names)
         return traced[0] if traced and tree_util.treedef_is_leaf(traced[1]) else None
-    lazy_one, lazy_two = entries(fun, trace_leaf, recipes, held)
+    replay = replayer(fun, static_pos, static_names, as_is, _caches)
+    lazy_one, lazy_two = entries(fun, trace_leaf, recipes, held, replay)
 
     def lazy_call(args, kwargs):
         """A call with static or keyword arguments in lazy mode: its recipe, keyed like
@@ -329,8 +331,10 @@ def composite(fun=None, *, static=(), as_is=()):
                 return _run_one(entry, x, name)
         if trace is not eval_trace or _off:  # (a miss above comes here too)
             args = (() if x is _MISSING else (x,)) if y is _MISSING else (x, y, *rest)
-            if type(trace) is not LazyTrace or _off:
+            if _off:
                 return fun(*args, **kwargs)
+            if type(trace) is not LazyTrace:
+                return replay(args, kwargs)
             if not kwargs and one_ok and type(x) is Array:
                 if y is _MISSING:
                     return lazy_one(x)

@@ -171,13 +171,13 @@ def record(r, operands):
     return _splice(g, r, tuple(refs), committed)
 
 
-def entries(fun, trace, recipes, keep):
+def entries(fun, trace, recipes, keep, replay):
     """``(one, two)``: ``fun(x)`` and ``fun(x, y)`` while the eval trace is not current.
     In lazy mode a call appends ``fun``'s recipe (``trace(args)``: ``fun`` traced at the
     operands' avals, a ClosedJaxpr or None) to the graph, found by the ids of the
     operands' canonical avals and the types of scalar operands (``recipes``; ``keep``
-    holds those avals, so their ids are not reused); under any other trace, or for a
-    call no recipe serves, ``fun`` runs."""
+    holds those avals, so their ids are not reused); a call no recipe serves runs
+    ``fun``, and under a transformation ``replay`` (``composite_replay.py``) runs."""
 
     def miss(args):
         parts, held = [], []
@@ -211,7 +211,8 @@ def entries(fun, trace, recipes, keep):
                 b = x._buf
                 return _splice(g, r, (b.var if type(b) is _Pending and b.graph is g
                                       else _ref(g, x),), x._committed)
-        return fun(x)
+            return fun(x)
+        return replay((x,), {})
 
     def two(x, y):
         if type(_context.trace) is LazyTrace:
@@ -240,6 +241,7 @@ def entries(fun, trace, recipes, keep):
                         ry = -ry if ry is not None else _input(g, a)
                 return _splice(g, r, (rx, ry), (tx is Array and x._committed) or
                                (ty is Array and y._committed))
-        return fun(x, y)
+            return fun(x, y)
+        return replay((x, y), {})
 
     return one, two
