@@ -348,3 +348,38 @@ def test_nan_and_complex_zero_tangents_follow_jax():
     ours, want = _both(lambda L, J: (L.jvp(J.sqrt, (z,), (z + 1,)),
                                      L.jvp(J.linalg.cholesky, (s,), (s,))))
     assert_tree_same(ours, want, 1e-6, "sqrt / cholesky tangents")
+
+
+def test_shape_dtype_struct_keeps_its_dtype_and_is_immutable():
+    # JAX's struct keeps the dtype as given (float64, int64 without x64); avals built from
+    # it are canonical, and a 64-bit callback result is refused as JAX refuses it
+    def f(L, J):
+        s, i = L.ShapeDtypeStruct((2, 0), float), L.ShapeDtypeStruct((2,), np.int64)
+        return (str(s.dtype), str(i.dtype), repr(s), s.size, s == L.ShapeDtypeStruct(
+                    (2, 0), np.float32), str(L.eval_shape(lambda a: a, s).dtype),
+                str(L.jit(lambda a: a + 1).lower(i).out_info.dtype))
+    ours, want = _both(f)
+    assert ours == want, (ours, want)
+    for L in (jax, xform):
+        s = L.ShapeDtypeStruct((2,), np.float32)
+        with pytest.raises(RuntimeError, match="Cannot reassign"):
+            s.shape = (3,)
+        with pytest.raises(ValueError, match="64-bit"):
+            L.pure_callback(lambda: np.zeros(2), L.ShapeDtypeStruct((2,), np.float64))
+
+
+def test_abstract_evaluation_takes_any_value_with_shape_and_dtype():
+    # JAX abstractifies a duck-typed value (shape, dtype, weak_type attributes) for
+    # eval_shape, make_jaxpr and lower; calling the jit with it stays a TypeError. (And
+    # Lowered/Compiled.out_info have no weak types, as JAX's, unlike Traced's.)
+    class Spec:
+        shape, dtype, weak_type = (2,), np.float64, True
+    ours, want = _both(lambda L, J: tuple(map(repr, (
+        L.eval_shape(lambda a: a * 2, Spec()), L.make_jaxpr(lambda a: a)(Spec()).in_avals,
+        L.jit(lambda a: a + 1).trace(Spec()).out_info,
+        L.jit(lambda a: a + 1).lower(Spec()).out_info,
+        L.jit(lambda a: a + 1).lower(Spec()).compile().out_info.weak_type))))
+    assert ours == want, (ours, want)
+    for L in (jax, xform):
+        with pytest.raises(TypeError):
+            L.jit(lambda a: a)(Spec())
