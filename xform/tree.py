@@ -124,34 +124,35 @@ def unflatten(treedef, leaves):
     return _tu.tree_unflatten(treedef, leaves)
 
 
-def flatten_with_path(tree, is_leaf=None):
+def flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """``([(key_path, leaf), ...], treedef)``.
 
     >>> import xform
     >>> xform.tree.flatten_with_path({'a': [1]})[0]
     [((DictKey(key='a'), SequenceKey(idx=0)), 1)]
     """
-    return _tu.tree_flatten_with_path(tree, is_leaf)
+    return _tu.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
 
 
-def leaves_with_path(tree, is_leaf=None):
+def leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """``[(key_path, leaf), ...]``.
 
     >>> import xform
     >>> xform.tree.leaves_with_path((5,))
     [((SequenceKey(idx=0),), 5)]
     """
-    return _tu.tree_leaves_with_path(tree, is_leaf)
+    return _tu.tree_leaves_with_path(tree, is_leaf, is_leaf_takes_path)
 
 
-def map_with_path(f, tree, *rest, is_leaf=None):
+def map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
     """Like :func:`map`, with ``f(key_path, leaf, *others)``.
 
     >>> import xform
     >>> xform.tree.map_with_path(lambda p, x: xform.tree_util.keystr(p), {'a': 1})
     {'a': "['a']"}
     """
-    return _tu.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf)
+    return _tu.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf,
+                                  is_leaf_takes_path=is_leaf_takes_path)
 
 
 def broadcast(prefix_tree, full_tree, is_leaf=None):
