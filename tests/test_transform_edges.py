@@ -185,6 +185,17 @@ def test_jit_checks_argnums_and_argnames_against_the_signature(kw, match):
         L.jit(lambda *a, **k: a, static_argnums=4, static_argnames="zz")
 
 
+def test_jit_argnums_may_be_numpy_integers():
+    # JAX's operator.index: a NumPy integer (one, or in a sequence) is an argnum
+    x = np.ones(2, np.float32)
+    ours, want = _both(lambda L, J: (
+        L.jit(lambda a, k: a * k, static_argnums=np.int64(1))(x, 2),
+        L.jit(lambda a, k: a * k, static_argnums=[np.int32(-1)])(x, 3),
+        L.jit(lambda a, k: a + k, donate_argnums=np.int64(0))(J.ones(2), 1.0),
+        str(L.make_jaxpr(lambda a, k: a * k, static_argnums=np.int8(1))(x, 2).in_avals)))
+    assert_tree_same(ours, want, 0, "numpy argnums")
+
+
 def test_stages_describe_arguments_and_outputs_as_jax():
     # Traced/Lowered/Compiled: in_tree, in_avals, args_info (donation), out_tree,
     # out_info; Compiled.input_shardings a tree (args, kwargs); a call with another
