@@ -394,3 +394,17 @@ def test_abstract_evaluation_takes_any_value_with_shape_and_dtype():
     for L in (jax, xform):
         with pytest.raises(TypeError):
             L.jit(lambda a: a)(Spec())
+
+
+def test_linear_transpose_of_an_unused_integer_input_is_float0():
+    # JAX instantiates an integer input's zero cotangent in its tangent type, float0; a
+    # duck-typed primal's weak type is kept
+    class Spec:
+        shape, dtype, weak_type = (), np.float32, True
+    i = np.arange(3, dtype=np.int32)
+    ours, want = _both(lambda L, J: (
+        L.linear_transpose(lambda a, b: a * 2, i, i)(J.ones(3, np.int32)),
+        L.linear_transpose(lambda a: a * 2, Spec())(1.0)))
+    assert [(np.asarray(a).dtype, np.shape(a)) for a in jax.tree.leaves(ours)] == \
+        [(np.asarray(a).dtype, np.shape(a)) for a in jax.tree.leaves(want)]
+    assert _weak(ours[1]) == _weak(want[1]), (_weak(ours), _weak(want))
