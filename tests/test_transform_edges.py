@@ -408,3 +408,13 @@ def test_linear_transpose_of_an_unused_integer_input_is_float0():
     assert [(np.asarray(a).dtype, np.shape(a)) for a in jax.tree.leaves(ours)] == \
         [(np.asarray(a).dtype, np.shape(a)) for a in jax.tree.leaves(want)]
     assert _weak(ours[1]) == _weak(want[1]), (_weak(ours), _weak(want))
+
+
+@pytest.mark.parametrize("device", ["cpu", 3])
+def test_device_put_refuses_what_is_not_a_device_as_jax(device):
+    # (a string reached jaxlib and failed there with a TypeError about its arguments)
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match="only accepts `None`"):
+            L.device_put(np.ones(2, np.float32), device)
+        with pytest.raises(ValueError, match="only accepts `None`"):
+            L.device_put([np.ones(2, np.float32)], [device])
