@@ -418,3 +418,17 @@ def test_device_put_refuses_what_is_not_a_device_as_jax(device):
             L.device_put(np.ones(2, np.float32), device)
         with pytest.raises(ValueError, match="only accepts `None`"):
             L.device_put([np.ones(2, np.float32)], [device])
+
+
+def test_vmap_sum_match_sums_mapped_outputs_where_out_axes_is_none():
+    # JAX's sum_match: x.sum(batch axis) (jnp.sum's dtype), an unmapped output as is
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ours, want = _both(lambda L, J: (
+        L.vmap(lambda a, b: (a * 2, a.sum(), b), in_axes=(0, None), out_axes=(None, 0, None),
+               sum_match=True)(x, 5.0),
+        L.vmap(lambda a: {"p": a > 1, "q": a.astype(np.int8)}, out_axes=None,
+               sum_match=True, axis_name="i")(x),
+        L.grad(lambda z: L.vmap(lambda a: a ** 2, out_axes=None, sum_match=True)(z).sum())(x)))
+    assert_tree_same(ours, want, 0, "sum_match")
+    with pytest.raises(ValueError):
+        xform.vmap(lambda a: a, out_axes=None)(x)
