@@ -2,7 +2,9 @@
 linearize/linear_transpose, float0 and zero-size inputs) against JAX: one small case per
 bug found, each compared with jax at run time.
 """
+import copy
 import functools
+import pickle
 
 import jax
 import numpy as np
@@ -375,6 +377,7 @@ def test_shape_dtype_struct_keeps_its_dtype_and_is_immutable():
         s = L.ShapeDtypeStruct((2,), np.float32)
         with pytest.raises(RuntimeError, match="Cannot reassign"):
             s.shape = (3,)
+        assert copy.deepcopy(s) == pickle.loads(pickle.dumps(s)) == s
         with pytest.raises(ValueError, match="64-bit"):
             L.pure_callback(lambda: np.zeros(2), L.ShapeDtypeStruct((2,), np.float64))
 

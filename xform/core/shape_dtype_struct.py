@@ -74,8 +74,12 @@ class ShapeDtypeStruct:
         _set("is_ref", is_ref)
 
     def __setattr__(self, name, value):
-        raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable "
-                           "ShapeDtypeStruct objects")
+        if hasattr(self, name):   # (an unset slot may be set: copy and pickle restore so)
+            if getattr(self, name) == value:
+                return
+            raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable "
+                               "ShapeDtypeStruct objects")
+        super().__setattr__(name, value)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
