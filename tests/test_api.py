@@ -185,6 +185,22 @@ def test_unknown_config_option():
         xform.config.update("jax_no_such_flag", True)
 
 
+@pytest.mark.parametrize("name, value", [
+    ("jax_numpy_rank_promotion", "foo"), ("jax_numpy_rank_promotion", None),
+    ("jax_numpy_rank_promotion", "RAISE"), ("jax_transfer_guard", "x"),
+    ("jax_transfer_guard_device_to_host", 1)])
+def test_enum_config_options_refuse_other_values_as_jax(name, value):
+    # a bad value used to be stored (a later rank check then compared against "foo")
+    msgs = []
+    for lib in (jax, xform):
+        before = getattr(lib.config, name)
+        with pytest.raises(ValueError, match="new enum value must be") as e:
+            lib.config.update(name, value)
+        msgs.append(str(e.value))
+        assert getattr(lib.config, name) == before
+    assert msgs[0] == msgs[1]
+
+
 def test_jacobians_of_pytrees_match_jax():
     def f(p, np_=jnp):
         return {"y": np_.tanh(p["a"] * p["b"]), "z": np_.sum(p["a"] ** 2)}

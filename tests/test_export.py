@@ -336,3 +336,10 @@ def test_host_callbacks_and_ordered_effects_refused_as_in_jax():
             lib.export.export(lib.jit(body(lib)))(np.ones(3, F32))
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+def test_symbolic_args_specs_canonicalize_dtypes_as_jax():
+    # a float64 NumPy argument (or a Python float) gives a float32 spec without x64
+    got = export.symbolic_args_specs((np.ones((3, 2)), 1.0), ("b, 2", None))
+    want = jax.export.symbolic_args_specs((np.ones((3, 2)), 1.0), ("b, 2", None))
+    assert [str(s.dtype) for s in got] == [str(s.dtype) for s in want] == ["float32"] * 2

@@ -20,6 +20,7 @@ TREES = [
     [np.array([1.0 + 2j], np.complex64), np.ones(1, np.float32)],
     [np.ones(2, np.int32), np.zeros((1, 2), np.int32)],         # one dtype
     {}, None, [],
+    [np.arange(3.0)],   # a lone 1-D float64 NumPy leaf: a float32 Array, not the leaf
 ]
 
 

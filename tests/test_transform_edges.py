@@ -2,7 +2,9 @@
 linearize/linear_transpose, float0 and zero-size inputs) against JAX: one small case per
 bug found, each compared with jax at run time.
 """
+import copy
 import functools
+import pickle
 
 import jax
 import numpy as np
@@ -185,6 +187,17 @@ def test_jit_checks_argnums_and_argnames_against_the_signature(kw, match):
         L.jit(lambda *a, **k: a, static_argnums=4, static_argnames="zz")
 
 
+def test_jit_argnums_may_be_numpy_integers():
+    # JAX's operator.index: a NumPy integer (one, or in a sequence) is an argnum
+    x = np.ones(2, np.float32)
+    ours, want = _both(lambda L, J: (
+        L.jit(lambda a, k: a * k, static_argnums=np.int64(1))(x, 2),
+        L.jit(lambda a, k: a * k, static_argnums=[np.int32(-1)])(x, 3),
+        L.jit(lambda a, k: a + k, donate_argnums=np.int64(0))(J.ones(2), 1.0),
+        str(L.make_jaxpr(lambda a, k: a * k, static_argnums=np.int8(1))(x, 2).in_avals)))
+    assert_tree_same(ours, want, 0, "numpy argnums")
+
+
 def test_stages_describe_arguments_and_outputs_as_jax():
     # Traced/Lowered/Compiled: in_tree, in_avals, args_info (donation), out_tree,
     # out_info; Compiled.input_shardings a tree (args, kwargs); a call with another
@@ -348,3 +361,77 @@ def test_nan_and_complex_zero_tangents_follow_jax():
     ours, want = _both(lambda L, J: (L.jvp(J.sqrt, (z,), (z + 1,)),
                                      L.jvp(J.linalg.cholesky, (s,), (s,))))
     assert_tree_same(ours, want, 1e-6, "sqrt / cholesky tangents")
+
+
+def test_shape_dtype_struct_keeps_its_dtype_and_is_immutable():
+    # JAX's struct keeps the dtype as given (float64, int64 without x64); avals built from
+    # it are canonical, and a 64-bit callback result is refused as JAX refuses it
+    def f(L, J):
+        s, i = L.ShapeDtypeStruct((2, 0), float), L.ShapeDtypeStruct((2,), np.int64)
+        return (str(s.dtype), str(i.dtype), repr(s), s.size, s == L.ShapeDtypeStruct(
+                    (2, 0), np.float32), str(L.eval_shape(lambda a: a, s).dtype),
+                str(L.jit(lambda a: a + 1).lower(i).out_info.dtype))
+    ours, want = _both(f)
+    assert ours == want, (ours, want)
+    for L in (jax, xform):
+        s = L.ShapeDtypeStruct((2,), np.float32)
+        with pytest.raises(RuntimeError, match="Cannot reassign"):
+            s.shape = (3,)
+        assert copy.deepcopy(s) == pickle.loads(pickle.dumps(s)) == s
+        with pytest.raises(ValueError, match="64-bit"):
+            L.pure_callback(lambda: np.zeros(2), L.ShapeDtypeStruct((2,), np.float64))
+
+
+def test_abstract_evaluation_takes_any_value_with_shape_and_dtype():
+    # JAX abstractifies a duck-typed value (shape, dtype, weak_type attributes) for
+    # eval_shape, make_jaxpr and lower; calling the jit with it stays a TypeError. (And
+    # Lowered/Compiled.out_info have no weak types, as JAX's, unlike Traced's.)
+    class Spec:
+        shape, dtype, weak_type = (2,), np.float64, True
+    ours, want = _both(lambda L, J: tuple(map(repr, (
+        L.eval_shape(lambda a: a * 2, Spec()), L.make_jaxpr(lambda a: a)(Spec()).in_avals,
+        L.jit(lambda a: a + 1).trace(Spec()).out_info,
+        L.jit(lambda a: a + 1).lower(Spec()).out_info,
+        L.jit(lambda a: a + 1).lower(Spec()).compile().out_info.weak_type))))
+    assert ours == want, (ours, want)
+    for L in (jax, xform):
+        with pytest.raises(TypeError):
+            L.jit(lambda a: a)(Spec())
+
+
+def test_linear_transpose_of_an_unused_integer_input_is_float0():
+    # JAX instantiates an integer input's zero cotangent in its tangent type, float0; a
+    # duck-typed primal's weak type is kept
+    class Spec:
+        shape, dtype, weak_type = (), np.float32, True
+    i = np.arange(3, dtype=np.int32)
+    ours, want = _both(lambda L, J: (
+        L.linear_transpose(lambda a, b: a * 2, i, i)(J.ones(3, np.int32)),
+        L.linear_transpose(lambda a: a * 2, Spec())(1.0)))
+    assert [(np.asarray(a).dtype, np.shape(a)) for a in jax.tree.leaves(ours)] == \
+        [(np.asarray(a).dtype, np.shape(a)) for a in jax.tree.leaves(want)]
+    assert _weak(ours[1]) == _weak(want[1]), (_weak(ours), _weak(want))
+
+
+@pytest.mark.parametrize("device", ["cpu", 3])
+def test_device_put_refuses_what_is_not_a_device_as_jax(device):
+    # (a string reached jaxlib and failed there with a TypeError about its arguments)
+    for L in (jax, xform):
+        with pytest.raises(ValueError, match="only accepts `None`"):
+            L.device_put(np.ones(2, np.float32), device)
+        with pytest.raises(ValueError, match="only accepts `None`"):
+            L.device_put([np.ones(2, np.float32)], [device])
+
+
+def test_vmap_sum_match_sums_mapped_outputs_where_out_axes_is_none():
+    # JAX's sum_match: x.sum(batch axis) (jnp.sum's dtype), an unmapped output as is
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ours, want = _both(lambda L, J: (
+        L.vmap(lambda a, b: (a * 2, a.sum(), b), in_axes=(0, None), out_axes=(None, 0, None),
+               sum_match=True)(x, 5.0),
+        L.vmap(lambda a: {"p": a > 1, "q": a.astype(np.int8)}, out_axes=None,
+               sum_match=True, axis_name="i")(x),
+        L.grad(lambda z: L.vmap(lambda a: a ** 2, out_axes=None, sum_match=True)(z).sum())(x)))
+    assert_tree_same(ours, want, 0, "sum_match")
+    with pytest.raises(ValueError):
+        xform.vmap(lambda a: a, out_axes=None)(x)

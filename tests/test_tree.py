@@ -30,5 +30,17 @@ def test_tree_module_matches_jax():
 
 def test_reduce_associative_empty_needs_identity():
     assert xform.tree.reduce_associative(operator.add, [], identity=0) == 0
-    with pytest.raises(ValueError, match="identity"):
-        xform.tree.reduce_associative(operator.add, [])
+    for lib in (jax, xform):   # (JAX's TypeError)
+        with pytest.raises(TypeError, match="identity"):
+            lib.tree.reduce_associative(operator.add, [])
+
+
+@pytest.mark.parametrize("n", [3, 5, 6, 7])
+def test_reduce_associative_combines_halves_as_jax(n):
+    # the grouping shows in the operation's calls (and in float rounding)
+    leaves = [str(i) for i in range(n)]
+    op = lambda a, b: f"({a}+{b})"
+    assert (xform.tree.reduce_associative(op, leaves)
+            == jax.tree.reduce_associative(op, leaves))
+    assert (xform.tree_util.tree_reduce_associative(op, leaves)
+            == jax.tree_util.tree_reduce_associative(op, leaves))

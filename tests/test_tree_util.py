@@ -407,3 +407,22 @@ def test_public_namespaces_match_jax():
     assert public(xform.tree_util) - public(jax.tree_util) == {"PyTreeRegistry",
                                                                "broadcast_prefix"}
     assert public(jax.tree_util) <= public(xform.tree_util)
+
+
+@pytest.mark.parametrize("tree", TREES, ids=repr)
+def test_is_leaf_takes_path_as_jax(tree):
+    # is_leaf(key_path, x): a node two keys deep (or a tuple) is a leaf
+    import jax
+    import xform
+
+    def check(lib):
+        m = lib.tree_util
+        is_leaf = lambda p, x: len(p) == 2 or isinstance(x, tuple)  # noqa: E731
+        pairs, td = lib.tree.flatten_with_path(tree, is_leaf, is_leaf_takes_path=True)
+        mapped = m.tree_map_with_path(lambda p, x: len(p), tree, is_leaf=is_leaf,
+                                      is_leaf_takes_path=True)
+        reg = m.default_registry.flatten_with_path(tree, lambda p, x: len(p) == 1)
+        return ([(m.keystr(p), x) for p, x in pairs], str(td), str(reg[1]),
+                len(m.tree_leaves_with_path(tree, is_leaf, is_leaf_takes_path=True))), mapped
+    got, want = check(xform), check(jax)
+    assert got[0] == want[0] and _same_value(got[1], want[1]), (got, want)

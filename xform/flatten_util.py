@@ -4,6 +4,8 @@ import numpy as np
 
 from xform import lax
 from xform.core import dtypes
+from xform.core.array import Array
+from xform.core.trace import Tracer
 from xform.core.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
@@ -70,6 +72,10 @@ def _ravel_list(leaves):
     else:
         leaves = [lax.convert_element_type(x, to_dtype) for x in leaves]
     flat = lax.concatenate([lax.reshape(x, (n,)) for x, n in zip(leaves, sizes)], 0)
+    if not isinstance(flat, (Array, Tracer)):
+        # a lone 1-D NumPy leaf comes back from reshape and concatenate as is: make it an
+        # Array of the canonical dtype, as JAX's (float64 -> float32 without x64)
+        flat = lax.convert_element_type(flat, dtypes.dtype(flat))
     return flat, _HashablePartial(_unravel_list, sizes, shapes, from_dtypes, to_dtype)
 
 

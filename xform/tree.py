@@ -66,10 +66,12 @@ def reduce(function, tree, initializer=_tu._NO_INIT, is_leaf=None):  # noqa: A00
 
 def reduce_associative(operation, tree, *, identity=_tu._NO_INIT, is_leaf=None):
     """Reduces the leaves with an associative ``operation`` as a balanced tree
-    (logarithmic depth); ``identity`` is returned for a tree without leaves.
+    (logarithmic depth): the halves ``[:n // 2]`` and ``[n // 2:]`` reduced and then
+    combined, as JAX's (so floating-point sums round alike); ``identity`` is returned
+    for a tree without leaves.
 
     Raises:
-      ValueError: if ``tree`` has no leaves and no ``identity`` was given.
+      TypeError: if ``tree`` has no leaves and no ``identity`` was given.
 
     >>> import operator, xform
     >>> xform.tree.reduce_associative(operator.add, [1, (2, 3), [4, 5, 6]])
@@ -78,12 +80,15 @@ def reduce_associative(operation, tree, *, identity=_tu._NO_INIT, is_leaf=None):
     items = _tu.tree_leaves(tree, is_leaf)
     if not items:
         if identity is _tu._NO_INIT:
-            raise ValueError("Cannot reduce an empty sequence without an identity element.")
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
         return identity
-    while len(items) > 1:
-        pairs = [operation(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        items = pairs + (items[-1:] if len(items) % 2 else [])
-    return items[0]
+
+    def halves(seq):
+        if len(seq) == 1:
+            return seq[0]
+        mid = len(seq) // 2
+        return operation(halves(seq[:mid]), halves(seq[mid:]))
+    return halves(items)
 
 
 def structure(tree, is_leaf=None):
@@ -119,34 +124,35 @@ def unflatten(treedef, leaves):
     return _tu.tree_unflatten(treedef, leaves)
 
 
-def flatten_with_path(tree, is_leaf=None):
+def flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """``([(key_path, leaf), ...], treedef)``.
 
     >>> import xform
     >>> xform.tree.flatten_with_path({'a': [1]})[0]
     [((DictKey(key='a'), SequenceKey(idx=0)), 1)]
     """
-    return _tu.tree_flatten_with_path(tree, is_leaf)
+    return _tu.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
 
 
-def leaves_with_path(tree, is_leaf=None):
+def leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
     """``[(key_path, leaf), ...]``.
 
     >>> import xform
     >>> xform.tree.leaves_with_path((5,))
     [((SequenceKey(idx=0),), 5)]
     """
-    return _tu.tree_leaves_with_path(tree, is_leaf)
+    return _tu.tree_leaves_with_path(tree, is_leaf, is_leaf_takes_path)
 
 
-def map_with_path(f, tree, *rest, is_leaf=None):
+def map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
     """Like :func:`map`, with ``f(key_path, leaf, *others)``.
 
     >>> import xform
     >>> xform.tree.map_with_path(lambda p, x: xform.tree_util.keystr(p), {'a': 1})
     {'a': "['a']"}
     """
-    return _tu.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf)
+    return _tu.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf,
+                                  is_leaf_takes_path=is_leaf_takes_path)
 
 
 def broadcast(prefix_tree, full_tree, is_leaf=None):

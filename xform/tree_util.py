@@ -29,9 +29,8 @@ class PyTreeRegistry:
         return tuple(pairs), data
 
     def flatten_with_path(self, tree, leaf_predicate=None):
-        if leaf_predicate is not None:  # JAX's takes (key, value): no such hook here
-            raise NotImplementedError("default_registry.flatten_with_path: leaf_predicate")
-        return _tu.tree_flatten_with_path(tree)
+        """``leaf_predicate(key_path, x)``, as JAX's."""
+        return _tu.tree_flatten_with_path(tree, leaf_predicate, True)
 
     def is_node(self, type):  # noqa: A002  (JAX's parameter name)
         return _tu.is_tree_node(type)

@@ -41,6 +41,38 @@ _STRINGS = {"jax_compilation_cache_dir", "jax_traceback_filtering", "jax_platfor
             "jax_default_prng_impl"}
 INERT_OPTIONS = tuple(sorted(set(JAX_OPTIONS) - set(_DEFAULTS)))
 
+# JAX's string-enum options and their values (the first flag: None allowed too); update
+# refuses any other value with JAX's ValueError, before it can reach a reader
+_GUARD = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+_LEVELS = ("UNKNOWN", "O0", "O1", "O2", "O3")
+_ENUMS = {
+    "jax_numpy_rank_promotion": (False, ("allow", "warn", "raise")),
+    "jax_error_checking_behavior_nan": (False, ("ignore", "raise")),
+    "jax_error_checking_behavior_divide": (False, ("ignore", "raise")),
+    "jax_error_checking_behavior_oob": (False, ("ignore", "raise")),
+    "jax_use_magma": (False, ("off", "on", "auto")),
+    "jax_optimization_level": (False, _LEVELS),
+    "jax_memory_fitting_level": (False, _LEVELS),
+    # (xform's None: JAX_TRACEBACK_FILTERING decides; see _DEFAULTS)
+    "jax_traceback_filtering": (True, ("off", "tracebackhide", "remove_frames",
+                                       "quiet_remove_frames", "auto")),
+    "jax_transfer_guard": (True, _GUARD), "jax_transfer_guard_host_to_device": (True, _GUARD),
+    "jax_transfer_guard_device_to_device": (True, _GUARD),
+    "jax_transfer_guard_device_to_host": (True, _GUARD),
+    "jax_array_garbage_collection_guard": (True, ("allow", "log", "fatal")),
+    "jax_logging_level": (True, ("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+    "jax_cpu_collectives_implementation": (True, ("gloo", "mpi", "megascale")),
+}
+
+
+def _check_enum(name, value):
+    optional, values = _ENUMS[name]
+    if optional and value is None:
+        return
+    if type(value) is not str or value not in values:
+        raise ValueError(f"new enum value must be {'None or ' if optional else ''}in "
+                         f"{list(values)}, got {value} of type {type(value)}.")
+
 
 def _convert(name, value):
     """``value`` as the type of flag ``name``'s default (flags are bool, int, float or
@@ -87,6 +119,8 @@ class Config:
         """
         if name not in _DEFAULTS and name not in JAX_OPTIONS:
             raise AttributeError(f"Unrecognized config option: {name}")
+        if name in _ENUMS:
+            _check_enum(name, value)
         converted = _convert(name, value)
         if name in self._validators:
             self._validators[name](converted)

@@ -476,8 +476,8 @@ def _keyed_children(node, x):
     return [(FlattenedIndexKey(i), c) for i, c in enumerate(node.flatten(x)[0])]
 
 
-def _leaf_paths(x, path, out, is_leaf):
-    if is_leaf is not None and is_leaf(x):
+def _leaf_paths(x, path, out, is_leaf, takes_path=False):
+    if is_leaf is not None and (is_leaf(path, x) if takes_path else is_leaf(x)):
         out.append((path, x))
         return
     node = _dispatch.get(type(x)) or _classify(type(x))
@@ -485,37 +485,45 @@ def _leaf_paths(x, path, out, is_leaf):
         out.append((path, x))
         return
     for k, c in _keyed_children(node, x):
-        _leaf_paths(c, path + (k,), out, is_leaf)
+        _leaf_paths(c, path + (k,), out, is_leaf, takes_path)
 
 
-def tree_flatten_with_path(tree, is_leaf=None):
-    """Like ``tree_flatten`` but each leaf comes with its key path.
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """Like ``tree_flatten`` but each leaf comes with its key path;
+    ``is_leaf_takes_path``: ``is_leaf`` is called as ``is_leaf(key_path, x)``.
 
     >>> pairs, _ = tree_flatten_with_path({'a': [1]})
     >>> [(keystr(p), x) for p, x in pairs]
     [("['a'][0]", 1)]
     """
-    return tree_leaves_with_path(tree, is_leaf), tree_structure(tree, is_leaf)
+    if not (is_leaf_takes_path and is_leaf is not None):
+        return tree_leaves_with_path(tree, is_leaf), tree_structure(tree, is_leaf)
+    pairs, seen = [], []   # (the structure's walk replays the path walk's decisions:
+    _leaf_paths(tree, (), pairs, lambda p, x: seen.append(bool(is_leaf(p, x))) or seen[-1],
+                True)      # both visit the same nodes in the same order)
+    return pairs, _flatten(tree, [], lambda x, it=iter(seen): next(it))
 
 
-def tree_leaves_with_path(tree, is_leaf=None):
-    """Returns ``[(key_path, leaf), ...]`` in flattening order.
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """Returns ``[(key_path, leaf), ...]`` in flattening order (``is_leaf_takes_path``:
+    ``is_leaf(key_path, x)``).
 
     >>> tree_leaves_with_path((1,))
     [((SequenceKey(idx=0),), 1)]
     """
     out = []
-    _leaf_paths(tree, (), out, is_leaf)
+    _leaf_paths(tree, (), out, is_leaf, is_leaf_takes_path)
     return out
 
 
-def tree_map_with_path(f, tree, *rest, is_leaf=None):
-    """Like ``tree_map`` but calls ``f(key_path, leaf, *other_leaves)``.
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    """Like ``tree_map`` but calls ``f(key_path, leaf, *other_leaves)``
+    (``is_leaf_takes_path``: ``is_leaf(key_path, x)``).
 
     >>> tree_map_with_path(lambda p, x: keystr(p), {'a': 1})
     {'a': "['a']"}
     """
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = [_flatten_up_to(treedef, r, "the first tree", f"tree argument {i + 1}")
               for i, r in enumerate(rest)]
     return treedef.unflatten(f(p, x, *xs) for (p, x), *xs in zip(pairs, *others))

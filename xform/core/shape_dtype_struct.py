@@ -7,6 +7,10 @@ sharding would (``interpreters.spmd.named_sharding_of``); a PartitionSpec names 
 mesh in context when read. Over a mesh with Explicit axes it is part of the ``aval``.
 """
 
+import math
+
+import numpy as np
+
 from xform.core import dtypes, sharding_types
 from xform.core.array import Array
 from xform.core.avals import ManualAxisType, ShapedArray
@@ -45,27 +49,40 @@ class ShapeDtypeStruct:
                  manual_axis_type=None, is_ref=False):
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-        self._layout = None   # a Format's layout: the AOT argument's (core/layout.py)
+        _set = super().__setattr__
+        _set("_layout", None)   # a Format's layout: the AOT argument's (core/layout.py)
         if isinstance(sharding, Format):
-            self._layout, sharding = sharding.layout, sharding.sharding
+            _set("_layout", sharding.layout)
+            sharding = sharding.sharding
         if sharding is not None and not isinstance(sharding, (Sharding, PartitionSpec)):
             raise ValueError(
                 "sharding should be an instance of `jax.sharding.Sharding`, "
                 "`jax.sharding.PartitionSpec` or `jax.experimental.layout.Format`. Got "
                 f"{sharding} of type {type(sharding)}.")
-        self.shape = tuple(shape)
-        self.dtype = dtypes.canonicalize_dtype(dtype)
+        _set("shape", tuple(shape))
+        # the dtype as given (float64 stays float64 without x64, as JAX's); the aval's
+        # is canonical
+        _set("dtype", dtype if dtypes.is_extended(dtype) else np.dtype(dtype))
         _check_sharding(sharding, self.shape)
-        self._sharding = sharding
-        self.weak_type = weak_type
+        _set("_sharding", sharding)
+        _set("weak_type", weak_type)
         if manual_axis_type is not None and not isinstance(manual_axis_type, ManualAxisType):
             raise TypeError("`manual_axis_type` argument passed to ShapeDtypeStruct should be "
                             "of type `jax.sharding.ManualAxisType`. Got type "
                             f"{type(manual_axis_type)}")
-        self.manual_axis_type, self.is_ref = manual_axis_type, is_ref
+        _set("manual_axis_type", manual_axis_type)
+        _set("is_ref", is_ref)
+
+    def __setattr__(self, name, value):
+        if hasattr(self, name):   # (an unset slot may be set: copy and pickle restore so)
+            if getattr(self, name) == value:
+                return
+            raise RuntimeError(f"Cannot reassign attributes ({name}) of immutable "
+                               "ShapeDtypeStruct objects")
+        super().__setattr__(name, value)
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: ShapedArray(self.shape, self.dtype).size)
+    size = property(lambda self: math.prod(self.shape))
 
     def __len__(self):
         if not self.shape:
@@ -109,7 +126,7 @@ class ShapeDtypeStruct:
 
     @property
     def aval(self):
-        aval = ShapedArray(self.shape, self.dtype, self.weak_type)
+        aval = ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
         s = self.sharding  # (over Explicit axes, part of the type)
         return sharding_types.typed(aval, s) if isinstance(s, NamedSharding) else aval
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from xform import backend
-from xform.core import tree_util
+from xform.core import dtypes, tree_util
 from xform.core.mesh import AbstractMesh
 from xform.core.sharding import NamedSharding, PartitionSpec
 from xform.core.jaxpr import eval_jaxpr
@@ -286,5 +286,6 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
         shape = tuple(np.shape(x))
         if spec is not None:
             shape = _shape_poly.symbolic_shape(spec, scope=scope, like=shape)
-        out.append(ShapeDtypeStruct(shape, getattr(x, "dtype", np.asarray(x).dtype)))
+        out.append(ShapeDtypeStruct(shape, dtypes.canonicalize_dtype(   # (as JAX's)
+            getattr(x, "dtype", np.asarray(x).dtype))))
     return tree_util.tree_unflatten(tree, out)

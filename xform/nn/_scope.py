@@ -24,6 +24,7 @@ import numpy as np
 import xform.numpy as jnp
 from xform import random
 from xform.core.avals import ShapedArray
+from xform.core.dtypes import canonicalize_dtype
 from xform.core.tree_util import (tree_flatten, tree_leaves, tree_map, tree_structure,
                                   tree_unflatten)
 from xform.interpreters import partial_eval as pe
@@ -562,8 +563,8 @@ def _check_known_outputs(fn, args, kwargs):
             vals[i] = x
         a, k = tree_unflatten(tree, vals)
         return tree_leaves(fn(*a, **k))
-    closed = pe.trace_to_jaxpr(flat, [ShapedArray(leaves[i].shape, leaves[i].dtype)
-                                      for i in where])
+    closed = pe.trace_to_jaxpr(flat, [ShapedArray(leaves[i].shape, canonicalize_dtype(
+        leaves[i].dtype)) for i in where])
     _, _, out_unknown, _ = pe.partial_eval_jaxpr(closed, [True] * len(where), False)
     for aval, u in zip(closed.out_avals, out_unknown):
         if u:

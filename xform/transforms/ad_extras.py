@@ -1,12 +1,14 @@
 """More of JAX's differentiation API: ``jacobian`` (``jacrev``), ``linear_transpose``
 (``backward_pass`` on the traced jaxpr), ``custom_gradient`` (a ``custom_vjp``) and
 ``fwd_and_bwd`` (``vjp``)."""
+import numpy as np
+
 from xform.core import dtypes, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.trace import get_aval
 from xform.core.traceback_util import api_boundary
 from xform.interpreters import partial_eval as pe
-from xform.interpreters.ad import backward_pass, instantiate_zeros
+from xform.interpreters.ad import Zero, backward_pass, instantiate_zeros
 from xform.transforms.ad import _check_argnums, jacrev, vjp
 from xform.transforms.custom_derivatives import custom_vjp
 from xform.transforms.jit import jit
@@ -73,13 +75,17 @@ def linear_transpose(fun, *primals, reduce_axes=()):
             raise TypeError("cotangent type does not match function output, expected "
                             f"{tuple(out_avals)} but got {ct_flat}")
         cts = backward_pass(closed.jaxpr, consts, in_avals, ct_flat)
-        cts = [instantiate_zeros(c) for c in cts]
+        # an integer input the output does not use: JAX's float0 zeros (its tangent type)
+        cts = [np.zeros(a.shape, dtypes.float0) if type(c) is Zero and not
+               dtypes.is_inexact(a.dtype) else instantiate_zeros(c)
+               for c, a in zip(cts, in_avals)]
         return tree_util.tree_unflatten(in_tree, cts)
     return tree_util.Partial(transposed_fun, list(closed.consts))
 
 
 def _struct_aval(x):
-    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
+                       weak_type=bool(getattr(x, "weak_type", False)))
 
 
 class _Residuals:

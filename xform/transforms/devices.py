@@ -115,6 +115,11 @@ def _put(v, device):
     if isinstance(device, Sharding):
         return transfer.device_put_value(v, device._device_assignment[0],
                                          memory_kind=device.memory_kind)
+    if device is not None and not isinstance(device, backend.Device):
+        raise ValueError(
+            "`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+            "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid "
+            f"value: {device}")
     return transfer.device_put_value(v, device)
 
 

@@ -9,11 +9,13 @@ that transformation sees through the call.
 import functools
 import time
 
+import numpy as np
+
 from xform import backend
-from xform.core import errors, monitoring, transfer, tree_util
+from xform.core import dtypes, errors, monitoring, transfer, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.array import Array
-from xform.core.avals import aval_of_value, canonical_aval
+from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config, user_key
 from xform.core.jaxpr import current_compute_type
 from xform.core.mesh import context_key
@@ -44,6 +46,9 @@ def _abstractify(x, path_fn):
     try:
         return aval_of_value(x)
     except TypeError:
+        if hasattr(x, "dtype") and not hasattr(x, "__jax_array__"):  # JAX's duck type:
+            return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype),  # a shape
+                               weak_type=bool(getattr(x, "weak_type", False)))  # and dtype
         raise TypeError(
             f"Error interpreting argument to {path_fn()[0]} as an abstract array. The "
             f"problematic value is of type {type(x)} and was passed to the function at "

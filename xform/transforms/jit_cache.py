@@ -3,6 +3,7 @@ the same options) its traces, executables and the keys of its cache-hit fast pat
 cleared where a config change alters what tracing or compiling produces."""
 
 import inspect
+import operator
 import weakref
 
 from xform.core import tree_util
@@ -10,12 +11,21 @@ from xform.core.config import config
 from xform.core.pytree import builtin_treedef
 
 
+def index_tuple(nums):
+    """Argument numbers as a tuple of ints (JAX's ``_ensure_index_tuple``: one int-like,
+    NumPy integers included, or a sequence of them)."""
+    if nums is None:
+        return ()
+    try:
+        return (operator.index(nums),)
+    except TypeError:
+        return tuple(map(operator.index, nums))
+
+
 def resolve_static(fun, static_argnums, static_argnames):
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
         static_argnames = (static_argnames,)
-    static_argnums = tuple(static_argnums or ())
+    static_argnums = index_tuple(static_argnums)
     static_argnames = tuple(static_argnames or ())
     try:
         params = list(inspect.signature(fun).parameters.values())
@@ -100,8 +110,8 @@ def validate_argnums(fun, static_argnums, static_argnames, donate_argnums,
     """JAX's checks when ``jit`` is applied: each argnum within ``fun``'s positional
     parameters (unless it takes ``*args``), each argname one of its keyword parameters
     (unless it takes ``**kwargs``), and no argument both static and donated."""
-    if all(a in ((), None, []) for a in (static_argnums, static_argnames, donate_argnums,
-                                          donate_argnames)):
+    if all(a is None or type(a) in (tuple, list) and not a for a in (
+            static_argnums, static_argnames, donate_argnums, donate_argnames)):
         return  # (the common jit(f): no inspect.signature per wrapper)
     try:
         params = list(inspect.signature(fun).parameters.values())
@@ -111,7 +121,7 @@ def validate_argnums(fun, static_argnums, static_argnames, donate_argnums,
     n_pos = sum(k in (_POS_ONLY, _POS_OR_KW) for k in kinds)
     names = {}
     for what, nums in (("static_argnums", static_argnums), ("donate_argnums", donate_argnums)):
-        nums = _as_tuple(nums)
+        nums = index_tuple(nums)
         if _VAR_POS not in kinds and nums and (-min(nums) > n_pos or max(nums) >= n_pos):
             raise ValueError(f"Jitted function has {what}={nums}, but only accepts "
                              f"{n_pos} positional arguments.")
@@ -147,8 +157,8 @@ def _as_tuple(x):
 
 def fun_cache(fun, shared, static_argnums, static_argnames, donate_argnums,
                donate_argnames, shardings_key=None):
-    opts = tuple(map(_as_tuple, (static_argnums, static_argnames, donate_argnums,
-                                 donate_argnames)))
+    opts = (index_tuple(static_argnums), _as_tuple(static_argnames),
+            index_tuple(donate_argnums), _as_tuple(donate_argnames))
     try:
         if not shared:
             raise TypeError

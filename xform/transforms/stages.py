@@ -19,17 +19,19 @@ from xform.interpreters import layouts as layouts_
 from xform.interpreters.lazy import concrete
 
 
-def out_info(closed, out_tree, out_shardings=None):
+def out_info(closed, out_tree, out_shardings=None, weak=True):
     """The outputs as ``ShapeDtypeStruct``s (``eval_shape``'s answer), with JAX's
     shardings: an output's ``out_shardings`` entry, else its type's where that type's
-    mesh axes are all Explicit or Manual (else None: the compiler would choose)."""
+    mesh axes are all Explicit or Manual (else None: the compiler would choose).
+    ``weak=False``: without weak types, as JAX's Lowered and Compiled give them."""
     outs = []
     for a, s in zip(closed.out_avals[:out_tree.num_leaves],
                     out_shardings or [None] * out_tree.num_leaves):
         t = getattr(a, "_sharding", None)
         if s is None and t is not None and AxisType.Auto not in t.mesh.axis_types:
             s = t
-        outs.append(ShapeDtypeStruct(a.shape, a.dtype, sharding=s, weak_type=a.weak_type))
+        outs.append(ShapeDtypeStruct(a.shape, a.dtype, sharding=s,
+                                     weak_type=weak and a.weak_type))
     return tree_util.tree_unflatten(out_tree, outs)
 
 
@@ -83,7 +85,7 @@ class _Signature:
 
     @property
     def out_info(self):
-        return out_info(self._closed, self._out_tree)
+        return out_info(self._closed, self._out_tree, weak=False)
 
 
 class Traced(_Signature):
@@ -279,7 +281,7 @@ class Compiled(_Signature):
     @property
     def out_info(self):
         return out_info(self._closed, self._out_tree,
-                        tree_util.tree_leaves(self.output_shardings))
+                        tree_util.tree_leaves(self.output_shardings), weak=False)
 
     @property
     def output_shardings(self):

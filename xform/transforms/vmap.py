@@ -1,11 +1,13 @@
 """``vmap``: in_axes/out_axes as pytree prefixes, argument checks, then the BatchTrace."""
 import functools
 
-from xform.core import sharding_types, tree_util
+from xform.core import dtypes, sharding_types, tree_util
 from xform.core.api_util import flatten_fun
 from xform.core.traceback_util import api_boundary
-from xform.core.trace import get_aval
+from xform.core.trace import current_trace, get_aval
 from xform.interpreters import batching
+from xform.lax import elementwise as ew
+from xform.lax.collectives import psum
 from xform import ref as refs
 from xform.transforms.jit import _arg_path
 
@@ -66,7 +68,31 @@ def _mapped_mesh_axis(avals, dims, paths):
     return ema
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+class _SumMatchAxis:
+    """The axis name ``sum_match`` binds when the vmap has none (its psums' name)."""
+
+
+def _sum(x, name):
+    # in jnp.sum's dtype: bool and narrow integers widen to the default (u)int
+    dt = get_aval(x).dtype
+    wide = (dtypes.default_uint_dtype() if dtypes.is_unsigned(dt) else
+            dtypes.default_int_dtype() if dtypes.is_integer(dt) or dtypes.is_bool(dt) else dt)
+    if wide.itemsize > dt.itemsize or dtypes.is_bool(dt):
+        x = ew.convert_element_type(x, wide)
+    return psum(x, name)
+
+
+def _summed(outs, dests, name):
+    """``sum_match``: an output mapped where its out_axes is None is summed over the
+    mapped axis (JAX's ``x.sum(src)``); an unmapped one is kept as it is."""
+    trace = current_trace()
+    return [_sum(o, name) if d is None and isinstance(o, batching.BatchTracer)
+            and o._trace is trace and o.batch_dim is not batching.not_mapped else o
+            for o, d in zip(outs, dests)]
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
+         sum_match=False):
     """Vectorize ``fun`` over a mapped axis of its inputs.
 
     Args:
@@ -79,6 +105,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       spmd_axis_name: mesh axis name(s) splitting the mapped axis in the shardings of
         jits (``in_shardings``/``out_shardings``), sharding constraints and shard_maps
         inside (a shard_map's body then sees the batch divided by their sizes).
+      sum_match: an output that is mapped where ``out_axes`` says None is summed over
+        the mapped axis instead of raising.
 
     Returns:
       The batched function.
@@ -151,22 +179,30 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                 spmd = None
         flat_fun, store = flatten_fun(fun, in_tree, kwargs=True)
 
-        def out_dims_fn(out_avals):
+        def out_dests():
             out_tree = store.out_tree
             try:
-                od = tree_util.broadcast_prefix(out_axes, tree_util.tree_unflatten(
+                return tree_util.broadcast_prefix(out_axes, tree_util.tree_unflatten(
                     out_tree, [0] * out_tree.num_leaves), is_leaf=lambda x: x is None)
             except ValueError as e:
                 raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
                                  f"corresponding value: {e}") from None
-            return [_normalize_axis(d, a.ndim + 1, "out_axes") for d, a in zip(od, out_avals)]
+
+        def out_dims_fn(out_avals):
+            return [_normalize_axis(d, a.ndim + 1, "out_axes")
+                    for d, a in zip(out_dests(), out_avals)]
+
+        name = axis_name
+        if sum_match:
+            name = _SumMatchAxis() if axis_name is None else axis_name
+            flat_fun = (lambda f: lambda *a: _summed(f(*a), out_dests(), name))(flat_fun)
 
         finish = None
         if any(isinstance(x, refs.Ref) for x in ref_leaves):  # mutable refs: xform/ref.py
             flat_fun, leaves, out_dims_fn, finish = refs.batch_refs(
                 flat_fun, ref_leaves, dims, out_dims_fn)
         try:
-            outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, axis_name,
+            outs = batching.batch_flat(flat_fun, size, leaves, dims, out_dims_fn, name,
                                        spmd, ema)
         except batching.SpecMatchError as e:
             path = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(
