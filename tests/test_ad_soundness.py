@@ -153,3 +153,43 @@ def test_grad_of_weak_scalar_and_full_like_keep_weak_type_as_jax():
     }
     for what, (ours, theirs) in cases.items():
         assert_same(ours(), theirs(), what)
+
+
+def _weak_cases(lib, np_, lax):
+    xs = np.arange(3, dtype=np.float32)
+    bf = np.array([1.0, 2.0], jnp.bfloat16)
+    loop = lambda x: lax.while_loop(lambda s: s[0] < 3,          # noqa: E731
+                                    lambda s: (s[0] + 1, s[1] * 2.0), (0, x))[1]
+    fori = lambda x: lax.fori_loop(0, 3, lambda i, s: s * 2.0 + x, x)  # noqa: E731
+    cnd = lambda x: lax.cond(x > 1, lambda v: v * 2.0, lambda v: v, x)  # noqa: E731
+    scan_c = lambda c: lax.scan(lambda s, x: (s * c, x), 1.0, xs)[0]  # noqa: E731
+    mix = lambda x, y: np_.sin(x) * y + 1.0                           # noqa: E731
+    lin = lambda f, *a: (lambda y, f_jvp: (y, f_jvp(*a)))(*lib.linearize(f, *a))  # noqa
+    return {  # (a weak primal's tangents are weak: the tangent aval keeps the weak type)
+        "linearize while": lambda: lin(loop, 2.0),
+        "linearize fori": lambda: lin(fori, 2.0),
+        "linearize fori bf16": lambda: lin(fori, bf),
+        "linearize cond": lambda: lin(cnd, 2.0),
+        "linearize scan": lambda: lin(scan_c, 2.0),
+        "jit linearize while": lambda: lib.jit(lambda x: lin(loop, x))(2.0),
+        "jvp fori": lambda: lib.jvp(fori, (2.0,), (1.0,)),
+        "grad scan const": lambda: lib.grad(scan_c)(2.0),
+        "vmap grad scan const": lambda: lib.vmap(lib.grad(scan_c))(xs),
+        "grad cond closure": lambda: lib.grad(
+            lambda c: lax.cond(c > 1, lambda v: v * c, lambda v: v + c, 3.0))(2.0),
+        "jit grad py*bf16": lambda: lib.jit(lib.grad(lambda x, y: mix(x, y).sum(), (0, 1)))(
+            2.0, bf),
+        "jit jacrev py*f32": lambda: lib.jit(lib.jacrev(mix, (0, 1)))(2.0, xs),
+        "jit hessian py,bf16": lambda: lib.jit(lib.hessian(lambda x, y: mix(x, y).sum(),
+                                                           (0, 1)))(2.0, bf),
+        "vmap jvp py,bf16": lambda: lib.vmap(lambda y: lib.jvp(mix, (2.0, y), (1.0, y)))(bf),
+    }
+
+
+def test_weak_types_of_derivatives_match_jax():
+    # tangent avals keep the primal's weak type (they were strong: linearize of a loop
+    # of a Python float gave a strong tangent), so Python floats with f32/bf16 arrays,
+    # loops' and conds' closed-over constants differentiate to JAX's dtypes/weak types
+    ours, theirs = _weak_cases(xform, xnp, xform.lax), _weak_cases(jax, jnp, jax.lax)
+    for name in ours:
+        assert_same(ours[name](), theirs[name](), name)

@@ -128,7 +128,7 @@ def test_grad_cond_closures_pytrees_int_operands():
     x, w = np.float32([0.3, -1.2]), np.float32([2.0, 0.5])
     fs = pair(make)
     for pred in (True, False):
-        check_pair(fs, (x, w, pred), f"grad pred={pred}", weak=False)
+        check_pair(fs, (x, w, pred), f"grad pred={pred}")
 
 
 def test_grad_switch_and_second_order():
@@ -142,7 +142,7 @@ def test_grad_switch_and_second_order():
     fs = pair(make)
     for i in range(3):
         for x in (0.7, -0.4):
-            check_pair(fs, (np.float32(x), i), f"branch {i} x={x}", tol=1e-4, weak=False)
+            check_pair(fs, (np.float32(x), i), f"branch {i} x={x}", tol=1e-4)
 
 
 def test_grad_cond_with_integer_output_and_linearize():
@@ -153,7 +153,7 @@ def test_grad_cond_with_integer_output_and_linearize():
         return lambda x: (lib.grad(f)(x), lib.linearize(f, x)[1](np.float32(2.0)))
     fs = pair(make)
     for x in (0.5, 3.0):
-        check_pair(fs, (np.float32(x),), f"x={x}", weak=False)
+        check_pair(fs, (np.float32(x),), f"x={x}")
 
 
 def test_grad_cond_of_python_float_is_weak():
@@ -208,7 +208,7 @@ def test_cond_every_ordering(order, pred_kind):
             return lax.cond(pred, lambda v: jnp.sin(v) * v, lambda v: jnp.cos(v) + v * v, x)
         return _compose(lib, jnp, order, f)
     got, want = both(make, np.float32([-1.0, 0.1, 0.5, 2.0]))
-    assert_tree_close(got, want, "-".join(order), weak=False)
+    assert_tree_close(got, want, "-".join(order))
 
 
 def _loop(lax, jnp, x, batched_pred):
@@ -226,7 +226,7 @@ def test_while_every_ordering(order, pred_kind):
     def make(lib, jnp, lax):
         return _compose(lib, jnp, order, lambda x: _loop(lax, jnp, x, pred_kind == "batched"))
     got, want = both(make, np.float32([0.4, 1.0, 1.7]))
-    assert_tree_close(got, want, "-".join(order), tol=1e-4, weak=False)
+    assert_tree_close(got, want, "-".join(order), tol=1e-4)
 
 
 # ---- batching vs a Python loop ----
@@ -315,7 +315,7 @@ def test_jacfwd_jvp_and_linearize_through_while():
         return lambda x: (lib.jacfwd(f)(x), lib.jvp(f, (x,), (jnp.ones_like(x),)),
                           lib.linearize(f, x)[1](x * 2.0))
     got, want = both(make, np.float32([0.3, -0.7, 1.1]))
-    assert_tree_close(got, want, "jacfwd", tol=1e-4, weak=False)
+    assert_tree_close(got, want, "jacfwd", tol=1e-4)
 
 
 def test_reverse_mode_through_while_raises_jax_error():

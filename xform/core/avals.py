@@ -152,11 +152,13 @@ class ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
     def to_tangent_aval(self):
-        """The aval of this value's tangents: float0 for integer/bool values."""
+        """The aval of this value's tangents: float0 for integer/bool values. The weak
+        type is kept, as JAX's: a Python float's tangent (or cotangent) is weak, so it
+        promotes as its primal does (a weak tangent times a bf16 array stays bf16)."""
         if dtypes.is_inexact(self.dtype):
-            return self.strip_weak_type()
-        return ShapedArray(self.shape, dtypes.float0, vma=self.vma, sharding=self._sharding,
-                           memory_space=self.memory_space)
+            return self
+        return ShapedArray(self.shape, dtypes.float0, self.weak_type, self.vma,
+                           self._sharding, self.memory_space)
 
     def str_short(self, short_dtypes=True):
         """``f32[8@x,4]``: dtype, then each dimension with the mesh axes splitting it."""

@@ -44,10 +44,11 @@ class Zero:
         return f"Zero({self.aval.str_short()})"
 
 
-def zeros_like_aval(aval, weak_type=False):
+def zeros_like_aval(aval):
+    """Zeros of ``aval``, weakly typed if it is (as JAX's: a weak primal's zero tangent)."""
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
-    return _op("full")(aval.shape, 0, aval.dtype, _weak_type=weak_type)
+    return _op("full")(aval.shape, 0, aval.dtype, _weak_type=aval.weak_type)
 
 
 def instantiate_zeros(t):

@@ -92,13 +92,12 @@ class CustomVJPPrimal:
     perturbed: bool
 
 
-def to_rule_zero(t, symbolic, weak=False):
+def to_rule_zero(t, symbolic):
     """An internal tangent handed to a rule: a ``SymbolicZero``, or zeros instantiated
-    (weakly typed for a ``weak`` primal, as JAX's: a Python float's zero tangent times a
-    bf16 array stays bf16)."""
+    (weakly typed for a weak primal: its tangent aval is weak, as JAX's)."""
     if type(t) is not ad.Zero:
         return t
-    return SymbolicZero(t.aval) if symbolic else ad_util.zeros_like_aval(t.aval, weak)
+    return SymbolicZero(t.aval) if symbolic else ad_util.zeros_like_aval(t.aval)
 
 
 class CustomVJPException(Exception):

@@ -583,8 +583,9 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
 
 
 def _convert_transpose(ct, x, *, new_dtype, weak_type):
-    if type(ct) is not ad.Zero and get_aval(ct).dtype == x.aval.dtype:
-        return [ct]   # (a weak-type-only cast: tangent avals here are not weak, JAX's are)
+    # (the cast back restores the operand's weak type: a weak input's cotangent is weak)
+    if type(ct) is ad.Zero or x.aval.dtype == dtypes.float0:
+        return [ad.Zero(x.aval.to_tangent_aval())]
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype,
                                         weak_type=x.aval.weak_type)]
 

@@ -197,11 +197,7 @@ def _trace_jvp(jvp, in_avals, skip, in_tree, out_tree, out_avals, names, zeros, 
     fname, jname = names
     n_skip, n_trs = skip
     n = len(in_avals)
-    # (tangents keep the primals' weak types, as JAX's: a Python float's tangent times a
-    # bf16 array stays bf16, as the primal output does)
-    d_avals = [a.to_tangent_aval().update(weak_type=a.weak_type)
-               if dtypes.is_inexact(a.dtype) else a.to_tangent_aval()
-               for a in in_avals[n_skip + n_trs:]]
+    d_avals = [a.to_tangent_aval() for a in in_avals[n_skip + n_trs:]]
     out_zeros = []
 
     def flat_jvp(*xs):
@@ -514,15 +510,6 @@ def _closure_check(fun, trace, error):
         raise error()
 
 
-def _weak_like(p, t):
-    """A weak primal's tangent, weakly typed as JAX's (see ``_trace_jvp``)."""
-    if type(t) is SymbolicZero or not get_aval(p).weak_type:
-        return t
-    a = get_aval(t)
-    return ew.convert_element_type(t, a.dtype, True) if dtypes.is_inexact(a.dtype) and \
-        not a.weak_type else t
-
-
 def _custom_jvp_concrete(f, trace, args):
     for fn in (f.fun, f.jvp):
         _closure_check(fn, trace, CustomJVPClosureError)
@@ -538,8 +525,7 @@ def _custom_jvp_concrete(f, trace, args):
             full = iter(tree_util.tree_unflatten(tree, primals))
             nd = iter(nondiff)
             return f(*[next(nd) if i in nums else next(full) for i in range(len(args))])
-        tangents = [_weak_like(p, to_rule_zero(t, f.symbolic_zeros, get_aval(p).weak_type))
-                    for t, p in zip(tangents, primals)]
+        tangents = [to_rule_zero(t, f.symbolic_zeros) for t in tangents]
         pair = f.jvp(*nondiff, tree_util.tree_unflatten(tree, primals),
                      tree_util.tree_unflatten(tree, tangents))
         p_out, p_tree, t_out = _split_jvp_pair(pair, (_name(f.fun), _name(f.jvp)))

@@ -469,47 +469,34 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, l
     const_avals, carry_avals, x_avals = _split(jaxpr.in_avals, num_consts, num_carry)
     lin_const_avals = [a.to_tangent_aval() for a, lin in zip(const_avals, const_lin) if lin]
     n_rc, n_lc = len(res_consts), len(lin_const_avals)
+    # The cotangents are typed as they come, weak types included, as JAX's: a carry whose
+    # body makes its cotangent strong is weak in and strong out (the carry types of
+    # ``scan_p`` match up to weak types, and its outputs take the body's).
+    ct_c_avals = [a.to_tangent_aval().update(weak_type=get_aval(c).weak_type)
+                  for a, c in zip(carry_avals, ct_carry)]
     ct_y_avals = [a.to_tangent_aval().update(weak_type=get_aval(c).weak_type)
                   for a, c in zip(jaxpr.out_avals[num_carry:], ct_ys)]
+    # Carries are linear (an init that is a known value, e.g. instantiated zeros, gets
+    # no cotangent).
+    body_t = ad.transpose_jaxpr(jaxpr, const_lin + [True] * num_carry + xs_lin,
+                                ct_c_avals + ct_y_avals)
 
-    def transposed_body(weak):
-        # Carries are linear (an init that is a known value, e.g. instantiated zeros,
-        # gets no cotangent). The cotangents keep their weak types, as in JAX.
-        ct_c_avals = [a.to_tangent_aval().update(weak_type=w)
-                      for a, w in zip(carry_avals, weak)]
-        body_t = ad.transpose_jaxpr(jaxpr, const_lin + [True] * num_carry + xs_lin,
-                                    ct_c_avals + ct_y_avals)
-
-        def body(*args):
-            rc, acc, ct_c, rx, ct_y = _split(args, n_rc, n_lc, num_carry, len(res_xs))
-            outs = body_t(*rc, *rx, *ct_c, *ct_y)
-            ct_consts, ct_carry_in, ct_x = _split(outs, n_lc, num_carry)
-            return [add_any(a, b) for a, b in zip(acc, ct_consts)] + ct_carry_in + ct_x
-        return pe.trace_to_jaxpr(body, [a for a, lin in zip(const_avals, const_lin)
-                                        if not lin] + lin_const_avals + ct_c_avals
-                                 + [a for a, lin in zip(x_avals, xs_lin) if not lin]
-                                 + ct_y_avals)
-
-    # A carry's cotangent stays weak only if the body keeps it weak: a fixed point,
-    # usually reached at once (strong cotangents).
-    weak = [get_aval(c).weak_type for c in ct_carry]
-    while True:
-        body_jaxpr = transposed_body(weak)
-        out = body_jaxpr.out_avals[n_lc:n_lc + num_carry]
-        new = [w and a.weak_type for w, a in zip(weak, out)]
-        if new == weak:
-            break
-        weak = new
-    ct_carry = [c if w or not get_aval(c).weak_type else
-                convert_element_type(c, get_aval(c).dtype, weak_type=False)
-                for c, w in zip(ct_carry, weak)]
+    def body(*args):
+        rc, acc, ct_c, rx, ct_y = _split(args, n_rc, n_lc, num_carry, len(res_xs))
+        outs = body_t(*rc, *rx, *ct_c, *ct_y)
+        ct_consts, ct_carry_in, ct_x = _split(outs, n_lc, num_carry)
+        return [add_any(a, b) for a, b in zip(acc, ct_consts)] + ct_carry_in + ct_x
+    body_jaxpr = pe.trace_to_jaxpr(body, [a for a, lin in zip(const_avals, const_lin)
+                                          if not lin] + lin_const_avals + ct_c_avals
+                                   + [a for a, lin in zip(x_avals, xs_lin) if not lin]
+                                   + ct_y_avals)
     acc_init = [ad.zeros_like_aval(a) for a in lin_const_avals]
     n_lx = sum(xs_lin)
     outs = _bind(*res_consts, *acc_init, *ct_carry, *res_xs, *ct_ys,
-                       reverse=not reverse, length=length, jaxpr=body_jaxpr,
-                       num_consts=n_rc, num_carry=n_lc + num_carry,
-                       linear=(False,) * n_rc + (True,) * (n_lc + num_carry) + (False,) * len(
-                           res_xs) + (True,) * len(ct_ys), unroll=unroll)
+                 reverse=not reverse, length=length, jaxpr=body_jaxpr,
+                 num_consts=n_rc, num_carry=n_lc + num_carry,
+                 linear=(False,) * n_rc + (True,) * (n_lc + num_carry) + (False,) * len(
+                     res_xs) + (True,) * len(ct_ys), unroll=unroll)
     ct_consts, ct_init, ct_xs = _split(outs, n_lc, num_carry)
     assert len(ct_xs) == n_lx
     ct_consts, ct_xs = iter(ct_consts), iter(ct_xs)
