@@ -3,10 +3,12 @@ disagree on: small ints, bool, float16/bfloat16, float32 subnormals/inf/nan/-0, 
 with inf/nan. Both run eagerly; values must agree bit for bit (NaNs equal; a row may
 give a tolerance), dtypes and weak types exactly; ERRORS rows compare the error class
 and message."""
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import xform
 import xform.numpy as xnp
 from xform.core.array import Array
 
@@ -86,7 +88,53 @@ ROWS = [
         *m.gradient(Z2, 2.0, np.arange(5.0, dtype=np.float32) ** 2),
         m.asarray(len(m.gradient(2.5))))),
     ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
+    ("interp_promotes_fp_on_its_own", lambda m: (  # (x with xp; an int fp is float32)
+        m.interp(F16[1:5], np.arange(3, dtype=np.int32), np.array([1, -2, 4], np.int32)),
+        m.interp(F32[7:11], F32[7:10], F32[7:10], left=-7.0, right=np.float16(9)),
+        m.interp(F32[7:11], F32[7:10], F32[7:10], period=1.5))),
+    ("take_bool_repeat_2d_rot90_float_k", lambda m: (  # (JAX accepts these)
+        m.take(F32, B), m.repeat(F32[:3], np.array([[1, 0, 2]])), m.rot90(Z2, k=2.5))),
 ]
+
+# JAX's weak type comes from where its formula inserts a strong constant
+# (``lax._const``: weak only for a weak scalar) or promotes (``jnp.array``, ``zeros``).
+W3 = np.array([0.5, -1.5, 2.0], np.float32)
+
+
+def _weak(m):
+    return m.broadcast_to(2.5, (3,))   # a weak float32[3]
+
+
+WEAK_ROWS = [
+    ("const_formulas", lambda m: (
+        m.hypot(I32X[:3], 2.0), m.hypot(3.0, 4.0), m.heaviside(I32X[:3], 0.5),
+        m.heaviside(0.0, _weak(m)), m.deg2rad(_weak(m)), m.rad2deg(2.5), m.sinc(_weak(m)),
+        m.sinc(2.5), m.angle(_weak(m), deg=True), m.round(_weak(m), 1), m.round(2.5, 1),
+        m.lcm(4, 6), m.iscomplex(_weak(m)), m.isreal(2.5), m.isnan(3), m.isnan(_weak(m)))),
+    ("logaddexp", lambda m: (
+        m.logaddexp2(I32X[:3], 2.5), m.logaddexp2(_weak(m), _weak(m)), m.logaddexp2(2.5, 3.0),
+        m.logaddexp(I32X[:3], 1j), m.logaddexp(_weak(m), _weak(m))), 1e-6),
+    ("strong_results", lambda m: (
+        m.polyval(np.array([1, 2, 3]), 2.0), m.polyval(_weak(m), _weak(m)), m.diagflat(2.5),
+        m.diagflat(_weak(m), 1), m.cross(I32X[:3], _weak(m)), m.full_like(_weak(m), W3),
+        m.histogram_bin_edges(W3, _weak(m)), m.rint(2), m.polyadd(_weak(m), W3),
+        *m.polydiv(I32X[1:4], _weak(m)))),
+    ("keep_weak", lambda m: (
+        m.interp(I32X[:3], _weak(m), _weak(m)), m.full_like(_weak(m), 1.0),
+        m.place(_weak(m), W3 > 0, np.float32(1), inplace=False),
+        m.fill_diagonal(m.outer(_weak(m), _weak(m)), np.float32(1), inplace=False))),
+]
+
+
+@pytest.mark.parametrize("fn,tol", [(r[1], r[2] if len(r) > 2 else 0) for r in WEAK_ROWS],
+                         ids=[r[0] for r in WEAK_ROWS])
+def test_weak_types_eager_and_jit(fn, tol):
+    for jit in (lambda m, f: f, lambda m, f: (jax.jit if m is jnp else xform.jit)(f)):
+        expected = jit(jnp, lambda: fn(jnp))()
+        got = jit(xnp, lambda: fn(xnp))()
+        assert len(got) == len(expected)
+        for x, j in zip(got, expected):
+            _same(x, j, tol)
 
 
 def _same(x, j, tol):
@@ -130,6 +178,11 @@ ERRORS = [
     ("std_int_dtype", lambda m: m.std(I8, dtype=np.int32)),
     ("hypot_complex", lambda m: m.hypot(FIN, 1)),
     ("ldexp_float_exponent", lambda m: m.ldexp(F32, 2.0)),
+    ("choose_float_a", lambda m: m.choose(np.array([0.0, 1.0]), [I8[:2], I8[2:4]])),
+    ("choose_bool_a", lambda m: m.choose(B[:2], [I8[:2], I8[2:4]])),
+    ("quantile_complex", lambda m: m.quantile(FIN, 0.5)),
+    ("median_complex", lambda m: m.median(FIN)),
+    ("meshgrid_2d", lambda m: m.meshgrid(Z2, F32)),
 ]
 
 
@@ -142,6 +195,17 @@ def test_errors_match_jax(fn):
             return type(e).__name__, str(e).split("\n")[0]
     j = raised(jnp)
     assert j is not None and raised(xnp) == j
+
+
+def test_static_array_axis_and_traced_condlist():
+    # cumsum's axis is static in JAX (an Array is unhashable: ValueError); select
+    # takes a traced array condlist (no truth value taken)
+    for m in (jnp, xnp):
+        with pytest.raises(ValueError):
+            m.cumsum(Z2, axis=m.array(1))
+    f = lambda m: lambda c, x: m.select(c, x, 7.0)  # noqa: E731
+    args = (F32[7:10] > 0, F32[7:10])
+    _same(xform.jit(f(xnp))(*args), jax.jit(f(jnp))(*args), 0)
 
 
 def test_x64_promotions_match_jax(x64):

@@ -202,7 +202,8 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
     duck = not _util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype")
     if not duck:
         _util.check_arraylike("full_like", a)
-    weak = dtype is None and dtypes.is_weakly_typed(a)
+    # (an array fill_value is asarray(fill, a's dtype) in JAX: strong)
+    weak = dtype is None and dtypes.is_weakly_typed(a) and not np.ndim(fill_value)
     dt = dtypes.dtype(a) if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = canonical_shape(shape if shape is not None else a.shape if duck else _util.shape(a))
     like = None if duck or device is not None or out_sharding is not None or \

@@ -76,7 +76,7 @@ def rot90(m, k=1, axes=(0, 1)):
     ax0, ax1 = (canonicalize_axis(x, m.aval.ndim) for x in axes)
     if ax0 == ax1:
         raise ValueError("Axes must be different")
-    k = operator.index(k) % 4
+    k = k % 4   # (not operator.index: a float k takes JAX's branches, 2.5 as 3)
     if k == 0:
         return m
     if k == 2:
@@ -266,8 +266,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     n = a.aval.shape[axis]
     if _util.is_array(repeats) and repeats.aval.shape and total_repeat_length is not None:
         return _repeat_traced(a, repeats, axis, total_repeat_length)
-    reps = _util.concrete_or_error(repeats, "repeats", "repeat")
-    if reps.ndim == 0 or reps.size == 1:
+    reps = _util.concrete_or_error(repeats, "repeats", "repeat").ravel()  # (as JAX's)
+    if reps.size == 1:
         r = int(reps.reshape(()))
         if r < 0:
             raise ValueError(f"repeats may not contain negative values, got {r}")
