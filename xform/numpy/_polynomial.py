@@ -338,22 +338,23 @@ def _interp(x, xp, fp, left, right, period, *, extrapolate):
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """Like numpy.unwrap: remove jumps larger than ``discont`` by adding multiples of
     ``period``."""
-    p, = _util.promote_dtypes("unwrap", p, to="inexact")
+    # JAX's formula term by term: p promotes with period (an int p with an int period
+    # stays int; with the default float period it is the default float, float64 under x64)
+    p, period = _util.promote_dtypes("unwrap", asarray(p, "unwrap"), period)
+    if dtypes.is_complex(p.aval.dtype):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
     axis = _util.canonicalize_axis(axis, p.aval.ndim)
-    if p.aval.shape[axis] == 0:
+    n = p.aval.shape[axis]
+    if n == 0:
         return p
-    dt = p.aval.dtype
-    period = _util.convert(period, dt)  # (an operand, as in JAX: traced when given)
-    half = uf.true_divide(period, 2)
-    discont = half if discont is None else lax.convert_element_type(
-        asarray(discont, "unwrap"), dt)
+    if discont is None:
+        discont = uf.true_divide(period, 2)
+    interval = (uf.floor_divide if dtypes.is_integer(p.aval.dtype) else uf.true_divide)(
+        period, 2)
     dd = diff(p, axis=axis)
-    ddmod = uf.subtract(uf.remainder(uf.add(dd, half), period), half)
-    ddmod = uf.where(uf.logical_and(uf.equal(ddmod, uf.negative(half)), uf.greater(dd, 0)),
-                     half, ddmod)
-    correct = uf.subtract(ddmod, dd)
-    correct = uf.where(uf.less(uf.absolute(dd), discont), 0, correct)
-    shape = list(p.aval.shape)
-    shape[axis] = 1
-    first = lax.full(tuple(shape), 0, dt)
-    return uf.add(p, concatenate([first, cumsum(correct, axis)], axis))
+    ddmod = uf.subtract(uf.remainder(uf.add(dd, interval), period), interval)
+    ddmod = uf.where(uf.logical_and(uf.equal(ddmod, uf.negative(interval)),
+                                    uf.greater(dd, 0)), interval, ddmod)
+    correct = uf.where(uf.less(uf.absolute(dd), discont), 0, uf.subtract(ddmod, dd))
+    rest = uf.add(lax.slice_in_dim(p, 1, n, axis=axis), cumsum(correct, axis))
+    return concatenate([lax.slice_in_dim(p, 0, 1, axis=axis), rest], axis)
