@@ -94,6 +94,9 @@ ROWS = [
         m.interp(F32[7:11], F32[7:10], F32[7:10], period=1.5))),
     ("take_bool_repeat_2d_rot90_float_k", lambda m: (  # (JAX accepts these)
         m.take(F32, B), m.repeat(F32[:3], np.array([[1, 0, 2]])), m.rot90(Z2, k=2.5))),
+    ("full_like_complex_fill_to_bool", lambda m: (  # (x != 0, not the real part)
+        m.full_like(B[:2], np.array([-0.5j, 0], np.complex64)),
+        m.full((2, 2), np.array([0.5j, 0], np.complex64), dtype=bool))),
     ("unwrap_as_jax", lambda m: (  # (p promotes with period: ints stay ints; p[0] as is)
         m.unwrap(np.array([0, 5, 11, 2, 8], np.int32), period=6), m.unwrap(F32[5:8]),
         m.unwrap(I8))),

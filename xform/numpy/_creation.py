@@ -110,7 +110,10 @@ def _filled(shape, fill, dt, weak, sharding=None):
     if type(fill) in _PY_SCALAR_TYPES:
         fill = _util.scalar_operand(fill, dt, weak)
     else:
-        fill = lax.convert_element_type(_asarray(fill, "full"), dt, weak)
+        fill = _asarray(fill, "full")
+        if dtypes.is_complex(fill.aval.dtype) and dt == dtypes.bool_:  # (asarray's: x != 0)
+            fill = lax.ne(fill, lax.full_like(fill, 0))
+        fill = lax.convert_element_type(fill, dt, weak)
     if not fill.aval.shape:
         return lax.full(shape, fill, sharding=sharding)
     return _util.broadcast_to(fill, shape)
