@@ -233,6 +233,6 @@ def test_x64_promotions_match_jax(x64):
                                                                       np.float32(1.5)),
                lambda m: m.angle(I8), lambda m: m.angle(np.float32(2)),
                lambda m: m.unwrap(I32X), lambda m: m.sort_complex(F32[7:12]),
-               lambda m: m.sort_complex(I8)):
+               lambda m: m.sort_complex(I8), lambda m: m.tri(2)):
         _same(fn(xnp), fn(jnp), 0)
 

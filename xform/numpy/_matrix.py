@@ -35,7 +35,8 @@ def tri(N, M=None, k=0, dtype=None):
     """
     N = _dim(N)
     M = N if M is None else _dim(M)
-    dt = _util.user_dtype(dtype) or dtypes.default_float_dtype()
+    # NB: float32 by default even under x64 (JAX's "strange default")
+    dt = dtypes.float32 if dtype is None else _util.user_dtype(dtype)
     return lax.convert_element_type(_tri_mask(N, M, operator.index(k)), dt)
 
 
