@@ -97,6 +97,8 @@ ROWS = [
     ("full_like_complex_fill_to_bool", lambda m: (  # (x != 0, not the real part)
         m.full_like(B[:2], np.array([-0.5j, 0], np.complex64)),
         m.full((2, 2), np.array([0.5j, 0], np.complex64), dtype=bool))),
+    ("intersect1d_weak_with_strong", lambda m: m.intersect1d(  # (JAX's promote: strong)
+        m.broadcast_to(2.5, (3,)), np.array([2.5, 1.0], np.float32))),
     ("unwrap_as_jax", lambda m: (  # (p promotes with period: ints stay ints; p[0] as is)
         m.unwrap(np.array([0, 5, 11, 2, 8], np.int32), period=6), m.unwrap(F32[5:8]),
         m.unwrap(I8))),
