@@ -3,10 +3,12 @@ disagree on: small ints, bool, float16/bfloat16, float32 subnormals/inf/nan/-0, 
 with inf/nan. Both run eagerly; values must agree bit for bit (NaNs equal; a row may
 give a tolerance), dtypes and weak types exactly; ERRORS rows compare the error class
 and message."""
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import xform
 import xform.numpy as xnp
 from xform.core.array import Array
 
@@ -86,7 +88,61 @@ ROWS = [
         *m.gradient(Z2, 2.0, np.arange(5.0, dtype=np.float32) ** 2),
         m.asarray(len(m.gradient(2.5))))),
     ("kaiser_float_length", lambda m: m.kaiser(np.float32(4.7), 2.0), 1e-6),
+    ("interp_promotes_fp_on_its_own", lambda m: (  # (x with xp; an int fp is float32)
+        m.interp(F16[1:5], np.arange(3, dtype=np.int32), np.array([1, -2, 4], np.int32)),
+        m.interp(F32[7:11], F32[7:10], F32[7:10], left=-7.0, right=np.float16(9)),
+        m.interp(F32[7:11], F32[7:10], F32[7:10], period=1.5))),
+    ("take_bool_repeat_2d_rot90_float_k", lambda m: (  # (JAX accepts these)
+        m.take(F32, B), m.repeat(F32[:3], np.array([[1, 0, 2]])), m.rot90(Z2, k=2.5))),
+    ("full_like_complex_fill_to_bool", lambda m: (  # (x != 0, not the real part)
+        m.full_like(B[:2], np.array([-0.5j, 0], np.complex64)),
+        m.full((2, 2), np.array([0.5j, 0], np.complex64), dtype=bool))),
+    ("intersect1d_weak_with_strong", lambda m: m.intersect1d(  # (JAX's promote: strong)
+        m.broadcast_to(2.5, (3,)), np.array([2.5, 1.0], np.float32))),
+    ("unwrap_as_jax", lambda m: (  # (p promotes with period: ints stay ints; p[0] as is)
+        m.unwrap(np.array([0, 5, 11, 2, 8], np.int32), period=6), m.unwrap(F32[5:8]),
+        m.unwrap(I8))),
 ]
+
+# JAX's weak type comes from where its formula inserts a strong constant
+# (``lax._const``: weak only for a weak scalar) or promotes (``jnp.array``, ``zeros``).
+W3 = np.array([0.5, -1.5, 2.0], np.float32)
+
+
+def _weak(m):
+    return m.broadcast_to(2.5, (3,))   # a weak float32[3]
+
+
+WEAK_ROWS = [
+    ("const_formulas", lambda m: (
+        m.hypot(I32X[:3], 2.0), m.hypot(3.0, 4.0), m.heaviside(I32X[:3], 0.5),
+        m.heaviside(0.0, _weak(m)), m.deg2rad(_weak(m)), m.rad2deg(2.5), m.sinc(_weak(m)),
+        m.sinc(2.5), m.angle(_weak(m), deg=True), m.round(_weak(m), 1), m.round(2.5, 1),
+        m.lcm(4, 6), m.iscomplex(_weak(m)), m.isreal(2.5), m.isnan(3), m.isnan(_weak(m)))),
+    ("logaddexp", lambda m: (
+        m.logaddexp2(I32X[:3], 2.5), m.logaddexp2(_weak(m), _weak(m)), m.logaddexp2(2.5, 3.0),
+        m.logaddexp(I32X[:3], 1j), m.logaddexp(_weak(m), _weak(m))), 1e-6),
+    ("strong_results", lambda m: (
+        m.polyval(np.array([1, 2, 3]), 2.0), m.polyval(_weak(m), _weak(m)), m.diagflat(2.5),
+        m.diagflat(_weak(m), 1), m.cross(I32X[:3], _weak(m)), m.full_like(_weak(m), W3),
+        m.histogram_bin_edges(W3, _weak(m)), m.rint(2), m.polyadd(_weak(m), W3),
+        *m.polydiv(I32X[1:4], _weak(m)))),
+    ("keep_weak", lambda m: (
+        m.interp(I32X[:3], _weak(m), _weak(m)), m.full_like(_weak(m), 1.0),
+        m.place(_weak(m), W3 > 0, np.float32(1), inplace=False),
+        m.fill_diagonal(m.outer(_weak(m), _weak(m)), np.float32(1), inplace=False))),
+]
+
+
+@pytest.mark.parametrize("fn,tol", [(r[1], r[2] if len(r) > 2 else 0) for r in WEAK_ROWS],
+                         ids=[r[0] for r in WEAK_ROWS])
+def test_weak_types_eager_and_jit(fn, tol):
+    # (JAX's jnp functions are jitted inside: its jit result is its eager one, and cheaper)
+    expected = jax.jit(lambda: fn(jnp))()
+    for got in (fn(xnp), xform.jit(lambda: fn(xnp))()):
+        assert len(got) == len(expected)
+        for x, j in zip(got, expected):
+            _same(x, j, tol)
 
 
 def _same(x, j, tol):
@@ -130,6 +186,11 @@ ERRORS = [
     ("std_int_dtype", lambda m: m.std(I8, dtype=np.int32)),
     ("hypot_complex", lambda m: m.hypot(FIN, 1)),
     ("ldexp_float_exponent", lambda m: m.ldexp(F32, 2.0)),
+    ("choose_float_a", lambda m: m.choose(np.array([0.0, 1.0]), [I8[:2], I8[2:4]])),
+    ("choose_bool_a", lambda m: m.choose(B[:2], [I8[:2], I8[2:4]])),
+    ("quantile_complex", lambda m: m.quantile(FIN, 0.5)),
+    ("median_complex", lambda m: m.median(FIN)),
+    ("meshgrid_2d", lambda m: m.meshgrid(Z2, F32)),
 ]
 
 
@@ -144,11 +205,36 @@ def test_errors_match_jax(fn):
     assert j is not None and raised(xnp) == j
 
 
+def test_static_array_axis_and_traced_condlist():
+    # cumsum's axis is static in JAX (an Array is unhashable: ValueError); select
+    # takes a traced array condlist (no truth value taken)
+    for m in (jnp, xnp):
+        with pytest.raises(ValueError):
+            m.cumsum(Z2, axis=m.array(1))
+    f = lambda m: lambda c, x: m.select(c, x, 7.0)  # noqa: E731
+    args = (F32[7:10] > 0, F32[7:10])
+    _same(xform.jit(f(xnp))(*args), jax.jit(f(jnp))(*args), 0)
+
+
+def test_insert_one_index_array_and_traced_positions():
+    # a one-element index array takes all of values there (as JAX); traced positions
+    # go by JAX's scatter formula under jit
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    v = np.array([7.0, 8.0], np.float32)
+    want = jax.jit(lambda: jnp.insert(a, np.array([1]), v, axis=1))()  # (eager JAX: slow)
+    _same(xnp.insert(a, np.array([1]), v, axis=1), want, 0)
+    obj = np.array([3, -3], np.int32)
+    f = lambda m: lambda i: m.insert(a, i, v, axis=1)  # noqa: E731
+    _same(xform.jit(f(xnp))(obj), jax.jit(f(jnp))(obj), 0)
+
+
 def test_x64_promotions_match_jax(x64):
     # int arrays with Python-float operands are float64 under x64 (gradient promotes f
     # with its spacings; angle takes the default float)
     for fn in (lambda m: m.gradient(I32X, 2.5), lambda m: m.gradient(I8.astype(np.int64),
                                                                       np.float32(1.5)),
-               lambda m: m.angle(I8), lambda m: m.angle(np.float32(2))):
+               lambda m: m.angle(I8), lambda m: m.angle(np.float32(2)),
+               lambda m: m.unwrap(I32X), lambda m: m.sort_complex(F32[7:12]),
+               lambda m: m.sort_complex(I8), lambda m: m.tri(2)):
         _same(fn(xnp), fn(jnp), 0)
 

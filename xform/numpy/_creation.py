@@ -110,7 +110,10 @@ def _filled(shape, fill, dt, weak, sharding=None):
     if type(fill) in _PY_SCALAR_TYPES:
         fill = _util.scalar_operand(fill, dt, weak)
     else:
-        fill = lax.convert_element_type(_asarray(fill, "full"), dt, weak)
+        fill = _asarray(fill, "full")
+        if dtypes.is_complex(fill.aval.dtype) and dt == dtypes.bool_:  # (asarray's: x != 0)
+            fill = lax.ne(fill, lax.full_like(fill, 0))
+        fill = lax.convert_element_type(fill, dt, weak)
     if not fill.aval.shape:
         return lax.full(shape, fill, sharding=sharding)
     return _util.broadcast_to(fill, shape)
@@ -202,7 +205,8 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
     duck = not _util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype")
     if not duck:
         _util.check_arraylike("full_like", a)
-    weak = dtype is None and dtypes.is_weakly_typed(a)
+    # (an array fill_value is asarray(fill, a's dtype) in JAX: strong)
+    weak = dtype is None and dtypes.is_weakly_typed(a) and not np.ndim(fill_value)
     dt = dtypes.dtype(a) if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = canonical_shape(shape if shape is not None else a.shape if duck else _util.shape(a))
     like = None if duck or device is not None or out_sharding is not None or \

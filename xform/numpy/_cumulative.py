@@ -17,6 +17,9 @@ def _cumulative(name, reduction, a, axis, dtype, out, nan_fill=None, promote=Fal
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
     a = asarray(a, name)
+    if _util.is_array(axis):   # (JAX's: a static argument, so an Array is unhashable)
+        raise ValueError(f"jnp.{name}: axis must be a static int, got an array {axis!r}; "
+                         "use int(axis) for a concrete one.")
     if axis is None or a.aval.ndim == 0:
         a = lax.reshape(a, (a.aval.size,))
         axis = 0

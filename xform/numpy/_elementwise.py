@@ -94,8 +94,8 @@ def trunc(x, /):
 def rint(x, /):
     """Like numpy.rint: round to the nearest integer, ties to even (ints become float)."""
     x = asarray(x, "rint")
-    if not dtypes.is_inexact(x.aval.dtype):
-        x, = _util.promote_dtypes("rint", x, to="inexact")
+    if not dtypes.is_inexact(x.aval.dtype):   # (JAX's: a strong default float, unrounded)
+        return lax.convert_element_type(x, dtypes.default_float_dtype(), False)
     if dtypes.is_complex(x.aval.dtype):
         return lax.complex(rint(real(x)), rint(imag(x)))
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
@@ -128,9 +128,9 @@ def round(a, decimals=0, out=None):
     if decimals == 0:
         return lax.round(a, even)
     x = lax.convert_element_type(a, dtypes.float32) if dt == dtypes.float16 else a
-    factor = _util.scalar_array(10.0 ** decimals, x.aval.dtype, False)
+    factor = _util.lax_const(x, 10.0 ** decimals)   # (JAX's: strong unless a weak scalar)
     out = lax.div(lax.round(lax.mul(x, factor), even), factor)
-    return lax.convert_element_type(out, dt, a.aval.weak_type)
+    return lax.convert_element_type(out, dt, False) if dt == dtypes.float16 else out
 
 
 around = round
@@ -194,7 +194,7 @@ def lcm(x1, x2, /):
     """Like numpy.lcm: ``|x1 * (x2 // gcd)|``, 0 if both are 0."""
     x1, x2 = _ints("lcm", x1, x2)
     d = gcd(x1, x2)
-    zero = _util.scalar_array(0, d.aval.dtype, False)
+    zero = _util.lax_const(d, 0)   # (JAX's: weak for weak scalars)
     safe = uf.where(lax.eq(d, zero), _util.filled_like(d, 1), d)
     return uf.where(lax.eq(d, zero), zero, uf.absolute(lax.mul(x1, lax.div(x2, safe))))
 
@@ -361,5 +361,5 @@ def angle(z, deg=False):
         re, im = lax.convert_element_type(re, dt), lax.convert_element_type(im, dt)
     out = lax.atan2(im, re)
     if deg:
-        out = lax.mul(out, _util.scalar_array(180 / np.pi, out.aval.dtype, True))
+        out = lax.mul(out, _util.lax_const(out, 180 / np.pi))  # (JAX's degrees)
     return out

@@ -16,6 +16,7 @@ from xform.numpy._shape import (atleast_3d, concatenate, flip, moveaxis, ravel, 
 from xform.numpy._util import asarray, canonicalize_axis
 from xform.numpy._cumulative import cumsum
 from xform.numpy._take import take
+from xform.numpy._sorting import argsort, nonzero
 
 
 def _slice_axis(a, start, stop, axis):
@@ -76,7 +77,7 @@ def rot90(m, k=1, axes=(0, 1)):
     ax0, ax1 = (canonicalize_axis(x, m.aval.ndim) for x in axes)
     if ax0 == ax1:
         raise ValueError("Axes must be different")
-    k = operator.index(k) % 4
+    k = k % 4   # (not operator.index: a float k takes JAX's branches, 2.5 as 3)
     if k == 0:
         return m
     if k == 2:
@@ -266,8 +267,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     n = a.aval.shape[axis]
     if _util.is_array(repeats) and repeats.aval.shape and total_repeat_length is not None:
         return _repeat_traced(a, repeats, axis, total_repeat_length)
-    reps = _util.concrete_or_error(repeats, "repeats", "repeat")
-    if reps.ndim == 0 or reps.size == 1:
+    reps = _util.concrete_or_error(repeats, "repeats", "repeat").ravel()  # (as JAX's)
+    if reps.size == 1:
         r = int(reps.reshape(()))
         if r < 0:
             raise ValueError(f"repeats may not contain negative values, got {r}")
@@ -384,6 +385,8 @@ def insert(arr, obj, values, axis=None):
     n = a.aval.shape[axis]
     if isinstance(obj, slice):
         idx = np.arange(n + 1)[obj]
+    elif isinstance(obj, Tracer) and obj.to_concrete_value() is None:
+        return _insert_traced(a, obj, values, axis)
     else:
         idx = _util.concrete_or_error(obj, "obj", "insert")
         if idx.size and not np.issubdtype(idx.dtype, np.integer):
@@ -394,11 +397,12 @@ def insert(arr, obj, values, axis=None):
     values = lax.convert_element_type(asarray(values, "insert", 2), a.aval.dtype,
                                       a.aval.weak_type)
     vshape = list(a.aval.shape)
-    if scalar:  # NumPy: all of ``values`` goes in at that one position
+    if idx.size == 1:  # all of ``values`` goes in at that one position (JAX's: [i] too)
         if values.aval.ndim < a.aval.ndim:
             values = lax.reshape(values, (1,) * (a.aval.ndim - values.aval.ndim)
                                  + values.aval.shape)
-        values = moveaxis(values, 0, axis)
+        if scalar:
+            values = moveaxis(values, 0, axis)
         vshape[axis] = values.aval.shape[axis]
         idx = np.full(vshape[axis], idx[0])
     else:
@@ -416,6 +420,38 @@ def insert(arr, obj, values, axis=None):
     if prev < n:
         pieces.append(_slice_axis(a, prev, n, axis))
     return lax.concatenate(pieces, axis) if pieces else a
+
+
+def _insert_traced(a, idx, values, axis):
+    """insert at traced positions, by JAX's formula: the values' positions are the
+    sorted indices plus their rank, ``a`` fills the rest (the count is static)."""
+    if idx.aval.ndim > 1:
+        raise ValueError(f"jnp.insert(): obj must be a slice, a one-dimensional array, or "
+                         f"a scalar; got shape {idx.aval.shape}")
+    if not dtypes.is_integer(idx.aval.dtype):
+        raise ValueError(f"jnp.insert(): index array must be integer typed; got "
+                         f"{idx.aval.dtype}")
+    values = lax.convert_element_type(asarray(values, "insert", 2), a.aval.dtype,
+                                      a.aval.weak_type)
+    if values.aval.ndim < a.aval.ndim:   # (ndmin=a.ndim)
+        values = lax.reshape(values, (1,) * (a.aval.ndim - values.aval.ndim)
+                             + values.aval.shape)
+    if idx.aval.size == 1:
+        if idx.aval.ndim == 0:
+            values = moveaxis(values, 0, axis)
+        idx = lax.broadcast_in_dim(lax.reshape(idx, ()), (values.aval.shape[axis],), ())
+    n = a.aval.shape[axis]
+    k = _util.broadcast_shapes(idx.aval.shape, (values.aval.shape[axis],))[0]
+    idx = _util.broadcast_to(idx, (k,))
+    idx = uf.clip(uf.where(uf.less(idx, 0), uf.add(idx, n), idx), 0, n)
+    values_ind = idx.at[argsort(idx)].add(lax.iota(idx.aval.dtype, k))
+    a_ind = nonzero(lax.full((n + k,), True).at[values_ind].set(False), size=n)[0]
+    shape = list(a.aval.shape)
+    shape[axis] += k
+    out = _util.filled_like(lax.full(tuple(shape), 0, a.aval.dtype), 0)
+    out = lax.convert_element_type(out, a.aval.dtype, a.aval.weak_type)
+    pre = (slice(None),) * axis
+    return out.at[pre + (values_ind,)].set(values).at[pre + (a_ind,)].set(a)
 
 
 def trim_zeros(filt, trim="fb", axis=None):

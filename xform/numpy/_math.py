@@ -23,6 +23,8 @@ def _inexact1(name, x):
 
 
 def _like(x, value):
+    """A weak constant (a Python scalar in JAX's formula); ``_util.lax_const`` where
+    JAX's has a ``_lax_const`` (strong unless ``x`` is a weak scalar)."""
     return _util.scalar_array(value, x.aval.dtype, True)
 
 
@@ -49,19 +51,21 @@ def logaddexp2(x1, x2, /):
 def _logaddexp_base(x1, x2, exp, scale, period):
     """JAX's logaddexp formulas: ``max + scale * log1p(exp(-|x1 - x2|))`` for reals
     (NaN where ``x1 - x2`` is: the sum then); complex inputs take ``exp`` of
-    ``x1 + x2 - 2 max`` and wrap the imaginary part into ``[-period, period]``."""
+    ``x1 + x2 - 2 max`` and wrap the imaginary part into ``[-period, period]``. The
+    constants are JAX's ``lax._const`` (strong unless weak scalars: the weak type)."""
     amax = lax.max(x1, x2)
 
     def soft(d):
         out = lax.log1p(exp(d))
-        return out if scale is None else lax.mul(_like(out, scale), out)
+        return out if scale is None else lax.mul(_util.lax_const(out, scale), out)
     if not dtypes.is_complex(x1.aval.dtype):
         delta = lax.sub(x1, x2)
         return uf.where(uf.isnan(delta), lax.add(x1, x2),
                         lax.add(amax, soft(lax.neg(lax.abs(delta)))))
-    out = lax.add(amax, soft(lax.sub(lax.add(x1, x2), lax.mul(amax, _like(amax, 2)))))
+    two = _util.lax_const(amax, 2)
+    out = lax.add(amax, soft(lax.sub(lax.add(x1, x2), lax.mul(amax, two))))
     im = lax.imag(out)
-    a, two_a = _like(im, period), _like(im, 2 * period)
+    a, two_a = _util.lax_const(im, period), _util.lax_const(im, 2 * period)
     rem = lax.rem(lax.add(im, a), two_a)
     rem = uf.where(lax.lt(rem, _like(rem, 0)), lax.add(rem, two_a), rem)
     return lax.complex(lax.real(out), lax.sub(rem, a))
@@ -116,21 +120,22 @@ def hypot(x1, x2, /):
     ratio = lax.div(small, uf.where(zero, _like(big, 1), big))
     out = uf.where(zero, big, lax.mul(big, lax.sqrt(lax.add(_like(big, 1),
                                                              lax.integer_pow(ratio, 2)))))
-    return uf.where(uf.logical_or(uf.isinf(x1), uf.isinf(x2)), _like(big, np.inf), out)
+    inf = _util.lax_const(big, np.inf)   # (strong unless a weak scalar, as JAX's)
+    return uf.where(uf.logical_or(uf.isinf(x1), uf.isinf(x2)), inf, out)
 
 
 @composite
 def deg2rad(x, /):
     """Like numpy.deg2rad."""
     x = _inexact1("deg2rad", x)
-    return lax.mul(x, _like(x, np.pi / 180))
+    return lax.mul(x, _util.lax_const(x, np.pi / 180))
 
 
 @composite
 def rad2deg(x, /):
     """Like numpy.rad2deg."""
     x = _inexact1("rad2deg", x)
-    return lax.mul(x, _like(x, 180 / np.pi))
+    return lax.mul(x, _util.lax_const(x, 180 / np.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -162,9 +167,9 @@ def heaviside(x1, x2, /):
     """Like numpy.heaviside: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where
     ``x1 == 0`` (NaN stays NaN)."""
     x1, x2 = _inexact("heaviside", x1, x2)
-    zero = _like(x1, 0)
-    at_zero = uf.where(lax.eq(x1, zero), x2, x1)
-    return uf.where(lax.lt(x1, zero), zero, uf.where(lax.gt(x1, zero), _like(x1, 1), at_zero))
+    zero, one = _util.lax_const(x1, 0), _util.lax_const(x1, 1)  # (JAX's: strong unless
+    at_zero = uf.where(lax.eq(x1, zero), x2, x1)                 # x1 is a weak scalar)
+    return uf.where(lax.lt(x1, zero), zero, uf.where(lax.gt(x1, zero), one, at_zero))
 
 
 @composite
@@ -203,8 +208,8 @@ def sinc(x, /):
     """
     x = _inexact1("sinc", x)
     is_zero = lax.eq(x, _like(x, 0))
-    pi_x = lax.mul(_like(x, np.pi), x)
-    safe = uf.where(is_zero, _like(x, 1), pi_x)
+    pi_x = lax.mul(_util.lax_const(x, np.pi), x)
+    safe = uf.where(is_zero, _util.lax_const(x, 1), pi_x)
     return uf.where(is_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
 
 
@@ -213,7 +218,7 @@ def _sinc_maclaurin_impl(k, x):
     zero = lax.mul(x, _like(x, 0))
     if k % 2:
         return zero
-    return lax.add(zero, _like(x, (-1) ** (k // 2) / (k + 1)))
+    return lax.add(zero, _util.lax_const(x, (-1) ** (k // 2) / (k + 1)))
 
 
 _sinc_maclaurin = custom_jvp(_sinc_maclaurin_impl, nondiff_argnums=(0,))
@@ -303,7 +308,8 @@ def isreal(x, /):
     x = asarray(x, "isreal")
     if not dtypes.is_complex(x.aval.dtype):
         return _const_bool(x, True)
-    return uf.equal(imag(x), 0)
+    i = imag(x)
+    return lax.eq(i, _util.lax_const(i, 0))  # (JAX's: strong unless a weak scalar)
 
 
 @composite
@@ -312,12 +318,14 @@ def iscomplex(x, /):
     x = asarray(x, "iscomplex")
     if not dtypes.is_complex(x.aval.dtype):
         return _const_bool(x, False)
-    return uf.not_equal(imag(x), 0)
+    i = imag(x)
+    return lax.ne(i, _util.lax_const(i, 0))
 
 
 def _const_bool(x, value):
+    """JAX's ``imag(x) == 0`` for a real ``x``: weak only for a weak scalar."""
     out = lax.full(x.aval.shape, value)
-    return lax.convert_element_type(out, dtypes.bool_, x.aval.weak_type)
+    return lax.convert_element_type(out, dtypes.bool_, x.aval.weak_type and not x.aval.shape)
 
 
 @composite(static=("equal_nan",))

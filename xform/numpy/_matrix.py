@@ -35,7 +35,8 @@ def tri(N, M=None, k=0, dtype=None):
     """
     N = _dim(N)
     M = N if M is None else _dim(M)
-    dt = _util.user_dtype(dtype) or dtypes.default_float_dtype()
+    # NB: float32 by default even under x64 (JAX's "strange default")
+    dt = dtypes.float32 if dtype is None else _util.user_dtype(dtype)
     return lax.convert_element_type(_tri_mask(N, M, operator.index(k)), dt)
 
 
@@ -122,7 +123,8 @@ def diag(v, k=0):
 
 def diagflat(v, k=0):
     """Like numpy.diagflat: :func:`diag` of the flattened input."""
-    return diag(ravel(asarray(v, "diagflat")), k)
+    out = diag(ravel(asarray(v, "diagflat")), k)
+    return lax.convert_element_type(out, out.aval.dtype, False)  # (JAX's zeros: strong)
 
 
 def fill_diagonal(a, val, wrap=False, *, inplace=True):
@@ -145,7 +147,8 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
         raise ValueError(f"array must be at least 2-d and, if more than 2-d, have all "
                          f"dimensions equal; got shape {shape}")
     d = min(shape)
-    val = lax.convert_element_type(ravel(asarray(val, "fill_diagonal", 1)), a.aval.dtype)
+    val = lax.convert_element_type(ravel(asarray(val, "fill_diagonal", 1)), a.aval.dtype,
+                                   a.aval.weak_type)  # (as JAX's .at[].set: a's type)
     if val.aval.size == 0:
         return a
     reps = -(-d // val.aval.size)
@@ -268,7 +271,10 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     del copy
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}")
-    args = [ravel(asarray(x, "meshgrid", i)) for i, x in enumerate(xi)]
+    args = [asarray(x, "meshgrid", i) for i, x in enumerate(xi)]
+    if any(x.aval.ndim != 1 for x in args):
+        raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shapes "
+                         f"{[x.aval.shape for x in args]}")
     sizes = [x.aval.shape[0] for x in args]
     n = len(args)
     if indexing == "xy" and n >= 2:
@@ -355,7 +361,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     c1 = uf.subtract(uf.multiply(a2, b0), uf.multiply(a0, b2))
     c = [c0, c1, c2]
     shape = _util.broadcast_shapes(*(x.aval.shape for x in c))
-    return moveaxis(stack([_util.broadcast_to(x, shape) for x in c], -1), -1, axisc)
+    out = stack([_util.broadcast_to(x, shape) for x in c], -1)
+    out = lax.convert_element_type(out, out.aval.dtype, False)  # (JAX's jnp.array: strong)
+    return moveaxis(out, -1, axisc)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):

@@ -87,8 +87,7 @@ def polyval(p, x, *, unroll=16):
     if p.aval.ndim == 0:   # (JAX's IndexError)
         raise IndexError("polyval: p must be at least 1-dimensional, got shape ().")
     shape = _util.broadcast_shapes(p.aval.shape[1:], x.aval.shape)
-    y = lax.full(shape, 0, x.aval.dtype)
-    y = lax.convert_element_type(y, x.aval.dtype, x.aval.weak_type and p.aval.weak_type)
+    y = lax.full(shape, 0, x.aval.dtype)   # (strong, as JAX's full_like with a dtype)
     for k in range(p.aval.shape[0]):
         y = uf.add(uf.multiply(y, x), p[k])
     return y
@@ -105,13 +104,13 @@ def _add_aligned(name, a1, a2):
 @composite
 def polyadd(a1, a2):
     """Like numpy.polyadd (aligned at the lowest power)."""
-    return _add_aligned("polyadd", *_util.promote_dtypes("polyadd", a1, a2))
+    return _add_aligned("polyadd", *_util.promote_dtypes_exact("polyadd", a1, a2))
 
 
 @composite
 def polysub(a1, a2):
     """Like numpy.polysub."""
-    a1, a2 = _util.promote_dtypes("polysub", a1, a2)
+    a1, a2 = _util.promote_dtypes_exact("polysub", a1, a2)
     return _add_aligned("polysub", a1, uf.negative(a2))
 
 
@@ -211,6 +210,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
                       [(k, m - n - k, 0)])
         u = uf.subtract(u, sub)
     quotient = lax.concatenate(q, 0) if q else lax.full((1,), 0, u.aval.dtype)
+    quotient = lax.convert_element_type(quotient, u.aval.dtype, False)  # (JAX's zeros)
     if trim_leading_zeros:
         value = np.asarray(_util.concrete_or_error(u, "u", "polydiv"))
         tol = np.sqrt(dtypes.finfo(u.aval.dtype).eps)
@@ -300,40 +300,37 @@ def _interp(x, xp, fp, left, right, period, *, extrapolate):
         raise ValueError("xp and fp must be one-dimensional")
     if xp.aval.shape != fp.aval.shape:
         raise ValueError("xp and fp must have the same length")
-    dt = dtypes.to_inexact_dtype(_util.result_type(x, xp, fp)[0])
-    if dtypes.is_complex(_util.result_type(x, xp)[0]):
+    # JAX's promotion: x with xp and fp on its own, each to inexact; the formula mixes
+    # them (an int fp is float32 even with float16 x and xp), weak types included
+    x, xp = _util.promote_dtypes("interp", x, xp, to="inexact")
+    fp, = _util.promote_dtypes("interp", fp, to="inexact")
+    if dtypes.is_complex(x.aval.dtype):
         raise ValueError("jnp.interp: complex x values not supported.")
-    x, xp, fp = (lax.convert_element_type(a, dt) for a in (x, xp, fp))
     if period is not None:
         if np.ndim(period) != 0:
             raise ValueError(f"period must be a scalar; got {period}")
-        p = uf.absolute(lax.convert_element_type(asarray(period, "interp"), dt))
+        p = uf.absolute(period)
         x = uf.remainder(x, p)
         xp = uf.remainder(xp, p)
-        order = lax.sort((xp, fp), 0, num_keys=1)
-        xp, fp = order
-        xp = lax.concatenate([uf.subtract(xp[-1:], p), xp, uf.add(xp[:1], p)], 0)
-        fp = lax.concatenate([fp[-1:], fp, fp[:1]], 0)
+        xp, fp = lax.sort((xp, fp), 0, num_keys=1)
+        xp = concatenate([uf.subtract(xp[-1:], p), xp, uf.add(xp[:1], p)])
+        fp = concatenate([fp[-1:], fp, fp[:1]])
     n = xp.aval.shape[0]
     i = uf.clip(searchsorted(xp, x, side="right"), 1, n - 1)
     x0, x1 = take(xp, uf.subtract(i, 1)), take(xp, i)
     f0, f1 = take(fp, uf.subtract(i, 1)), take(fp, i)
     dx = uf.subtract(x1, x0)
     delta = uf.subtract(x, x0)
-    real = np.dtype(dtypes.finfo(dt).dtype)
+    real = np.dtype(dtypes.finfo(xp.aval.dtype).dtype)
     small = uf.less_equal(uf.absolute(dx), np.spacing(np.finfo(real).eps))  # (JAX's bound)
     safe = uf.where(small, 1, dx)
     f = uf.where(small, f0, uf.add(f0, uf.multiply(uf.true_divide(delta, safe),
                                                    uf.subtract(f1, f0))))
     if period is None:
         if not extrapolate[0]:
-            lo = fp[0] if left is None else lax.convert_element_type(asarray(left, "interp"),
-                                                                     dt)
-            f = uf.where(uf.less(x, xp[0]), lo, f)
+            f = uf.where(uf.less(x, xp[0]), fp[0] if left is None else left, f)
         if not extrapolate[1]:
-            hi = fp[-1] if right is None else lax.convert_element_type(
-                asarray(right, "interp"), dt)
-            f = uf.where(uf.greater(x, xp[-1]), hi, f)
+            f = uf.where(uf.greater(x, xp[-1]), fp[-1] if right is None else right, f)
     return f
 
 
@@ -341,22 +338,23 @@ def _interp(x, xp, fp, left, right, period, *, extrapolate):
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """Like numpy.unwrap: remove jumps larger than ``discont`` by adding multiples of
     ``period``."""
-    p, = _util.promote_dtypes("unwrap", p, to="inexact")
+    # JAX's formula term by term: p promotes with period (an int p with an int period
+    # stays int; with the default float period it is the default float, float64 under x64)
+    p, period = _util.promote_dtypes("unwrap", asarray(p, "unwrap"), period)
+    if dtypes.is_complex(p.aval.dtype):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
     axis = _util.canonicalize_axis(axis, p.aval.ndim)
-    if p.aval.shape[axis] == 0:
+    n = p.aval.shape[axis]
+    if n == 0:
         return p
-    dt = p.aval.dtype
-    period = _util.convert(period, dt)  # (an operand, as in JAX: traced when given)
-    half = uf.true_divide(period, 2)
-    discont = half if discont is None else lax.convert_element_type(
-        asarray(discont, "unwrap"), dt)
+    if discont is None:
+        discont = uf.true_divide(period, 2)
+    interval = (uf.floor_divide if dtypes.is_integer(p.aval.dtype) else uf.true_divide)(
+        period, 2)
     dd = diff(p, axis=axis)
-    ddmod = uf.subtract(uf.remainder(uf.add(dd, half), period), half)
-    ddmod = uf.where(uf.logical_and(uf.equal(ddmod, uf.negative(half)), uf.greater(dd, 0)),
-                     half, ddmod)
-    correct = uf.subtract(ddmod, dd)
-    correct = uf.where(uf.less(uf.absolute(dd), discont), 0, correct)
-    shape = list(p.aval.shape)
-    shape[axis] = 1
-    first = lax.full(tuple(shape), 0, dt)
-    return uf.add(p, concatenate([first, cumsum(correct, axis)], axis))
+    ddmod = uf.subtract(uf.remainder(uf.add(dd, interval), period), interval)
+    ddmod = uf.where(uf.logical_and(uf.equal(ddmod, uf.negative(interval)),
+                                    uf.greater(dd, 0)), interval, ddmod)
+    correct = uf.where(uf.less(uf.absolute(dd), discont), 0, uf.subtract(ddmod, dd))
+    rest = uf.add(lax.slice_in_dim(p, 1, n, axis=axis), cumsum(correct, axis))
+    return concatenate([lax.slice_in_dim(p, 0, 1, axis=axis), rest], axis)

@@ -248,7 +248,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
                 fill_value=None):
     """Like numpy.intersect1d: the sorted unique values in both (``return_indices``
     adds the first index of each in ``ar1`` and ``ar2``; padding: the sizes)."""
-    ar1, ar2 = _util.promote_dtypes("intersect1d", ar1, ar2)
+    ar1, ar2 = _util.promote_dtypes_exact("intersect1d", ar1, ar2)  # (JAX: weak if both)
     ar1, ar2 = ravel(ar1), ravel(ar2)
     s, first = _sorted_unique_mask(ar1)
     vals, valid = _select("intersect1d", s, uf.logical_and(first, isin(s, ar2)), size)

@@ -140,8 +140,8 @@ def sort_complex(a):
         re, im = lax.sort((lax.real(a), lax.imag(a)), -1, num_keys=2)
         return lax.complex(re, im)
     out = lax.sort(a, -1)
-    complex_dt = (dtypes.complex128 if out.aval.dtype.itemsize == 8
-                  else dtypes.default_complex_dtype())
+    wide = dtypes.to_inexact_dtype(out.aval.dtype) == dtypes.float64  # (JAX's
+    complex_dt = dtypes.complex128 if wide else dtypes.complex64     # to_complex_dtype)
     return lax.convert_element_type(out, complex_dt)
 
 

@@ -190,6 +190,9 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
         raise ValueError(f"{name}: method={method!r} is not supported; use one of "
                          f"{_METHODS[:6]}")
     a = asarray(a, name)
+    if dtypes.is_complex(a.aval.dtype):
+        raise ValueError("quantile does not support complex input, as the operation is "
+                         "poorly defined.")
     if weights is not None:
         weights = asarray(weights, "weights")
         if dtypes.is_complex(weights.aval.dtype):
@@ -466,7 +469,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     a = ravel(asarray(a, "histogram_bin_edges"))
     dt = dtypes.to_inexact_dtype(a.aval.dtype)
     if np.ndim(bins) == 1:  # explicit edges, in a's inexact dtype (JAX's)
-        return _util.convert(asarray(bins, "histogram_bin_edges", 1), dt)
+        return lax.convert_element_type(asarray(bins, "histogram_bin_edges", 1), dt, False)
     bins = operator.index(bins)
     if range is None:
         lo, hi = red.min(a), red.max(a)

@@ -61,7 +61,13 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     a = asarray(a, "take")
-    idx = _index_array("take", indices)
+    idx = asarray(indices, "take", 1)
+    if idx.aval.dtype == dtypes.bool_ and mode in (None, "fill"):
+        idx = lax.convert_element_type(idx, dtypes.int32)  # (JAX's where(i < 0, i + n, i))
+    elif idx.aval.dtype == dtypes.bool_:
+        raise ValueError(f"jnp.take: indices must have an integer type for mode={mode!r}, "
+                         "got bool")
+    idx = _index_array("take", idx)
     if axis is None:
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, a.aval.ndim)
@@ -193,7 +199,8 @@ def place(arr, mask, vals, *, inplace=True):
     a = asarray(arr, "place")
     data = ravel(a)
     m = ravel(uf.not_equal(asarray(mask, "place", 1), False))
-    vals = ravel(lax.convert_element_type(asarray(vals, "place", 2), a.aval.dtype))
+    vals = ravel(lax.convert_element_type(asarray(vals, "place", 2), a.aval.dtype,
+                                          a.aval.weak_type))  # (as .at[].set: a's type)
     if not vals.aval.size:
         return a
     k = uf.remainder(uf.subtract(cumsum(m), 1), vals.aval.shape[0])
@@ -208,6 +215,8 @@ def choose(a, choices, out=None, mode="raise"):
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
     a = asarray(a, "choose")
+    if not dtypes.is_integer(a.aval.dtype) or a.aval.dtype == dtypes.bool_:
+        raise ValueError("`a` array must be integer typed")
     n = len(choices)
     if mode == "raise":
         value = _util.concrete_or_error(a, "a", "choose")
@@ -230,7 +239,7 @@ def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist):
         raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} "
                          f"vs {len(choicelist)})")
-    if not condlist:
+    if len(condlist) == 0:   # (an array condlist too: no truth value)
         raise ValueError("condlist must be non-empty")
     out = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):

@@ -516,8 +516,9 @@ bitwise_not = invert
 def isnan(x, /):
     """Like numpy.isnan."""
     x = asarray(x, "isnan")
-    if not dtypes.is_inexact(x.aval.dtype):
-        return lax.full(x.aval.shape, False)
+    if not dtypes.is_inexact(x.aval.dtype):   # (weak if x is: JAX's ne(x, x))
+        return lax.convert_element_type(lax.full(x.aval.shape, False), dtypes.bool_,
+                                        x.aval.weak_type)
     return _compare(lax.ne, x, x)
 
 

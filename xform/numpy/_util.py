@@ -125,6 +125,17 @@ def promote_dtypes(name, *args, to=None):
     return [convert(x, dt, weak) for x in args]
 
 
+def promote_dtypes_exact(name, *args, to=None):
+    """:func:`promote_dtypes`, also making a weak operand of the promoted dtype strong
+    where the promotion is strong (JAX's ``promote_dtypes``): for results that are
+    not one lax elementwise op of all the operands (``.at[]`` updates, concatenation)."""
+    out = promote_dtypes(name, *args, to=to)
+    if all(x.aval.weak_type for x in out):
+        return out
+    return [lax.convert_element_type(x, x.aval.dtype, False) if x.aval.weak_type else x
+            for x in out]
+
+
 def broadcast_shapes(*shapes, name=None):
     """NumPy's broadcast of ``shapes``; ValueError naming all of them if incompatible."""
     if len(shapes) == 2 and shapes[0] == shapes[1]:
@@ -228,6 +239,13 @@ def canonical_shape(shape, name="shape"):
 def user_dtype(dtype):
     """The canonical dtype of a user-given dtype-like, or None."""
     return None if dtype is None else dtypes.canonicalize_dtype(dtype)
+
+
+def lax_const(x, value):
+    """``value`` as a rank-0 constant of ``x``'s dtype, weak only where ``x`` is a weak
+    scalar: JAX's ``lax._const``, whose strong NumPy constant makes a formula over a
+    weak array strong (``jnp.hypot(int_array, 2.0)`` is float32, not weak)."""
+    return scalar_operand(value, x.aval.dtype, x.aval.weak_type and not x.aval.shape)
 
 
 def filled_like(x, value):
