@@ -16,7 +16,6 @@ import xform
 import xform.numpy as jnp
 from xform import nn
 from xform.nn import _activations, _functions
-from xform.scipy import special
 from xform.scipy.special import _basic as special_basic
 from xform.test_util import arrays, check_grads, float_elements
 
@@ -338,8 +337,11 @@ def test_dot_product_attention_errors():
     fmask = np.tril(np.ones((1, 1, 2, 2), np.float32))
     assert_same(nn.dot_product_attention(k, k, k, mask=fmask),
                 nn.dot_product_attention(k, k, k, mask=fmask > 0), 1e-6)
-    with pytest.raises(ValueError, match="Unsupported implementation option: 'cudnn'"):
-        nn.dot_product_attention(k, k, k, implementation="cudnn")
+    for impl, err in (("cudnn", RuntimeError), ("bogus", ValueError)):  # JAX's on CPU
+        with pytest.raises(err, match="cuDNN is not detected|Unsupported implementation"):
+            jax.nn.dot_product_attention(k, k, k, implementation=impl)
+        with pytest.raises(err, match="cuDNN is not detected|Unsupported implementation"):
+            nn.dot_product_attention(k, k, k, implementation=impl)
 
 
 # ---- xform.scipy.special ----

@@ -41,6 +41,8 @@ def test_keys_split_fold_in_bits_match_jax(impl):
     assert random.key_dtype(impl) == k.dtype and str(random.key_impl(k)) == impl
     eq(random.key_data(k), jr.key_data(jk))
     eq(random.PRNGKey(7, impl=impl), jr.PRNGKey(7, impl=impl))
+    # clone is the identity on raw data of any implementation (not checked as threefry's)
+    eq(random.clone(random.PRNGKey(7, impl=impl)), jr.clone(jr.PRNGKey(7, impl=impl)))
     eq(random.key_data(random.split(k, (2, 3))), jr.key_data(jr.split(jk, (2, 3))))
     eq(random.key_data(random.fold_in(k, 5)), jr.key_data(jr.fold_in(jk, 5)))
     eq(random.bits(k, (5,)), jr.bits(jk, (5,)))

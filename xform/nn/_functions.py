@@ -316,7 +316,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
       key_value_seq_lengths: optional int32 ``(B,)``: key positions past it are ignored.
       local_window_size: ``(left, right)`` or an int: each query attends only to keys
         within that window of its position.
-      implementation: None or ``"xla"`` (``"cudnn"`` is not available in xform).
+      implementation: None or ``"xla"`` (``"cudnn"`` raises JAX's RuntimeError for a
+        machine without cuDNN: xform has no cuDNN kernel).
       return_residual: also return the logsumexp of the logits, shape ``(B, T, N)``.
 
     Returns:
@@ -330,6 +331,9 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     >>> xform.nn.dot_product_attention(q, k, v, is_causal=True).shape
     (1, 2, 1, 4)
     """
+    if implementation == "cudnn":   # JAX's error where cuDNN is absent (code falls back)
+        raise RuntimeError("cuDNN is not detected. (xform has only the 'xla' "
+                           "implementation of dot_product_attention)")
     if implementation not in (None, "xla"):
         raise ValueError(f"Unsupported implementation option: {implementation!r} (xform "
                          "has only the 'xla' implementation)")

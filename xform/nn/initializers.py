@@ -14,6 +14,7 @@ import numpy as np
 
 import xform.numpy as jnp
 from xform import random
+from xform.core import dtypes as _dt
 from xform.lax.sharding_constraint import reshard
 from xform.transforms.jit import jit
 
@@ -30,7 +31,8 @@ class Initializer(typing.Protocol):
 
 
 def _dtype(dtype):
-    return np.dtype(np.float32 if dtype is None else dtype)
+    # JAX's default: float64 under x64 (Flax's layers pass param_dtype=float32 themselves)
+    return np.dtype(_dt.default_float_dtype() if dtype is None else dtype)
 
 
 def _placed(x, out_sharding):
@@ -141,16 +143,42 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         if denominator is None:
             raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
         variance = jnp.array(scale / denominator, dtype=dt)
+        real = dt.kind != "c"
         if distribution == "truncated_normal":
+            if not real:   # stddev of a complex standard normal truncated to 2
+                stddev = jnp.sqrt(variance) / jnp.array(.95311164380491208, dt)
+                return _complex_truncated_normal(key, 2, shape, dt) * stddev
             stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dt)
             return random.truncated_normal(key, -2, 2, shape, dt) * stddev
         if distribution == "normal":
             return random.normal(key, shape, dt) * jnp.sqrt(variance)
         if distribution == "uniform":
+            if not real:
+                return _complex_uniform(key, shape, dt) * jnp.sqrt(variance)
             return random.uniform(key, shape, dt, -1, 1.0) * jnp.sqrt(3 * variance)
         raise ValueError(
             f"invalid distribution for variance scaling initializer: {distribution}")
     return init
+
+
+def _complex_uniform(key, shape, dtype):
+    # JAX's: uniform on the unit-variance disk, radius sqrt(2 u), angle 2 pi u'.
+    key_r, key_theta = random.split(key)
+    real_dtype = np.array(0, dtype).real.dtype
+    r = jnp.sqrt(2 * random.uniform(key_r, shape, real_dtype)).astype(dtype)
+    theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
+    return r * jnp.exp(1j * theta)
+
+
+def _complex_truncated_normal(key, upper, shape, dtype):
+    # JAX's: a unit-variance complex normal with its modulus truncated to ``upper``.
+    key_r, key_theta = random.split(key)
+    real_dtype = np.array(0, dtype).real.dtype
+    t = ((1 - jnp.exp(jnp.array(-(upper ** 2), dtype)))
+         * random.uniform(key_r, shape, real_dtype).astype(dtype))
+    r = jnp.sqrt(-jnp.log(1 - t))
+    theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
+    return r * jnp.exp(1j * theta)
 
 
 def _vs(scale, mode, distribution, doc):

@@ -131,8 +131,11 @@ def clone(key):
     >>> random.clone(random.key(0)).shape
     ()
     """
-    keys, raw = _keys.typed_key("clone", key, allow_batched=True)
-    return _rewrap(raw, _keys.random_wrap(_keys.random_unwrap(keys), _keys.impl_of(keys)))
+    if not _keys.is_typed_key(key):
+        # JAX's random_clone is the identity on anything else (a raw key of any
+        # implementation: uint32[4] rbg data is not checked against the default's).
+        return key if isinstance(key, (bool, int, float, complex)) else jnp.asarray(key)
+    return _keys.random_wrap(_keys.random_unwrap(key), _keys.impl_of(key))
 
 
 def _key_data(name, k):
