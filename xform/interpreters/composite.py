@@ -29,7 +29,7 @@ from xform.core.pytree import builtin_treedef
 from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
-from xform.interpreters.composite_replay import replayer
+from xform.interpreters.composite_replay import _fill, _Slot, replayer
 from xform.interpreters.dispatch import CompiledJaxpr
 from xform.interpreters.placement import committed, run_elsewhere, run_there
 from xform.interpreters.lazy import LazyTrace
@@ -45,14 +45,6 @@ _MISSING = object()     # an argument not given
 
 class _Fallback(Exception):
     """An argument the fast path does not take."""
-
-
-class _Slot:
-    """Where the i-th dynamic leaf goes when the function is traced."""
-    __slots__ = ("i",)
-
-    def __init__(self, i):
-        self.i = i
 
 
 def _dynamic(a, bufs, key, avals):
@@ -109,14 +101,6 @@ def _leaf(a, bufs, key, avals):
         return None
     raise _Fallback  # a sequence argument holds Arrays only (einsum's interleaved
     # subscripts, nested lists, scalars to be stacked run as they are)
-
-
-def _fill(template, tracers):
-    if type(template) is _Slot:
-        return tracers[template.i]
-    if type(template) is list or type(template) is tuple:
-        return type(template)(_fill(t, tracers) for t in template)
-    return template
 
 
 class _Entry:

@@ -31,6 +31,7 @@ class _Unkeyable(Exception):
 
 
 class _Slot:
+    """Where the i-th operand goes when the function is traced."""
     __slots__ = ("i",)
 
     def __init__(self, i):
