@@ -29,12 +29,11 @@ from xform.core.pytree import builtin_treedef
 from xform.core.trace import _context, eval_trace
 from xform.core.transfer import has_float0, to_buffer
 from xform.interpreters.compiler import stats
-from xform.interpreters.composite_replay import _fill, _Slot, replayer
+from xform.interpreters.composite_replay import _Slot, replayer, trace_filled
 from xform.interpreters.dispatch import CompiledJaxpr
 from xform.interpreters.placement import committed, run_elsewhere, run_there
 from xform.interpreters.lazy import LazyTrace
 from xform.interpreters.lazy_recipes import entries, operand_key, recipe, record
-from xform.interpreters.partial_eval import trace_to_jaxpr
 
 _SCALARS = frozenset((bool, int, float, complex))
 _caches = []            # every composite's caches (cleared on flag changes)
@@ -139,20 +138,10 @@ def _trace(fun, args, kwargs, static_pos, static_names):
                    for k, v in kwargs.items()}
     except _Fallback:
         return None
-    store = []
-
-    def flat(*tracers):
-        out = fun(*_fill(targs, tracers), **{k: _fill(v, tracers) for k, v in tkwargs.items()})
-        leaves, tree = tree_util.tree_flatten(out)
-        store.append(tree)
-        return leaves
-
-    try:
-        closed = trace_to_jaxpr(flat, [canonical_aval(a) for a in avals])
-    except Exception:  # noqa: BLE001  (needs concrete values, or a user error that the
-        return None    # plain call raises again with its own message)
-    stats["composite_trace"] += 1
-    return closed, store[0]
+    traced = trace_filled(fun, targs, tkwargs, avals)
+    if traced is not None:
+        stats["composite_trace"] += 1
+    return traced
 
 
 def _compile(fun, name, args, kwargs, static_pos, static_names):

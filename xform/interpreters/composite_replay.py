@@ -143,8 +143,10 @@ def replayer(fun, static_pos, static_names, as_is, caches):
     return replay
 
 
-def _trace(fun, targs, tkwargs, ops):
-    """The _Replay of ``fun`` at these arguments, or False where it cannot be one."""
+def trace_filled(fun, targs, tkwargs, avals):
+    """``fun`` traced with ``targs``/``tkwargs``' slots filled by tracers of ``avals``:
+    ``(ClosedJaxpr, output treedef)``, or None where it cannot be traced there (it needs
+    values, or a user error the plain call raises again with its own message)."""
     store = []
 
     def flat(*tracers):
@@ -154,13 +156,21 @@ def _trace(fun, targs, tkwargs, ops):
         return leaves
 
     try:
-        closed = trace_to_jaxpr(flat, [canonical_aval(a.aval) for a in ops])
-    except Exception:  # noqa: BLE001  (needs values, or a user error the call raises)
+        closed = trace_to_jaxpr(flat, [canonical_aval(a) for a in avals])
+    except Exception:  # noqa: BLE001
+        return None
+    return closed, store[0]
+
+
+def _trace(fun, targs, tkwargs, ops):
+    """The _Replay of ``fun`` at these arguments, or False where it cannot be one."""
+    traced = trace_filled(fun, targs, tkwargs, [a.aval for a in ops])
+    if traced is None:
         return False
-    j = closed.jaxpr
+    j = traced[0].jaxpr
     if any(type(v) is not Var for v in j.outvars) or any(
             e.compute_type is not None for e in j.eqns):
         return False  # (literal outputs: the function returns an Array there)
     r = _Replay()
-    r.jaxpr, r.consts, r.out_tree = j, closed.consts, store[0]
+    r.jaxpr, r.consts, r.out_tree = j, traced[0].consts, traced[1]
     return r
