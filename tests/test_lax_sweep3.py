@@ -33,11 +33,12 @@ def test_binary_ops_broadcast_size_1_dims(name):
         assert_tree_same(got, want, 1e-5, f"grad {name} {argnum}")
 
 
-@pytest.mark.parametrize("shapes", [((3,), (2, 3)), ((3,), (2,))])
-def test_binary_op_shape_errors_as_jax(shapes):
-    x, y = (np.ones(s, np.float32) for s in shapes)
+@pytest.mark.parametrize("shapes", [((3,), (2, 3)), ((3,), (2,)), ((1, 3), (2, 3), ())])
+def test_shape_errors_as_jax(shapes):
+    xs = [np.ones(s, np.float32) for s in shapes]
+    name = "add" if len(xs) == 2 else "clamp"
     with pytest.raises(TypeError) as want:
-        jlax.add(x, y)
+        getattr(jlax, name)(*xs)
     with pytest.raises(TypeError) as got:
-        xlax.add(x, y)
+        getattr(xlax, name)(*xs)
     assert str(got.value) == str(want.value)
