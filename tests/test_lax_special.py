@@ -86,8 +86,8 @@ def test_errors_name_the_op_and_dtype():
         (lambda: xlax.rem(np.float32(1), np.int32(1)), TypeError,
          "rem requires arguments to have the same dtypes"),
         (lambda: xlax.clamp(np.zeros(2, np.float32), np.zeros(3, np.float32), 1.0),
-         TypeError, r"clamp requires min.shape == x.shape or min.shape == \(\), got "
-                    r"min.shape=\(2,\), x.shape=\(3,\)"),
+         TypeError, r"clamp requires min.shape == operand.shape or min.shape == \(\), got "
+                    r"min.shape=\(2,\), operand.shape=\(3,\)"),
         (lambda: xlax.clamp(np.int32(0), np.float32(1), np.float32(2)), TypeError,
          "clamp requires arguments to have the same dtypes"),
         (lambda: xlax.round(np.float32(1), 2), ValueError,

@@ -233,10 +233,12 @@ def full_like_aval(value, aval):
 
 
 def broadcast_to(x, aval_in, aval_out):
-    """Broadcast a rank-0 operand to ``aval_out``'s shape (lax's scalar broadcasting)."""
+    """Broadcast an elementwise operand to ``aval_out``'s shape (lax's broadcasting: a
+    rank-0 operand, or size-1 dimensions of an equal-rank one)."""
     if aval_in.shape == aval_out.shape:
         return x
-    return broadcast_in_dim(aval_out.update(dtype=aval_in.dtype), x, [])
+    dims = range(len(aval_in.shape))  # () for rank 0
+    return broadcast_in_dim(aval_out.update(dtype=aval_in.dtype), x, dims)
 
 
 def dense_i64(xs):

@@ -77,12 +77,23 @@ def unop(name, allowed_dtypes, result_dtype=None):
 
 
 def broadcasting_shape(name, *avals):
-    """lax's elementwise shape rule: equal shapes, except rank-0 operands broadcast."""
-    shapes = {a.shape for a in avals if a.shape}
-    if len(shapes) > 1:
-        shown = ", ".join(str(a.shape) for a in avals)
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.")
-    return shapes.pop() if shapes else ()
+    """lax's elementwise shape rule, JAX's: rank-0 operands broadcast; the others need
+    equal ranks, and per dimension equal sizes or size 1 (``f32[1,3] + f32[2,3]``)."""
+    shapes = [tuple(a.shape) for a in avals if a.shape]
+    if not shapes:
+        return ()
+    ranks = {len(s) for s in shapes}
+    if len(ranks) != 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, "
+                        f"got {ranks}")
+    out = []
+    for ds in zip(*shapes):
+        big = [d for d in ds if not d == 1]   # (a symbolic dim is never 1)
+        if any(d != big[0] for d in big[1:]):
+            shown = ", ".join(map(str, shapes))
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.")
+        out.append(big[0] if big else 1)
+    return tuple(out)
 
 
 _JNP_NAMES = {"sub": "subtract", "mul": "multiply", "div": "divide", "max": "maximum",

@@ -42,7 +42,8 @@ def bitwise_and(x, y):
     """Elementwise AND: logical for booleans, bitwise for integers.
 
     Args:
-      x, y: boolean or integer arrays of the same dtype (a rank-0 operand broadcasts).
+      x, y: boolean or integer arrays of the same dtype
+        (rank-0 operands and size-1 axes broadcast).
 
     >>> import xform.lax as lax
     >>> print(lax.bitwise_and(12, 10))
@@ -88,7 +89,8 @@ def shift_left(x, y):
     """Elementwise left shift ``x << y`` (0 when ``y`` is out of range).
 
     Args:
-      x, y: integer arrays of the same dtype (a rank-0 operand broadcasts).
+      x, y: integer arrays of the same dtype
+        (rank-0 operands and size-1 axes broadcast).
 
     >>> import xform.lax as lax
     >>> print(lax.shift_left(3, 2))

@@ -30,7 +30,8 @@ def complex(x, y):
     r"""Elementwise complex number :math:`x + i y` from real and imaginary parts.
 
     Args:
-      x, y: float32 or float64 arrays of the same dtype (a rank-0 operand broadcasts).
+      x, y: float32 or float64 arrays of the same dtype
+        (rank-0 operands and size-1 axes broadcast).
 
     Returns:
       complex64 (from float32) or complex128 (from float64).

@@ -1,8 +1,8 @@
 """Elementwise primitives: arithmetic, transcendental functions, comparisons,
 select_n, convert_element_type, add_any and stop_gradient.
 
-Binary ops require equal dtypes (``xform.numpy`` promotes) and equal shapes, except
-that a rank-0 operand broadcasts, as in JAX (``mul a 2.0:f32[]``).
+Binary ops require equal dtypes (``xform.numpy`` promotes) and equal ranks, except
+that a rank-0 operand broadcasts (``mul a 2.0:f32[]``); size-1 axes broadcast, as in JAX.
 """
 import builtins
 
@@ -13,7 +13,7 @@ from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
 from xform.interpreters import ad, batching, mlir
 from xform.core.transfer import scalar_array
-from xform.lax._prim import (any_dtype, check_dtype,  # noqa: F401
+from xform.lax._prim import (any_dtype, broadcasting_shape, check_dtype,  # noqa: F401
                              inexact, naryop, numeric, standard_primitive, unop)
 from xform.lax import accuracy as _accuracy, shapes as _shapes
 from xform.core import tree_util
@@ -30,30 +30,28 @@ def _const(x, value):
 
 
 def _bcast(t, shape):
-    """Broadcast a rank-0 tangent to ``shape`` (rank-0 operands broadcast in lax)."""
-    if get_aval(t).shape == tuple(shape):
+    """Broadcast an operand's tangent to the result ``shape`` (lax broadcasts rank-0
+    operands and size-1 dimensions)."""
+    t_shape = get_aval(t).shape
+    if t_shape == tuple(shape):
         return t
-    return _shapes.broadcast_in_dim(t, shape, ())
+    return _shapes.broadcast_in_dim(t, shape, tuple(range(len(t_shape))))
 
 
 def _unbroadcast(aval, ct):
-    """Cotangent for an operand of ``aval`` that was broadcast from rank 0."""
-    if get_aval(ct).shape == aval.shape:
-        return ct
-    return reduce_sum_all(ct)
-
-
-def reduce_sum_all(x):
+    """Cotangent for an operand of ``aval`` that was broadcast (from rank 0, or along
+    its size-1 dimensions): summed over the broadcast dimensions."""
     from xform.lax.reductions import reduce_sum  # (a cycle: reductions builds on elementwise)
-    return reduce_sum(x, tuple(range(get_aval(x).ndim)))
+    ct_shape = get_aval(ct).shape
+    if ct_shape == aval.shape:
+        return ct
+    dims = tuple(i for i, d in enumerate(ct_shape) if not aval.shape or d != aval.shape[i])
+    return _shapes.reshape(reduce_sum(ct, dims), aval.shape)
 
 
 def _out_shape(*xs):
-    for x in xs:
-        s = get_aval(x).shape
-        if s:
-            return s
-    return ()
+    """The broadcast result shape of elementwise operands ``xs``."""
+    return broadcasting_shape("", *(get_aval(x) for x in xs))
 
 
 def _aval(x):

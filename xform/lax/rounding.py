@@ -193,8 +193,9 @@ def _clamp_abstract_eval(min, x, max):
     check_same_dtypes("clamp", min, x, max)
     for name, bound in (("min", min), ("max", max)):
         if bound.shape and bound.shape != x.shape:
-            raise TypeError(f"clamp requires {name}.shape == x.shape or {name}.shape == "
-                            f"(), got {name}.shape={bound.shape}, x.shape={x.shape}.")
+            raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape "
+                            f"== (), got {name}.shape={bound.shape}, "
+                            f"operand.shape={x.shape}.")
     return ShapedArray(x.shape, x.dtype, min.weak_type and x.weak_type and max.weak_type)
 
 

@@ -23,8 +23,8 @@ from xform.lax._prim import check_dtype, float_dtypes, naryop
 from xform.lax.bitwise import bitwise_and, bitwise_not, bitwise_or
 from xform.lax.control_flow.loops import while_loop
 from xform.lax.rounding import floor
-from xform.lax.elementwise import (_const, abs, convert_element_type, eq, exp, ge, gt, le,
-                                   log, lt, ne, select)
+from xform.lax.elementwise import (_bcast, _const, _out_shape, abs, convert_element_type,
+                                   eq, exp, ge, gt, le, log, lt, ne, select)
 from xform.lax.shapes import broadcast_in_dim, full_like
 from xform.lax.special import digamma, lgamma, log1p
 from xform.transforms.jit import jit
@@ -71,11 +71,11 @@ def betainc(a, b, x):
 
 
 def _up_and_broadcast(impl):
-    """Broadcast rank-0 operands and evaluate f16/bf16 in f32 (Cephes' constants)."""
+    """Broadcast the operands (rank 0, size-1 dimensions) to the result's shape and
+    evaluate f16/bf16 in f32 (Cephes' constants)."""
     def run(*args):
-        shape = max((get_aval(v).shape for v in args), key=len)
-        args = [v if get_aval(v).shape == shape else broadcast_in_dim(v, shape, ())
-                for v in args]
+        shape = _out_shape(*args)
+        args = [_bcast(v, shape) for v in args]
         dtype = get_aval(args[0]).dtype
         if dtype.itemsize >= 4:
             return impl(*args, dtype=dtype)

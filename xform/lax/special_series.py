@@ -25,7 +25,8 @@ def zeta(x, q):
     r"""Elementwise Hurwitz zeta function :math:`\zeta(x, q) = \sum_{n\ge0} (n+q)^{-x}`.
 
     Args:
-      x, q: floating arrays of one dtype (a rank-0 operand broadcasts).
+      x, q: floating arrays of one dtype
+        (rank-0 operands and size-1 axes broadcast).
 
     Returns:
       :math:`\zeta(x, q)`; NaN for ``x < 1``, ``inf`` at ``x == 1``.
