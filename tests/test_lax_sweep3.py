@@ -45,3 +45,15 @@ def test_shape_errors_as_jax(shapes):
     with pytest.raises(TypeError) as got:
         getattr(xlax, name)(*xs)
     assert str(got.value) == str(want.value)
+
+
+def test_identity_reshape_and_concatenate_of_numpy_give_arrays():
+    # JAX returns only its own Arrays as they are: a float64 NumPy operand became a
+    # float32 Array there, and came back as the NumPy array itself here
+    a = np.arange(3.0)
+    for f, jf in ((lambda a: xlax.reshape(a, (3,)), lambda a: jax.lax.reshape(a, (3,))),
+                  (lambda a: xlax.concatenate([a], 0), lambda a: jax.lax.concatenate([a], 0))):
+        got, want = f(a), jf(a)
+        assert isinstance(got, xform.Array) and got.dtype == want.dtype
+        x = xform.numpy.ones(3)
+        assert f(x) is x

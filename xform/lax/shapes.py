@@ -209,8 +209,8 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     if out_sharding is not None:  # (a param only when given)
         return reshape_p.bind(operand, new_sizes=new_sizes,
                               sharding=sharding_types.abstract_sharding(out_sharding, "reshape"))
-    if get_aval(operand).shape == new_sizes:
-        return operand
+    if get_aval(operand).shape == new_sizes and hasattr(operand, "aval"):  # (JAX's: an
+        return operand                # Array or tracer as is; NumPy made an Array)
     return reshape_p.bind(operand, new_sizes=new_sizes)
 
 
@@ -514,8 +514,8 @@ mlir.register_lowering(pad_p, _pad_lowering)
 
 def concatenate(operands, dimension):
     """Join ``operands`` along ``dimension``."""
-    if len(operands := list(operands)) == 1:
-        return operands[0]
+    if len(operands := list(operands)) == 1 and hasattr(operands[0], "aval"):
+        return operands[0]   # (an Array or tracer as is, as JAX's; NumPy made an Array)
     return concatenate_p.bind(*operands, dimension=int(dimension))
 
 
