@@ -435,3 +435,19 @@ def test_vmap_sum_match_sums_mapped_outputs_where_out_axes_is_none():
     assert_tree_same(ours, want, 0, "sum_match")
     with pytest.raises(ValueError):
         xform.vmap(lambda a: a, out_axes=None)(x)
+
+
+def test_argnums_numpy_ints_and_jacobian_range_errors():
+    f = lambda a, b: a * b * b  # noqa: E731
+    for xf, jf in ((xform.grad, jax.grad), (xform.jacfwd, jax.jacfwd),
+                   (xform.jacrev, jax.jacrev), (xform.hessian, jax.hessian)):
+        for nums in (np.int64(1), (np.int32(0), 1)):
+            got, want = xf(f, argnums=nums)(2.0, 3.0), jf(f, argnums=nums)(2.0, 3.0)
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+        try:   # (an argnum past the arguments: JAX's error class for each)
+            jf(lambda a: a, argnums=3)(2.0)
+            raise AssertionError("jax accepted argnums=3 for one argument")
+        except (TypeError, ValueError) as e:
+            want_type = type(e)
+        with pytest.raises(want_type):
+            xf(lambda a: a, argnums=3)(2.0)

@@ -221,11 +221,24 @@ def _check_callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
 
 
+def _argnums(argnums):
+    """``argnums`` with NumPy integers as Python ints (JAX takes ``np.int64(1)``)."""
+    if isinstance(argnums, np.integer):
+        return int(argnums)
+    if isinstance(argnums, (tuple, list)):
+        return type(argnums)(int(i) if isinstance(i, np.integer) else i for i in argnums)
+    return argnums
+
+
 def _check_argnums(argnums, nargs, name):
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not nums:
         raise ValueError(f"{name} requires at least one argnum, got argnums={argnums!r}")
     for i in nums:
+        if name in ("jacfwd", "jacrev") and isinstance(i, int) and not -nargs <= i < nargs:
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must "
+                             "have value greater than or equal to -len(args) and less than "
+                             f"len(args), but got value {i} for len(args) == {nargs}.")
         if not isinstance(i, int) or not -nargs <= i < nargs:
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
                             f"least {max(nums) + 1 if isinstance(i, int) else '?'} positional "
@@ -288,6 +301,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     """
     name = "grad"
     _check_callable(fun)
+    argnums = _argnums(argnums)
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to grad is deprecated")
 
@@ -410,6 +424,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
            [0, 0]], dtype=int32)
     """
     _check_callable(fun)
+    argnums = _argnums(argnums)
 
     @api_boundary
     @functools.wraps(fun)
@@ -461,6 +476,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Jacobian by reverse mode (vmap of the vjp over the output basis)."""
     _check_callable(fun)
+    argnums = _argnums(argnums)
 
     @api_boundary
     @functools.wraps(fun)
