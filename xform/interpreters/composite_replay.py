@@ -125,7 +125,7 @@ def replayer(fun, static_pos, static_names, as_is, caches):
             r = cache[key] = _trace(fun, targs, tkwargs, ops)
         if r is False:
             return fun(*args, **kwargs)
-        env = {}
+        env = {}   # (core.eval_jaxpr would cite the first call's source: bound plainly)
         for v, x in zip(r.jaxpr.constvars, r.consts):
             env[v] = x
         for v, x in zip(r.jaxpr.invars, ops):
