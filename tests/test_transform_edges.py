@@ -150,13 +150,17 @@ def test_grad_of_constant_output_and_zero_cotangent_weak_type():
 
 
 def test_gradient_of_a_weak_argument_met_by_a_strong_one_is_weak():
-    # JAX records the weak-to-strong convert; its transpose makes the cotangent weak
+    # jnp records JAX's weak-to-strong convert: its transpose makes the cotangent weak
+    # and its JVP the tangent strong; lax ops record none (JAX's cotangent stays strong)
     s, h = np.float32(3), np.ones((), np.float16)
     ours, want = _both(lambda L, J: (
         L.grad(lambda x, y: x * y, (0, 1))(2.0, s), L.grad(lambda x, y: x * y)(2.0, h),
         L.grad(lambda x: J.sin(x).astype(np.float32) * s)(2.0),
         L.jit(L.grad(lambda x, y: J.sum(x * y)))(1.5, J.ones(3)),
-        L.vmap(L.grad(lambda x, y: x * y), (None, 0))(2.0, J.ones(3))))
+        L.vmap(L.grad(lambda x, y: x * y), (None, 0))(2.0, J.ones(3)),
+        L.grad(lambda x, y: L.lax.mul(x, y))(2.0, J.float32(3)),
+        L.grad(lambda x: L.lax.select(True, x, J.float32(1)))(2.0),
+        L.jvp(lambda x: x + s, (2.0,), (1.0,))[1]))
     assert_tree_same(ours, want, 0, "weak-argument gradients")
     assert _weak(ours) == _weak(want), (_weak(ours), _weak(want))
 

@@ -25,6 +25,14 @@ class _Recipe:
     __slots__ = ("eqns", "avals", "out", "one", "scalars")
 
 
+# Primitives (convert_element_type) whose equation is a value no-op when its output's
+# dtype is its operand's: only the weak type changes, which the values lazy mode
+# computes never see. A traced composite has one where a Python scalar's weak slot meets
+# a strong operand (JAX's weak-to-strong cast, which JAX folds into its literal); the
+# recipe forwards the operand, as recording the function on Arrays would.
+WEAK_CASTS = set()
+
+
 def recipe(closed, n_operands):
     """The _Recipe of a composite traced to ``closed``, or None where recording it needs
     more than appending its equations (consts, an output that is no new variable,
@@ -39,6 +47,10 @@ def recipe(closed, n_operands):
     try:
         for e in j.eqns:
             prim, params = e.primitive, e.params
+            if prim in WEAK_CASTS and type(e.invars[0]) is not Literal and \
+                    e.invars[0].aval.dtype == e.outvars[0].aval.dtype:
+                index[e.outvars[0]] = index[e.invars[0]]
+                continue
             if prim.lazy_kind != "record" or (params and _maybe_effects(prim, params)):
                 return None
             refs = tuple(_literal(v) if type(v) is Literal else index[v]

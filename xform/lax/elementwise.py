@@ -11,7 +11,7 @@ import numpy as np
 from xform.core import dtypes, shape_poly
 from xform.core.avals import ShapedArray
 from xform.core.trace import get_aval
-from xform.interpreters import ad, batching, mlir
+from xform.interpreters import ad, batching, lazy_recipes, mlir
 from xform.core.transfer import scalar_array
 from xform.lax._prim import (any_dtype, broadcasting_shape, check_dtype,  # noqa: F401
                              inexact, naryop, numeric, standard_primitive, unop)
@@ -608,6 +608,7 @@ ad.primitive_jvps[convert_element_type_p] = _convert_jvp
 ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 batching.defvectorized(convert_element_type_p)
 mlir.register_lowering(convert_element_type_p, _convert_lowering)
+lazy_recipes.WEAK_CASTS.add(convert_element_type_p)
 
 
 # ---- structural ----

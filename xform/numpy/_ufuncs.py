@@ -54,8 +54,9 @@ def _fast_pair(x, y, allowed=None):
     if (tx is Array or isinstance(x, Tracer)) and (ty is Array or isinstance(y, Tracer)):
         ax, ay = x.aval, y.aval
         if ax.dtype == ay.dtype and ax.shape == ay.shape and (
-                allowed is None or ax.dtype in allowed):
-            return x, y
+                allowed is None or ax.dtype in allowed) and (
+                ax.weak_type == ay.weak_type or tx is ty is Array):
+            return x, y   # (a weak tracer meeting a strong one takes convert's cast)
     return None
 
 

@@ -94,13 +94,16 @@ def shape(x):
 def convert(x, dtype, weak_type=False):
     """``x`` (array or Python scalar) as ``dtype``; no-op when the dtype already matches.
 
-    Arrays whose dtype matches keep their weak type: lax's rule (the result is weak
-    only when all operands are) then gives the promoted weak type anyway.
+    Concrete arrays whose dtype matches keep their weak type: lax's rule (the result
+    is weak only when all operands are) gives the promoted weak type anyway. A weak
+    tracer made strong records JAX's weak-to-strong ``convert_element_type``, whose JVP
+    makes its tangent strong and whose transpose makes its cotangent weak again.
     """
     if type(x) in _PY_SCALAR_SET:
         return scalar_operand(x, dtype, weak_type)
     x = asarray(x)
-    if x.aval.dtype == dtype:
+    a = x.aval
+    if a.dtype == dtype and (weak_type or not a.weak_type or type(x) is Array):
         return x
     return lax.convert_element_type(x, dtype, weak_type)
 

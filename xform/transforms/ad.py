@@ -200,19 +200,11 @@ def _ct_type_error(ca, a, short):
 
 
 def _as_input_ct(c, aval):
-    """A pullback's cotangent for an input of tangent type ``aval`` (weak for a weak
-    input, as JAX's), a symbolic zero as zeros.
-
-    Still needed: where a weak value meets a strong one of its dtype, JAX's jnp records
-    a weak-to-strong ``convert_element_type`` whose transpose makes the cotangent weak
-    again (``grad(lambda x, y: x * y)(2.0, np.float32(3))`` is weak); xform.numpy's
-    promotion records no such cast, so the weak type is restored here, at the input."""
+    """A pullback's cotangent for an input of tangent type ``aval``: a symbolic zero
+    as zeros. (A weak input's cotangent is weak where JAX's is: xform.numpy records
+    JAX's weak-to-strong casts, whose transposes make it so.)"""
     if type(c) is ad.Zero:
         return ad.zeros_like_aval(aval)
-    if aval.weak_type:
-        ca = get_aval(c)
-        if not ca.weak_type and ca.dtype == aval.dtype:
-            return ew.convert_element_type(c, aval.dtype, True)
     return c
 
 

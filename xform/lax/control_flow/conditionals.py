@@ -9,6 +9,7 @@ branches emitting the same residuals (zeros for the other branches' ones).
 
 NB: an output is weakly typed only if it is weak in every branch; JAX takes the weak
 type of ``branches[0]`` (the false branch of ``cond``), which depends on branch order.
+The transpose follows: a weak operand's cotangent is strong here where a branch's is.
 """
 import numpy as np
 
