@@ -82,6 +82,9 @@ def broadcasting_shape(name, *avals):
     shapes = [tuple(a.shape) for a in avals if a.shape]
     if not shapes:
         return ()
+    first = shapes[0]
+    if all(s == first for s in shapes):   # (the common case: equal shapes)
+        return first
     ranks = {len(s) for s in shapes}
     if len(ranks) != 1:
         raise TypeError(f"{name}: arrays must have the same number of dimensions, "
