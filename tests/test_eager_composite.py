@@ -250,8 +250,11 @@ def test_static_calls_dispatch_once(monkeypatch):
 # Modules checked both ways; the others join as they are converted (issue 27).
 CHECKED = ("xform.numpy.", "xform.nn.", "xform.scipy.special.")
 NOT_COMPOSITE = {}  # JAX jits it, xform does not: {qualified name: reason}
+UNJITTED_COMPOSITE = {  # a composite that JAX 0.10.2 runs op by op: {name: why}
+    "nn.softmax": "JAX's jit of softmax is commented out (a numerics question); one call, "
+                  "equal to JAX's jitted softmax, may differ from its bf16 eager by an ulp"}
 JITTED_INSIDE = {   # a composite whose JAX wrapper calls a jitted body
-    "jnp.take": "_take", "jnp.where": "_where", "nn.softmax": "_softmax",
+    "jnp.take": "_take", "jnp.where": "_where",
     "nn.logsumexp": "special.logsumexp's _logsumexp", "special.logsumexp": "_logsumexp",
     "nn.one_hot": "_one_hot", "nn.normalize": "flax's alias of standardize (jitted)",
     "jnp.diag": "_diag", "jnp.ptp": "_ptp", "jnp.average": "_average",
@@ -285,6 +288,7 @@ def test_composites_exactly_where_jax_jits():
             is_comp = getattr(getattr(xf, "__code__", None), "co_filename", "") == comp.__file__
             jitted = type(getattr(jm, n, None)).__name__ == "PjitFunction"
             name = f"{mod}.{n}"
-            if jitted != is_comp and name not in NOT_COMPOSITE and name not in JITTED_INSIDE:
+            if jitted != is_comp and name not in NOT_COMPOSITE and name not in JITTED_INSIDE \
+                    and name not in UNJITTED_COMPOSITE:
                 wrong.append((name, "jitted by JAX" if jitted else "not jitted by JAX"))
     assert not wrong, wrong
