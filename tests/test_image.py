@@ -13,7 +13,7 @@ _IMG = np.random.default_rng(0).standard_normal((2, 7, 9, 3)).astype(np.float32)
 _METHODS = ["nearest", "linear", "cubic", "cubic-pytorch", "lanczos3", "lanczos5", "area"]
 
 
-def close(a, b, tol=2e-6):
+def close(a, b, tol=0):
     a, b = np.asarray(a), np.asarray(b)
     assert a.dtype == b.dtype and a.shape == b.shape
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
@@ -53,7 +53,8 @@ def test_grad_vmap_and_jit():
     close(xform.jit(xform.grad(loss(xform, image)))(_IMG),
           jax.jit(jax.grad(loss(jax, jimage)))(_IMG), 1e-5)
     per = lambda im: lambda x: im.resize(x, (5, 5, 3), "linear")  # noqa: E731
-    close(xform.vmap(per(image))(_IMG), jax.vmap(per(jimage))(_IMG))
+    close(xform.vmap(per(image))(_IMG), jax.vmap(per(jimage))(_IMG), 2e-6)  # (the batched
+    # dots' layouts are not JAX's: an ulp apart)
     close(xform.jit(per(image))(jnp.asarray(_IMG[0])), per(jimage)(_IMG[0]))
 
 

@@ -155,6 +155,26 @@ def test_bool_products_with_preferred_type_count_and_small_fixes():
     same("ix_", np.array([1, 2]), np.zeros(0, np.float32))  # an empty index is an int
 
 
+def test_einsum_contracts_in_jax_order():
+    # JAX takes opt_einsum's "optimal" path for up to four operands: the fewest FLOPs,
+    # so the same products round alike (jax.image.resize's two weight matrices were an
+    # ulp apart: it contracted x with the first one, JAX the second one with x)
+    import opt_einsum
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        terms = ["".join(rng.choice(list("abcdef"), rng.integers(1, 4), replace=False))
+                 for _ in range(rng.integers(2, 5))]
+        out = "".join(sorted(c for c in set("".join(terms)) if rng.random() < 0.3))
+        size = {c: int(rng.choice([1, 2, 3, 5, 8])) for c in "abcdef"}
+        ops = [np.ones([size[c] for c in t], np.float32) for t in terms]
+        sub = ",".join(terms) + "->" + out
+        for optimize in ("auto", True):
+            want = opt_einsum.contract_path(sub, *ops, optimize="optimal")[0]
+            assert xjnp.einsum_path(sub, *ops, optimize=optimize)[0] == want, (sub, ops)
+    x, w0, w1 = (rng.standard_normal(s).astype(np.float32) for s in ((4, 6), (4, 8), (6, 12)))
+    same("einsum", x, [0, 1], w0, [0, 2], w1, [1, 3], [2, 3], tol=0)
+
+
 def test_select_takes_non_bool_conditions():
     # JAX's select reads each condition as astype(bool): non-zero (NaN too) is true.
     conds = [np.array([0, 1, 2], np.int32), np.array([0.5, 0.0, np.nan], np.float32)]

@@ -142,6 +142,41 @@ def _greedy_path(labels, out, sizes):
     return path
 
 
+def _optimal_path(labels, out, sizes):
+    """The pairwise order of fewest FLOPs, searched depth first (opt_einsum's "optimal",
+    which JAX's einsum takes for up to four operands, so the products round alike): a
+    pair costs the size of its labels' union, twice that when it contracts a label, and
+    of equal totals the first found is kept. Positions as :func:`einsum` takes them."""
+    out_set = frozenset(out)
+    best = [math.inf, ()]
+    pairs = {}   # (labels of i, labels of j) -> (result labels, cost), first seen kept
+
+    def search(path, sets, remaining, flops):
+        if len(remaining) == 1:
+            best[:] = [flops, path]
+            return
+        for i, j in itertools.combinations(sorted(remaining), 2):
+            k12, cost = pairs.get((sets[i], sets[j])) or pairs.setdefault(
+                (sets[i], sets[j]), _pair_cost(sets, remaining, i, j, out_set, sizes))
+            if flops + cost < best[0]:
+                search(path + ((i, j),), sets + (k12,), remaining - {i, j} | {len(sets)},
+                       flops + cost)
+
+    search((), tuple(map(frozenset, labels)), frozenset(range(len(labels))), 0)
+    ids, linear = list(range(len(labels))), []
+    for i, j in best[1]:   # (ids of results to positions in the shrinking operand list)
+        linear.append((ids.index(i), ids.index(j)))
+        ids = [k for k in ids if k != i and k != j] + [len(labels) + len(linear) - 1]
+    return linear
+
+
+def _pair_cost(sets, remaining, i, j, out_set, sizes):
+    either = sets[i] | sets[j]
+    keep = out_set.union(*(sets[k] for k in remaining if k != i and k != j))
+    inner = (sets[i] & sets[j]) - keep
+    return either & keep, math.prod(_cost_size(sizes[c]) for c in either) * (2 if inner else 1)
+
+
 def _result_labels(labels, i, j, out):
     others = set(out).union(*(t for k, t in enumerate(labels) if k not in (i, j)))
     a, b = labels[i], labels[j]
@@ -158,7 +193,10 @@ def _path(optimize, labels, out, sizes):
             raise ValueError(f"einsum: optimize path {optimize} must be {len(labels) - 1} "
                              "pairs of operand positions")
         return path
-    if optimize in (True, "greedy", "optimal", "auto", "dp", "branch-2"):
+    if optimize is True or optimize == "optimal" or (
+            optimize in ("auto", "dp", "branch-2") and len(labels) <= 4):
+        return _optimal_path(labels, out, sizes)
+    if optimize in ("greedy", "auto", "dp", "branch-2"):
         return _greedy_path(labels, out, sizes)
     raise ValueError(f"einsum: optimize={optimize!r} is not one of False, True, 'greedy', "
                      "'optimal', 'auto' or a contraction path")
@@ -231,9 +269,10 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         is the labels used once, sorted), or the interleaved form ``einsum(x, [0, 1],
         y, [1, 2], [0, 2])``.
       *operands: the arrays.
-      optimize: the contraction order: ``False`` (left to right), ``True``/"greedy"/
-        "optimal"/"auto" (greedy pairwise: smallest intermediate first), or a path as
-        returned by :func:`einsum_path`.
+      optimize: the contraction order: ``False`` (left to right), ``True``/"optimal"
+        (fewest FLOPs; "auto" too for up to four operands, as JAX's), "greedy" (and
+        "auto" beyond four: smallest intermediate first), or a path as returned by
+        :func:`einsum_path`.
       precision, preferred_element_type: passed to ``lax.dot_general``.
 
     Returns:
@@ -250,29 +289,21 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     ops, labels = list(ops), list(labels)
     for k in range(len(ops)):
         ops[k], labels[k] = _remove_repeats(ops[k], labels[k])
-    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
-    for i, j in path:
+    for n, (i, j) in enumerate(path):
         if not (0 <= i < len(ops) and 0 <= j < len(ops)) or i == j:
             raise ValueError(f"einsum: invalid contraction {(i, j)} for {len(ops)} operands")
-        others = set(out_labels).union(*(t for k, t in enumerate(labels) if k not in (i, j)))
-        a, la = _sum_unneeded(ops[i], labels[i], others | set(labels[j]))
-        b, lb = _sum_unneeded(ops[j], labels[j], others | set(la))
-        batch = [c for c in la if c in lb and c in others]
-        contract = [c for c in la if c in lb and c not in others]
-        dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
-                (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
-        rest_a = [c for c in la if c not in batch and c not in contract]
-        rest_b = [c for c in lb if c not in batch and c not in contract]
-        lr = "".join(batch + rest_a + rest_b)
-        if _dot_general is None:
-            r = _general(a, b, *dims, **kw)
-        else:
-            lo, hi = ((a, la, rest_a), (b, lb, rest_b)) if i < j else (
-                (b, lb, rest_b), (a, la, rest_a))
-            r, lr = _hooked_general(_dot_general, lo, hi, batch, contract, out_labels,
-                                    precision, preferred_element_type)
-        ops = [x for k, x in enumerate(ops) if k not in (i, j)] + [r]
-        labels = [t for k, t in enumerate(labels) if k not in (i, j)] + [lr]
+        rest = [t for k, t in enumerate(labels) if k not in (i, j)]
+        others = set(out_labels).union(*rest)
+        hi, lo = max(i, j), min(i, j)   # (JAX's lhs is the later operand)
+        lhs, ll = _sum_unneeded(ops[hi], labels[hi], others | set(labels[lo]))
+        rhs, rl = _sum_unneeded(ops[lo], labels[lo], others | set(ll))
+        # the result's label order: the output's, or opt_einsum's (first use in lhs, rhs)
+        result = out_labels if n == len(path) - 1 else "".join(
+            sorted({c for c in ll + rl if c in others}, key=(ll + rl).find))
+        r, lab = _contract(lhs, ll, rhs, rl, result, others, precision,
+                           preferred_element_type, _dot_general)
+        ops = [y for k, y in enumerate(ops) if k not in (i, j)] + [r]
+        labels = rest + [lab]
     x, lab = _sum_unneeded(ops[0], labels[0], set(out_labels))
     x = lax.transpose(x, tuple(lab.index(c) for c in out_labels))
     if preferred_element_type is not None:
@@ -280,26 +311,38 @@ def _einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     return x
 
 
-def _hooked_general(dot_general, lo, hi, batch, contract, out_labels, precision,
-                    preferred_element_type):
-    """A contraction by a user's ``dot_general`` (operands ``(x, labels, free labels)``,
-    ``lo`` the earlier one), in JAX's operand order, which the hook may see (fp8 scales
-    follow the lhs): the later operand first, unless the earlier first gives the
-    output's label order; the operands' dtype as the default result type."""
-    if preferred_element_type is None:
-        preferred_element_type = lo[0].aval.dtype
-    batch, contract = sorted(batch, key=out_labels.find), sorted(contract)
-    lhs, rhs = (lo, hi) if "".join(batch + lo[2] + hi[2]) == out_labels else (hi, lo)
-    (a, la, rest_a), (b, lb, rest_b) = lhs, rhs
+def _contract(lhs, ll, rhs, rl, result, others, precision, preferred_element_type,
+              dot_general):
+    """One pairwise contraction as JAX's einsum writes it (so XLA sees the same dot and
+    rounds alike): contracted labels sorted, batch labels in the result's order, the
+    operands swapped when that gives the result's order, else a transpose after. A user
+    ``dot_general`` hook gets the operands' dtype as the default result type."""
+    contract = sorted(c for c in ll if c in rl and c not in others)
+    batch = [c for c in result if c in ll and c in rl]
+    free_l = [c for c in ll if c not in batch and c not in contract]
+    free_r = [c for c in rl if c not in batch and c not in contract]
+    names = "".join(batch + free_r + free_l)
+    if names == result:
+        (a, la), (b, lb) = (rhs, rl), (lhs, ll)
+    else:
+        (a, la), (b, lb) = (lhs, ll), (rhs, rl)
+        names = "".join(batch + free_l + free_r)
     dims = ((tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
             (tuple(la.index(c) for c in batch), tuple(lb.index(c) for c in batch)))
-    r = dot_general(a, b, dims, precision, preferred_element_type=preferred_element_type)
-    return r, "".join(batch + rest_a + rest_b)
+    if dot_general is None:
+        x = _general(a, b, *dims, precision=precision,
+                     preferred_element_type=preferred_element_type)
+    else:
+        x = dot_general(a, b, dims, precision, preferred_element_type=(
+            a.aval.dtype if preferred_element_type is None else preferred_element_type))
+    if names != result:
+        x = lax.transpose(x, tuple(names.index(c) for c in result))
+    return x, result
 
 
-def einsum_path(subscripts, /, *operands, optimize="greedy"):
-    """Like numpy.einsum_path: the greedy pairwise contraction order :func:`einsum`
-    would use, and a short description.
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """Like JAX's (opt_einsum's) einsum_path: the pairwise contraction order
+    :func:`einsum` would use, and a short description.
 
     Returns:
       ``(path, description)``: ``path`` is a list of position pairs (each contracted
