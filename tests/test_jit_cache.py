@@ -386,6 +386,30 @@ def test_cost_and_memory_analysis_and_optimized_hlo():
     np.testing.assert_allclose(compiled(a, b), np.tanh(np.ones((8, 4)) * 16), rtol=1e-6)
 
 
+def test_lowered_hlo_dialect_compiler_ir_and_unoptimized_cost_match_jax():
+    # as_text("hlo") / compiler_ir(...) / runtime_executable() were missing, and
+    # Lowered.cost_analysis() gave the optimized program's estimate (JAX: unoptimized HLO)
+    fx, fj = (lib.jit(lambda a, b, m=lib.numpy: (m.sin(a) * 2.0, a @ b.T), donate_argnums=1)
+              for lib in (xform, jax))
+    a, b = np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)
+    lx, lj = fx.lower(a, b), fj.lower(a, b)
+    assert lx.cost_analysis() == lj.cost_analysis()
+    hx, hj = lx.as_text(dialect="hlo"), lj.as_text(dialect="hlo")
+    assert hx.startswith("HloModule ") and hx.split("ENTRY")[1].count("=") == \
+        hj.split("ENTRY")[1].count("=")
+    assert lx.compiler_ir("hlo").as_hlo_text() == hx
+    assert type(lx.compiler_ir()).__name__ == type(lj.compiler_ir()).__name__ == "Module"
+    assert "stablehlo.sine" in str(lx.compiler_ir("stablehlo")) == lx.as_text(debug_info=True)
+    assert lx.donate_argnums == lj.donate_argnums == (1,)
+    cx, cj = lx.compile(), lj.compile()
+    assert cx.donate_argnums == (1,)
+    assert type(cx.runtime_executable()) is type(cj.runtime_executable())
+    assert cx.as_text() == cx.runtime_executable().get_hlo_text()
+    for lo in (lx, lj):
+        with pytest.raises(ValueError, match="unknown dialect: mhlo"):
+            lo.as_text(dialect="mhlo")
+
+
 def test_small_closed_over_arrays_are_constants_large_ones_arguments():
     # JAX embeds closed-over arrays as constants (XLA folds them): xform does for small
     # ones, and passes large ones as arguments, so a new large array reuses the program
