@@ -388,3 +388,19 @@ def test_shaped_array_vma_hashes_like_its_frozenset():
     a = ShapedArray((2,), np.float32, vma={"i"})
     b = ShapedArray((2,), np.float32, vma=frozenset({"i"}))
     assert a == b and hash(a) == hash(b) and a != ShapedArray((2,), np.float32)
+
+
+def test_jax_core_public_names():
+    # `jax.core.Tracer` / `jax.core.ShapedArray` are what users import from jax.core:
+    # xform.core had none of its public names
+    missing = {"AbstractValue", "eval_context", "ensure_compile_time_eval"}  # (see __init__)
+    names = {n for n in dir(jax.core) if not n.startswith("_")} - missing
+    assert names and all(hasattr(xform.core, n) for n in names), names
+    assert xform.core.max_dim(3, 4) == jax.core.max_dim(3, 4) == 4
+    assert str(xform.core.ShapedArray((2,), np.float32)) == \
+        str(jax.core.ShapedArray((2,), np.float32))
+    seen = []
+    xform.jit(lambda x: seen.append(isinstance(x, xform.core.Tracer)))(1.0)
+    assert seen == [True]
+    with pytest.raises(AttributeError):
+        xform.core.no_such_name
