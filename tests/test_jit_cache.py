@@ -360,6 +360,34 @@ def test_donated_host_values_are_private_copies():
     np.testing.assert_array_equal(jnp.ones(2) * 0.5, [0.5, 0.5])  # 0.5's buffer lives
 
 
+def test_copies_and_fresh_scalars_survive_donating_the_original():
+    # x.copy(), jnp.array(x), copy.copy shared x's buffer, and jnp.zeros(()),
+    # jnp.array(0.5), ... handed out the eager ops' cached scalar: donating the original
+    # deleted the copy, every later jnp.zeros(()), and (optax) a second tx.init's count
+    import copy
+
+    def run(lib, m):
+        f = lib.jit(lambda a: a * 2, donate_argnums=0)
+        makers = [(lambda: m.arange(3.0), lambda x: x.copy()), (lambda: m.arange(3.0), m.copy),
+                  (lambda: m.arange(3.0), m.array), (lambda: m.arange(3.0), copy.copy),
+                  (lambda: m.arange(3.0), copy.deepcopy),
+                  (lambda: m.arange(3.0), lambda x: lib.device_put(x, may_alias=False))]
+        makers += [(mk, lambda x, mk=mk: mk()) for mk in (
+            lambda: m.array(0.5), lambda: m.asarray(7), lambda: m.zeros(()),
+            lambda: m.zeros((), np.int32), lambda: m.full((), 2.0), lambda: m.ones_like(1.0))]
+        out = []
+        for make, cp in makers:
+            x = make()
+            y = cp(x)
+            f(x)
+            out.append((y.is_deleted(), np.asarray(cp(y) + 1).tolist()))
+        return out
+
+    assert run(xform, jnp) == run(jax, jnp_ref)
+    assert str(xform.make_jaxpr(lambda x: jnp.array(x))(1.0)) == \
+        "{ lambda ; a:f32[]. let b:f32[] = copy a in (b,) }"   # (as JAX's: copy_p)
+
+
 def test_donate_argnames_and_no_matching_output():
     f = xform.jit(lambda x, *, y: (x + y).sum(), donate_argnames="y")
     assert "tf.aliasing_output" not in f.lower(jnp.ones(3), y=jnp.ones(3)).as_text()

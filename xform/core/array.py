@@ -200,11 +200,17 @@ class Array(ArrayOps):
     def __reduce__(self):
         return (_reconstruct, (np.array(self._value()), self.aval.weak_type))
 
-    def __copy__(self):
-        return self
+    def __copy__(self):   # (a new buffer, as JAX's: see ``lax._array_copy``)
+        return self.copy()
 
     def __deepcopy__(self, memo):
-        return self
+        return self.copy()
+
+
+def _check_scalar(x):
+    if x.ndim:
+        raise TypeError(f"Only scalar arrays can be converted to Python scalars; got "
+                        f"arr.ndim={x.ndim}") from None
 
 
 def _no_numpy_value(dtype):
