@@ -1,6 +1,7 @@
-"""jax.Array's methods and operators vs xform.Array's, as a differential sweep found
-them to disagree: each row runs on both libraries (eagerly) and must give the same
-value, dtype and weak type, or the same error class and message."""
+"""jax.Array's methods and operators (and the device queries beside them) vs xform's,
+as a differential sweep found them to disagree: each row runs on both libraries
+(eagerly) and must give the same value, dtype and weak type, or the same error class
+and message."""
 import operator
 
 import jax
@@ -81,3 +82,12 @@ def test_traced_eq_tuple_and_buffer_pointer():
     assert isinstance(x.unsafe_buffer_pointer(), int)
     assert x.unsafe_buffer_pointer() != x.copy().unsafe_buffer_pointer()
     assert operator.index(xnp.array(3)) == 3
+
+
+def test_process_queries_take_a_backend():
+    # jax.process_index("cpu") raised TypeError (no backend parameter)
+    for fn in ("process_index", "process_count", "process_indices"):
+        assert getattr(xform, fn)("cpu") == getattr(jax, fn)("cpu")
+        for lib in (xform, jax):
+            with pytest.raises(RuntimeError, match="Unknown backend"):
+                getattr(lib, fn)("nope")
