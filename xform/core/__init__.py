@@ -6,6 +6,7 @@ As a face it is JAX's ``jax.core``, which keeps few public names: ``ShapedArray`
 ``ensure_compile_time_eval`` are not here: the last is ``xform.ensure_compile_time_eval``).
 They load on first use (PEP 562), so importing one core module runs no others."""
 import importlib
+from typing import Any, Union
 
 _PUBLIC = {"ShapedArray": "avals", "Trace": "trace", "Tracer": "trace",
            "eval_jaxpr": "jaxpr", "max_dim": "shape_poly", "min_dim": "shape_poly"}
@@ -15,7 +16,7 @@ def __getattr__(name):
     if name in _PUBLIC:
         return getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
     if name in ("Atom", "Value", "ParamDict"):
-        from typing import Any, Union
-        from xform.core.jaxpr import Literal, Var
-        return {"Atom": Union[Var, Literal], "Value": Any, "ParamDict": dict[str, Any]}[name]
+        jaxpr = importlib.import_module(f"{__name__}.jaxpr")
+        return {"Atom": Union[jaxpr.Var, jaxpr.Literal], "Value": Any,
+                "ParamDict": dict[str, Any]}[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
