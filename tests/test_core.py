@@ -404,3 +404,24 @@ def test_jax_core_public_names():
     assert seen == [True]
     with pytest.raises(AttributeError):
         xform.core.no_such_name
+
+
+def test_jaxpr_effects_as_jax():
+    # ClosedJaxpr.effects / Jaxpr.effects / JaxprEqn.effects were missing: a set, empty
+    # for a pure program, one effect per kind of effectful primitive (nested ones too)
+    def fns(lib):
+        cb = lambda y: y  # noqa: E731
+        sds = lib.ShapeDtypeStruct((), np.float32)
+        io_callback = lib.experimental.io_callback
+        return [lambda x: x * 2, lambda x: lib.debug.print("{}", x) or x,
+                lib.jit(lambda x: lib.debug.print("{}", x) or x),
+                lambda x: io_callback(cb, sds, x), lambda x: lib.pure_callback(cb, sds, x),
+                lambda x: lib.lax.cond(x > 0, lambda y: lib.debug.print("a") or y,
+                                       lambda y: y, x)]
+    import jax.experimental  # noqa: F401
+    import xform.experimental  # noqa: F401
+    for fx, fj in zip(fns(xform), fns(jax)):
+        jx, jj = xform.make_jaxpr(fx)(1.0), jax.make_jaxpr(fj)(1.0)
+        assert type(jx.effects) is type(jj.effects) is set
+        assert len(jx.effects) == len(jx.jaxpr.effects) == len(jj.effects)
+        assert [len(e.effects) for e in jx.eqns] == [len(e.effects) for e in jj.eqns]
