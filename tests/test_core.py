@@ -120,13 +120,16 @@ def test_typecheck_rejects_bad_jaxpr():
 
 
 def test_pretty_print_matches_jax_format():
-    text = str(xform.make_jaxpr(lambda x: lax.mul(lax.sin(x), 2.0))(f32([1., 2.])))
-    assert text == ("{ lambda ; a:f32[2]. let\n"
-                    "    b:f32[2] = sin a\n"
-                    "    c:f32[2] = mul b 2.0:f32[]\n"
-                    "  in (c,) }")
-    one = str(xform.make_jaxpr(lax.sin)(1.0))
-    assert one == "{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }"
+    # JAX prints a jaxpr on one line where it fits in 80 columns ("let  in" when empty),
+    # params by name
+    def fns(lib):
+        return [lambda x: lib.lax.mul(lib.lax.sin(x), 2.0), lib.lax.sin, lambda x: x,
+                lambda x: (lib.lax.sin(x), lib.lax.cos(x)),
+                lambda x: lib.lax.exp(lib.lax.sin(lib.lax.cos(x))),
+                lambda x: lib.lax.convert_element_type(x, np.int32),
+                lambda x: lib.lax.slice(x, (0,), (1,))]
+    for fx, fj in zip(fns(xform), fns(jax)):
+        assert str(xform.make_jaxpr(fx)(f32([1., 2.]))) == str(jax.make_jaxpr(fj)(f32([1., 2.])))
 
 
 def test_nested_jaxpr_prints_inner_jaxpr():

@@ -336,10 +336,12 @@ def _pp_eqn(eqn, names, indent):
     lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
     params = ""
     if eqn.params:
-        # Nested jaxprs go last and switch to one param per line, as JAX prints them.
+        # By name, as JAX prints them (jit's: its name, then its jaxpr); nested jaxprs
+        # switch to one param per line.
         nested = lambda v: isinstance(v, (Jaxpr, ClosedJaxpr)) or bool(  # noqa: E731
             isinstance(v, tuple) and v and isinstance(v[0], (Jaxpr, ClosedJaxpr)))
-        ordered = sorted(eqn.params.items(), key=lambda kv: nested(kv[1]))
+        ordered = sorted(eqn.params.items(), key=lambda kv: nested(kv[1])) \
+            if eqn.primitive.name == "jit" else sorted(eqn.params.items())
         items = [f"{k}={_pp_param(v, names, indent)}" for k, v in ordered]
         if any(nested(v) for v in eqn.params.values()) or any("\n" in s for s in items):
             pad = " " * (indent + 2)
@@ -351,6 +353,9 @@ def _pp_eqn(eqn, names, indent):
     return f"{head}{eqn.primitive.name}{params} {args}".rstrip()
 
 
+_WIDTH = 80
+
+
 def _pp_jaxpr(jaxpr, names, indent):
     consts = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
     invars = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
@@ -358,8 +363,11 @@ def _pp_jaxpr(jaxpr, names, indent):
     body = [_pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
     outs = ", ".join(names(v) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    if len(body) <= 1 and "\n" not in "".join(body):
-        return f"{head} {' '.join(body)} in {outs} }}".replace("let  in", "let in")
+    flat = f"{head} {'; '.join(body)} in {outs} }}"
+    # JAX's printer puts a jaxpr on one line where it fits in 80 columns (a nested one:
+    # where it has one equation, nearly always so)
+    if "\n" not in flat and (len(flat) <= _WIDTH if indent == 0 else len(body) <= 1):
+        return flat
     pad = " " * (indent + 4)
     lines = [head] + [pad + line for line in body]
     lines.append(" " * (indent + 2) + f"in {outs} }}")
