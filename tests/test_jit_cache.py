@@ -371,7 +371,10 @@ def test_copies_and_fresh_scalars_survive_donating_the_original():
         makers = [(lambda: m.arange(3.0), lambda x: x.copy()), (lambda: m.arange(3.0), m.copy),
                   (lambda: m.arange(3.0), m.array), (lambda: m.arange(3.0), copy.copy),
                   (lambda: m.arange(3.0), copy.deepcopy),
-                  (lambda: m.arange(3.0), lambda x: lib.device_put(x, may_alias=False))]
+                  (lambda: m.arange(3.0), lambda x: lib.device_put(x, may_alias=False)),
+                  (lambda: m.arange(3.0), lambda x: x.astype(x.dtype, copy=True)),
+                  (lambda: m.arange(3.0), lambda x: m.astype(x, x.dtype, copy=True)),
+                  (lambda: m.arange(3.0), lambda x: m.asarray(x, copy=True))]
         makers += [(mk, lambda x, mk=mk: mk()) for mk in (
             lambda: m.array(0.5), lambda: m.asarray(7), lambda: m.zeros(()),
             lambda: m.zeros((), np.int32), lambda: m.full((), 2.0), lambda: m.ones_like(1.0))]

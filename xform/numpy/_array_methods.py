@@ -113,7 +113,8 @@ def _astype(self, dtype, copy=False):
     dtype = dtypes.canonicalize_dtype(dtype)
     if dtypes.is_complex(self.dtype) and dtype == dtypes.bool_:
         self = lax.ne(self, lax.full_like(self, 0))
-    return lax.convert_element_type(self, dtype, False)
+    out = lax.convert_element_type(self, dtype, False)
+    return lax._array_copy(out) if copy and out is self else out   # (as JAX's copy_p)
 
 
 def _flatten(self, order="C"):

@@ -106,8 +106,9 @@ def _copy(x):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
-    """Like numpy.asarray (see :func:`array` for the dtype rules)."""
-    return array(a, dtype, copy=False, order=order or "K", device=device,
+    """Like numpy.asarray (see :func:`array` for the dtype rules); ``copy=True``: a
+    buffer of its own."""
+    return array(a, dtype, copy=bool(copy), order=order or "K", device=device,
                  out_sharding=out_sharding)
 
 
