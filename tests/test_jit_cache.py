@@ -360,6 +360,37 @@ def test_donated_host_values_are_private_copies():
     np.testing.assert_array_equal(jnp.ones(2) * 0.5, [0.5, 0.5])  # 0.5's buffer lives
 
 
+def test_copies_and_fresh_scalars_survive_donating_the_original():
+    # x.copy(), jnp.array(x), copy.copy shared x's buffer, and jnp.zeros(()),
+    # jnp.array(0.5), ... handed out the eager ops' cached scalar: donating the original
+    # deleted the copy, every later jnp.zeros(()), and (optax) a second tx.init's count
+    import copy
+
+    def run(lib, m):
+        f = lib.jit(lambda a: a * 2, donate_argnums=0)
+        makers = [(lambda: m.arange(3.0), lambda x: x.copy()), (lambda: m.arange(3.0), m.copy),
+                  (lambda: m.arange(3.0), m.array), (lambda: m.arange(3.0), copy.copy),
+                  (lambda: m.arange(3.0), copy.deepcopy),
+                  (lambda: m.arange(3.0), lambda x: lib.device_put(x, may_alias=False)),
+                  (lambda: m.arange(3.0), lambda x: x.astype(x.dtype, copy=True)),
+                  (lambda: m.arange(3.0), lambda x: m.astype(x, x.dtype, copy=True)),
+                  (lambda: m.arange(3.0), lambda x: m.asarray(x, copy=True))]
+        makers += [(mk, lambda x, mk=mk: mk()) for mk in (
+            lambda: m.array(0.5), lambda: m.asarray(7), lambda: m.zeros(()),
+            lambda: m.zeros((), np.int32), lambda: m.full((), 2.0), lambda: m.ones_like(1.0))]
+        out = []
+        for make, cp in makers:
+            x = make()
+            y = cp(x)
+            f(x)
+            out.append((y.is_deleted(), np.asarray(cp(y) + 1).tolist()))
+        return out
+
+    assert run(xform, jnp) == run(jax, jnp_ref)
+    assert str(xform.make_jaxpr(lambda x: jnp.array(x))(1.0)) == \
+        "{ lambda ; a:f32[]. let b:f32[] = copy a in (b,) }"   # (as JAX's: copy_p)
+
+
 def test_donate_argnames_and_no_matching_output():
     f = xform.jit(lambda x, *, y: (x + y).sum(), donate_argnames="y")
     assert "tf.aliasing_output" not in f.lower(jnp.ones(3), y=jnp.ones(3)).as_text()
@@ -384,6 +415,30 @@ def test_cost_and_memory_analysis_and_optimized_hlo():
     hlo = compiled.as_text()
     assert "HloModule" in hlo and "tanh" in hlo
     np.testing.assert_allclose(compiled(a, b), np.tanh(np.ones((8, 4)) * 16), rtol=1e-6)
+
+
+def test_lowered_hlo_dialect_compiler_ir_and_unoptimized_cost_match_jax():
+    # as_text("hlo") / compiler_ir(...) / runtime_executable() were missing, and
+    # Lowered.cost_analysis() gave the optimized program's estimate (JAX: unoptimized HLO)
+    fx, fj = (lib.jit(lambda a, b, m=lib.numpy: (m.sin(a) * 2.0, a @ b.T), donate_argnums=1)
+              for lib in (xform, jax))
+    a, b = np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)
+    lx, lj = fx.lower(a, b), fj.lower(a, b)
+    assert lx.cost_analysis() == lj.cost_analysis()
+    hx, hj = lx.as_text(dialect="hlo"), lj.as_text(dialect="hlo")
+    assert hx.startswith("HloModule ") and hx.split("ENTRY")[1].count("=") == \
+        hj.split("ENTRY")[1].count("=")
+    assert lx.compiler_ir("hlo").as_hlo_text() == hx
+    assert type(lx.compiler_ir()).__name__ == type(lj.compiler_ir()).__name__ == "Module"
+    assert "stablehlo.sine" in str(lx.compiler_ir("stablehlo")) == lx.as_text(debug_info=True)
+    assert lx.donate_argnums == lj.donate_argnums == (1,)
+    cx, cj = lx.compile(), lj.compile()
+    assert cx.donate_argnums == (1,)
+    assert type(cx.runtime_executable()) is type(cj.runtime_executable())
+    assert cx.as_text() == cx.runtime_executable().get_hlo_text()
+    for lo in (lx, lj):
+        with pytest.raises(ValueError, match="unknown dialect: mhlo"):
+            lo.as_text(dialect="mhlo")
 
 
 def test_small_closed_over_arrays_are_constants_large_ones_arguments():

@@ -121,6 +121,7 @@ _EXACT_LAYER = {"xform": 7, "xform.lax": 5,   # xform/lax/__init__.py: the face,
 _PREFIX_LAYER = {
     "xform.backend": 0,
     "xform.backend_layouts": 0,  # the runtime's layouts, read from what backend hands out
+    "xform.backend_analyses": 0,  # cost/memory/HLO queries on what backend hands out
     "xform.core": 1,
     "xform.interpreters": 2,
     # the pmap primitive's rules and the mesh compile bind collectives: L3 beside them

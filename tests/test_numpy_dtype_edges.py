@@ -46,6 +46,9 @@ ROWS = [
     ("histogram_int_extremes", lambda m: m.histogram(I32X) + (m.histogram_bin_edges(I32X),)),
     ("trim_zeros_axis", lambda m: (m.trim_zeros(Z2), m.trim_zeros(Z2, "f", axis=1),
                                    m.trim_zeros(Z2, axis=0), m.trim_zeros(Z2[:1]))),
+    ("expand_dims_array_axis", lambda m: (  # (a concrete array of axes, as JAX takes)
+        m.expand_dims(F32[:3], np.array([0, -1])), m.expand_dims(F32[:3], m.array(1)),
+        m.expand_dims(F32[:3], np.int64(0)))),
     ("stack_bfloat16_numpy", lambda m: (m.stack(BF.reshape(1, -1)), m.vstack(BF[None]))),
     ("i0", lambda m: (m.i0(F32), m.i0(F16), m.i0(BF))),
     ("sort_complex", lambda m: (
@@ -191,6 +194,9 @@ ERRORS = [
     ("quantile_complex", lambda m: m.quantile(FIN, 0.5)),
     ("median_complex", lambda m: m.median(FIN)),
     ("meshgrid_2d", lambda m: m.meshgrid(Z2, F32)),
+    ("dtype_is_an_array", lambda m: m.zeros(3, dtype=m.ones(2))),   # (xform took its .dtype)
+    ("astype_to_an_array", lambda m: m.ones(2).astype(m.ones(2, np.int8))),
+    ("asarray_dtype_array", lambda m: m.asarray(I8, dtype=m.asarray(B))),
 ]
 
 

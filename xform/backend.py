@@ -15,6 +15,8 @@ from jaxlib import _hlo, _jax, xla_client as _xc
 from jaxlib.mlir import ir  # noqa: F401  (re-exported for xform.interpreters.mlir)
 from jaxlib.mlir.dialects import chlo, func as func_dialect, stablehlo as hlo  # noqa: F401
 
+from xform.backend_analyses import Analyses
+
 Device, Buffer = _jax.Device, _jax.ArrayImpl
 
 
@@ -281,24 +283,7 @@ def block_until_ready(buf):
     return buf
 
 
-class _Analyses:
-    """What XLA tells about a compiled program (both executable kinds)."""
-    __slots__ = ()
-
-    def cost_analysis(self):
-        """XLA's cost estimate of the optimized program (``flops``, ``bytes accessed``...)."""
-        return dict(self._exe.cost_analysis())
-
-    def memory_analysis(self):
-        """Sizes in bytes of arguments, outputs, aliased buffers, temporaries and code."""
-        return self._exe.get_compiled_memory_stats()
-
-    def hlo_text(self):
-        """The optimized HLO XLA compiled."""
-        return self._exe.hlo_modules()[0].to_string()
-
-
-class Executable(_Analyses):
+class Executable(Analyses):
     """A compiled XLA program; ``execute(buffers) -> buffers`` (holds its host callbacks)."""
     __slots__ = ("_exe", "execute", "devices", "module", "host_callbacks")
 
@@ -423,6 +408,20 @@ def compile_cache_context(devices=None, skip_passes="") -> bytes:
     return "\0".join(parts).encode() + b"\0" + _jax.CompileOptions().SerializeAsString()
 
 
+def stablehlo_to_hlo(module):
+    """StableHLO ``module`` (text or bytecode) as XLA's unoptimized ``XlaComputation``
+    (``as_hlo_text()``, ``as_hlo_module()``): JAX's ``Lowered.compiler_ir("hlo")``."""
+    return _jax.mlir.mlir_module_to_xla_computation(module, use_tuple_args=False)
+
+
+def hlo_cost_analysis(computation):
+    """XLA's cost estimate of an unoptimized ``XlaComputation`` (JAX's ``Lowered``'s);
+    None on a PJRT plugin (a GPU), which has no such analysis."""
+    c = client()
+    return None if _xb.using_pjrt_c_api(c) else dict(
+        _jax.hlo_module_cost_analysis(c, computation.as_hlo_module()))
+
+
 def serialize_executable(exe: Executable) -> bytes:
     """The compiled program as bytes (for the persistent compilation cache)."""
     return client().serialize_executable(exe._exe)
@@ -506,7 +505,7 @@ def _replica_sharding(devices, memory_kind):  # (the buffers' memory: jaxlib che
                          PartitionSpec("_replicas"), memory_kind=memory_kind)
 
 
-class ReplicatedExecutable(_Analyses):
+class ReplicatedExecutable(Analyses):
     """A program for ``len(devices)`` replicas or partitions; ``execute`` maps lists of
     one buffer per local device (``devices`` order) per argument to the same per output."""
     __slots__ = ("_exe", "devices", "text", "host_callbacks")

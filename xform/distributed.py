@@ -11,6 +11,9 @@ import os
 import warnings
 
 from xform import backend
+from xform.transforms.devices import _check_backend
+
+_backend = backend   # (the module, where a parameter is named ``backend``)
 from xform.core.config import config
 
 
@@ -107,20 +110,21 @@ def is_initialized():
     return backend.distributed_state().client is not None
 
 
-def process_index():
-    """This process's index (0 when not distributed)."""
-    return backend.distributed_state().process_id
+def process_index(backend=None):
+    """This process's index (0 when not distributed); ``backend`` must be running."""
+    _check_backend(backend)
+    return _backend.distributed_state().process_id
 
 
-def process_count():
+def process_count(backend=None):
     """How many processes take part (1 when not distributed)."""
-    return backend.distributed_state().num_processes
+    _check_backend(backend)
+    return _backend.distributed_state().num_processes
 
 
 def process_indices(backend=None):
     """The indices of all processes: ``list(range(process_count()))``."""
-    del backend
-    return list(range(process_count()))
+    return list(range(process_count(backend)))
 
 
 def _renamed(old, new, fn):

@@ -87,6 +87,10 @@ class Array(ArrayOps):
     def devices(self):
         return {backend.buffer_device(self._buf)}
 
+    def unsafe_buffer_pointer(self):
+        """The device address of the array's buffer (an int; for interop, e.g. dlpack)."""
+        return self._buf.unsafe_buffer_pointer()
+
     @property
     def committed(self):
         """Whether the array was placed explicitly (``device_put`` to a device or
@@ -137,17 +141,34 @@ class Array(ArrayOps):
     def __bool__(self):
         return bool(self._value())
 
+    # (NumPy refuses what JAX refuses: on its TypeError, JAX's message)
     def __int__(self):
-        return int(self._value())
+        try:
+            return int(self._value())
+        except TypeError:
+            _check_scalar(self)
+            raise
 
     def __float__(self):
-        return float(self._value())
+        try:
+            return float(self._value())
+        except TypeError:
+            _check_scalar(self)
+            raise
 
     def __complex__(self):
-        return complex(self._value())
+        try:
+            return complex(self._value())
+        except TypeError:
+            _check_scalar(self)
+            raise
 
     def __index__(self):
-        return self._value().__index__()
+        try:
+            return self._value().__index__()
+        except TypeError:
+            raise TypeError("Only integer scalar arrays can be converted to a scalar "
+                            "index.") from None
 
     def __len__(self):
         if not self.aval.shape:
@@ -200,11 +221,17 @@ class Array(ArrayOps):
     def __reduce__(self):
         return (_reconstruct, (np.array(self._value()), self.aval.weak_type))
 
-    def __copy__(self):
-        return self
+    def __copy__(self):   # (a new buffer, as JAX's: see ``lax._array_copy``)
+        return self.copy()
 
     def __deepcopy__(self, memo):
-        return self
+        return self.copy()
+
+
+def _check_scalar(x):
+    if x.ndim:
+        raise TypeError(f"Only scalar arrays can be converted to Python scalars; got "
+                        f"arr.ndim={x.ndim}") from None
 
 
 def _no_numpy_value(dtype):
@@ -369,6 +396,12 @@ class ShardedArray(Array):
 
     def is_deleted(self):
         return any(backend.is_deleted(b) for b in self._shards)
+
+    def unsafe_buffer_pointer(self):
+        if len(self._shards) != 1:
+            raise ValueError("unsafe_buffer_pointer() is supported only for unsharded "
+                             "arrays.")
+        return self._shards[0].unsafe_buffer_pointer()
 
     def delete(self):
         for b in self._shards:

@@ -25,8 +25,8 @@ METHODS = (
        "dot", "sum", "prod", "mean", "var", "std", "max", "min", "any", "all", "argmax",
        "argmin", "cumsum", "cumprod", "sort", "argsort", "argpartition", "searchsorted",
        "nonzero", "round", "take", "choose", "compress", "repeat", "diagonal", "trace",
-       "ptp", "conj", "conjugate", "copy", "to_device"))
-PROPERTIES = ("at", "T", "mT", "real", "imag")
+       "ptp", "conj", "conjugate", "copy", "to_device", "view"))
+PROPERTIES = ("at", "T", "mT", "real", "imag", "flat")
 
 
 class ArrayOps:

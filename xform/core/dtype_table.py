@@ -7,6 +7,7 @@ import collections.abc
 import ml_dtypes
 import numpy as np
 
+from xform.core.array_ops import ArrayOps
 from xform.core.config import config
 
 bool_ = np.dtype(np.bool_)
@@ -206,7 +207,10 @@ def canonicalize_dtype(dtype):
     """
     dt = _as_dtype(dtype)
     out = _CANONICAL[config.jax_enable_x64].get(dt)
-    if out is None:
+    if out is None or (dt is not dtype and isinstance(dtype, ArrayOps)):
+        if isinstance(dtype, ArrayOps):  # (NumPy takes an array's .dtype; JAX refuses)
+            raise ValueError("Passing an array as a dtype argument is no longer supported;"
+                             " instead of dtype=arr use dtype=arr.dtype.")
         if is_extended(dt):
             return dt
         raise _unsupported(dt, dtype)

@@ -107,8 +107,65 @@ class JaxprEqn:
     def source_info(self):
         return None if self.source is None else source_info_util.SourceInfo(*self.source)
 
+    effects = property(lambda self: eqn_effects(self))
+
     def __repr__(self):
         return _pp_eqn(self, _Names(), 0)
+
+
+# Effects, minimally: an effectful primitive (a host callback such as debug.print) must
+# run even when nothing uses its outputs, so DCE keeps it, and keeps any higher-order
+# equation (jit, cond, ...) whose jaxpr params contain one. Effects are unordered; JAX's
+# per-effect types, tokens and ordering are not modeled: an equation's effect is named
+# by its primitive. (Filled by the layers that declare those primitives.)
+effectful_primitives = set()
+effectful_params = {}  # primitive -> predicate of its params (ffi_call's has_side_effect)
+
+
+class Effect:
+    """What an effectful primitive does beyond its outputs (``jaxpr.effects`` holds
+    them; JAX's ``DebugEffect``, ``IOEffect``... are one kind per primitive here)."""
+    __slots__ = ("name",)
+    _made = {}
+
+    def __new__(cls, name):
+        made = cls._made.get(name)
+        if made is None:
+            made = cls._made[name] = super().__new__(cls)
+            made.name = name
+        return made
+
+    def __repr__(self):
+        return f"Effect({self.name})"
+
+
+def param_jaxprs(value):
+    """The jaxprs among an equation's param ``value`` (a jaxpr, or tuples of them)."""
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from param_jaxprs(v)
+
+
+def eqn_effects(eqn) -> set:
+    """The effects of ``eqn``: its primitive's, or those of the jaxprs in its params."""
+    if eqn.primitive in effectful_params:
+        return {Effect(eqn.primitive.name)} if effectful_params[eqn.primitive](
+            eqn.params) else set()
+    if eqn.primitive in effectful_primitives:
+        return {Effect(eqn.primitive.name)}
+    return {e for p in eqn.params.values() for j in param_jaxprs(p) for e in j.effects}
+
+
+def has_effects(eqn) -> bool:
+    if eqn.primitive in effectful_params:
+        return effectful_params[eqn.primitive](eqn.params)
+    return eqn.primitive in effectful_primitives or any(
+        has_effects(e) for p in eqn.params.values() for j in param_jaxprs(p)
+        for e in j.eqns)
 
 
 class Jaxpr:
@@ -124,6 +181,11 @@ class Jaxpr:
 
     in_avals = property(lambda self: [v.aval for v in self.invars])
     out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    @property
+    def effects(self) -> set:
+        """The effects of its equations (an empty set for a pure program), as JAX's."""
+        return {e for eqn in self.eqns for e in eqn_effects(eqn)}
 
     def __str__(self):
         return pp_jaxpr(self)
@@ -143,6 +205,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    effects = property(lambda self: self.jaxpr.effects)
 
     def __call__(self, *args):
         return eval_jaxpr(self.jaxpr, self.consts, *args)
@@ -273,10 +336,12 @@ def _pp_eqn(eqn, names, indent):
     lhs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
     params = ""
     if eqn.params:
-        # Nested jaxprs go last and switch to one param per line, as JAX prints them.
+        # By name, as JAX prints them (jit's: its name, then its jaxpr); nested jaxprs
+        # switch to one param per line.
         nested = lambda v: isinstance(v, (Jaxpr, ClosedJaxpr)) or bool(  # noqa: E731
             isinstance(v, tuple) and v and isinstance(v[0], (Jaxpr, ClosedJaxpr)))
-        ordered = sorted(eqn.params.items(), key=lambda kv: nested(kv[1]))
+        ordered = sorted(eqn.params.items(), key=lambda kv: nested(kv[1])) \
+            if eqn.primitive.name == "jit" else sorted(eqn.params.items())
         items = [f"{k}={_pp_param(v, names, indent)}" for k, v in ordered]
         if any(nested(v) for v in eqn.params.values()) or any("\n" in s for s in items):
             pad = " " * (indent + 2)
@@ -288,6 +353,9 @@ def _pp_eqn(eqn, names, indent):
     return f"{head}{eqn.primitive.name}{params} {args}".rstrip()
 
 
+_WIDTH = 80
+
+
 def _pp_jaxpr(jaxpr, names, indent):
     consts = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
     invars = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
@@ -295,8 +363,11 @@ def _pp_jaxpr(jaxpr, names, indent):
     body = [_pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
     outs = ", ".join(names(v) for v in jaxpr.outvars)
     outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    if len(body) <= 1 and "\n" not in "".join(body):
-        return f"{head} {' '.join(body)} in {outs} }}".replace("let  in", "let in")
+    flat = f"{head} {'; '.join(body)} in {outs} }}"
+    # JAX's printer puts a jaxpr on one line where it fits in 80 columns (a nested one:
+    # where it has one equation, nearly always so)
+    if "\n" not in flat and (len(flat) <= _WIDTH if indent == 0 else len(body) <= 1):
+        return flat
     pad = " " * (indent + 4)
     lines = [head] + [pad + line for line in body]
     lines.append(" " * (indent + 2) + f"in {outs} }}")

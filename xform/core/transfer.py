@@ -96,7 +96,9 @@ def scalar_array(value, dtype, weak_type) -> Array:
         # -0.0 == 0.0: zeros are keyed by their sign too; nan != nan: never cached
         key = None if value != value else key + (math.copysign(1.0, value),)
     arr = _scalar_cache.get(key) if key is not None else None
-    if arr is None:
+    # (a cached Array can reach the user, e.g. ``jnp.zeros(())``, and be donated: then
+    # it is made anew, else every later use of that scalar would fail)
+    if arr is None or arr._buf.is_deleted():
         arr = Array(backend.device_put(np.asarray(value, dtype)),
                     canonical_aval(ShapedArray((), dtype, weak_type)))
         if key is not None and len(_scalar_cache) < 4096:
@@ -117,7 +119,7 @@ def host_leaf(x):
     t = type(x)
     if t is float or t is int or t is bool:
         hit = _host_leaves.get((t, x))
-        if hit is None:
+        if hit is None or hit[0].is_deleted():   # (deleted: as in scalar_array)
             try:
                 aval = canonical_aval(aval_of_value(x))
             except OverflowError:

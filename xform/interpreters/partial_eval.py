@@ -14,6 +14,7 @@ from xform.core.array import Array
 from xform.core.errors import UnexpectedTracerError
 from xform.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, eval_jaxpr
 from xform.core.jaxpr import current_compute_type
+from xform.core import jaxpr as _jaxpr
 from xform.core.trace import (Trace, Tracer, current_trace, get_aval, set_current_trace,
                                to_concrete_value)
 
@@ -208,30 +209,10 @@ class JaxprTrace(Trace):
         return jaxpr, residuals
 
 
-# Effects, minimally: an effectful primitive (a host callback such as debug.print) must
-# run even when nothing uses its outputs, so DCE keeps it, and keeps any higher-order
-# equation (jit, cond, ...) whose jaxpr params contain one. Effects are unordered; JAX's
-# per-effect types, tokens and ordering are not modeled.
-effectful_primitives = set()
-effectful_params = {}  # primitive -> predicate of its params (ffi_call's has_side_effect)
-
-
-def _param_jaxprs(value):
-    if isinstance(value, ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, Jaxpr):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _param_jaxprs(v)
-
-
-def has_effects(eqn: JaxprEqn) -> bool:
-    if eqn.primitive in effectful_params:
-        return effectful_params[eqn.primitive](eqn.params)
-    return eqn.primitive in effectful_primitives or any(
-        has_effects(e) for p in eqn.params.values() for j in _param_jaxprs(p)
-        for e in j.eqns)
+# Effects: the registry is core's (``jaxpr.effectful_primitives``), which ``Jaxpr.effects``
+# reads; the names stay here for the rules that fill it (``pe.effectful_primitives.add``).
+effectful_primitives, effectful_params = _jaxpr.effectful_primitives, _jaxpr.effectful_params
+has_effects, _param_jaxprs = _jaxpr.has_effects, _jaxpr.param_jaxprs
 
 
 def dce_jaxpr(jaxpr: Jaxpr, prune_constvars=False):

@@ -99,7 +99,8 @@ from xform.lax.general_reduce import reduce, reduce_p  # noqa: E402
 from xform.lax.sharding_constraint import (  # noqa: E402,F401
     with_sharding_constraint, sharding_constraint_p)
 from xform.lax import sharding_rules as _sharding_rules  # noqa: E402,F401
-from xform.lax.barriers import optimization_barrier, optimization_barrier_p  # noqa: E402
+from xform.lax.barriers import (  # noqa: E402
+    _array_copy, copy_p, optimization_barrier, optimization_barrier_p)
 from xform.lax.control_flow.platform import platform_dependent  # noqa: E402
 from xform.lax.tokens import after_all, after_all_p, create_token, create_token_p  # noqa: E402
 from xform.lax.composite_op import composite, composite_p  # noqa: E402

@@ -1,7 +1,8 @@
-"""``optimization_barrier``: controlling what XLA may do with a computation."""
+"""``optimization_barrier``: controlling what XLA may do with a computation; ``copy``:
+a value XLA must give a buffer of its own."""
 from xform.core import tree_util
 from xform.interpreters import ad, batching, mlir
-from xform.lax._prim import standard_primitive
+from xform.lax._prim import allow_extended, standard_primitive
 
 
 def optimization_barrier(operand):
@@ -40,3 +41,19 @@ mlir.register_lowering(
     optimization_barrier_p,
     lambda ctx, *args: list(mlir.hlo.OptimizationBarrierOp(list(args)).results) if args else [])
 
+
+
+def _array_copy(x):
+    """A copy of ``x`` in a new buffer (JAX's ``lax._array_copy``): ``jnp.array(x)``,
+    ``x.copy()``, ``copy.copy(x)``. Sharing the buffer would be wrong only when the
+    original is deleted, e.g. donated to a jitted call, but then the copy must survive."""
+    return copy_p.bind(x)
+
+
+# Eager, compiling ``return %arg0`` makes XLA write a new output buffer (the argument is
+# not donated); in a jaxpr it stays (as JAX's, not simplified away) and lowers to nothing.
+copy_p = standard_primitive("copy", lambda x: x)
+allow_extended(copy_p)   # (typed keys copy too)
+ad.deflinear(copy_p, lambda ct, x: [copy_p.bind(ct)])
+batching.defvectorized(copy_p)
+mlir.register_lowering(copy_p, lambda ctx, x: x)

@@ -26,7 +26,24 @@ def _operand(other):
     return dimension_as_value(other) if type(other) is shape_poly._DimExpr else other
 
 
-def _binop(fn, reflected=False):
+# JAX refuses a list, tuple, set or dict operand of ==, !=, + and * (``x == (1, 2)``
+# would else be False by identity, ``[1] * x`` a repeated list): TypeError, where
+# other unknown types defer (NotImplemented). (JAX names ``!=`` as ``==``.)
+_REJECTED = (list, tuple, set, dict)
+_REJECTING = {"eq": "==", "ne": "==", "add": "+", "mul": "*"}
+
+
+def _deferred(self, other, name, reflected):
+    """NotImplemented for an operand type the operator does not know, but JAX's
+    TypeError where it refuses one."""
+    if name in _REJECTING and type(other) in _REJECTED:
+        a, b = (other, self) if reflected else (self, other)
+        raise TypeError(f"unsupported operand type(s) for {_REJECTING[name]}: "
+                        f"{type(a).__name__!r} and {type(b).__name__!r}")
+    return NotImplemented
+
+
+def _binop(fn, reflected=False, name=None):
     # (the exact-type tests first: cheaper than isinstance over _KNOWN for the common
     # operands, an Array or a Python float). For a two-operand composite: with the eval
     # trace current its ``eager`` entry, else its ``traced`` one (lazy mode's recipe, or
@@ -39,7 +56,7 @@ def _binop(fn, reflected=False):
                 return eager(other, self) if _context.trace is eval_trace else raw(other, self)
             if isinstance(other, _KNOWN):
                 return fn(_operand(other), self)
-            return NotImplemented
+            return _deferred(self, other, name, True)
     else:
         def op(self, other):
             t = type(other)
@@ -47,7 +64,7 @@ def _binop(fn, reflected=False):
                 return eager(self, other) if _context.trace is eval_trace else raw(self, other)
             if isinstance(other, _KNOWN):
                 return fn(self, _operand(other))
-            return NotImplemented
+            return _deferred(self, other, name, False)
     return op
 
 
@@ -58,7 +75,7 @@ def _add(self, other):  # the hottest operator: _binop's op, unrolled
             _add_raw(self, other)
     if isinstance(other, _KNOWN):
         return _ufuncs.add(self, _operand(other))
-    return NotImplemented
+    return _deferred(self, other, "add", False)
 
 
 _add_eager, _add_raw = _ufuncs.add.eager, _ufuncs.add.traced
@@ -96,7 +113,8 @@ def _astype(self, dtype, copy=False):
     dtype = dtypes.canonicalize_dtype(dtype)
     if dtypes.is_complex(self.dtype) and dtype == dtypes.bool_:
         self = lax.ne(self, lax.full_like(self, 0))
-    return lax.convert_element_type(self, dtype, False)
+    out = lax.convert_element_type(self, dtype, False)
+    return lax._array_copy(out) if copy and out is self else out   # (as JAX's copy_p)
 
 
 def _flatten(self, order="C"):
@@ -127,7 +145,7 @@ _METHODS = {
     "__setitem__": _indexing.setitem,
     "__neg__": _ufuncs.negative, "__pos__": _ufuncs.positive, "__abs__": _ufuncs.absolute,
     "__invert__": _ufuncs.invert,
-    "__add__": _add, "__radd__": _binop(_ufuncs.add, reflected=True),
+    "__add__": _add, "__radd__": _binop(_ufuncs.add, True, "add"),
     "T": property(lambda self: _shape.transpose(self)),
     "mT": property(_shape.matrix_transpose),
     "astype": _astype, "reshape": _reshape, "transpose": _transpose,
@@ -140,10 +158,10 @@ _METHODS = {
     "argmax": _reductions.argmax, "argmin": _reductions.argmin,
 }
 for _name, _fn in _OPERATORS.items():
-    _METHODS[f"__{_name}__"] = _binop(_fn)
-    _METHODS[f"__r{_name}__"] = _binop(_fn, reflected=True)
+    _METHODS[f"__{_name}__"] = _binop(_fn, False, _name)
+    _METHODS[f"__r{_name}__"] = _binop(_fn, True, _name)
 for _name, _fn in _COMPARISONS.items():
-    _METHODS[f"__{_name}__"] = _binop(_fn)
+    _METHODS[f"__{_name}__"] = _binop(_fn, False, _name)
 
 
 def _round_op(self, ndigits=None):
@@ -196,6 +214,51 @@ def _to_device(self, device, *, stream=None):
     return _misc.device_put(self, device)
 
 
+def _view(self, dtype=None, type=None):
+    """The array's bits as ``dtype`` (``lax.bitcast_convert_type``, as JAX's): the last
+    axis scales with the itemsize ratio; bool is 8 bits, complex a (real, imag) pair."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    dtype = dtypes.canonicalize_dtype(dtype)
+    bits_in, bits_out = dtypes.itemsize_bits(self.dtype), dtypes.itemsize_bits(dtype)
+    if self.ndim == 0:
+        if bits_in != bits_out:
+            raise ValueError("view() of a 0d array is only supported if the itemsize is "
+                             "unchanged.")
+        return _view(lax.expand_dims(self, (0,)), dtype).squeeze()
+    if (self.shape[-1] * bits_in) % bits_out != 0:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor "
+                         "of the total size in bytes of the last axis of the array.")
+    if self.dtype == dtype:
+        return self
+    if self.dtype == dtypes.bool_:
+        return _view(_astype(self, np.uint8), dtype)
+    if dtypes.is_complex(self.dtype):
+        parts = lax.concatenate([lax.expand_dims(_math.real(self), (-1,)),
+                                 lax.expand_dims(_math.imag(self), (-1,))], self.ndim)
+        return _view(_shape.reshape(parts, (*self.shape[:-1], 2 * self.shape[-1])), dtype)
+    if dtype == dtypes.bool_:
+        return _astype(_view(self, np.uint8), dtype)
+    if dtypes.is_complex(dtype):
+        out = _astype(_view(self, dtypes.finfo(dtype).dtype), dtype)
+        return out[..., 0::2] + 1j * out[..., 1::2]
+    if bits_in < bits_out:
+        k = bits_out // bits_in
+        return lax.bitcast_convert_type(
+            _shape.reshape(self, (*self.shape[:-1], self.shape[-1] // k, k)), dtype)
+    out = lax.bitcast_convert_type(self, dtype)
+    if bits_in > bits_out:
+        out = _shape.reshape(out, (*out.shape[:-2], out.shape[-2] * out.shape[-1]))
+    return out
+
+
+def _flat(self):
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: "
+                              "consider arr.flatten() instead.")
+
+
 def _more_methods():
     """Methods over the later numpy modules (imported here: they import this one's
     siblings)."""
@@ -207,15 +270,16 @@ def _more_methods():
         "choose": _take.choose, "compress": _compress, "repeat": _manip.repeat,
         "diagonal": _matrix.diagonal, "trace": _matrix.trace, "ptp": _statistics.ptp,
         "conj": _math.conjugate, "conjugate": _math.conjugate, "copy": _misc.copy,
-        "to_device": _to_device,
+        "to_device": _to_device, "view": _view, "flat": property(_flat),
         "real": property(_math.real), "imag": property(_math.imag),
         "__round__": _round_op, "__contains__": _contains,
         "__array_namespace__": _array_namespace, "__array_module__": _array_module,
-        "__divmod__": _binop(_math.divmod), "__rdivmod__": _binop(_math.divmod, True),
-        "__lshift__": _binop(_elementwise.left_shift),
-        "__rlshift__": _binop(_elementwise.left_shift, True),
-        "__rshift__": _binop(_elementwise.right_shift),
-        "__rrshift__": _binop(_elementwise.right_shift, True),
+        "__divmod__": _binop(_math.divmod, False, "divmod"),
+        "__rdivmod__": _binop(_math.divmod, True, "divmod"),
+        "__lshift__": _binop(_elementwise.left_shift, False, "lshift"),
+        "__rlshift__": _binop(_elementwise.left_shift, True, "lshift"),
+        "__rshift__": _binop(_elementwise.right_shift, False, "rshift"),
+        "__rrshift__": _binop(_elementwise.right_shift, True, "rshift"),
     }
 
 

@@ -11,7 +11,7 @@ from xform.core import trace as _trace
 from xform.core.sharding_types import abstract_sharding
 from xform.core.trace import concrete_or_raise
 from xform.core.array import ShardedArray
-from xform.core.sharding import NamedSharding
+from xform.core.sharding import MeshLayout, NamedSharding
 from xform.core.trace import get_aval
 from xform.core.transfer import committed_device, device_put_value, on_default_device
 from xform.interpreters.composite import composite
@@ -54,13 +54,16 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported.")
     dt = user_dtype(dtype)
     t = type(object)
-    if _util.is_array(object):  # (an Array is immutable: a copy only moves it as one)
-        out = object if dt is None else lax.convert_element_type(object, dt)
-        out = on_default_device(out) if copy else out
+    if _util.is_array(object):  # (a copy has a buffer of its own, as JAX's: deleting or
+        # donating the original must leave it)
+        out = _copy(object) if copy else object
+        out = out if dt is None else lax.convert_element_type(out, dt)
     elif t in _PY_SCALAR_TYPES:
         # NB: no wrap-around here (JAX raises OverflowError too), unlike ``x + 300``.
         out = _util.scalar_array(object, dt or dtypes.dtype(object),
                                  dt is None and t is not bool)
+        if _trace._context.trace is _trace.eval_trace:
+            out = lax._array_copy(out)  # (not the eager ops' shared cached scalar)
     elif isinstance(object, (np.ndarray, np.generic)):
         out = device_put_value(np.asarray(object) if dt is None
                                else np.asarray(object).astype(dt))
@@ -94,9 +97,18 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
     return _placed(out, out_sharding, "array", device)
 
 
+def _copy(x):
+    """``x`` in buffers of its own (as JAX's ``copy_p``); pmap's arrays as they are (a
+    one-device program would assemble them, losing their sharding)."""
+    if isinstance(x, ShardedArray) and type(x.layout) is MeshLayout:
+        return x
+    return lax._array_copy(on_default_device(x))
+
+
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
-    """Like numpy.asarray (see :func:`array` for the dtype rules)."""
-    return array(a, dtype, copy=False, order=order or "K", device=device,
+    """Like numpy.asarray (see :func:`array` for the dtype rules); ``copy=True``: a
+    buffer of its own."""
+    return array(a, dtype, copy=bool(copy), order=order or "K", device=device,
                  out_sharding=out_sharding)
 
 
@@ -107,15 +119,19 @@ def _filled(shape, fill, dt, weak, sharding=None):
         return lax.full(shape, fill, dt)
     if dt == dtypes.float0:   # (an integer input's tangent, as a custom_jvp rule makes)
         return np.zeros(shape, dtypes.float0)
+    cached = None
     if type(fill) in _PY_SCALAR_TYPES:
-        fill = _util.scalar_operand(fill, dt, weak)
+        fill = cached = _util.scalar_operand(fill, dt, weak)
     else:
         fill = _asarray(fill, "full")
         if dtypes.is_complex(fill.aval.dtype) and dt == dtypes.bool_:  # (asarray's: x != 0)
             fill = lax.ne(fill, lax.full_like(fill, 0))
         fill = lax.convert_element_type(fill, dt, weak)
     if not fill.aval.shape:
-        return lax.full(shape, fill, sharding=sharding)
+        out = lax.full(shape, fill, sharding=sharding)
+        if out is cached and _trace._context.trace is _trace.eval_trace:
+            out = lax._array_copy(out)   # (as jnp.array's: not the shared cached scalar)
+        return out
     return _util.broadcast_to(fill, shape)
 
 
@@ -152,9 +168,10 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     shape = canonical_shape(shape)
     if dtype is None:
         fill = _asarray(fill_value, "full")
-        out = _filled(shape, fill, fill.aval.dtype, fill.aval.weak_type)
+        src = fill_value if type(fill_value) in _PY_SCALAR_TYPES else fill  # (see _filled)
+        out = _filled(shape, src, fill.aval.dtype, fill.aval.weak_type)
         if _eager_weak(out, device):
-            out = _filled(shape, fill, fill.aval.dtype, False)
+            out = _filled(shape, src, fill.aval.dtype, False)
     else:
         out = _filled(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
     return _placed(out, out_sharding, "full", device)

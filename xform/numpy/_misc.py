@@ -126,6 +126,8 @@ def astype(x, dtype, /, *, copy=False, device=None):
     if dtypes.is_complex(x.aval.dtype) and dtype == dtypes.bool_:
         x = lax.ne(x, _util.scalar_array(0, x.aval.dtype, False))  # not just the real part
     out = lax.convert_element_type(x, dtype)
+    if copy and out is x:   # (a buffer of its own, as JAX's copy_p)
+        out = lax._array_copy(out)
     if device is None:
         return out
     if isinstance(device, Sharding) and len(device._device_assignment) > 1:

@@ -126,9 +126,13 @@ def moveaxis(a, source, destination):
 
 
 def expand_dims(a, axis):
-    """Like numpy.expand_dims (an int or a tuple of ints)."""
+    """Like numpy.expand_dims: ``axis`` an int or a sequence of ints (a concrete array
+    of them too, as JAX's)."""
     a = asarray(a, "expand_dims")
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    try:
+        axes = (operator.index(axis),)
+    except TypeError:
+        axes = tuple(map(operator.index, axis))
     out_nd = a.aval.ndim + len(axes)
     return lax.expand_dims(a, canonicalize_axes(tuple(axes), out_nd))
 

@@ -15,7 +15,7 @@ from xform.core.mesh import current_mesh
 from xform.core.layout import Format, Layout, laid_out
 from xform.core.sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding
 from xform.interpreters import layouts
-from xform.lax import sharding_constraint as lax_sharding
+from xform.lax import barriers as lax_copy, sharding_constraint as lax_sharding
 
 
 def _check_backend(name):
@@ -73,14 +73,21 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     >>> xform.device_put(np.ones(2, np.float32))
     Array([1., 1.], dtype=float32)
     """
-    del src, donate, may_alias
+    del src
+    if donate and may_alias:
+        raise ValueError("may_alias and donate cannot be True at the same time.")
+    leaves, tree = tree_util.tree_flatten(x)
     if device is None or isinstance(device, (backend.Device, Sharding, PartitionSpec,
                                              MemorySpace, Format)):
-        return tree_util.tree_map(lambda v: _put(v, device), x)
-    leaves, tree = tree_util.tree_flatten(x)
-    targets = tree_util.broadcast_prefix(
-        device, x, is_leaf=lambda d: isinstance(d, (Sharding, PartitionSpec, Format)))
-    return tree_util.tree_unflatten(tree, [_put(v, d) for v, d in zip(leaves, targets)])
+        targets = [device] * len(leaves)
+    else:
+        targets = tree_util.broadcast_prefix(
+            device, x, is_leaf=lambda d: isinstance(d, (Sharding, PartitionSpec, Format)))
+    outs = [_put(v, d) for v, d in zip(leaves, targets)]
+    if may_alias is False:  # (a new buffer even where the value is already there)
+        outs = [lax_copy._array_copy(o) if type(o) is Array and type(v) is Array and
+                o._buf is v._buf else o for o, v in zip(outs, leaves)]
+    return tree_util.tree_unflatten(tree, outs)
 
 
 def _put(v, device):

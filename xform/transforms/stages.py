@@ -6,7 +6,7 @@ dispatch module's program cache, the same path a jitted call uses.
 """
 import dataclasses
 
-from xform import backend, backend_layouts
+from xform import backend, backend_analyses, backend_layouts
 from xform.core import transfer, tree_util
 from xform.core.array import Array
 from xform.core.layout import Format, from_runtime, laid_out, set_laid_out
@@ -87,6 +87,11 @@ class _Signature:
     def out_info(self):
         return out_info(self._closed, self._out_tree, weak=False)
 
+    @property
+    def donate_argnums(self):
+        """The flat indices of the donated arguments."""
+        return tuple(i for i, d in enumerate(self._donated or ()) if d)
+
 
 class Traced(_Signature):
     """A traced function (``jit(f).trace(*args)``): its ``jaxpr``; ``lower()`` next;
@@ -142,16 +147,30 @@ class Lowered(_Signature):
         self._pin = pin
         self._out_kinds = out_kinds  # (per output: the memory out_shardings pin it to)
 
-    def as_text(self, dialect="stablehlo"):
-        """The StableHLO module as text."""
-        if dialect not in ("stablehlo", "mhlo"):
-            raise ValueError(f"unknown dialect {dialect!r}; xform lowers to 'stablehlo'")
+    def as_text(self, dialect=None, *, debug_info=False):
+        """The module as text: StableHLO (``dialect`` None or ``"stablehlo"``) or XLA's
+        unoptimized HLO (``"hlo"``). ``debug_info`` is accepted and adds nothing: xform
+        records no source locations."""
+        if _dialect(dialect) == "hlo":
+            return backend_analyses.hlo_text(self.compiler_ir("hlo"))
+        return self._text()
+
+    def _text(self):
         kinds = self._out_kinds if self._place is None else mlir_memory.out_memory_kinds(
             self._place.out_shardings, self._closed.in_avals, self._closed.out_avals)
         return mlir.lower_jaxpr_to_module(self._closed, donated=self._donated,
                                           hoist_consts=dispatch.EMBED_CONSTS_UP_TO,
                                           spmd=self._place and self._place.specs(),
                                           out_kinds=kinds, layout_modes=self._modes())
+
+    def compiler_ir(self, dialect=None):
+        """The module as an object, as JAX's: ``"stablehlo"`` (default) an MLIR
+        ``ir.Module``; ``"hlo"`` XLA's unoptimized ``XlaComputation`` (``as_hlo_text()``,
+        ``as_hlo_module()``)."""
+        if _dialect(dialect) == "hlo":
+            return backend.stablehlo_to_hlo(self._text())
+        with backend.make_ir_context():
+            return backend.ir.Module.parse(self._text())
 
     def _modes(self):
         if self._layouts is None:
@@ -162,8 +181,14 @@ class Lowered(_Signature):
                 [layouts_.layout_mode(lay, a.shape, "jit outputs")
                  for lay, a in zip(outs, self._closed.out_avals)])
 
-    def compile(self):
-        """Compile with XLA (through the program cache): returns ``Compiled``."""
+    def compile(self, compiler_options=None, *, device_assignment=None):
+        """Compile with XLA (through the program cache): returns ``Compiled``. XLA
+        ``compiler_options`` and a ``device_assignment`` are not supported (refused)."""
+        if compiler_options or device_assignment is not None:
+            raise NotImplementedError(
+                "Lowered.compile: xform compiles with XLA's default options; "
+                f"compiler_options={compiler_options!r}, device_assignment="
+                f"{device_assignment!r} are not supported")
         if self._place is not None:
             compiled = spmd.PartitionedJaxpr(self._closed, self._place,
                                              f"jit({self._name})", self._donated)
@@ -181,11 +206,21 @@ class Lowered(_Signature):
                         self._out_kinds, self._in_tree, self._donated)
 
     def cost_analysis(self):
-        """XLA's cost estimate (``flops``, ``bytes accessed``, ...) as a dict.
+        """XLA's cost estimate (``flops``, ``bytes accessed``, ...) of the unoptimized
+        HLO, as JAX's (``compile().cost_analysis()`` gives the optimized program's).
+        Where the runtime has no such analysis (a GPU plugin) xform asks the compiled
+        program (JAX returns None)."""
+        try:
+            cost = backend.hlo_cost_analysis(self.compiler_ir("hlo"))
+        except backend.JaxRuntimeError:  # (not expected: a module XLA's converter refuses)
+            cost = None
+        return self.compile().cost_analysis() if cost is None else cost
 
-        NB: JAX estimates from the unoptimized HLO; xform asks the compiled program
-        (the compile is cached, so a later ``compile()`` is free)."""
-        return self.compile().cost_analysis()
+
+def _dialect(dialect):
+    if dialect not in (None, "stablehlo", "hlo"):
+        raise ValueError(f"unknown dialect: {dialect}")
+    return dialect or "stablehlo"
 
 
 def _recommitted(x, committed):
@@ -318,6 +353,10 @@ class Compiled(_Signature):
     def as_text(self):
         """The optimized HLO that XLA compiled."""
         return self._compiled.executable.hlo_text()
+
+    def runtime_executable(self):
+        """The runtime's executable object (jaxlib's LoadedExecutable), as JAX's."""
+        return self._compiled.executable.runtime_executable()
 
     def cost_analysis(self):
         """XLA's cost estimate of the compiled program (``flops``, ...) as a dict."""
