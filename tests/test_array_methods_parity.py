@@ -91,3 +91,17 @@ def test_process_queries_take_a_backend():
         for lib in (xform, jax):
             with pytest.raises(RuntimeError, match="Unknown backend"):
                 getattr(lib, fn)("nope")
+
+
+def test_isinstance_array_holds_for_tracers_as_jax():
+    # jax.Array answers True for traced values inside jit/grad/vmap (its metaclass), so
+    # user code branching on it takes the same branch traced and eager
+    def probe(lib, m):
+        f = lambda x: lib.numpy.where(isinstance(x, lib.Array), x, -x)  # noqa: E731
+        return (f(m.ones(2)), lib.jit(f)(m.ones(2)), lib.vmap(f)(m.ones(2)),
+                lib.grad(lambda x: f(x).sum())(m.ones(2)),
+                isinstance(np.ones(2), lib.Array), isinstance(1.0, lib.Array),
+                m.ndarray is lib.Array, issubclass(type(m.ones(2)), lib.Array))
+    ours, want = probe(xform, xnp), probe(jax, jnp)
+    for o, w in zip(ours, want):
+        np.testing.assert_array_equal(np.asarray(o), np.asarray(w))

@@ -3,7 +3,7 @@
 ``import xform as jax; import xform.numpy as jnp`` runs JAX-style code.
 """
 from xform import dtypes, errors, lax, tree, tree_util
-from xform.core.array import Array
+from xform.core.array_type import Array
 from xform.core.config import config
 from xform.interpreters import pjit as _pjit  # noqa: F401  (registers the call primitive)
 from xform.transforms.jit import (jit, make_jaxpr, eval_shape, ShapeDtypeStruct)

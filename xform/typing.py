@@ -24,7 +24,7 @@ class SupportsDType(Protocol):
     def dtype(self, /) -> np.dtype: ...
 
 
-# NB: Tracer is listed because xform's tracers are not ``xform.Array`` instances.
+# (Tracer is listed for type checkers: ``isinstance`` holds for it at run time.)
 ArrayLike = Union[Array, Tracer, np.ndarray, np.bool_, np.number, bool, int, float, complex]
 
 DTypeLike = Union[str, type[Any], np.dtype, SupportsDType]

@@ -12,8 +12,7 @@ Importing this module installs the operators and methods (``x + 1``, ``x[0]``,
 import numpy as _np
 
 from xform.core import dtypes as _dtypes
-from xform.core.array import Array as _Array
-from xform.core.trace import Tracer as _Tracer
+from xform.core.array_type import Array as _PublicArray
 
 from xform.numpy._scalar_types import (
     bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16,
@@ -119,24 +118,7 @@ nan = _np.nan
 newaxis = None
 
 
-class _ArrayMeta(type):
-    def __instancecheck__(cls, instance):
-        return isinstance(instance, (_Array, _Tracer))
-
-    def __subclasscheck__(cls, subclass):
-        return issubclass(subclass, (_Array, _Tracer))
-
-
-class ndarray(metaclass=_ArrayMeta):
-    """The array type, for ``isinstance`` checks: concrete Arrays and tracers alike.
-
-    NB: a virtual class rather than ``Array`` itself, so that ``isinstance(x,
-    jnp.ndarray)`` also holds for traced values inside jit/grad/vmap, as it does for
-    ``jax.Array`` in JAX.
-
-    >>> isinstance(jnp.arange(2), jnp.ndarray), isinstance(np.zeros(2), jnp.ndarray)
-    (True, False)
-    """
+ndarray = _PublicArray   # (JAX: jnp.ndarray is jax.Array)
 
 
 _array_methods.install()
