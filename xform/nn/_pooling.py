@@ -93,8 +93,7 @@ def max_pool(inputs, window_shape, strides=None, padding="VALID"):
     >>> nn.max_pool(jnp.arange(4.).reshape(1, 4, 1), (2,), (2,))[0, :, 0]
     Array([1., 3.], dtype=float32)
     """
-    return pool(inputs, _bound(inputs, lowest=True), lax.max, window_shape, strides,
-                padding)
+    return pool(inputs, -np.inf, lax.max, window_shape, strides, padding)
 
 
 def min_pool(inputs, window_shape, strides=None, padding="VALID"):
@@ -104,14 +103,5 @@ def min_pool(inputs, window_shape, strides=None, padding="VALID"):
     >>> nn.min_pool(jnp.arange(4.).reshape(1, 4, 1), (2,), (2,))[0, :, 0]
     Array([0., 2.], dtype=float32)
     """
-    return pool(inputs, _bound(inputs, lowest=False), lax.min, window_shape, strides,
-                padding)
+    return pool(inputs, np.inf, lax.min, window_shape, strides, padding)
 
-
-def _bound(inputs, lowest):
-    """-inf / inf, or the integer dtype's min / max (what Flax's -inf becomes for ints)."""
-    dtype = jnp.result_type(inputs)
-    if jnp.issubdtype(dtype, jnp.integer):
-        info = jnp.iinfo(dtype)
-        return info.min if lowest else info.max
-    return -np.inf if lowest else np.inf
