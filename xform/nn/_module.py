@@ -443,12 +443,14 @@ class Module:
 
     # ---- init / apply ----
     def _resolve_method(self, method):
-        if isinstance(method, str):
+        if isinstance(method, str):   # Flax's rules: a missing name is an AttributeError
             attr = method
-            method = getattr(self, attr, None)
-            if method is None or not callable(method):
-                raise errors.ApplyModuleInvalidMethodError(
-                    f"'{type(self).__name__}.{attr}'")
+            method = getattr(self, attr)
+            if not callable(method):
+                raise TypeError(f"'{type(self).__name__}.{attr}' must be a callable, got "
+                                f"{type(method)}.")
+            if isinstance(method, Module):   # a submodule's name: call that submodule
+                return lambda self, *args, **kwargs: getattr(self, attr)(*args, **kwargs)
         elif method is None:
             method = self.__call__
         if inspect.ismethod(method) and isinstance(method.__self__, Module):
