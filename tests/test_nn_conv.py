@@ -58,6 +58,14 @@ def test_pool_grad_and_errors():
         nn.max_pool(x, (2,), padding=((1, 1), (1, 1)))
 
 
+def test_avg_pool_integer_input_dtype_under_x64(x64):
+    xi = np.arange(8, dtype=np.int32).reshape(1, 8, 1)     # Flax divides by an np.int64
+    for kw in ({}, {"padding": "SAME", "count_include_pad": False}):
+        ours, theirs = nn.avg_pool(xi, (2,), **kw), fnn.avg_pool(xi, (2,), **kw)
+        assert ours.dtype == theirs.dtype == np.float64
+        np.testing.assert_array_equal(ours, theirs)
+
+
 def test_pooling_doctests():
     result = doctest.testmod(_pooling, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

@@ -1,7 +1,5 @@
 """Pooling functions of ``flax.linen`` (pool, max_pool, avg_pool, min_pool): windowed
 reductions over the spatial axes of channels-last inputs, built on ``lax.reduce_window``."""
-import math
-
 import numpy as np
 
 from xform import lax
@@ -77,8 +75,8 @@ def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_
     Array([0.5, 2.5], dtype=float32)
     """
     y = pool(inputs, 0.0, lax.add, window_shape, strides, padding)
-    if count_include_pad:
-        return y / math.prod(window_shape)
+    if count_include_pad:   # NumPy's int64 product, as Flax: integer inputs give float64 under x64
+        return y / np.prod(window_shape)
     # Count the real elements per window by pooling ones of the input's spatial shape.
     shape = jnp.shape(inputs)[:-1] + (1,)
     if len(shape) - 2 == len(window_shape):
