@@ -254,6 +254,15 @@ def test_error_apply_without_params():
         _Two().apply([1], X)
 
 
+def test_repr_as_flax():
+    assert repr(XM["Block"](4)) == repr(FM["Block"](4))     # fields by name, one a line
+    assert repr(nn.Dense(3, use_bias=False)) == repr(fnn.Dense(3, use_bias=False))
+    xm, fm = XM["Nested"](), FM["Nested"]()
+    xb, fb = xm.bind(xm.init(keys(0)[0], X)), fm.bind(fm.init(keys(0)[1], X))
+    xb(X), fb(X)                                              # children once bound
+    assert repr(xb) == repr(fb) and "# children" in repr(xb)
+
+
 def test_error_invalid_method():
     with pytest.raises(nn.errors.ApplyModuleInvalidMethodError,
                        match=r"is not a valid function for apply\(\)"):
