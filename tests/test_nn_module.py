@@ -257,6 +257,7 @@ def test_error_apply_without_params():
 def test_repr_as_flax():
     assert repr(XM["Block"](4)) == repr(FM["Block"](4))     # fields by name, one a line
     assert repr(nn.Dense(3, use_bias=False)) == repr(fnn.Dense(3, use_bias=False))
+    assert repr(nn.Module()).startswith("<xform.nn._module.Module object at")   # as Flax's
     xm, fm = XM["Nested"](), FM["Nested"]()
     xb, fb = xm.bind(xm.init(keys(0)[0], X)), fm.bind(fm.init(keys(0)[1], X))
     xb(X), fb(X)                                              # children once bound

@@ -578,6 +578,8 @@ class Module:
 def _module_repr(module, indent="    "):
     """Flax's pretty repr: ``# attributes`` (fields but parent/name; a named callable by
     its name), then ``# children`` (submodules bound so far), indented per level."""
+    if not dataclasses.is_dataclass(module):   # a bare nn.Module()
+        return object.__repr__(module)
     rep = ""
     attrs = [f.name for f in dataclasses.fields(module)
              if f.name not in ("parent", "name") and f.repr]
