@@ -44,15 +44,26 @@ def test_pool_grad_and_errors():
     close(xform.grad(loss(xform, nn.avg_pool))(x), jax.grad(loss(jax, fnn.avg_pool))(x))
     close(xform.grad(loss(xform, nn.max_pool))(x), jax.grad(loss(jax, fnn.max_pool))(x))
     xi = np.arange(16, dtype=np.int32).reshape(2, 8, 1) % 5         # integer inputs
-    for name in ("max_pool", "min_pool"):
-        np.testing.assert_array_equal(getattr(nn, name)(xi, (3,), (2,)),
-                                      getattr(fnn.pooling, name)(xi, (3,), (2,)))
+    for dtype in (np.int32, np.uint8):         # uint8: its min 0 is no int32 identity
+        for name in ("max_pool", "min_pool"):
+            ours = getattr(nn, name)(xi.astype(dtype), (3,), (2,))
+            theirs = getattr(fnn.pooling, name)(xi.astype(dtype), (3,), (2,))
+            assert ours.dtype == theirs.dtype
+            np.testing.assert_array_equal(ours, theirs)
     with pytest.raises(ValueError, match=r"len\(strides\)=1 must equal len\(window_shape\)=2"):
         nn.max_pool(x, (2, 2), (1,))
     with pytest.raises(ValueError, match="too few axes for window_shape"):
         nn.max_pool(x[0, 0], (2, 2))
     with pytest.raises(ValueError, match="one \\(low, high\\) pair per spatial axis"):
         nn.max_pool(x, (2,), padding=((1, 1), (1, 1)))
+
+
+def test_avg_pool_integer_input_dtype_under_x64(x64):
+    xi = np.arange(8, dtype=np.int32).reshape(1, 8, 1)     # Flax divides by an np.int64
+    for kw in ({}, {"padding": "SAME", "count_include_pad": False}):
+        ours, theirs = nn.avg_pool(xi, (2,), **kw), fnn.avg_pool(xi, (2,), **kw)
+        assert ours.dtype == theirs.dtype == np.float64
+        np.testing.assert_array_equal(ours, theirs)
 
 
 def test_pooling_doctests():

@@ -111,6 +111,29 @@ def test_method_string_and_function():
     np.testing.assert_allclose(out, 2 * np.asarray(xm.apply(v, X, method="encode")))
 
 
+def _outer(lib):
+    class Outer(lib.Module):
+        sub: lib.Module
+        size: int = 3
+
+        @lib.compact
+        def __call__(self, x):
+            return self.sub(x)
+    return Outer(lib.Dense(3))
+
+
+def test_apply_method_string_names_a_submodule_or_fails_as_flax():
+    xm, fm = _outer(nn), _outer(fnn)
+    xk, fk = keys(2)
+    v, fv = xm.init(xk, X), fm.init(fk, X)
+    assert_trees(xm.apply(v, X, method="sub"), fm.apply(fv, X, method="sub"))
+    for m, vs in ((xm, v), (fm, fv)):    # Flax's error classes
+        with pytest.raises(TypeError, match=r"'Outer\.size' must be a callable"):
+            m.apply(vs, X, method="size")
+        with pytest.raises(AttributeError, match='no attribute "nope"'):
+            m.apply(vs, X, method="nope")
+
+
 def test_collections_rng_streams_sow_and_mutable():
     xk, fk = keys(3)
     xn, fn = keys(4)
@@ -231,10 +254,20 @@ def test_error_apply_without_params():
         _Two().apply([1], X)
 
 
-def test_error_unknown_method():
+def test_repr_as_flax():
+    assert repr(XM["Block"](4)) == repr(FM["Block"](4))     # fields by name, one a line
+    assert repr(nn.Dense(3, use_bias=False)) == repr(fnn.Dense(3, use_bias=False))
+    assert repr(nn.Module()).startswith("<xform.nn._module.Module object at")   # as Flax's
+    xm, fm = XM["Nested"](), FM["Nested"]()
+    xb, fb = xm.bind(xm.init(keys(0)[0], X)), fm.bind(fm.init(keys(0)[1], X))
+    xb(X), fb(X)                                              # children once bound
+    assert repr(xb) == repr(fb) and "# children" in repr(xb)
+
+
+def test_error_invalid_method():
     with pytest.raises(nn.errors.ApplyModuleInvalidMethodError,
-                       match=r"'_Two\.nope' is not a valid function for apply\(\)"):
-        _Two().apply(_vars(), X, method="nope")
+                       match=r"is not a valid function for apply\(\)"):
+        _Two().apply(_vars(), X, method=lambda: None)
 
 
 def test_error_submodule_outside_init_apply():

@@ -47,6 +47,17 @@ def _models(lib, np_):
                          in_axes=1, out_axes=(0, 1))   # as flax's RNN(seq_lengths=...)
             return f(Cell(), np_.zeros((x.shape[0], 3)), x)
 
+    class BcastRNN(lib.Module):  # nn.broadcast nested inside an argument's in_axes
+        @lib.compact
+        def __call__(self, x):
+            def step(m, c, inp):
+                xt, (scale, shift) = inp
+                return m(c, xt * scale + shift)
+            f = lib.scan(step, variable_broadcast="params", split_rngs={"params": False},
+                         in_axes=((1, (lib.broadcast, 0)),))
+            shift = np_.arange(5, dtype=np_.float32)[:, None, None] / 4
+            return f(Cell(), np_.zeros((x.shape[0], 3)), (x, (2.0, shift)))
+
     class Block(lib.Module):
         @lib.compact
         def __call__(self, c, _):
@@ -116,7 +127,7 @@ def _models(lib, np_):
             y = lib.jit(lib.Dense)(3)(x)
             return lib.Dropout(0.5, deterministic=False)(lib.jit(lib.Dense)(2)(y))
 
-    return dict(RNN=RNN, FnRNN=FnRNN, Stack=Stack, Counted=Counted, Ens=Ens,
+    return dict(RNN=RNN, FnRNN=FnRNN, BcastRNN=BcastRNN, Stack=Stack, Counted=Counted, Ens=Ens,
                 Shared=Shared, Named=Named, Remat=Remat, Jit=Jit)
 
 
@@ -125,7 +136,7 @@ def jax_or_xform(lib):
 
 
 XM, FM = _models(nn, jnp), _models(fnn, jjnp)
-CASES = [("RNN", {}), ("RNN", {"reverse": True, "unroll": 2}), ("FnRNN", {}),
+CASES = [("RNN", {}), ("RNN", {"reverse": True, "unroll": 2}), ("FnRNN", {}), ("BcastRNN", {}),
          ("Stack", {}), ("Ens", {}), ("Shared", {}), ("Named", {}), ("Remat", {}),
          ("Jit", {})]
 

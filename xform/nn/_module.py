@@ -315,11 +315,7 @@ class Module:
         """Declares submodules and variables lazily, once the module is bound."""
 
     def __repr__(self):
-        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
-                           for f in dataclasses.fields(self)
-                           if f.name not in ("parent",) and f.repr
-                           and not (f.name == "name" and self.name is None))
-        return f"{type(self).__name__}({fields})"
+        return _module_repr(self)
 
     # ---- copies ----
     def clone(self, *, parent=None, _deep_clone=False, _reset_names=False, **updates):
@@ -443,12 +439,14 @@ class Module:
 
     # ---- init / apply ----
     def _resolve_method(self, method):
-        if isinstance(method, str):
+        if isinstance(method, str):   # Flax's rules: a missing name is an AttributeError
             attr = method
-            method = getattr(self, attr, None)
-            if method is None or not callable(method):
-                raise errors.ApplyModuleInvalidMethodError(
-                    f"'{type(self).__name__}.{attr}'")
+            method = getattr(self, attr)
+            if not callable(method):
+                raise TypeError(f"'{type(self).__name__}.{attr}' must be a callable, got "
+                                f"{type(method)}.")
+            if isinstance(method, Module):   # a submodule's name: call that submodule
+                return lambda self, *args, **kwargs: getattr(self, attr)(*args, **kwargs)
         elif method is None:
             method = self.__call__
         if inspect.ismethod(method) and isinstance(method.__self__, Module):
@@ -575,6 +573,29 @@ class Module:
         _, rows = _summary()._table(self, rngs, args, kwargs, None, show_repeated,
                                     False, False)
         return {"/".join(row[0].path): row[0].module for row in rows}
+
+
+def _module_repr(module, indent="    "):
+    """Flax's pretty repr: ``# attributes`` (fields but parent/name; a named callable by
+    its name), then ``# children`` (submodules bound so far), indented per level."""
+    if not dataclasses.is_dataclass(module):   # a bare nn.Module()
+        return object.__repr__(module)
+    rep = ""
+    attrs = [f.name for f in dataclasses.fields(module)
+             if f.name not in ("parent", "name") and f.repr]
+    if attrs:
+        rep += "# attributes\n"
+    for attr in attrs:
+        value = module.__dict__.get(attr)
+        named = (value.__dict__.get("__name__") if isinstance(value, Module)
+                 else getattr(value, "__name__", None))
+        rep += f"{attr} = {value.__name__ if callable(value) and named else repr(value)}\n"
+    children = {k: v for k, v in module._state.children.items() if isinstance(v, Module)}
+    if children:
+        rep += "# children\n" + "".join(f"{k} = {_module_repr(v, indent)}\n"
+                                        for k, v in children.items())
+    body = "".join(indent + line + "\n" for line in rep.split("\n")[:-1])
+    return f"{type(module).__name__}(\n{body})" if rep else f"{type(module).__name__}()"
 
 
 def _summary():

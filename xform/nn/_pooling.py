@@ -1,7 +1,5 @@
 """Pooling functions of ``flax.linen`` (pool, max_pool, avg_pool, min_pool): windowed
 reductions over the spatial axes of channels-last inputs, built on ``lax.reduce_window``."""
-import math
-
 import numpy as np
 
 from xform import lax
@@ -77,8 +75,8 @@ def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_
     Array([0.5, 2.5], dtype=float32)
     """
     y = pool(inputs, 0.0, lax.add, window_shape, strides, padding)
-    if count_include_pad:
-        return y / math.prod(window_shape)
+    if count_include_pad:   # NumPy's int64 product, as Flax: integer inputs give float64 under x64
+        return y / np.prod(window_shape)
     # Count the real elements per window by pooling ones of the input's spatial shape.
     shape = jnp.shape(inputs)[:-1] + (1,)
     if len(shape) - 2 == len(window_shape):
@@ -93,8 +91,7 @@ def max_pool(inputs, window_shape, strides=None, padding="VALID"):
     >>> nn.max_pool(jnp.arange(4.).reshape(1, 4, 1), (2,), (2,))[0, :, 0]
     Array([1., 3.], dtype=float32)
     """
-    return pool(inputs, _bound(inputs, lowest=True), lax.max, window_shape, strides,
-                padding)
+    return pool(inputs, -np.inf, lax.max, window_shape, strides, padding)
 
 
 def min_pool(inputs, window_shape, strides=None, padding="VALID"):
@@ -104,14 +101,5 @@ def min_pool(inputs, window_shape, strides=None, padding="VALID"):
     >>> nn.min_pool(jnp.arange(4.).reshape(1, 4, 1), (2,), (2,))[0, :, 0]
     Array([0., 2.], dtype=float32)
     """
-    return pool(inputs, _bound(inputs, lowest=False), lax.min, window_shape, strides,
-                padding)
+    return pool(inputs, np.inf, lax.min, window_shape, strides, padding)
 
-
-def _bound(inputs, lowest):
-    """-inf / inf, or the integer dtype's min / max (what Flax's -inf becomes for ints)."""
-    dtype = jnp.result_type(inputs)
-    if jnp.issubdtype(dtype, jnp.integer):
-        info = jnp.iinfo(dtype)
-        return info.min if lowest else info.max
-    return -np.inf if lowest else np.inf

@@ -271,16 +271,19 @@ def _move_axes(axes, tree, to_front):
                     f"got {axes!r}")
 
 
-def _broadcast_parts(axes, tree, first=None):
+_DROP = object()
+
+
+def _broadcast_parts(axes, tree, first=_DROP):
     """``tree`` with its ``nn.broadcast`` parts (``axes``: a prefix tree) replaced by
-    ``first``'s (by ``()`` when ``first`` is None)."""
+    ``first``'s (by ``()`` when no ``first`` is given)."""
     if axes is broadcast:
-        return () if first is None else first
+        return () if first is _DROP else first
     if isinstance(axes, (tuple, list)):
-        firsts = [None] * len(axes) if first is None else first
+        firsts = [_DROP] * len(axes) if first is _DROP else first
         return type(tree)(_broadcast_parts(a, t, f) for a, t, f in zip(axes, tree, firsts))
     if isinstance(axes, dict):
-        return {k: _broadcast_parts(axes[k], tree[k], None if first is None else first[k])
+        return {k: _broadcast_parts(axes[k], tree[k], _DROP if first is _DROP else first[k])
                 for k in tree}
     return tree
 
@@ -303,14 +306,13 @@ def _core_scan(fn, variable_axes, variable_broadcast, variable_carry, split_rngs
         bcast_vars, carry_vars = variable_groups[0], variable_groups[1]
         scan_vars = tuple(_move_axes(ax, meta.remove_axis(g, ax, metadata_params), True)
                           for g, ax in zip(variable_groups[2:], v_in_axes))
-        xs = tuple(() if ax is broadcast else _move_axes(ax, a, True)
-                   for a, ax in zip(args, axes))
+        xs = _move_axes(tuple(axes), _broadcast_parts(tuple(axes), args), True)
         step_rngs = tuple(g if s else () for g, s in zip(rngs_split, r_splits))
 
         def body(bcast_in, carry, scan_vars_t, rngs_t, xs_t):
             cvars, c = carry
             rgs = tuple(rt if s else g for rt, g, s in zip(rngs_t, rng_groups, r_splits))
-            a = tuple(arg if ax is broadcast else x for arg, ax, x in zip(args, axes, xs_t))
+            a = _broadcast_parts(tuple(axes), xs_t, args)   # (nested) nn.broadcast: as given
             groups = (bcast_in, cvars) + tuple(scan_vars_t)
             if data_transform is not None:
                 groups, rgs = data_transform(groups, rgs)
