@@ -49,6 +49,7 @@ ROWS = [
     ("expand_dims_array_axis", lambda m: (  # (a concrete array of axes, as JAX takes)
         m.expand_dims(F32[:3], np.array([0, -1])), m.expand_dims(F32[:3], m.array(1)),
         m.expand_dims(F32[:3], np.int64(0)))),
+    ("zero_d_numpy_shape", lambda m: (m.zeros(np.array(3)), m.full(np.array(2), 1.5))),
     ("stack_bfloat16_numpy", lambda m: (m.stack(BF.reshape(1, -1)), m.vstack(BF[None]))),
     ("i0", lambda m: (m.i0(F32), m.i0(F16), m.i0(BF))),
     ("sort_complex", lambda m: (

@@ -226,7 +226,8 @@ def canonicalize_axes(axis, ndim):
 
 def canonical_shape(shape, name="shape"):
     """A tuple of non-negative ints from an int or a sequence of ints."""
-    if isinstance(shape, (int, np.integer)) or (is_array(shape) and not shape.aval.shape):
+    if isinstance(shape, (int, np.integer)) or (is_array(shape) and not shape.aval.shape) \
+            or (type(shape) is np.ndarray and not shape.shape):   # (0-d NumPy: as JAX's)
         shape = (shape,)
     try:
         out = tuple(d if shape_poly.is_symbolic_dim(d) else operator.index(d)
