@@ -242,3 +242,23 @@ def test_eager_executable_cache_is_bounded_lru():
     cache.insert("c", 3)
     assert list(cache) == ["a", "c"] and cache.lookup("b") is None
     assert dispatch._prim_cache.maxsize == 4096
+
+
+def test_jit_inline_joins_the_enclosing_jaxpr_as_jax():
+    # inline=True: traced into an outer jit, no nested call; eagerly and under grad/vmap
+    # a jitted call as usual (it was accepted and ignored)
+    def make(lib, m):
+        g = lib.jit(lambda x, y: m.sin(x) * y + 1.0, inline=True)
+        h = lib.jit(lambda x: m.cos(x))
+        return lambda x: g(x, m.float32(2)) + h(x)
+
+    def calls(lib, f):
+        return [e.primitive.name for e in lib.make_jaxpr(f)(np.float32(1)).jaxpr.eqns
+                if e.primitive.name in ("pjit", "jit")]
+    x = np.linspace(0, 1, 3, dtype=np.float32)
+    ours, want = make(xform, jnp), make(jax, jnp_ref)
+    assert calls(xform, ours) == calls(jax, want) == ["jit"]
+    for o, w in ((ours(x), want(x)), (xform.jit(ours)(x), jax.jit(want)(x)),
+                 (xform.grad(lambda v: ours(v).sum())(x), jax.grad(lambda v: want(v).sum())(x)),
+                 (xform.vmap(ours)(x), jax.vmap(want)(x))):
+        np.testing.assert_allclose(o, w, rtol=1e-6)

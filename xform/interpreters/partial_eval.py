@@ -356,3 +356,14 @@ def convert_constvars_jaxpr(closed: ClosedJaxpr):
     """Make the consts leading inputs: returns (jaxpr with no constvars, consts)."""
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), closed.consts
+
+
+def staging():
+    """Whether a jaxpr is being built under the current trace (jit's, or linearize's
+    unknowns): what JAX's ``inline=True`` and the samplers' call boundaries ask."""
+    t = current_trace()
+    while t is not None:
+        if isinstance(t, (DynamicJaxprTrace, JaxprTrace)):
+            return True
+        t = t.parent
+    return False

@@ -18,7 +18,7 @@ import xform.numpy as jnp
 from xform import lax
 from xform.core import dtypes as _dt, shape_poly
 from xform.core.dtype_promotion import TypePromotionError
-from xform.core.trace import current_trace, get_aval
+from xform.core.trace import get_aval
 from xform.lax.prng import bitcast_convert_type
 from xform.random import _keys, _prng
 from xform.interpreters import partial_eval as pe
@@ -168,19 +168,9 @@ def _jit(*static_argnums, static_argnames=(), inline=False):
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            return (fn if _staging() else jitted)(*args, **kwargs)
+            return (fn if pe.staging() else jitted)(*args, **kwargs)
         return call
     return wrap
-
-
-def _staging():
-    # Is a jaxpr being built (jit, or linearize's unknowns) under the current trace?
-    t = current_trace()
-    while t is not None:
-        if isinstance(t, (pe.DynamicJaxprTrace, pe.JaxprTrace)):
-            return True
-        t = t.parent
-    return False
 
 
 def _static_shape(name, shape):

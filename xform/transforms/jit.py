@@ -17,7 +17,7 @@ from xform.core.api_util import flatten_fun
 from xform.core.array import Array
 from xform.core.avals import ShapedArray, aval_of_value, canonical_aval
 from xform.core.config import config, user_key
-from xform.core.jaxpr import current_compute_type
+from xform.core.jaxpr import current_compute_type, eval_jaxpr
 from xform.core.mesh import context_key
 from xform.core.layout import AUTO
 from xform.core.profiling import span
@@ -83,12 +83,14 @@ class JitWrapped:
     """The callable ``jit`` returns. Also offers ``lower`` (AOT) and ``trace``."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None):
+                 donate_argnames=(), _shared=True, in_shardings=None, out_shardings=None,
+                 inline=False):
         functools.update_wrapper(self, fun, updated=())  # (name, doc, __wrapped__)
         self.__dict__.update((k, v) for k, v in getattr(fun, "__dict__", {}).items()
                              if not k.startswith("_"))  # (a callable object's private
         self._fun = fun                                 # state must not shadow ours)
         self._name = getattr(fun, "__name__", "fun")
+        self._inline = bool(inline)
         self._shardings = None
         if in_shardings is not None or out_shardings is not None:
             self._shardings = jit_sharding.JitShardings(in_shardings, out_shardings)
@@ -295,6 +297,11 @@ class JitWrapped:
             if one_device:
                 outs = jit_sharding.put_outputs(self._shardings, outs, out_tree)
             return tree_util.tree_unflatten(out_tree, outs)
+        if self._inline and self._shardings is None and pe.staging():
+            # JAX's inline=True: staged into an enclosing jaxpr, the traced equations
+            # join it (no call boundary for XLA); eagerly and under grad/vmap a call
+            return tree_util.tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts,
+                                                                 *leaves))
         # Consts become explicit operands so outer transformations see them (they may
         # be tracers the function closed over).
         hoisted, consts = self._hoisted(key, closed)
@@ -575,7 +582,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         XLA chose.
       device: deprecated, as in JAX: the arguments are put on it (committed, wherever
         they were) and the call runs there.
-      backend, inline, keep_unused, compiler_options: accepted for JAX compatibility.
+      inline: as JAX's: when traced into an enclosing jit (or linearize's jaxpr), the
+        function's equations join the enclosing program instead of a nested call.
+      backend, keep_unused, compiler_options: accepted for JAX compatibility.
 
     Returns:
       A wrapped function with the same signature, plus ``.lower(*args)`` and
@@ -591,7 +600,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
                                  donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames,
                                  in_shardings=in_shardings, out_shardings=out_shardings,
-                                 device=device, backend=backend)
+                                 device=device, backend=backend, inline=inline)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     validate_argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
@@ -599,7 +608,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         in_shardings = out_shardings = jit_sharding.for_device(
             device, backend, in_shardings, out_shardings)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                      in_shardings=in_shardings, out_shardings=out_shardings)
+                      in_shardings=in_shardings, out_shardings=out_shardings, inline=inline)
 
 
 
