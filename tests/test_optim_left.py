@@ -97,3 +97,16 @@ def test_mixed_dtype_tree_jitted_steps_vs_optax(name):
         for a, b in zip(xa, ra):
             assert a.dtype == b.dtype and a.shape == b.shape
             np.testing.assert_array_equal(a.astype(np.float32), b.astype(np.float32))
+
+
+@pytest.mark.parametrize('assoc', [False, True])
+def test_tree_sum_order_vs_optax(assoc):
+    """``associative_reduction=True`` sums pairwise as ``jax.tree.reduce_associative``:
+    on {bf16, int32, f32} leaves the bf16 + int32 pair rounds to bf16 first (xform summed
+    left to right, 0.4% off Optax)."""
+    t = {'h': np.array([.3, .77], jax.numpy.bfloat16), 'i': np.array([1, -2, 3], np.int32),
+         'w': np.arange(6, dtype=np.float32) * .37}
+    r = optax.tree_utils.tree_sum(t, associative_reduction=assoc)
+    x = xo.tree_utils.tree_sum(t, associative_reduction=assoc)
+    assert np.asarray(x).dtype == np.asarray(r).dtype
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(r))

@@ -239,13 +239,24 @@ def periodic_update(new_tensors, old_tensors, steps, update_period):
 # ---- tree math shared by the transformations (Optax's optax.tree namespace) ----
 
 def tree_sum(tree, associative_reduction=False):
-    """Sum of all elements of all leaves (``associative_reduction``, a compile-time hint
-    in Optax, gives the same sum here)."""
+    """Sum of all elements of all leaves: left to right from 0, or with
+    ``associative_reduction`` pairwise (halves summed, then added), as Optax's
+    ``jax.tree.reduce_associative``; the order shows in rounding and in mixed-dtype
+    promotion (bf16 + int32 sums round to bf16 before an f32 one joins)."""
     sums = [jnp.sum(x) for x in tu.tree_leaves(tree)]
+    if associative_reduction:
+        return _pairwise_sum(sums) if sums else 0
     out = 0
     for s in sums:
         out = out + s
     return out
+
+
+def _pairwise_sum(xs):
+    if len(xs) == 1:
+        return xs[0]
+    half = len(xs) // 2
+    return _pairwise_sum(xs[:half]) + _pairwise_sum(xs[half:])
 
 
 def _abs_sq(x):
