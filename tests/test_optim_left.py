@@ -114,3 +114,21 @@ def test_tree_sum_order_vs_optax(assoc):
     x = xo.tree_utils.tree_sum(t, associative_reduction=assoc)
     assert np.asarray(x).dtype == np.asarray(r).dtype
     np.testing.assert_array_equal(np.asarray(x), np.asarray(r))
+
+
+@pytest.mark.parametrize('name', ['adamw_callable_mask', 'multi_transform'])
+def test_tree_map_params_through_masks_vs_optax(name):
+    """``masked`` passes tree_map_params' placeholder to its inner init unmasked, as
+    Optax's (xform applied the mask to it: TypeError/ValueError)."""
+    make = {'adamw_callable_mask': lambda m: m.adamw(.1, mask=lambda p: {k: k != 's' for k in p}),
+            'multi_transform': lambda m: m.multi_transform(
+                {'a': m.adam(.1), 'b': m.sgd(.1, momentum=.9)}, {'w': 'a', 'b': 'b', 's': 'a'})}
+    outs = []
+    for m, tu in ((optax, jax.tree_util), (xo, xform.tree_util)):
+        tx = make[name](m)
+        s = m.tree_utils.tree_map_params(tx, lambda v: v + 1, tx.init(PARAMS),
+                                         transform_non_params=lambda v: v * 0)
+        outs.append([np.asarray(x) for x in tu.tree_leaves(s)])
+    assert len(outs[0]) == len(outs[1])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(b, a)
