@@ -132,3 +132,24 @@ def test_tree_map_params_through_masks_vs_optax(name):
     assert len(outs[0]) == len(outs[1])
     for a, b in zip(*outs):
         np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize('key', ['none', 'np_int', 'seed', 'raw'])
+def test_add_noise_keys_and_warnings_vs_optax(key):
+    """add_noise canonicalizes its key as Optax's (a NumPy int seed works, a raw
+    uint32[2] PRNGKey is a TypeError) and warns as Optax 0.2.8 for seed= / no key."""
+    import warnings
+    res = []
+    for m, n, jr in ((optax, jax.numpy, jax.random), (xo, xform.numpy, xform.random)):
+        args, kw = {'none': ((), {}), 'np_int': ((np.int32(3),), {}), 'seed': ((), {'seed': 4}),
+                    'raw': ((jr.PRNGKey(5),), {})}[key]
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            try:
+                tx = m.add_noise(.1, .55, *args, **kw)
+                out = np.asarray(tx.update({'a': n.ones(2)}, tx.init({'a': n.ones(2)}))[0]['a'])
+            except TypeError:
+                out = 'TypeError'
+        res.append((out if isinstance(out, str) else out.tolist(),
+                    [(x.category, str(x.message)) for x in w]))
+    assert res[0] == res[1]
