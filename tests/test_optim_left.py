@@ -153,3 +153,16 @@ def test_add_noise_keys_and_warnings_vs_optax(key):
         res.append((out if isinstance(out, str) else out.tolist(),
                     [(x.category, str(x.message)) for x in w]))
     assert res[0] == res[1]
+
+
+def test_inject_hyperparams_numpy_scalars_vs_optax():
+    """Optax injects int/float/ndarray/jax.Array hyperparameters only: a NumPy float32
+    or int64 scalar stays static (xform put them in ``state.hyperparams`` too)."""
+    keys, vals = [], []
+    for m, n in ((optax, jax.numpy), (xo, xform.numpy)):
+        tx = m.inject_hyperparams(m.adam)(learning_rate=np.float64(.1), b1=np.float32(.8),
+                                          b2=n.asarray(.9), eps=np.array(1e-3))
+        s = tx.init(PARAMS)
+        keys.append(sorted(s.hyperparams))
+        vals.append([(np.asarray(v).dtype, float(v)) for _, v in sorted(s.hyperparams.items())])
+    assert keys[0] == keys[1] and vals[0] == vals[1]

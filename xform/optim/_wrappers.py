@@ -405,9 +405,8 @@ def inject_hyperparams(inner_factory, static_args=(), hyperparam_dtype=None):
                 sched[name] = value
             elif callable(value):
                 sched[name] = WrappedSchedule(value)
-            elif isinstance(value, (int, float, np.ndarray)) or (
-                    not isinstance(value, type) and hasattr(value, "dtype")
-                    and hasattr(value, "shape")):   # arrays and tracers, not dtypes
+            elif isinstance(value, (int, float, np.ndarray)) or _is_array(value):
+                # as Optax: NumPy scalars other than float64 (np.float32(.9)) stay static
                 numeric[name] = value
             else:
                 other[name] = value
