@@ -1,11 +1,12 @@
 """The simple building blocks: fixed and scheduled scaling, momentum (``trace``, ``ema``),
 weight decay, gradient noise, clipping and the NaN/sign guards (Optax's
 ``transform``/``_accumulation``/``_adding``/``_clipping``/``_constraining``)."""
+import warnings
 from typing import Any, NamedTuple
 
 import xform.numpy as jnp
 from xform import lax
-from xform.core import tree_util as tu
+from xform.core import dtypes, tree_util as tu
 from xform.optim._base import (EmptyState, GradientTransformation, NO_PARAMS_MSG, _abs_sq,
                                bias_correction, canonicalize_dtype, identity, init_empty_state,
                                safe_increment, tree_cast, tree_norm, tree_zeros_like,
@@ -244,18 +245,24 @@ class AddNoiseState(NamedTuple):
 def add_noise(eta, gamma, key=None, *, seed=None):
     """Add Gaussian noise of variance ``eta / (step + 1) ** gamma`` to the updates.
 
-    Needs ``xform.random``; the key is a typed key or an int seed.
+    Needs ``xform.random``; the key is a typed key or a seed for ``random.key`` (a raw
+    ``PRNGKey`` array is refused there, as Optax's ``canonicalize_key`` does). Warns as
+    Optax 0.2.8 does when ``seed=`` or no key is given.
     """
     if seed is not None:
+        warnings.warn('"seed" is deprecated and will be removed in optax 0.2.7, use "key".',
+                      DeprecationWarning)
         if key is not None:
             raise ValueError("Only one of seed or key can be specified.")
         key = seed
-    key = 0 if key is None else key
+    if key is None:
+        warnings.warn("Specifying a key will be required in optax 0.2.7.")
+        key = 0
 
     def init_fn(params):
         k = key
-        if isinstance(k, int):
-            k = random.key(k) if hasattr(random, "key") else random.PRNGKey(k)
+        if not (hasattr(k, "dtype") and jnp.issubdtype(k.dtype, dtypes.prng_key)):
+            k = random.key(k)
         return AddNoiseState(jnp.zeros([], jnp.int32), k)
 
     def update_fn(updates, state, params=None):

@@ -11,6 +11,7 @@ import xform.numpy as jnp
 from xform import lax
 from xform.core import tree_util as tu
 from xform.core.array_ops import ArrayOps
+from xform.optim._tree_state import _ParamsPlaceholder
 from xform.optim._base import (GradientTransformation, GradientTransformationExtraArgs,
                                canonicalize_dtype, safe_increment, tree_cast_like,
                                tree_dtype_highest, tree_zeros_like, with_extra_args_support)
@@ -63,6 +64,10 @@ def masked(inner, mask, *, mask_compatible_extra_args=False):
                 for k, v in extra.items()}
 
     def init_fn(params):
+        if isinstance(params, _ParamsPlaceholder):
+            # tree_map_params' probe: a mask cannot apply to it, and Optax passes it down
+            # unmasked so the inner state marks where params-shaped subtrees sit.
+            return MaskedState(inner.init(params))
         mask_tree = mask(params) if _mask_callable(mask) else mask
         return MaskedState(inner.init(mask_pytree(params, mask_tree)))
 
@@ -400,9 +405,8 @@ def inject_hyperparams(inner_factory, static_args=(), hyperparam_dtype=None):
                 sched[name] = value
             elif callable(value):
                 sched[name] = WrappedSchedule(value)
-            elif isinstance(value, (int, float, np.ndarray)) or (
-                    not isinstance(value, type) and hasattr(value, "dtype")
-                    and hasattr(value, "shape")):   # arrays and tracers, not dtypes
+            elif isinstance(value, (int, float, np.ndarray)) or _is_array(value):
+                # as Optax: NumPy scalars other than float64 (np.float32(.9)) stay static
                 numeric[name] = value
             else:
                 other[name] = value
