@@ -2,6 +2,7 @@
 ``(init, update)`` pair, empty states, chaining, applying updates, and the numerics
 helpers every transformation shares (safe counters, bias correction, moments)."""
 import collections
+import functools
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -9,8 +10,6 @@ import numpy as np
 import xform.numpy as jnp
 from xform import lax
 from xform.core import dtypes, tree_util as tu
-from xform.core.trace import current_trace
-from xform.interpreters.partial_eval import DynamicJaxprTrace
 from xform.transforms.jit import jit
 
 NO_PARAMS_MSG = ("You are using a transformation that requires the current value of "
@@ -373,30 +372,19 @@ def update_infinity_moment(updates, moments, decay, eps):
                        updates, moments, is_leaf=_is_none)
 
 
+@functools.partial(jit, inline=True)
 def bias_correction(moment, decay, count):
     """``moment / (1 - decay**count)`` leaf by leaf.
 
-    Optax's is ``jit(inline=True)``: eagerly a compiled call, so ``decay`` is a runtime
+    ``jit(inline=True)`` as Optax's: eagerly a compiled call, so ``decay`` is a runtime
     argument and XLA's ``pow`` of it rounds unlike a folded constant (the ``1 -
     decay**count`` cancellation turns that ulp into ~1e-5 of the update); under ``jit``
-    its ops inline into the caller's program. Inlined here too, because a nested call
-    changes what XLA fuses, and with it whether bf16/f16 intermediates are rounded (an
-    AdEMAMix step on bf16 and f16 leaves was 2e-3 off Optax's).
+    its ops join the caller's program, as a nested call would change what XLA fuses,
+    and with it whether bf16/f16 intermediates are rounded (an AdEMAMix step on bf16
+    and f16 leaves was 2e-3 off Optax's).
     """
-    bottom = current_trace()
-    while bottom.parent is not None:
-        bottom = bottom.parent
-    if isinstance(bottom, DynamicJaxprTrace):
-        return _bias_correction(moment, decay, count)
-    return _bias_correction_call(moment, decay, count)
-
-
-def _bias_correction(moment, decay, count):
     correction = 1 - decay ** count
     return tu.tree_map(lambda t: t / correction.astype(t.dtype), moment)
-
-
-_bias_correction_call = jit(_bias_correction)
 
 
 def canonicalize_dtype(dtype):
