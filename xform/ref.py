@@ -397,7 +397,7 @@ def _check_ref(ref, what):
 
 
 def _idx(idx):
-    return Ellipsis if idx is None or idx == () else idx
+    return Ellipsis if idx is None or (type(idx) is tuple and not idx) else idx
 
 
 def new_ref(init_val, *, memory_space=None, kind=None):
