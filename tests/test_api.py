@@ -44,6 +44,20 @@ def test_vmap_out_axes_pytree_and_none():
     np.testing.assert_allclose(got[0], (x * 2).T)
 
 
+def test_vmap_elementwise_broadcasts_size_one_as_jax():
+    # an unbatched operand (or a batched per-example scalar) gets a size-1 axis, not a
+    # full-size copy, as JAX's broadcast_batcher: XLA then rewrites the division by it
+    # as JAX's program (129 and 164 of 600 quotients were an ulp apart)
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((200, 3)).astype(np.float32)
+    t, s = (rng.standard_normal(n).astype(np.float32) + 2 for n in (3, 200))
+    for args, axes in (((m, t), (0, None)), ((m, s), (0, 0)), ((t, m), (None, 0))):
+        np.testing.assert_array_equal(xform.vmap(lambda a, b: a / b, axes)(*args),
+                                      jax.vmap(lambda a, b: a / b, axes)(*args))
+    jx = xform.make_jaxpr(xform.vmap(lambda a, b: a / b, (0, None)))(m, t)
+    assert [e.outvars[0].aval.shape for e in jx.jaxpr.eqns] == [(1, 3), (200, 3)]
+
+
 def test_vmap_axis_size_without_mapped_inputs():
     got = xform.vmap(lambda: jnp.ones(2), in_axes=(), axis_size=3)()
     assert got.shape == (3, 2)

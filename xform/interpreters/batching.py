@@ -244,7 +244,14 @@ def defvectorized(prim):
 
 
 def defbroadcasting(prim):
-    """Elementwise n-ary primitive with lax's rank-0 broadcasting."""
+    """Elementwise n-ary primitive with lax's broadcasting (rank 0, and size-1 axes of
+    equal ranks), batched as JAX's ``broadcast_batcher``: operands sharing one shape and
+    batch dimension (and scalars) bind as they are; otherwise each operand of rank > 0
+    gets its batch axis in front, of size 1 where unbatched, and a batched per-example
+    scalar trailing size-1 axes, so the primitive broadcasts them. Nothing is
+    materialized at full size, and XLA simplifies the program as it does JAX's (a
+    ``div`` by a size-1 broadcast becomes a multiplication by its reciprocal: values
+    an ulp apart otherwise). Operands with explicit shardings broadcast at full size."""
     def rule(vals, dims, **params):
         shapes = {(get_aval(v).ndim, d) for v, d in zip(vals, dims) if d is not not_mapped}
         avals = [get_aval(v) for v in vals]
@@ -254,6 +261,15 @@ def defbroadcasting(prim):
             if all(a.ndim == ndim or a.ndim == 0 and dd is not_mapped
                    for a, dd in zip(avals, dims)):
                 return prim.bind(*vals, **params), d
+        if all(a._sharding is None for a in avals):
+            args = [bdim_at_front(v, d, 1) if a.ndim else v
+                    for v, a, d in zip(vals, avals, dims)]
+            nd = max(get_aval(x).ndim for x in args)
+            args = [x if d is not_mapped or get_aval(x).ndim == nd else
+                    ad_util.broadcast_in_dim(x, get_aval(x).shape + (1,) * (
+                        nd - get_aval(x).ndim), tuple(range(get_aval(x).ndim)))
+                    for x, d in zip(args, dims)]
+            return prim.bind(*args, **params), 0
         size = axis_size_of(vals, dims)
         example_shape = ()
         for a, d in zip(avals, dims):
