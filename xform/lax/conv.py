@@ -417,6 +417,13 @@ def _conv_batch(vals, dims, **params):
     # Fold the vmapped axis into the batch dimension (lhs only), the output features
     # (rhs only), or, when both are batched or groups are in play, into groups.
     (x, y), (dx, dy) = vals, dims
+    if any(d is not None and get_aval(v).shape[d] == 0 for v, d in zip(vals, dims)):
+        # A size-0 batch can't be folded into features or groups (a 0-sized group
+        # count): the result is empty, shaped by the per-example rule, as JAX's.
+        avals = [ShapedArray(tuple(n for i, n in enumerate(get_aval(v).shape) if i != d),
+                             get_aval(v).dtype) for v, d in zip(vals, dims)]
+        out = _conv_abstract_eval(*avals, **params)
+        return shapes.full((0, *out.shape), 0, out.dtype), 0
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
     fgc, bgc = params["feature_group_count"], params["batch_group_count"]
     if dy is None and bgc == 1:
