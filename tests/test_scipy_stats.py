@@ -226,3 +226,21 @@ def test_edges_match_jax():
             _close(g, w, rtol=1e-5)
         except AssertionError as e:
             raise AssertionError(f"{dist}.{fn}: {e}") from None
+
+
+def test_signatures_match_jax():
+    # pdf/cdf/sf built as exp/log of another function were (*args) wrappers: loc= and
+    # scale= keywords raised TypeError (truncnorm.cdf, betabinom.pmf, vonmises.pdf, ...)
+    import inspect
+    for name in dir(jst):
+        jm = getattr(jst, name)
+        if name.startswith("_") or not inspect.ismodule(jm):
+            continue
+        for fn in (f for f in dir(jm) if not f.startswith("_") and callable(getattr(jm, f))):
+            want = [(p.name, p.default) for p in inspect.signature(getattr(jm, fn)).parameters.values()]
+            got = [(p.name, p.default) for p in
+                   inspect.signature(getattr(getattr(xst, name), fn)).parameters.values()]
+            assert got == want, f"{name}.{fn}"
+    _close(xst.truncnorm.cdf(0.3, -1.0, 1.0, loc=0.5, scale=2.0),
+           jst.truncnorm.cdf(0.3, -1.0, 1.0, loc=0.5, scale=2.0))
+    _close(xst.logistic.ppf(x=0.3, scale=2.0), jst.logistic.ppf(x=0.3, scale=2.0))

@@ -14,6 +14,7 @@ import numpy as np
 from xform import numpy as jnp
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, promote
+from xform.scipy.stats._common import exp_of as _exp, log_of as _log
 
 _LOG_2PI = float(np.log(2 * np.pi))
 _inf, _nan = np.inf, np.nan
@@ -22,15 +23,6 @@ _inf, _nan = np.inf, np.nan
 def _z(name, x, loc, scale):
     x, loc, scale = promote(name, x, loc, scale)
     return (x - loc) / scale, x, loc, scale
-
-
-def _exp(logf):
-    """``pdf`` (or ``cdf``/``sf``) as ``exp`` of its log, with ``logf``'s signature."""
-    return lambda *args, **kw: jnp.exp(logf(*args, **kw))
-
-
-def _log(f):
-    return lambda *args, **kw: jnp.log(f(*args, **kw))
 
 
 def _log1mexp(x):
@@ -287,9 +279,9 @@ def _logistic_logpdf(x, loc=0, scale=1):
 
 
 def _logistic_q(name, sign):
-    def quantile(q, loc=0, scale=1):   # unchecked outside [0, 1], as JAX
-        q, loc, scale = promote(name, q, loc, scale)
-        return sign * special.logit(q) * scale + loc
+    def quantile(x, loc=0, scale=1):   # unchecked outside [0, 1]; JAX names it x
+        x, loc, scale = promote(name, x, loc, scale)
+        return sign * special.logit(x) * scale + loc
     return quantile
 
 
