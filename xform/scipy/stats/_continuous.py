@@ -11,6 +11,7 @@ The CDFs of gamma and chi2 use ``scipy.special.gammainc``/``gammaincc``, beta's
 """
 import numpy as np
 
+from xform import lax
 from xform import numpy as jnp
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, promote
@@ -23,6 +24,13 @@ _inf, _nan = np.inf, np.nan
 def _z(name, x, loc, scale):
     x, loc, scale = promote(name, x, loc, scale)
     return (x - loc) / scale, x, loc, scale
+
+
+def _clamp(lo, y, hi):
+    """``lax.clamp`` between constants of ``y``'s dtype, as JAX's CDFs: its gradient is a
+    select, so a ``log`` of the clamped CDF has a zero (not ``0 * inf = nan``) gradient off
+    the support; the constants are not weak, so neither is the result."""
+    return lax.clamp(np.array(lo, y.dtype), y, np.array(hi, y.dtype))
 
 
 def _log1mexp(x):
@@ -145,7 +153,7 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
 
 def _gamma_cdf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote("gamma.cdf", x, a, loc, scale)
-    return special.gammainc(a, jnp.clip((x - loc) / scale, 0, _inf))
+    return special.gammainc(a, _clamp(0, (x - loc) / scale, _inf))
 
 
 def _gamma_sf(x, a, loc=0, scale=1):
@@ -172,7 +180,7 @@ def _chi2_logpdf(x, df, loc=0, scale=1):
 def _chi2_tail(name, inc):
     def tail(x, df, loc=0, scale=1):
         x, df, loc, scale = promote(name, x, df, loc, scale)
-        return inc(df / 2, jnp.clip((x - loc) / (scale * 2), 0, _inf))
+        return inc(df / 2, _clamp(0, (x - loc) / (scale * 2), _inf))
     return tail
 
 
@@ -195,12 +203,12 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
 
 def _beta_cdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote("beta.cdf", x, a, b, loc, scale)
-    return special.betainc(a, b, jnp.clip((x - loc) / scale, 0, 1))
+    return special.betainc(a, b, _clamp(0, (x - loc) / scale, 1))
 
 
 def _beta_sf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote("beta.sf", x, a, b, loc, scale)
-    return special.betainc(b, a, 1 - jnp.clip((x - loc) / scale, 0, 1))
+    return special.betainc(b, a, 1 - _clamp(0, (x - loc) / scale, 1))
 
 
 beta = distribution(
