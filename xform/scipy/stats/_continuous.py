@@ -96,8 +96,8 @@ def _uniform_logpdf(x, loc=0, scale=1):
 def _uniform_cdf(x, loc=0, scale=1):
     x, loc, scale = promote("uniform.cdf", x, loc, scale)
     inside = (x >= loc) & (x <= loc + scale)
-    return jnp.select([x < loc, x > loc + scale, inside],
-                      [jnp.zeros_like(x), jnp.ones_like(x), (x - loc) / scale])
+    zero, one = jnp.array(0, x.dtype), jnp.array(1, x.dtype)   # not weak, as JAX's
+    return jnp.select([x < loc, x > loc + scale, inside], [zero, one, (x - loc) / scale])
 
 
 def _uniform_ppf(q, loc=0, scale=1):
