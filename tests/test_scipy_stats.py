@@ -257,4 +257,5 @@ def test_log_cdf_grads_off_support_and_weak_types():
                jax.vmap(jax.grad(jf), (0,) + (None,) * len(args))(x, *args), rtol=1e-4)
         ints = np.arange(3, dtype=np.int32)   # the clamp's constants are not weak in JAX
         assert xf(ints, *args).weak_type == jf(ints, *args).weak_type, (dist, fn)
+        assert xf(0.5, *args).weak_type == jf(0.5, *args).weak_type, (dist, fn)
     assert not xst.uniform.cdf(0.5).weak_type and not jst.uniform.cdf(0.5).weak_type

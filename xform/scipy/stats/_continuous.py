@@ -29,7 +29,10 @@ def _z(name, x, loc, scale):
 def _clamp(lo, y, hi):
     """``lax.clamp`` between constants of ``y``'s dtype, as JAX's CDFs: its gradient is a
     select, so a ``log`` of the clamped CDF has a zero (not ``0 * inf = nan``) gradient off
-    the support; the constants are not weak, so neither is the result."""
+    the support. Its constants are weak only for a weak scalar (JAX's ``_const``), so a
+    CDF of Python scalars is weak and one of an integer array is not."""
+    if getattr(y, "weak_type", False) and np.ndim(y) == 0:
+        return lax.clamp(float(lo), y, float(hi))
     return lax.clamp(np.array(lo, y.dtype), y, np.array(hi, y.dtype))
 
 
