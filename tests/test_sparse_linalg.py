@@ -70,6 +70,20 @@ def test_gmres_and_errors():
         xsl.cg(np.ones((4, 3), np.float32), B)
 
 
+def test_complex_solves_match_jax():
+    # GMRES projected and rotated without conjugates (nan or a wrong x for complex A;
+    # incremental: a complex norm broke its loop carry); cg's steps and tolerances use
+    # JAX's real-part dot products (a non-Hermitian complex A gave another x)
+    A = (GEN * (1 + 0.5j)).astype(np.complex64)
+    b = (B + 0.3j).astype(np.complex64)
+    for method in ("batched", "incremental"):
+        got = xsl.gmres(A, b, solve_method=method, restart=2, maxiter=3)
+        want = jsl.gmres(A, b, solve_method=method, restart=2, maxiter=3)
+        _close(got[0], want[0], 1e-3)
+        assert int(got[1]) == int(want[1]) == 0
+    _close(xsl.cg(A, b, maxiter=3)[0], jsl.cg(A, b, maxiter=3)[0], 1e-3)
+
+
 def test_typing_names():
     import jax.typing as jt
     import xform.typing as xt

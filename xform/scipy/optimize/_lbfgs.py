@@ -46,7 +46,7 @@ def minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.2204460
         maxiter = d * 200
     maxiter, maxfun, maxgrad = (np.inf if v is None else v for v in (maxiter, maxfun, maxgrad))
     f_0, g_0 = value_and_grad(fun)(x0)
-    i0 = jnp.zeros((), jnp.int32)
+    i0 = jnp.asarray(0)   # weak default int (int64 under x64), as JAX's Python-int counters
     state = dict(converged=jnp.array(False), failed=jnp.array(False), k=i0, nfev=i0 + 1,
                  ngev=i0 + 1, x=x0, f=f_0, g=g_0, s_history=jnp.zeros((maxcor, d), dtype),
                  y_history=jnp.zeros((maxcor, d), dtype), rho_history=jnp.zeros(maxcor, dtype),
@@ -72,6 +72,5 @@ def minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.2204460
                     rho_history=_push(s["rho_history"], jnp.reciprocal(rho_inv).astype(
                         y.dtype)),
                     gamma=(rho_inv / jnp.real(_dot(jnp.conj(y), y))).astype(s["g"].dtype),
-                    status=jnp.where(converged, 0, status).astype(jnp.int32),
-                    ls_status=ls.status.astype(jnp.int32))
+                    status=jnp.where(converged, 0, status), ls_status=ls.status)
     return lax.while_loop(lambda s: ~s["converged"] & ~s["failed"], body, state)

@@ -56,7 +56,7 @@ def _zoom(phi_dphi, wolfe_one, wolfe_two, lo, hi, g_0, pass_through):
     """Shrink the bracket ``lo``/``hi`` (each (a, phi, dphi)) until a step satisfies both
     Wolfe conditions; nothing runs where ``pass_through``."""
     (a_lo, phi_lo, dphi_lo), (a_hi, phi_hi, dphi_hi) = lo, hi
-    zero = jnp.zeros((), jnp.int32)
+    zero = jnp.asarray(0)   # counters are weak default ints (int64 under x64), as JAX's
     state = dict(done=jnp.array(False), failed=jnp.array(False), j=zero,
                  a_lo=a_lo, phi_lo=phi_lo, dphi_lo=dphi_lo,
                  a_hi=a_hi, phi_hi=phi_hi, dphi_hi=dphi_hi,
@@ -149,9 +149,9 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
     def wolfe_two(dphi):     # the curvature condition holds
         return jnp.abs(dphi) <= -c2 * dphi_0
 
-    count = jnp.asarray(int(counted), jnp.int32)
+    count = jnp.asarray(int(counted))   # weak default int, as JAX's Python-int counters
     state = dict(done=jnp.array(False), failed=jnp.array(False),
-                 i=jnp.ones((), jnp.int32), a_i1=jnp.zeros((), a_dtype), phi_i1=phi_0,
+                 i=jnp.asarray(1), a_i1=jnp.zeros((), a_dtype), phi_i1=phi_0,
                  dphi_i1=dphi_0, nfev=count, ngev=count, a_star=jnp.zeros((), a_dtype),
                  phi_star=phi_0, dphi_star=dphi_0, g_star=gfk)
 

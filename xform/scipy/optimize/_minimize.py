@@ -38,7 +38,7 @@ def _bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_maxiter=10)
     x0 = jnp.asarray(x0)
     eye = jnp.eye(x0.shape[0], dtype=x0.dtype)
     f_0, g_0 = value_and_grad(fun)(x0)
-    i0 = jnp.zeros((), jnp.int32)
+    i0 = jnp.asarray(0)   # weak default int (int64 under x64), as JAX's Python-int counters
     state = dict(converged=jnp.linalg.norm(g_0, ord=norm) < gtol, failed=jnp.array(False),
                  k=i0, nfev=i0 + 1, ngev=i0 + 1, x=x0, f=f_0, g=g_0, H=eye,
                  old_old_fval=f_0 + jnp.linalg.norm(g_0) / 2, ls_status=i0)

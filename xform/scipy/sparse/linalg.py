@@ -30,8 +30,22 @@ def _vdot_tree(x, y):
     return sum(tree_leaves(tree_map(_vdot, x, y)))
 
 
+def _vdot_real_part(x, y):
+    """``Re(vdot(x, y))`` without the real-imaginary cross terms: a real float, as JAX's
+    (the solvers' ``z^H M z`` with ``M`` Hermitian positive definite are real)."""
+    result = _vdot(jnp.real(x), jnp.real(y))
+    if jnp.iscomplexobj(x) or jnp.iscomplexobj(y):
+        result = result + _vdot(jnp.imag(x), jnp.imag(y))
+    return result
+
+
+def _vdot_real_tree(x, y):
+    return sum(tree_leaves(tree_map(_vdot_real_part, x, y)))
+
+
 def _norm(x):
-    return jnp.sqrt(_vdot_tree(x, x))
+    """A real norm also for complex ``x`` (a complex one broke GMRES's real loop carry)."""
+    return jnp.sqrt(_vdot_real_tree(x, x))
 
 
 def _mul(scalar, tree):
@@ -75,37 +89,37 @@ def _check_x0(x0, b):
 
 
 def _cg_solve(A, b, x0, *, maxiter, tol, atol, M):
-    atol2 = jnp.maximum(jnp.square(tol) * _vdot_tree(b, b), jnp.square(atol))
+    atol2 = jnp.maximum(jnp.square(tol) * _vdot_real_tree(b, b), jnp.square(atol))
 
     def cond_fun(value):
         _, r, gamma, _, k = value
-        rs = gamma if M is _identity else _vdot_tree(r, r)
+        rs = jnp.real(gamma) if M is _identity else _vdot_real_tree(r, r)
         return (rs > atol2) & (k < maxiter)
 
     def body_fun(value):
         x, r, gamma, p, k = value
         Ap = A(p)
-        alpha = gamma / _vdot_tree(p, Ap).astype(dtype)
+        alpha = gamma / _vdot_real_tree(p, Ap).astype(dtype)
         x_ = _add(x, _mul(alpha, p))
         r_ = _sub(r, _mul(alpha, Ap))
         z_ = M(r_)
-        gamma_ = _vdot_tree(r_, z_).astype(dtype)
+        gamma_ = _vdot_real_tree(r_, z_).astype(dtype)
         p_ = _add(z_, _mul(gamma_ / gamma, p))
         return x_, r_, gamma_, p_, k + 1
 
     r0 = _sub(b, A(x0))
     p0 = z0 = M(r0)
     dtype = jnp.result_type(*tree_leaves(p0))
-    gamma0 = _vdot_tree(r0, z0).astype(dtype)
+    gamma0 = _vdot_real_tree(r0, z0).astype(dtype)
     return lax.while_loop(cond_fun, body_fun, (x0, r0, gamma0, p0, 0))[0]
 
 
 def _bicgstab_solve(A, b, x0, *, maxiter, tol, atol, M):
-    atol2 = jnp.maximum(jnp.square(tol) * _vdot_tree(b, b), jnp.square(atol))
+    atol2 = jnp.maximum(jnp.square(tol) * _vdot_real_tree(b, b), jnp.square(atol))
 
     def cond_fun(value):
         _, r, *_, k = value
-        return (_vdot_tree(r, r) > atol2) & (k < maxiter) & (k >= 0)
+        return (_vdot_real_tree(r, r) > atol2) & (k < maxiter) & (k >= 0)
 
     def body_fun(value):
         x, r, rhat, alpha, omega, rho, p, q, k = value
@@ -116,7 +130,7 @@ def _bicgstab_solve(A, b, x0, *, maxiter, tol, atol, M):
         q_ = A(phat)
         alpha_ = rho_ / _vdot_tree(rhat, q_)
         s = _sub(r, _mul(alpha_, q_))
-        exit_early = _vdot_tree(s, s) < atol2
+        exit_early = _vdot_real_tree(s, s) < atol2
         shat = M(s)
         t = A(shat)
         omega_ = _vdot_tree(t, s) / _vdot_tree(t, t)
@@ -201,8 +215,9 @@ def _safe_normalize(x, thresh=None):
 
 
 def _project_on_columns(Q, v):
+    """``Q^H v`` (conjugated: without it complex GMRES diverged)."""
     return tree_reduce(operator.add, tree_map(
-        lambda X, y: jnp.einsum("...n,...->n", X, y, precision=_HIGHEST), Q, v))
+        lambda X, y: jnp.einsum("...n,...->n", jnp.conj(X), y, precision=_HIGHEST), Q, v))
 
 
 def _classical_gram_schmidt(Q, x, xnorm, max_iterations=2):
@@ -254,7 +269,7 @@ def _kth_arnoldi_iteration(k, A, M, V, H):
 
 def _rotate_vectors(H, i, cs, sn):
     x1, y1 = H[i], H[i + 1]
-    H = H.at[i].set(cs * x1 - sn * y1)
+    H = H.at[i].set(jnp.conj(cs) * x1 - jnp.conj(sn) * y1)   # unitary also when complex
     return H.at[i + 1].set(sn * x1 + cs * y1)
 
 
@@ -331,8 +346,8 @@ def _gmres_batched(A, b, x0, unit_residual, residual_norm, ptol, restart, M):
         return V, H, breakdown, k + 1
     V, H, _, _ = lax.while_loop(loop_cond, arnoldi_process, (V, H, False, 0))
     beta_vec = jnp.zeros(restart + 1, dtype=dtype).at[0].set(residual_norm.astype(dtype))
-    a = H.T   # least squares by the normal equations, as JAX
-    y = sp_linalg.solve(_dot(a.T, a), _dot(a.T, beta_vec), assume_a="pos")
+    a = H.T   # least squares by the (Hermitian) normal equations, as JAX
+    y = sp_linalg.solve(_dot(jnp.conj(a.T), a), _dot(jnp.conj(a.T), beta_vec), assume_a="pos")
     return _finish_restart(A, b, M, x0, V, y)
 
 

@@ -1,5 +1,6 @@
 """Shared helpers for ``xform.scipy.stats``: argument promotion and the distribution
 namespaces (``norm``, ``gamma``, ...), which are small modules as in JAX."""
+import functools
 import sys
 import types
 
@@ -12,6 +13,17 @@ from xform.numpy import _util
 def promote(name, *args):
     """Arrays of one inexact dtype (weak when every argument is a Python scalar)."""
     return _util.promote_args(name, *args, to="inexact")
+
+
+def exp_of(logf):
+    """``pdf`` (or ``cdf``/``sf``) as ``exp`` of its log; keeps ``logf``'s signature, so
+    keywords (``loc=``, ``scale=``) and ``inspect.signature`` work as on JAX's."""
+    return functools.wraps(logf)(lambda *args, **kw: jnp.exp(logf(*args, **kw)))
+
+
+def log_of(f):
+    """``logcdf`` (or ``logsf``) as ``log`` of ``f``, with ``f``'s signature."""
+    return functools.wraps(f)(lambda *args, **kw: jnp.log(f(*args, **kw)))
 
 
 def neg_inf(x):

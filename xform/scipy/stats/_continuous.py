@@ -11,9 +11,11 @@ The CDFs of gamma and chi2 use ``scipy.special.gammainc``/``gammaincc``, beta's
 """
 import numpy as np
 
+from xform import lax
 from xform import numpy as jnp
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, promote
+from xform.scipy.stats._common import exp_of as _exp, log_of as _log
 
 _LOG_2PI = float(np.log(2 * np.pi))
 _inf, _nan = np.inf, np.nan
@@ -24,13 +26,14 @@ def _z(name, x, loc, scale):
     return (x - loc) / scale, x, loc, scale
 
 
-def _exp(logf):
-    """``pdf`` (or ``cdf``/``sf``) as ``exp`` of its log, with ``logf``'s signature."""
-    return lambda *args, **kw: jnp.exp(logf(*args, **kw))
-
-
-def _log(f):
-    return lambda *args, **kw: jnp.log(f(*args, **kw))
+def _clamp(lo, y, hi):
+    """``lax.clamp`` between constants of ``y``'s dtype, as JAX's CDFs: its gradient is a
+    select, so a ``log`` of the clamped CDF has a zero (not ``0 * inf = nan``) gradient off
+    the support. Its constants are weak only for a weak scalar (JAX's ``_const``), so a
+    CDF of Python scalars is weak and one of an integer array is not."""
+    if getattr(y, "weak_type", False) and np.ndim(y) == 0:
+        return lax.clamp(float(lo), y, float(hi))
+    return lax.clamp(np.array(lo, y.dtype), y, np.array(hi, y.dtype))
 
 
 def _log1mexp(x):
@@ -96,8 +99,8 @@ def _uniform_logpdf(x, loc=0, scale=1):
 def _uniform_cdf(x, loc=0, scale=1):
     x, loc, scale = promote("uniform.cdf", x, loc, scale)
     inside = (x >= loc) & (x <= loc + scale)
-    return jnp.select([x < loc, x > loc + scale, inside],
-                      [jnp.zeros_like(x), jnp.ones_like(x), (x - loc) / scale])
+    zero, one = jnp.array(0, x.dtype), jnp.array(1, x.dtype)   # not weak, as JAX's
+    return jnp.select([x < loc, x > loc + scale, inside], [zero, one, (x - loc) / scale])
 
 
 def _uniform_ppf(q, loc=0, scale=1):
@@ -153,7 +156,7 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
 
 def _gamma_cdf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote("gamma.cdf", x, a, loc, scale)
-    return special.gammainc(a, jnp.clip((x - loc) / scale, 0, _inf))
+    return special.gammainc(a, _clamp(0, (x - loc) / scale, _inf))
 
 
 def _gamma_sf(x, a, loc=0, scale=1):
@@ -180,7 +183,7 @@ def _chi2_logpdf(x, df, loc=0, scale=1):
 def _chi2_tail(name, inc):
     def tail(x, df, loc=0, scale=1):
         x, df, loc, scale = promote(name, x, df, loc, scale)
-        return inc(df / 2, jnp.clip((x - loc) / (scale * 2), 0, _inf))
+        return inc(df / 2, _clamp(0, (x - loc) / (scale * 2), _inf))
     return tail
 
 
@@ -203,12 +206,12 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
 
 def _beta_cdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote("beta.cdf", x, a, b, loc, scale)
-    return special.betainc(a, b, jnp.clip((x - loc) / scale, 0, 1))
+    return special.betainc(a, b, _clamp(0, (x - loc) / scale, 1))
 
 
 def _beta_sf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote("beta.sf", x, a, b, loc, scale)
-    return special.betainc(b, a, 1 - jnp.clip((x - loc) / scale, 0, 1))
+    return special.betainc(b, a, 1 - _clamp(0, (x - loc) / scale, 1))
 
 
 beta = distribution(
@@ -287,9 +290,9 @@ def _logistic_logpdf(x, loc=0, scale=1):
 
 
 def _logistic_q(name, sign):
-    def quantile(q, loc=0, scale=1):   # unchecked outside [0, 1], as JAX
-        q, loc, scale = promote(name, q, loc, scale)
-        return sign * special.logit(q) * scale + loc
+    def quantile(x, loc=0, scale=1):   # unchecked outside [0, 1]; JAX names it x
+        x, loc, scale = promote(name, x, loc, scale)
+        return sign * special.logit(x) * scale + loc
     return quantile
 
 

@@ -7,11 +7,8 @@ from xform import numpy as jnp
 from xform.numpy import _util
 from xform.scipy import special
 from xform.scipy.stats._common import distribution, promote
+from xform.scipy.stats._common import exp_of as _exp
 from xform.scipy.stats._continuous import norm
-
-
-def _exp(logf):
-    return lambda *args: jnp.exp(logf(*args))
 
 
 def _vonmises_logpdf(x, kappa):
