@@ -1,5 +1,6 @@
 """Op-table rows of the spine primitives: elementwise, shapes, reductions, dot."""
 import numpy as np
+from jax._src.lax.lax import _array_copy as _jax_array_copy  # (private, as xform's)
 
 from optable import (ALL, F16, F32, I32, BOOL, FLOAT, NUM,
                      _concat, _dot, _reduction, binary, domains, rec, select_args,
@@ -125,4 +126,7 @@ RECORDS = [
     _dot("dot_batch_middle", (4, 2, 5, 3), (3, 5, 6, 4),
          (((0, 3), (3, 0)), ((2,), (1,)))),
     _dot("dot_two_batch_swapped", (2, 3, 4), (4, 3, 2), (((1,), (1,)), ((0, 2), (2, 0)))),
+    # -- copy (x.copy(), jnp.array(x)): the identity in a buffer of its own --
+    rec("copy", 1, ALL, [((3, 4),), ((),)], domains("real"), 1,
+        call=lambda L, x: L._array_copy(x), call_jax=lambda L, x: _jax_array_copy(x)),
 ]

@@ -42,7 +42,6 @@ mlir.register_lowering(
     lambda ctx, *args: list(mlir.hlo.OptimizationBarrierOp(list(args)).results) if args else [])
 
 
-
 def _array_copy(x):
     """A copy of ``x`` in a new buffer (JAX's ``lax._array_copy``): ``jnp.array(x)``,
     ``x.copy()``, ``copy.copy(x)``. Sharing the buffer would be wrong only when the
